@@ -1,0 +1,84 @@
+"""The cache: a jitted function's entries, how a call finds one, and hit/miss/compile-time stats.
+
+An entry is (prologue, computation). A call runs the entries' prologues in order until one
+accepts the arguments (returns the computation's inputs instead of raising `GuardFailure`) and
+runs that entry's computation; when none accepts, the function is traced and compiled again
+(a miss, i.e. a recompilation) and the new entry is appended.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.errors import GuardFailure
+from compiler.ir import Trace
+
+
+@dataclass
+class CacheEntry:
+    """One compiled specialisation of a function."""
+
+    prologue: Callable[[tuple, dict], tuple]
+    computation: Callable[..., Any]
+    prologue_trace: Trace
+    traces: list[Trace]
+    compile_seconds: float
+
+
+@dataclass
+class CacheStats:
+    """Counters of a jitted function: `misses` counts compilations (the first one included)."""
+
+    hits: int = 0
+    misses: int = 0
+    compile_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def total_compile_seconds(self) -> float:
+        """Seconds spent tracing and compiling, over all misses."""
+        return sum(self.compile_seconds)
+
+    @property
+    def recompilations(self) -> int:
+        """Compilations after the first one."""
+        return max(self.misses - 1, 0)
+
+
+class JittedFunction:
+    """A callable with the wrapped function's signature that runs cached compiled traces."""
+
+    def __init__(self, fn: Callable, compile_entry: Callable[[tuple, dict], CacheEntry]) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self._compile_entry = compile_entry
+        self.entries: list[CacheEntry] = []
+        self.stats = CacheStats()
+        self.last_entry: CacheEntry | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        for entry in self.entries:
+            try:
+                inputs = entry.prologue(args, kwargs)
+            except GuardFailure:
+                continue
+            self.stats.hits += 1
+            self.last_entry = entry
+            return entry.computation(*inputs)
+        return self._miss(args, kwargs)
+
+    def _miss(self, args: tuple, kwargs: dict) -> Any:
+        start = time.perf_counter()
+        entry = self._compile_entry(args, kwargs)
+        entry.compile_seconds = time.perf_counter() - start
+        self.entries.append(entry)
+        self.stats.misses += 1
+        self.stats.compile_seconds.append(entry.compile_seconds)
+        self.last_entry = entry
+        return entry.computation(*entry.prologue(args, kwargs))
+
+    def __repr__(self) -> str:
+        return f"<jitted {getattr(self.fn, '__qualname__', self.fn)}: {len(self.entries)} cache entries>"

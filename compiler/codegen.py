@@ -1,0 +1,107 @@
+"""Codegen: an execution trace → Python source → a callable.
+
+Each bound symbol becomes one call to the implementation its executor provides (bound as a
+global of the generated module); constants that have no literal form (dtypes, devices, types)
+are bound as globals too, so the hot path does no lookups beyond local names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from compiler.errors import check
+from compiler.ir import BoundSymbol, Proxy, Trace, callee_name
+from compiler.prims import Prim
+
+
+class _Globals:
+    """The generated module's globals: implementations and constants, each under one name."""
+
+    def __init__(self) -> None:
+        self.scope: dict[str, Any] = {}
+        self._names: dict[int, str] = {}
+
+    def bind(self, obj: Any, hint: str) -> str:
+        name = self._names.get(id(obj))
+        if name is None:
+            name = f"_{hint}_{len(self._names)}"
+            self._names[id(obj)] = name
+            self.scope[name] = obj
+        return name
+
+    def source(self, value: Any) -> str:
+        """Python source for an argument: proxies by name, literals inline, other objects as globals."""
+        if isinstance(value, Proxy):
+            return value.name
+        if value is None or isinstance(value, (bool, int, str)):
+            return repr(value)
+        if isinstance(value, float):
+            return repr(value) if math.isfinite(value) else self.bind(value, "c")
+        if isinstance(value, tuple):
+            items = [self.source(v) for v in value]
+            return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        if isinstance(value, list):
+            return f"[{', '.join(self.source(v) for v in value)}]"
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{self.source(k)}: {self.source(v)}" for k, v in value.items()) + "}"
+        if isinstance(value, slice):
+            return f"slice({self.source(value.start)}, {self.source(value.stop)}, {self.source(value.step)})"
+        return self.bind(value, "c")
+
+
+def _target(output: Any) -> str | None:
+    if output is None:
+        return None
+    if isinstance(output, Proxy):
+        return output.name
+    names = [p.name if isinstance(p, Proxy) else "_" for p in output]
+    if not names:
+        return None
+    return names[0] + "," if len(names) == 1 else ", ".join(names)
+
+
+def implementation(bsym: BoundSymbol, executors: Sequence[Any]) -> Callable:
+    """The callable that runs `bsym`: a region's own impl, or the first executor implementing the prim."""
+    if not isinstance(bsym.sym, Prim):
+        check(
+            bsym.sym.impl is not None,
+            lambda: f"{bsym.sym.name} has no implementation; flatten torch-level ops before codegen",
+            TypeError,
+        )
+        return bsym.sym.impl
+    for executor in executors:
+        impl = executor.implementation(bsym)
+        if impl is not None:
+            return impl
+    raise NotImplementedError(
+        f"no executor among {[e.name for e in executors]} implements prims.{bsym.sym.value}"
+    )
+
+
+def python_source(trace: Trace, executors: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    """(source of a function named `trace.name`, the globals it needs)."""
+    g = _Globals()
+    lines = [f"def {trace.name}({', '.join(p.name for p in trace.inputs)}):"]
+    for bsym in trace.bsyms:
+        impl = implementation(bsym, executors)
+        hint = bsym.sym.value if isinstance(bsym.sym, Prim) else "region"
+        args = [g.source(a) for a in bsym.args] + [f"{k}={g.source(v)}" for k, v in bsym.kwargs.items()]
+        call = f"{g.bind(impl, hint)}({', '.join(args)})"
+        target = _target(bsym.output)
+        lines.append(f"  {target} = {call}" if target else f"  {call}")
+        if not isinstance(bsym.sym, Prim):
+            lines.append(f"  # {callee_name(bsym.sym)}")
+    lines.append(f"  return {g.source(trace.output)}")
+    return "\n".join(lines) + "\n", g.scope
+
+
+def compile_trace(trace: Trace, executors: Sequence[Any]) -> Callable:
+    """A Python function that runs `trace` with the given executors (first claim wins)."""
+    source, scope = python_source(trace, executors)
+    code = compile(source, f"<fusebench {trace.name}>", "exec")
+    exec(code, scope)
+    fn = scope[trace.name]
+    fn.__fusebench_source__ = source
+    return fn

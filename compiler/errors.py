@@ -1,0 +1,47 @@
+"""Errors raised by the compiler, the one `check` helper, and locating the user's line of code."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+_COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class GuardFailure(Exception):
+    """A prologue guard rejected the arguments: the cache entry does not apply to this call."""
+
+
+class TracingError(RuntimeError):
+    """The function cannot be traced as written (for example, control flow on tensor values)."""
+
+
+def check(cond: bool, message: Callable[[], str], error: type[Exception] = RuntimeError) -> None:
+    """Raises `error(message())` when `cond` is false; the message is built only on failure."""
+    if not cond:
+        raise error(message())
+
+
+def user_frame() -> str:
+    """'file.py:12: source line' for the innermost caller outside the compiler and torch, or ''."""
+    frame = sys._getframe(1)
+    torch_dir = os.path.dirname(os.path.abspath(sys.modules["torch"].__file__))
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith((_COMPILER_DIR, torch_dir)) and "<frozen" not in path:
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}: {_source_line(path, frame.f_lineno)}"
+        frame = frame.f_back
+    return ""
+
+
+def _source_line(path: str, lineno: int) -> str:
+    import linecache
+
+    return linecache.getline(path, lineno).strip()
+
+
+def called_at() -> str:
+    """' (called at file.py:12: line)' naming the user's line, or '' when it cannot be found."""
+    where = user_frame()
+    return f" (called at {where})" if where else ""

@@ -1,0 +1,210 @@
+"""The torch executor: the reference implementation of every prim, on any device.
+
+`IMPLS` maps each `Prim` to a callable taking the prim's positional arguments with real tensors
+and numbers in place of proxies. Number-only applications use `prims.NUMBER_IMPLS` instead.
+Guards raise `GuardFailure` when the arguments do not match what the trace assumed.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from compiler.errors import GuardFailure
+from compiler.prims import NUMBER_IMPLS, Prim
+
+
+def _convert(a: Any, dtype: Any) -> Any:
+    if isinstance(a, torch.Tensor):
+        return a.to(dtype)
+    return dtype(a)
+
+
+def _maximum(a: Any, b: Any) -> Any:
+    if not isinstance(b, torch.Tensor):
+        return torch.clamp(a, min=b) if b == b else torch.full_like(a, b)
+    if not isinstance(a, torch.Tensor):
+        return _maximum(b, a)
+    return torch.maximum(a, b)
+
+
+def _minimum(a: Any, b: Any) -> Any:
+    if not isinstance(b, torch.Tensor):
+        return torch.clamp(a, max=b) if b == b else torch.full_like(a, b)
+    if not isinstance(a, torch.Tensor):
+        return _minimum(b, a)
+    return torch.minimum(a, b)
+
+
+def _fmod(a: Any, b: Any) -> Any:
+    if not isinstance(a, torch.Tensor):
+        a = torch.tensor(a, dtype=b.dtype, device=b.device)
+    return torch.fmod(a, b)
+
+
+def _reduce(fn: Callable) -> Callable:
+    def reduce(a: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+        return fn(a, tuple(dims)) if dims else a.clone()
+
+    return reduce
+
+
+def _prod(a: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+    if not dims:
+        return a.clone()
+    for d in sorted(dims, reverse=True):
+        a = torch.prod(a, d)
+    return a
+
+
+def _broadcast_in_dim(a: torch.Tensor, shape: Sequence[int], broadcast_dims: Sequence[int]) -> torch.Tensor:
+    view_shape = [1] * len(shape)
+    for i, d in enumerate(broadcast_dims):
+        view_shape[d] = a.shape[i]
+    return a.reshape(view_shape).expand(list(shape))
+
+
+def _slice(a: torch.Tensor, starts: Sequence, ends: Sequence, steps: Sequence) -> torch.Tensor:
+    return a[tuple(slice(s, e, st) for s, e, st in zip(starts, ends, steps))]
+
+
+def _argmax(a: torch.Tensor, dim: int | None) -> torch.Tensor:
+    return torch.argmax(a, dim)
+
+
+def _sdpa(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+
+
+def _iota(length: int, start: Any, step: Any, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    if dtype.is_floating_point:
+        return torch.arange(start, start + step * (length - 0.5), step, dtype=dtype, device=device)
+    return torch.arange(start, start + step * length, step, dtype=dtype, device=device)
+
+
+def check_tensor(t: Any, shape: tuple, dtype: torch.dtype, device: torch.device) -> None:
+    """Guard: `t` is a tensor of exactly this shape, dtype and device."""
+    if not (isinstance(t, torch.Tensor) and t.dtype is dtype and t.shape == shape and t.device == device):
+        raise GuardFailure
+
+
+def check_type(x: Any, expected: type) -> None:
+    """Guard: `type(x) is expected`."""
+    if type(x) is not expected:
+        raise GuardFailure
+
+
+def check_value(x: Any, expected: Any) -> None:
+    """Guard: `x` has the type and value the trace baked in."""
+    if type(x) is not type(expected) or x != expected:
+        raise GuardFailure
+
+
+def unpack_sequence(seq: Any, length: int) -> Any:
+    """Prologue: `seq` itself after checking its length (the caller unpacks it)."""
+    if len(seq) != length:
+        raise GuardFailure
+    return seq
+
+
+def unpack_dict(d: Any, keys: tuple) -> Any:
+    """Prologue: the values of `d` in the order of `keys`, after checking it has exactly those keys."""
+    if len(d) != len(keys):
+        raise GuardFailure
+    try:
+        return [d[k] for k in keys]
+    except KeyError:
+        raise GuardFailure from None
+
+
+IMPLS: dict[Prim, Callable] = {
+    Prim.NEG: operator.neg,
+    Prim.ABS: torch.abs,
+    Prim.EXP: torch.exp,
+    Prim.EXP2: torch.exp2,
+    Prim.LOG: torch.log,
+    Prim.LOG1P: torch.log1p,
+    Prim.SQRT: torch.sqrt,
+    Prim.RSQRT: torch.rsqrt,
+    Prim.SIN: torch.sin,
+    Prim.COS: torch.cos,
+    Prim.TANH: torch.tanh,
+    Prim.ERF: torch.erf,
+    Prim.RECIPROCAL: torch.reciprocal,
+    Prim.FLOOR: torch.floor,
+    Prim.CEIL: torch.ceil,
+    Prim.TRUNC: torch.trunc,
+    Prim.SIGN: torch.sign,
+    Prim.BITWISE_NOT: torch.bitwise_not,
+    Prim.ADD: operator.add,
+    Prim.SUB: operator.sub,
+    Prim.MUL: operator.mul,
+    Prim.DIV: operator.truediv,
+    Prim.FLOOR_DIVIDE: operator.floordiv,
+    Prim.REMAINDER: operator.mod,
+    Prim.FMOD: _fmod,
+    Prim.POW: operator.pow,
+    Prim.MAXIMUM: _maximum,
+    Prim.MINIMUM: _minimum,
+    Prim.EQ: operator.eq,
+    Prim.NE: operator.ne,
+    Prim.LT: operator.lt,
+    Prim.LE: operator.le,
+    Prim.GT: operator.gt,
+    Prim.GE: operator.ge,
+    Prim.BITWISE_AND: operator.and_,
+    Prim.BITWISE_OR: operator.or_,
+    Prim.BITWISE_XOR: operator.xor,
+    Prim.WHERE: torch.where,
+    Prim.CONVERT_ELEMENT_TYPE: _convert,
+    Prim.SUM: _reduce(torch.sum),
+    Prim.PROD: _prod,
+    Prim.AMAX: _reduce(torch.amax),
+    Prim.AMIN: _reduce(torch.amin),
+    Prim.ARGMAX: _argmax,
+    Prim.BROADCAST_IN_DIM: _broadcast_in_dim,
+    Prim.RESHAPE: torch.reshape,
+    Prim.PERMUTE: torch.permute,
+    Prim.SLICE: _slice,
+    Prim.SQUEEZE: torch.squeeze,
+    Prim.CAT: torch.cat,
+    Prim.INDEX_SELECT: torch.index_select,
+    Prim.INDEX_COPY: torch.index_copy,
+    Prim.TAKE_ALONG_DIM: lambda a, index, dim: torch.take_along_dim(a, index, dim),
+    Prim.MATMUL: torch.matmul,
+    Prim.LINEAR: F.linear,
+    Prim.SDPA: _sdpa,
+    Prim.FULL: lambda shape, value, dtype, device: torch.full(shape, value, dtype=dtype, device=device),
+    Prim.EMPTY: lambda shape, dtype, device: torch.empty(shape, dtype=dtype, device=device),
+    Prim.IOTA: _iota,
+    Prim.UNPACK_SEQUENCE: unpack_sequence,
+    Prim.UNPACK_DICT: unpack_dict,
+    Prim.CHECK_TENSOR: check_tensor,
+    Prim.CHECK_TYPE: check_type,
+    Prim.CHECK_VALUE: check_value,
+}
+
+
+def implementation(prim: Prim, numbers_only: bool) -> Callable:
+    """The callable running `prim`; `numbers_only` picks the Python-number semantics."""
+    if numbers_only and prim in NUMBER_IMPLS:
+        return NUMBER_IMPLS[prim]
+    return IMPLS[prim]
+
+
+class TorchExecutor:
+    """Runs any prim with torch (numbers with plain Python); the fallback for every other executor."""
+
+    name = "torch"
+
+    def implementation(self, bsym: Any) -> Callable | None:
+        """The callable for a prim bound symbol (None for symbols that are not prims)."""
+        if not isinstance(bsym.sym, Prim):
+            return None
+        from compiler.ir import NumberProxy
+
+        return implementation(bsym.sym, isinstance(bsym.output, NumberProxy))

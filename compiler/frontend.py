@@ -1,0 +1,225 @@
+"""Tracing: calls the user's function on proxies and returns a prologue and a computation trace.
+
+Arguments become proxies: tensors become `TensorProxy` inputs; int/float/bool become
+`NumberProxy` inputs in symbolic mode and baked-in constants in constant mode; tuples, lists and
+dicts are unpacked; other values (None, strings, dtypes) are baked in. The prologue trace
+unpacks `(args, kwargs)` and guards everything the computation assumed: each tensor's shape,
+dtype and device, each number's type (symbolic) or value (constant), each baked-in value, and
+every condition a branch took on a NumberProxy (recorded as `check_value` while tracing, moved to
+the prologue together with the number arithmetic it depends on).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from compiler import ops
+from compiler.errors import TracingError, check
+from compiler.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, TraceContext, proxies_in, tracing
+from compiler.prims import GUARDS, Prim
+
+_NUMBERS = (int, float, bool)
+_BAKED_TYPES = (type(None), str, torch.dtype, torch.device, type(Ellipsis))
+
+
+class _TracingMode(TorchFunctionMode):
+    """Routes every torch function called while tracing (factories included) to the ops table."""
+
+    def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        return ops.dispatch(func, args, kwargs or {})
+
+
+class _Inputs:
+    """Builds the input proxies and the prologue's unpacking and guard bound symbols."""
+
+    def __init__(self, context: TraceContext, symbolic: bool) -> None:
+        self.context = context
+        self.symbolic = symbolic
+        self.prologue: list[BoundSymbol] = []
+        self.computation_inputs: list[Proxy] = []
+
+    def _guard(self, prim: Prim, *args: Any) -> None:
+        self.prologue.append(BoundSymbol(prim, args, {}, None))
+
+    def element(self, value: Any, name: str) -> tuple[Proxy, Any]:
+        """(the prologue's proxy for `value`, what the traced function receives instead of it)."""
+        proxy_name = self.context.claim(name)
+        if isinstance(value, torch.Tensor):
+            proxy = TensorProxy(tuple(value.shape), value.dtype, value.device, name=proxy_name)
+            self._guard(Prim.CHECK_TENSOR, proxy, tuple(value.shape), value.dtype, value.device)
+            self.computation_inputs.append(proxy)
+            return proxy, proxy
+        if type(value) in _NUMBERS:
+            proxy = NumberProxy(type(value), value, name=proxy_name)
+            if self.symbolic:
+                self._guard(Prim.CHECK_TYPE, proxy, type(value))
+                self.computation_inputs.append(proxy)
+                return proxy, proxy
+            self._guard(Prim.CHECK_VALUE, proxy, value)
+            return proxy, value
+        if type(value) in (tuple, list):
+            proxy = Proxy(proxy_name)
+            self._guard(Prim.CHECK_TYPE, proxy, type(value))
+            return proxy, type(value)(self.sequence(proxy, value, proxy_name))
+        if type(value) is dict:
+            proxy = Proxy(proxy_name)
+            self._guard(Prim.CHECK_TYPE, proxy, dict)
+            return proxy, self.mapping(proxy, value, proxy_name)
+        if isinstance(value, _BAKED_TYPES):
+            proxy = Proxy(proxy_name)
+            self._guard(Prim.CHECK_VALUE, proxy, value)
+            return proxy, value
+        raise TypeError(
+            f"argument {name} of type {type(value).__name__} is not supported: jitted functions take "
+            "tensors, int/float/bool, None, strings, dtypes, devices, and tuples/lists/dicts of those"
+        )
+
+    def sequence(self, proxy: Proxy, values: Any, name: str) -> list:
+        """Unpacks a tuple/list proxy; returns what the traced function sees for each element."""
+        at = len(self.prologue)
+        elements, seen = (
+            zip(*(self.element(v, f"{name}_{i}") for i, v in enumerate(values))) if values else ((), ())
+        )
+        self.prologue.insert(at, BoundSymbol(Prim.UNPACK_SEQUENCE, (proxy, len(values)), {}, tuple(elements)))
+        return list(seen)
+
+    def mapping(self, proxy: Proxy, values: dict, name: str) -> dict:
+        """Unpacks a dict proxy (string keys); returns what the traced function sees."""
+        for key in values:
+            check(
+                isinstance(key, str),
+                lambda key=key: f"dict argument {name} has a non-string key {key!r}",
+                TypeError,
+            )
+        at = len(self.prologue)
+        seen = {}
+        elements = []
+        for key, v in values.items():
+            element, seen[key] = self.element(v, f"{name}_{key}" if name != "kwargs" else key)
+            elements.append(element)
+        self.prologue.insert(at, BoundSymbol(Prim.UNPACK_DICT, (proxy, tuple(values)), {}, tuple(elements)))
+        return seen
+
+
+def _parameter_names(fn: Callable, count: int) -> list[str]:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return [positional[i] if i < len(positional) else f"arg{i}" for i in range(count)]
+
+
+def leaves(bsyms: list[BoundSymbol]) -> Iterator[BoundSymbol]:
+    """The prims of `bsyms`, in execution order (ops replaced by their decompositions)."""
+    for bsym in bsyms:
+        if bsym.subsymbols:
+            yield from leaves(list(bsym.subsymbols))
+        else:
+            yield bsym
+
+
+def _without_guards(bsyms: list[BoundSymbol] | tuple) -> list[BoundSymbol]:
+    result = []
+    for bsym in bsyms:
+        if bsym.sym in GUARDS:
+            continue
+        if bsym.subsymbols:
+            bsym = bsym.replace(subsymbols=tuple(_without_guards(bsym.subsymbols)))
+        result.append(bsym)
+    return result
+
+
+def _guards_with_dependencies(bsyms: list[BoundSymbol]) -> list[BoundSymbol]:
+    """The guards recorded while tracing, preceded by the number arithmetic they read."""
+    flat = list(leaves(bsyms))
+    defined_by = {id(p): b for b in flat for p in b.outputs if isinstance(p, NumberProxy)}
+    needed: set[int] = set()
+    stack = [b for b in flat if b.sym in GUARDS]
+    needed.update(id(b) for b in stack)
+    while stack:
+        for p in stack.pop().inputs:
+            producer = defined_by.get(id(p))
+            if producer is not None and id(producer) not in needed:
+                needed.add(id(producer))
+                stack.append(producer)
+    seen_guards: set[tuple] = set()
+    result = []
+    for b in flat:
+        if id(b) not in needed:
+            continue
+        if b.sym in GUARDS:
+            key = (b.sym, tuple(a.name if isinstance(a, Proxy) else (type(a), a) for a in b.args))
+            if key in seen_guards:
+                continue
+            seen_guards.add(key)
+        result.append(b)
+    return result
+
+
+def _check_output(value: Any) -> None:
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            _check_output(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _check_output(v)
+    elif isinstance(value, torch.Tensor):
+        raise TracingError(
+            "the jitted function returned a real torch.Tensor that it did not compute from its arguments "
+            "(a global or closure); return values must be computed from the arguments"
+        )
+
+
+def trace(fn: Callable, args: tuple, kwargs: dict, *, symbolic: bool) -> tuple[Trace, Trace]:
+    """Traces `fn(*args, **kwargs)`; returns (prologue trace, computation trace)."""
+    context = TraceContext()
+    args_proxy, kwargs_proxy = Proxy(context.claim("args")), Proxy(context.claim("kwargs"))
+    inputs = _Inputs(context, symbolic)
+    names = _parameter_names(fn, len(args))
+    at = len(inputs.prologue)
+    arg_elements, fn_args = [], []
+    for value, name in zip(args, names):
+        element, seen = inputs.element(value, name)
+        arg_elements.append(element)
+        fn_args.append(seen)
+    inputs.prologue.insert(
+        at, BoundSymbol(Prim.UNPACK_SEQUENCE, (args_proxy, len(args)), {}, tuple(arg_elements))
+    )
+    fn_kwargs = inputs.mapping(kwargs_proxy, kwargs, "kwargs")
+
+    with tracing(context), _TracingMode():
+        output = fn(*fn_args, **fn_kwargs)
+    _check_output(output)
+
+    recorded = context.bsyms
+    computation_inputs = tuple(inputs.computation_inputs)
+    prologue = Trace(
+        (args_proxy, kwargs_proxy),
+        inputs.prologue + _guards_with_dependencies(recorded),
+        computation_inputs,
+        name="prologue",
+    )
+    computation = Trace(computation_inputs, _without_guards(recorded), output)
+    _check_outputs_defined(computation)
+    return prologue, computation
+
+
+def _check_outputs_defined(computation: Trace) -> None:
+    defined = {id(p) for p in computation.inputs}
+    for b in leaves(computation.bsyms):
+        defined.update(id(p) for p in b.outputs)
+    for p in proxies_in(computation.output):
+        check(
+            id(p) in defined,
+            lambda p=p: (
+                f"the jitted function returned {p.name}, which it did not compute in this call "
+                "(a proxy leaked from another trace)"
+            ),
+            TracingError,
+        )

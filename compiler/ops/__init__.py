@@ -1,0 +1,131 @@
+"""torch-level operations, each written as a decomposition into prims.
+
+`OPS` maps the torch callables a user program reaches (`torch.add`, `torch.Tensor.add`,
+`torch.Tensor.__add__`, `torch.nn.functional.gelu`, ...) to decomposition functions with torch's
+signature. `dispatch` is what proxies and the tracing mode call: it runs the decomposition over
+proxies and records one bound symbol named after the torch function whose subsymbols are the
+prims (and nested ops) the decomposition recorded.
+
+Importing this package registers every op module below.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from compiler import ir
+from compiler.errors import TracingError, called_at, check
+from compiler.ir import BoundSymbol, Proxy, Symbol
+
+
+@dataclass(frozen=True)
+class Op:
+    """A registered torch-level operation: its printed name, its decomposition, its trace symbol."""
+
+    name: str
+    impl: Callable
+    symbol: Symbol
+
+
+OPS: dict[Any, Op] = {}
+
+
+def resolve(name: str) -> Any:
+    """The object a dotted name such as 'torch.nn.functional.gelu' or 'torch.Tensor.add' names."""
+    module_name, _, rest = name.partition(".")
+    obj: Any = importlib.import_module(module_name)
+    for part in rest.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def register(*names: str) -> Callable[[Callable], Callable]:
+    """Registers the decorated decomposition for each torch callable named in `names`."""
+
+    def decorator(impl: Callable) -> Callable:
+        for name in names:
+            fn = resolve(name)
+            if fn in OPS and OPS[fn].impl is impl:
+                continue  # an alias of a name already registered here (Tensor.__neg__ is Tensor.neg)
+            check(fn not in OPS, lambda name=name: f"{name} is registered twice", ValueError)
+            OPS[fn] = Op(name, impl, Symbol(name))
+        return impl
+
+    return decorator
+
+
+def torch_name(fn: Any) -> str:
+    """A readable dotted name for a torch callable (for error messages)."""
+    module = getattr(fn, "__module__", None) or ""
+    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    if module.startswith("torch._C") or module == "torch.functional" or qualname.startswith("_Variable"):
+        module = {"torch._C._nn": "torch.nn.functional", "torch._C._linalg": "torch.linalg"}.get(
+            module, "torch"
+        )
+        qualname = qualname.split(".")[-1]
+    elif qualname.startswith(("TensorBase.", "_TensorBase.")):
+        module, qualname = "torch.Tensor", qualname.split(".", 1)[1]
+    elif qualname.startswith("Tensor."):
+        module = "torch"
+    return f"{module}.{qualname}" if module else qualname
+
+
+def _contains(value: Any, kind: type | tuple[type, ...]) -> bool:
+    if isinstance(value, kind):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_contains(v, kind) for v in value)
+    if isinstance(value, dict):
+        return any(_contains(v, kind) for v in value.values())
+    return False
+
+
+def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """Runs the decomposition registered for `fn` and records it as one bound symbol."""
+    op = OPS.get(fn)
+    traced = _contains(args, Proxy) or _contains(kwargs, Proxy)
+    if op is None:
+        if not traced:
+            # Metadata helpers (torch.promote_types, torch.finfo, ...) simply run.
+            result = fn(*args, **kwargs)
+            if not _contains(result, torch.Tensor):
+                return result
+        raise NotImplementedError(f"{torch_name(fn)} is not supported by the fusebench compiler{called_at()}")
+    if _contains(args, torch.Tensor) or _contains(kwargs, torch.Tensor):
+        raise TracingError(
+            f"{op.name} received a real torch.Tensor that is not an argument of the jitted function "
+            f"(a global, a closure or an attribute){called_at()}; pass it to the function as an argument"
+        )
+    context = ir.current()
+    check(context is not None, lambda: f"{op.name} was called on proxies outside of tracing", TracingError)
+    with context.scope() as recorded:
+        output = op.impl(*args, **kwargs)
+    if recorded:
+        defined = {id(p) for bsym in recorded for p in _defined(bsym)}
+        if all(id(p) in defined for p in ir.proxies_in(output)):
+            context.record(BoundSymbol(op.symbol, args, kwargs, output, tuple(recorded)))
+        else:
+            # NOTE: the op returned a value defined before it (an alias of an input); recording
+            # it as the op's output would assign that name twice, so keep the prims un-grouped.
+            for bsym in recorded:
+                context.record(bsym)
+    return output
+
+
+def _defined(bsym: BoundSymbol) -> list[Proxy]:
+    return bsym.outputs + [p for sub in bsym.subsymbols for p in _defined(sub)]
+
+
+@functools.cache
+def _load_all() -> None:
+    for module in ("elementwise", "reductions", "shape", "indexing", "nn", "factory"):
+        importlib.import_module(f"compiler.ops.{module}")
+
+
+_load_all()

@@ -1,0 +1,1 @@
+"""Placeholder until filled in: see the op coverage list in issue 2."""

@@ -1,0 +1,53 @@
+"""cse: common-subexpression elimination over prims.
+
+Assumes: a flattened trace. Guarantees: no two pure prims with equal arguments remain; the later
+one's outputs are replaced by the earlier one's everywhere after it (output included). A guard
+repeated with equal arguments is dropped (checking twice adds nothing). Other side-effecting
+prims and `empty` (whose buffers must stay distinct) are never merged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.ir import BoundSymbol, Proxy, Trace, map_proxies
+from compiler.passes import trace_pass
+from compiler.prims import GUARDS, SIDE_EFFECTS, Prim
+
+_NEVER_MERGED = (SIDE_EFFECTS - GUARDS) | {Prim.EMPTY}
+
+
+def _key(value: Any) -> Any:
+    if isinstance(value, Proxy):
+        return ("proxy", value.name)
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _key(v)) for k, v in value.items()))
+    if isinstance(value, slice):
+        return ("slice", _key((value.start, value.stop, value.step)))
+    return (type(value).__name__, value)
+
+
+@trace_pass("cse")
+def cse(trace: Trace) -> Trace:
+    """The trace with repeated pure computations computed once."""
+    replacement: dict[int, Proxy] = {}
+    seen: dict[Any, BoundSymbol] = {}
+    kept: list[BoundSymbol] = []
+
+    def substitute(value: Any) -> Any:
+        return map_proxies(value, lambda p: replacement.get(id(p), p))
+
+    for bsym in trace.bsyms:
+        bsym = bsym.replace(args=substitute(bsym.args), kwargs=substitute(bsym.kwargs))
+        if isinstance(bsym.sym, Prim) and bsym.sym not in _NEVER_MERGED:
+            key = (bsym.sym, _key(bsym.args), _key(bsym.kwargs))
+            earlier = seen.get(key)
+            if earlier is not None:
+                for old, new in zip(bsym.outputs, earlier.outputs):
+                    replacement[id(old)] = new
+                continue
+            seen[key] = bsym
+        kept.append(bsym)
+    return trace.with_bsyms(kept, output=substitute(trace.output))

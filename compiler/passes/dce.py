@@ -1,0 +1,30 @@
+"""dce: dead-code elimination.
+
+Assumes: a valid trace. Guarantees: every remaining bound symbol has side effects (guards,
+write-backs) or defines a value the output or a later kept bound symbol reads.
+"""
+
+from __future__ import annotations
+
+from compiler.frontend import leaves
+from compiler.ir import BoundSymbol, Trace, proxies_in
+from compiler.passes import trace_pass
+from compiler.prims import SIDE_EFFECTS
+
+
+def has_side_effects(bsym: BoundSymbol) -> bool:
+    """True when removing `bsym` would change more than the values it defines."""
+    return any(leaf.sym in SIDE_EFFECTS for leaf in leaves([bsym]))
+
+
+@trace_pass("dce")
+def dce(trace: Trace) -> Trace:
+    """The trace without bound symbols whose outputs nobody reads."""
+    live = {id(p) for p in proxies_in(trace.output)}
+    kept: list[BoundSymbol] = []
+    for bsym in reversed(trace.bsyms):
+        if has_side_effects(bsym) or any(id(p) in live for p in bsym.outputs):
+            kept.append(bsym)
+            live.update(id(p) for p in bsym.inputs)
+    kept.reverse()
+    return trace.with_bsyms(kept)

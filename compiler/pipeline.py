@@ -1,0 +1,52 @@
+"""From a call to a cache entry: trace, run the passes, generate code for prologue and computation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compiler import executors as executors_module
+from compiler import frontend
+from compiler.cache import CacheEntry
+from compiler.codegen import compile_trace
+from compiler.ir import Trace
+from compiler.passes.cse import cse
+from compiler.passes.dce import dce
+from compiler.passes.flatten import flatten
+
+
+@dataclass(frozen=True)
+class Options:
+    """What `jit` was asked for."""
+
+    cache: str
+    executors: tuple[Any, ...]
+
+
+def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
+    """The passes run on the computation trace, in order."""
+    return [flatten, cse, dce]
+
+
+def compile_entry(fn: Callable, options: Options, args: tuple, kwargs: dict) -> CacheEntry:
+    """Traces `fn` on these arguments and compiles a cache entry for them."""
+    prologue, computation = frontend.trace(fn, args, kwargs, symbolic=options.cache == "symbolic")
+    traces = [computation]
+    for run_pass in computation_passes(options):
+        traces.append(run_pass(traces[-1]))
+    prologue = dce(cse(prologue))
+    return CacheEntry(
+        prologue=compile_trace(prologue, [executors_module.TORCH]),
+        computation=compile_trace(traces[-1], options.executors),
+        prologue_trace=prologue,
+        traces=traces,
+        compile_seconds=0.0,
+    )
+
+
+def make_options(cache: str, executors: Sequence[str] | None) -> Options:
+    """Validated options."""
+    if cache not in ("constant", "symbolic"):
+        raise ValueError(f"cache must be 'constant' or 'symbolic', got {cache!r}")
+    return Options(cache=cache, executors=tuple(executors_module.resolve(executors)))

@@ -1,0 +1,27 @@
+"""Shared test configuration: GPU tests are skipped with a reason when CUDA or nvFuser is missing."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+
+def _nvfuser_missing_reason() -> str | None:
+    if not torch.cuda.is_available():
+        return "needs CUDA: torch.cuda.is_available() is False on this machine"
+    if importlib.util.find_spec("nvfuser_direct") is None:
+        return "needs nvFuser: the nvfuser_direct module is not installed"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skips `gpu` tests without CUDA, and `nvfuser` tests without CUDA or nvFuser, saying why."""
+    no_cuda = None if torch.cuda.is_available() else "needs CUDA: torch.cuda.is_available() is False"
+    no_nvfuser = _nvfuser_missing_reason()
+    for item in items:
+        if "nvfuser" in item.keywords and no_nvfuser:
+            item.add_marker(pytest.mark.skip(reason=no_nvfuser))
+        elif "gpu" in item.keywords and no_cuda:
+            item.add_marker(pytest.mark.skip(reason=no_cuda))
