@@ -38,9 +38,7 @@ def _agrees(expected: Any, actual: Any) -> bool:
         return isinstance(actual, NumberProxy) and expected.python_type is actual.python_type
     if isinstance(expected, (tuple, list)):
         return (
-            isinstance(actual, (tuple, list))
-            and len(expected) == len(actual)
-            and all(map(_agrees, expected, actual))
+            isinstance(actual, (tuple, list)) and len(expected) == len(actual) and all(map(_agrees, expected, actual))
         )
     return expected is None and actual is None
 
@@ -55,9 +53,7 @@ def _check_bsym(bsym: BoundSymbol, defined: set[str], where: str) -> None:
             _check_bsym(sub, inner, f"{where} (subsymbol {i})")
         for p in bsym.outputs:
             if p.name not in inner:
-                raise TraceError(
-                    f"{where}: {bsym.sym.name} outputs {p.name}, which its decomposition never defines"
-                )
+                raise TraceError(f"{where}: {bsym.sym.name} outputs {p.name}, which its decomposition never defines")
     for p in bsym.outputs:
         if p.name in defined:
             raise TraceError(f"{where}: {p.name} is assigned twice (second time in: {bsym})")

@@ -75,9 +75,7 @@ def implementation(bsym: BoundSymbol, executors: Sequence[Any]) -> Callable:
         impl = executor.implementation(bsym)
         if impl is not None:
             return impl
-    raise NotImplementedError(
-        f"no executor among {[e.name for e in executors]} implements prims.{bsym.sym.value}"
-    )
+    raise NotImplementedError(f"no executor among {[e.name for e in executors]} implements prims.{bsym.sym.value}")
 
 
 def python_source(trace: Trace, executors: Sequence[Any]) -> tuple[str, dict[str, Any]]:

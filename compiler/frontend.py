@@ -82,9 +82,7 @@ class _Inputs:
     def sequence(self, proxy: Proxy, values: Any, name: str) -> list:
         """Unpacks a tuple/list proxy; returns what the traced function sees for each element."""
         at = len(self.prologue)
-        elements, seen = (
-            zip(*(self.element(v, f"{name}_{i}") for i, v in enumerate(values))) if values else ((), ())
-        )
+        elements, seen = zip(*(self.element(v, f"{name}_{i}") for i, v in enumerate(values))) if values else ((), ())
         self.prologue.insert(at, BoundSymbol(Prim.UNPACK_SEQUENCE, (proxy, len(values)), {}, tuple(elements)))
         return list(seen)
 
@@ -188,9 +186,7 @@ def trace(fn: Callable, args: tuple, kwargs: dict, *, symbolic: bool) -> tuple[T
         element, seen = inputs.element(value, name)
         arg_elements.append(element)
         fn_args.append(seen)
-    inputs.prologue.insert(
-        at, BoundSymbol(Prim.UNPACK_SEQUENCE, (args_proxy, len(args)), {}, tuple(arg_elements))
-    )
+    inputs.prologue.insert(at, BoundSymbol(Prim.UNPACK_SEQUENCE, (args_proxy, len(args)), {}, tuple(arg_elements)))
     fn_kwargs = inputs.mapping(kwargs_proxy, kwargs, "kwargs")
 
     with tracing(context), _TracingMode():

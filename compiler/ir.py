@@ -141,9 +141,7 @@ class TensorProxy(Proxy):
 
     __slots__ = ("device", "dtype", "shape")
 
-    def __init__(
-        self, shape: tuple, dtype: torch.dtype, device: torch.device, name: str | None = None
-    ) -> None:
+    def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device, name: str | None = None) -> None:
         self.name = name if name is not None else _fresh("t")
         self.shape = tuple(shape)
         self.dtype = dtype

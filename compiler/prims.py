@@ -97,6 +97,8 @@ class Prim(enum.Enum):
     FULL = "full"
     EMPTY = "empty"
     IOTA = "iota"
+    # in-place write-back of a computed value into a buffer the caller can observe
+    COPY_TO = "copy_to"
     # prologue: unpacking arguments and guards
     UNPACK_SEQUENCE = "unpack_sequence"
     UNPACK_DICT = "unpack_dict"
@@ -123,7 +125,7 @@ GUARDS = frozenset({Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE})
 PROLOGUE_ONLY = GUARDS | {Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT}
 # Prims kept by dead-code elimination even when nothing reads their outputs (unpacking checks
 # the length or keys of what it unpacks).
-SIDE_EFFECTS = set(PROLOGUE_ONLY)
+SIDE_EFFECTS = set(PROLOGUE_ONLY) | {Prim.COPY_TO}
 
 
 def _sign(x: Any) -> Any:
@@ -207,9 +209,7 @@ def _check_same_shape(prim: Prim, tensors: list[TensorProxy], same_dtype: bool =
         )
         check(
             t.device == first.device,
-            lambda t=t: (
-                f"prims.{prim.value}: {first.name} is on {first.device} but {t.name} is on {t.device}"
-            ),
+            lambda t=t: f"prims.{prim.value}: {first.name} is on {first.device} but {t.name} is on {t.device}",
             ValueError,
         )
 
@@ -291,10 +291,7 @@ def _argmax_meta(a: TensorProxy, dim: int | None) -> TensorProxy:
 def _broadcast_in_dim_meta(a: TensorProxy, shape: Any, broadcast_dims: Any) -> TensorProxy:
     check(
         len(broadcast_dims) == a.ndim and list(broadcast_dims) == sorted(set(broadcast_dims)),
-        lambda: (
-            f"prims.broadcast_in_dim: broadcast_dims {broadcast_dims} must be increasing, "
-            f"one per dim of {a.name}"
-        ),
+        lambda: f"prims.broadcast_in_dim: broadcast_dims {broadcast_dims} must be increasing, one per dim of {a.name}",
         ValueError,
     )
     for i, d in enumerate(broadcast_dims):
@@ -491,6 +488,11 @@ def _guard_meta(*args: Any) -> None:
     return None
 
 
+def _copy_to_meta(computed: TensorProxy, buffer: TensorProxy) -> None:
+    _check_same_shape(Prim.COPY_TO, [buffer, computed])
+    return None
+
+
 META: dict[Prim, Callable | None] = {
     **{p: _elementwise_meta(p) for p in UNARY | BINARY},
     Prim.WHERE: _where_meta,
@@ -512,6 +514,7 @@ META: dict[Prim, Callable | None] = {
     Prim.FULL: _full_meta,
     Prim.EMPTY: _empty_meta,
     Prim.IOTA: _iota_meta,
+    Prim.COPY_TO: _copy_to_meta,
     Prim.CHECK_TENSOR: _guard_meta,
     Prim.CHECK_TYPE: _guard_meta,
     Prim.CHECK_VALUE: _guard_meta,

@@ -86,6 +86,11 @@ def _iota(length: int, start: Any, step: Any, dtype: torch.dtype, device: torch.
     return torch.arange(start, start + step * length, step, dtype=dtype, device=device)
 
 
+def copy_to(computed: torch.Tensor, buffer: torch.Tensor) -> None:
+    """Write-back: stores `computed` into `buffer` (an input the caller observes)."""
+    buffer.copy_(computed)
+
+
 def check_tensor(t: Any, shape: tuple, dtype: torch.dtype, device: torch.device) -> None:
     """Guard: `t` is a tensor of exactly this shape, dtype and device."""
     if not (isinstance(t, torch.Tensor) and t.dtype is dtype and t.shape == shape and t.device == device):
@@ -174,13 +179,14 @@ IMPLS: dict[Prim, Callable] = {
     Prim.CAT: torch.cat,
     Prim.INDEX_SELECT: torch.index_select,
     Prim.INDEX_COPY: torch.index_copy,
-    Prim.TAKE_ALONG_DIM: lambda a, index, dim: torch.take_along_dim(a, index, dim),
+    Prim.TAKE_ALONG_DIM: lambda a, index, dim: torch.gather(a, dim, index),
     Prim.MATMUL: torch.matmul,
     Prim.LINEAR: F.linear,
     Prim.SDPA: _sdpa,
     Prim.FULL: lambda shape, value, dtype, device: torch.full(shape, value, dtype=dtype, device=device),
     Prim.EMPTY: lambda shape, dtype, device: torch.empty(shape, dtype=dtype, device=device),
     Prim.IOTA: _iota,
+    Prim.COPY_TO: copy_to,
     Prim.UNPACK_SEQUENCE: unpack_sequence,
     Prim.UNPACK_DICT: unpack_dict,
     Prim.CHECK_TENSOR: check_tensor,

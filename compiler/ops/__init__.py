@@ -65,9 +65,7 @@ def torch_name(fn: Any) -> str:
     module = getattr(fn, "__module__", None) or ""
     qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     if module.startswith("torch._C") or module == "torch.functional" or qualname.startswith("_Variable"):
-        module = {"torch._C._nn": "torch.nn.functional", "torch._C._linalg": "torch.linalg"}.get(
-            module, "torch"
-        )
+        module = {"torch._C._nn": "torch.nn.functional", "torch._C._linalg": "torch.linalg"}.get(module, "torch")
         qualname = qualname.split(".")[-1]
     elif qualname.startswith(("TensorBase.", "_TensorBase.")):
         module, qualname = "torch.Tensor", qualname.split(".", 1)[1]

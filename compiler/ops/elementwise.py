@@ -275,11 +275,7 @@ def fmod(input: Any, other: Any, *, out: Any = None) -> Any:
 @register("torch.pow", "torch.Tensor.pow", "torch.Tensor.__pow__")
 def pow(input: Any, exponent: Any, *, out: Any = None) -> Any:
     check_no_out("torch.pow", out)
-    if (
-        isinstance(exponent, (int, float))
-        and not isinstance(exponent, bool)
-        and isinstance(input, TensorProxy)
-    ):
+    if isinstance(exponent, (int, float)) and not isinstance(exponent, bool) and isinstance(input, TensorProxy):
         if exponent == 1:
             return elementwise(lambda x: prims.mul(x, 1), input)
         if exponent == 2:
@@ -325,11 +321,7 @@ _comparison("ge", prims.ge, "__ge__")
 
 def _as_bool(x: Any) -> Any:
     if isinstance(x, TensorProxy):
-        return (
-            x
-            if x.dtype == torch.bool
-            else elementwise(lambda v: prims.ne(v, 0), x, promotion=Promotion.ALWAYS_BOOL)
-        )
+        return x if x.dtype == torch.bool else elementwise(lambda v: prims.ne(v, 0), x, promotion=Promotion.ALWAYS_BOOL)
     return bool(x) if not is_number(x) or isinstance(x, (int, float)) else x
 
 
@@ -453,9 +445,7 @@ def lerp(input: TensorProxy, end: TensorProxy, weight: Any, *, out: Any = None) 
 @register("torch.addcmul", "torch.Tensor.addcmul")
 def addcmul(input: TensorProxy, tensor1: Any, tensor2: Any, *, value: Any = 1, out: Any = None) -> Any:
     check_no_out("torch.addcmul", out)
-    return elementwise(
-        lambda a, b, c: prims.add(a, prims.mul(prims.mul(b, value), c)), input, tensor1, tensor2
-    )
+    return elementwise(lambda a, b, c: prims.add(a, prims.mul(prims.mul(b, value), c)), input, tensor1, tensor2)
 
 
 @register("torch.addcdiv", "torch.Tensor.addcdiv")
@@ -466,9 +456,7 @@ def addcdiv(input: TensorProxy, tensor1: Any, tensor2: Any, *, value: Any = 1, o
         lambda: f"addcdiv with two integer tensors is not supported by torch{called_at()}",
         TypeError,
     )
-    return elementwise(
-        lambda a, b, c: prims.add(a, prims.mul(prims.div(b, c), value)), input, tensor1, tensor2
-    )
+    return elementwise(lambda a, b, c: prims.add(a, prims.mul(prims.div(b, c), value)), input, tensor1, tensor2)
 
 
 @register("torch.masked_fill", "torch.Tensor.masked_fill")
@@ -487,9 +475,7 @@ def masked_fill(input: TensorProxy, mask: TensorProxy, value: Any) -> Any:
     shape = broadcast_shapes(input.shape, mask.shape)
     check(
         len(shape) == input.ndim,
-        lambda: (
-            f"masked_fill: mask {mask.shape} cannot broadcast to the input's shape {input.shape}{called_at()}"
-        ),
+        lambda: f"masked_fill: mask {mask.shape} cannot broadcast to the input's shape {input.shape}{called_at()}",
         ValueError,
     )
     if isinstance(value, TensorProxy):
@@ -522,9 +508,7 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple[torch.dtype | None, torch.devi
 def to(input: TensorProxy, *args: Any, **kwargs: Any) -> Any:
     dtype, device = _parse_to(args, kwargs)
     if device is not None:
-        same = device.type == input.device.type and (
-            device.index is None or device.index == input.device.index
-        )
+        same = device.type == input.device.type and (device.index is None or device.index == input.device.index)
         check(
             same,
             lambda: (

@@ -114,9 +114,7 @@ def _like(name: str, value: Any) -> None:
         pin_memory: bool = False,
     ) -> Any:
         _check_factory_kwargs(f"torch.{name}_like", None, layout, pin_memory)
-        return _full(
-            f"torch.{name}_like", list(input.shape), value, dtype or input.dtype, device or input.device
-        )
+        return _full(f"torch.{name}_like", list(input.shape), value, dtype or input.dtype, device or input.device)
 
 
 _like("zeros", 0)
@@ -151,9 +149,7 @@ def full_like(
     pin_memory: bool = False,
 ) -> Any:
     _check_factory_kwargs("torch.full_like", None, layout, pin_memory)
-    return _full(
-        "torch.full_like", list(input.shape), fill_value, dtype or input.dtype, device or input.device
-    )
+    return _full("torch.full_like", list(input.shape), fill_value, dtype or input.dtype, device or input.device)
 
 
 @register("torch.arange")

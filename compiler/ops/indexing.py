@@ -1,1 +1,62 @@
-"""Placeholder until filled in: see the op coverage list in issue 2."""
+"""Indexing ops with index tensors: index_select, index_copy (functional), gather."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from compiler import dtypes, prims
+from compiler.errors import called_at, check
+from compiler.ir import TensorProxy
+from compiler.ops import register
+from compiler.ops.operands import canonical_dim, to_dtype
+
+
+def _check_index(op: str, index: Any) -> None:
+    check(
+        isinstance(index, TensorProxy) and index.ndim <= 1 and dtypes.is_integer(index.dtype),
+        lambda: f"{op}: index must be a 0-D or 1-D integer tensor, got {index!r}{called_at()}",
+        TypeError,
+    )
+
+
+def _as_1d(index: TensorProxy) -> TensorProxy:
+    return index if index.ndim == 1 else prims.reshape(index, [1])
+
+
+@register("torch.index_select", "torch.Tensor.index_select")
+def index_select(input: TensorProxy, dim: int, index: TensorProxy, *, out: Any = None) -> Any:
+    check(out is None, lambda: f"torch.index_select: out= is not supported{called_at()}", NotImplementedError)
+    _check_index("index_select", index)
+    d = canonical_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return prims.reshape(prims.index_select(prims.reshape(input, [1]), 0, _as_1d(index)), [])
+    return prims.index_select(input, d, _as_1d(index))
+
+
+@register("torch.index_copy", "torch.Tensor.index_copy")
+def index_copy(input: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy) -> Any:
+    _check_index("index_copy", index)
+    d = canonical_dim(dim, input.ndim)
+    check(
+        source.dtype == input.dtype,
+        lambda: f"index_copy: source is {source.dtype} but self is {input.dtype}; they must match{called_at()}",
+        TypeError,
+    )
+    if index.ndim == 0 and source.ndim == input.ndim - 1:
+        from compiler.ops.shape import unsqueeze
+
+        source = unsqueeze(source, d)
+    return prims.index_copy(input, d, _as_1d(index), source)
+
+
+@register("torch.gather", "torch.Tensor.gather")
+def gather(input: TensorProxy, dim: int, index: TensorProxy, *, sparse_grad: bool = False, out: Any = None) -> Any:
+    check(out is None, lambda: f"torch.gather: out= is not supported{called_at()}", NotImplementedError)
+    check(
+        isinstance(index, TensorProxy) and index.dtype == torch.int64 and index.ndim == input.ndim,
+        lambda: f"gather: index must be an int64 tensor with the input's rank, got {index!r}{called_at()}",
+        TypeError,
+    )
+    return prims.take_along_dim(input, to_dtype(index, torch.int64), canonical_dim(dim, input.ndim))

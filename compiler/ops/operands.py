@@ -84,9 +84,7 @@ def broadcast_shapes(*shapes: Sequence) -> tuple:
 
 def broadcast_to(t: TensorProxy, shape: Sequence) -> TensorProxy:
     """`t` expanded to `shape` (a no-op when it already has it)."""
-    if len(t.shape) == len(shape) and all(
-        a is b or (type(a) is int and a == b) for a, b in zip(t.shape, shape)
-    ):
+    if len(t.shape) == len(shape) and all(a is b or (type(a) is int and a == b) for a, b in zip(t.shape, shape)):
         return t
     offset = len(shape) - t.ndim
     check(offset >= 0, lambda: f"cannot broadcast {t.name} of shape {t.shape} to {tuple(shape)}", ValueError)
@@ -153,9 +151,7 @@ def elementwise(
     if compute is not None:
         compute_dtype = compute
     shape = broadcast_shapes(*(t.shape for t in tensors))
-    operands = [
-        to_dtype(broadcast_to(a, shape) if isinstance(a, TensorProxy) else a, compute_dtype) for a in args
-    ]
+    operands = [to_dtype(broadcast_to(a, shape) if isinstance(a, TensorProxy) else a, compute_dtype) for a in args]
     out = prim_fn(*operands)
     return to_dtype(out, result_dtype) if out.dtype != result_dtype else out
 

@@ -65,14 +65,10 @@ def reshape(input: TensorProxy, *shape: Any) -> Any:
         sizes[unknown[0]] = input.numel() // known
     check(
         same_size(_numel(sizes), input.numel()),
-        lambda: (
-            f"reshape: shape {tuple(sizes)} is invalid for input {input.name} of shape {input.shape}{called_at()}"
-        ),
+        lambda: f"reshape: shape {tuple(sizes)} is invalid for input {input.name} of shape {input.shape}{called_at()}",
         ValueError,
     )
-    if len(sizes) == input.ndim and all(
-        a is b or (type(a) is int and a == b) for a, b in zip(sizes, input.shape)
-    ):
+    if len(sizes) == input.ndim and all(a is b or (type(a) is int and a == b) for a, b in zip(sizes, input.shape)):
         return input
     return prims.reshape(input, sizes)
 
@@ -128,8 +124,7 @@ def expand(input: TensorProxy, *sizes: Any) -> Any:
     )
     offset = len(shape) - input.ndim
     shape = [
-        input.shape[i - offset] if isinstance(s, int) and s == -1 and i >= offset else s
-        for i, s in enumerate(shape)
+        input.shape[i - offset] if isinstance(s, int) and s == -1 and i >= offset else s for i, s in enumerate(shape)
     ]
     return broadcast_to(input, shape)
 
@@ -190,9 +185,9 @@ def cat(tensors: Sequence[TensorProxy], dim: int = 0, *, out: Any = None) -> Any
     check(out is None, lambda: f"torch.cat: out= is not supported{called_at()}", NotImplementedError)
     check(len(tensors) > 0, lambda: f"torch.cat needs at least one tensor{called_at()}", ValueError)
     # NOTE: torch skips legacy empty 1-D tensors of shape (0,) in cat.
-    kept = [
-        t for t in tensors if not (t.ndim == 1 and isinstance(t.shape[0], int) and t.shape[0] == 0)
-    ] or list(tensors[:1])
+    kept = [t for t in tensors if not (t.ndim == 1 and isinstance(t.shape[0], int) and t.shape[0] == 0)] or list(
+        tensors[:1]
+    )
     d = canonical_dim(dim, kept[0].ndim)
     _, dtype = result_dtypes(kept, Promotion.DEFAULT)
     kept = [to_dtype(t, dtype) for t in kept]
@@ -207,9 +202,7 @@ def stack(tensors: Sequence[TensorProxy], dim: int = 0, *, out: Any = None) -> A
     for t in tensors[1:]:
         check(
             t.ndim == len(shape) and all(map(same_size, t.shape, shape)),
-            lambda t=t: (
-                f"torch.stack: all tensors must have the same shape; {t.shape} != {tuple(shape)}{called_at()}"
-            ),
+            lambda t=t: f"torch.stack: all tensors must have the same shape; {t.shape} != {tuple(shape)}{called_at()}",
             ValueError,
         )
     d = canonical_dim(dim, len(shape) + 1)
@@ -279,9 +272,7 @@ def narrow(input: TensorProxy, dim: int, start: Any, length: Any) -> Any:
         start = start + input.shape[d]
     check(
         bool(start >= 0) and bool(length >= 0) and bool(start + length <= input.shape[d]),
-        lambda: (
-            f"narrow: start ({start}) + length ({length}) exceeds dim {d} of size {input.shape[d]}{called_at()}"
-        ),
+        lambda: f"narrow: start ({start}) + length ({length}) exceeds dim {d} of size {input.shape[d]}{called_at()}",
         IndexError,
     )
     return _slice_dim(input, d, start, start + length)
@@ -334,9 +325,7 @@ def getitem(input: TensorProxy, key: Any) -> Any:
     if isinstance(key, TensorProxy):
         check(
             key.dtype != torch.bool,
-            lambda: (
-                f"indexing with a bool mask gives a data-dependent shape and is not supported{called_at()}"
-            ),
+            lambda: f"indexing with a bool mask gives a data-dependent shape and is not supported{called_at()}",
             NotImplementedError,
         )
         check(
@@ -366,11 +355,7 @@ def getitem(input: TensorProxy, key: Any) -> Any:
             )
             start = _clamp_bound(item.start, size, 0)
             stop = _clamp_bound(item.stop, size, size)
-            stop = (
-                start
-                if not (isinstance(start, int) and isinstance(stop, int)) and bool(stop < start)
-                else stop
-            )
+            stop = start if not (isinstance(start, int) and isinstance(stop, int)) and bool(stop < start) else stop
             if isinstance(start, int) and isinstance(stop, int):
                 stop = max(stop, start)
             starts.append(start)
