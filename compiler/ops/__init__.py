@@ -65,8 +65,13 @@ def torch_name(fn: Any) -> str:
     module = getattr(fn, "__module__", None) or ""
     qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     if module.startswith("torch._C") or module == "torch.functional" or qualname.startswith("_Variable"):
-        module = {"torch._C._nn": "torch.nn.functional", "torch._C._linalg": "torch.linalg"}.get(module, "torch")
         qualname = qualname.split(".")[-1]
+        submodule = module.removeprefix("torch._C._") if module.startswith("torch._C._") else ""
+        if submodule and submodule != "VariableFunctions":
+            qualname = qualname.removeprefix(submodule + "_")
+            module = "torch.nn.functional" if submodule == "nn" else f"torch.{submodule}"
+        else:
+            module = "torch"
     elif qualname.startswith(("TensorBase.", "_TensorBase.")):
         module, qualname = "torch.Tensor", qualname.split(".", 1)[1]
     elif qualname.startswith("Tensor."):

@@ -26,10 +26,7 @@ def canonical_dim(dim: Any, ndim: int, what: str = "dim") -> int:
     rank = max(ndim, 1)
     check(
         isinstance(dim, int) and -rank <= dim < rank,
-        lambda: (
-            f"{what} {dim!r} is out of range for a tensor of rank {ndim} "
-            f"(expected an int in [{-rank}, {rank - 1}]){called_at()}"
-        ),
+        lambda: f"{what} {dim!r} is out of range: expected an int in [{-rank}, {rank - 1}]{called_at()}",
         IndexError,
     )
     return dim % rank

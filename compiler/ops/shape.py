@@ -237,14 +237,18 @@ def split(tensor: TensorProxy, split_size_or_sections: Any, dim: int = 0) -> tup
             lambda: f"split: sizes {tuple(sections)} must sum to the size of dim {d} ({size}){called_at()}",
             ValueError,
         )
-    pieces = []
-    start: Any = 0
     for section in sections:
         check(
             bool(section >= 0),
-            lambda section=section: f"split: negative size {section}{called_at()}",
+            lambda: (
+                f"split: sizes must be non-negative, got {tuple(sections)} "
+                f"(values {tuple(getattr(s, 'value', s) for s in sections)}){called_at()}"
+            ),
             ValueError,
         )
+    pieces = []
+    start: Any = 0
+    for section in sections:
         end = section if isinstance(start, int) and start == 0 else start + section
         pieces.append(_slice_dim(tensor, d, start, end))
         start = end

@@ -1,0 +1,65 @@
+"""Error messages name the bad input, what was expected, and the user's line of code."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import compiler
+
+GLOBAL = torch.ones(3)
+
+
+def test_unsupported_function_names_itself_and_the_calling_line() -> None:
+    def f(x):
+        return torch.fft.fft(x)
+
+    with pytest.raises(NotImplementedError) as info:
+        compiler.jit(f)(torch.randn(4))
+    message = str(info.value)
+    assert "torch.fft.fft is not supported" in message
+    assert "test_errors.py" in message and "return torch.fft.fft(x)" in message
+
+
+def test_control_flow_on_tensor_values_explains_why() -> None:
+    def f(x):
+        if x.max() > 0:
+            return x
+        return -x
+
+    def g(x):
+        return x * 2 if bool(x[0]) else x
+
+    for fn in (f, g):
+        with pytest.raises((compiler.TracingError, NotImplementedError)) as info:
+            compiler.jit(fn)(torch.randn(4))
+        if isinstance(info.value, compiler.TracingError):
+            assert "control flow" in str(info.value) and "torch.where" in str(info.value)
+    with pytest.raises(compiler.TracingError, match=r"tensor.item\(\) needs the value of a tensor"):
+        compiler.jit(lambda x: x * x.item())(torch.randn(1))
+
+
+def test_captured_tensor_is_rejected_with_advice() -> None:
+    with pytest.raises(compiler.TracingError, match="not an argument of the jitted function"):
+        compiler.jit(lambda x: x + GLOBAL)(torch.randn(3))
+
+
+def test_bad_arguments_and_options() -> None:
+    with pytest.raises(ValueError, match="cache must be 'constant' or 'symbolic', got 'dynamic'"):
+        compiler.jit(lambda x: x, cache="dynamic")
+    with pytest.raises(ValueError, match="unknown executor 'tpu'"):
+        compiler.jit(lambda x: x, executors=["tpu"])
+    with pytest.raises(TypeError, match="argument obj of type object is not supported"):
+        compiler.jit(lambda x, obj: x)(torch.randn(1), object())
+    jfn = compiler.jit(lambda x: x)
+    with pytest.raises(RuntimeError, match="has not been called yet"):
+        compiler.last_traces(jfn)
+    with pytest.raises(TypeError, match=r"expected a function returned by compiler\.jit"):
+        compiler.cache_stats(lambda x: x)
+
+
+def test_shape_errors_name_the_shapes() -> None:
+    with pytest.raises(ValueError, match=r"do not broadcast: size 4 against 3"):
+        compiler.jit(lambda x, y: x + y)(torch.randn(2, 3), torch.randn(2, 4))
+    with pytest.raises(IndexError, match="dim 5 is out of range: expected an int in \\[-3, 2\\]"):
+        compiler.jit(lambda x: x.unsqueeze(5))(torch.randn(2, 3))
