@@ -170,7 +170,12 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
 # The script
 
 
-def repro_script(region: Region, records: Sequence[Any], descriptors: Sequence[TensorDesc | ScalarDesc]) -> str:
+def repro_script(
+    region: Region,
+    records: Sequence[Any],
+    descriptors: Sequence[TensorDesc | ScalarDesc],
+    script_name: str = "repro.py",
+) -> str:
     """A standalone script (torch + nvfuser_direct only) that defines, checks and times the fusion."""
     definition, fn_name, _ = fusion_source(region, descriptors)
     bounds = index_bounds(region)
@@ -186,7 +191,7 @@ def repro_script(region: Region, records: Sequence[Any], descriptors: Sequence[T
     ops = "\n".join(f"    {str(b).splitlines()[0]}" for b in region.bsyms).replace('"', "'")
     return f'''"""Repro for {region.name} (written by fusebench's compiler.examine.repro).
 
-Runs with only torch and nvfuser_direct installed: python {region.name}_repro.py
+Runs with only torch and nvfuser_direct installed: python {script_name}
 The fusion's prims, as they appear in the trace:
 {ops}
 """

@@ -128,7 +128,7 @@ def repro(jfn: JittedFunction, name: str, path: str | Path) -> Path:
     f = _find(jfn, name)
     check(bool(f.last_inputs), lambda: f"{name} has not run yet, so there are no inputs to record", RuntimeError)
     path = Path(path)
-    path.write_text(repro_script(f.region, f.last_inputs, f.descriptors()))
+    path.write_text(repro_script(f.region, f.last_inputs, f.descriptors(), path.name))
     return path
 
 

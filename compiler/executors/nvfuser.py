@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from compiler.codegen import compile_trace
+from compiler.errors import check
 from compiler.executors.nvfuser_translate import (
     ScalarDesc,
     TensorDesc,
@@ -142,16 +143,27 @@ class NvFuserRunner:
         fd = self.by_key.get(key)
         if fd is None:
             fd = self.definition(fusion, args, key)
-        compile_key = (id(fd), key, *(args[i] for i in self.shape_scalar_idx))
-        if compile_key not in self.seen_compile_keys:
-            if not hasattr(fd, "fec") or not fd.fec.is_compiled(list(args)):
-                fusion.executor.stats.compilations += 1
-            if len(self.seen_compile_keys) < _MAX_SEEN_COMPILE_KEYS:
-                self.seen_compile_keys.add(compile_key)
+            self.count_compilation(fusion, fd, args, key)
+        elif self.shape_scalar_idx:
+            self.count_compilation(fusion, fd, args, key)
         fusion.last_definition = fd
         if self.device is not None:
             return fd.execute(list(args), device=self.device)
         return fd.execute(list(args))
+
+    def count_compilation(self, fusion: NvFusion, fd: Any, args: tuple, key: tuple) -> None:
+        """Counts a compilation when nvFuser has no kernel yet for this layout and these sizes.
+
+        Only new layouts, and new values of scalars that set sizes (slice bounds, reshape sizes),
+        can need a new kernel, so only those calls ask nvFuser (`fec.is_compiled`).
+        """
+        compile_key = (id(fd), key, *(args[i] for i in self.shape_scalar_idx))
+        if compile_key in self.seen_compile_keys:
+            return
+        if not hasattr(fd, "fec") or not fd.fec.is_compiled(list(args)):
+            fusion.executor.stats.compilations += 1
+        if len(self.seen_compile_keys) < _MAX_SEEN_COMPILE_KEYS:
+            self.seen_compile_keys.add(compile_key)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,14 +283,16 @@ class NvFuserExecutor:
         self.options = options or FusionOptions()
         self.fallback = fallback_default() if fallback is None else bool(fallback)
         self.stats = NvFuserStats()
-        if self.options.runner == "nvfuser":
-            reason = unavailable_reason()
-            if reason is not None:
-                raise ExecutorUnavailableError(
-                    f"the nvfuser executor is unavailable on this machine: {reason}. Use executors=['torch'] "
-                    "(the default here), or FusionOptions(runner='torch') to form the same regions and run "
-                    "them with torch."
-                )
+        reason = unavailable_reason() if self.options.runner == "nvfuser" else None
+        check(
+            reason is None,
+            lambda: (
+                f"the nvfuser executor is unavailable on this machine: {reason}. Use executors=['torch'] "
+                "(the default here), or FusionOptions(runner='torch') to form the same regions and run them "
+                "with torch."
+            ),
+            ExecutorUnavailableError,
+        )
 
     def claim(self, bsym: BoundSymbol) -> tuple[Reason, str] | None:
         """None if nvFuser can run `bsym` in a region, else (reason, detail)."""

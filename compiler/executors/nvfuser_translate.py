@@ -30,7 +30,8 @@ from typing import Any
 import torch
 
 from compiler import dtypes
-from compiler.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy
+from compiler.errors import check
+from compiler.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, callee_name
 from compiler.passes.fuse import Reason, Region
 from compiler.prims import BINARY, UNARY, Prim
 
@@ -190,8 +191,11 @@ class Translator:
     def tensor(self, p: TensorProxy) -> str:
         """The variable holding `p` in its own dtype (cast down from fp32 on first need)."""
         if p.name not in self.var:
-            if p.name not in self.f32:
-                raise TranslationError(f"{self.region.name}: {p.name} is used before it is defined")
+            check(
+                p.name in self.f32,
+                lambda: f"{self.region.name}: {p.name} is used before it is defined",
+                TranslationError,
+            )
             self.var[p.name] = self.emit(p.name, f"fd.ops.cast({self.f32[p.name]}, dtype={NV_DTYPES[p.dtype]})")
         return self.var[p.name]
 
@@ -283,6 +287,17 @@ def _elementwise(op: str, bool_op: str | None = None) -> Translate:
     return translate
 
 
+def _pow(tx: Translator, bsym: BoundSymbol) -> None:
+    base, exponent = bsym.args
+    if isinstance(base, TensorProxy) and type(exponent) in (int, float) and exponent in (2, 3):
+        # NOTE: torch's pow computes x**2 and x**3 by multiplication; so does a hand-written fusion.
+        x = tx.compute(base, dtypes.compute_dtype(base.dtype))
+        expr = f"fd.ops.mul({x}, {x})" if exponent == 2 else f"fd.ops.mul(fd.ops.mul({x}, {x}), {x})"
+        tx.define(bsym.output, expr, dtypes.compute_dtype(base.dtype))
+    else:
+        _elementwise("pow")(tx, bsym)
+
+
 def _where(tx: Translator, bsym: BoundSymbol) -> None:
     condition, a, b = bsym.args
     compute = dtypes.compute_dtype(bsym.output.dtype)
@@ -365,8 +380,11 @@ def _linear(tx: Translator, bsym: BoundSymbol) -> None:
 def _copy_to(tx: Translator, bsym: BoundSymbol) -> None:
     computed, buffer = bsym.args
     target = tx.var.get(buffer.name)
-    if target is None or target not in tx.inputs:
-        raise TranslationError(f"{tx.region.name}: write-back target {buffer.name} is not an input of the fusion")
+    check(
+        target in tx.inputs,
+        lambda: f"{tx.region.name}: write-back target {buffer.name} is not an input of the fusion",
+        TranslationError,
+    )
     tx.lines.append(f"fd.add_output(fd.ops.set({tx.tensor(computed)}), alias_input={target})")
 
 
@@ -380,6 +398,7 @@ TRANSLATIONS: dict[Prim, Translate] = {
     Prim.BITWISE_AND: _elementwise("bitwise_and", bool_op="logical_and"),
     Prim.BITWISE_OR: _elementwise("bitwise_or", bool_op="logical_or"),
     Prim.BITWISE_XOR: _elementwise("bitwise_xor", bool_op="ne"),
+    Prim.POW: _pow,
     Prim.WHERE: _where,
     Prim.CONVERT_ELEMENT_TYPE: _convert,
     Prim.SUM: _reduction("sum"),
@@ -462,8 +481,11 @@ def fusion_source(
     tx = Translator(region, descriptors)
     for bsym in region.bsyms:
         translate = TRANSLATIONS.get(bsym.sym)
-        if translate is None:
-            raise TranslationError(f"{region.name}: no translation for prims.{bsym.sym.value}")
+        check(
+            translate is not None,
+            lambda bsym=bsym: f"{region.name}: no translation for {callee_name(bsym.sym)}",
+            TranslationError,
+        )
         translate(tx, bsym)
     fn_name = region.name.lower().replace("nvfusion", "nvfusion_")
     return tx.finish(fn_name), fn_name, tx.shape_scalars

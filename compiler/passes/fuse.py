@@ -65,21 +65,12 @@ class FusionOptions:
     runner: str = "nvfuser"
 
     def __post_init__(self) -> None:
-        check(
-            self.runner in ("nvfuser", "torch"),
-            lambda: f"FusionOptions.runner must be 'nvfuser' or 'torch', got {self.runner!r}",
-            ValueError,
-        )
-        check(
-            self.min_region_size >= 1,
-            lambda: f"FusionOptions.min_region_size must be >= 1, got {self.min_region_size}",
-            ValueError,
-        )
-        check(
-            self.fuel is None or self.fuel >= 0,
-            lambda: f"FusionOptions.fuel must be None or >= 0, got {self.fuel}",
-            ValueError,
-        )
+        for ok, name, expected in (
+            (self.runner in ("nvfuser", "torch"), "runner", "'nvfuser' or 'torch'"),
+            (self.min_region_size >= 1, "min_region_size", ">= 1"),
+            (self.fuel is None or self.fuel >= 0, "fuel", "None or >= 0"),
+        ):
+            check(ok, lambda n=name, e=expected: f"FusionOptions.{n} must be {e}, got {getattr(self, n)!r}", ValueError)
 
     @staticmethod
     def from_any(value: FusionOptions | dict | None) -> FusionOptions:
@@ -503,17 +494,3 @@ def fuse(trace: Trace, executors: Sequence[Any]) -> Trace:
         for u in partition(trace, executors).units
     ]
     return trace.with_bsyms(bsyms)
-
-
-__all__ = [
-    "Decision",
-    "FusionExecutor",
-    "FusionOptions",
-    "Partition",
-    "Reason",
-    "Region",
-    "fuse",
-    "fusion_executor",
-    "partition",
-    "region_bsym",
-]

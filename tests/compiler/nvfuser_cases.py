@@ -95,7 +95,7 @@ CASES: list[Case] = [
     Case("iota", lambda a: a + prims.iota(33, 0, 1, torch.float32, a.device), _args(X)),
     Case("non_contiguous_input", lambda a: a.sin() * 2, lambda d: (torch.randn(33, 4, device=d).t(),)),
     Case("matmul_fused", lambda a, b: prims.add(prims.matmul(a, b), 1.0), _args(_f(16, 32), _f(32, 16)), {"matmul": True}),
-    Case("linear_fused", lambda a, w, c: prims.mul(prims.linear(a, w, c), 2.0), _args(_f(16, 32), _f(8, 32), _f(16, 8)), {"matmul": True}),
+    Case("linear_fused", lambda a, w, c: prims.mul(prims.linear(a, w, c), 2.0), _args(_f(16, 32), _f(8, 32), _f(8)), {"matmul": True}),
 ]  # fmt: skip
 
 

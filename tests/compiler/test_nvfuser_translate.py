@@ -50,7 +50,7 @@ def nvfusion_0(fd):
     s1 = fd.define_scalar(None, dtype=DataType.Double)
     s0 = fd.define_scalar(None, dtype=DataType.Double)
     t4 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float, stride_order=[2, 1, 0])
-    t0 = fd.ops.pow(t6, fd.define_scalar(3.0, dtype=DataType.Float))
+    t0 = fd.ops.mul(fd.ops.mul(t6, t6), t6)
     t1 = fd.ops.mul(t0, fd.define_scalar(0.044715, dtype=DataType.Float))
     t2 = fd.ops.add(t6, t1)
     t3 = fd.ops.mul(t2, fd.define_scalar(0.797885, dtype=DataType.Float))
