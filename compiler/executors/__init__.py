@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from compiler.errors import check
-from compiler.executors.nvfuser import ExecutorUnavailableError, NvFuserExecutor, unavailable_reason
+from compiler.executors import nvfuser as nvfuser_executor
+from compiler.executors.nvfuser import ExecutorUnavailableError, NvFuserExecutor
 from compiler.executors.sdpa import SdpaExecutor
 from compiler.executors.torch import TorchExecutor
 from compiler.passes.fuse import FusionOptions
@@ -31,7 +32,7 @@ __all__ = ["SDPA", "TORCH", "ExecutorUnavailableError", "default_executor_names"
 
 def default_executor_names() -> list[str]:
     """The executors `jit` uses when none are named: nvFuser and SDPA where nvFuser can run."""
-    return ["nvfuser", "sdpa", "torch"] if unavailable_reason() is None else ["torch"]
+    return ["nvfuser", "sdpa", "torch"] if nvfuser_executor.unavailable_reason() is None else ["torch"]
 
 
 def resolve(

@@ -58,7 +58,11 @@ def unavailable_reason() -> str | None:
     reasons = []
     if not torch.cuda.is_available():
         reasons.append("CUDA is not available (torch.cuda.is_available() is False)")
-    if importlib.util.find_spec("nvfuser_direct") is None:
+    try:
+        installed = importlib.util.find_spec("nvfuser_direct") is not None
+    except ValueError:  # NOTE: already imported without a module spec (e.g. injected by a tool)
+        installed = True
+    if not installed:
         reasons.append(
             "the nvfuser_direct module is not installed (pip install the nvFuser wheel matching your torch "
             "and CUDA, e.g. nvfuser-cu130-torch210)"
