@@ -116,7 +116,6 @@ class NvFuserRunner:
         self.region = region
         self.by_key: dict[tuple, Any] = {}
         self.by_descriptor: dict[tuple, Any] = {}
-        self.sources: dict[tuple, str] = {}
         self.shape_scalar_idx: list[int] = []
         self.seen_compile_keys: set[tuple] = set()
         self.device: int | None = None
@@ -137,7 +136,6 @@ class NvFuserRunner:
             with fd:
                 scope[fn_name](fd)
             self.by_descriptor[descriptors] = fd
-            self.sources[descriptors] = source
             self.shape_scalar_idx = [i for i, p in enumerate(self.region.inputs) if p.name in shape_scalars]
             fusion.executor.stats.definitions += 1
         self.by_key[key] = fd

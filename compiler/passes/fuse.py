@@ -212,7 +212,7 @@ class _Groups:
         self.succ[a].discard(a)
         self.pred[a].discard(a)
         self.parent[b] = a
-        self.members[a] = sorted(self.members[a] + self.members.pop(b))
+        self.members[a] += self.members.pop(b)
         self.lo[a] = min(self.lo[a], self.lo.pop(b))
         self.hi[a] = max(self.hi[a], self.hi.pop(b))
         self.refused[a] += self.refused.pop(b)
@@ -332,7 +332,7 @@ class _Partitioner:
             via = g.path_via_other(src, dst)
             if via is not None:
                 if not horizontal:
-                    blocker = _first_line(self.bsyms[g.members[via][0]])
+                    blocker = _first_line(self.bsyms[min(g.members[via])])
                     for x in (a, b):
                         g.refused[x].append(
                             f"merging with its producer's region would create a cycle through `{blocker}`"
@@ -444,7 +444,7 @@ class _Partitioner:
             if u < 0:
                 result.append(self.bsyms[-1 - u])
                 continue
-            members = g.members[u]
+            members = sorted(g.members[u])
             if fuel is not None and len([r for r in result if isinstance(r, Region)]) >= fuel:
                 for i in members:
                     self.reasons[i] = (Reason.FUEL, f"fuel={fuel} regions already formed")
