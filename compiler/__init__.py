@@ -5,6 +5,9 @@ jfn(*args)                       # traces, compiles, runs; later calls reuse cac
 compiler.last_traces(jfn)        # the computation trace after each pass
 compiler.last_prologue(jfn)      # the guards of the entry used last
 compiler.cache_stats(jfn)        # hits, misses (compilations), compile seconds
+compiler.examine                 # fusions, why ops were not fused, repro scripts, segmentation
+
+On a GPU with nvFuser the default executors are ["nvfuser", "sdpa", "torch"]; elsewhere ["torch"].
 """
 
 from __future__ import annotations
@@ -16,30 +19,55 @@ from typing import Any
 from compiler.cache import CacheStats, JittedFunction
 from compiler.errors import GuardFailure, TracingError
 from compiler.ir import Trace
+from compiler.passes.fuse import FusionOptions
 from compiler.pipeline import compile_entry, make_options
 
 __all__ = [
     "CacheStats",
+    "FusionOptions",
     "GuardFailure",
     "JittedFunction",
     "Trace",
     "TracingError",
     "cache_stats",
+    "examine",
     "jit",
     "last_prologue",
     "last_traces",
 ]
 
 
-def jit(fn: Callable, *, cache: str = "constant", executors: Sequence[str] | None = None) -> JittedFunction:
+def jit(
+    fn: Callable,
+    *,
+    cache: str = "constant",
+    executors: Sequence[str] | None = None,
+    fusion: FusionOptions | dict | None = None,
+    fallback: bool | None = None,
+) -> JittedFunction:
     """Compiles `fn` on first call (and whenever no cache entry's guards accept the arguments).
 
     cache: "constant" bakes numbers and shapes into each entry; "symbolic" keeps int/float/bool
         arguments as symbolic inputs and guards only the branches taken on them.
-    executors: executor names in priority order (torch is always the fallback).
+    executors: executor names in priority order (torch is always the fallback); None picks
+        ["nvfuser", "sdpa", "torch"] where nvFuser can run, else ["torch"].
+    fusion: FusionOptions (or a dict of its fields): region size, horizontal merging, fuel, ...
+    fallback: whether a fusion nvFuser fails on runs with torch instead (with one warning);
+        None reads FUSEBENCH_NVFUSER_FALLBACK (default on).
     """
-    options = make_options(cache, executors)
-    return JittedFunction(fn, functools.partial(compile_entry, fn, options))
+    options = make_options(cache, executors, fusion, fallback)
+    jfn = JittedFunction(fn, functools.partial(compile_entry, fn, options))
+    jfn.options = options  # NOTE: compiler.examine replays the fusion pass with these executors.
+    return jfn
+
+
+def __getattr__(name: str) -> Any:
+    """`compiler.examine` is imported on first use (it is not needed to run jitted code)."""
+    if name == "examine":
+        import importlib
+
+        return importlib.import_module("compiler.examine")
+    raise AttributeError(f"module 'compiler' has no attribute {name!r}")
 
 
 def _entry(jfn: Any) -> Any:

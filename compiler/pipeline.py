@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import executors as executors_module
@@ -14,6 +14,7 @@ from compiler.ir import Trace
 from compiler.passes.cse import cse
 from compiler.passes.dce import dce
 from compiler.passes.flatten import flatten
+from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
 
 
 @dataclass(frozen=True)
@@ -22,11 +23,15 @@ class Options:
 
     cache: str
     executors: tuple[Any, ...]
+    fusion: FusionOptions = field(default_factory=FusionOptions)
 
 
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
-    """The passes run on the computation trace, in order."""
-    return [flatten, cse, dce]
+    """The passes run on the computation trace, in order (fusion last, when an executor fuses)."""
+    passes: list[Callable[[Trace], Trace]] = [flatten, cse, dce]
+    if fusion_executor(options.executors) is not None:
+        passes.append(lambda trace: fuse(trace, options.executors))
+    return passes
 
 
 def compile_entry(fn: Callable, options: Options, args: tuple, kwargs: dict) -> CacheEntry:
@@ -45,8 +50,15 @@ def compile_entry(fn: Callable, options: Options, args: tuple, kwargs: dict) -> 
     )
 
 
-def make_options(cache: str, executors: Sequence[str] | None) -> Options:
+def make_options(
+    cache: str,
+    executors: Sequence[str] | None,
+    fusion: FusionOptions | dict | None = None,
+    fallback: bool | None = None,
+) -> Options:
     """Validated options."""
     if cache not in ("constant", "symbolic"):
         raise ValueError(f"cache must be 'constant' or 'symbolic', got {cache!r}")
-    return Options(cache=cache, executors=tuple(executors_module.resolve(executors)))
+    fusion_options = FusionOptions.from_any(fusion)
+    resolved = executors_module.resolve(executors, fusion=fusion_options, fallback=fallback)
+    return Options(cache=cache, executors=tuple(resolved), fusion=fusion_options)

@@ -2,7 +2,13 @@
 
 An executor has a `name` and `implementation(bsym) -> callable | None`; codegen asks the
 executors in the order the user gave and takes the first answer. The torch executor answers for
-every prim and always comes last.
+every prim and always comes last. A fusion executor (nvFuser) additionally claims prims for
+regions (`claim`, `region_impl`); the fusion pass replaces each region by one bound symbol that
+carries its own callable.
+
+Defaults: ["nvfuser", "sdpa", "torch"] when CUDA is available and `nvfuser_direct` imports,
+["torch"] otherwise. Asking for "nvfuser" where it cannot run raises `ExecutorUnavailableError`
+saying why (unless FusionOptions(runner="torch"), which needs no nvFuser).
 """
 
 from __future__ import annotations
@@ -11,19 +17,32 @@ from collections.abc import Sequence
 from typing import Any
 
 from compiler.errors import check
+from compiler.executors import nvfuser as nvfuser_executor
+from compiler.executors.nvfuser import ExecutorUnavailableError, NvFuserExecutor
+from compiler.executors.sdpa import SdpaExecutor
 from compiler.executors.torch import TorchExecutor
+from compiler.passes.fuse import FusionOptions
 
 TORCH = TorchExecutor()
-_KNOWN = {"torch": lambda: TORCH}
+SDPA = SdpaExecutor()
+_KNOWN = ("nvfuser", "sdpa", "torch")
+
+__all__ = ["SDPA", "TORCH", "ExecutorUnavailableError", "default_executor_names", "resolve"]
 
 
 def default_executor_names() -> list[str]:
-    """The executors `jit` uses when none are named."""
-    return ["torch"]
+    """The executors `jit` uses when none are named: nvFuser and SDPA where nvFuser can run."""
+    return ["nvfuser", "sdpa", "torch"] if nvfuser_executor.unavailable_reason() is None else ["torch"]
 
 
-def resolve(names: Sequence[str] | None) -> list[Any]:
-    """Executor objects for `names` (the defaults for None), with torch appended as the fallback."""
+def resolve(
+    names: Sequence[str] | None, *, fusion: FusionOptions | None = None, fallback: bool | None = None
+) -> list[Any]:
+    """Executor objects for `names` (the defaults for None), with torch appended as the fallback.
+
+    A fresh nvFuser executor is made per call, so its definition/compilation counters belong to
+    one jitted function.
+    """
     names = list(default_executor_names() if names is None else names)
     for name in names:
         check(
@@ -31,7 +50,12 @@ def resolve(names: Sequence[str] | None) -> list[Any]:
             lambda name=name: f"unknown executor {name!r}; known executors: {sorted(_KNOWN)}",
             ValueError,
         )
-    executors = [_KNOWN[name]() for name in names]
+    executors: list[Any] = []
+    for name in names:
+        if name == "nvfuser":
+            executors.append(NvFuserExecutor(fusion, fallback))
+        else:
+            executors.append({"sdpa": SDPA, "torch": TORCH}[name])
     if TORCH not in executors:
         executors.append(TORCH)
     return executors

@@ -1,0 +1,295 @@
+"""Standalone repro scripts for fusions, and the pieces they share with `compiler.examine`.
+
+A repro script needs only torch and nvfuser_direct: it holds the fusion definition source (the
+same text the executor runs), builds inputs with the recorded shapes, strides and dtypes, runs
+the fusion, checks it against the same prims written as PyTorch code (generated from the region
+by `TORCH_SOURCE`, a table keyed by `Prim`), checks every buffer the fusion writes back, and
+times it with CUDA events (median, L2 flushed between runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from compiler.executors.nvfuser_translate import ScalarDesc, TensorDesc, fusion_source
+from compiler.ir import NumberProxy, Proxy, TensorProxy, value_source
+from compiler.passes.fuse import Region
+from compiler.prims import REDUCTIONS, UNARY, Prim
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch source for each prim the nvFuser executor translates
+
+
+def _call(fn: str) -> Callable[[list[str]], str]:
+    return lambda a: f"{fn}({', '.join(a)})"
+
+
+_OPERATORS = {
+    Prim.ADD: "+", Prim.SUB: "-", Prim.MUL: "*", Prim.DIV: "/", Prim.REMAINDER: "%", Prim.POW: "**",
+    Prim.EQ: "==", Prim.NE: "!=", Prim.LT: "<", Prim.LE: "<=", Prim.GT: ">", Prim.GE: ">=",
+    Prim.BITWISE_AND: "&", Prim.BITWISE_OR: "|", Prim.BITWISE_XOR: "^",
+}  # fmt: skip
+
+TORCH_SOURCE: dict[Prim, Callable[[list[str]], str]] = {
+    **{p: _call(f"torch.{p.value}") for p in UNARY},
+    **{p: (lambda a, op=op: f"({a[0]} {op} {a[1]})") for p, op in _OPERATORS.items()},
+    Prim.FMOD: _call("_fmod"),
+    Prim.MAXIMUM: _call("_maximum"),
+    Prim.MINIMUM: _call("_minimum"),
+    Prim.WHERE: _call("torch.where"),
+    Prim.CONVERT_ELEMENT_TYPE: lambda a: f"{a[0]}.to({a[1]})",
+    Prim.SUM: lambda a: f"_reduce(torch.sum, {a[0]}, {a[1]})",
+    Prim.PROD: _call("_prod"),
+    Prim.AMAX: lambda a: f"_reduce(torch.amax, {a[0]}, {a[1]})",
+    Prim.AMIN: lambda a: f"_reduce(torch.amin, {a[0]}, {a[1]})",
+    Prim.BROADCAST_IN_DIM: _call("_broadcast_in_dim"),
+    Prim.RESHAPE: lambda a: f"{a[0]}.reshape({a[1]})",
+    Prim.PERMUTE: lambda a: f"{a[0]}.permute({a[1]})",
+    Prim.SLICE: _call("_slice"),
+    Prim.SQUEEZE: lambda a: f"torch.squeeze({a[0]}, tuple({a[1]}))",
+    Prim.CAT: _call("torch.cat"),
+    Prim.INDEX_SELECT: _call("torch.index_select"),
+    Prim.TAKE_ALONG_DIM: lambda a: f"torch.gather({a[0]}, {a[2]}, {a[1]})",
+    Prim.FULL: lambda a: f"torch.full({a[0]}, {a[1]}, dtype={a[2]}, device={a[3]})",
+    Prim.IOTA: _call("_iota"),
+    Prim.MATMUL: _call("torch.matmul"),
+    Prim.LINEAR: _call("torch.nn.functional.linear"),
+    Prim.COPY_TO: lambda a: f"{a[1]}.copy_({a[0]})",
+}
+
+_HELPERS = """
+def _tensors(a, b):
+    like = a if isinstance(a, torch.Tensor) else b
+    return [x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=like.dtype, device=like.device) for x in (a, b)]
+
+
+def _maximum(a, b):
+    return torch.maximum(*_tensors(a, b))
+
+
+def _minimum(a, b):
+    return torch.minimum(*_tensors(a, b))
+
+
+def _fmod(a, b):
+    return torch.fmod(*_tensors(a, b))
+
+
+def _reduce(fn, a, dims):
+    return fn(a, tuple(dims)) if dims else a.clone()
+
+
+def _prod(a, dims):
+    for d in sorted(dims, reverse=True):
+        a = torch.prod(a, d)
+    return a if dims else a.clone()
+
+
+def _broadcast_in_dim(a, shape, broadcast_dims):
+    view = [1] * len(shape)
+    for i, d in enumerate(broadcast_dims):
+        view[d] = a.shape[i]
+    return a.reshape(view).expand(list(shape))
+
+
+def _slice(a, starts, ends, steps):
+    return a[tuple(slice(s, e, st) for s, e, st in zip(starts, ends, steps))]
+
+
+def _iota(length, start, step, dtype, device):
+    return start + step * torch.arange(length, dtype=dtype, device=device)
+"""
+
+
+def reference_source(region: Region) -> str:
+    """`def reference(<inputs>)`: the region's prims as PyTorch code, returning its outputs."""
+    lines = [f"def reference({', '.join(p.name for p in region.inputs)}):"]
+    for bsym in region.bsyms:
+        expr = TORCH_SOURCE[bsym.sym]([value_source(a) for a in bsym.args])
+        lines.append(f"    {bsym.output.name} = {expr}" if isinstance(bsym.output, Proxy) else f"    {expr}")
+    lines.append(f"    return [{', '.join(p.name for p in region.outputs)}]")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+
+
+def index_bounds(region: Region) -> dict[str, int]:
+    """For integer inputs used as indices, the exclusive upper bound of valid values."""
+    bounds: dict[str, int] = {}
+    for b in region.bsyms:
+        if b.sym is Prim.INDEX_SELECT:
+            source, dim, index = b.args
+        elif b.sym is Prim.TAKE_ALONG_DIM:
+            source, index, dim = b.args
+        else:
+            continue
+        size = source.shape[dim] if source.shape else 1
+        bounds[index.name] = size.value if isinstance(size, NumberProxy) else size
+    return bounds
+
+
+def input_source(
+    name: str, shape: Sequence[int], stride: Sequence[int], dtype: torch.dtype, device: Any, high: int | None
+) -> str:
+    """Source of an expression building a random tensor with this exact layout."""
+    base = f"torch.empty_strided({tuple(shape)}, {tuple(stride)}, dtype={dtype}, device={str(device)!r})"
+    if dtype.is_floating_point:
+        return f"{base}.normal_()"
+    if dtype is torch.bool:
+        return f"{base}.random_(0, 2)"
+    return f"{base}.random_(0, {high})" if high is not None else f"{base}.random_(1, 8)"
+
+
+def make_inputs(region: Region, records: Sequence[Any], *, seed: int = 0) -> list[Any]:
+    """Random arguments with the recorded layouts (scalars keep their recorded values)."""
+    torch.manual_seed(seed)
+    bounds = index_bounds(region)
+    scope: dict[str, Any] = {"torch": torch}
+    values = []
+    for r in records:
+        if r.shape is None:
+            values.append(r.value)
+        else:
+            values.append(eval(input_source(r.name, r.shape, r.stride, r.dtype, r.device, bounds.get(r.name)), scope))
+    return values
+
+
+def tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    """(rtol, atol) for comparing nvFuser with eager: arithmetic order and intrinsics differ."""
+    return {torch.bfloat16: (2e-2, 2e-2), torch.float16: (1e-2, 1e-2), torch.float64: (1e-7, 1e-7)}.get(
+        dtype, (1e-4, 1e-4)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The script
+
+
+def repro_script(
+    region: Region,
+    records: Sequence[Any],
+    descriptors: Sequence[TensorDesc | ScalarDesc],
+    script_name: str = "repro.py",
+) -> str:
+    """A standalone script (torch + nvfuser_direct only) that defines, checks and times the fusion."""
+    definition, fn_name, _ = fusion_source(region, descriptors)
+    bounds = index_bounds(region)
+    builders = [
+        repr(r.value)
+        if r.shape is None
+        else input_source(r.name, r.shape, r.stride, r.dtype, r.device, bounds.get(r.name))
+        for r in records
+    ]
+    written = [i for i, p in enumerate(region.inputs) for b in region.bsyms if b.sym is Prim.COPY_TO and b.args[1] is p]
+    out_dtypes = [p.dtype for p in region.outputs] + [region.inputs[i].dtype for i in written]
+    tolerances = [tolerance(d) for d in out_dtypes]
+    ops = "\n".join(f"    {str(b).splitlines()[0]}" for b in region.bsyms).replace('"', "'")
+    return f'''"""Repro for {region.name} (written by fusebench's compiler.examine.repro).
+
+Runs with only torch and nvfuser_direct installed: python {script_name}
+The fusion's prims, as they appear in the trace:
+{ops}
+"""
+
+import statistics
+
+import torch
+from nvfuser_direct import DataType, FusionDefinition
+
+{definition}
+{_HELPERS}
+
+{reference_source(region)}
+
+def make_inputs():
+    torch.manual_seed(0)
+    return [
+{"".join(f"        {b},{chr(10)}" for b in builders)}    ]
+
+
+WRITTEN_INPUTS = {written}
+TOLERANCES = {tolerances}
+
+
+def median_ms(fn, repeats=30):
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(repeats):
+        flush.zero_()
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def main():
+    inputs = make_inputs()
+    expected_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    expected = reference(*expected_inputs) + [expected_inputs[i] for i in WRITTEN_INPUTS]
+    with FusionDefinition() as fd:
+        {fn_name}(fd)
+    outputs = fd.execute(inputs)
+    outputs = list(outputs) + [inputs[i] for i in WRITTEN_INPUTS]
+    for k, (out, ref, (rtol, atol)) in enumerate(zip(outputs, expected, TOLERANCES)):
+        torch.testing.assert_close(out, ref, rtol=rtol, atol=atol, equal_nan=True, msg=lambda m: f"output {{k}}: {{m}}")
+    print(f"{region.name}: {{len(outputs)}} outputs match PyTorch")
+    fresh = make_inputs()
+    fd.execute(fresh)
+    print(f"{region.name}: {{median_ms(lambda: fd.execute(fresh)):.4f}} ms (median, CUDA events, L2 flushed)")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+# ---------------------------------------------------------------------------------------------
+# Segmentation: what a fusion's structure predicts
+
+
+def segmentation_hint(region: Region) -> str | None:
+    """Why nvFuser likely needs several kernels for `region`, read off its prims (None: no reason seen)."""
+    reductions = [b for b in region.bsyms if b.sym in REDUCTIONS]
+    shapes = {tuple(p.shape) for p in region.outputs if isinstance(p, TensorProxy)}
+    reasons = []
+    if reductions and len(shapes) > 1:
+        reasons.append(
+            f"{len(reductions)} reduction(s) ({', '.join(b.output.name for b in reductions)}) next to outputs of "
+            "other shapes: a reduction and a pointwise op over a different shape need separate schedules"
+        )
+    elif len(shapes) > 1:
+        reasons.append(f"outputs of {len(shapes)} different shapes {sorted(map(str, shapes))}")
+    if any(b.sym in (Prim.MATMUL, Prim.LINEAR) for b in region.bsyms):
+        reasons.append("a matmul gets its own kernel")
+    return "; ".join(reasons) or None
+
+
+def ops_by_scheduler(region: Region, schedulers: Sequence[str]) -> dict[int, list[str]]:
+    """Inferred placement of the region's prims in segments (exact for one kernel).
+
+    For several kernels: reductions and the prims only they consume go to the first segment
+    whose scheduler mentions "reduction"; the rest to the first other segment.
+    """
+    lines = [str(b).splitlines()[0].split("  #")[0] for b in region.bsyms]
+    if len(schedulers) <= 1:
+        return {0: lines}
+    reduction_seg = next((i for i, s in enumerate(schedulers) if "reduction" in s.lower()), None)
+    other_seg = next((i for i, s in enumerate(schedulers) if i != reduction_seg), 0)
+    feeding: set[int] = set()
+    for b in reversed(region.bsyms):
+        consumers = [c for c in region.bsyms if any(p is q for q in c.inputs for p in b.outputs)]
+        if b.sym in REDUCTIONS or (consumers and all(id(c) in feeding for c in consumers)):
+            feeding.add(id(b))
+    placed: dict[int, list[str]] = {}
+    for b, line in zip(region.bsyms, lines):
+        seg = reduction_seg if reduction_seg is not None and id(b) in feeding else other_seg
+        placed.setdefault(seg, []).append(line)
+    return placed

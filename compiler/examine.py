@@ -1,0 +1,228 @@
+"""Inspecting what the fusion pass and nvFuser did with a jitted function (after it has run).
+
+    compiler.examine.fusions(jfn)          # each fusion: its ops and its last actual inputs
+    compiler.examine.why_not_fused(jfn)    # every op outside a fusion, with the reason
+    compiler.examine.repro(jfn, "nvFusion0", "repro.py")   # standalone torch + nvfuser_direct script
+    compiler.examine.segments(jfn)         # kernels per fusion, scheduler, time, bandwidth (GPU)
+    compiler.examine.stats(jfn)            # definitions / compilations / fallbacks of the nvFuser executor
+
+Each returns a list whose `str()` is a readable report, so `print(examine.fusions(jfn))` works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compiler.cache import JittedFunction
+from compiler.debug import make_inputs, ops_by_scheduler, repro_script, segmentation_hint
+from compiler.errors import check
+from compiler.executors.nvfuser import InputRecord, NvFuserStats, NvFusion, nvfuser_direct, region_fusions
+from compiler.executors.nvfuser_translate import fusion_source
+from compiler.ir import Trace
+from compiler.passes.fuse import fusion_executor, partition
+
+
+class Listing(list):
+    """A list whose str() prints one item after another."""
+
+    def __str__(self) -> str:
+        return "\n".join(str(item) for item in self) if self else "(none)"
+
+
+def _options(jfn: Any) -> Any:
+    check(
+        isinstance(jfn, JittedFunction),
+        lambda: f"expected a function returned by compiler.jit, got {type(jfn).__name__}",
+        TypeError,
+    )
+    check(jfn.last_entry is not None, lambda: f"{jfn!r} has not been called yet; call it once first", RuntimeError)
+    return jfn.options
+
+
+def _traces(jfn: Any) -> list[Trace]:
+    _options(jfn)
+    return jfn.last_entry.traces
+
+
+def _fused(jfn: Any) -> list[NvFusion]:
+    return list(region_fusions(_traces(jfn)[-1]))
+
+
+def _find(jfn: Any, name: str) -> NvFusion:
+    found = {f.name: f for f in _fused(jfn)}
+    check(name in found, lambda: f"no fusion named {name!r}; this function's fusions: {sorted(found)}", KeyError)
+    return found[name]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FusionInfo:
+    """One fusion of the last-used cache entry."""
+
+    name: str
+    ops: list[str]
+    inputs: list[InputRecord]
+    outputs: list[str]
+    calls: int
+    runner: str
+    fallback_error: str | None = None
+
+    def __str__(self) -> str:
+        lines = [f"{self.name}: {len(self.ops)} ops, {self.calls} calls, runs with {self.runner}"]
+        if self.fallback_error:
+            lines[0] += f" (FELL BACK TO TORCH: {self.fallback_error})"
+        lines += ["  inputs:"] + ([f"    {r}" for r in self.inputs] or ["    (not called yet)"])
+        lines += [f"  outputs: {', '.join(self.outputs) or '(write-backs only)'}", "  ops:"]
+        lines += [f"    {op}" for op in self.ops]
+        return "\n".join(lines)
+
+
+def fusions(jfn: JittedFunction) -> Listing:
+    """Each fusion's name, its ops, and its last actual inputs (shape, stride, dtype, device, value)."""
+    result = Listing()
+    for f in _fused(jfn):
+        runner = "torch (fallback)" if f.fallback_error else f.executor.options.runner
+        error = f"{type(f.fallback_error).__name__}: {f.fallback_error}" if f.fallback_error else None
+        ops = [str(b).splitlines()[0] for b in f.region.bsyms]
+        outputs = [p.name for p in f.region.outputs]
+        result.append(FusionInfo(f.name, ops, list(f.last_inputs), outputs, f.calls, runner, error))
+    return result
+
+
+def why_not_fused(jfn: JittedFunction) -> Listing:
+    """Every op left outside a fusion in the last-used cache entry, with the reason.
+
+    Replays the (pure) partition on the trace the fusion pass received.
+    """
+    options = _options(jfn)
+    traces = _traces(jfn)
+    check(
+        fusion_executor(options.executors) is not None,
+        lambda: "this function has no fusion executor: jit it with executors=['nvfuser', ...]",
+        ValueError,
+    )
+    before = traces[-2] if traces[-1].provenance.startswith("fuse") else traces[-1]
+    return Listing(d for d in partition(before, options.executors).decisions)
+
+
+def stats(jfn: JittedFunction) -> NvFuserStats:
+    """Definitions, compilations and fallbacks counted by the jitted function's nvFuser executor."""
+    executor = fusion_executor(_options(jfn).executors)
+    check(executor is not None, lambda: "this function has no nvFuser executor", ValueError)
+    return executor.stats
+
+
+def fusion_source_of(jfn: JittedFunction, name: str) -> str:
+    """The FusionDefinition source the fusion `name` ran with on its last call."""
+    f = _find(jfn, name)
+    return fusion_source(f.region, f.descriptors())[0]
+
+
+def repro(jfn: JittedFunction, name: str, path: str | Path) -> Path:
+    """Writes a standalone script reproducing fusion `name` with its last inputs' layouts; returns the path."""
+    f = _find(jfn, name)
+    check(bool(f.last_inputs), lambda: f"{name} has not run yet, so there are no inputs to record", RuntimeError)
+    path = Path(path)
+    path.write_text(repro_script(f.region, f.last_inputs, f.descriptors(), path.name))
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class KernelInfo:
+    """One kernel nvFuser launched for a fusion."""
+
+    segment: int
+    scheduler: str
+    time_ms: float
+    bandwidth_gbs: float
+    name: str = ""
+    launch: str = ""
+
+
+@dataclass
+class SegmentReport:
+    """How nvFuser split one fusion into kernels."""
+
+    name: str
+    kernels: list[KernelInfo]
+    ops_by_segment: dict[int, list[str]]
+    hint: str | None
+    scheduled_ir: str = field(default="", repr=False)
+
+    @property
+    def multi_kernel(self) -> bool:
+        """True when nvFuser needed more than one kernel."""
+        return len(self.kernels) > 1
+
+    def __str__(self) -> str:
+        head = f"{self.name}: {len(self.kernels)} kernel{'s' if len(self.kernels) != 1 else ''}"
+        if self.multi_kernel:
+            head = f"*** {head} (MULTI-KERNEL: {self.hint or 'nvFuser gave no reason'}) ***"
+        lines = [head]
+        for k in self.kernels:
+            lines.append(
+                f"  segment {k.segment}: {k.scheduler:<14} {k.time_ms * 1e3:9.1f} us "
+                f"{k.bandwidth_gbs:8.1f} GB/s  {k.launch}"
+            )
+            inferred = " (inferred)" if self.multi_kernel else ""
+            for op in self.ops_by_segment.get(k.segment, []):
+                lines.append(f"      {op}{inferred}")
+        return "\n".join(lines)
+
+
+def _profile(f: NvFusion, inputs: list[Any]) -> tuple[Any, list[KernelInfo], str]:
+    nvf = nvfuser_direct()
+    fd = f.last_definition
+    fd.execute(inputs)  # warm: the profile should not include compilation
+    with nvf.PythonProfiler() as prof:
+        fd.execute(inputs)
+    profile = prof.profile
+    kernels = [
+        KernelInfo(
+            int(k.segment_id),
+            str(k.scheduler),
+            float(k.time_ms),
+            float(k.effective_bandwidth_gbs),
+            str(k.name),
+            f"grid {k.grid_str} block {k.block_str} regs {k.registers}",
+        )
+        for k in profile.kernel_profiles
+    ]
+    ir = fd.fec.get_most_recent_scheduled_ir() or ""
+    return profile, kernels, ir
+
+
+def segments(jfn: JittedFunction, names: Iterable[str] | None = None) -> Listing:
+    """For each fusion (that ran with nvFuser): kernels, scheduler, time and bandwidth per segment.
+
+    Re-runs each fusion on fresh random inputs with its last inputs' layouts, under
+    nvfuser_direct.PythonProfiler. Multi-kernel fusions are flagged, with the structural reason
+    the region suggests; which ops landed in which segment is exact for one kernel and inferred
+    (reductions vs the rest) for several.
+    """
+    result = Listing()
+    wanted = set(names) if names is not None else None
+    for f in _fused(jfn):
+        if wanted is not None and f.name not in wanted:
+            continue
+        check(
+            f.executor.options.runner == "nvfuser" and f.last_definition is not None and f.fallback_error is None,
+            lambda f=f: (
+                f"{f.name} did not run with nvFuser (runner={f.executor.options.runner}, "
+                f"fallback={f.fallback_error!r}); segments need nvFuser on a GPU"
+            ),
+            RuntimeError,
+        )
+        _, kernels, ir = _profile(f, make_inputs(f.region, f.last_inputs))
+        schedulers = [k.scheduler for k in sorted(kernels, key=lambda k: k.segment)]
+        by_segment = ops_by_scheduler(f.region, schedulers)
+        result.append(SegmentReport(f.name, kernels, by_segment, segmentation_hint(f.region), ir))
+    return result

@@ -1,0 +1,319 @@
+"""The nvFuser executor: claims prims for fusion regions and runs each region as a FusionDefinition.
+
+`nvfuser_direct` is imported lazily (first fusion definition, or the availability check), never
+when `compiler` is imported. A region's callable (`NvFusion`) caches one FusionDefinition per
+input descriptor (dtype, rank, broadcast dims, contiguity / stride order of each tensor, the type
+of each symbolic scalar); the region's device and shapes are guarded by the cache entry's
+prologue. On each call it looks the definition up by the tensors' strides (plus shapes where
+the trace has symbolic sizes), so a hit costs one tuple build and one dict lookup.
+
+If nvFuser fails to define, compile or run a region, the region falls back to running its prims
+with torch, with one `FusionFallbackWarning` naming the fusion and the error; `fallback=False`
+(or FUSEBENCH_NVFUSER_FALLBACK=0) raises instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from compiler.codegen import compile_trace
+from compiler.errors import check
+from compiler.executors.nvfuser_translate import (
+    ScalarDesc,
+    TensorDesc,
+    describe,
+    fusion_source,
+    layout_descriptor,
+    unsupported,
+)
+from compiler.executors.torch import TorchExecutor
+from compiler.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
+from compiler.passes.fuse import FusionOptions, Reason, Region
+
+FALLBACK_ENV = "FUSEBENCH_NVFUSER_FALLBACK"
+_TORCH = TorchExecutor()
+_MAX_SEEN_COMPILE_KEYS = 4096
+
+
+class ExecutorUnavailableError(RuntimeError):
+    """An executor was asked for by name but cannot run on this machine."""
+
+
+class FusionFallbackWarning(UserWarning):
+    """nvFuser failed on a fusion; that fusion now runs its prims with torch."""
+
+
+@functools.cache
+def unavailable_reason() -> str | None:
+    """Why nvFuser cannot run here (no CUDA, nvfuser_direct missing or failing to import), or None."""
+    reasons = []
+    if not torch.cuda.is_available():
+        reasons.append("CUDA is not available (torch.cuda.is_available() is False)")
+    try:
+        installed = importlib.util.find_spec("nvfuser_direct") is not None
+    except ValueError:  # NOTE: already imported without a module spec (e.g. injected by a tool)
+        installed = True
+    if not installed:
+        reasons.append(
+            "the nvfuser_direct module is not installed (pip install the nvFuser wheel matching your torch "
+            "and CUDA, e.g. nvfuser-cu130-torch210)"
+        )
+    elif not reasons:
+        try:
+            importlib.import_module("nvfuser_direct")
+        except Exception as error:  # NOTE: any import failure (missing symbol, CUDA mismatch) counts
+            reasons.append(f"importing nvfuser_direct failed: {type(error).__name__}: {error}")
+    return "; ".join(reasons) or None
+
+
+def nvfuser_direct() -> Any:
+    """The `nvfuser_direct` module (imported on first use)."""
+    return importlib.import_module("nvfuser_direct")
+
+
+def fallback_default() -> bool:
+    """Whether failing fusions fall back to torch when `jit(fallback=None)` (env FUSEBENCH_NVFUSER_FALLBACK)."""
+    return os.environ.get(FALLBACK_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+@dataclass
+class NvFuserStats:
+    """Counters of one nvFuser executor (one per jitted function)."""
+
+    definitions: int = 0
+    compilations: int = 0
+    fallbacks: int = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Runners: how a region's prims are executed
+
+
+class TorchRunner:
+    """Runs a region's prims with torch (FusionOptions(runner="torch"), and every fallback)."""
+
+    def __init__(self, region: Region) -> None:
+        trace = Trace(region.inputs, list(region.bsyms), region.outputs, name=region.name.lower())
+        self.fn = compile_trace(trace, [_TORCH])
+
+    def run(self, fusion: NvFusion, args: tuple, key: tuple) -> Any:
+        return self.fn(*args)
+
+
+class NvFuserRunner:
+    """Runs a region as an nvFuser FusionDefinition, one per input descriptor."""
+
+    def __init__(self, region: Region) -> None:
+        self.region = region
+        self.by_key: dict[tuple, Any] = {}
+        self.by_descriptor: dict[tuple, Any] = {}
+        self.shape_scalar_idx: list[int] = []
+        self.seen_compile_keys: set[tuple] = set()
+        self.device: int | None = None
+        if not any(isinstance(p, TensorProxy) for p in region.inputs):
+            outputs = [p for b in region.bsyms for p in b.outputs if isinstance(p, TensorProxy)]
+            self.device = (outputs[0].device.index or 0) if outputs else None
+
+    def definition(self, fusion: NvFusion, args: tuple, key: tuple) -> Any:
+        """The FusionDefinition for these arguments (defined on first sight of their descriptor)."""
+        descriptors = tuple(describe(p, a) for p, a in zip(self.region.inputs, args))
+        fd = self.by_descriptor.get(descriptors)
+        if fd is None:
+            source, fn_name, shape_scalars = fusion_source(self.region, descriptors)
+            nvf = nvfuser_direct()
+            scope: dict[str, Any] = {"DataType": nvf.DataType}
+            exec(compile(source, f"<{self.region.name}>", "exec"), scope)
+            fd = nvf.FusionDefinition()
+            with fd:
+                scope[fn_name](fd)
+            self.by_descriptor[descriptors] = fd
+            self.shape_scalar_idx = [i for i, p in enumerate(self.region.inputs) if p.name in shape_scalars]
+            fusion.executor.stats.definitions += 1
+        self.by_key[key] = fd
+        return fd
+
+    def run(self, fusion: NvFusion, args: tuple, key: tuple) -> Any:
+        fd = self.by_key.get(key)
+        if fd is None:
+            fd = self.definition(fusion, args, key)
+            self.count_compilation(fusion, fd, args, key)
+        elif self.shape_scalar_idx:
+            self.count_compilation(fusion, fd, args, key)
+        fusion.last_definition = fd
+        if self.device is not None:
+            return fd.execute(list(args), device=self.device)
+        return fd.execute(list(args))
+
+    def count_compilation(self, fusion: NvFusion, fd: Any, args: tuple, key: tuple) -> None:
+        """Counts a compilation when nvFuser has no kernel yet for this layout and these sizes.
+
+        Only new layouts, and new values of scalars that set sizes (slice bounds, reshape sizes),
+        can need a new kernel, so only those calls ask nvFuser (`fec.is_compiled`).
+        """
+        compile_key = (id(fd), key, *(args[i] for i in self.shape_scalar_idx))
+        if compile_key in self.seen_compile_keys:
+            return
+        if not hasattr(fd, "fec") or not fd.fec.is_compiled(list(args)):
+            fusion.executor.stats.compilations += 1
+        if len(self.seen_compile_keys) < _MAX_SEEN_COMPILE_KEYS:
+            self.seen_compile_keys.add(compile_key)
+
+
+# ---------------------------------------------------------------------------------------------
+# A region's callable
+
+
+@dataclass(frozen=True)
+class InputRecord:
+    """What one argument of a fusion's last call looked like."""
+
+    name: str
+    shape: tuple[int, ...] | None
+    stride: tuple[int, ...] | None
+    dtype: torch.dtype | type
+    device: torch.device | None
+    value: Any = None
+
+    def __str__(self) -> str:
+        if self.shape is None:
+            return f"{self.name}: {self.dtype.__name__} = {self.value!r}"
+        return f"{self.name}: {self.dtype} {list(self.shape)} stride={list(self.stride)} on {self.device}"
+
+
+class NvFusion:
+    """The callable behind an `nvFusionN` bound symbol: runs its region, records its last inputs."""
+
+    def __init__(self, region: Region, executor: NvFuserExecutor) -> None:
+        self.region = region
+        self.name = region.name
+        self.executor = executor
+        inputs = region.inputs
+        self._tensor_idx = [i for i, p in enumerate(inputs) if isinstance(p, TensorProxy)]
+        self._sized_idx = [i for i in self._tensor_idx if any(isinstance(s, NumberProxy) for s in inputs[i].shape)]
+        self._scalar_idx = [i for i, p in enumerate(inputs) if not isinstance(p, TensorProxy)]
+        self.runner: TorchRunner | NvFuserRunner = (
+            NvFuserRunner(region) if executor.options.runner == "nvfuser" else TorchRunner(region)
+        )
+        self._torch: TorchRunner | None = None
+        self.fallback_error: BaseException | None = None
+        self.last_key: tuple | None = None
+        self.last_inputs: list[InputRecord] = []
+        self.last_definition: Any = None
+        self.calls = 0
+
+    def __call__(self, *args: Any) -> Any:
+        key = (*(args[i].stride() for i in self._tensor_idx), *(args[i].shape for i in self._sized_idx))
+        if key != self.last_key:
+            self.last_key = key
+            self.last_inputs = self._records(args)
+        if self._scalar_idx:
+            for i in self._scalar_idx:
+                record = self.last_inputs[i]
+                if record.value is not args[i]:
+                    self.last_inputs[i] = InputRecord(record.name, None, None, record.dtype, None, args[i])
+        self.calls += 1
+        if self.fallback_error is not None:
+            return self.torch_runner().fn(*args)
+        try:
+            return self.runner.run(self, args, key)
+        except Exception as error:
+            if not self.executor.fallback:
+                raise
+            return self._fall_back(error, args)
+
+    def torch_runner(self) -> TorchRunner:
+        """The torch implementation of this region (compiled on first need)."""
+        if self._torch is None:
+            self._torch = TorchRunner(self.region)
+        return self._torch
+
+    def _fall_back(self, error: BaseException, args: tuple) -> Any:
+        self.fallback_error = error
+        self.executor.stats.fallbacks += 1
+        message = f"{error}".strip().splitlines()[0] if str(error).strip() else ""
+        warnings.warn(
+            f"nvFuser failed on {self.name} ({type(error).__name__}: {message}); {self.name} now runs its "
+            f"{len(self.region.bsyms)} prims with torch. Pass fallback=False to jit (or set "
+            f"{FALLBACK_ENV}=0) to raise instead.",
+            FusionFallbackWarning,
+            stacklevel=2,
+        )
+        return self.torch_runner().fn(*args)
+
+    def _records(self, args: tuple) -> list[InputRecord]:
+        records = []
+        for p, a in zip(self.region.inputs, args):
+            if isinstance(a, torch.Tensor):
+                records.append(InputRecord(p.name, tuple(a.shape), tuple(a.stride()), a.dtype, a.device))
+            else:
+                records.append(InputRecord(p.name, None, None, type(a), None, a))
+        return records
+
+    def descriptors(self) -> tuple[TensorDesc | ScalarDesc, ...] | None:
+        """The input descriptors of the last call (None before the first call)."""
+        if not self.last_inputs:
+            return None
+
+        return tuple(
+            layout_descriptor(p, r.shape, r.stride) if r.shape is not None else ScalarDesc(p.python_type)
+            for p, r in zip(self.region.inputs, self.last_inputs)
+        )
+
+    def __repr__(self) -> str:
+        return f"<{self.name}: {len(self.region.bsyms)} prims, runner={self.executor.options.runner}>"
+
+
+# ---------------------------------------------------------------------------------------------
+# The executor
+
+
+class NvFuserExecutor:
+    """Claims prims nvFuser can run and turns regions of them into `NvFusion` callables."""
+
+    name = "nvfuser"
+
+    def __init__(self, options: FusionOptions | None = None, fallback: bool | None = None) -> None:
+        self.options = options or FusionOptions()
+        self.fallback = fallback_default() if fallback is None else bool(fallback)
+        self.stats = NvFuserStats()
+        reason = unavailable_reason() if self.options.runner == "nvfuser" else None
+        check(
+            reason is None,
+            lambda: (
+                f"the nvfuser executor is unavailable on this machine: {reason}. Use executors=['torch'] "
+                "(the default here), or FusionOptions(runner='torch') to form the same regions and run them "
+                "with torch."
+            ),
+            ExecutorUnavailableError,
+        )
+
+    def claim(self, bsym: BoundSymbol) -> tuple[Reason, str] | None:
+        """None if nvFuser can run `bsym` in a region, else (reason, detail)."""
+        refusal = unsupported(bsym, matmul=self.options.matmul)
+        if refusal is None and self.options.runner == "nvfuser":
+            for p in (*bsym.inputs, *bsym.outputs):
+                if isinstance(p, TensorProxy) and p.device.type != "cuda":
+                    return Reason.DEVICE, f"{p.name} is on {p.device}"
+        return refusal
+
+    def region_impl(self, region: Region) -> Callable:
+        """The callable running `region`."""
+        return NvFusion(region, self)
+
+    def implementation(self, bsym: BoundSymbol) -> Callable | None:
+        """nvFuser runs regions only; single prims go to the other executors."""
+        return None
+
+
+def region_fusions(trace: Trace) -> Sequence[NvFusion]:
+    """The `NvFusion` callables of a fused trace, in order."""
+    return [b.sym.impl for b in trace.bsyms if isinstance(getattr(b.sym, "impl", None), NvFusion)]

@@ -1,0 +1,491 @@
+"""Translation of prims to `nvfuser_direct`: a region becomes the Python source of a fusion definition.
+
+The source is a function `def nvfusion0(fd): ...` that calls `fd.define_tensor`,
+`fd.define_scalar`, `fd.ops.*` and `fd.add_output`; it is exec'd against `nvfuser_direct` on the
+GPU, compared as text in CPU golden tests, and pasted verbatim into repro scripts. Nothing here
+imports nvFuser.
+
+Conventions of the generated code:
+- Inputs come in region order: tensors as `define_tensor` with the descriptor of the actual
+  argument (size-1 dims as broadcast `1`, others symbolic `-1`, contiguity and stride order as
+  nvFuser's `compute_tensor_descriptor` computes them); symbolic numbers as
+  `define_scalar(None, dtype=...)`.
+- bf16/fp16 values are computed in fp32: an op on them upcasts its operands, and its result is
+  held in fp32 and only cast down where a bf16/fp16 value is needed (a region output, a
+  write-back, an op that is not arithmetic). Round trips `f32 -> bf16 -> f32` inside a region
+  are dropped, as torch.compile and thunder do.
+- Python numbers become `define_scalar(value, dtype=...)` typed like the tensor they meet;
+  symbolic scalars are cast to that dtype once.
+- A write-back `copy_to(computed, buffer)` becomes `fd.add_output(fd.ops.set(computed),
+  alias_input=buffer)`: the fusion writes into the buffer, and no copy kernel is needed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from compiler import dtypes
+from compiler.errors import check
+from compiler.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, callee_name
+from compiler.passes.fuse import Reason, Region
+from compiler.prims import BINARY, UNARY, Prim
+
+NV_DTYPES: dict[torch.dtype, str] = {
+    torch.float64: "DataType.Double",
+    torch.float32: "DataType.Float",
+    torch.float16: "DataType.Half",
+    torch.bfloat16: "DataType.BFloat16",
+    torch.int64: "DataType.Int",
+    torch.int32: "DataType.Int32",
+    torch.bool: "DataType.Bool",
+}
+SCALAR_DTYPES: dict[type, torch.dtype] = {bool: torch.bool, int: torch.int64, float: torch.float64}
+LOW_PRECISION = frozenset({torch.float16, torch.bfloat16})
+
+
+class TranslationError(RuntimeError):
+    """A region cannot be written as a fusion definition."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Input descriptors
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    """How a tensor input is declared: shape spec (-1 symbolic, 1 broadcast), contiguity, stride order."""
+
+    shape: tuple[int, ...]
+    contiguity: tuple[bool | None, ...]
+    stride_order: tuple[int, ...]
+    dtype: torch.dtype
+
+
+@dataclass(frozen=True)
+class ScalarDesc:
+    """A symbolic scalar input of this Python type."""
+
+    python_type: type
+
+
+def shape_spec(proxy: TensorProxy) -> tuple[int, ...]:
+    """-1 for each dim, except 1 where the trace guarantees size 1 (nvFuser broadcasts those)."""
+    return tuple(1 if isinstance(s, int) and s == 1 else -1 for s in proxy.shape)
+
+
+def tensor_descriptor(
+    spec: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
+) -> tuple[tuple[bool | None, ...], tuple[int, ...]]:
+    """(contiguity, stride_order) the way nvFuser's `compute_tensor_descriptor` defines them.
+
+    Dims with stride 0 keep their position; the others are ordered by decreasing stride (stably).
+    stride_order[i] is dim i's rank counted from the innermost; contiguity is listed in that
+    allocation order (outermost first): None for broadcast dims (size 1 in `spec` or stride 0),
+    otherwise whether the stride equals the next inner non-broadcast dim's stride times its size
+    (1 for the innermost).
+    """
+    rank = len(sizes)
+    moving = sorted((i for i in range(rank) if strides[i] != 0), key=lambda i: -strides[i])
+    order = list(moving)
+    for i in range(rank):
+        if strides[i] == 0:
+            order.insert(i, i)
+    broadcast = [strides[i] == 0 or spec[i] == 1 for i in range(rank)]
+    contiguity: list[bool | None] = [None] * rank
+    for position, dim in enumerate(order):
+        if broadcast[dim]:
+            continue
+        inner = next((d for d in order[position + 1 :] if not broadcast[d]), None)
+        expected = 1 if inner is None else strides[inner] * sizes[inner]
+        contiguity[position] = strides[dim] == expected
+    stride_order = [0] * rank
+    for position, dim in enumerate(order):
+        stride_order[dim] = rank - 1 - position
+    return tuple(contiguity), tuple(stride_order)
+
+
+def describe(proxy: Proxy, value: Any) -> TensorDesc | ScalarDesc:
+    """The descriptor of an actual argument (a tensor, or a number) for the region input `proxy`."""
+    if isinstance(proxy, TensorProxy):
+        return layout_descriptor(proxy, tuple(value.shape), tuple(value.stride()))
+    return ScalarDesc(proxy.python_type)
+
+
+def layout_descriptor(proxy: TensorProxy, sizes: Sequence[int], strides: Sequence[int]) -> TensorDesc:
+    """The descriptor of a tensor input `proxy` whose argument has these sizes and strides."""
+    spec = shape_spec(proxy)
+    contiguity, order = tensor_descriptor(spec, sizes, strides)
+    return TensorDesc(spec, contiguity, order, proxy.dtype)
+
+
+def default_descriptor(proxy: Proxy) -> TensorDesc | ScalarDesc:
+    """The descriptor of a contiguous tensor with the proxy's trace shape (golden tests)."""
+    if not isinstance(proxy, TensorProxy):
+        return ScalarDesc(proxy.python_type)
+    sizes = [s.value if isinstance(s, NumberProxy) else s for s in proxy.shape]
+    strides, running = [], 1
+    for size in reversed(sizes):
+        strides.insert(0, running)
+        running *= max(size, 1)
+    return layout_descriptor(proxy, sizes, strides)
+
+
+# ---------------------------------------------------------------------------------------------
+# The translator
+
+
+def _literal(value: Any, dtype: torch.dtype) -> str:
+    if dtype is torch.bool:
+        return repr(bool(value))
+    if dtype.is_floating_point:
+        value = float(value)
+        return repr(value) if math.isfinite(value) else f'float("{value}")'
+    return repr(int(value))
+
+
+class Translator:
+    """Writes the body of one fusion definition, one prim at a time."""
+
+    def __init__(self, region: Region, descriptors: Sequence[TensorDesc | ScalarDesc]) -> None:
+        self.region = region
+        self.lines: list[str] = []
+        self.var: dict[str, str] = {}  # trace name -> variable holding it in its own dtype
+        self.f32: dict[str, str] = {}  # bf16/fp16 trace name -> variable holding it in fp32
+        self.casts: dict[tuple[str, torch.dtype], str] = {}
+        self.used: set[str] = {"fd", "DataType"}
+        self.inputs: set[str] = set()
+        self.shape_scalars: set[str] = set()
+        for proxy, desc in zip(region.inputs, descriptors):
+            self.define_input(proxy, desc)
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.used:
+            k += 1
+            name = f"{base}_{k}"
+        self.used.add(name)
+        return name
+
+    def emit(self, base: str, expr: str) -> str:
+        name = self.fresh(base)
+        self.lines.append(f"{name} = {expr}")
+        return name
+
+    def define_input(self, proxy: Proxy, desc: TensorDesc | ScalarDesc) -> None:
+        if isinstance(desc, TensorDesc):
+            expr = (
+                f"fd.define_tensor(shape={list(desc.shape)}, contiguity={list(desc.contiguity)}, "
+                f"dtype={NV_DTYPES[desc.dtype]}, stride_order={list(desc.stride_order)})"
+            )
+        else:
+            expr = f"fd.define_scalar(None, dtype={NV_DTYPES[SCALAR_DTYPES[desc.python_type]]})"
+        self.var[proxy.name] = self.emit(proxy.name, expr)
+        self.inputs.add(self.var[proxy.name])
+
+    # -- values ---------------------------------------------------------------------------
+    def tensor(self, p: TensorProxy) -> str:
+        """The variable holding `p` in its own dtype (cast down from fp32 on first need)."""
+        if p.name not in self.var:
+            check(
+                p.name in self.f32,
+                lambda: f"{self.region.name}: {p.name} is used before it is defined",
+                TranslationError,
+            )
+            self.var[p.name] = self.emit(p.name, f"fd.ops.cast({self.f32[p.name]}, dtype={NV_DTYPES[p.dtype]})")
+        return self.var[p.name]
+
+    def held_f32(self, p: TensorProxy) -> bool:
+        """True when `p` (bf16/fp16) exists only in fp32 so far."""
+        return p.name in self.f32 and p.name not in self.var
+
+    def compute(self, p: TensorProxy, dtype: torch.dtype) -> str:
+        """`p` as an operand of arithmetic done in `dtype` (fp32 for bf16/fp16 values)."""
+        if p.dtype in LOW_PRECISION and dtype is torch.float32:
+            if p.name not in self.f32:
+                self.f32[p.name] = self.emit(f"{p.name}_f32", f"fd.ops.cast({self.tensor(p)}, dtype=DataType.Float)")
+            return self.f32[p.name]
+        return self.tensor(p)
+
+    def operand(self, x: Any, dtype: torch.dtype) -> str:
+        """A tensor, symbolic scalar or Python number as an operand of arithmetic in `dtype`."""
+        if isinstance(x, TensorProxy):
+            return self.compute(x, dtype)
+        natural = SCALAR_DTYPES[x.python_type if isinstance(x, NumberProxy) else type(x)]
+        target = dtype if dtypes.category(natural) <= dtypes.category(dtype) else natural
+        if not isinstance(x, NumberProxy):
+            return f"fd.define_scalar({_literal(x, target)}, dtype={NV_DTYPES[target]})"
+        if target is natural:
+            return self.var[x.name]
+        key = (x.name, target)
+        if key not in self.casts:
+            self.casts[key] = self.emit(
+                f"{x.name}_{dtypes.short_name(target)}", f"fd.ops.cast({self.var[x.name]}, dtype={NV_DTYPES[target]})"
+            )
+        return self.casts[key]
+
+    def size(self, value: Any) -> str:
+        """A size or index; a symbolic one is a scalar input (recorded as a shape scalar)."""
+        if isinstance(value, NumberProxy):
+            self.shape_scalars.add(value.name)
+            return self.var[value.name]
+        return repr(int(value))
+
+    def sizes(self, values: Sequence[Any]) -> str:
+        """A list of sizes / indices (see `size`)."""
+        return f"[{', '.join(self.size(v) for v in values)}]"
+
+    def define(self, p: TensorProxy, expr: str, held: torch.dtype) -> None:
+        """Binds `p` to `expr`, a value of dtype `held` (fp32 for a bf16/fp16 `p` computed in fp32)."""
+        if held == p.dtype:
+            self.var[p.name] = self.emit(p.name, expr)
+        else:
+            self.f32[p.name] = self.emit(f"{p.name}_f32", expr)
+
+    def alias(self, p: TensorProxy, var: str, in_f32: bool) -> None:
+        """Binds `p` to an existing variable (no line emitted)."""
+        (self.f32 if in_f32 else self.var)[p.name] = var
+
+    def movable(self, p: TensorProxy) -> tuple[str, torch.dtype]:
+        """`p` for a data-movement op: the fp32 copy when only that exists, else `p` itself."""
+        if self.held_f32(p):
+            return self.f32[p.name], torch.float32
+        return self.tensor(p), p.dtype
+
+    def finish(self, name: str) -> str:
+        """The whole `def name(fd): ...` source, outputs added."""
+        returned: set[str] = set()
+        for p in self.region.outputs:
+            var = self.tensor(p)
+            if var in self.inputs or var in returned:
+                var = self.emit(f"{p.name}_out", f"fd.ops.set({var})")
+            self.lines.append(f"fd.add_output({var})")
+            returned.add(var)
+        body = "\n".join(f"    {line}" for line in self.lines) or "    pass"
+        return f"def {name}(fd):\n{body}\n"
+
+
+Translate = Callable[[Translator, BoundSymbol], None]
+
+# ---------------------------------------------------------------------------------------------
+# The table
+
+
+def _elementwise(op: str, bool_op: str | None = None) -> Translate:
+    def translate(tx: Translator, bsym: BoundSymbol) -> None:
+        first = next(a for a in bsym.args if isinstance(a, TensorProxy))
+        name = bool_op if bool_op is not None and first.dtype is torch.bool else op
+        compute = dtypes.compute_dtype(first.dtype)
+        args = ", ".join(tx.operand(a, compute) for a in bsym.args)
+        out = bsym.output
+        tx.define(out, f"fd.ops.{name}({args})", compute if out.dtype == first.dtype else out.dtype)
+
+    return translate
+
+
+def _pow(tx: Translator, bsym: BoundSymbol) -> None:
+    base, exponent = bsym.args
+    if isinstance(base, TensorProxy) and type(exponent) in (int, float) and exponent in (2, 3):
+        # NOTE: torch's pow computes x**2 and x**3 by multiplication; so does a hand-written fusion.
+        x = tx.compute(base, dtypes.compute_dtype(base.dtype))
+        expr = f"fd.ops.mul({x}, {x})" if exponent == 2 else f"fd.ops.mul(fd.ops.mul({x}, {x}), {x})"
+        tx.define(bsym.output, expr, dtypes.compute_dtype(base.dtype))
+    else:
+        _elementwise("pow")(tx, bsym)
+
+
+def _where(tx: Translator, bsym: BoundSymbol) -> None:
+    condition, a, b = bsym.args
+    compute = dtypes.compute_dtype(bsym.output.dtype)
+    args = f"{tx.operand(condition, torch.bool)}, {tx.operand(a, compute)}, {tx.operand(b, compute)}"
+    tx.define(bsym.output, f"fd.ops.where({args})", compute)
+
+
+def _convert(tx: Translator, bsym: BoundSymbol) -> None:
+    a, dtype = bsym.args
+    out = bsym.output
+    if dtype is torch.float32 and a.dtype in LOW_PRECISION and a.name in tx.f32:
+        tx.alias(out, tx.f32[a.name], in_f32=False)
+    elif dtype in LOW_PRECISION and a.dtype is torch.float32:
+        tx.alias(out, tx.tensor(a), in_f32=True)
+    elif dtype == a.dtype:
+        tx.alias(out, tx.tensor(a), in_f32=False)
+    else:
+        source = tx.f32[a.name] if tx.held_f32(a) else tx.tensor(a)
+        tx.define(out, f"fd.ops.cast({source}, dtype={NV_DTYPES[dtype]})", dtype)
+        if dtype is torch.float32 and a.dtype in LOW_PRECISION:
+            tx.f32[a.name] = tx.var[out.name]
+
+
+def _reduction(op: str) -> Translate:
+    def translate(tx: Translator, bsym: BoundSymbol) -> None:
+        a, dims = bsym.args
+        compute = dtypes.compute_dtype(a.dtype)
+        x = tx.compute(a, compute)
+        if not dims:
+            expr = f"fd.ops.set({x})"
+        elif op in ("sum", "prod") and a.dtype is torch.int32:
+            expr = f"fd.ops.{op}({x}, dims={list(dims)}, dtype=DataType.Int32)"
+        else:
+            expr = f"fd.ops.{op}({x}, dims={list(dims)})"
+        tx.define(bsym.output, expr, compute)
+
+    return translate
+
+
+def _data_movement(render: Callable[[Translator, str, BoundSymbol], str]) -> Translate:
+    def translate(tx: Translator, bsym: BoundSymbol) -> None:
+        x, held = tx.movable(bsym.args[0])
+        tx.define(bsym.output, render(tx, x, bsym), held)
+
+    return translate
+
+
+def _cat(tx: Translator, bsym: BoundSymbol) -> None:
+    tensors, dim = bsym.args
+    in_f32 = all(tx.held_f32(t) for t in tensors)
+    items = [tx.f32[t.name] if in_f32 else tx.tensor(t) for t in tensors]
+    tx.define(
+        bsym.output, f"fd.ops.cat([{', '.join(items)}], dim={dim})", torch.float32 if in_f32 else bsym.output.dtype
+    )
+
+
+def _full(tx: Translator, bsym: BoundSymbol) -> None:
+    shape, value, dtype, _device = bsym.args
+    fill = tx.operand(value, dtypes.compute_dtype(dtype))
+    tx.define(bsym.output, f"fd.ops.full(shape={tx.sizes(shape)}, fill_value={fill}, dtype={NV_DTYPES[dtype]})", dtype)
+
+
+def _iota(tx: Translator, bsym: BoundSymbol) -> None:
+    length, start, step, dtype, _device = bsym.args
+    args = f"{tx.size(length)}, {tx.operand(start, dtype)}, {tx.operand(step, dtype)}, {NV_DTYPES[dtype]}"
+    tx.define(bsym.output, f"fd.ops.iota({args})", dtype)
+
+
+def _matmul(tx: Translator, bsym: BoundSymbol) -> None:
+    a, b = bsym.args
+    tx.define(bsym.output, f"fd.ops.matmul({tx.tensor(a)}, {tx.tensor(b)})", bsym.output.dtype)
+
+
+def _linear(tx: Translator, bsym: BoundSymbol) -> None:
+    a, w, bias = bsym.args
+    args = f"{tx.tensor(a)}, {tx.tensor(w)}" + ("" if bias is None else f", {tx.tensor(bias)}")
+    tx.define(bsym.output, f"fd.ops.linear({args})", bsym.output.dtype)
+
+
+def _copy_to(tx: Translator, bsym: BoundSymbol) -> None:
+    computed, buffer = bsym.args
+    target = tx.var.get(buffer.name)
+    check(
+        target in tx.inputs,
+        lambda: f"{tx.region.name}: write-back target {buffer.name} is not an input of the fusion",
+        TranslationError,
+    )
+    tx.lines.append(f"fd.add_output(fd.ops.set({tx.tensor(computed)}), alias_input={target})")
+
+
+_UNARY_OPS = {p: p.value for p in UNARY} | {Prim.BITWISE_NOT: "bitwise_not"}
+_BINARY_OPS = {p: p.value for p in BINARY - {Prim.FLOOR_DIVIDE}}
+
+TRANSLATIONS: dict[Prim, Translate] = {
+    **{p: _elementwise(op) for p, op in _UNARY_OPS.items()},
+    **{p: _elementwise(op) for p, op in _BINARY_OPS.items()},
+    Prim.BITWISE_NOT: _elementwise("bitwise_not", bool_op="logical_not"),
+    Prim.BITWISE_AND: _elementwise("bitwise_and", bool_op="logical_and"),
+    Prim.BITWISE_OR: _elementwise("bitwise_or", bool_op="logical_or"),
+    Prim.BITWISE_XOR: _elementwise("bitwise_xor", bool_op="ne"),
+    Prim.POW: _pow,
+    Prim.WHERE: _where,
+    Prim.CONVERT_ELEMENT_TYPE: _convert,
+    Prim.SUM: _reduction("sum"),
+    Prim.PROD: _reduction("prod"),
+    Prim.AMAX: _reduction("max"),
+    Prim.AMIN: _reduction("min"),
+    Prim.BROADCAST_IN_DIM: _data_movement(
+        lambda tx, x, b: f"fd.ops.broadcast_in_dim({x}, shape={tx.sizes(b.args[1])}, broadcast_dims={list(b.args[2])})"
+    ),
+    Prim.RESHAPE: _data_movement(lambda tx, x, b: f"fd.ops.reshape({x}, new_shape={tx.sizes(b.args[1])})"),
+    Prim.PERMUTE: _data_movement(lambda tx, x, b: f"fd.ops.permute({x}, dims={list(b.args[1])})"),
+    Prim.SLICE: _data_movement(
+        lambda tx, x, b: (
+            f"fd.ops.slice({x}, start_indices={tx.sizes(b.args[1])}, end_indices={tx.sizes(b.args[2])}, "
+            f"strides={tx.sizes(b.args[3])})"
+        )
+    ),
+    Prim.SQUEEZE: _data_movement(lambda tx, x, b: f"fd.ops.squeeze({x}, dims={list(b.args[1])})"),
+    Prim.CAT: _cat,
+    Prim.INDEX_SELECT: _data_movement(
+        lambda tx, x, b: f"fd.ops.index_select({x}, {tx.tensor(b.args[2])}, dim={b.args[1]})"
+    ),
+    Prim.TAKE_ALONG_DIM: _data_movement(
+        lambda tx, x, b: f"fd.ops.take_along_axis({x}, {tx.tensor(b.args[1])}, {b.args[2]})"
+    ),
+    Prim.FULL: _full,
+    Prim.IOTA: _iota,
+    Prim.MATMUL: _matmul,
+    Prim.LINEAR: _linear,
+    Prim.COPY_TO: _copy_to,
+}
+
+# Prims deliberately not translated, and why (the fusion pass reports these words).
+LEFT_TO_TORCH: dict[Prim, str] = {
+    Prim.FLOOR_DIVIDE: "nvFuser has no op with torch's floor-division rounding; runs in torch",
+    Prim.ARGMAX: "not translated (nvfuser_direct 0.2.36 exposes no argmax op we rely on); runs in torch",
+    Prim.INDEX_COPY: "index_copy is a scatter into a copy of the whole tensor; torch does it in one kernel",
+    Prim.EMPTY: "uninitialised memory needs no kernel; torch allocates it",
+    Prim.SDPA: "attention runs in the sdpa executor (torch's fused attention kernels)",
+    Prim.UNPACK_SEQUENCE: "prologue-only prim",
+    Prim.UNPACK_DICT: "prologue-only prim",
+    Prim.CHECK_TENSOR: "prologue-only prim",
+    Prim.CHECK_TYPE: "prologue-only prim",
+    Prim.CHECK_VALUE: "prologue-only prim",
+}
+# Translated, but sent to torch unless FusionOptions(matmul=True): cuBLAS is the faster GEMM.
+POLICY_TORCH: dict[Prim, str] = {
+    Prim.MATMUL: "matmul goes to torch (cuBLAS) unless FusionOptions(matmul=True)",
+    Prim.LINEAR: "linear goes to torch (cuBLAS) unless FusionOptions(matmul=True)",
+}
+
+
+def unsupported(bsym: BoundSymbol, *, matmul: bool = False) -> tuple[Reason, str] | None:
+    """Why nvFuser cannot (or should not) run `bsym` inside a fusion, or None when it can."""
+    prim = bsym.sym
+    if prim in LEFT_TO_TORCH:
+        return Reason.LEFT_TO_TORCH, LEFT_TO_TORCH[prim]
+    if prim not in TRANSLATIONS:
+        return Reason.NO_TRANSLATION, f"prims.{prim.value}"
+    if prim in POLICY_TORCH and not matmul:
+        return Reason.LEFT_TO_TORCH, POLICY_TORCH[prim]
+    for p in (*bsym.inputs, *bsym.outputs):
+        if isinstance(p, TensorProxy) and p.dtype not in NV_DTYPES:
+            return Reason.DTYPE, f"{p.name} is {p.dtype}"
+    if prim is Prim.SLICE and any(s != 1 for s in bsym.args[3]):
+        return Reason.NO_TRANSLATION, "nvFuser slices only with step 1"
+    if prim is Prim.DIV and not bsym.output.dtype.is_floating_point:
+        return Reason.DTYPE, "prims.div is translated for floating-point tensors only"
+    if prim in (Prim.SUM, Prim.PROD) and bsym.args[0].dtype is torch.bool:
+        return Reason.DTYPE, f"{prim.value} of a bool tensor"
+    return None
+
+
+def fusion_source(
+    region: Region, descriptors: Sequence[TensorDesc | ScalarDesc] | None = None
+) -> tuple[str, str, set[str]]:
+    """(source of `def <fn>(fd)`, fn name, names of scalar inputs used as sizes) for `region`."""
+    if descriptors is None:
+        descriptors = [default_descriptor(p) for p in region.inputs]
+    tx = Translator(region, descriptors)
+    for bsym in region.bsyms:
+        translate = TRANSLATIONS.get(bsym.sym)
+        check(
+            translate is not None,
+            lambda bsym=bsym: f"{region.name}: no translation for {callee_name(bsym.sym)}",
+            TranslationError,
+        )
+        translate(tx, bsym)
+    fn_name = region.name.lower().replace("nvfusion", "nvfusion_")
+    return tx.finish(fn_name), fn_name, tx.shape_scalars

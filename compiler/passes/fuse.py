@@ -1,0 +1,496 @@
+"""fuse: partitions an execution trace into regions that a fusion executor (nvFuser) claims.
+
+Assumes: a flattened trace (prims only; write-backs as `prims.copy_to`, usually at the end).
+Guarantees: every region becomes ONE `nvFusionN` bound symbol whose subsymbols are its prims
+(`print(trace)` shows them as comments), placed so the trace stays topologically ordered; the
+prims left outside keep their order relative to everything they depend on. The result runs to the
+same values as the input trace.
+
+How regions are formed (`partition`, pure and deterministic, so `compiler.examine` can replay
+it and say why an op was left out):
+
+1. Every prim is a node of a dataflow graph; a write-back also gets ordering edges to every
+   other reader of its buffer, so a fusion can never write a buffer before it has been read.
+2. Dataflow merging: each claimed node joins its claimed producers' groups, unless the merged
+   group would sit on both ends of a path through an unclaimed node (a cycle).
+3. Horizontal merging: independent groups (no path either way) merge when they share an input,
+   when one is small, or when both iterate over the same shape (one pointwise kernel can do both;
+   this is what turns the 32 parameter updates of an Adam step into one fusion).
+4. Groups made only of shape ops, and groups with fewer compute ops than `min_region_size`, go
+   back to torch; the fuel knob keeps only the first N regions (to bisect a bad fusion).
+
+NOTE: number prims (scalar arithmetic such as split bounds `d0 + d1`) are never fused: they run
+in Python on the host and reach a fusion as symbolic scalar inputs, so one fusion definition
+serves every value they take.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol
+
+from compiler.errors import check
+from compiler.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy, Trace, proxies_in
+from compiler.passes import trace_pass
+from compiler.prims import SHAPE_OPS, Prim
+
+FUEL_ENV = "FUSEBENCH_FUSION_FUEL"
+
+
+@dataclass(frozen=True)
+class FusionOptions:
+    """Knobs of the fusion pass and the nvFuser executor (`jit(..., fusion=FusionOptions(...))`).
+
+    min_region_size: compute ops (prims that are not shape ops) a region needs; 1 allows
+        single-op fusions.
+    horizontal: merge independent regions that share inputs, are small, or share a shape.
+    small_region_size: at most this many compute ops make a region "small" for horizontal merging.
+    max_region_tensors: horizontal merging stops before a region reads and writes more tensors.
+    fuel: keep only the first `fuel` regions (None: no limit; env FUSEBENCH_FUSION_FUEL).
+    matmul: let nvFuser run matmul/linear (by default they go to torch, i.e. cuBLAS).
+    runner: "nvfuser", or "torch" to run each region's prims with torch: the same partition,
+        codegen and fallback plumbing without nvFuser (CPU tests; bisecting numerics on GPU).
+    """
+
+    min_region_size: int = 2
+    horizontal: bool = True
+    small_region_size: int = 4
+    max_region_tensors: int = 256
+    fuel: int | None = None
+    matmul: bool = False
+    runner: str = "nvfuser"
+
+    def __post_init__(self) -> None:
+        for ok, name, expected in (
+            (self.runner in ("nvfuser", "torch"), "runner", "'nvfuser' or 'torch'"),
+            (self.min_region_size >= 1, "min_region_size", ">= 1"),
+            (self.fuel is None or self.fuel >= 0, "fuel", "None or >= 0"),
+        ):
+            check(ok, lambda n=name, e=expected: f"FusionOptions.{n} must be {e}, got {getattr(self, n)!r}", ValueError)
+
+    @staticmethod
+    def from_any(value: FusionOptions | dict | None) -> FusionOptions:
+        """Options from a FusionOptions, a dict of its fields, or None (defaults + environment)."""
+        if isinstance(value, FusionOptions):
+            return value
+        settings = dict(value or {})
+        known = {f.name for f in fields(FusionOptions)}
+        unknown = sorted(set(settings) - known)
+        check(not unknown, lambda: f"unknown fusion option(s) {unknown}; known: {sorted(known)}", TypeError)
+        if "fuel" not in settings and os.environ.get(FUEL_ENV):
+            settings["fuel"] = int(os.environ[FUEL_ENV])
+        return FusionOptions(**settings)
+
+
+class Reason(enum.Enum):
+    """Why an op is not inside a fusion."""
+
+    HOST = "scalar arithmetic: computed on the host, passed to fusions as a scalar input"
+    NO_TRANSLATION = "no nvFuser translation for this prim"
+    LEFT_TO_TORCH = "deliberately left to another executor"
+    DTYPE = "dtype not supported by nvFuser"
+    DEVICE = "not on a CUDA device"
+    CLAIMED = "claimed by another executor"
+    TOO_SMALL = "region too small"
+    SHAPE_ONLY = "region made only of shape ops"
+    CYCLE = "fusing it would create a cycle"
+    FUEL = "fusion fuel exhausted"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One op left outside every fusion, and why."""
+
+    bsym: BoundSymbol
+    reason: Reason
+    detail: str = ""
+
+    def __str__(self) -> str:
+        line = str(self.bsym).splitlines()[0]
+        return f"{line}\n    -> {self.reason.value}{': ' + self.detail if self.detail else ''}"
+
+
+@dataclass(frozen=True)
+class Region:
+    """A fused region: its prims in trace order, the values it reads and the values it returns."""
+
+    name: str
+    bsyms: tuple[BoundSymbol, ...]
+    inputs: tuple[Proxy, ...]
+    outputs: tuple[Proxy, ...]
+
+
+class FusionExecutor(Protocol):
+    """What the fusion pass needs from a fusion executor."""
+
+    name: str
+    options: FusionOptions
+
+    def claim(self, bsym: BoundSymbol) -> tuple[Reason, str] | None:
+        """None if the executor can run `bsym` inside a region, else (reason, detail)."""
+
+    def region_impl(self, region: Region) -> Callable:
+        """The callable that runs `region` (args: region.inputs; returns region.outputs)."""
+
+
+@dataclass
+class Partition:
+    """The result of `partition`: what runs where, in a valid order."""
+
+    units: list[Region | BoundSymbol]
+    decisions: list[Decision] = field(default_factory=list)
+
+    @property
+    def regions(self) -> list[Region]:
+        """The fused regions, in trace order."""
+        return [u for u in self.units if isinstance(u, Region)]
+
+
+def fusion_executor(executors: Sequence[Any]) -> Any | None:
+    """The first executor that forms regions (has `region_impl`), or None."""
+    return next((e for e in executors if hasattr(e, "region_impl")), None)
+
+
+# ---------------------------------------------------------------------------------------------
+# The group graph
+
+
+class _Groups:
+    """Union-find over trace nodes with group-level successor/predecessor sets."""
+
+    def __init__(self, bsyms: list[BoundSymbol], edges: list[set[int]], claimed: list[bool]) -> None:
+        n = len(bsyms)
+        self.bsyms = bsyms
+        self.parent = list(range(n))
+        self.members = {i: [i] for i in range(n)}
+        self.succ = {i: set(edges[i]) for i in range(n)}
+        self.pred: dict[int, set[int]] = {i: set() for i in range(n)}
+        for i in range(n):
+            for j in edges[i]:
+                self.pred[j].add(i)
+        self.lo = {i: i for i in range(n)}
+        self.hi = {i: i for i in range(n)}
+        self.claimed = {i: claimed[i] for i in range(n)}
+        self.refused: dict[int, list[str]] = {i: [] for i in range(n)}
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def path_via_other(self, src: int, dst: int) -> int | None:
+        """A group other than src/dst on some path src -> ... -> dst, or None when there is none."""
+        stack = [(s, s) for s in self.succ[src] if s != dst]
+        seen = set()
+        while stack:
+            g, first = stack.pop()
+            if g == dst:
+                return first
+            if g in seen or self.lo[g] >= self.hi[dst]:
+                continue  # NOTE: edges go forward in trace order, so g cannot reach dst.
+            seen.add(g)
+            stack.extend((s, first) for s in self.succ[g])
+        return None
+
+    def merge(self, a: int, b: int) -> int:
+        """Merges group b into group a; returns a."""
+        for s in self.succ.pop(b):
+            self.pred[s].discard(b)
+            if s != a:
+                self.pred[s].add(a)
+                self.succ[a].add(s)
+        for p in self.pred.pop(b):
+            self.succ[p].discard(b)
+            if p != a:
+                self.succ[p].add(a)
+                self.pred[a].add(p)
+        self.succ[a].discard(a)
+        self.pred[a].discard(a)
+        self.parent[b] = a
+        self.members[a] += self.members.pop(b)
+        self.lo[a] = min(self.lo[a], self.lo.pop(b))
+        self.hi[a] = max(self.hi[a], self.hi.pop(b))
+        self.refused[a] += self.refused.pop(b)
+        return a
+
+    def roots(self) -> list[int]:
+        return sorted(self.members, key=lambda g: self.lo[g])
+
+
+def _compute_ops(bsyms: Sequence[BoundSymbol]) -> int:
+    return sum(1 for b in bsyms if b.sym not in SHAPE_OPS)
+
+
+def _first_line(bsym: BoundSymbol) -> str:
+    return str(bsym).splitlines()[0].split("  #")[0]
+
+
+def _is_host(bsym: BoundSymbol) -> bool:
+    return not any(isinstance(p, TensorProxy) for p in (*bsym.inputs, *bsym.outputs))
+
+
+def _signature(bsyms: Sequence[BoundSymbol]) -> tuple | None:
+    """The largest concrete tensor shape a group writes (what its kernel iterates over)."""
+    best: tuple | None = None
+    best_numel = -1
+    for b in bsyms:
+        for p in b.outputs:
+            if isinstance(p, TensorProxy) and all(isinstance(s, int) for s in p.shape):
+                numel = 1
+                for s in p.shape:
+                    numel *= s
+                if numel > best_numel:
+                    best, best_numel = tuple(p.shape), numel
+    return best
+
+
+class _Partitioner:
+    def __init__(self, trace: Trace, executors: Sequence[Any]) -> None:
+        self.trace = trace
+        self.fuser = fusion_executor(executors)
+        check(self.fuser is not None, lambda: "partition needs a fusion executor (one with region_impl)", ValueError)
+        self.options: FusionOptions = self.fuser.options
+        self.others = [e for e in executors if e is not self.fuser and e.name != "torch"]
+        self.precedes = {e.name for e in executors[: list(executors).index(self.fuser)]}
+        self.bsyms = list(trace.bsyms)
+        self.reasons: dict[int, tuple[Reason, str]] = {}
+        self.output_ids = {id(p) for p in proxies_in(trace.output)}
+        self.readers: dict[int, list[int]] = {}
+        for i, bsym in enumerate(self.bsyms):
+            for p in bsym.inputs:
+                self.readers.setdefault(id(p), []).append(i)
+
+    # -- step 0: who may be fused ----------------------------------------------------------
+    def classify(self, bsym: BoundSymbol) -> tuple[Reason, str] | None:
+        if not isinstance(bsym.sym, Prim):
+            return Reason.CLAIMED, f"already a region of {getattr(bsym.sym, 'executor', None)}"
+        if _is_host(bsym):
+            return Reason.HOST, ""
+        claimers = [e.name for e in self.others if e.implementation(bsym) is not None]
+        before = [name for name in claimers if name in self.precedes]
+        if before:
+            return Reason.CLAIMED, f"the {before[0]} executor comes first"
+        refusal = self.fuser.claim(bsym)
+        if refusal is not None and refusal[0] is Reason.LEFT_TO_TORCH and claimers:
+            return Reason.CLAIMED, f"runs in the {claimers[0]} executor"
+        return refusal
+
+    # -- step 1: the graph -----------------------------------------------------------------
+    def graph(self) -> list[set[int]]:
+        producer: dict[int, int] = {}
+        edges: list[set[int]] = [set() for _ in self.bsyms]
+        for i, bsym in enumerate(self.bsyms):
+            for p in bsym.inputs:
+                j = producer.get(id(p))
+                if j is not None:
+                    edges[j].add(i)
+            for p in bsym.outputs:
+                producer[id(p)] = i
+        for i, bsym in enumerate(self.bsyms):
+            if bsym.sym is Prim.COPY_TO:
+                for j in self.readers.get(id(bsym.args[1]), []):
+                    if j < i:
+                        edges[j].add(i)
+                    elif j > i:
+                        edges[i].add(j)
+        return edges
+
+    # -- merging ---------------------------------------------------------------------------
+    def conflicts(self, members: list[int]) -> str | None:
+        """Why these nodes cannot form one region regardless of the graph, or None."""
+        defined, written = set(), set()
+        for i in members:
+            defined.update(id(p) for p in self.bsyms[i].outputs)
+        for i in members:
+            b = self.bsyms[i]
+            if b.sym is Prim.COPY_TO:
+                buffer = id(b.args[1])
+                if buffer in written or buffer in defined:
+                    return f"a region cannot write {b.args[1].name} twice or write a buffer it computes"
+                written.add(buffer)
+        return None
+
+    def tensor_count(self, members: list[int]) -> int:
+        """How many tensors a region of these nodes would read and write."""
+        inside = set(members)
+        defined = {id(p) for i in members for p in self.bsyms[i].outputs if isinstance(p, TensorProxy)}
+        read = {id(p) for i in members for p in self.bsyms[i].inputs if isinstance(p, TensorProxy)} - defined
+        written = {d for d in defined if d in self.output_ids or any(j not in inside for j in self.readers.get(d, ()))}
+        return len(read) + len(written)
+
+    def try_merge(self, g: _Groups, a: int, b: int, horizontal: bool) -> bool:
+        """Merges the groups of nodes a and b when that is safe; True when they end up together."""
+        a, b = g.find(a), g.find(b)
+        if a == b or not (g.claimed[a] and g.claimed[b]):
+            return a == b
+        for src, dst in ((a, b), (b, a)):
+            via = g.path_via_other(src, dst)
+            if via is not None:
+                if not horizontal:
+                    blocker = _first_line(self.bsyms[min(g.members[via])])
+                    for x in (a, b):
+                        g.refused[x].append(
+                            f"merging with its producer's region would create a cycle through `{blocker}`"
+                        )
+                return False
+        members = g.members[a] + g.members[b]
+        if self.conflicts(members) is not None:
+            return False
+        if horizontal and self.tensor_count(members) > self.options.max_region_tensors:
+            return False
+        g.merge(a, b)
+        return True
+
+    def dataflow(self, g: _Groups, edges: list[set[int]]) -> None:
+        producers: list[list[int]] = [[] for _ in self.bsyms]
+        for j, targets in enumerate(edges):
+            for i in targets:
+                producers[i].append(j)
+        for i in range(len(self.bsyms)):
+            if g.claimed[g.find(i)]:
+                for j in sorted(producers[i]):
+                    self.try_merge(g, j, i, horizontal=False)
+
+    def horizontal(self, g: _Groups) -> None:
+        def inputs(root: int) -> set[int]:
+            return {id(p) for i in g.members[root] for p in self.bsyms[i].inputs}
+
+        changed = True
+        while changed:
+            changed = False
+            roots = [r for r in g.roots() if g.claimed[r]]
+            for x, a in enumerate(roots):
+                if g.find(a) != a:
+                    continue
+                for b in roots[x + 1 :]:
+                    a = g.find(a)
+                    if g.find(b) != b or a == b:
+                        continue
+                    ma = [self.bsyms[i] for i in g.members[a]]
+                    mb = [self.bsyms[i] for i in g.members[b]]
+                    small = min(_compute_ops(ma), _compute_ops(mb)) <= self.options.small_region_size
+                    same = _signature(ma) is not None and _signature(ma) == _signature(mb)
+                    if (small or same or inputs(a) & inputs(b)) and self.try_merge(g, a, b, horizontal=True):
+                        changed = True
+
+    # -- finishing -------------------------------------------------------------------------
+    def run(self) -> Partition:
+        claimed = []
+        for i, bsym in enumerate(self.bsyms):
+            refusal = self.classify(bsym)
+            if refusal is not None:
+                self.reasons[i] = refusal
+            claimed.append(refusal is None)
+        edges = self.graph()
+        g = _Groups(self.bsyms, edges, claimed)
+        self.dataflow(g, edges)
+        if self.options.horizontal:
+            self.horizontal(g)
+        keep = set()
+        for root in g.roots():
+            if not g.claimed[root]:
+                continue
+            bsyms = [self.bsyms[i] for i in g.members[root]]
+            if _compute_ops(bsyms) == 0:
+                reason = (Reason.SHAPE_ONLY, "shape ops alone are views or copies torch does as well")
+            elif _compute_ops(bsyms) < self.options.min_region_size:
+                reason = (
+                    Reason.TOO_SMALL,
+                    f"{_compute_ops(bsyms)} compute op(s) < min_region_size={self.options.min_region_size}",
+                )
+                if g.refused[root]:
+                    reason = (Reason.CYCLE, g.refused[root][0])
+            else:
+                keep.add(root)
+                continue
+            for i in g.members[root]:
+                self.reasons[i] = reason
+        return self.emit(g, edges, keep)
+
+    def emit(self, g: _Groups, edges: list[set[int]], keep: set[int]) -> Partition:
+        unit_of = [g.find(i) if g.find(i) in keep else -1 - i for i in range(len(self.bsyms))]
+        units = sorted(set(unit_of), key=lambda u: u if u >= 0 else -1 - u)
+        lo = {u: (g.lo[u] if u >= 0 else -1 - u) for u in units}
+        indegree = dict.fromkeys(units, 0)
+        succ: dict[int, set[int]] = {u: set() for u in units}
+        for i, targets in enumerate(edges):
+            for j in targets:
+                if unit_of[i] != unit_of[j] and unit_of[j] not in succ[unit_of[i]]:
+                    succ[unit_of[i]].add(unit_of[j])
+                    indegree[unit_of[j]] += 1
+        ready = [(lo[u], u) for u in units if indegree[u] == 0]
+        heapq.heapify(ready)
+        ordered: list[int] = []
+        while ready:
+            _, u = heapq.heappop(ready)
+            ordered.append(u)
+            for s in succ[u]:
+                indegree[s] -= 1
+                if indegree[s] == 0:
+                    heapq.heappush(ready, (lo[s], s))
+        check(
+            len(ordered) == len(units),
+            lambda: "fuse: the region graph has a cycle (a bug in partition)",
+            AssertionError,
+        )
+        fuel = self.options.fuel
+        result: list[Region | BoundSymbol] = []
+        for u in ordered:
+            if u < 0:
+                result.append(self.bsyms[-1 - u])
+                continue
+            members = sorted(g.members[u])
+            if fuel is not None and len([r for r in result if isinstance(r, Region)]) >= fuel:
+                for i in members:
+                    self.reasons[i] = (Reason.FUEL, f"fuel={fuel} regions already formed")
+                    result.append(self.bsyms[i])
+                continue
+            result.append(self.region(members, len([r for r in result if isinstance(r, Region)])))
+        decisions = [Decision(self.bsyms[i], *self.reasons[i]) for i in sorted(self.reasons)]
+        return Partition(result, decisions)
+
+    def region(self, members: list[int], number: int) -> Region:
+        bsyms = [self.bsyms[i] for i in members]
+        inside = set(members)
+        defined: dict[int, Proxy] = {}
+        inputs: dict[int, Proxy] = {}
+        for b in bsyms:
+            for p in b.inputs:
+                if id(p) not in defined and isinstance(p, (TensorProxy, NumberProxy)):
+                    inputs.setdefault(id(p), p)
+            for p in b.outputs:
+                defined[id(p)] = p
+        outputs = [
+            p
+            for key, p in defined.items()
+            if key in self.output_ids or any(j not in inside for j in self.readers.get(key, ()))
+        ]
+        return Region(f"nvFusion{number}", tuple(bsyms), tuple(inputs.values()), tuple(outputs))
+
+
+def partition(trace: Trace, executors: Sequence[Any]) -> Partition:
+    """Splits `trace` into fused regions and ops left to other executors (with reasons)."""
+    return _Partitioner(trace, executors).run()
+
+
+def region_bsym(region: Region, impl: Callable, executor: str = "nvfuser") -> BoundSymbol:
+    """The bound symbol `outputs = nvFusionN(*inputs)` standing for `region`."""
+    return BoundSymbol(Symbol(region.name, impl, executor), region.inputs, {}, region.outputs, region.bsyms)
+
+
+@trace_pass("fuse")
+def fuse(trace: Trace, executors: Sequence[Any]) -> Trace:
+    """The trace with each region of the fusion executor replaced by one `nvFusionN` bound symbol."""
+    fuser = fusion_executor(executors)
+    if fuser is None:
+        return trace.with_bsyms(list(trace.bsyms))
+    bsyms = [
+        region_bsym(u, fuser.region_impl(u), fuser.name) if isinstance(u, Region) else u
+        for u in partition(trace, executors).units
+    ]
+    return trace.with_bsyms(bsyms)

@@ -1,0 +1,138 @@
+# ruff: noqa: E501 - one case per line reads best as a table
+"""A compact table of programs that, together, put every prim the nvFuser executor translates
+into a fusion. Each case is a function of tensors (and numbers); its eager reference is the same
+function called on real tensors (prims called directly evaluate with torch), so a case compares
+nvFuser against PyTorch. Shared by the CPU tests (fake nvFuser) and the GPU tests (real nvFuser).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from compiler import prims
+
+
+@dataclass(frozen=True)
+class Case:
+    """One program: `make(device)` returns its arguments."""
+
+    name: str
+    fn: Callable
+    make: Callable[[str], tuple]
+    fusion: dict = field(default_factory=dict)
+    # NOTE: False where eager disagrees with the prim's meta (torch's int32 sum returns int64).
+    check_dtype: bool = True
+
+
+def _f(*shape: int, dtype: torch.dtype = torch.float32, low: float | None = None) -> Callable[[str], torch.Tensor]:
+    def make(device: str) -> torch.Tensor:
+        x = torch.randn(*shape, device=device).to(dtype)
+        return x.abs() + low if low is not None else x
+
+    return make
+
+
+def _i(*shape: int, dtype: torch.dtype = torch.int64, low: int = -8, high: int = 8) -> Callable[[str], torch.Tensor]:
+    return lambda device: torch.randint(low, high, shape, device=device, dtype=dtype)
+
+
+def _b(*shape: int) -> Callable[[str], torch.Tensor]:
+    return lambda device: torch.rand(*shape, device=device) > 0.5
+
+
+def _args(*makers: Callable) -> Callable[[str], tuple]:
+    return lambda device: tuple(m(device) if callable(m) else m for m in makers)
+
+
+X = _f(4, 33)
+Y = _f(4, 33)
+POS = _f(4, 33, low=0.25)
+
+_UNARY = {
+    "neg": (torch.neg, X), "abs": (torch.abs, X), "exp": (torch.exp, X), "exp2": (torch.exp2, X),
+    "log": (torch.log, POS), "log1p": (torch.log1p, POS), "sqrt": (torch.sqrt, POS), "rsqrt": (torch.rsqrt, POS),
+    "sin": (torch.sin, X), "cos": (torch.cos, X), "tanh": (torch.tanh, X), "erf": (torch.erf, X),
+    "reciprocal": (torch.reciprocal, POS), "floor": (prims.floor, X), "ceil": (prims.ceil, X),
+    "trunc": (prims.trunc, X), "sign": (prims.sign, X),
+}  # fmt: skip
+
+CASES: list[Case] = [
+    *(Case(name, fn, _args(make)) for name, (fn, make) in _UNARY.items()),
+    Case("bitwise_not", torch.bitwise_not, _args(_i(4, 33))),
+    Case("logical_not_bool", lambda b: prims.bitwise_not(b), _args(_b(4, 33))),
+    Case("add_sub_mul_div", lambda a, b: ((a + b) * (a - b)) / (b.abs() + 1), _args(X, Y)),
+    Case("scalar_first", lambda a: (1 - a) * 2.5, _args(X)),
+    Case("remainder_fmod", lambda a, b: (torch.remainder(a, b), torch.fmod(a, b)), _args(X, POS)),
+    Case("int_remainder", lambda a, b: torch.remainder(a, b), _args(_i(4, 33), _i(4, 33, low=1))),
+    Case("pow", lambda a, b: torch.pow(a, b) + a**3, _args(POS, Y)),
+    Case("max_min", lambda a, b: (torch.maximum(a, b), torch.minimum(a, b)), _args(X, Y)),
+    Case("comparisons", lambda a, b: (a == b, a != b, a < b, a <= b, a > b, a >= b), _args(X, _f(4, 33))),
+    Case("bitwise_int", lambda a, b: (a & b, a | b, a ^ b), _args(_i(4, 33), _i(4, 33))),
+    Case("bitwise_bool", lambda a, b: (a & b, a | b, a ^ b), _args(_b(4, 33), _b(4, 33))),
+    Case("where_clamp", lambda a, b: (torch.where(a > 0, a, b), a.clamp(-0.5, 0.5)), _args(X, Y)),
+    Case("lerp_addcmul", lambda a, b, c: (torch.lerp(a, b, c), torch.addcmul(a, b, c, value=0.5)), _args(X, Y, Y)),
+    Case("masked_fill", lambda a, m: a.masked_fill(m, -1.0), _args(X, _b(4, 33))),
+    Case("convert", lambda a, i: (a.to(torch.float64), a.to(torch.int64), i.to(torch.float32), a > 0), _args(X, _i(4, 33))),
+    Case("bf16_chain", lambda a, b: ((a * 2 + b).sin(), a.neg(), a.float()), _args(_f(4, 33, dtype=torch.bfloat16), _f(4, 33, dtype=torch.bfloat16))),
+    Case("fp16_chain", lambda a, b: (a * b + 1).tanh(), _args(_f(4, 33, dtype=torch.float16), _f(4, 33, dtype=torch.float16))),
+    Case("sum_dims", lambda a: prims.sum(prims.mul(a, 2.0), (0,)), _args(_f(8, 33))),
+    Case("sum_all_prod", lambda a: (prims.sum(a, (0, 1)), prims.prod(prims.mul(a, 0.5), (1,))), _args(_f(4, 5))),
+    Case("amax_amin", lambda a: (prims.amax(prims.exp(a), (1,)), prims.amin(prims.neg(a), (0,))), _args(_f(8, 33))),
+    Case("int32_sum", lambda a: prims.sum(prims.mul(a, 3), (1,)), _args(_i(4, 33, dtype=torch.int32)), check_dtype=False),
+    Case("bf16_sum", lambda a: prims.sum(prims.convert_element_type(a, torch.float32), (1,)), _args(_f(4, 33, dtype=torch.bfloat16))),
+    Case("broadcast", lambda a, b: a[None] + b, _args(_f(4, 33), _f(3, 4, 33))),
+    Case("broadcast_size1", lambda a, b: a * b, _args(_f(4, 1), _f(4, 33))),
+    Case("reshape_permute", lambda a: (a * 2).reshape(2, 66).t() + 1, _args(X)),
+    Case("slice_squeeze", lambda a: (a[1:3, 2:20] * 2, a[0] + 1), _args(X)),
+    Case("cat_stack", lambda a, b: (torch.cat([a.sin(), b], 0), torch.stack([a, b.cos()])), _args(X, Y)),
+    Case("expand", lambda a: a.exp().expand(3, 4, 33) + 1, _args(X)),
+    Case("index_select", lambda a, i: a.index_select(0, i) * 2, _args(X, _i(6, low=0, high=4))),
+    Case("gather", lambda a, i: torch.gather(a.exp(), 1, i), _args(X, _i(4, 5, low=0, high=33))),
+    Case("full_ones", lambda a: a + torch.ones_like(a) * 3 + torch.full((4, 33), 2.0, device=a.device), _args(X)),
+    Case("iota", lambda a: a + prims.iota(33, 0, 1, torch.float32, a.device), _args(X)),
+    Case("non_contiguous_input", lambda a: a.sin() * 2, lambda d: (torch.randn(33, 4, device=d).t(),)),
+    Case("matmul_fused", lambda a, b: prims.add(prims.matmul(a, b), 1.0), _args(_f(16, 32), _f(32, 16)), {"matmul": True}),
+    Case("linear_fused", lambda a, w, c: prims.mul(prims.linear(a, w, c), 2.0), _args(_f(16, 32), _f(8, 32), _f(8)), {"matmul": True}),
+]  # fmt: skip
+
+
+def write_back(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """`old = x - y; x.mul_(2).add_(y)` as functionalization lowers it: pure math, then a write-back."""
+    old = prims.sub(x, y)  # reads x before the write-back
+    updated = prims.add(prims.mul(x, 2.0), y)
+    prims.copy_to(updated, x)
+    return old
+
+
+def gelu_bias_backward(s0, s1, s2, s3, t4, t5, t6):
+    """The GELU-backward math of issue 4, with the bias-gradient reduction as a prim."""
+    t16 = torch.tanh(0.797885 * (t6 + 0.044715 * t6**3))
+    t28 = (t5 * (0.5 * t6)) * (1 - t16 * t16) * s3
+    t38 = t28 + (t28 * s2 * s1) * t6**2 + (t5 * (1 + t16)) * s0
+    return prims.sum(t4, (0, 1)), t38
+
+
+def split3(a, d0, d1):
+    """Three slices with symbolic bounds, each with its own pointwise op."""
+    d2 = a.size(2) - d0 - d1
+    x, y, z = torch.split(a, (d0, d1, d2), dim=2)
+    return x * 2, y + 1, z.sin()
+
+
+def tolerance(dtype: torch.dtype) -> dict:
+    """assert_close tolerances for nvFuser vs eager (fp32 math reordered; bf16/fp16 rounded once)."""
+    return {
+        torch.bfloat16: {"rtol": 2e-2, "atol": 2e-2},
+        torch.float16: {"rtol": 1e-2, "atol": 1e-2},
+        torch.float32: {"rtol": 1e-4, "atol": 1e-4},
+    }.get(dtype, {"rtol": 1e-7, "atol": 1e-7})
+
+
+def flat(value: object) -> list:
+    """The tensors of a (nested) result, in order."""
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in flat(v)]
+    return [value]

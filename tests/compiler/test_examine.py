@@ -1,0 +1,129 @@
+"""compiler.examine: fusions and their inputs, why ops were not fused, repro scripts, segment hints."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+import compiler
+from compiler import examine, prims
+from compiler.debug import ops_by_scheduler, segmentation_hint
+from compiler.executors.nvfuser import region_fusions
+from compiler.passes.fuse import Reason
+from tests.compiler import fake_nvfuser
+from tests.compiler.nvfuser_cases import gelu_bias_backward, split3, write_back
+
+
+def jit_torch_regions(fn, cache="constant", **fusion):
+    return compiler.jit(fn, cache=cache, executors=["nvfuser", "sdpa"], fusion={"runner": "torch", **fusion})
+
+
+def test_fusions_lists_ops_and_the_last_inputs_layouts_and_scalar_values():
+    jfn = jit_torch_regions(split3, cache="symbolic")
+    a = torch.randn(8, 16, 64)[:, :, :40]
+    jfn(a, 3, 8)
+    jfn(a, 5, 8)
+    (info,) = examine.fusions(jfn)
+    assert info.name == "nvFusion0" and info.calls == 2 and len(info.ops) == 6
+    tensor, d0, i2, i3 = info.inputs
+    assert (tensor.shape, tensor.stride, tensor.dtype, tensor.device) == (
+        (8, 16, 40),
+        (1024, 64, 1),
+        torch.float32,
+        a.device,
+    )
+    assert (d0.value, i2.value, i3.value) == (5, 13, 40)
+    text = str(examine.fusions(jfn))
+    assert "a: torch.float32 [8, 16, 40] stride=[1024, 64, 1] on cpu" in text and "d0: int = 5" in text
+
+
+def test_why_not_fused_gives_a_reason_for_every_op_outside_a_fusion():
+    def program(a, q):
+        x = a.sin()
+        y = torch.nn.functional.scaled_dot_product_attention(q, q, q)
+        return x, prims.floor_divide(a, 2.0), a[::2], y.to(torch.int8), prims.argmax(a, 1), x.permute(1, 0)
+
+    jfn = jit_torch_regions(program)
+    jfn(torch.randn(4, 8), torch.randn(1, 1, 4, 8))
+    found = {d.bsym.sym.value: (d.reason, d.detail) for d in examine.why_not_fused(jfn)}
+    assert found["sin"][0] is Reason.TOO_SMALL
+    assert found["sdpa"][0] is Reason.LEFT_TO_TORCH and "sdpa" in found["sdpa"][1]
+    assert found["floor_divide"][0] is Reason.LEFT_TO_TORCH
+    assert found["slice"][0] is Reason.NO_TRANSLATION and "step" in found["slice"][1]
+    assert found["convert_element_type"][0] is Reason.DTYPE and "int8" in found["convert_element_type"][1]
+    assert found["argmax"][0] is Reason.LEFT_TO_TORCH
+    assert found["permute"][0] in (Reason.SHAPE_ONLY, Reason.TOO_SMALL)
+    assert "-> region too small" in str(examine.why_not_fused(jfn))
+
+
+def test_why_not_fused_reports_fuel():
+    jfn = jit_torch_regions(lambda a: (a.sin().exp(), prims.floor_divide(a, 2.0).cos().neg()), fuel=1, horizontal=False)
+    jfn(torch.randn(4, 8))
+    assert {d.reason for d in examine.why_not_fused(jfn)} == {Reason.FUEL, Reason.LEFT_TO_TORCH}
+
+
+def test_examine_needs_a_called_jitted_function():
+    with pytest.raises(RuntimeError, match="has not been called"):
+        examine.fusions(compiler.jit(lambda a: a))
+    with pytest.raises(TypeError, match=r"compiler\.jit"):
+        examine.fusions(lambda a: a)
+
+
+@pytest.fixture
+def fake_module(monkeypatch):
+    monkeypatch.setitem(sys.modules, "nvfuser_direct", fake_nvfuser.module())
+
+
+@pytest.mark.parametrize("which", ["gelu", "write_back", "split3"])
+def test_repro_script_defines_checks_and_matches_pytorch(which, tmp_path, fake_module):
+    if which == "gelu":
+        x = torch.randn(2, 3, 8)
+        jfn, args = jit_torch_regions(gelu_bias_backward, cache="symbolic"), (0.1, 0.2, 0.3, 0.4, x, x, x)
+    elif which == "write_back":
+        jfn, args = jit_torch_regions(write_back), (torch.randn(4, 8), torch.randn(4, 8))
+    else:
+        jfn, args = jit_torch_regions(split3, cache="symbolic"), (torch.randn(8, 16, 64), 3, 8)
+    jfn(*args)
+    path = examine.repro(jfn, "nvFusion0", tmp_path / "repro.py")
+    source = path.read_text()
+    assert source.count("import ") == 3  # statistics, torch, nvfuser_direct: nothing from fusebench
+    assert examine.fusion_source_of(jfn, "nvFusion0") in source
+    scope = {"__name__": "repro"}
+    exec(compile(source, str(path), "exec"), scope)
+    inputs = scope["make_inputs"]()
+    fusion = region_fusions(compiler.last_traces(jfn)[-1])[0]
+    assert [tuple(x.stride()) for x in inputs if isinstance(x, torch.Tensor)] == [
+        r.stride for r in fusion.last_inputs if r.shape is not None
+    ]
+    expected_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    expected = scope["reference"](*expected_inputs)
+    fd = scope["FusionDefinition"]()
+    with fd:
+        scope["nvfusion_0"](fd)
+    got = fd.execute(inputs)
+    for g, w in zip(got, expected):
+        torch.testing.assert_close(g, w)
+    for i in scope["WRITTEN_INPUTS"]:
+        torch.testing.assert_close(inputs[i], expected_inputs[i])
+    assert scope["WRITTEN_INPUTS"] == ([0] if which == "write_back" else [])
+
+
+def test_segmentation_hint_and_op_placement_for_a_reduction_next_to_pointwise_math():
+    x = torch.randn(2, 3, 8)
+    jfn = jit_torch_regions(gelu_bias_backward)
+    jfn(0.1, 0.2, 0.3, 0.4, x, x, x)
+    region = region_fusions(compiler.last_traces(jfn)[-1])[0].region
+    assert "reduction" in segmentation_hint(region)
+    placed = ops_by_scheduler(region, ["reduction", "pointwise"])
+    assert [line.split(" =")[0] for line in placed[0]] == ["t23"]
+    assert len(placed[1]) == len(region.bsyms) - 1
+    assert ops_by_scheduler(region, ["pointwise"]) == {0: [str(b).split("  #")[0] for b in region.bsyms]}
+
+
+def test_segments_explains_it_needs_nvfuser():
+    jfn = jit_torch_regions(lambda a: a.sin().exp())
+    jfn(torch.randn(4))
+    with pytest.raises(RuntimeError, match="did not run with nvFuser"):
+        examine.segments(jfn)

@@ -1,0 +1,233 @@
+"""The fusion pass: which regions form, that they never create a cycle, and the knobs."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+import compiler
+from compiler import prims
+from compiler.check_trace import check_trace
+from compiler.executors import TORCH
+from compiler.interpreter import eval_trace
+from compiler.passes.fuse import FusionOptions, Reason, fuse, partition
+from compiler.prims import Prim
+from tests.compiler.nvfuser_helpers import outside, prim_trace, region_ops, torch_fuser
+
+F32 = ((4, 8), torch.float32)
+
+
+def fused(trace, **options):
+    executors = [torch_fuser(**options), TORCH]
+    return check_trace(fuse(trace, executors)), partition(trace, executors)
+
+
+def reasons(part):
+    return {d.bsym.sym: d.reason for d in part.decisions}
+
+
+def test_a_chain_becomes_one_region_printed_with_its_prims():
+    trace = prim_trace(lambda a, b: prims.sin(prims.add(prims.mul(a, 2.0), b)), F32, F32)
+    result, _ = fused(trace)
+    assert region_ops(result) == [["mul", "add", "sin"]]
+    lines = str(result).splitlines()
+    assert lines[0].startswith("# Constructed by fuse")
+    assert lines[7:11] == [
+        "  t2, = nvFusion0(a0, a1)  # t2: cpu f32[4, 8]",
+        "    # t0 = prims.mul(a0, 2.0)  # t0: cpu f32[4, 8]",
+        "    # t1 = prims.add(t0, a1)  # t1: cpu f32[4, 8]",
+        "    # t2 = prims.sin(t1)  # t2: cpu f32[4, 8]",
+    ]
+
+
+def test_fusing_never_creates_a_cycle_through_an_unfused_op():
+    # x -> floor_divide (torch) -> z, and x -> z directly: x and z in one region would need the
+    # floor_divide both before and after that region.
+    def program(a):
+        x = prims.exp(a)
+        y = prims.floor_divide(x, 3.0)
+        return prims.add(x, y)
+
+    prims_trace = prim_trace(program, F32)
+    result, part = fused(prims_trace, min_region_size=1)
+    assert region_ops(result) == [["exp"], ["add"]]
+    assert outside(result) == ["floor_divide"]
+    x = torch.randn(4, 8)
+    torch.testing.assert_close(eval_trace(result, x), eval_trace(prims_trace, x))
+    _, part = fused(prims_trace)
+    assert reasons(part)[Prim.EXP] is Reason.CYCLE
+    assert "floor_divide" in next(d.detail for d in part.decisions if d.bsym.sym is Prim.EXP)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_random_programs_stay_acyclic_and_compute_the_same(seed):
+    rng = random.Random(seed)
+    ops = [prims.sin, prims.exp, prims.neg, prims.tanh]
+
+    def program(a, b):
+        values = [a, b]
+        for _ in range(14):
+            x, y = rng.choice(values), rng.choice(values)
+            kind = rng.random()
+            if kind < 0.25:
+                values.append(prims.floor_divide(x, 2.0))  # torch-only: forces splits
+            elif kind < 0.6:
+                values.append(rng.choice(ops)(x))
+            else:
+                values.append(prims.add(x, y))
+        return tuple(values[-4:])
+
+    trace = prim_trace(program, F32, F32)
+    for options in ({}, {"min_region_size": 1}, {"horizontal": False, "min_region_size": 1}):
+        result, _ = fused(trace, **options)
+        a, b = torch.randn(4, 8), torch.randn(4, 8)
+        for got, want in zip(eval_trace(result, a, b), eval_trace(trace, a, b)):
+            torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_horizontal_merging_joins_independent_regions_sharing_an_input():
+    def program(a, b):
+        return prims.sin(prims.mul(a, 2.0)), prims.exp(prims.add(a, 1.0))
+
+    result, _ = fused(prim_trace(program, F32, F32))
+    assert region_ops(result) == [["mul", "sin", "add", "exp"]]
+    result, _ = fused(prim_trace(program, F32, F32), horizontal=False)
+    assert region_ops(result) == [["mul", "sin"], ["add", "exp"]]
+
+
+def test_horizontal_merging_leaves_large_unrelated_regions_apart():
+    def chain(x):
+        for _ in range(6):
+            x = prims.sin(x)
+        return x
+
+    result, _ = fused(prim_trace(lambda a, b: (chain(a), chain(b)), ((4, 8), torch.float32), ((5, 8), torch.float32)))
+    assert len(region_ops(result)) == 2
+    result, _ = fused(prim_trace(lambda a, b: (chain(a), chain(b)), F32, F32))
+    assert len(region_ops(result)) == 1  # same shape: one pointwise kernel can do both
+
+
+def test_a_region_of_shape_ops_only_is_left_to_torch():
+    def program(a):
+        return prims.reshape(prims.permute(a, [1, 0]), [32])
+
+    result, part = fused(prim_trace(program, F32), min_region_size=1)
+    assert region_ops(result) == []
+    assert set(reasons(part).values()) == {Reason.SHAPE_ONLY}
+
+
+def test_min_region_size_controls_single_op_fusions():
+    trace = prim_trace(lambda a: prims.sin(a), F32)
+    result, part = fused(trace)
+    assert region_ops(result) == [] and reasons(part)[Prim.SIN] is Reason.TOO_SMALL
+    result, _ = fused(trace, min_region_size=1)
+    assert region_ops(result) == [["sin"]]
+
+
+def test_matmul_goes_to_torch_unless_asked():
+    def program(a, w):
+        return prims.add(prims.matmul(prims.mul(a, 2.0), w), 1.0)
+
+    trace = prim_trace(program, ((4, 8), torch.float32), ((8, 8), torch.float32))
+    result, part = fused(trace, min_region_size=1)
+    assert outside(result) == ["matmul"] and region_ops(result) == [["mul"], ["add"]]
+    assert reasons(part)[Prim.MATMUL] is Reason.LEFT_TO_TORCH
+    result, _ = fused(trace, matmul=True)
+    assert region_ops(result) == [["mul", "matmul", "add"]]
+
+
+def test_attention_is_left_to_the_sdpa_executor():
+    def program(q):
+        return prims.mul(torch.nn.functional.scaled_dot_product_attention(q.sin(), q, q), 2.0)
+
+    jfn = compiler.jit(program, executors=["nvfuser", "sdpa"], fusion={"runner": "torch", "min_region_size": 1})
+    q = torch.randn(1, 2, 4, 8)
+    torch.testing.assert_close(jfn(q), program(q))
+    assert outside(compiler.last_traces(jfn)[-1]) == ["sdpa"]
+    why = compiler.examine.why_not_fused(jfn)
+    assert [d.reason for d in why] == [Reason.LEFT_TO_TORCH] and "sdpa executor" in why[0].detail
+
+
+def test_an_executor_listed_first_claims_its_prims():
+    class Claims:
+        name = "claims_sin"
+
+        def implementation(self, bsym):
+            return torch.sin if bsym.sym is Prim.SIN else None
+
+    fuser = torch_fuser(min_region_size=1)
+    trace = prim_trace(lambda a: prims.exp(prims.sin(a)), F32)
+    part = partition(trace, [Claims(), fuser, TORCH])
+    assert reasons(part) == {Prim.SIN: Reason.CLAIMED}
+    assert len(partition(trace, [fuser, Claims(), TORCH]).regions) == 1
+
+
+def test_fuel_stops_fusing_after_n_regions(monkeypatch):
+    def program(a):
+        x = prims.sin(prims.exp(a))
+        y = prims.floor_divide(x, 2.0)
+        return prims.cos(prims.neg(y))
+
+    trace = prim_trace(program, F32)
+    assert len(fused(trace)[0].bsyms) == 3
+    result, part = fused(trace, fuel=1)
+    assert region_ops(result) == [["exp", "sin"]]
+    assert reasons(part)[Prim.COS] is Reason.FUEL
+    monkeypatch.setenv("FUSEBENCH_FUSION_FUEL", "0")
+    assert FusionOptions.from_any(None).fuel == 0
+
+
+def test_write_back_waits_for_every_earlier_reader_of_its_buffer():
+    def program(x, y):
+        updated = prims.add(prims.mul(x, 2.0), y)
+        early = prims.floor_divide(x, 3.0)  # torch reads x's old value
+        prims.copy_to(updated, x)
+        return early
+
+    trace = prim_trace(program, F32, F32)
+    result, _ = fused(trace)
+    order = [b.sym.value if isinstance(b.sym, Prim) else "region" for b in result.bsyms]
+    assert order == ["floor_divide", "region"]
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    x_eager, x_fused = x.clone(), x.clone()
+    torch.testing.assert_close(eval_trace(result, x_fused, y), eval_trace(trace, x_eager, y))
+    torch.testing.assert_close(x_fused, x_eager)
+
+
+def test_a_region_never_writes_back_a_buffer_it_computes():
+    def program(x):
+        t = prims.exp(x)
+        prims.copy_to(prims.sin(x), t)
+        return t
+
+    result, _ = fused(prim_trace(program, F32), min_region_size=1)
+    for ops in region_ops(result):
+        assert not ({"exp", "copy_to"} <= set(ops))
+
+
+def test_symbolic_scalars_stay_on_the_host_and_feed_the_region():
+    jfn = compiler.jit(
+        lambda a, d0, d1: tuple(t * 2 for t in torch.split(a, (d0, d1, a.size(2) - d0 - d1), dim=2)),
+        cache="symbolic",
+        executors=["nvfuser"],
+        fusion={"runner": "torch"},
+    )
+    a = torch.randn(2, 3, 16)
+    for d0 in (1, 5):
+        for got, want in zip(jfn(a, d0, 4), torch.split(a * 2, (d0, 4, 12 - d0), dim=2)):
+            torch.testing.assert_close(got, want)
+    trace = compiler.last_traces(jfn)[-1]
+    (region,) = [b for b in trace.bsyms if b.subsymbols]
+    assert [p.name for p in region.args][:2] == ["a", "d0"]
+    assert all(b.sym in (Prim.ADD, Prim.SUB) for b in trace.bsyms if not b.subsymbols)
+    assert compiler.cache_stats(jfn).misses == 1
+    assert {d.reason for d in compiler.examine.why_not_fused(jfn)} == {Reason.HOST}
+
+
+def test_unknown_fusion_option_is_named():
+    with pytest.raises(TypeError, match="min_size"):
+        compiler.jit(lambda a: a, fusion={"min_size": 1})
+    with pytest.raises(ValueError, match="runner"):
+        FusionOptions(runner="cuda")

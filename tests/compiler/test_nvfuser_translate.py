@@ -1,0 +1,170 @@
+# ruff: noqa: E501 - golden fusion definitions keep their generated line length
+"""Translation of regions to FusionDefinition source: golden text, descriptors, table coverage."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import compiler
+from compiler import prims
+from compiler.debug import TORCH_SOURCE
+from compiler.executors.nvfuser import region_fusions
+from compiler.executors.nvfuser_translate import (
+    LEFT_TO_TORCH,
+    POLICY_TORCH,
+    TRANSLATIONS,
+    TranslationError,
+    fusion_source,
+    tensor_descriptor,
+)
+from compiler.passes.fuse import Region
+from compiler.prims import Prim
+from tests.compiler.nvfuser_cases import gelu_bias_backward, split3, write_back
+
+
+def source_of(fn, *args, cache="constant", index=0):
+    jfn = compiler.jit(fn, cache=cache, executors=["nvfuser"], fusion={"runner": "torch"})
+    jfn(*args)
+    fusion = region_fusions(compiler.last_traces(jfn)[-1])[index]
+    return fusion_source(fusion.region, fusion.descriptors())[0]
+
+
+def test_translation_table_covers_every_prim_or_says_why_not():
+    assert set(TRANSLATIONS).isdisjoint(LEFT_TO_TORCH)
+    assert set(TRANSLATIONS) | set(LEFT_TO_TORCH) == set(Prim)
+    assert set(LEFT_TO_TORCH) == {
+        Prim.FLOOR_DIVIDE, Prim.ARGMAX, Prim.INDEX_COPY, Prim.EMPTY, Prim.SDPA,
+        Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT, Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE,
+    }  # fmt: skip
+    assert set(POLICY_TORCH) == {Prim.MATMUL, Prim.LINEAR} and set(POLICY_TORCH) <= set(TRANSLATIONS)
+    assert set(TORCH_SOURCE) == set(TRANSLATIONS)  # repro scripts can check every translated prim
+
+
+GELU_GOLDEN = """\
+def nvfusion_0(fd):
+    t6 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float, stride_order=[2, 1, 0])
+    t5 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float, stride_order=[2, 1, 0])
+    s3 = fd.define_scalar(None, dtype=DataType.Double)
+    s2 = fd.define_scalar(None, dtype=DataType.Double)
+    s1 = fd.define_scalar(None, dtype=DataType.Double)
+    s0 = fd.define_scalar(None, dtype=DataType.Double)
+    t4 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float, stride_order=[2, 1, 0])
+    t0 = fd.ops.mul(fd.ops.mul(t6, t6), t6)
+    t1 = fd.ops.mul(t0, fd.define_scalar(0.044715, dtype=DataType.Float))
+    t2 = fd.ops.add(t6, t1)
+    t3 = fd.ops.mul(t2, fd.define_scalar(0.797885, dtype=DataType.Float))
+    t7 = fd.ops.tanh(t3)
+    t8 = fd.ops.mul(t6, fd.define_scalar(0.5, dtype=DataType.Float))
+    t9 = fd.ops.mul(t5, t8)
+    t10 = fd.ops.mul(t7, t7)
+    t11 = fd.ops.sub(fd.define_scalar(1.0, dtype=DataType.Float), t10)
+    t12 = fd.ops.mul(t9, t11)
+    s3_f32 = fd.ops.cast(s3, dtype=DataType.Float)
+    t13 = fd.ops.mul(t12, s3_f32)
+    s2_f32 = fd.ops.cast(s2, dtype=DataType.Float)
+    t14 = fd.ops.mul(t13, s2_f32)
+    s1_f32 = fd.ops.cast(s1, dtype=DataType.Float)
+    t15 = fd.ops.mul(t14, s1_f32)
+    t16 = fd.ops.mul(t6, t6)
+    t17 = fd.ops.mul(t15, t16)
+    t18 = fd.ops.add(t13, t17)
+    t19 = fd.ops.add(t7, fd.define_scalar(1.0, dtype=DataType.Float))
+    t20 = fd.ops.mul(t5, t19)
+    s0_f32 = fd.ops.cast(s0, dtype=DataType.Float)
+    t21 = fd.ops.mul(t20, s0_f32)
+    t22 = fd.ops.add(t18, t21)
+    t23 = fd.ops.sum(t4, dims=[0, 1])
+    fd.add_output(t22)
+    fd.add_output(t23)
+"""
+
+
+def test_golden_gelu_backward_is_one_fusion_with_symbolic_scalars():
+    x = torch.randn(2, 3, 8)
+    assert source_of(gelu_bias_backward, 0.1, 0.2, 0.3, 0.4, x, x, x, cache="symbolic") == GELU_GOLDEN
+
+
+SPLIT3_GOLDEN = """\
+def nvfusion_0(fd):
+    a = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float, stride_order=[2, 1, 0])
+    d0 = fd.define_scalar(None, dtype=DataType.Int)
+    i2 = fd.define_scalar(None, dtype=DataType.Int)
+    i3 = fd.define_scalar(None, dtype=DataType.Int)
+    t0 = fd.ops.slice(a, start_indices=[0, 0, 0], end_indices=[8, 16, d0], strides=[1, 1, 1])
+    t1 = fd.ops.slice(a, start_indices=[0, 0, d0], end_indices=[8, 16, i2], strides=[1, 1, 1])
+    t2 = fd.ops.slice(a, start_indices=[0, 0, i2], end_indices=[8, 16, i3], strides=[1, 1, 1])
+    t3 = fd.ops.mul(t0, fd.define_scalar(2.0, dtype=DataType.Float))
+    t4 = fd.ops.add(t1, fd.define_scalar(1.0, dtype=DataType.Float))
+    t5 = fd.ops.sin(t2)
+    fd.add_output(t3)
+    fd.add_output(t4)
+    fd.add_output(t5)
+"""
+
+
+def test_golden_split3_takes_its_bounds_as_scalar_inputs():
+    assert source_of(split3, torch.randn(8, 16, 64), 3, 8, cache="symbolic") == SPLIT3_GOLDEN
+
+
+WRITE_BACK_GOLDEN = """\
+def nvfusion_0(fd):
+    x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, stride_order=[1, 0])
+    y = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, stride_order=[1, 0])
+    t0 = fd.ops.sub(x, y)
+    t1 = fd.ops.mul(x, fd.define_scalar(2.0, dtype=DataType.Float))
+    t2 = fd.ops.add(t1, y)
+    fd.add_output(fd.ops.set(t2), alias_input=x)
+    fd.add_output(t0)
+"""
+
+
+def test_golden_write_back_is_an_output_aliased_to_the_buffer():
+    assert source_of(write_back, torch.randn(4, 8), torch.randn(4, 8)) == WRITE_BACK_GOLDEN
+
+
+BF16_GOLDEN = """\
+def nvfusion_0(fd):
+    a = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.BFloat16, stride_order=[1, 0])
+    b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16, stride_order=[0, 1])
+    t0 = fd.ops.cast(a, dtype=DataType.Float)
+    t1 = fd.ops.mul(t0, fd.define_scalar(2.0, dtype=DataType.Float))
+    t3_f32 = fd.ops.broadcast_in_dim(t1, shape=[4, 8], broadcast_dims=[0, 1])
+    t5 = fd.ops.cast(b, dtype=DataType.Float)
+    t6 = fd.ops.add(t3_f32, t5)
+    t9 = fd.ops.sin(t6)
+    t10 = fd.ops.cast(t9, dtype=DataType.BFloat16)
+    fd.add_output(t10)
+"""
+
+
+def test_golden_bf16_computes_in_fp32_and_casts_only_at_the_boundary():
+    b = torch.randn(8, 4).to(torch.bfloat16).t()
+    got = source_of(lambda a, b: (a * 2 + b).sin(), torch.randn(4, 1).to(torch.bfloat16), b)
+    assert got == BF16_GOLDEN
+    assert got.count("DataType.BFloat16)") == 1  # one cast down, at the output
+
+
+@pytest.mark.parametrize(
+    ("sizes", "strides", "contiguity", "order"),
+    [
+        ((2, 3, 4), (12, 4, 1), (True, True, True), (2, 1, 0)),
+        ((1, 2, 3), (6, 3, 1), (None, True, True), (2, 1, 0)),
+        ((2, 3, 4), (12, 1, 3), (True, True, True), (2, 0, 1)),  # permuted but dense
+        ((4, 8), (16, 1), (False, True), (1, 0)),  # a slice of wider rows
+        ((2, 2, 2, 2), (8, 4, 0, 2), (True, True, None, False), (3, 2, 1, 0)),  # nvFuser's own example
+        ((3, 5), (0, 1), (None, True), (1, 0)),  # expanded
+    ],
+)
+def test_descriptor_matches_nvfusers_definition(sizes, strides, contiguity, order):
+    spec = tuple(1 if s == 1 else -1 for s in sizes)
+    assert tensor_descriptor(spec, sizes, strides) == (contiguity, order)
+
+
+def test_a_write_back_into_a_value_the_region_computes_is_refused():
+    from tests.compiler.nvfuser_helpers import prim_trace
+
+    trace = prim_trace(lambda a: prims.copy_to(prims.sin(a), prims.exp(a)), ((4,), torch.float32))
+    region = Region("nvFusion0", tuple(trace.bsyms), trace.inputs, ())
+    with pytest.raises(TranslationError, match="not an input"):
+        fusion_source(region)
