@@ -196,10 +196,12 @@ The fusion's prims, as they appear in the trace:
 {ops}
 """
 
+import argparse
+import json
 import statistics
 
 import torch
-from nvfuser_direct import DataType, FusionDefinition
+from nvfuser_direct import DataType, FusionDefinition, PythonProfiler
 
 {definition}
 {_HELPERS}
@@ -230,7 +232,25 @@ def median_ms(fn, repeats=30):
     return statistics.median(times)
 
 
+def profile(fd, inputs, path):
+    """Writes each kernel's segment, scheduler, time and bandwidth, and the scheduled IR, as JSON."""
+    with PythonProfiler() as prof:
+        fd.execute(inputs)
+    kernels = [
+        dict(segment=int(k.segment_id), scheduler=str(k.scheduler), time_ms=float(k.time_ms),
+             bandwidth_gbs=float(k.effective_bandwidth_gbs), name=str(k.name),
+             launch=f"grid {{k.grid_str}} block {{k.block_str}} regs {{k.registers}}")
+        for k in prof.profile.kernel_profiles
+    ]
+    ir = fd.fec.get_most_recent_scheduled_ir() or ""
+    with open(path, "w") as f:
+        json.dump(dict(kernels=kernels, scheduled_ir=ir), f)
+
+
 def main():
+    parser = argparse.ArgumentParser(description="Checks and times {region.name}.")
+    parser.add_argument("--profile-json", help="also write nvFuser's per-kernel profile to this JSON file")
+    args = parser.parse_args()
     inputs = make_inputs()
     expected_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     expected = reference(*expected_inputs) + [expected_inputs[i] for i in WRITTEN_INPUTS]
@@ -244,6 +264,8 @@ def main():
     fresh = make_inputs()
     fd.execute(fresh)
     print(f"{region.name}: {{median_ms(lambda: fd.execute(fresh)):.4f}} ms (median, CUDA events, L2 flushed)")
+    if args.profile_json:
+        profile(fd, fresh, args.profile_json)
 
 
 if __name__ == "__main__":

@@ -11,15 +11,19 @@ Each returns a list whose `str()` is a readable report, so `print(examine.fusion
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from compiler.cache import JittedFunction
-from compiler.debug import make_inputs, ops_by_scheduler, repro_script, segmentation_hint
+from compiler.debug import ops_by_scheduler, repro_script, segmentation_hint
 from compiler.errors import check
-from compiler.executors.nvfuser import InputRecord, NvFuserStats, NvFusion, nvfuser_direct, region_fusions
+from compiler.executors.nvfuser import InputRecord, NvFuserStats, NvFusion, region_fusions
 from compiler.executors.nvfuser_translate import fusion_source
 from compiler.ir import Trace
 from compiler.passes.fuse import fusion_executor, partition
@@ -178,33 +182,38 @@ class SegmentReport:
         return "\n".join(lines)
 
 
-def _profile(f: NvFusion, inputs: list[Any]) -> tuple[Any, list[KernelInfo], str]:
-    nvf = nvfuser_direct()
-    fd = f.last_definition
-    fd.execute(inputs)  # warm: the profile should not include compilation
-    with nvf.PythonProfiler() as prof:
-        fd.execute(inputs)
-    profile = prof.profile
-    kernels = [
-        KernelInfo(
-            int(k.segment_id),
-            str(k.scheduler),
-            float(k.time_ms),
-            float(k.effective_bandwidth_gbs),
-            str(k.name),
-            f"grid {k.grid_str} block {k.block_str} regs {k.registers}",
+def _profile(f: NvFusion) -> tuple[list[KernelInfo], str]:
+    # NOTE: nvFuser's profiler needs CUPTI to itself: after torch.profiler has run in a process
+    # (the harness counts kernels with it), cuptiSubscribe fails and nvFuser ends the whole
+    # process. So profile in a child process running the fusion's repro script.
+    with tempfile.TemporaryDirectory(prefix="fusebench-segments-") as tmp:
+        script = Path(tmp) / f"{f.name}_repro.py"
+        script.write_text(repro_script(f.region, f.last_inputs, f.descriptors(), script.name))
+        out = Path(tmp) / "profile.json"
+        result = subprocess.run(
+            [sys.executable, str(script), "--profile-json", str(out)], capture_output=True, text=True, timeout=600
         )
-        for k in profile.kernel_profiles
+        check(
+            result.returncode == 0 and out.exists(),
+            lambda: (
+                f"profiling {f.name} in a child process failed (exit {result.returncode}):\n"
+                f"{(result.stderr or result.stdout)[-2000:]}"
+            ),
+            RuntimeError,
+        )
+        data = json.loads(out.read_text())
+    kernels = [
+        KernelInfo(k["segment"], k["scheduler"], k["time_ms"], k["bandwidth_gbs"], k["name"], k["launch"])
+        for k in data["kernels"]
     ]
-    ir = fd.fec.get_most_recent_scheduled_ir() or ""
-    return profile, kernels, ir
+    return kernels, data["scheduled_ir"]
 
 
 def segments(jfn: JittedFunction, names: Iterable[str] | None = None) -> Listing:
     """For each fusion (that ran with nvFuser): kernels, scheduler, time and bandwidth per segment.
 
-    Re-runs each fusion on fresh random inputs with its last inputs' layouts, under
-    nvfuser_direct.PythonProfiler. Multi-kernel fusions are flagged, with the structural reason
+    Runs each fusion's repro script (fresh random inputs with its last inputs' layouts) in a child
+    process under nvfuser_direct.PythonProfiler. Multi-kernel fusions are flagged, with the structural reason
     the region suggests; which ops landed in which segment is exact for one kernel and inferred
     (reductions vs the rest) for several.
     """
@@ -221,7 +230,7 @@ def segments(jfn: JittedFunction, names: Iterable[str] | None = None) -> Listing
             ),
             RuntimeError,
         )
-        _, kernels, ir = _profile(f, make_inputs(f.region, f.last_inputs))
+        kernels, ir = _profile(f)
         schedulers = [k.scheduler for k in sorted(kernels, key=lambda k: k.segment)]
         by_segment = ops_by_scheduler(f.region, schedulers)
         result.append(SegmentReport(f.name, kernels, by_segment, segmentation_hint(f.region), ir))

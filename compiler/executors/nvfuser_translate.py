@@ -421,9 +421,9 @@ TRANSLATIONS: dict[Prim, Translate] = {
     Prim.INDEX_SELECT: _data_movement(
         lambda tx, x, b: f"fd.ops.index_select({x}, {tx.tensor(b.args[2])}, dim={b.args[1]})"
     ),
-    Prim.TAKE_ALONG_DIM: _data_movement(
-        lambda tx, x, b: f"fd.ops.take_along_axis({x}, {tx.tensor(b.args[1])}, {b.args[2]})"
-    ),
+    # NOTE: torch.gather semantics (index may be smaller than the input off `dim`) is nvFuser's
+    # gather; take_along_axis failed shape inference for such outputs on nvfuser_direct 0.2.36.
+    Prim.TAKE_ALONG_DIM: _data_movement(lambda tx, x, b: f"fd.ops.gather({x}, {tx.tensor(b.args[1])}, {b.args[2]})"),
     Prim.FULL: _full,
     Prim.IOTA: _iota,
     Prim.MATMUL: _matmul,

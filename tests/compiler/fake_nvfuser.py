@@ -177,7 +177,7 @@ ops = types.SimpleNamespace(
     index_select=lambda arg, index, dim: Val(
         lambda env: torch.index_select(_get(arg, env), dim, _get(index, env)), arg.dtype, True
     ),
-    take_along_axis=lambda arg, index, dim: Val(
+    gather=lambda arg, index, dim: Val(
         lambda env: torch.gather(_get(arg, env), dim, _get(index, env)), arg.dtype, True
     ),
     full=lambda shape, fill_value, dtype: Val(
