@@ -118,7 +118,13 @@ def _broadcast_in_dim(arg: Val, shape: Sequence[Any], broadcast_dims: Sequence[i
     return Val(run, arg.dtype, True)
 
 
-def _slice(arg: Val, start_indices: Sequence[Any], end_indices: Sequence[Any], strides: Sequence[Any]) -> Val:
+def _slice(
+    arg: Val,
+    start_indices: Sequence[Any],
+    end_indices: Sequence[Any],
+    strides: Sequence[Any],
+    manual_normalization: bool = False,
+) -> Val:
     def run(env: dict) -> Any:
         bounds = zip(_sizes(start_indices, env), _sizes(end_indices, env), _sizes(strides, env))
         return _get(arg, env)[tuple(slice(s, e, st) for s, e, st in bounds)]
