@@ -225,7 +225,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = 
     )
     if rounding_mode is None:
         return elementwise(prims.div, input, other, promotion=Promotion.INT_TO_FLOAT)
-    compute, result = result_dtypes([input, other], Promotion.DEFAULT)
+    compute, _ = result_dtypes([input, other], Promotion.DEFAULT)
     if dtypes.is_float(compute):
         rounding = prims.trunc if rounding_mode == "trunc" else prims.floor
         if rounding_mode == "floor":
@@ -384,7 +384,7 @@ def where(condition: TensorProxy, input: Any = None, other: Any = None, *, out: 
         condition = _as_bool(condition)
     tensors = [x for x in (condition, input, other) if isinstance(x, TensorProxy)]
     shape = broadcast_shapes(*(t.shape for t in tensors))
-    compute, result = result_dtypes([input, other], Promotion.DEFAULT)
+    _, result = result_dtypes([input, other], Promotion.DEFAULT)
     device = tensors[0].device
     branches = []
     for x in (input, other):
