@@ -134,7 +134,7 @@ def expand_as(input: TensorProxy, other: TensorProxy) -> Any:
     return expand(input, other.shape)
 
 
-@register("torch.broadcast_to")
+@register("torch.broadcast_to", "torch.Tensor.broadcast_to")
 def broadcast_to_op(input: TensorProxy, size: Sequence) -> Any:
     return expand(input, list(size))
 
