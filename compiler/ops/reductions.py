@@ -36,7 +36,7 @@ def reduce_dims(op: str, input: TensorProxy, dim: Any) -> tuple[int, ...]:
     check(
         len(set(dims)) == len(dims),
         lambda: f"{op}: dim {tuple(items)} names a dim more than once (input rank {input.ndim}){called_at()}",
-        ValueError,
+        RuntimeError,
     )
     # NOTE: a 0-d tensor accepts dim 0 / -1, which reduce nothing.
     return tuple(sorted(d for d in dims if d < input.ndim))
@@ -88,13 +88,14 @@ def _accumulating(op: str, prim_fn: Callable, input: TensorProxy, dim: Any, keep
 
 
 def _check_floating(op: str, dtype: torch.dtype) -> None:
+    # NOTE: RuntimeError, as torch raises for mean/var/std of integer tensors.
     check(
         dtypes.is_float(dtype) or dtype.is_complex,
         lambda: (
-            f"{op}: expected a floating point input, got {dtype} (pass dtype= to compute in a floating "
-            f"dtype){called_at()}"
+            f"{op}: expected a floating point or complex input, got {dtype} (pass dtype= to compute in a "
+            f"floating dtype){called_at()}"
         ),
-        TypeError,
+        RuntimeError,
     )
 
 

@@ -21,6 +21,7 @@ from compiler.ops.operands import (
     broadcast_shapes,
     broadcast_to,
     canonical_dim,
+    canonical_new_dim,
     result_dtypes,
     to_dtype,
 )
@@ -152,7 +153,7 @@ def squeeze(input: TensorProxy, dim: Any = None) -> Any:
 
 @register("torch.unsqueeze", "torch.Tensor.unsqueeze")
 def unsqueeze(input: TensorProxy, dim: int) -> Any:
-    d = canonical_dim(dim, input.ndim + 1)
+    d = canonical_new_dim(dim, input.ndim)
     shape = list(input.shape)
     shape.insert(d, 1)
     return prims.broadcast_in_dim(input, shape, [i for i in range(input.ndim + 1) if i != d])
@@ -205,7 +206,7 @@ def stack(tensors: Sequence[TensorProxy], dim: int = 0, *, out: Any = None) -> A
             lambda t=t: f"torch.stack: all tensors must have the same shape; {t.shape} != {tuple(shape)}{called_at()}",
             ValueError,
         )
-    d = canonical_dim(dim, len(shape) + 1)
+    d = canonical_new_dim(dim, len(shape))
     return cat([unsqueeze(t, d) for t in tensors], d)
 
 

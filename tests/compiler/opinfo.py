@@ -19,7 +19,9 @@ from typing import Any
 import torch
 
 import compiler
+from compiler import prims
 from compiler.check_trace import check_trace
+from compiler.ir import TensorProxy, Trace, map_proxies, proxies_in
 
 FLOATS = (torch.float32, torch.float64, torch.bfloat16)
 ALL = (*FLOATS, torch.int64)
@@ -204,8 +206,27 @@ def assert_matches(actual: Any, expected: Any, case: OpCase, compare_values: boo
         torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=True, msg=lambda m, i=i: f"output {i}: {m}")
 
 
+def check_metadata(trace: Trace, inputs: list[torch.Tensor]) -> None:
+    """Evaluates a flat trace prim by prim; every tensor a prim computes must have the dtype and
+    shape its meta function promised (so a meta that disagrees with the executor fails here)."""
+    env = {p.name: value for p, value in zip(trace.inputs, inputs)}
+    for bsym in trace.bsyms:
+        args = map_proxies(bsym.args, lambda p: env[p.name])
+        output = prims.evaluate(bsym.sym, args)
+        values = output if isinstance(bsym.output, (tuple, list)) else [output]
+        for proxy, value in zip(proxies_in(bsym.output), values):
+            env[proxy.name] = value
+            if isinstance(proxy, TensorProxy):
+                where = f"prims.{bsym.sym.value} ({proxy.name})"
+                assert value.dtype == proxy.dtype, f"{where} computes {value.dtype}, its meta says {proxy.dtype}"
+                assert tuple(value.shape) == tuple(proxy.shape), (
+                    f"{where} computes shape {tuple(value.shape)}, its meta says {tuple(proxy.shape)}"
+                )
+
+
 def run_sample(case: OpCase, variant: Callable, sample: Sample) -> None:
-    """Jitted vs eager, check_trace on every trace, and the printed first and last traces run."""
+    """Jitted vs eager, check_trace on every trace, the metadata of every prim against its
+    value, and the printed first and last traces run and agree with eager."""
     fn, tensors = as_function(variant, sample)
     expected = fn(*tensors)
     jfn = compiler.jit(fn)
@@ -213,6 +234,7 @@ def run_sample(case: OpCase, variant: Callable, sample: Sample) -> None:
     traces = compiler.last_traces(jfn)
     for trace in traces:
         check_trace(trace)
+    check_metadata(traces[-1], tensors)
     for trace in (traces[0], traces[-1]):
         assert_matches(trace.python()(*tensors), expected, case, case.compare_values)
 
