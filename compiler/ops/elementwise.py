@@ -480,19 +480,15 @@ def masked_fill(input: TensorProxy, mask: TensorProxy, value: Any) -> Any:
             lambda: f"masked_fill: value must be a 0-d tensor or a number{called_at()}",
             ValueError,
         )
+    # NOTE: the out-of-place op broadcasts the input with the mask (torch expands, then fills).
     shape = broadcast_shapes(input.shape, mask.shape)
-    check(
-        len(shape) == input.ndim,
-        lambda: f"masked_fill: mask {mask.shape} cannot broadcast to the input's shape {input.shape}{called_at()}",
-        ValueError,
-    )
     if isinstance(value, TensorProxy):
-        fill = broadcast_to(to_dtype(value, input.dtype), input.shape)
+        fill = broadcast_to(to_dtype(value, input.dtype), shape)
     elif isinstance(value, (int, float, bool)):
         fill = dtypes.python_type(input.dtype)(value)
     else:
         fill = to_dtype(value, input.dtype)
-    return prims.where(broadcast_to(mask, input.shape), fill, input)
+    return prims.where(broadcast_to(mask, shape), fill, broadcast_to(input, shape))
 
 
 # ---------------------------------------------------------------------------------------------

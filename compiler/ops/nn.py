@@ -38,9 +38,16 @@ def _check_floating(op: str, input: Any) -> None:
     )
 
 
+def _shifted(x: TensorProxy, dims: tuple[int, ...]) -> TensorProxy:
+    """x - max(x) over `dims`; x itself when the dims are empty (amax rejects them, nothing overflows)."""
+    if count(x.shape, dims) == 0:
+        return x
+    return prims.sub(x, expand_reduced(prims.amax(x, dims), x.shape, dims))
+
+
 def _log_softmax_compute(x: TensorProxy, dims: tuple[int, ...]) -> TensorProxy:
     """log_softmax of `x` (already in its compute dtype) over `dims`: (x - max) - log(sum(exp(x - max)))."""
-    shifted = prims.sub(x, expand_reduced(prims.amax(x, dims), x.shape, dims))
+    shifted = _shifted(x, dims)
     log_total = prims.log(prims.sum(prims.exp(shifted), dims))
     return prims.sub(shifted, expand_reduced(log_total, x.shape, dims))
 
@@ -64,7 +71,7 @@ def _softmax(op: str, input: TensorProxy, dim: Any, dtype: Any, log: bool) -> Te
     if log:
         out = _log_softmax_compute(x, dims)
     else:
-        exps = prims.exp(prims.sub(x, expand_reduced(prims.amax(x, dims), x.shape, dims)))
+        exps = prims.exp(_shifted(x, dims))
         out = prims.div(exps, expand_reduced(prims.sum(exps, dims), x.shape, dims))
     return to_dtype(out, input.dtype)
 

@@ -269,6 +269,8 @@ def chunk(input: TensorProxy, chunks: int, dim: int = 0) -> tuple:
 @register("torch.narrow", "torch.Tensor.narrow")
 def narrow(input: TensorProxy, dim: int, start: Any, length: Any) -> Any:
     d = canonical_dim(dim, input.ndim)
+    if isinstance(start, TensorProxy):
+        return _narrow_at_tensor(input, d, start, length)
     if isinstance(start, int) and start < 0:
         start = start + input.shape[d]
     check(
@@ -277,6 +279,28 @@ def narrow(input: TensorProxy, dim: int, start: Any, length: Any) -> Any:
         IndexError,
     )
     return _slice_dim(input, d, start, start + length)
+
+
+def _narrow_at_tensor(input: TensorProxy, d: int, start: TensorProxy, length: Any) -> TensorProxy:
+    """narrow with a 0-d tensor start, whose value tracing cannot know: gathers the rows
+    start, ..., start + length - 1 with index_select (out of range indices fail when it runs)."""
+    check(
+        start.ndim == 0 and not start.dtype.is_floating_point and start.dtype != torch.bool,
+        lambda: (
+            f"narrow: a tensor start must be a 0-d integer tensor, got {start.dtype}{list(start.shape)}{called_at()}"
+        ),
+        TypeError,
+    )
+    size = input.shape[d]
+    check(
+        bool(length >= 0) and bool(length <= size),
+        lambda: f"narrow: length {length} must be in [0, {size}] (the size of dim {d}){called_at()}",
+        IndexError,
+    )
+    first = to_dtype(start, torch.int64)
+    first = prims.where(prims.lt(first, 0), prims.add(first, size), first)
+    offsets = prims.iota(length, 0, 1, torch.int64, input.device)
+    return prims.index_select(input, d, prims.add(offsets, prims.broadcast_in_dim(first, [length], [])))
 
 
 @register("torch.unbind", "torch.Tensor.unbind")

@@ -49,7 +49,8 @@ class Sample:
                 contiguity = "" if v.is_contiguous() else " non-contiguous"
                 return f"{str(v.dtype).removeprefix('torch.')}{list(v.shape)}{contiguity}"
             if isinstance(v, (tuple, list)):
-                return type(v)(show(x) for x in v).__repr__().replace("'", "")
+                items = ", ".join(show(x) for x in v)
+                return f"[{items}]" if isinstance(v, list) else f"({items}{',' if len(v) == 1 else ''})"
             return repr(v)
 
         parts = [show(a) for a in self.args] + [f"{k}={show(v)}" for k, v in self.kwargs.items()]
