@@ -242,14 +242,18 @@ def amin(input: TensorProxy, dim: Any = (), keepdim: bool = False, *, out: Any =
     return _extremum("amin", prims.amin, input, dim, keepdim)
 
 
-def _arg_extremum(op: str, input: TensorProxy, dim: Any, keepdim: bool, flip: bool) -> TensorProxy:
+def _arg_extremum(
+    op: str, input: TensorProxy, dim: Any, keepdim: bool, flip: bool, allow_bool: bool = False
+) -> TensorProxy:
     """argmax (or, with `flip`, argmin through argmax of an order-reversing map) of `input`."""
     _check_tensor(op, input)
     check(
-        input.dtype != torch.bool,
+        input.dtype != torch.bool or allow_bool,
         lambda: f"{op}: bool inputs are not supported (as in torch){called_at()}",
         TypeError,
     )
+    if input.dtype == torch.bool:
+        input = to_dtype(input, torch.uint8)
     if flip:
         # NOTE: ~x = -x - 1 reverses the order of integers without overflowing at the minimum;
         # -x keeps NaN a NaN, so argmin still reports the first NaN as torch does.
@@ -291,7 +295,8 @@ def _max_or_min(op: str, input: TensorProxy, dim: Any, keepdim: bool, out: Any) 
         TypeError,
     )
     values = _extremum(op, prims.amax if is_max else prims.amin, input, dim, keepdim)
-    indices = _arg_extremum(op, input, dim, keepdim, flip=not is_max)
+    # NOTE: torch.max/min along a dim accept bool tensors, unlike argmax/argmin.
+    indices = _arg_extremum(op, input, dim, keepdim, flip=not is_max, allow_bool=True)
     result_type = torch.return_types.max if is_max else torch.return_types.min
     return result_type((values, indices))
 
@@ -313,7 +318,9 @@ def min(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, out: Any 
 def _logical_reduction(op: str, prim_fn: Callable, input: TensorProxy, dim: Any, keepdim: bool) -> Any:
     _check_tensor(op, input)
     truth = input if input.dtype == torch.bool else prims.ne(input, 0)
-    return _extremum(op, prim_fn, truth, dim, keepdim)
+    out = _extremum(op, prim_fn, truth, dim, keepdim)
+    # NOTE: torch keeps uint8 for uint8 inputs (a legacy of masks stored as bytes); bool otherwise.
+    return to_dtype(out, torch.uint8) if input.dtype == torch.uint8 else out
 
 
 @register("torch.any", "torch.Tensor.any")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import operator
 from collections.abc import Callable, Iterator
 
@@ -29,24 +30,23 @@ def unary_samples(make: Maker, low: float | None = None, high: float | None = No
 
 def _unary(
     name: str,
-    fn: Callable | None = None,
     dtypes: tuple = ALL,
     extra: tuple[Callable, ...] = (),
-    domain: tuple[float | None, float | None] = (None, None),
-    tolerances: dict | None = None,
+    domain: tuple[float, float] | None = None,
 ) -> OpCase:
-    variants = (fn or getattr(torch, name), method(name), *extra)
+    """torch.<name> and Tensor.<name> (and `extra` callables) on values in `domain`, and outside it."""
 
     def samples(make: Maker) -> Iterator[Sample]:
+        if domain is None:
+            yield from unary_samples(make)
+            return
         low, high = domain
-        if make.dtype == torch.int64:
-            low = None if low is None else max(int(low), 1) if low > 0 else int(low)
-            high = None if high is None else int(high) + 1
+        if not make.is_float:
+            low, high = math.ceil(low), math.floor(high) + 1
         yield from unary_samples(make, low, high)
-        if low is not None and make.is_float:
-            yield Sample((make(3, 4),))  # values outside the domain give NaN, as in eager
+        yield Sample((make(3, 4),))  # values outside the domain give NaN (or inf), as in eager
 
-    return OpCase(name, variants, samples, dtypes, tolerances or {})
+    return OpCase(name, (getattr(torch, name), method(name), *extra), samples, dtypes)
 
 
 def _activation_samples(make: Maker) -> Iterator[Sample]:

@@ -97,6 +97,7 @@ def _max_samples(make: Maker) -> Iterator[Sample]:
         yield Sample((x, 1), {"keepdim": bool(i % 2)})
         yield Sample((x,), {"dim": -1})
     yield Sample((make(), 0))
+    yield Sample((make.small_values(3, 4) > 0, 1))  # bool: values and indices, unlike argmax
     yield Sample((make(3, 4), make(4)))  # the elementwise overload
     if make.is_float:
         x = make(4, 5)
@@ -110,6 +111,7 @@ def _logical_reduction_samples(make: Maker) -> Iterator[Sample]:
         yield Sample((x,) if dim is None else (x, dim))
     yield Sample((make.small_values(4, 5, 6) > -3, 1), {"keepdim": True})
     yield Sample((make(3, 4, noncontiguous=True), 1))
+    yield Sample((make(3, 4, dtype=torch.uint8), 0))  # uint8 in, uint8 out
 
 
 def _reduction(name: str, samples: object, dtypes: tuple = ALL, **tolerances: tuple) -> OpCase:
