@@ -540,6 +540,11 @@ def type_(input: TensorProxy, dtype: Any = None, non_blocking: bool = False) -> 
     return to_dtype(input, dtype)
 
 
+@register("torch.Tensor.type_as")
+def type_as(input: TensorProxy, other: TensorProxy) -> Any:
+    return to_dtype(input, other.dtype)
+
+
 def _cast_method(name: str, dtype: torch.dtype) -> None:
     @register(f"torch.Tensor.{name}")
     def op(input: TensorProxy, memory_format: Any = None) -> Any:

@@ -354,13 +354,15 @@ def getitem(input: TensorProxy, key: Any) -> Any:
             NotImplementedError,
         )
         check(
-            key.ndim == 1,
-            lambda: f"indexing supports 1-D integer index tensors{called_at()}",
+            key.ndim <= 1 and input.ndim >= 1,
+            lambda: f"indexing supports one 0-D or 1-D integer index tensor on a tensor of rank >= 1{called_at()}",
             NotImplementedError,
         )
         from compiler.ops.indexing import index_select
 
-        return index_select(input, 0, key)
+        # NOTE: a 0-d index tensor selects like an int: the indexed dim goes away.
+        selected = index_select(input, 0, key)
+        return prims.squeeze(selected, [0]) if key.ndim == 0 else selected
     items = _expand_key(key, input.ndim)
     starts, ends, steps, squeezed, new_axes = [], [], [], [], []
     dim = 0

@@ -365,8 +365,14 @@ def _cast_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(),))
 
 
+def _type_as_samples(make: Maker) -> Iterator[Sample]:
+    for dtype in (torch.float32, torch.bfloat16, torch.int64, torch.bool):
+        yield Sample((make(3, 4, low=-50, high=50), make(2, dtype=dtype)))
+
+
 CASTS = [
     OpCase("to", (method("to"),), _to_samples, ALL),
+    OpCase("type_as", (method("type_as"),), _type_as_samples, ALL),
     OpCase("type", (method("type"),), _type_samples, ALL),
     *(
         OpCase(name, (method(name),), _cast_samples, ALL)

@@ -215,6 +215,7 @@ def _getitem_samples(make: Maker) -> Iterator[Sample]:
         (slice(None), slice(-100, 2), -2),
         (0, 1, 2),
         torch.tensor([4, 0, 0, 2]),
+        torch.tensor(3),  # a 0-d index selects like an int
     ]
     for key in keys:
         yield Sample((x, key))
