@@ -78,6 +78,7 @@ def _product(sizes: Any) -> Any:
 
 @register("torch.matmul", "torch.Tensor.matmul", "torch.Tensor.__matmul__")
 def matmul(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any:
+    """torch.matmul / @: 1-D operands, batch broadcasting, and batch folding as in torch."""
     check_no_out("torch.matmul", out)
     _check_operands("matmul", input, other)
     return _matmul(input, other)
@@ -85,11 +86,13 @@ def matmul(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any:
 
 @register("torch.Tensor.__rmatmul__")
 def rmatmul(input: TensorProxy, other: TensorProxy) -> Any:
+    """other @ input, for a proxy on the right of @."""
     return matmul(other, input)
 
 
 @register("torch.mm", "torch.Tensor.mm")
 def mm(input: TensorProxy, mat2: TensorProxy, *, out: Any = None) -> Any:
+    """torch.mm: a product of two matrices."""
     check_no_out("torch.mm", out)
     _check_operands("mm", input, mat2, ranks=(2,))
     return prims.matmul(input, mat2)
@@ -97,6 +100,7 @@ def mm(input: TensorProxy, mat2: TensorProxy, *, out: Any = None) -> Any:
 
 @register("torch.bmm", "torch.Tensor.bmm")
 def bmm(input: TensorProxy, mat2: TensorProxy, *, out: Any = None) -> Any:
+    """torch.bmm: batched products of 3-D tensors with equal batch sizes (no broadcasting)."""
     check_no_out("torch.bmm", out)
     _check_operands("bmm", input, mat2, ranks=(3,))
     check(
@@ -109,6 +113,7 @@ def bmm(input: TensorProxy, mat2: TensorProxy, *, out: Any = None) -> Any:
 
 @register("torch.nn.functional.linear")
 def linear(input: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None) -> Any:
+    """input @ weight.T + bias (weight (out, in), or 1-D for a dot product)."""
     check(
         isinstance(weight, TensorProxy) and weight.ndim in (1, 2),
         lambda: f"linear: weight must be a 1-D or 2-D tensor, got {getattr(weight, 'shape', weight)}{called_at()}",

@@ -89,21 +89,25 @@ def _implicit_dim(op: str, input: TensorProxy, dim: Any) -> Any:
 
 @register("torch.softmax", "torch.Tensor.softmax")
 def softmax(input: TensorProxy, dim: int, dtype: Any = None) -> Any:
+    """torch.softmax / Tensor.softmax along `dim`, after converting to `dtype` when given."""
     return _softmax("softmax", input, dim, dtype, log=False)
 
 
 @register("torch.log_softmax", "torch.Tensor.log_softmax")
 def log_softmax(input: TensorProxy, dim: int, dtype: Any = None) -> Any:
+    """torch.log_softmax / Tensor.log_softmax along `dim`, after converting to `dtype` when given."""
     return _softmax("log_softmax", input, dim, dtype, log=True)
 
 
 @register("torch.nn.functional.softmax")
 def functional_softmax(input: TensorProxy, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Any:
+    """torch.nn.functional.softmax (dim=None picks torch's legacy implicit dim, with its warning)."""
     return _softmax("softmax", input, _implicit_dim("softmax", input, dim), dtype, log=False)
 
 
 @register("torch.nn.functional.log_softmax")
 def functional_log_softmax(input: TensorProxy, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Any:
+    """torch.nn.functional.log_softmax (dim=None picks torch's legacy implicit dim)."""
     return _softmax("log_softmax", input, _implicit_dim("log_softmax", input, dim), dtype, log=True)
 
 
@@ -155,6 +159,7 @@ def layer_norm(
     eps: float = 1e-5,
     cudnn_enable: bool = True,
 ) -> Any:
+    """Normalises over the trailing `normalized_shape` dims (biased variance), then weight and bias."""
     dims = _normalized_dims("layer_norm", input, normalized_shape, {"weight": weight, "bias": bias})
     x = to_dtype(input, dtypes.compute_dtype(input.dtype))
     n = count(x.shape, dims)
@@ -174,6 +179,7 @@ def rms_norm(
     weight: TensorProxy | None = None,
     eps: float | None = None,
 ) -> Any:
+    """x / sqrt(mean(x^2) + eps) over the trailing dims, times weight; eps defaults to the compute dtype's."""
     dims = _normalized_dims("rms_norm", input, normalized_shape, {"weight": weight})
     compute = dtypes.compute_dtype(input.dtype)
     if eps is None:
@@ -275,6 +281,7 @@ def nll_loss(
     reduce: Any = None,
     reduction: str = "mean",
 ) -> Any:
+    """The negative log likelihood of class-index targets given log-probabilities (dim 1, or 0 for 1-D)."""
     reduction = _reduction("nll_loss", size_average, reduce, reduction)
     cdim = _class_dim("nll_loss", input, target, class_indices=True)
     _check_weight("nll_loss", weight, input.shape[cdim])
@@ -295,6 +302,7 @@ def cross_entropy(
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Any:
+    """log_softmax over the class dim, then nll (class indices) or -sum(target * logp) (probabilities)."""
     reduction = _reduction("cross_entropy", size_average, reduce, reduction)
     check(
         0.0 <= label_smoothing <= 1.0,
@@ -353,6 +361,7 @@ def scaled_dot_product_attention(
     scale: float | None = None,
     enable_gqa: bool = False,
 ) -> Any:
+    """softmax(q k^T * scale + mask) v as one prim (executors pick a kernel)."""
     check(
         dropout_p == 0.0,
         lambda: f"scaled_dot_product_attention: dropout_p={dropout_p} is not supported (only 0.0){called_at()}",

@@ -105,12 +105,14 @@ def _check_floating(op: str, dtype: torch.dtype) -> None:
 
 @register("torch.sum", "torch.Tensor.sum")
 def sum(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Any = None) -> Any:
+    """torch.sum: ints and bools sum in int64, bf16/f16 in float32 (rounded once); `dtype=` converts first."""
     check_no_out("torch.sum", out)
     return _accumulating("sum", prims.sum, input, dim, keepdim, dtype)
 
 
 @register("torch.prod", "torch.Tensor.prod")
 def prod(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Any = None) -> Any:
+    """torch.prod over all elements or one dim, with sum's accumulation dtypes."""
     check_no_out("torch.prod", out)
     check(
         not isinstance(dim, (tuple, list)),
@@ -127,6 +129,7 @@ def _mean(x: TensorProxy, dims: tuple[int, ...]) -> TensorProxy:
 
 @register("torch.mean", "torch.Tensor.mean")
 def mean(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Any = None) -> Any:
+    """torch.mean of a floating tensor (or of any tensor with a floating `dtype=`)."""
     check_no_out("torch.mean", out)
     _check_tensor("mean", input)
     if dtype is not None:
@@ -187,6 +190,7 @@ def var(
     correction: Any = None,
     out: Any = None,
 ) -> Any:
+    """torch.var: the mean square deviation divided by max(0, N - correction) (default correction 1)."""
     check_no_out("torch.var", out)
     return _var_and_mean("var", input, dim, unbiased, keepdim, correction, with_mean=False)[0]
 
@@ -201,6 +205,7 @@ def std(
     correction: Any = None,
     out: Any = None,
 ) -> Any:
+    """torch.std: the square root of `var`."""
     check_no_out("torch.std", out)
     return _var_and_mean("std", input, dim, unbiased, keepdim, correction, with_mean=False)[0]
 
@@ -209,6 +214,7 @@ def std(
 def var_mean(
     input: TensorProxy, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None
 ) -> tuple[TensorProxy, TensorProxy]:
+    """torch.var_mean: (var, mean) computed together."""
     return tuple(_var_and_mean("var_mean", input, dim, unbiased, keepdim, correction, with_mean=True))
 
 
@@ -216,6 +222,7 @@ def var_mean(
 def std_mean(
     input: TensorProxy, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None
 ) -> tuple[TensorProxy, TensorProxy]:
+    """torch.std_mean: (std, mean) computed together."""
     return tuple(_var_and_mean("std_mean", input, dim, unbiased, keepdim, correction, with_mean=True))
 
 
@@ -232,12 +239,14 @@ def _extremum(op: str, prim_fn: Callable, input: TensorProxy, dim: Any, keepdim:
 
 @register("torch.amax", "torch.Tensor.amax")
 def amax(input: TensorProxy, dim: Any = (), keepdim: bool = False, *, out: Any = None) -> Any:
+    """torch.amax over `dim` (every dim by default); NaN propagates."""
     check_no_out("torch.amax", out)
     return _extremum("amax", prims.amax, input, dim, keepdim)
 
 
 @register("torch.amin", "torch.Tensor.amin")
 def amin(input: TensorProxy, dim: Any = (), keepdim: bool = False, *, out: Any = None) -> Any:
+    """torch.amin over `dim` (every dim by default); NaN propagates."""
     check_no_out("torch.amin", out)
     return _extremum("amin", prims.amin, input, dim, keepdim)
 
@@ -270,12 +279,14 @@ def _arg_extremum(
 
 @register("torch.argmax", "torch.Tensor.argmax")
 def argmax(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
+    """torch.argmax: the first index of the maximum (NaN counts as the maximum), over all or one dim."""
     check_no_out("torch.argmax", out)
     return _arg_extremum("argmax", input, dim, keepdim, flip=False)
 
 
 @register("torch.argmin", "torch.Tensor.argmin")
 def argmin(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
+    """torch.argmin: argmax of an order-reversing map of the input (-x, or ~x for integers)."""
     check_no_out("torch.argmin", out)
     return _arg_extremum("argmin", input, dim, keepdim, flip=True)
 
@@ -303,11 +314,13 @@ def _max_or_min(op: str, input: TensorProxy, dim: Any, keepdim: bool, out: Any) 
 
 @register("torch.max", "torch.Tensor.max")
 def max(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
+    """torch.max: the maximum, (values, indices) along `dim`, or torch.maximum when `dim` is a tensor."""
     return _max_or_min("max", input, dim, keepdim, out)
 
 
 @register("torch.min", "torch.Tensor.min")
 def min(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
+    """torch.min: the minimum, (values, indices) along `dim`, or torch.minimum when `dim` is a tensor."""
     return _max_or_min("min", input, dim, keepdim, out)
 
 
@@ -325,11 +338,13 @@ def _logical_reduction(op: str, prim_fn: Callable, input: TensorProxy, dim: Any,
 
 @register("torch.any", "torch.Tensor.any")
 def any(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
+    """torch.any: whether some element is nonzero, over all or the given dims."""
     check_no_out("torch.any", out)
     return _logical_reduction("any", prims.amax, input, dim, keepdim)
 
 
 @register("torch.all", "torch.Tensor.all")
 def all(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
+    """torch.all: whether every element is nonzero, over all or the given dims."""
     check_no_out("torch.all", out)
     return _logical_reduction("all", prims.amin, input, dim, keepdim)

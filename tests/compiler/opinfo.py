@@ -21,6 +21,7 @@ import torch
 import compiler
 from compiler import prims
 from compiler.check_trace import check_trace
+from compiler.frontend import leaves as leaves_of
 from compiler.ir import TensorProxy, Trace, map_proxies, proxies_in
 
 FLOATS = (torch.float32, torch.float64, torch.bfloat16)
@@ -208,10 +209,11 @@ def assert_matches(actual: Any, expected: Any, case: OpCase, compare_values: boo
 
 
 def check_metadata(trace: Trace, inputs: list[torch.Tensor]) -> None:
-    """Evaluates a flat trace prim by prim; every tensor a prim computes must have the dtype and
-    shape its meta function promised (so a meta that disagrees with the executor fails here)."""
+    """Evaluates the prims of `trace` (ops replaced by their decompositions) one by one; every
+    tensor a prim computes must have the dtype and shape its meta function promised (so a meta
+    that disagrees with the executor fails here)."""
     env = {p.name: value for p, value in zip(trace.inputs, inputs)}
-    for bsym in trace.bsyms:
+    for bsym in leaves_of(trace.bsyms):
         args = map_proxies(bsym.args, lambda p: env[p.name])
         output = prims.evaluate(bsym.sym, args)
         values = output if isinstance(bsym.output, (tuple, list)) else [output]
@@ -235,7 +237,7 @@ def run_sample(case: OpCase, variant: Callable, sample: Sample) -> None:
     traces = compiler.last_traces(jfn)
     for trace in traces:
         check_trace(trace)
-    check_metadata(traces[-1], tensors)
+    check_metadata(traces[0], tensors)
     for trace in (traces[0], traces[-1]):
         assert_matches(trace.python()(*tensors), expected, case, case.compare_values)
 
