@@ -81,6 +81,9 @@ def _sdpa(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -
 
 
 def _iota(length: int, start: Any, step: Any, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    if length == 0:
+        # NOTE: the float end bound below would fall behind start, which torch.arange rejects.
+        return torch.empty(0, dtype=dtype, device=device)
     if dtype.is_floating_point:
         return torch.arange(start, start + step * (length - 0.5), step, dtype=dtype, device=device)
     return torch.arange(start, start + step * length, step, dtype=dtype, device=device)

@@ -109,7 +109,8 @@ def _sigmoid(x: Any) -> Any:
     return prims.reciprocal(prims.add(prims.exp(prims.neg(x)), 1.0))
 
 
-@register("torch.sigmoid", "torch.Tensor.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit")
+# NOTE: torch.nn.functional.sigmoid is not registered: it calls input.sigmoid(), which is.
+@register("torch.sigmoid", "torch.Tensor.sigmoid", "torch.special.expit")
 def sigmoid(input: TensorProxy, *, out: Any = None) -> Any:
     check_no_out("torch.sigmoid", out)
     return _float_unary(input, _sigmoid)
@@ -225,13 +226,14 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = 
     )
     if rounding_mode is None:
         return elementwise(prims.div, input, other, promotion=Promotion.INT_TO_FLOAT)
-    compute, _ = result_dtypes([input, other], Promotion.DEFAULT)
-    if dtypes.is_float(compute):
-        rounding = prims.trunc if rounding_mode == "trunc" else prims.floor
-        if rounding_mode == "floor":
-            return elementwise(_floor_divide, input, other)
-        return elementwise(lambda a, b: rounding(prims.div(a, b)), input, other)
-    return elementwise(_trunc_divide if rounding_mode == "trunc" else _floor_divide, input, other)
+    compute, result = result_dtypes([input, other], Promotion.DEFAULT)
+    if not dtypes.is_float(compute):
+        return elementwise(_trunc_divide if rounding_mode == "trunc" else _floor_divide, input, other)
+    # NOTE: torch floor-divides bf16/f16 in that dtype, and rounds a bf16/f16 quotient to its
+    # dtype before truncating it; matching eager bit for bit means doing the same.
+    if rounding_mode == "floor":
+        return elementwise(_floor_divide, input, other, compute=result)
+    return elementwise(lambda a, b: prims.trunc(to_dtype(to_dtype(prims.div(a, b), result), compute)), input, other)
 
 
 @register("torch.Tensor.__truediv__")
@@ -370,7 +372,7 @@ def bitwise_not(input: TensorProxy, *, out: Any = None) -> Any:
 # where, clamp, lerp, addcmul, addcdiv, masked_fill
 
 
-@register("torch.where", "torch.Tensor.where")
+@register("torch.where")
 def where(condition: TensorProxy, input: Any = None, other: Any = None, *, out: Any = None) -> Any:
     check_no_out("torch.where", out)
     check(
@@ -393,6 +395,12 @@ def where(condition: TensorProxy, input: Any = None, other: Any = None, *, out: 
     if not any(isinstance(b, TensorProxy) for b in branches):
         branches[0] = prims.full(list(shape), branches[0], result, device)
     return prims.where(broadcast_to(condition, shape), *branches)
+
+
+@register("torch.Tensor.where")
+def where_method(input: TensorProxy, condition: TensorProxy, other: Any) -> Any:
+    # NOTE: the method's receiver is the value taken where the condition holds: x.where(c, y).
+    return where(condition, input, other)
 
 
 @register("torch.clamp", "torch.Tensor.clamp", "torch.clip", "torch.Tensor.clip")
@@ -437,7 +445,7 @@ def lerp(input: TensorProxy, end: TensorProxy, weight: Any, *, out: Any = None) 
         high = prims.sub(stop, prims.mul(diff, prims.sub(1.0, w)))
         if isinstance(w, TensorProxy):
             return prims.where(prims.lt(prims.abs(w), 0.5), low, high)
-        return low if abs(w) < 0.5 else high
+        return low if -0.5 < w < 0.5 else high
 
     return elementwise(body, input, end, weight)
 
@@ -472,19 +480,15 @@ def masked_fill(input: TensorProxy, mask: TensorProxy, value: Any) -> Any:
             lambda: f"masked_fill: value must be a 0-d tensor or a number{called_at()}",
             ValueError,
         )
+    # NOTE: the out-of-place op broadcasts the input with the mask (torch expands, then fills).
     shape = broadcast_shapes(input.shape, mask.shape)
-    check(
-        len(shape) == input.ndim,
-        lambda: f"masked_fill: mask {mask.shape} cannot broadcast to the input's shape {input.shape}{called_at()}",
-        ValueError,
-    )
     if isinstance(value, TensorProxy):
-        fill = broadcast_to(to_dtype(value, input.dtype), input.shape)
+        fill = broadcast_to(to_dtype(value, input.dtype), shape)
     elif isinstance(value, (int, float, bool)):
         fill = dtypes.python_type(input.dtype)(value)
     else:
         fill = to_dtype(value, input.dtype)
-    return prims.where(broadcast_to(mask, input.shape), fill, input)
+    return prims.where(broadcast_to(mask, shape), fill, broadcast_to(input, shape))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -534,6 +538,11 @@ def type_(input: TensorProxy, dtype: Any = None, non_blocking: bool = False) -> 
         NotImplementedError,
     )
     return to_dtype(input, dtype)
+
+
+@register("torch.Tensor.type_as")
+def type_as(input: TensorProxy, other: TensorProxy) -> Any:
+    return to_dtype(input, other.dtype)
 
 
 def _cast_method(name: str, dtype: torch.dtype) -> None:

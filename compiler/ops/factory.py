@@ -169,10 +169,14 @@ def arange(
     if end is None:
         start, end = 0, start
     values = [v.value if isinstance(v, NumberProxy) else v for v in (start, end, step)]
-    check(values[2] != 0, lambda: f"torch.arange: step must be nonzero{called_at()}", ValueError)
     if dtype is None:
         is_float = any(isinstance(v, float) for v in values)
         dtype = torch.get_default_dtype() if is_float else torch.int64
+    if not dtype.is_floating_point:
+        # NOTE: torch truncates the bounds of an integer range to integers before sizing it.
+        start, end, step = (int(v) for v in (start, end, step))
+        values = [start, end, step]
+    check(values[2] != 0, lambda: f"torch.arange: step must be nonzero{called_at()}", ValueError)
     # NOTE: the length decides the output shape, so symbolic bounds are specialised (guarded).
     length = max(0, math.ceil((float(end) - float(start)) / float(step)))
     return prims.iota(

@@ -55,8 +55,16 @@ def index_copy(input: TensorProxy, dim: int, index: TensorProxy, source: TensorP
 def gather(input: TensorProxy, dim: int, index: TensorProxy, *, sparse_grad: bool = False, out: Any = None) -> Any:
     check(out is None, lambda: f"torch.gather: out= is not supported{called_at()}", NotImplementedError)
     check(
-        isinstance(index, TensorProxy) and index.dtype == torch.int64 and index.ndim == input.ndim,
-        lambda: f"gather: index must be an int64 tensor with the input's rank, got {index!r}{called_at()}",
+        isinstance(index, TensorProxy) and dtypes.is_integer(index.dtype) and max(index.ndim, 1) == max(input.ndim, 1),
+        lambda: (
+            f"gather: index must be an integer tensor of the input's rank {input.ndim}, got "
+            f"{getattr(index, 'dtype', type(index).__name__)}{list(getattr(index, 'shape', []))}{called_at()}"
+        ),
         TypeError,
     )
-    return prims.take_along_dim(input, to_dtype(index, torch.int64), canonical_dim(dim, input.ndim))
+    d = canonical_dim(dim, input.ndim)
+    # NOTE: torch treats 0-d operands of gather as 1-D with one element.
+    source = prims.reshape(input, [1]) if input.ndim == 0 else input
+    positions = prims.reshape(index, [1]) if index.ndim == 0 else index
+    out = prims.take_along_dim(source, to_dtype(positions, torch.int64), d)
+    return prims.reshape(out, []) if index.ndim == 0 else out

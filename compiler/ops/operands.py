@@ -32,6 +32,21 @@ def canonical_dim(dim: Any, ndim: int, what: str = "dim") -> int:
     return dim % rank
 
 
+def canonical_new_dim(dim: Any, ndim: int) -> int:
+    """Where a new dim goes in the result of inserting one into a tensor of rank `ndim` (unsqueeze,
+    stack): `dim` in [-ndim - 1, ndim], as a non-negative int."""
+    dim = int(dim) if isinstance(dim, NumberProxy) else dim
+    check(
+        isinstance(dim, int) and -ndim - 1 <= dim <= ndim,
+        lambda: (
+            f"dim {dim!r} is out of range for inserting a dim into a tensor of rank {ndim} "
+            f"(expected an int in [{-ndim - 1}, {ndim}]){called_at()}"
+        ),
+        IndexError,
+    )
+    return dim % (ndim + 1)
+
+
 def canonical_dims(dims: Any, ndim: int) -> tuple[int, ...]:
     """Sorted non-negative dims; None or () means every dim (as torch's reductions do)."""
     if dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0):

@@ -21,6 +21,7 @@ from compiler.ops.operands import (
     broadcast_shapes,
     broadcast_to,
     canonical_dim,
+    canonical_new_dim,
     result_dtypes,
     to_dtype,
 )
@@ -134,7 +135,7 @@ def expand_as(input: TensorProxy, other: TensorProxy) -> Any:
     return expand(input, other.shape)
 
 
-@register("torch.broadcast_to")
+@register("torch.broadcast_to", "torch.Tensor.broadcast_to")
 def broadcast_to_op(input: TensorProxy, size: Sequence) -> Any:
     return expand(input, list(size))
 
@@ -152,7 +153,7 @@ def squeeze(input: TensorProxy, dim: Any = None) -> Any:
 
 @register("torch.unsqueeze", "torch.Tensor.unsqueeze")
 def unsqueeze(input: TensorProxy, dim: int) -> Any:
-    d = canonical_dim(dim, input.ndim + 1)
+    d = canonical_new_dim(dim, input.ndim)
     shape = list(input.shape)
     shape.insert(d, 1)
     return prims.broadcast_in_dim(input, shape, [i for i in range(input.ndim + 1) if i != d])
@@ -205,7 +206,7 @@ def stack(tensors: Sequence[TensorProxy], dim: int = 0, *, out: Any = None) -> A
             lambda t=t: f"torch.stack: all tensors must have the same shape; {t.shape} != {tuple(shape)}{called_at()}",
             ValueError,
         )
-    d = canonical_dim(dim, len(shape) + 1)
+    d = canonical_new_dim(dim, len(shape))
     return cat([unsqueeze(t, d) for t in tensors], d)
 
 
@@ -272,6 +273,8 @@ def chunk(input: TensorProxy, chunks: int, dim: int = 0) -> tuple:
 @register("torch.narrow", "torch.Tensor.narrow")
 def narrow(input: TensorProxy, dim: int, start: Any, length: Any) -> Any:
     d = canonical_dim(dim, input.ndim)
+    if isinstance(start, TensorProxy):
+        return _narrow_at_tensor(input, d, start, length)
     if isinstance(start, int) and start < 0:
         start = start + input.shape[d]
     check(
@@ -280,6 +283,28 @@ def narrow(input: TensorProxy, dim: int, start: Any, length: Any) -> Any:
         IndexError,
     )
     return _slice_dim(input, d, start, start + length)
+
+
+def _narrow_at_tensor(input: TensorProxy, d: int, start: TensorProxy, length: Any) -> TensorProxy:
+    """narrow with a 0-d tensor start, whose value tracing cannot know: gathers the rows
+    start, ..., start + length - 1 with index_select (out of range indices fail when it runs)."""
+    check(
+        start.ndim == 0 and not start.dtype.is_floating_point and start.dtype != torch.bool,
+        lambda: (
+            f"narrow: a tensor start must be a 0-d integer tensor, got {start.dtype}{list(start.shape)}{called_at()}"
+        ),
+        TypeError,
+    )
+    size = input.shape[d]
+    check(
+        bool(length >= 0) and bool(length <= size),
+        lambda: f"narrow: length {length} must be in [0, {size}] (the size of dim {d}){called_at()}",
+        IndexError,
+    )
+    first = to_dtype(start, torch.int64)
+    first = prims.where(prims.lt(first, 0), prims.add(first, size), first)
+    offsets = prims.iota(length, 0, 1, torch.int64, input.device)
+    return prims.index_select(input, d, prims.add(offsets, prims.broadcast_in_dim(first, [length], [])))
 
 
 @register("torch.unbind", "torch.Tensor.unbind")
@@ -333,13 +358,15 @@ def getitem(input: TensorProxy, key: Any) -> Any:
             NotImplementedError,
         )
         check(
-            key.ndim == 1,
-            lambda: f"indexing supports 1-D integer index tensors{called_at()}",
+            key.ndim <= 1 and input.ndim >= 1,
+            lambda: f"indexing supports one 0-D or 1-D integer index tensor on a tensor of rank >= 1{called_at()}",
             NotImplementedError,
         )
         from compiler.ops.indexing import index_select
 
-        return index_select(input, 0, key)
+        # NOTE: a 0-d index tensor selects like an int: the indexed dim goes away.
+        selected = index_select(input, 0, key)
+        return prims.squeeze(selected, [0]) if key.ndim == 0 else selected
     items = _expand_key(key, input.ndim)
     starts, ends, steps, squeezed, new_axes = [], [], [], [], []
     dim = 0

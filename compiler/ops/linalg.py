@@ -1,0 +1,144 @@
+"""Linear algebra: matmul (and @), bmm, mm, linear.
+
+`prims.matmul` takes operands of one rank >= 2 with equal batch dims; `matmul` here does the rest
+of torch's rules: 1-D operands gain (and lose) a dim, batch dims broadcast, and a batched left
+operand times a matrix is folded into one matrix product, as torch does. Operands must share a
+dtype (torch does not promote in matmul); products run in that dtype, so bf16 matches eager.
+
+Imported by `compiler/ops/nn.py`, which registers it with the other nn ops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler import prims
+from compiler.errors import called_at, check
+from compiler.ir import TensorProxy
+from compiler.ops import register
+from compiler.ops.elementwise import add
+from compiler.ops.operands import broadcast_shapes, broadcast_to, check_no_out
+from compiler.prims import same_size
+
+
+def _check_operands(op: str, a: Any, b: Any, ranks: tuple[int, ...] | None = None) -> None:
+    for name, t in (("first", a), ("second", b)):
+        check(
+            isinstance(t, TensorProxy),
+            lambda name=name, t=t: f"{op}: the {name} operand must be a tensor, got {type(t).__name__}{called_at()}",
+            TypeError,
+        )
+        check(
+            t.ndim >= 1 if ranks is None else t.ndim in ranks,
+            lambda name=name, t=t: (
+                f"{op}: the {name} operand has rank {t.ndim}; expected "
+                f"{'at least 1' if ranks is None else ' or '.join(map(str, ranks))}{called_at()}"
+            ),
+            ValueError,
+        )
+    check(
+        a.dtype == b.dtype,
+        lambda: f"{op}: operands must share a dtype, got {a.dtype} and {b.dtype}{called_at()}",
+        TypeError,
+    )
+    check(
+        same_size(a.shape[-1], b.shape[-2] if b.ndim >= 2 else b.shape[0]),
+        lambda: (
+            f"{op}: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied: the inner sizes "
+            f"differ{called_at()}"
+        ),
+        ValueError,
+    )
+
+
+def _matmul(a: TensorProxy, b: TensorProxy) -> TensorProxy:
+    """torch.matmul's semantics on top of the same-rank `prims.matmul` (operands already checked)."""
+    a_vector, b_vector = a.ndim == 1, b.ndim == 1
+    a2 = prims.reshape(a, [1, a.shape[0]]) if a_vector else a
+    b2 = prims.reshape(b, [b.shape[0], 1]) if b_vector else b
+    if a2.ndim > 2 and b2.ndim == 2:
+        # NOTE: fold the batch into rows: one (B*n, k) @ (k, m) product, as torch does.
+        rows = prims.reshape(a2, [_product(a2.shape[:-1]), a2.shape[-1]])
+        out = prims.reshape(prims.matmul(rows, b2), [*a2.shape[:-1], b2.shape[-1]])
+    else:
+        batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+        a3 = broadcast_to(a2, [*batch, *a2.shape[-2:]])
+        b3 = broadcast_to(b2, [*batch, *b2.shape[-2:]])
+        out = prims.matmul(a3, b3)
+    squeezed = ([out.ndim - 2] if a_vector else []) + ([out.ndim - 1] if b_vector else [])
+    return prims.squeeze(out, squeezed) if squeezed else out
+
+
+def _product(sizes: Any) -> Any:
+    result: Any = 1
+    for s in sizes:
+        result = s if isinstance(result, int) and result == 1 else result * s
+    return result
+
+
+@register("torch.matmul", "torch.Tensor.matmul", "torch.Tensor.__matmul__")
+def matmul(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any:
+    """torch.matmul / @: 1-D operands, batch broadcasting, and batch folding as in torch."""
+    check_no_out("torch.matmul", out)
+    _check_operands("matmul", input, other)
+    return _matmul(input, other)
+
+
+@register("torch.Tensor.__rmatmul__")
+def rmatmul(input: TensorProxy, other: TensorProxy) -> Any:
+    """other @ input, for a proxy on the right of @."""
+    return matmul(other, input)
+
+
+@register("torch.mm", "torch.Tensor.mm")
+def mm(input: TensorProxy, mat2: TensorProxy, *, out: Any = None) -> Any:
+    """torch.mm: a product of two matrices."""
+    check_no_out("torch.mm", out)
+    _check_operands("mm", input, mat2, ranks=(2,))
+    return prims.matmul(input, mat2)
+
+
+@register("torch.bmm", "torch.Tensor.bmm")
+def bmm(input: TensorProxy, mat2: TensorProxy, *, out: Any = None) -> Any:
+    """torch.bmm: batched products of 3-D tensors with equal batch sizes (no broadcasting)."""
+    check_no_out("torch.bmm", out)
+    _check_operands("bmm", input, mat2, ranks=(3,))
+    check(
+        same_size(input.shape[0], mat2.shape[0]),
+        lambda: f"bmm: batch sizes differ: {input.shape[0]} and {mat2.shape[0]} (bmm does not broadcast){called_at()}",
+        ValueError,
+    )
+    return prims.matmul(input, mat2)
+
+
+@register("torch.nn.functional.linear")
+def linear(input: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None) -> Any:
+    """input @ weight.T + bias (weight (out, in), or 1-D for a dot product)."""
+    check(
+        isinstance(weight, TensorProxy) and weight.ndim in (1, 2),
+        lambda: f"linear: weight must be a 1-D or 2-D tensor, got {getattr(weight, 'shape', weight)}{called_at()}",
+        ValueError,
+    )
+    if weight.ndim == 1:
+        _check_operands("linear", input, weight)
+        out = _matmul(input, weight)
+        return out if bias is None else add(out, bias)
+    check(
+        isinstance(input, TensorProxy) and input.ndim >= 1 and same_size(input.shape[-1], weight.shape[1]),
+        lambda: (
+            f"linear: input of shape {getattr(input, 'shape', input)} does not match weight of shape "
+            f"{tuple(weight.shape)}: the last dims differ{called_at()}"
+        ),
+        ValueError,
+    )
+    check(
+        input.dtype == weight.dtype and (bias is None or (isinstance(bias, TensorProxy) and bias.dtype == input.dtype)),
+        lambda: (
+            f"linear: input, weight and bias must share a dtype, got {input.dtype}, {weight.dtype} and "
+            f"{getattr(bias, 'dtype', bias)}{called_at()}"
+        ),
+        TypeError,
+    )
+    if bias is None or (bias.ndim == 1 and same_size(bias.shape[0], weight.shape[0])):
+        return prims.linear(input, weight, bias)
+    return add(prims.linear(input, weight, None), bias)
