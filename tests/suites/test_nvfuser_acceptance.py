@@ -18,7 +18,10 @@ from tests.compiler.nvfuser_helpers import fake_nvfuser as fake_backend  # noqa:
 @pytest.fixture
 def cpu_script(monkeypatch, fake_backend):  # noqa: F811
     monkeypatch.setitem(sys.modules, "nvfuser_direct", fake_backend)
-    monkeypatch.setattr(examine, "nvfuser_direct", lambda: fake_backend)
+    # segments() profiles each fusion's repro script in a child process, which needs the real
+    # nvfuser_direct; here one stubbed kernel per fusion stands in for that profile.
+    kernel = examine.KernelInfo(0, "pointwise", 0.01, 100.0, "nvfuser_pointwise_f0", "grid [1] block [1]")
+    monkeypatch.setattr(examine, "_profile", lambda fusion: ([kernel], ""))
     monkeypatch.setattr(nvfuser_acceptance, "unavailable_reason", lambda: None)
     monkeypatch.setattr(nvfuser_acceptance, "DEVICE", "cpu")
     monkeypatch.setattr(nvfuser_acceptance, "median_ms", lambda fn, repeats=30: (fn(), 0.5)[1])
