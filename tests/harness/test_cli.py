@@ -45,7 +45,7 @@ def test_run_prints_the_table_and_records_results(tmp_path: Path, capsys: pytest
     out, err = capsys.readouterr()
     assert status == 0
     assert "[1/3] host_overhead.one_op(numel=4) eager ... " in err
-    header, rule, *rows = out.split("\n\nresults:")[0].splitlines()
+    header, _rule, *rows = out.split("\n\nresults:")[0].splitlines()
     assert header.split() == [
         "case", "params", "variant", "median", "IQR", "GB/s", "%", "peak", "compile", "s",
         "recompiles", "kernels", "fusions",

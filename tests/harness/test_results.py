@@ -161,6 +161,6 @@ def test_a_damaged_result_file_is_reported_not_overwritten(tmp_path: Path) -> No
     path = result_path(tmp_path, RUN)
     path.parent.mkdir(parents=True)
     path.write_text('{"commit_hash": "0123')
-    with pytest.raises(ResultsError, match="cannot read .*01234567-fusebench"):
+    with pytest.raises(ResultsError, match=r"cannot read .*01234567-fusebench"):
         write_outcomes(tmp_path, RUN, [ok("eager", "float32", [1.0])])
     assert path.read_text() == '{"commit_hash": "0123'
