@@ -217,13 +217,11 @@ def _measure(
         snapshot.restore_mutated()
         steady_s = wall.time(lambda: case.run(compiled.fn, args))
         counted = counters()
-        samples = _cold_samples(prepared, variant, target, first_s, settings, clock, timer)
+        stats = summarize(_cold_samples(prepared, variant, target, first_s, before_each, settings, clock, timer))
     else:
-        samples = _warm_samples(prepared, compiled, before_each, settings, clock, timer)
+        stats = summarize(_warm_samples(prepared, compiled, before_each, settings, clock, timer))
         counted = counters()
-        steady_s = None
-    stats = summarize(samples)
-    steady_s = stats.median if steady_s is None else steady_s
+        steady_s = stats.median
     return finish("ok", timing=stats, compile_seconds=max(first_s - steady_s, 0.0), **counted)
 
 
@@ -259,23 +257,22 @@ def _cold_samples(
     variant: Variant,
     target: Target,
     first_s: float,
+    before_each: Callable[[], None],
     settings: Settings,
     clock: Clock,
     timer: Timer,
 ) -> list[float]:
     """The first call's time followed by samples from freshly prepared variants."""
-    case, args, snapshot = prepared.case, prepared.args, prepared.snapshot
-    assert snapshot is not None
+    case, args = prepared.case, prepared.args
     fresh: list[Compiled] = []
 
-    def before_each() -> None:
-        snapshot.restore_mutated()
+    def prepare_fresh() -> None:
+        before_each()
         fresh[:] = [variant.prepare(target)]
-        _flusher(str(settings.device)).flush()
 
     return [first_s] + collect_samples(
         lambda: case.run(fresh[0].fn, args),
-        before_each,
+        prepare_fresh,
         timer,
         clock,
         settings.budget_s,

@@ -6,7 +6,7 @@ import sys
 from typing import TextIO
 
 from fusebench.outcome import Outcome
-from fusebench.table import MAX_DETAIL, format_seconds
+from fusebench.table import format_seconds, status_text
 
 
 class Progress:
@@ -30,7 +30,6 @@ class Progress:
             timing = outcome.timing
             text = f"{format_seconds(timing.median)} ± {format_seconds(timing.iqr / 2)} ({timing.repeats} repeats)"
         else:
-            detail = outcome.detail[:MAX_DETAIL]
-            text = f"{outcome.status}: {detail}" if detail else outcome.status
+            text = status_text(outcome)
         self.stream.write(text + "\n")
         self.stream.flush()

@@ -8,10 +8,13 @@ Outside git the commit is forty zeros and `dirty` is None.
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from fusebench.errors import check
 
 UNKNOWN_COMMIT = "0" * 40
 
@@ -30,6 +33,15 @@ def code_revision() -> Revision:
     spec = importlib.util.find_spec("compiler")
     origin = Path(spec.origin).parent if spec and spec.origin else Path.cwd()
     return revision_of(origin)
+
+
+def commit_revision(commit: str) -> Revision:
+    """A revision named by hand (when the code under test is not in a git tree), dated now."""
+    check(
+        re.fullmatch(r"[0-9a-f]{7,40}", commit) is not None,
+        lambda: f"--commit {commit!r}: expected a hexadecimal git commit hash (7 to 40 digits)",
+    )
+    return Revision(commit, int(time.time() * 1000), None)
 
 
 def revision_of(path: Path) -> Revision:

@@ -7,6 +7,7 @@ means the quantity does not exist here (kernels on CPU), "-" that the variant do
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from fusebench.case import format_params
@@ -47,12 +48,19 @@ def _three_digits(value: float) -> str:
     return f"{value:.2f}"
 
 
+def status_text(outcome: Outcome) -> str:
+    """'status: reason', shortened for a line: paths under the working folder become relative."""
+    detail = outcome.detail.replace(os.getcwd() + os.sep, "")
+    if len(detail) > MAX_DETAIL:
+        detail = detail[: MAX_DETAIL - 3] + "..."
+    return f"{outcome.status}: {detail}" if detail else outcome.status
+
+
 def row_cells(outcome: Outcome) -> list[str]:
     """The cells of one outcome's row (a non-ok outcome has one cell after the variant)."""
     head = [outcome.case, format_params(outcome.params), outcome.variant]
     if outcome.status != "ok" or outcome.timing is None:
-        detail = outcome.detail if len(outcome.detail) <= MAX_DETAIL else outcome.detail[: MAX_DETAIL - 3] + "..."
-        return [*head, f"{outcome.status}: {detail}" if detail else outcome.status]
+        return [*head, status_text(outcome)]
     bandwidth, fraction = outcome.bandwidth_gbs, outcome.peak_fraction
     return [
         *head,

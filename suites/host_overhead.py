@@ -1,7 +1,7 @@
 """Host overhead: what a jitted call adds over eager PyTorch on a tiny tensor.
 
 As a suite (`fusebench run --suite host_overhead`): the 1-op and 20-op programs on a 4-element
-tensor, timed on the wall clock in samples of 200 calls, for every variant; compare a variant's
+tensor, timed on the wall clock in samples of 20 calls, for every variant; compare a variant's
 median with eager's. On CUDA the tensor lives on the GPU and the time is the host's launch cost.
 Bytes: the 4 float32 elements read once and written once (32 bytes; bandwidth means nothing here).
 
@@ -93,7 +93,7 @@ def _tiny_case(name: str, program: Callable[[torch.Tensor], torch.Tensor], label
         bytes_moved=_tiny_bytes,
         params={"numel": [4]},
         timer="wall",
-        calls_per_sample=200,
+        calls_per_sample=20,
         description=f"the {label} program on a 4-element tensor: per-call host overhead",
     )
 

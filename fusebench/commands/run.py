@@ -24,7 +24,7 @@ from fusebench.measure import Settings, measure_variant, prepare_case
 from fusebench.outcome import Outcome
 from fusebench.progress import Progress
 from fusebench.results import RunInfo, write_outcomes
-from fusebench.revision import UNKNOWN_COMMIT, code_revision
+from fusebench.revision import UNKNOWN_COMMIT, code_revision, commit_revision
 from fusebench.selection import add_selection_arguments, plan, selection_from_args
 from fusebench.table import render
 
@@ -45,6 +45,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write this run's measurements to PATH")
     parser.add_argument("--results", type=Path, default=Path("results"), metavar="DIR", help="default: ./results")
     parser.add_argument("--machine", metavar="NAME", help="machine name in the results (default: the host name)")
+    parser.add_argument(
+        "--commit", metavar="HASH", help="record under this commit (default: HEAD of the code under test's git tree)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
     check(budget > 0, lambda: f"--repeat-budget {budget}: expected a positive number of seconds", FusebenchError)
     machine = machine_info(args.machine)
-    revision = code_revision()
+    revision = code_revision() if args.commit is None else commit_revision(args.commit)
     run_info = RunInfo(machine, revision, env_name(machine, str(selection.device)))
     peak = peak_bandwidth_gbs(selection.device)
     settings = Settings(device=selection.device, budget_s=budget, peak_bandwidth_gbs=peak)
