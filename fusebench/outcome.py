@@ -102,6 +102,11 @@ class Outcome:
         return benchmark_name(self.suite, self.case, metric)
 
 
+def benchmark_version(case_version: str) -> str:
+    """The ASV `version` of a case's benchmarks; ASV ignores results recorded under another version."""
+    return f"fusebench-{case_version}"
+
+
 def benchmark_name(suite: str, case: str, metric: Metric) -> str:
     """'<suite>.<case>.<metric>', e.g. 'gelu_backward.gelu_bias_backward.time_call'."""
     return f"{suite}.{case}.{metric.name}"

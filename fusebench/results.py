@@ -30,7 +30,15 @@ import pandas as pd
 from fusebench.errors import ResultsError
 from fusebench.files import atomic_write_json, read_json
 from fusebench.machine import MachineInfo
-from fusebench.outcome import METRICS_BY_NAME, TIME, Metric, Outcome, benchmark_name, split_benchmark_name
+from fusebench.outcome import (
+    METRICS_BY_NAME,
+    TIME,
+    Metric,
+    Outcome,
+    benchmark_name,
+    benchmark_version,
+    split_benchmark_name,
+)
 from fusebench.revision import Revision
 
 RESULTS_API_VERSION = 2
@@ -183,7 +191,7 @@ def read_result_file(path: str | Path, descriptions: dict[str, Any] | None = Non
 def _add_outcome(benchmarks: dict[str, _Benchmark], statuses: dict, outcome: Outcome) -> None:
     combo = (*(repr(v) for v in outcome.params.values()), repr(outcome.variant))
     param_names = [*outcome.params, "variant"]
-    version = f"fusebench-{outcome.case_version}"
+    version = benchmark_version(outcome.case_version)
     values = outcome.metric_values()
     for metric_name, value in values.items():
         name = benchmark_name(outcome.suite, outcome.case, METRICS_BY_NAME[metric_name])
