@@ -1,8 +1,13 @@
-"""Host overhead: what a jitted call adds over eager PyTorch on a tiny CPU tensor.
+"""Host overhead: what a jitted call adds over eager PyTorch on a tiny tensor.
 
-Run as `python -m suites.host_overhead`. Measures the median per-call time of eager and jitted
-1-op and 20-op functions (after warm-up, each the median of several batches of many calls) and
-prints the difference. Per-call overhead is a benchmark, never a timed unit test.
+As a suite (`fusebench run --suite host_overhead`): the 1-op and 20-op programs on a 4-element
+tensor, timed on the wall clock in samples of 20 calls, for every variant; compare a variant's
+median with eager's. On CUDA the tensor lives on the GPU and the time is the host's launch cost.
+Bytes: the 4 float32 elements read once and written once (32 bytes; bandwidth means nothing here).
+
+Standalone (`python -m suites.host_overhead`): measures the median per-call time of eager and
+jitted programs on a CPU tensor (after warm-up, each the median of several batches of many calls)
+and prints the difference. Per-call overhead is a benchmark, never a timed unit test.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Callable
 import torch
 
 import compiler
+from fusebench.case import Case, Params
 
 
 def one_op(x: torch.Tensor) -> torch.Tensor:
@@ -69,6 +75,30 @@ def main(argv: list[str] | None = None) -> int:
     for row in measure(args.calls, args.batches):
         print(f"{row['program']:8} {row['eager_us']:10.2f} {row['jit_us']:10.2f} {row['added_us']:10.2f}")
     return 0
+
+
+def _tiny_inputs(params: Params, device: torch.device, seed: int) -> tuple:
+    return (torch.linspace(-1.0, 1.0, params["numel"], device=device),)
+
+
+def _tiny_bytes(params: Params) -> int:
+    return 2 * params["numel"] * 4
+
+
+def _tiny_case(name: str, program: Callable[[torch.Tensor], torch.Tensor], label: str) -> Case:
+    return Case(
+        name=name,
+        fn=program,
+        make_inputs=_tiny_inputs,
+        bytes_moved=_tiny_bytes,
+        params={"numel": [4]},
+        timer="wall",
+        calls_per_sample=20,
+        description=f"the {label} program on a 4-element tensor: per-call host overhead",
+    )
+
+
+CASES = [_tiny_case("one_op", one_op, "1-op"), _tiny_case("twenty_ops", twenty_ops, "20-op")]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,49 @@
+"""The `fusebench` command line: one subcommand per module in `fusebench.commands`.
+
+Each command module exports `add_parser(subparsers)` and `run(args) -> int` (the exit status).
+Errors the user can fix (`FusebenchError`) are printed as one line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from fusebench.errors import FusebenchError
+
+COMMANDS = ("list", "run")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="fusebench",
+        description="Benchmark the fusebench compiler and its peers on curated suites.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"fusebench.commands.{name}").add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line `argv` (default: sys.argv[1:]) and returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.handler(args))
+    except FusebenchError as error:
+        print(f"fusebench {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"fusebench {args.command}: interrupted (results written so far are kept)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

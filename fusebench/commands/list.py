@@ -1,0 +1,43 @@
+"""`fusebench list`: the suites, cases, parameter combinations and variants a `run` would measure."""
+
+from __future__ import annotations
+
+import argparse
+from itertools import groupby
+
+import torch
+
+from fusebench.case import format_params
+from fusebench.discovery import discover
+from fusebench.selection import add_selection_arguments, plan, selection_from_args
+from fusebench.variants import Variant
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Registers `list`."""
+    parser = subparsers.add_parser("list", help="list suites, cases, parameters and variants")
+    add_selection_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Prints what the selection flags select, and which variants cannot run on this machine."""
+    selection = selection_from_args(args)
+    groups = plan(discover(selection.suite_dirs), selection)
+    size = "quick sizes" if selection.quick else "full sizes"
+    print(f"{len(groups)} parameter combinations on {selection.device} ({size})")
+    for suite, suite_groups in groupby(groups, key=lambda g: g.suite):
+        print(f"\n{suite.name}  ({suite.path})")
+        for case, case_groups in groupby(suite_groups, key=lambda g: g.case):
+            case_groups = list(case_groups)
+            summary = case.description.strip().splitlines()[0] if case.description.strip() else ""
+            print(f"  {case.name}  {summary}")
+            for group in case_groups:
+                print(f"    {format_params(group.params)}  ({case.bytes_moved(group.params):,} bytes moved at least)")
+            print(f"    variants: {', '.join(_variant_note(v, selection.device) for v in case_groups[0].variants)}")
+    return 0
+
+
+def _variant_note(variant: Variant, device: torch.device) -> str:
+    reason = variant.unavailable(device)
+    return f"{variant.name} (skipped here: {reason})" if reason else variant.name

@@ -1,0 +1,112 @@
+"""Checking a variant's result against the reference before any time is recorded.
+
+Results are trees (tuples, lists, dicts) of tensors and Python numbers. Two trees agree when
+they have the same structure, every tensor has the expected shape, and every element satisfies
+|actual - expected| <= atol + rtol * |expected|, with (rtol, atol) chosen by the actual tensor's
+dtype (the reference usually runs in float64, so its own error is negligible). NaN agrees only
+with NaN. The first disagreement is reported with its location and the largest error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from fusebench.snapshot import iter_leaves
+
+Tolerance = Callable[[torch.dtype], tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """Where a result disagreed with the reference, and by how much."""
+
+    where: str
+    max_abs_error: float
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def compare(expected: Any, actual: Any, tolerance: Tolerance, label: str = "output") -> Mismatch | None:
+    """The first disagreement between `actual` and `expected` (trees), or None when they agree."""
+    expected_leaves = list(iter_leaves(expected, label))
+    actual_leaves = list(iter_leaves(actual, label))
+    expected_paths = [path for path, _ in expected_leaves]
+    actual_paths = [path for path, _ in actual_leaves]
+    if expected_paths != actual_paths:
+        return Mismatch(
+            label,
+            float("inf"),
+            f"{label} has structure {_describe(actual)} but the reference returned {_describe(expected)}",
+        )
+    for (path, want), (_, got) in zip(expected_leaves, actual_leaves):
+        mismatch = _compare_leaf(path, want, got, tolerance)
+        if mismatch is not None:
+            return mismatch
+    return None
+
+
+def _compare_leaf(path: str, want: Any, got: Any, tolerance: Tolerance) -> Mismatch | None:
+    if isinstance(want, torch.Tensor) or isinstance(got, torch.Tensor):
+        if not (isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor)):
+            return Mismatch(
+                path,
+                float("inf"),
+                f"{path} is {type(got).__name__} but the reference gave {type(want).__name__}",
+            )
+        return _compare_tensors(path, want.detach(), got.detach(), tolerance)
+    if isinstance(want, (int, float)) and isinstance(got, (int, float)) and not isinstance(want, bool):
+        return _compare_tensors(path, torch.tensor(float(want)), torch.tensor(float(got)), tolerance)
+    if want != got:
+        return Mismatch(path, float("inf"), f"{path} is {got!r} but the reference gave {want!r}")
+    return None
+
+
+def _compare_tensors(path: str, want: torch.Tensor, got: torch.Tensor, tolerance: Tolerance) -> Mismatch | None:
+    if tuple(want.shape) != tuple(got.shape):
+        return Mismatch(
+            path, float("inf"), f"{path} has shape {tuple(got.shape)} but the reference has {tuple(want.shape)}"
+        )
+    if want.numel() == 0:
+        return None
+    rtol, atol = tolerance(got.dtype)
+    compute = torch.float64 if (want.is_floating_point() or got.is_floating_point()) else torch.int64
+    want_c = want.to(device="cpu", dtype=compute)
+    got_c = got.to(device="cpu", dtype=compute)
+    error = (got_c - want_c).abs()
+    both_nan = torch.isnan(want_c) & torch.isnan(got_c) if compute == torch.float64 else None
+    allowed = atol + rtol * want_c.abs()
+    bad = ~(error <= allowed)  # NOTE: NaN errors compare False, so NaN counts as bad ...
+    if both_nan is not None:
+        bad &= ~both_nan  # ... unless the reference is NaN there too.
+        error = torch.where(both_nan, torch.zeros_like(error), error)
+        error = torch.nan_to_num(error, nan=float("inf"))
+    bad_count = int(bad.sum())
+    if bad_count == 0:
+        return None
+    flat_worst = int(torch.argmax(torch.where(bad, error, torch.full_like(error, -1.0))))
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat_worst), want.shape))
+    max_error = float(error[bad].max())
+    return Mismatch(
+        path,
+        max_error,
+        f"{path}: max abs error {max_error:.3g} at index {index} (expected {float(want_c[index]):.6g}, "
+        f"got {float(got_c[index]):.6g}); {bad_count} of {want.numel()} elements exceed "
+        f"atol {atol:g} + rtol {rtol:g} * |expected| for {_dtype_name(got.dtype)}",
+    )
+
+
+def _describe(value: Any) -> str:
+    leaves = list(iter_leaves(value))
+    if len(leaves) == 1 and leaves[0][0] == "":
+        return type(value).__name__
+    return f"{len(leaves)} leaves {[path for path, _ in leaves][:4]}{'...' if len(leaves) > 4 else ''}"
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")

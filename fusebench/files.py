@@ -1,0 +1,46 @@
+"""Atomic file writes: a reader (or a crash) sees the old file or the new one, never half of one.
+
+The text goes to a temporary file in the destination's folder (named `.<name>.<random>.tmp`, so
+ASV, which loads every `*.json` under its results folder, never picks it up), is flushed and
+fsync'ed, and then renamed over the destination with `os.replace`, which is atomic on POSIX and
+Windows. If anything fails before the rename, the temporary file is removed and the destination
+is untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Replaces the file at `path` with `text` (UTF-8) atomically; creates parent folders."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        # NOTE: BaseException too: a Ctrl-C between write and rename must not leave the temp file.
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_json(path: str | os.PathLike[str], data: Any, *, indent: int | None = None) -> Path:
+    """Serializes `data` first (so a serialization error leaves the file untouched), then writes atomically."""
+    text = json.dumps(data, indent=indent, sort_keys=indent is not None)
+    return atomic_write_text(path, text + "\n")
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """The JSON document at `path`."""
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)

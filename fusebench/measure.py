@@ -1,0 +1,312 @@
+"""Measuring a variant on a case: correctness first, then compile time, steady-state time and counters.
+
+For one (case, params), `prepare_case` makes the inputs once, snapshots them, and computes the
+reference once. For each variant, `measure_variant`:
+1. restores every input, prepares the variant, and makes the first call, timed on the wall clock
+   with the device synchronized; its result (and every argument the case mutates) must match the
+   reference, and no other argument may have changed; otherwise the outcome is `failed` with the
+   max error and no time is recorded;
+2. warms up (at least two calls, about a tenth of the budget), then times repeats one by one
+   (inputs restored and the L2 cache flushed before each, outside the timed region) until the
+   time budget is spent and at least `min_repeats` were taken: median, IQR, min, count;
+   a `cold` case instead prepares the variant afresh for every sample;
+3. compile time = first call - steady-state time (for cold cases: first call - a warm call);
+   recompilations = compilations after the first call of the compiled function; kernels per call
+   from torch.profiler (CUDA only); fusions per call from our compiler's last trace.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from fusebench.case import Case
+from fusebench.correctness import compare
+from fusebench.outcome import Outcome
+from fusebench.profiling import count_kernels
+from fusebench.snapshot import InputSnapshot, map_tensors, upcast_copy
+from fusebench.stats import summarize
+from fusebench.timing import L2Flusher, Timer, WallTimer, make_timer
+from fusebench.variants import Compiled, SkipVariant, Target, Variant
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How hard to measure. `budget_s` is the time budget for the timed repeats of one variant."""
+
+    device: torch.device
+    budget_s: float = 1.0
+    min_repeats: int = 5
+    cold_min_repeats: int = 3
+    max_repeats: int = 10_000
+    warmup_fraction: float = 0.1
+    seed: int = 0
+    peak_bandwidth_gbs: float | None = None
+
+
+@dataclass
+class PreparedCase:
+    """Inputs, their snapshot and the expected results for one parameter combination of a case."""
+
+    suite: str
+    case: Case
+    params: dict[str, Any]
+    args: tuple = ()
+    bytes_moved: int | None = None
+    snapshot: InputSnapshot | None = None
+    expected_output: Any = None
+    expected_mutated: dict[int, Any] | None = None
+    error: str | None = None
+
+
+def prepare_case(suite: str, case: Case, params: dict[str, Any], settings: Settings) -> PreparedCase:
+    """Makes the inputs and computes the reference (errors are kept and reported per variant)."""
+    prepared = PreparedCase(suite, case, dict(params))
+    try:
+        prepared.bytes_moved = int(case.bytes_moved(params))
+        args = tuple(case.make_inputs(params, settings.device, settings.seed))
+        prepared.args = args
+        prepared.snapshot = InputSnapshot(args, case.mutated_args)
+        reference_args = upcast_copy(args, case.reference_dtype)
+        output = case.run(case.reference or case.fn, reference_args)
+        prepared.expected_output = map_tensors(torch.Tensor.detach, output)
+        prepared.expected_mutated = {i: reference_args[i] for i in case.mutated_args}
+    except Exception as error:
+        prepared.error = f"the bytes model, the inputs or the reference failed: {_describe(error)}"
+    return prepared
+
+
+def measure_variant(
+    prepared: PreparedCase,
+    variant: Variant,
+    settings: Settings,
+    *,
+    clock: Clock = time.perf_counter,
+    timer: Timer | None = None,
+) -> Outcome:
+    """Measures `variant` on the prepared case; never raises for a variant's failure."""
+    case = prepared.case
+    started_at, start = time.time(), clock()
+
+    def finish(status: str, detail: str = "", **fields: Any) -> Outcome:
+        return Outcome(
+            suite=prepared.suite,
+            case=case.name,
+            params=dict(prepared.params),
+            variant=variant.name,
+            device=str(settings.device),
+            status=status,
+            detail=detail,
+            calls_per_sample=case.calls_per_sample,
+            case_version=case.version,
+            bytes_moved=prepared.bytes_moved,
+            peak_bandwidth_gbs=settings.peak_bandwidth_gbs,
+            started_at=started_at,
+            duration=clock() - start,
+            **fields,
+        )
+
+    if prepared.error is not None:
+        return finish("error", prepared.error)
+    reason = variant.unavailable(settings.device)
+    if reason is not None:
+        return finish("skipped", reason)
+    try:
+        return _measure(prepared, variant, settings, clock, timer, finish)
+    except SkipVariant as error:
+        return finish("skipped", str(error))
+    except NotImplementedError as error:
+        return finish("unsupported", _first_line(error) or "NotImplementedError")
+    except Exception as error:
+        return finish("error", _describe(error))
+    finally:
+        assert prepared.snapshot is not None
+        prepared.snapshot.restore_all()
+
+
+def collect_samples(
+    run: Callable[[], Any],
+    before_each: Callable[[], None],
+    timer: Timer,
+    clock: Clock,
+    budget_s: float,
+    min_repeats: int,
+    max_repeats: int,
+) -> list[float]:
+    """Times `run` repeatedly (calling `before_each` untimed first) until the budget is spent and
+    at least `min_repeats` samples exist, or `max_repeats` samples exist."""
+    samples: list[float] = []
+    start = clock()
+    while len(samples) < max_repeats:
+        before_each()
+        samples.append(timer.time(run))
+        if len(samples) >= min_repeats and clock() - start >= budget_s:
+            break
+    return samples
+
+
+class FirstCallProbe:
+    """Calls the compiled function and remembers its compilation count right after the first call."""
+
+    def __init__(self, compiled: Compiled) -> None:
+        self.compiled = compiled
+        self.compilations_after_first: int | None = None
+        self.calls = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        result = self.compiled.fn(*args, **kwargs)
+        self.calls += 1
+        if self.calls == 1:
+            self.compilations_after_first = self.compiled.compilations()
+        return result
+
+    def recompilations(self) -> int | None:
+        """Compilations since the end of the first call (None when the variant does not count them)."""
+        total = self.compiled.compilations()
+        if total is None or self.compilations_after_first is None:
+            return None
+        return total - self.compilations_after_first
+
+
+def _measure(
+    prepared: PreparedCase,
+    variant: Variant,
+    settings: Settings,
+    clock: Clock,
+    timer: Timer | None,
+    finish: Callable[..., Outcome],
+) -> Outcome:
+    case, args, snapshot = prepared.case, prepared.args, prepared.snapshot
+    assert snapshot is not None
+    snapshot.restore_all()
+    target = Target(case.fn, args, prepared.params, case.options(prepared.params), settings.device)
+    compiled = variant.prepare(target)
+    probe = FirstCallProbe(compiled)
+    wall = WallTimer(settings.device, clock)
+    results: list[Any] = []
+    first_s = wall.time(lambda: results.append(case.run(probe, args)))
+    problem = _check_result(prepared, results[0])
+    if problem is not None:
+        return finish("failed", problem[0], extra={"max_abs_error": problem[1]})
+
+    timer = timer or make_timer(case.timer, settings.device)
+    flusher = _flusher(str(settings.device))
+
+    def before_each() -> None:
+        snapshot.restore_mutated()
+        flusher.flush()
+
+    def counters() -> dict[str, Any]:
+        before_each()
+        return {
+            "recompilations": probe.recompilations(),
+            "fusions_per_call": compiled.fusions(),
+            "kernels_per_call": count_kernels(lambda: case.run(compiled.fn, args), settings.device),
+        }
+
+    if case.cold:
+        # NOTE: counters come from the first compiled function, before fresh ones replace it
+        # (a fresh torch.compile resets Dynamo's caches).
+        snapshot.restore_mutated()
+        steady_s = wall.time(lambda: case.run(compiled.fn, args))
+        counted = counters()
+        stats = summarize(_cold_samples(prepared, variant, target, first_s, before_each, settings, clock, timer))
+    else:
+        stats = summarize(_warm_samples(prepared, compiled, before_each, settings, clock, timer))
+        counted = counters()
+        steady_s = stats.median
+    return finish("ok", timing=stats, compile_seconds=max(first_s - steady_s, 0.0), **counted)
+
+
+def _warm_samples(
+    prepared: PreparedCase,
+    compiled: Compiled,
+    before_each: Callable[[], None],
+    settings: Settings,
+    clock: Clock,
+    timer: Timer,
+) -> list[float]:
+    case, args = prepared.case, prepared.args
+    calls = case.calls_per_sample
+
+    def run() -> None:
+        for _ in range(calls):
+            case.run(compiled.fn, args)
+
+    warmup_end = clock() + settings.warmup_fraction * settings.budget_s
+    warmups = 0
+    while warmups < 2 or (clock() < warmup_end and warmups < settings.max_repeats):
+        before_each()
+        run()
+        warmups += 1
+    samples = collect_samples(
+        run, before_each, timer, clock, settings.budget_s, settings.min_repeats, settings.max_repeats
+    )
+    return [sample / calls for sample in samples]
+
+
+def _cold_samples(
+    prepared: PreparedCase,
+    variant: Variant,
+    target: Target,
+    first_s: float,
+    before_each: Callable[[], None],
+    settings: Settings,
+    clock: Clock,
+    timer: Timer,
+) -> list[float]:
+    """The first call's time followed by samples from freshly prepared variants."""
+    case, args = prepared.case, prepared.args
+    fresh: list[Compiled] = []
+
+    def prepare_fresh() -> None:
+        before_each()
+        fresh[:] = [variant.prepare(target)]
+
+    return [first_s] + collect_samples(
+        lambda: case.run(fresh[0].fn, args),
+        prepare_fresh,
+        timer,
+        clock,
+        settings.budget_s,
+        max(settings.cold_min_repeats - 1, 0),
+        max(settings.max_repeats - 1, 0),
+    )
+
+
+def _check_result(prepared: PreparedCase, output: Any) -> tuple[str, float] | None:
+    """(message, max error) for the first disagreement with the reference, or None."""
+    case, args, snapshot = prepared.case, prepared.args, prepared.snapshot
+    assert snapshot is not None and prepared.expected_mutated is not None
+    mismatch = compare(prepared.expected_output, output, case.tolerance, "output")
+    for index in case.mutated_args:
+        if mismatch is None:
+            mismatch = compare(prepared.expected_mutated[index], args[index], case.tolerance, f"argument {index}")
+    if mismatch is not None:
+        return mismatch.message, mismatch.max_abs_error
+    modified = snapshot.modified_unmutated()
+    if modified:
+        return f"wrote into {', '.join(modified[:3])}, which the case does not declare as mutated", float("inf")
+    return None
+
+
+@functools.cache
+def _flusher(device: str) -> L2Flusher:
+    return L2Flusher(torch.device(device))
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _describe(error: BaseException) -> str:
+    message = _first_line(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__

@@ -1,0 +1,122 @@
+"""What measuring one (case, params, variant) produced, and the metrics it records.
+
+Statuses:
+- ok: the result matched the reference; every metric that applies has a value.
+- failed: the result disagreed with the reference (detail: where and the max error); no time.
+- unsupported: the variant raised NotImplementedError (detail: its message); no time.
+- skipped: the variant cannot run here (detail: why), e.g. nvFuser without CUDA.
+- error: anything else went wrong (detail: the exception).
+
+Each metric is one ASV benchmark `<suite>.<case>.<metric>` whose parameters are the case's
+parameters plus `variant`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fusebench.stats import TimingStats
+
+STATUSES = ("ok", "failed", "unsupported", "skipped", "error")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A recorded quantity: its ASV benchmark name suffix, ASV type and unit."""
+
+    name: str
+    kind: str  # "time" or "track", as ASV names benchmark types
+    unit: str
+
+
+TIME = Metric("time_call", "time", "seconds")
+COMPILE = Metric("track_compile_seconds", "track", "seconds")
+RECOMPILATIONS = Metric("track_recompilations", "track", "recompilations")
+BANDWIDTH = Metric("track_bandwidth_gbs", "track", "GB/s")
+PEAK_FRACTION = Metric("track_peak_fraction", "track", "fraction of peak")
+KERNELS = Metric("track_kernels_per_call", "track", "kernels")
+FUSIONS = Metric("track_fusions_per_call", "track", "fusions")
+METRICS: tuple[Metric, ...] = (TIME, COMPILE, RECOMPILATIONS, BANDWIDTH, PEAK_FRACTION, KERNELS, FUSIONS)
+METRICS_BY_NAME = {metric.name: metric for metric in METRICS}
+
+
+@dataclass
+class Outcome:
+    """The measurement of one variant on one parameter combination of one case."""
+
+    suite: str
+    case: str
+    params: dict[str, Any]
+    variant: str
+    device: str
+    status: str
+    detail: str = ""
+    timing: TimingStats | None = None
+    calls_per_sample: int = 1
+    case_version: str = "1"
+    compile_seconds: float | None = None
+    recompilations: int | None = None
+    kernels_per_call: int | None = None
+    fusions_per_call: int | None = None
+    bytes_moved: int | None = None
+    peak_bandwidth_gbs: float | None = None
+    started_at: float = 0.0  # seconds since the epoch
+    duration: float = 0.0  # seconds the whole measurement took
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"outcome status {self.status!r} is not one of {STATUSES}")
+
+    @property
+    def bandwidth_gbs(self) -> float | None:
+        """Effective bandwidth: bytes model / median time, in GB/s (1e9 bytes per second)."""
+        if self.timing is None or self.bytes_moved is None or self.timing.median <= 0:
+            return None
+        return self.bytes_moved / self.timing.median / 1e9
+
+    @property
+    def peak_fraction(self) -> float | None:
+        """Effective bandwidth as a fraction of the machine's measured peak."""
+        bandwidth = self.bandwidth_gbs
+        if bandwidth is None or not self.peak_bandwidth_gbs:
+            return None
+        return bandwidth / self.peak_bandwidth_gbs
+
+    def metric_values(self) -> dict[str, float | int | None]:
+        """Value of every metric (None where it does not apply or was not measured)."""
+        ok = self.status == "ok"
+        return {
+            TIME.name: self.timing.median if ok and self.timing else None,
+            COMPILE.name: self.compile_seconds if ok else None,
+            RECOMPILATIONS.name: self.recompilations if ok else None,
+            BANDWIDTH.name: self.bandwidth_gbs if ok else None,
+            PEAK_FRACTION.name: self.peak_fraction if ok else None,
+            KERNELS.name: self.kernels_per_call if ok else None,
+            FUSIONS.name: self.fusions_per_call if ok else None,
+        }
+
+    def benchmark_name(self, metric: Metric) -> str:
+        """The ASV benchmark this outcome's `metric` is recorded under."""
+        return benchmark_name(self.suite, self.case, metric)
+
+
+def benchmark_version(case_version: str) -> str:
+    """The ASV `version` of a case's benchmarks; ASV ignores results recorded under another version."""
+    return f"fusebench-{case_version}"
+
+
+def benchmark_name(suite: str, case: str, metric: Metric) -> str:
+    """'<suite>.<case>.<metric>', e.g. 'gelu_backward.gelu_bias_backward.time_call'."""
+    return f"{suite}.{case}.{metric.name}"
+
+
+def split_benchmark_name(name: str) -> tuple[str, str, Metric]:
+    """(suite, case, metric) from an ASV benchmark name written by `benchmark_name`."""
+    parts = name.rsplit(".", 2)
+    if len(parts) != 3 or parts[2] not in METRICS_BY_NAME:
+        raise ValueError(
+            f"benchmark name {name!r} is not '<suite>.<case>.<metric>' with a metric in {list(METRICS_BY_NAME)}"
+        )
+    return parts[0], parts[1], METRICS_BY_NAME[parts[2]]

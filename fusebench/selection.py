@@ -1,0 +1,135 @@
+"""Which cases, parameter combinations and variants a command runs (flags shared by `run` and `compare`).
+
+--suite NAME        only these suites (repeatable)
+-k PATTERN          only cases whose id 'suite.case(params)' contains PATTERN, or matches it as a
+                    shell glob when it has * ? or [ (case-insensitive; repeatable: any may match)
+--variant NAME      only these variants (names or globs; repeatable, or comma-separated)
+--quick / --full    small sizes that run on CPU / GPU sizes; the default is quick on CPU, full on CUDA
+--device cpu|cuda   default: cuda when available
+--suites DIR        discover suites in DIR instead of the bundled `suites` package (repeatable)
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from fusebench.case import Case, format_params
+from fusebench.discovery import Suite
+from fusebench.errors import check
+from fusebench.variants import Variant, variants_for
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The resolved selection flags."""
+
+    suites: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+    quick: bool = True
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    suite_dirs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Group:
+    """One parameter combination of one case, and the variants to measure on it."""
+
+    suite: Suite
+    case: Case
+    params: dict[str, Any]
+    variants: tuple[Variant, ...]
+
+    @property
+    def case_id(self) -> str:
+        """'suite.case(name=value, ...)', what -k matches."""
+        return case_id(self.suite.name, self.case.name, self.params)
+
+
+def case_id(suite: str, case: str, params: dict[str, Any]) -> str:
+    """'suite.case(name=value, ...)'."""
+    return f"{suite}.{case}({format_params(params)})"
+
+
+def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the selection flags to a subcommand's parser."""
+    parser.add_argument("--suite", action="append", default=[], metavar="NAME", help="only this suite (repeatable)")
+    parser.add_argument(
+        "-k", dest="patterns", action="append", default=[], metavar="PATTERN", help="only cases whose id matches"
+    )
+    parser.add_argument(
+        "--variant", action="append", default=[], metavar="NAME", help="only these variants (names or globs)"
+    )
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", default=None, help="small sizes (default on CPU)")
+    size.add_argument("--full", dest="quick", action="store_false", help="GPU sizes (default on CUDA)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available, else cpu")
+    parser.add_argument(
+        "--suites", dest="suite_dirs", action="append", default=[], metavar="DIR", help="discover suites in DIR"
+    )
+
+
+def selection_from_args(args: argparse.Namespace) -> Selection:
+    """Resolves defaults: the device (cuda when available) and the size (quick unless on CUDA)."""
+    device_name = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    check(
+        device_name != "cuda" or torch.cuda.is_available(),
+        lambda: "--device cuda: torch.cuda.is_available() is False on this machine (a CPU build of torch?)",
+    )
+    quick = args.quick if args.quick is not None else device_name == "cpu"
+    variants = tuple(name.strip() for value in args.variant for name in value.split(",") if name.strip())
+    return Selection(
+        suites=tuple(args.suite),
+        patterns=tuple(args.patterns),
+        variants=variants,
+        quick=quick,
+        device=torch.device(device_name),
+        suite_dirs=tuple(args.suite_dirs),
+    )
+
+
+def plan(suites: list[Suite], selection: Selection) -> list[Group]:
+    """The groups to measure, in suite, case and grid order; unknown suite or variant names are errors."""
+    known_suites = [s.name for s in suites]
+    for name in selection.suites:
+        check(name in known_suites, lambda name=name: f"--suite {name}: no such suite; known suites: {known_suites}")
+    chosen = [s for s in suites if not selection.suites or s.name in selection.suites]
+    all_variants = sorted({v.name for s in chosen for c in s.cases for v in variants_for(c)})
+    for pattern in selection.variants:
+        check(
+            any(_variant_matches(pattern, name) for name in all_variants),
+            lambda pattern=pattern: f"--variant {pattern}: matches no variant; known variants: {all_variants}",
+        )
+    groups = []
+    for suite in chosen:
+        for case in suite.cases:
+            variants = tuple(
+                v
+                for v in variants_for(case)
+                if not selection.variants or any(_variant_matches(p, v.name) for p in selection.variants)
+            )
+            for params in case.grid(selection.quick):
+                group = Group(suite, case, params, variants)
+                if variants and _id_matches(selection.patterns, group.case_id):
+                    groups.append(group)
+    return groups
+
+
+def _variant_matches(pattern: str, name: str) -> bool:
+    return fnmatch.fnmatchcase(name, pattern) if _is_glob(pattern) else pattern == name
+
+
+def _id_matches(patterns: tuple[str, ...], identifier: str) -> bool:
+    if not patterns:
+        return True
+    lowered = identifier.lower()
+    return any(fnmatch.fnmatchcase(lowered, p.lower()) if _is_glob(p) else p.lower() in lowered for p in patterns)
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(ch in pattern for ch in "*?[")

@@ -1,0 +1,107 @@
+"""The summary table `fusebench run` prints: one row per (case, params, variant).
+
+Columns: case, params, variant, median, IQR, GB/s, % of peak, compile s, recompiles, kernels,
+fusions. A measurement that is not ok shows its status and reason in place of the numbers. "n/a"
+means the quantity does not exist here (kernels on CPU), "-" that the variant does not report it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from fusebench.case import format_params
+from fusebench.outcome import Outcome
+
+HEADERS = [
+    "case",
+    "params",
+    "variant",
+    "median",
+    "IQR",
+    "GB/s",
+    "% peak",
+    "compile s",
+    "recompiles",
+    "kernels",
+    "fusions",
+]
+_NUMERIC_FROM = 3  # columns from here on are right-aligned
+MAX_DETAIL = 100
+
+
+def format_seconds(seconds: float | None) -> str:
+    """A duration with three significant digits and a readable unit: '512 µs', '1.23 ms', '4.75 s'."""
+    if seconds is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{_three_digits(seconds / scale)} {unit}"
+    return f"{_three_digits(seconds / 1e-9)} ns"
+
+
+def _three_digits(value: float) -> str:
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def status_text(outcome: Outcome) -> str:
+    """'status: reason', shortened for a line: paths under the working folder become relative."""
+    detail = outcome.detail.replace(os.getcwd() + os.sep, "")
+    if len(detail) > MAX_DETAIL:
+        detail = detail[: MAX_DETAIL - 3] + "..."
+    return f"{outcome.status}: {detail}" if detail else outcome.status
+
+
+def row_cells(outcome: Outcome) -> list[str]:
+    """The cells of one outcome's row (a non-ok outcome has one cell after the variant)."""
+    head = [outcome.case, format_params(outcome.params), outcome.variant]
+    if outcome.status != "ok" or outcome.timing is None:
+        return [*head, status_text(outcome)]
+    bandwidth, fraction = outcome.bandwidth_gbs, outcome.peak_fraction
+    return [
+        *head,
+        format_seconds(outcome.timing.median),
+        format_seconds(outcome.timing.iqr),
+        "-" if bandwidth is None else f"{bandwidth:.1f}",
+        "-" if fraction is None else f"{100 * fraction:.1f}%",
+        "-" if outcome.compile_seconds is None else f"{outcome.compile_seconds:.3f}",
+        "-" if outcome.recompilations is None else str(outcome.recompilations),
+        "n/a" if outcome.kernels_per_call is None else str(outcome.kernels_per_call),
+        "-" if outcome.fusions_per_call is None else str(outcome.fusions_per_call),
+    ]
+
+
+def render(outcomes: Sequence[Outcome]) -> str:
+    """The table as text; case and params are printed once per group of consecutive rows."""
+    rows = [row_cells(o) for o in outcomes]
+    shown: list[list[str]] = []
+    last_key: tuple[str, str] | None = None
+    for row in rows:
+        key = (row[0], row[1])
+        shown.append(["", "", *row[2:]] if key == last_key else row)
+        last_key = key
+    widths = [len(h) for h in HEADERS]
+    for row in shown:
+        if len(row) == len(HEADERS):
+            widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
+        else:
+            widths[:3] = [max(w, len(cell)) for w, cell in zip(widths[:3], row[:3])]
+    lines = [_line(HEADERS, widths), "  ".join("-" * w for w in widths)]
+    lines += [_line(row, widths) for row in shown]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _line(cells: list[str], widths: list[int]) -> str:
+    parts = []
+    for index, cell in enumerate(cells):
+        if index == len(cells) - 1 and len(cells) < len(widths):
+            parts.append(cell)  # a status message runs across the numeric columns
+        elif index >= _NUMERIC_FROM:
+            parts.append(cell.rjust(widths[index]))
+        else:
+            parts.append(cell.ljust(widths[index]))
+    return "  ".join(parts)

@@ -1,0 +1,186 @@
+"""Variants: the ways a case's function is run, so that peers are compared on the same inputs.
+
+Standard variants apply to every case:
+- `eager`: the function as written, in PyTorch eager mode.
+- `torch.compile`: Inductor. Under the case option cache="symbolic" it compiles with
+  dynamic=True; otherwise with torch's default (dynamic=None: static first, dynamic after a
+  shape or scalar changes).
+- `fusebench`: our compiler with its default executors; `fusebench-torch`: our compiler with the
+  torch executor only. The case option `cache` picks the cache mode ("constant" by default).
+- `thunder`: lightning-thunder, when it is importable ("constant values" / "symbolic values").
+Cases add their own (a hand-written nvFuser FusionDefinition, torch.optim baselines) through
+`Case.extra_variants`.
+
+A variant's `prepare(target)` returns a `Compiled`: the callable to time plus counters. It raises
+`SkipVariant` when it cannot run the case here (with the reason) and lets `NotImplementedError`
+propagate when the case uses something it does not support yet (reported as unsupported).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+if TYPE_CHECKING:
+    from fusebench.case import Case
+
+
+class SkipVariant(Exception):
+    """This variant cannot run this case on this machine; the message says why."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a variant prepares: the case's function, example arguments and compile options."""
+
+    fn: Callable[..., Any]
+    args: tuple
+    params: Mapping[str, Any]
+    options: Mapping[str, Any]
+    device: torch.device
+
+
+def _unknown() -> int | None:
+    return None
+
+
+@dataclass
+class Compiled:
+    """A prepared variant: `fn` has the case function's signature.
+
+    compilations: how many times the variant has compiled so far (None: it does not compile).
+    fusions: fusion regions in the program the last call ran (None: not known for this variant).
+    """
+
+    fn: Callable[..., Any]
+    compilations: Callable[[], int | None] = _unknown
+    fusions: Callable[[], int | None] = _unknown
+
+
+def _available(device: torch.device) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named way to run a case. `unavailable(device)` returns why it cannot run here, or None."""
+
+    name: str
+    prepare: Callable[[Target], Compiled]
+    unavailable: Callable[[torch.device], str | None] = field(default=_available)
+    description: str = ""
+
+
+# --------------------------------------------------------------------------------------------
+# eager
+
+
+def _prepare_eager(target: Target) -> Compiled:
+    if target.options.get("cache", "constant") != "constant":
+        raise SkipVariant("eager has no compile cache: it is measured once, under cache='constant'")
+    return Compiled(target.fn)
+
+
+EAGER = Variant("eager", _prepare_eager, description="the function as written, PyTorch eager mode")
+
+# --------------------------------------------------------------------------------------------
+# torch.compile
+
+
+def _torch_compile_unavailable(device: torch.device) -> str | None:
+    if device.type == "cuda":
+        from torch.utils._triton import has_triton
+
+        return None if has_triton() else "torch.compile on CUDA needs Triton, which is not installed"
+    compilers = [os.environ.get("CXX", ""), "g++", "c++", "clang++"]
+    if not any(name and shutil.which(name) for name in compilers):
+        return "torch.compile on CPU needs a C++ compiler (no $CXX, g++, c++ or clang++ on PATH)"
+    return None
+
+
+def _prepare_torch_compile(target: Target) -> Compiled:
+    from torch._dynamo.utils import counters
+
+    # NOTE: a fresh Dynamo state per preparation, so compilations are this function's only and
+    # cold cases really start cold (Inductor's on-disk caches are kept, as a user's would be).
+    torch._dynamo.reset()
+    base = counters["frames"]["ok"]
+    dynamic = True if target.options.get("cache") == "symbolic" else None
+    compiled = torch.compile(target.fn, dynamic=dynamic)
+    return Compiled(compiled, compilations=lambda: counters["frames"]["ok"] - base)
+
+
+TORCH_COMPILE = Variant(
+    "torch.compile",
+    _prepare_torch_compile,
+    _torch_compile_unavailable,
+    "torch.compile (Inductor; dynamic=True under cache='symbolic')",
+)
+
+# --------------------------------------------------------------------------------------------
+# fusebench (our compiler)
+
+
+def count_fusions(trace: Any) -> int:
+    """Bound symbols of `trace` that an executor claimed as a region (a `compiler.ir.Symbol` with an executor)."""
+    from compiler.ir import Symbol
+
+    return sum(1 for bsym in trace.bsyms if isinstance(bsym.sym, Symbol) and bsym.sym.executor is not None)
+
+
+def _fusebench_prepare(executors: Sequence[str] | None) -> Callable[[Target], Compiled]:
+    def prepare(target: Target) -> Compiled:
+        import compiler
+
+        jitted = compiler.jit(target.fn, cache=target.options.get("cache", "constant"), executors=executors)
+
+        def fusions() -> int | None:
+            if jitted.last_entry is None:
+                return None
+            return count_fusions(compiler.last_traces(jitted)[-1])
+
+        return Compiled(jitted, compilations=lambda: compiler.cache_stats(jitted).misses, fusions=fusions)
+
+    return prepare
+
+
+FUSEBENCH = Variant("fusebench", _fusebench_prepare(None), description="our compiler, default executors")
+FUSEBENCH_TORCH = Variant("fusebench-torch", _fusebench_prepare(["torch"]), description="our compiler, torch executor")
+
+# --------------------------------------------------------------------------------------------
+# lightning-thunder
+
+
+def _thunder_unavailable(device: torch.device) -> str | None:
+    if importlib.util.find_spec("thunder") is None:
+        return "lightning-thunder is not installed (pip install lightning-thunder)"
+    return None
+
+
+_THUNDER_CACHE = {"constant": "constant values", "symbolic": "symbolic values"}
+
+
+def _prepare_thunder(target: Target) -> Compiled:
+    try:
+        import thunder
+    except Exception as error:  # NOTE: thunder imports nvFuser and more; any failure means "cannot run here"
+        raise SkipVariant(f"lightning-thunder failed to import: {type(error).__name__}: {error}") from error
+    cache = _THUNDER_CACHE[target.options.get("cache", "constant")]
+    jitted = thunder.jit(target.fn, cache=cache)
+    return Compiled(jitted, compilations=lambda: thunder.cache_misses(jitted))
+
+
+THUNDER = Variant("thunder", _prepare_thunder, _thunder_unavailable, "lightning-thunder (thunder.jit)")
+
+STANDARD_VARIANTS: tuple[Variant, ...] = (EAGER, TORCH_COMPILE, FUSEBENCH, FUSEBENCH_TORCH, THUNDER)
+
+
+def variants_for(case: Case) -> list[Variant]:
+    """The standard variants followed by the case's own."""
+    return [*STANDARD_VARIANTS, *case.extra_variants]

@@ -1,0 +1,57 @@
+"""compare(): tolerances by dtype, structure, shapes, NaN, and where the worst error is."""
+
+from __future__ import annotations
+
+import torch
+
+from fusebench.case import DEFAULT_TOLERANCES
+from fusebench.correctness import compare
+
+
+def tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    return DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))
+
+
+def test_values_within_tolerance_agree() -> None:
+    expected = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    actual = (expected * (1 + 5e-5)).float()  # inside float32's rtol 1e-4
+    assert compare(expected, actual, tolerance) is None
+
+
+def test_the_worst_element_is_reported_with_its_index() -> None:
+    expected = torch.zeros(2, 3, dtype=torch.float64)
+    actual = torch.zeros(2, 3)
+    actual[1, 2] = 0.5
+    actual[0, 0] = 0.1
+    mismatch = compare((expected,), (actual,), tolerance)
+    assert mismatch is not None
+    assert mismatch.where == "output[0]"
+    assert mismatch.max_abs_error == 0.5
+    assert "at index (1, 2)" in mismatch.message and "2 of 6 elements" in mismatch.message
+
+
+def test_bfloat16_gets_a_looser_tolerance_than_float32() -> None:
+    expected = torch.tensor([1.0], dtype=torch.float64)
+    off_by_half_percent = torch.tensor([1.005])
+    assert compare(expected, off_by_half_percent.to(torch.bfloat16), tolerance) is None
+    assert compare(expected, off_by_half_percent, tolerance) is not None
+
+
+def test_structure_shape_and_type_mismatches() -> None:
+    one = torch.ones(2)
+    assert "structure" in compare((one, one), (one,), tolerance).message
+    assert "shape (3,)" in compare(one, torch.ones(3), tolerance).message
+    assert "is float" in compare(one, 1.0, tolerance).message
+    assert compare([1, "a"], [1, "b"], tolerance).message == "output[1] is 'b' but the reference gave 'a'"
+
+
+def test_nan_agrees_only_with_nan() -> None:
+    nan = torch.tensor([float("nan"), 1.0], dtype=torch.float64)
+    assert compare(nan, nan.float(), tolerance) is None
+    mismatch = compare(torch.tensor([0.0, 1.0], dtype=torch.float64), nan.float(), tolerance)
+    assert mismatch is not None and mismatch.max_abs_error == float("inf")
+
+
+def test_integer_tensors_must_match_exactly() -> None:
+    assert compare(torch.tensor([1, 2]), torch.tensor([1, 2]), tolerance) is None
+    assert compare(torch.tensor([1, 2]), torch.tensor([1, 3]), tolerance).max_abs_error == 1

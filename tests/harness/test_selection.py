@@ -1,0 +1,71 @@
+"""Selection flags: suites, -k patterns, variant names and globs, quick and full grids."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+import torch
+
+from fusebench.discovery import discover
+from fusebench.errors import FusebenchError
+from fusebench.selection import Selection, add_selection_arguments, plan, selection_from_args
+
+
+def parse(*argv: str) -> Selection:
+    parser = argparse.ArgumentParser()
+    add_selection_arguments(parser)
+    return selection_from_args(parser.parse_args(list(argv)))
+
+
+SUITES = discover()
+
+
+def ids(selection: Selection) -> list[str]:
+    return [group.case_id for group in plan(SUITES, selection)]
+
+
+def test_defaults_on_a_machine_without_cuda_are_quick_sizes_on_cpu() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("the defaults differ on a CUDA machine")
+    selection = parse()
+    assert (selection.device, selection.quick) == (torch.device("cpu"), True)
+    assert parse("--full").quick is False
+
+
+def test_suite_and_pattern_selection() -> None:
+    assert ids(parse("--suite", "kv_cache_sdpa")) == [
+        "kv_cache_sdpa.kv_cache_sdpa(shape=(1, 4, 256, 64, 1), dtype=bfloat16)",
+        "kv_cache_sdpa.kv_cache_sdpa(shape=(1, 4, 256, 64, 32), dtype=bfloat16)",
+    ]
+    assert ids(parse("-k", "BFLOAT16", "-k", "gpt-tiny")) == [
+        "adam_step.adam_step(parameters=gpt-tiny, dtype=float32)",
+        "gelu_backward.gelu_bias_backward(shape=(4, 64, 256), dtype=bfloat16)",
+        "kv_cache_sdpa.kv_cache_sdpa(shape=(1, 4, 256, 64, 1), dtype=bfloat16)",
+        "kv_cache_sdpa.kv_cache_sdpa(shape=(1, 4, 256, 64, 32), dtype=bfloat16)",
+    ]
+    assert ids(parse("-k", "*cache=symbolic)")) == [
+        "dynamic_split.dynamic_split(shape=(2, 4, 256), dtype=float32, cache=symbolic)"
+    ]
+
+
+def test_variant_names_globs_and_case_specific_variants() -> None:
+    groups = plan(SUITES, parse("--variant", "eager,torch.optim*"))
+    adam = next(g for g in groups if g.case.name == "adam_step")
+    assert [v.name for v in adam.variants] == [
+        "eager",
+        "torch.optim(foreach=False)",
+        "torch.optim(foreach=True)",
+        "torch.optim(fused=True)",
+    ]
+    gelu = next(g for g in groups if g.case.name == "gelu_bias_backward")
+    assert [v.name for v in gelu.variants] == ["eager"]
+    only_nvfuser = plan(SUITES, parse("--variant", "nvfuser"))
+    assert {g.case.name for g in only_nvfuser} == {"gelu_bias_backward"}
+
+
+def test_unknown_names_are_errors_that_list_the_known_ones() -> None:
+    with pytest.raises(FusebenchError, match=r"--suite nope: no such suite; known suites: \['adam_step'"):
+        plan(SUITES, parse("--suite", "nope"))
+    with pytest.raises(FusebenchError, match=r"--variant jax: matches no variant; known variants: \["):
+        plan(SUITES, parse("--variant", "jax"))

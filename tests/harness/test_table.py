@@ -1,0 +1,50 @@
+"""The summary table: units, placeholders and status rows."""
+
+from __future__ import annotations
+
+from fusebench.outcome import Outcome
+from fusebench.stats import summarize
+from fusebench.table import format_seconds, render
+
+
+def test_durations_are_printed_with_three_significant_digits() -> None:
+    assert [format_seconds(s) for s in (4.75, 0.00123, 5.12e-4, 3.3e-6, 2e-8, None)] == [
+        "4.75 s",
+        "1.23 ms",
+        "512 µs",
+        "3.30 µs",
+        "20.0 ns",
+        "-",
+    ]
+
+
+def test_rows_show_numbers_or_the_status_and_group_by_case() -> None:
+    base = dict(suite="s", case="gelu", params={"n": 4}, device="cpu")
+    ok = Outcome(
+        **base,
+        variant="eager",
+        status="ok",
+        timing=summarize([2e-3, 1e-3, 3e-3]),
+        compile_seconds=0.25,
+        bytes_moved=4_000_000,
+        peak_bandwidth_gbs=8.0,
+    )
+    unsupported = Outcome(**base, variant="fusebench", status="unsupported", detail="torch.sum is not supported")
+    lines = render([ok, unsupported]).splitlines()
+    assert lines[2].split() == [
+        "gelu",
+        "n=4",
+        "eager",
+        "2.00",
+        "ms",
+        "1.00",
+        "ms",
+        "2.0",
+        "25.0%",
+        "0.250",
+        "-",
+        "n/a",
+        "-",
+    ]
+    assert lines[3].split() == ["fusebench", "unsupported:", "torch.sum", "is", "not", "supported"]
+    assert lines[3].startswith(" ")  # case and params are not repeated

@@ -1,0 +1,56 @@
+"""Bytes models, computed by hand for small parameters."""
+
+from __future__ import annotations
+
+import math
+
+from suites import adam_step, dynamic_split, gelu_backward, host_overhead, kv_cache_sdpa
+
+
+def case(module, name: str):
+    return next(c for c in module.CASES if c.name == name)
+
+
+def test_gelu_bias_backward_reads_three_tensors_and_writes_two_gradients() -> None:
+    bytes_moved = case(gelu_backward, "gelu_bias_backward").bytes_moved
+    # [2, 3, 4]: 24 elements; 3 inputs + grad_input of 24 elements + grad_bias of 4, float32
+    assert bytes_moved({"shape": (2, 3, 4), "dtype": "float32"}) == (3 * 24 + 24 + 4) * 4 == 400
+    assert bytes_moved({"shape": (2, 3, 4), "dtype": "bfloat16"}) == 200
+    # PEERS.md: 3x[16,512,4096] f32 in, 2 out; floor 0.127 ms at 4.23 TB/s
+    full = bytes_moved({"shape": (16, 512, 4096), "dtype": "float32"})
+    assert round(full / 4.23e12 * 1e3, 3) == 0.127
+
+
+def test_gelu_autograd_moves_five_tensors() -> None:
+    bytes_moved = case(gelu_backward, "gelu_autograd").bytes_moved
+    assert bytes_moved({"shape": (2, 4), "dtype": "float32"}) == 5 * 8 * 4 == 160
+
+
+def test_adam_reads_four_and_writes_three_values_per_element() -> None:
+    bytes_moved = case(adam_step, "adam_step").bytes_moved
+    assert bytes_moved({"parameters": "4x256x256", "dtype": "float32"}) == 7 * 4 * 65536 * 4 == 7_340_032
+    assert bytes_moved({"parameters": "32x1024x1024", "dtype": "float32"}) == 939_524_096  # PEERS floor 0.222 ms
+    # gpt-tiny (vocab 512, block 64, 2 layers of width 64):
+    # wte 32768 + wpe 4096 + 2 x 49984 per layer + final LayerNorm 128 = 136960 elements
+    assert bytes_moved({"parameters": "gpt-tiny", "dtype": "float32"}) == 7 * 136_960 * 4
+
+
+def test_gpt2_small_has_124m_parameters_in_148_tensors() -> None:
+    shapes = adam_step.PARAMETER_SETS["gpt2-small"]
+    elements = sum(math.prod(shape) for shape in shapes)
+    assert (len(shapes), elements) == (148, 124_475_904)  # nanoGPT: 123.69M without the position embedding
+
+
+def test_kv_cache_reads_the_caches_once_and_writes_the_new_rows() -> None:
+    bytes_moved = case(kv_cache_sdpa, "kv_cache_sdpa").bytes_moved
+    # B1 H2 S8 D4, 1 new token, bf16: caches 2 x 7 rows read, k/v/q 3 rows read, 2 rows written,
+    # 1 output row written: 20 rows of B*H*D = 8 elements, 2 bytes each, plus 8 bytes of positions
+    assert bytes_moved({"shape": (1, 2, 8, 4, 1), "dtype": "bfloat16"}) == 20 * 8 * 2 + 8 == 328
+    decode = bytes_moved({"shape": (4, 32, 2048, 128, 1), "dtype": "bfloat16"})
+    assert round(decode / 4.23e12 * 1e3, 3) == 0.032  # PEERS floor
+
+
+def test_dynamic_split_and_host_overhead() -> None:
+    split = case(dynamic_split, "dynamic_split").bytes_moved
+    assert split({"shape": (2, 4, 32), "dtype": "float32", "cache": "constant"}) == 20 * 2 * 256 * 4
+    assert case(host_overhead, "one_op").bytes_moved({"numel": 4}) == 32
