@@ -437,7 +437,7 @@ def lerp(input: TensorProxy, end: TensorProxy, weight: Any, *, out: Any = None) 
         high = prims.sub(stop, prims.mul(diff, prims.sub(1.0, w)))
         if isinstance(w, TensorProxy):
             return prims.where(prims.lt(prims.abs(w), 0.5), low, high)
-        return low if abs(w) < 0.5 else high
+        return low if -0.5 < w < 0.5 else high
 
     return elementwise(body, input, end, weight)
 
