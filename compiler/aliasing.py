@@ -7,7 +7,8 @@ squeeze, broadcast_in_dim) aliases its first argument; every other prim returns 
 and a copy otherwise. This module keeps the IR true to eager while tracing:
 
 - `reshape_operand` runs before each reshape prim is recorded; where eager would copy, it records
-  a copy first, so that the IR's reshape views a fresh tensor. It decides with `layout`, a model
+  a copy first, so that the IR's reshape views a fresh tensor (`contiguous_operand` does the same
+  for `Tensor.contiguous`). It decides with `layout`, a model
   of eager's strides: computation inputs have the strides of the example tensors (the frontend
   guards them with `check_strides` when the trace writes into anything), view prims transform
   strides, other prims give contiguous outputs when their operands are row-major, and anything
@@ -241,6 +242,22 @@ def reshape_operand(a: TensorProxy, shape: list | tuple) -> TensorProxy:
     return copy
 
 
+def contiguous_operand(t: TensorProxy) -> TensorProxy:
+    """What `t.contiguous()` returns: `t` where eager returns it, a copy where eager copies."""
+    context = ir.current()
+    if context is None:
+        return t
+    src, expected = layout(context, t), contiguous_strides(t.shape)
+    if src is None or expected is None:
+        _state(context).ambiguous.append(t)
+        return t
+    if all(stride == want for size, stride, want in zip(t.shape, src, expected) if size != 1):
+        return t
+    copy = fresh_copy(t)
+    _state(context).layouts[id(copy)] = expected
+    return copy
+
+
 def check_writable(target: TensorProxy, what: str) -> None:
     """Raises unless an in-place write into `target` can be functionalized exactly as eager runs it.
 
@@ -253,8 +270,8 @@ def check_writable(target: TensorProxy, what: str) -> None:
         check(
             not (link.sym is Prim.BROADCAST_IN_DIM and expands(link)),
             lambda node=node, link=link: (
-                f"{what} writes into {target.name}, which views {node.name}, an expanded (broadcast) view of "
-                f"{link.args[0].name}: elements share memory, so eager PyTorch rejects such writes or changes "
+                f"{what} writes into {target.name}, which is (a view of) {node.name}, an expanded (broadcast) view "
+                f"of {link.args[0].name}: its elements share memory, so eager PyTorch rejects the write or changes "
                 f"every copy at once, which the compiler does not support; clone() the tensor first{called_at()}"
             ),
             NotImplementedError,

@@ -195,6 +195,12 @@ def index_add(
     return prims.index_add(input, d, _as_1d(index), source)
 
 
+# NOTE: clone lives here, as the copy that in-place code reaches for, until another module wants it.
+@register("torch.clone", "torch.Tensor.clone")
+def clone(input: TensorProxy, *, memory_format: Any = None) -> TensorProxy:
+    return aliasing.fresh_copy(input)
+
+
 # ---------------------------------------------------------------------------------------------
 # x[key] = value
 
