@@ -25,6 +25,11 @@ class WritebackError(TraceError):
     """A write-back would let an executor write `computed` into `buffer` and get a wrong result."""
 
 
+def _line(bsym: BoundSymbol) -> str:
+    """The bound symbol as its line of Python, without decomposition or type comments."""
+    return str(bsym).split("\n")[0].split("  #")[0]
+
+
 def _regions(trace: Trace) -> list[tuple[BoundSymbol, BoundSymbol | None]]:
     """Every prim in execution order, with the executor region (if any) it runs inside."""
     result = []
@@ -54,20 +59,20 @@ def check_writebacks(trace: Trace) -> Trace:
         is_writeback = leaf.sym is Prim.COPY_TO
         for i, p in enumerate(leaf.inputs):
             if p.name in consumed:
-                fail(f"{p.name} is read by `{leaf}` after `{consumed[p.name]}` handed it to a buffer")
+                fail(f"{p.name} is read by `{_line(leaf)}` after `{_line(consumed[p.name])}` handed it to a buffer")
             memory = memory_of(p.name)
             if memory in written and not (is_writeback and i == 1):
-                fail(f"{memory} is read (as {p.name}) by `{leaf}` after `{written[memory]}` overwrote it")
+                fail(f"{memory} is read (as {p.name}) by `{_line(leaf)}` after `{_line(written[memory])}` overwrote it")
         if is_writeback:
             computed, buffer = leaf.args
             if buffer.name not in inputs:
-                fail(f"`{leaf}` writes into {buffer.name}, which is not an input of the computation")
+                fail(f"`{_line(leaf)}` writes into {buffer.name}, which is not an input of the computation")
             if computed.name in inputs or computed.name not in defined_in:
-                fail(f"`{leaf}` writes back {computed.name}, which is not computed in the trace")
+                fail(f"`{_line(leaf)}` writes back {computed.name}, which is not computed in the trace")
             if region is not None and defined_in[computed.name] is not region:
-                fail(f"`{leaf}` in {region.sym.name} writes back {computed.name}, computed outside that region")
+                fail(f"`{_line(leaf)}` in {region.sym.name} writes back {computed.name}, computed outside that region")
             if buffer.name in written:
-                fail(f"{buffer.name} is written back twice: `{written[buffer.name]}` and `{leaf}`")
+                fail(f"{buffer.name} is written back twice: `{_line(written[buffer.name])}` and `{_line(leaf)}`")
             consumed[computed.name] = written[buffer.name] = leaf
         for p in leaf.outputs:
             defined_in[p.name] = region
@@ -75,8 +80,8 @@ def check_writebacks(trace: Trace) -> Trace:
                 view_of[p.name] = leaf.args[0].name
     for p in proxies_in(trace.output):
         if p.name in consumed:
-            fail(f"the output returns {p.name} after `{consumed[p.name]}` handed it to a buffer")
+            fail(f"the output returns {p.name} after `{_line(consumed[p.name])}` handed it to a buffer")
         memory = memory_of(p.name)
         if memory in written and memory != p.name:
-            fail(f"the output returns {p.name}, a view of {memory}, after `{written[memory]}` overwrote it")
+            fail(f"the output returns {p.name}, a view of {memory}, after `{_line(written[memory])}` overwrote it")
     return trace

@@ -81,7 +81,9 @@ def test_adam_every_pass():
     check_compiled(adam_step, *args, cache="symbolic", exact=False)
 
 
-@pytest.mark.parametrize(("count", "amsgrad", "expected"), [(1, False, 4), (3, False, 12), (32, False, 128), (32, True, 160)])
+@pytest.mark.parametrize(
+    ("count", "amsgrad", "expected"), [(1, False, 4), (3, False, 12), (32, False, 128), (32, True, 160)]
+)
 def test_adam_one_writeback_per_mutated_buffer(count, amsgrad, expected):
     shapes = [(3, 2)] * count
     args = ([torch.randn(s) for s in shapes], [torch.randn(s) for s in shapes], *_adam_state(shapes))
