@@ -11,8 +11,8 @@ and a copy otherwise. This module keeps the IR true to eager while tracing:
   for `Tensor.contiguous`). It decides with `layout`, a model
   of eager's strides: computation inputs have the strides of the example tensors (the frontend
   guards them with `check_strides` when the trace writes into anything), view prims transform
-  strides, other prims give contiguous outputs when their operands are row-major, and anything
-  else (an attention output, symbolic sizes) is unknown.
+  strides, elementwise prims lay their output out as TensorIterator does, other prims give
+  contiguous outputs, and anything else (an attention output, symbolic sizes) is unknown.
 - where the layout is unknown, the reshape is recorded as a view and its input remembered as
   ambiguous; `check_writable` then rejects in-place writes into that tensor's family.
 - `check_writable` also rejects writes through expanded (broadcast) views, which have no inverse.
@@ -33,11 +33,11 @@ from compiler.ir import BoundSymbol, TensorProxy, TraceContext
 from compiler.prims import Prim
 
 Strides = tuple[int, ...]
-# Prims whose output follows its operands' layout in eager mode (TensorIterator ops): contiguous
-# when every operand is row-major, otherwise treated as unknown.
-_LAYOUT_FOLLOWING = (
-    prims.ELEMENTWISE | prims.REDUCTIONS | {Prim.INDEX_COPY, Prim.INDEX_ADD, Prim.SLICE_UPDATE, Prim.TAKE_ALONG_DIM}
-)
+# Prims whose output takes its layout from its tensor operands the way TensorIterator does
+# (elementwise ops; clone-like ops follow their first operand); other outputs are contiguous,
+# except attention's, which depends on the device's kernel.
+_ITERATOR_LAYOUT = prims.ELEMENTWISE
+_FIRST_OPERAND_LAYOUT = frozenset({Prim.INDEX_COPY, Prim.INDEX_ADD, Prim.SLICE_UPDATE})
 _UNKNOWN_LAYOUT = frozenset({Prim.SDPA})
 
 
@@ -130,18 +130,40 @@ def view_strides(shape: tuple | list, strides: Strides, new_shape: tuple | list)
     return tuple(new_strides) if view_d == -1 else None
 
 
-def _row_major(shape: tuple, strides: Strides | None) -> bool:
-    """Strides decrease along the dims that matter (size > 1, not broadcast)."""
-    if strides is None:
-        return False
-    previous = None
-    for size, stride in zip(shape, strides):
-        if (type(size) is int and size == 1) or stride == 0:
-            continue
-        if previous is not None and stride >= previous:
-            return False
-        previous = stride
-    return True
+def iterator_strides(shape: tuple | list, operands: list[Strides]) -> Strides | None:
+    """The strides TensorIterator gives the output of an elementwise op on operands of `shape`
+    with these strides (ATen's `reorder_dimensions`: dims ordered by the operands' strides, the
+    first operand that tells two dims apart decides, broadcast dims never do)."""
+    if not _concrete(shape):
+        return None
+    ndim = len(shape)
+
+    def should_swap(d0: int, d1: int) -> int:
+        for strides in operands:
+            s0, s1 = strides[d0], strides[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return 1 if s0 > s1 else -1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(ndim - 1, -1, -1))  # fastest dim first
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            comparison = should_swap(perm[d0], perm[d1])
+            if comparison > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif comparison < 0:
+                break
+    strides, step = [0] * ndim, 1
+    for d in perm:
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return tuple(strides)
 
 
 def expands(link: BoundSymbol) -> bool:
@@ -184,8 +206,11 @@ def _layout_of(bsym: BoundSymbol, operands: list[tuple[TensorProxy, Strides | No
         return None if src is None else _view_layout(bsym, src)
     if bsym.sym in _UNKNOWN_LAYOUT:
         return None
-    if bsym.sym in _LAYOUT_FOLLOWING and not all(_row_major(a.shape, s) for a, s in operands):
-        return None
+    if bsym.sym in _ITERATOR_LAYOUT or bsym.sym in _FIRST_OPERAND_LAYOUT:
+        followed = operands[:1] if bsym.sym in _FIRST_OPERAND_LAYOUT else operands
+        if any(s is None for _, s in followed):
+            return None
+        return iterator_strides(out.shape, [s for _, s in followed])
     return contiguous_strides(out.shape)
 
 

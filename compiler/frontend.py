@@ -149,7 +149,10 @@ def _memory_guards(inputs: _Inputs, context: TraceContext, recorded: list[BoundS
             _check_no_partial_overlap(representatives)
         tensors = tuple(p for p, _, _ in inputs.tensors)
         groups = tuple(g for _, _, g in inputs.tensors)
-        guards.append(BoundSymbol(Prim.CHECK_ALIASING, (tensors, groups, writes_arguments), {}, None))
+        merged = len(representatives) < len(inputs.tensors)
+        guards.append(
+            BoundSymbol(Prim.CHECK_ALIASING, (tensors, groups if merged else None, writes_arguments), {}, None)
+        )
     for proxy, strides in aliasing.relied_on_inputs(context):
         guards.append(BoundSymbol(Prim.CHECK_STRIDES, (proxy, strides), {}, None))
     return guards

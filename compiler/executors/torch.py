@@ -111,13 +111,21 @@ def check_strides(t: torch.Tensor, strides: tuple) -> None:
         raise GuardFailure
 
 
-def check_aliasing(tensors: tuple, groups: tuple, disjoint: bool) -> None:
+def check_aliasing(tensors: tuple, groups: tuple | None, disjoint: bool) -> None:
     """Guard on how tensor arguments share memory.
 
     `groups[i] != i` means the trace took `tensors[i]` to be the very same view of memory as
-    `tensors[groups[i]]` (the same tensor passed twice): it must still be. With `disjoint` (the
-    trace writes into an argument), tensors of different groups must not overlap in memory.
+    `tensors[groups[i]]` (the same tensor passed twice): it must still be (`groups` is None when
+    the trace merged no arguments). With `disjoint` (the trace writes into an argument), tensors
+    of different groups must not overlap in memory.
     """
+    if groups is None:
+        if not disjoint:
+            return
+        storages = [t.untyped_storage().data_ptr() for t in tensors]
+        if len(set(storages)) == len(storages):
+            return  # the common case: every argument has its own storage
+        groups = tuple(range(len(tensors)))
     by_storage: dict[int, list[torch.Tensor]] = {}
     for i, (t, g) in enumerate(zip(tensors, groups)):
         if g != i:

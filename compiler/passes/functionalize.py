@@ -19,7 +19,8 @@ Guarantees:
   a returned value, or the value of another write-back, a copy (`prims.mul(x, 1)`) is written
   back instead.
 - a written input that the function returns is returned as the input itself: after the
-  write-back the caller's tensor holds the new value, as eager returns that very tensor.
+  write-back the caller's tensor holds the new value, as eager returns that very tensor. Any
+  other returned value that still lives in a written input's memory is copied out first.
 Values, names of kept proxies and the order of kept bound symbols are unchanged.
 """
 
@@ -74,12 +75,12 @@ class _Functionalizer:
         self.latest: dict[str, Proxy] = {}  # tensor name → proxy holding its latest value
         self.seen: dict[str, int] = {}  # view name → its root's write count when `latest` was made
         self.writes: dict[str, int] = {}  # root name → how many writes its memory has seen
-        self.views: set[str] = set()  # names the output trace defines with view prims
+        self.view_source: dict[str, Proxy] = {}  # name defined by a view prim here → what it views
 
     # emitting ---------------------------------------------------------------------------------
     def emit(self, bsym: BoundSymbol) -> None:
         self.bsyms.append(bsym)
-        self.views.update(leaf.output.name for leaf in leaves([bsym]) if leaf.sym in VIEWS)
+        self.view_source.update((leaf.output.name, leaf.args[0]) for leaf in leaves([bsym]) if leaf.sym in VIEWS)
 
     def emit_prim(self, prim: Prim, args: tuple, like: TensorProxy) -> TensorProxy:
         out = TensorProxy(like.shape, like.dtype, like.device, name=self.names.fresh("t"))
@@ -162,10 +163,22 @@ class _Functionalizer:
         self.writes[node.name] = count
         self.seen.update((name, count) for name in chain)
 
+    def memory(self, p: Proxy) -> Proxy:
+        """The proxy whose memory `p` views in the output trace (itself when fresh)."""
+        while p.name in self.view_source:
+            p = self.view_source[p.name]
+        return p
+
     def finish(self, trace: Trace) -> Trace:
+        written = {p.name for p in trace.inputs if p.name in self.writes}
+
         def final(p: Any) -> Any:
-            written_input = isinstance(p, TensorProxy) and p.name in self.input_names and p.name in self.writes
-            return p if written_input else self.current(p)
+            if not isinstance(p, TensorProxy) or p.name in written:
+                return p  # a written input is returned as itself: the caller's tensor, updated
+            value = self.current(p)
+            # NOTE: a value still held in a written input's memory (its old contents) must be
+            # copied out before the write-backs overwrite that memory.
+            return self.emit_copy(value) if self.memory(value).name in written else value
 
         output = map_proxies(trace.output, final)
         returned = {id(p) for p in proxies_in(output)}
@@ -173,9 +186,9 @@ class _Functionalizer:
         writebacks = []
         for buffer in trace.inputs:
             value = self.latest.get(buffer.name, buffer)
-            if buffer.name not in self.writes or value is buffer:
+            if buffer.name not in written or value is buffer:
                 continue
-            if value.name in self.input_names or value.name in self.views or id(value) in returned | claimed:
+            if value.name in self.input_names or value.name in self.view_source or id(value) in returned | claimed:
                 value = self.emit_copy(value)
             claimed.add(id(value))
             writebacks.append(BoundSymbol(Prim.COPY_TO, (value, buffer), {}, None))

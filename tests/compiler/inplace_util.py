@@ -38,19 +38,24 @@ def tensors_in(value: Any) -> list[Any]:
     return [value]
 
 
-def assert_same(actual: Any, expected: Any, exact: bool = True, what: str = "") -> None:
-    """Leaf-by-leaf equality of two trees (bit-exact by default, NaNs equal)."""
+def assert_same(actual: Any, expected: Any, exact: bool | float = True, what: str = "") -> None:
+    """Leaf-by-leaf equality of two trees, NaNs equal: bit-exact (True), float32 tolerance
+    (False), or within a given relative and absolute tolerance (a float)."""
     actual_leaves, expected_leaves = tensors_in(actual), tensors_in(expected)
     assert len(actual_leaves) == len(expected_leaves), f"{what}: {len(actual_leaves)} != {len(expected_leaves)} leaves"
     for i, (a, e) in enumerate(zip(actual_leaves, expected_leaves)):
         if isinstance(e, torch.Tensor):
-            tolerance = {"rtol": 0, "atol": 0} if exact else {}
+            tolerance = (
+                {"rtol": 0, "atol": 0} if exact is True else {} if exact is False else {"rtol": exact, "atol": exact}
+            )
             torch.testing.assert_close(a, e, equal_nan=True, msg=lambda m, i=i: f"{what} leaf {i}: {m}", **tolerance)
         else:
             assert a == e, f"{what} leaf {i}: {a!r} != {e!r}"
 
 
-def check_passes(jfn: compiler.JittedFunction, args: tuple, expected: Any, expected_args: tuple, exact: bool) -> None:
+def check_passes(
+    jfn: compiler.JittedFunction, args: tuple, expected: Any, expected_args: tuple, exact: bool | float
+) -> None:
     """For the entry `jfn` used last: check_trace after every pass, every trace evaluates to the
     eager result (outputs and final argument contents), the final trace keeps the write-back
     contract, and functionalization left no in-place prim."""
@@ -68,7 +73,9 @@ def check_passes(jfn: compiler.JittedFunction, args: tuple, expected: Any, expec
     check_writebacks(traces[-1])
 
 
-def check_compiled(fn: Callable, *args: Any, cache: str = "constant", exact: bool = True) -> compiler.JittedFunction:
+def check_compiled(
+    fn: Callable, *args: Any, cache: str = "constant", exact: bool | float = True
+) -> compiler.JittedFunction:
     """Runs `fn` eagerly and jitted on clones of `args`, asserts the outputs and every argument's
     final contents agree, then checks the passes (`check_passes`). Returns the jitted function."""
     eager_args, jit_args = clone_args(args), clone_args(args)
