@@ -76,6 +76,15 @@ def _twice_same_value(x, y):
     y.copy_(t)
 
 
+def _returns_old_contents(x, y):
+    z = x * 1
+    z.copy_(y)  # z's value is y's memory ...
+    v = y[1:]
+    v.copy_(v)  # ... and v's, while their memory is written
+    y.add_(1)
+    return z, v
+
+
 def _returns_written_value(x, y):
     t = y * 3
     x.copy_(t)
@@ -83,7 +92,8 @@ def _returns_written_value(x, y):
 
 
 PROGRAMS = {fn.__name__[1:]: fn for fn in (_input, _view_then_base, _base_then_view, _intermediate, _swap,
-                                           _copy_from_input, _twice_same_value, _returns_written_value)}  # fmt: skip
+                                           _copy_from_input, _twice_same_value, _returns_old_contents,
+                                           _returns_written_value)}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
