@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from compiler import prims
-from compiler.aliasing import fresh_copy
+from compiler.aliasing import contiguous_operand, fresh_copy
 from compiler.errors import called_at, check
 from compiler.ir import NumberProxy, TensorProxy
 from compiler.ops import register
@@ -179,8 +179,6 @@ def flatten(input: TensorProxy, start_dim: int = 0, end_dim: int = -1) -> Any:
 def contiguous(input: TensorProxy, memory_format: Any = None) -> Any:
     # NOTE: traces hold values, not layouts; executors choose memory layouts themselves. But
     # eager copies a non-contiguous tensor, and in-place writes can tell a copy from an alias.
-    from compiler.aliasing import contiguous_operand
-
     return contiguous_operand(input)
 
 
