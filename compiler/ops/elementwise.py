@@ -226,12 +226,13 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = 
     if rounding_mode is None:
         return elementwise(prims.div, input, other, promotion=Promotion.INT_TO_FLOAT)
     compute, result = result_dtypes([input, other], Promotion.DEFAULT)
-    if dtypes.is_float(compute):
-        rounding = prims.trunc if rounding_mode == "trunc" else prims.floor
-        if rounding_mode == "floor":
-            return elementwise(_floor_divide, input, other)
-        return elementwise(lambda a, b: rounding(prims.div(a, b)), input, other)
-    return elementwise(_trunc_divide if rounding_mode == "trunc" else _floor_divide, input, other)
+    if not dtypes.is_float(compute):
+        return elementwise(_trunc_divide if rounding_mode == "trunc" else _floor_divide, input, other)
+    # NOTE: torch floor-divides bf16/f16 in that dtype, and rounds a bf16/f16 quotient to its
+    # dtype before truncating it; matching eager bit for bit means doing the same.
+    if rounding_mode == "floor":
+        return elementwise(_floor_divide, input, other, compute=result)
+    return elementwise(lambda a, b: prims.trunc(to_dtype(to_dtype(prims.div(a, b), result), compute)), input, other)
 
 
 @register("torch.Tensor.__truediv__")

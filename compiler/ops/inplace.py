@@ -191,7 +191,8 @@ def index_add(
     if not (type(alpha) in (int, float) and alpha == 1):
         source = prims.mul(source, to_dtype(alpha, input.dtype) if isinstance(alpha, NumberProxy) else alpha)
     if input.ndim == 0:
-        return prims.reshape(prims.index_add(prims.reshape(input, [1]), 0, _as_1d(index), source), [])
+        flat = prims.index_add(prims.reshape(input, [1]), 0, _as_1d(index), prims.reshape(source, [index.numel()]))
+        return prims.reshape(flat, [])
     return prims.index_add(input, d, _as_1d(index), source)
 
 
