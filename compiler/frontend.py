@@ -9,12 +9,14 @@ every condition a branch took on a NumberProxy (recorded as `check_value` while 
 the prologue together with the number arithmetic it depends on).
 
 In-place ops are recorded as they happen (`prims.copy_`, see ops/inplace.py); the
-functionalization pass makes the computation pure. Arguments that are the very same view of
-memory (the same tensor passed twice) become ONE computation input, so a write through one is
-seen through the other. When the trace writes into an argument, or merged arguments, the
-prologue's `check_aliasing` guard makes sure a call shares memory between arguments exactly as
-the traced call did (and arguments that overlap otherwise are rejected while tracing), and
-`check_strides` guards the layouts that reshape's aliasing was decided on (compiler/aliasing.py).
+functionalization pass makes the computation pure. When the function writes into an argument
+that is the very same view of memory as another (the same tensor passed twice), it is traced
+again with those arguments merged into ONE computation input, so a write through one is seen
+through the other. The prologue's `check_aliasing` guard then makes sure a call shares memory
+between arguments exactly as the traced call did: merged arguments stay one tensor, and, when
+the trace writes into an argument, the others do not overlap it (arguments overlapping in other
+ways are rejected while tracing). `check_strides` guards the input layouts that reshape's
+aliasing was decided on (compiler/aliasing.py). Pure functions get none of these guards.
 """
 
 from __future__ import annotations
@@ -46,14 +48,16 @@ class _TracingMode(TorchFunctionMode):
 class _Inputs:
     """Builds the input proxies and the prologue's unpacking and guard bound symbols."""
 
-    def __init__(self, context: TraceContext, symbolic: bool) -> None:
+    def __init__(self, context: TraceContext, symbolic: bool, merge_same: bool) -> None:
         self.context = context
         self.symbolic = symbolic
+        self.merge_same = merge_same
         self.prologue: list[BoundSymbol] = []
         self.computation_inputs: list[Proxy] = []
-        # every tensor argument: (prologue proxy, example tensor, index of the first argument that
-        # is the very same view of memory, its own index when none is)
+        # every tensor argument: (prologue proxy, example tensor, index of the argument it was
+        # merged with: the first that is the very same view of memory, or its own index)
         self.tensors: list[tuple[TensorProxy, torch.Tensor, int]] = []
+        self.passed_twice = False  # whether some tensor argument is the same view as another
 
     def _guard(self, prim: Prim, *args: Any) -> None:
         self.prologue.append(BoundSymbol(prim, args, {}, None))
@@ -65,8 +69,9 @@ class _Inputs:
             proxy = TensorProxy(tuple(value.shape), value.dtype, value.device, name=proxy_name)
             self._guard(Prim.CHECK_TENSOR, proxy, tuple(value.shape), value.dtype, value.device)
             same = next((g for _, t, g in self.tensors if _same_view(t, value)), len(self.tensors))
-            self.tensors.append((proxy, value, same))
-            if same < len(self.tensors) - 1:
+            self.passed_twice |= same < len(self.tensors)
+            self.tensors.append((proxy, value, same if self.merge_same else len(self.tensors)))
+            if self.merge_same and same < len(self.tensors) - 1:
                 return proxy, self.tensors[same][0]
             aliasing.register_input(self.context, proxy, value)
             self.computation_inputs.append(proxy)
@@ -136,25 +141,24 @@ def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
     )
 
 
-def _memory_guards(inputs: _Inputs, context: TraceContext, recorded: list[BoundSymbol]) -> list[BoundSymbol]:
-    """The prologue guards a computation that writes into tensors needs (see the module)."""
+def _memory_guards(inputs: _Inputs, context: TraceContext, recorded: list[BoundSymbol]) -> list[BoundSymbol] | None:
+    """The prologue guards on argument memory (see the module), or None when the trace writes
+    into an argument passed twice without merging it: it must be traced again, merged."""
     roots = {id(aliasing.root(context, b.args[0])) for b in leaves(recorded) if b.sym in INPLACE}
-    if not roots:
-        return []
     representatives = [(p, t) for i, (p, t, g) in enumerate(inputs.tensors) if g == i]
+    merged = len(representatives) < len(inputs.tensors)
     writes_arguments = any(id(p) in roots for p, _ in representatives)
+    if writes_arguments and inputs.passed_twice and not merged:
+        return None
     guards = []
-    if writes_arguments or len(representatives) < len(inputs.tensors):
+    if merged or writes_arguments:
         if writes_arguments:
             _check_no_partial_overlap(representatives)
         tensors = tuple(p for p, _, _ in inputs.tensors)
-        groups = tuple(g for _, _, g in inputs.tensors)
-        merged = len(representatives) < len(inputs.tensors)
-        guards.append(
-            BoundSymbol(Prim.CHECK_ALIASING, (tensors, groups if merged else None, writes_arguments), {}, None)
-        )
-    for proxy, strides in aliasing.relied_on_inputs(context):
-        guards.append(BoundSymbol(Prim.CHECK_STRIDES, (proxy, strides), {}, None))
+        groups = tuple(g for _, _, g in inputs.tensors) if merged else None
+        guards.append(BoundSymbol(Prim.CHECK_ALIASING, (tensors, groups, writes_arguments), {}, None))
+    if roots:
+        guards += [BoundSymbol(Prim.CHECK_STRIDES, guard, {}, None) for guard in aliasing.relied_on_inputs(context)]
     return guards
 
 
@@ -249,9 +253,14 @@ def _check_output(value: Any) -> None:
 
 def trace(fn: Callable, args: tuple, kwargs: dict, *, symbolic: bool) -> tuple[Trace, Trace]:
     """Traces `fn(*args, **kwargs)`; returns (prologue trace, computation trace)."""
+    traced = _trace(fn, args, kwargs, symbolic, merge_same=False)
+    return traced if traced is not None else _trace(fn, args, kwargs, symbolic, merge_same=True)
+
+
+def _trace(fn: Callable, args: tuple, kwargs: dict, symbolic: bool, merge_same: bool) -> tuple[Trace, Trace] | None:
     context = TraceContext()
     args_proxy, kwargs_proxy = Proxy(context.claim("args")), Proxy(context.claim("kwargs"))
-    inputs = _Inputs(context, symbolic)
+    inputs = _Inputs(context, symbolic, merge_same)
     names = _parameter_names(fn, len(args))
     at = len(inputs.prologue)
     arg_elements, fn_args = [], []
@@ -267,10 +276,13 @@ def trace(fn: Callable, args: tuple, kwargs: dict, *, symbolic: bool) -> tuple[T
     _check_output(output)
 
     recorded = context.bsyms
+    memory_guards = _memory_guards(inputs, context, recorded)
+    if memory_guards is None:
+        return None
     computation_inputs = tuple(inputs.computation_inputs)
     prologue = Trace(
         (args_proxy, kwargs_proxy),
-        inputs.prologue + _memory_guards(inputs, context, recorded) + _guards_with_dependencies(recorded),
+        inputs.prologue + memory_guards + _guards_with_dependencies(recorded),
         computation_inputs,
         name="prologue",
     )
