@@ -8,11 +8,11 @@ and a copy otherwise. This module keeps the IR true to eager while tracing:
 
 - `reshape_operand` runs before each reshape prim is recorded; where eager would copy, it records
   a copy first, so that the IR's reshape views a fresh tensor (`contiguous_operand` does the same
-  for `Tensor.contiguous`). It decides with `layout`, a model
-  of eager's strides: computation inputs have the strides of the example tensors (the frontend
-  guards them with `check_strides` when the trace writes into anything), view prims transform
-  strides, elementwise prims lay their output out as TensorIterator does, other prims give
-  contiguous outputs, and anything else (an attention output, symbolic sizes) is unknown.
+  for `Tensor.contiguous`). It decides with `layout`, a model of eager's strides: computation
+  inputs have the strides of the example tensors (the frontend guards them with `check_strides`
+  when the trace writes into anything), view prims transform strides, elementwise prims lay
+  their output out as TensorIterator does, other prims give contiguous outputs, and anything
+  else (an attention output, symbolic sizes) is unknown.
 - where the layout is unknown, the reshape is recorded as a view and its input remembered as
   ambiguous; `check_writable` then rejects in-place writes into that tensor's family.
 - `check_writable` also rejects writes through expanded (broadcast) views, which have no inverse.

@@ -385,7 +385,7 @@ def where(condition: TensorProxy, input: Any = None, other: Any = None, *, out: 
         condition = _as_bool(condition)
     tensors = [x for x in (condition, input, other) if isinstance(x, TensorProxy)]
     shape = broadcast_shapes(*(t.shape for t in tensors))
-    compute, result = result_dtypes([input, other], Promotion.DEFAULT)
+    _, result = result_dtypes([input, other], Promotion.DEFAULT)
     device = tensors[0].device
     branches = []
     for x in (input, other):

@@ -74,7 +74,7 @@ class _Functionalizer:
         self.link: dict[str, BoundSymbol] = {}  # view name → the view prim that made it
         self.latest: dict[str, Proxy] = {}  # tensor name → proxy holding its latest value
         self.seen: dict[str, int] = {}  # view name → its root's write count when `latest` was made
-        self.writes: dict[str, int] = {}  # root name → how many writes its memory has seen
+        self.write_count: dict[str, int] = {}  # root name → how many writes its memory has seen
         self.view_source: dict[str, Proxy] = {}  # name defined by a view prim here → what it views
 
     # emitting ---------------------------------------------------------------------------------
@@ -105,11 +105,11 @@ class _Functionalizer:
         if not isinstance(t, TensorProxy):
             return t
         link = self.link.get(t.name)
-        if link is None or self.seen[t.name] == self.writes.get(self.root(t).name, 0):
+        if link is None or self.seen[t.name] == self.write_count.get(self.root(t).name, 0):
             return self.latest.get(t.name, t)
         fresh = self.emit_prim(link.sym, (self.current(link.args[0]), *link.args[1:]), like=t)
         self.latest[t.name] = fresh
-        self.seen[t.name] = self.writes.get(self.root(t).name, 0)
+        self.seen[t.name] = self.write_count.get(self.root(t).name, 0)
         return fresh
 
     def inverse(self, link: BoundSymbol, parent_now: Proxy, child_new: Proxy) -> TensorProxy:
@@ -145,7 +145,7 @@ class _Functionalizer:
             for leaf in leaves([bsym]):
                 if leaf.sym in VIEWS:
                     self.link[leaf.output.name] = leaf
-                    self.seen[leaf.output.name] = self.writes.get(self.root(leaf.output).name, 0)
+                    self.seen[leaf.output.name] = self.write_count.get(self.root(leaf.output).name, 0)
             self.emit(_substitute(bsym, replacement) if replacement else bsym)
 
     def write(self, target: TensorProxy, value: Any) -> None:
@@ -159,8 +159,8 @@ class _Functionalizer:
                 break
             new = self.inverse(link, self.current(link.args[0]), new)
             node = link.args[0]
-        count = self.writes.get(node.name, 0) + 1
-        self.writes[node.name] = count
+        count = self.write_count.get(node.name, 0) + 1
+        self.write_count[node.name] = count
         self.seen.update((name, count) for name in chain)
 
     def memory(self, p: Proxy) -> Proxy:
@@ -170,7 +170,7 @@ class _Functionalizer:
         return p
 
     def finish(self, trace: Trace) -> Trace:
-        written = {p.name for p in trace.inputs if p.name in self.writes}
+        written = {p.name for p in trace.inputs if p.name in self.write_count}
 
         def final(p: Any) -> Any:
             if not isinstance(p, TensorProxy) or p.name in written:
