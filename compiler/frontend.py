@@ -7,6 +7,16 @@ unpacks `(args, kwargs)` and guards everything the computation assumed: each ten
 dtype and device, each number's type (symbolic) or value (constant), each baked-in value, and
 every condition a branch took on a NumberProxy (recorded as `check_value` while tracing, moved to
 the prologue together with the number arithmetic it depends on).
+
+In-place ops are recorded as they happen (`prims.copy_`, see ops/inplace.py); the
+functionalization pass makes the computation pure. When the function writes into an argument
+that is the very same view of memory as another (the same tensor passed twice), it is traced
+again with those arguments merged into ONE computation input, so a write through one is seen
+through the other. The prologue's `check_aliasing` guard then makes sure a call shares memory
+between arguments exactly as the traced call did: merged arguments stay one tensor, and, when
+the trace writes into an argument, the others do not overlap it (arguments overlapping in other
+ways are rejected while tracing). `check_strides` guards the input layouts that reshape's
+aliasing was decided on (compiler/aliasing.py). Pure functions get none of these guards.
 """
 
 from __future__ import annotations
@@ -18,10 +28,11 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from compiler import ops
+from compiler import aliasing, ops
 from compiler.errors import TracingError, check
-from compiler.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, TraceContext, proxies_in, tracing
-from compiler.prims import GUARDS, Prim
+from compiler.executors.torch import overlapping
+from compiler.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy, Trace, TraceContext, proxies_in, tracing
+from compiler.prims import GUARDS, INPLACE, Prim
 
 _NUMBERS = (int, float, bool)
 _BAKED_TYPES = (type(None), str, torch.dtype, torch.device, type(Ellipsis))
@@ -37,11 +48,16 @@ class _TracingMode(TorchFunctionMode):
 class _Inputs:
     """Builds the input proxies and the prologue's unpacking and guard bound symbols."""
 
-    def __init__(self, context: TraceContext, symbolic: bool) -> None:
+    def __init__(self, context: TraceContext, symbolic: bool, merge_same: bool) -> None:
         self.context = context
         self.symbolic = symbolic
+        self.merge_same = merge_same
         self.prologue: list[BoundSymbol] = []
         self.computation_inputs: list[Proxy] = []
+        # every tensor argument: (prologue proxy, example tensor, index of the argument it was
+        # merged with: the first that is the very same view of memory, or its own index)
+        self.tensors: list[tuple[TensorProxy, torch.Tensor, int]] = []
+        self.passed_twice = False  # whether some tensor argument is the same view as another
 
     def _guard(self, prim: Prim, *args: Any) -> None:
         self.prologue.append(BoundSymbol(prim, args, {}, None))
@@ -52,6 +68,12 @@ class _Inputs:
         if isinstance(value, torch.Tensor):
             proxy = TensorProxy(tuple(value.shape), value.dtype, value.device, name=proxy_name)
             self._guard(Prim.CHECK_TENSOR, proxy, tuple(value.shape), value.dtype, value.device)
+            same = next((g for _, t, g in self.tensors if _same_view(t, value)), len(self.tensors))
+            self.passed_twice |= same < len(self.tensors)
+            self.tensors.append((proxy, value, same if self.merge_same else len(self.tensors)))
+            if self.merge_same and same < len(self.tensors) - 1:
+                return proxy, self.tensors[same][0]
+            aliasing.register_input(self.context, proxy, value)
             self.computation_inputs.append(proxy)
             return proxy, proxy
         if type(value) in _NUMBERS:
@@ -104,6 +126,59 @@ class _Inputs:
         return seen
 
 
+def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors are the very same view of the same memory (reading or writing one is
+    reading or writing the other)."""
+    if a is b:
+        return True
+    return (
+        a.numel() > 0
+        and a.data_ptr() == b.data_ptr()
+        and a.shape == b.shape
+        and a.stride() == b.stride()
+        and a.dtype == b.dtype
+        and a.device == b.device
+    )
+
+
+def _memory_guards(inputs: _Inputs, context: TraceContext, recorded: list[BoundSymbol]) -> list[BoundSymbol] | None:
+    """The prologue guards on argument memory (see the module), or None when the trace writes
+    into an argument passed twice without merging it: it must be traced again, merged."""
+    roots = {id(aliasing.root(context, b.args[0])) for b in leaves(recorded) if b.sym in INPLACE}
+    representatives = [(p, t) for i, (p, t, g) in enumerate(inputs.tensors) if g == i]
+    merged = len(representatives) < len(inputs.tensors)
+    writes_arguments = any(id(p) in roots for p, _ in representatives)
+    if writes_arguments and inputs.passed_twice and not merged:
+        return None
+    guards = []
+    if merged or writes_arguments:
+        if writes_arguments:
+            _check_no_partial_overlap(representatives)
+        tensors = tuple(p for p, _, _ in inputs.tensors)
+        groups = tuple(g for _, _, g in inputs.tensors) if merged else None
+        guards.append(BoundSymbol(Prim.CHECK_ALIASING, (tensors, groups, writes_arguments), {}, None))
+    if roots:
+        guards += [BoundSymbol(Prim.CHECK_STRIDES, guard, {}, None) for guard in aliasing.relied_on_inputs(context)]
+    return guards
+
+
+def _check_no_partial_overlap(tensors: list[tuple[TensorProxy, torch.Tensor]]) -> None:
+    by_storage: dict[int, list[tuple[TensorProxy, torch.Tensor]]] = {}
+    for p, t in tensors:
+        if t.numel():
+            by_storage.setdefault(t.untyped_storage().data_ptr(), []).append((p, t))
+    for group in by_storage.values():
+        check(
+            len(group) < 2 or not overlapping([t for _, t in group]),
+            lambda group=group: (
+                f"arguments {', '.join(p.name for p, _ in group)} share memory without being the same tensor, "
+                "and the function writes into an argument: such overlapping arguments are not supported; "
+                "pass separate tensors (or the same tensor object)"
+            ),
+            NotImplementedError,
+        )
+
+
 def _parameter_names(fn: Callable, count: int) -> list[str]:
     try:
         params = list(inspect.signature(fn).parameters.values())
@@ -129,6 +204,8 @@ def _without_guards(bsyms: list[BoundSymbol] | tuple) -> list[BoundSymbol]:
             continue
         if bsym.subsymbols:
             bsym = bsym.replace(subsymbols=tuple(_without_guards(bsym.subsymbols)))
+            if not bsym.subsymbols and bsym.output is None and isinstance(bsym.sym, Symbol):
+                continue  # an op that only checked something and returned its input
         result.append(bsym)
     return result
 
@@ -176,9 +253,14 @@ def _check_output(value: Any) -> None:
 
 def trace(fn: Callable, args: tuple, kwargs: dict, *, symbolic: bool) -> tuple[Trace, Trace]:
     """Traces `fn(*args, **kwargs)`; returns (prologue trace, computation trace)."""
+    traced = _trace(fn, args, kwargs, symbolic, merge_same=False)
+    return traced if traced is not None else _trace(fn, args, kwargs, symbolic, merge_same=True)
+
+
+def _trace(fn: Callable, args: tuple, kwargs: dict, symbolic: bool, merge_same: bool) -> tuple[Trace, Trace] | None:
     context = TraceContext()
     args_proxy, kwargs_proxy = Proxy(context.claim("args")), Proxy(context.claim("kwargs"))
-    inputs = _Inputs(context, symbolic)
+    inputs = _Inputs(context, symbolic, merge_same)
     names = _parameter_names(fn, len(args))
     at = len(inputs.prologue)
     arg_elements, fn_args = [], []
@@ -194,10 +276,13 @@ def trace(fn: Callable, args: tuple, kwargs: dict, *, symbolic: bool) -> tuple[T
     _check_output(output)
 
     recorded = context.bsyms
+    memory_guards = _memory_guards(inputs, context, recorded)
+    if memory_guards is None:
+        return None
     computation_inputs = tuple(inputs.computation_inputs)
     prologue = Trace(
         (args_proxy, kwargs_proxy),
-        inputs.prologue + _guards_with_dependencies(recorded),
+        inputs.prologue + memory_guards + _guards_with_dependencies(recorded),
         computation_inputs,
         name="prologue",
     )

@@ -28,12 +28,17 @@ from compiler.errors import TracingError, called_at
 
 
 class TraceContext:
-    """Hands out fresh proxy names and collects the bound symbols recorded while it is current."""
+    """Hands out fresh proxy names and collects the bound symbols recorded while it is current.
+
+    `producers` maps `id(proxy)` to the prim that defined it (ops are skipped: their outputs map
+    to the prim inside them); the tracer follows it to find what a tensor is a view of.
+    """
 
     def __init__(self, reserved: set[str] | frozenset[str] = frozenset()) -> None:
         self._names: set[str] = set(reserved)
         self._counters: dict[str, int] = {}
         self._scopes: list[list[BoundSymbol]] = [[]]
+        self.producers: dict[int, BoundSymbol] = {}
 
     @property
     def bsyms(self) -> list[BoundSymbol]:
@@ -61,6 +66,9 @@ class TraceContext:
     def record(self, bsym: BoundSymbol) -> None:
         """Appends `bsym` to the innermost open scope."""
         self._scopes[-1].append(bsym)
+        if not isinstance(bsym.sym, Symbol):
+            for p in proxies_in(bsym.output):
+                self.producers.setdefault(id(p), bsym)
 
     @contextlib.contextmanager
     def scope(self) -> Iterator[list[BoundSymbol]]:
@@ -277,6 +285,12 @@ for _name in (
     "__isub__",
     "__imul__",
     "__itruediv__",
+    "__ifloordiv__",
+    "__imod__",
+    "__ipow__",
+    "__iand__",
+    "__ior__",
+    "__ixor__",
 ):
     setattr(TensorProxy, _name, _tensor_method(_name))
 

@@ -9,26 +9,30 @@ from typing import Any
 from compiler import executors as executors_module
 from compiler import frontend
 from compiler.cache import CacheEntry
+from compiler.check_writebacks import check_writebacks
 from compiler.codegen import compile_trace
 from compiler.ir import Trace
 from compiler.passes.cse import cse
 from compiler.passes.dce import dce
 from compiler.passes.flatten import flatten
+from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
 
 
 @dataclass(frozen=True)
 class Options:
-    """What `jit` was asked for."""
+    """What `jit` was asked for. `check_writebacks` validates the final trace's write-backs."""
 
     cache: str
     executors: tuple[Any, ...]
     fusion: FusionOptions = field(default_factory=FusionOptions)
+    check_writebacks: bool = True
 
 
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
-    """The passes run on the computation trace, in order (fusion last, when an executor fuses)."""
-    passes: list[Callable[[Trace], Trace]] = [flatten, cse, dce]
+    """The passes run on the computation trace, in order: functionalize first (the others assume
+    a pure trace), fusion last when an executor fuses."""
+    passes: list[Callable[[Trace], Trace]] = [functionalize, flatten, cse, dce]
     if fusion_executor(options.executors) is not None:
         passes.append(lambda trace: fuse(trace, options.executors))
     return passes
@@ -40,6 +44,8 @@ def compile_entry(fn: Callable, options: Options, args: tuple, kwargs: dict) -> 
     traces = [computation]
     for run_pass in computation_passes(options):
         traces.append(run_pass(traces[-1]))
+    if options.check_writebacks:
+        check_writebacks(traces[-1])
     prologue = dce(cse(prologue))
     return CacheEntry(
         prologue=compile_trace(prologue, [executors_module.TORCH]),

@@ -88,6 +88,7 @@ class Prim(enum.Enum):
     # indexing
     INDEX_SELECT = "index_select"
     INDEX_COPY = "index_copy"
+    INDEX_ADD = "index_add"
     TAKE_ALONG_DIM = "take_along_dim"
     # linear algebra and attention
     MATMUL = "matmul"
@@ -97,6 +98,11 @@ class Prim(enum.Enum):
     FULL = "full"
     EMPTY = "empty"
     IOTA = "iota"
+    # a copy of a tensor with a strided region replaced (the functional form of writing a slice)
+    SLICE_UPDATE = "slice_update"
+    # in-place: `copy_(target, value)` overwrites `target`, seen through every alias of it. Only
+    # traces straight from the frontend hold it; functionalization removes it.
+    COPY_ = "copy_"
     # in-place write-back of a computed value into a buffer the caller can observe
     COPY_TO = "copy_to"
     # prologue: unpacking arguments and guards
@@ -105,6 +111,8 @@ class Prim(enum.Enum):
     CHECK_TENSOR = "check_tensor"
     CHECK_TYPE = "check_type"
     CHECK_VALUE = "check_value"
+    CHECK_STRIDES = "check_strides"
+    CHECK_ALIASING = "check_aliasing"
 
 
 UNARY = frozenset(
@@ -121,11 +129,17 @@ ELEMENTWISE = UNARY | BINARY | {Prim.WHERE, Prim.CONVERT_ELEMENT_TYPE}
 REDUCTIONS = frozenset({Prim.SUM, Prim.PROD, Prim.AMAX, Prim.AMIN, Prim.ARGMAX})
 SHAPE_OPS = frozenset({Prim.BROADCAST_IN_DIM, Prim.RESHAPE, Prim.PERMUTE, Prim.SLICE, Prim.SQUEEZE, Prim.CAT})
 FACTORIES = frozenset({Prim.FULL, Prim.EMPTY, Prim.IOTA})
-GUARDS = frozenset({Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE})
+GUARDS = frozenset({Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE, Prim.CHECK_STRIDES, Prim.CHECK_ALIASING})
 PROLOGUE_ONLY = GUARDS | {Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT}
+# The IR's aliasing rule: the output of a view prim aliases its first argument (writing into one
+# changes the other); every other prim returns a fresh tensor. passes/functionalize.py relies on
+# it, and the tracer (compiler/aliasing.py) keeps it true to eager PyTorch.
+VIEWS = frozenset({Prim.SLICE, Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.BROADCAST_IN_DIM})
+# Prims that mutate their arguments; none survives functionalization.
+INPLACE = frozenset({Prim.COPY_})
 # Prims kept by dead-code elimination even when nothing reads their outputs (unpacking checks
 # the length or keys of what it unpacks).
-SIDE_EFFECTS = set(PROLOGUE_ONLY) | {Prim.COPY_TO}
+SIDE_EFFECTS = set(PROLOGUE_ONLY) | INPLACE | {Prim.COPY_TO}
 
 
 def _sign(x: Any) -> Any:
@@ -398,17 +412,29 @@ def _index_select_meta(a: TensorProxy, dim: int, index: TensorProxy) -> TensorPr
     return TensorProxy(shape, a.dtype, a.device)
 
 
-def _index_copy_meta(a: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy) -> TensorProxy:
-    check(
-        source.dtype == a.dtype,
-        lambda: f"prims.index_copy: {source.name} is {source.dtype} but {a.name} is {a.dtype}",
-        TypeError,
-    )
-    check(
-        index.ndim <= 1 and dtypes.is_integer(index.dtype),
-        lambda: f"prims.index_copy: index {index.name} must be a 1-D integer tensor",
-        TypeError,
-    )
+def _index_update_meta(prim: Prim) -> Callable:
+    def meta(a: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy) -> TensorProxy:
+        check(
+            source.dtype == a.dtype and source.ndim == a.ndim,
+            lambda: (
+                f"prims.{prim.value}: {source.name} ({source.dtype}, rank {source.ndim}) must match {a.name} "
+                f"({a.dtype}, rank {a.ndim})"
+            ),
+            TypeError,
+        )
+        check(
+            index.ndim <= 1 and dtypes.is_integer(index.dtype),
+            lambda: f"prims.{prim.value}: index {index.name} must be a 1-D integer tensor",
+            TypeError,
+        )
+        return TensorProxy(a.shape, a.dtype, a.device)
+
+    return meta
+
+
+def _slice_update_meta(a: TensorProxy, value: TensorProxy, starts: Any, ends: Any, steps: Any) -> TensorProxy:
+    region = _slice_meta(a, starts, ends, steps)
+    _check_same_shape(Prim.SLICE_UPDATE, [region, value])
     return TensorProxy(a.shape, a.dtype, a.device)
 
 
@@ -493,6 +519,11 @@ def _copy_to_meta(computed: TensorProxy, buffer: TensorProxy) -> None:
     return None
 
 
+def _copy__meta(target: TensorProxy, value: TensorProxy) -> None:
+    _check_same_shape(Prim.COPY_, [target, value])
+    return None
+
+
 META: dict[Prim, Callable | None] = {
     **{p: _elementwise_meta(p) for p in UNARY | BINARY},
     Prim.WHERE: _where_meta,
@@ -506,7 +537,9 @@ META: dict[Prim, Callable | None] = {
     Prim.SQUEEZE: _squeeze_meta,
     Prim.CAT: _cat_meta,
     Prim.INDEX_SELECT: _index_select_meta,
-    Prim.INDEX_COPY: _index_copy_meta,
+    Prim.INDEX_COPY: _index_update_meta(Prim.INDEX_COPY),
+    Prim.INDEX_ADD: _index_update_meta(Prim.INDEX_ADD),
+    Prim.SLICE_UPDATE: _slice_update_meta,
     Prim.TAKE_ALONG_DIM: _take_along_dim_meta,
     Prim.MATMUL: _matmul_meta,
     Prim.LINEAR: _linear_meta,
@@ -515,9 +548,12 @@ META: dict[Prim, Callable | None] = {
     Prim.EMPTY: _empty_meta,
     Prim.IOTA: _iota_meta,
     Prim.COPY_TO: _copy_to_meta,
+    Prim.COPY_: _copy__meta,
     Prim.CHECK_TENSOR: _guard_meta,
     Prim.CHECK_TYPE: _guard_meta,
     Prim.CHECK_VALUE: _guard_meta,
+    Prim.CHECK_STRIDES: _guard_meta,
+    Prim.CHECK_ALIASING: _guard_meta,
     # Built by the frontend, which knows the element proxies; there is nothing to infer.
     Prim.UNPACK_SEQUENCE: None,
     Prim.UNPACK_DICT: None,
@@ -534,6 +570,11 @@ def bind(prim: Prim, *args: Any) -> Any:
         return evaluate(prim, args)
     meta = META[prim]
     check(meta is not None, lambda: f"prims.{prim.value} is built by the frontend, not called", TypeError)
+    if prim is Prim.RESHAPE:
+        from compiler.aliasing import reshape_operand
+
+        # NOTE: eager reshape copies when strides forbid a view; the IR's reshape always views.
+        args = (reshape_operand(args[0], args[1]), *args[1:])
     output = meta(*args)
     context.record(BoundSymbol(prim, args, {}, output))
     return output

@@ -94,6 +94,66 @@ def copy_to(computed: torch.Tensor, buffer: torch.Tensor) -> None:
     buffer.copy_(computed)
 
 
+def copy_(target: torch.Tensor, value: torch.Tensor) -> None:
+    """In-place (unfunctionalized traces only): overwrites `target`, and so every view of it."""
+    target.copy_(value)
+
+
+def slice_update(
+    a: torch.Tensor, value: torch.Tensor, starts: Sequence, ends: Sequence, steps: Sequence
+) -> torch.Tensor:
+    """A copy of `a` whose region `a[starts:ends:steps]` holds `value`."""
+    out = a.clone()
+    out[tuple(slice(s, e, st) for s, e, st in zip(starts, ends, steps))] = value
+    return out
+
+
+def check_strides(t: torch.Tensor, strides: tuple) -> None:
+    """Guard: `t` has exactly these strides (the trace relied on its memory layout)."""
+    if t.stride() != strides:
+        raise GuardFailure
+
+
+def check_aliasing(tensors: tuple, groups: tuple | None, disjoint: bool) -> None:
+    """Guard on how tensor arguments share memory.
+
+    `groups[i] != i` means the trace took `tensors[i]` to be the very same view of memory as
+    `tensors[groups[i]]` (the same tensor passed twice): it must still be (`groups` is None when
+    the trace merged no arguments). With `disjoint` (the trace writes into an argument), tensors
+    of different groups must not overlap in memory.
+    """
+    if groups is None:
+        if not disjoint:
+            return
+        storages = [t.untyped_storage().data_ptr() for t in tensors]
+        if len(set(storages)) == len(storages):
+            return  # the common case: every argument has its own storage
+        groups = tuple(range(len(tensors)))
+    by_storage: dict[int, list[torch.Tensor]] = {}
+    for i, (t, g) in enumerate(zip(tensors, groups)):
+        if g != i:
+            u = tensors[g]
+            if t is not u and (t.data_ptr() != u.data_ptr() or t.stride() != u.stride()):
+                raise GuardFailure
+        elif disjoint and t.numel():
+            by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(t)
+    if any(len(members) > 1 and overlapping(members) for members in by_storage.values()):
+        raise GuardFailure
+
+
+def overlapping(tensors: Sequence[torch.Tensor]) -> bool:
+    """Whether any two of these (non-empty) tensors may touch the same bytes; conservative: byte
+    ranges are compared, so interleaved views count as overlapping."""
+    spans = sorted(byte_span(t) for t in tensors)
+    return any(spans[k][1] > spans[k + 1][0] for k in range(len(spans) - 1))
+
+
+def byte_span(t: torch.Tensor) -> tuple[int, int]:
+    """(first byte, one past the last byte) of the memory a non-empty tensor `t` can touch."""
+    extent = 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    return t.data_ptr(), t.data_ptr() + extent * t.element_size()
+
+
 def check_tensor(t: Any, shape: tuple, dtype: torch.dtype, device: torch.device) -> None:
     """Guard: `t` is a tensor of exactly this shape, dtype and device."""
     if not (isinstance(t, torch.Tensor) and t.dtype is dtype and t.shape == shape and t.device == device):
@@ -182,6 +242,8 @@ IMPLS: dict[Prim, Callable] = {
     Prim.CAT: torch.cat,
     Prim.INDEX_SELECT: torch.index_select,
     Prim.INDEX_COPY: torch.index_copy,
+    Prim.INDEX_ADD: torch.index_add,
+    Prim.SLICE_UPDATE: slice_update,
     Prim.TAKE_ALONG_DIM: lambda a, index, dim: torch.gather(a, dim, index),
     Prim.MATMUL: torch.matmul,
     Prim.LINEAR: F.linear,
@@ -190,11 +252,14 @@ IMPLS: dict[Prim, Callable] = {
     Prim.EMPTY: lambda shape, dtype, device: torch.empty(shape, dtype=dtype, device=device),
     Prim.IOTA: _iota,
     Prim.COPY_TO: copy_to,
+    Prim.COPY_: copy_,
     Prim.UNPACK_SEQUENCE: unpack_sequence,
     Prim.UNPACK_DICT: unpack_dict,
     Prim.CHECK_TENSOR: check_tensor,
     Prim.CHECK_TYPE: check_type,
     Prim.CHECK_VALUE: check_value,
+    Prim.CHECK_STRIDES: check_strides,
+    Prim.CHECK_ALIASING: check_aliasing,
 }
 
 

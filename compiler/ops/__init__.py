@@ -4,7 +4,10 @@
 `torch.Tensor.__add__`, `torch.nn.functional.gelu`, ...) to decomposition functions with torch's
 signature. `dispatch` is what proxies and the tracing mode call: it runs the decomposition over
 proxies and records one bound symbol named after the torch function whose subsymbols are the
-prims (and nested ops) the decomposition recorded.
+prims (and nested ops) the decomposition recorded. An op that returns only values defined before
+it (an in-place op returns its target) is recorded with no output. `out=` is handled here for
+every op whose decomposition declares an `out` parameter: the op runs without it and its result
+is written into `out` (see ops/inplace.py), so decompositions never see `out`.
 
 Importing this package registers every op module below.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -107,18 +111,42 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
         )
     context = ir.current()
     check(context is not None, lambda: f"{op.name} was called on proxies outside of tracing", TracingError)
+    if kwargs.get("out") is not None and _accepts_out(op.impl):
+        return _dispatch_out(op, fn, args, kwargs)
     with context.scope() as recorded:
         output = op.impl(*args, **kwargs)
     if recorded:
         defined = {id(p) for bsym in recorded for p in _defined(bsym)}
-        if all(id(p) in defined for p in ir.proxies_in(output)):
+        outputs = list(ir.proxies_in(output))
+        new = [p for p in outputs if id(p) in defined]
+        if len(new) == len(outputs):
             context.record(BoundSymbol(op.symbol, args, kwargs, output, tuple(recorded)))
+        elif not new:
+            # NOTE: recording a value defined before the op as its output would assign that
+            # name twice; the op defines nothing (an in-place op returns its target).
+            context.record(BoundSymbol(op.symbol, args, kwargs, None, tuple(recorded)))
         else:
-            # NOTE: the op returned a value defined before it (an alias of an input); recording
-            # it as the op's output would assign that name twice, so keep the prims un-grouped.
             for bsym in recorded:
                 context.record(bsym)
     return output
+
+
+@functools.cache
+def _accepts_out(impl: Callable) -> bool:
+    return "out" in inspect.signature(impl).parameters
+
+
+def _dispatch_out(op: Op, fn: Any, args: tuple, kwargs: dict) -> Any:
+    """`fn(*args, out=o)`: the op without `out`, then its result written into `o`; returns `o`."""
+    from compiler.ops.inplace import write_out
+
+    context = ir.current()
+    functional_kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+    with context.scope() as recorded:
+        result = dispatch(fn, args, functional_kwargs)
+        out = write_out(kwargs["out"], result, f"{op.name}(out=...)")
+    context.record(BoundSymbol(op.symbol, args, kwargs, None, tuple(recorded)))
+    return out
 
 
 def _defined(bsym: BoundSymbol) -> list[Proxy]:
@@ -127,7 +155,7 @@ def _defined(bsym: BoundSymbol) -> list[Proxy]:
 
 @functools.cache
 def _load_all() -> None:
-    for module in ("elementwise", "reductions", "shape", "indexing", "nn", "factory"):
+    for module in ("elementwise", "reductions", "shape", "indexing", "nn", "factory", "inplace"):
         importlib.import_module(f"compiler.ops.{module}")
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from compiler import prims
+from compiler.aliasing import contiguous_operand, fresh_copy
 from compiler.errors import called_at, check
 from compiler.ir import NumberProxy, TensorProxy
 from compiler.ops import register
@@ -177,8 +178,9 @@ def flatten(input: TensorProxy, start_dim: int = 0, end_dim: int = -1) -> Any:
 
 @register("torch.Tensor.contiguous")
 def contiguous(input: TensorProxy, memory_format: Any = None) -> Any:
-    # NOTE: traces hold values, not layouts; executors choose memory layouts themselves.
-    return input
+    # NOTE: traces hold values, not layouts; executors choose memory layouts themselves. But
+    # eager copies a non-contiguous tensor, and in-place writes can tell a copy from an alias.
+    return contiguous_operand(input)
 
 
 @register("torch.cat", "torch.concat", "torch.concatenate")
@@ -192,7 +194,8 @@ def cat(tensors: Sequence[TensorProxy], dim: int = 0, *, out: Any = None) -> Any
     d = canonical_dim(dim, kept[0].ndim)
     _, dtype = result_dtypes(kept, Promotion.DEFAULT)
     kept = [to_dtype(t, dtype) for t in kept]
-    return kept[0] if len(kept) == 1 else prims.cat(kept, d)
+    # NOTE: a one-tensor cat is a copy in eager mode (writing into it leaves the input alone).
+    return fresh_copy(kept[0]) if len(kept) == 1 else prims.cat(kept, d)
 
 
 @register("torch.stack")

@@ -3,7 +3,9 @@
 Assumes: a flattened trace. Guarantees: no two pure prims with equal arguments remain; the later
 one's outputs are replaced by the earlier one's everywhere after it (output included). A guard
 repeated with equal arguments is dropped (checking twice adds nothing). Other side-effecting
-prims and `empty` (whose buffers must stay distinct) are never merged.
+prims and `empty` (whose buffers must stay distinct) are never merged, nor are the prims that
+compute a value written back by `copy_to` (each write-back owns its value: nothing else may read
+it, see check_writebacks).
 """
 
 from __future__ import annotations
@@ -36,12 +38,15 @@ def cse(trace: Trace) -> Trace:
     seen: dict[Any, BoundSymbol] = {}
     kept: list[BoundSymbol] = []
 
+    written_back = {id(b.args[0]) for b in trace.bsyms if b.sym is Prim.COPY_TO}
+
     def substitute(value: Any) -> Any:
         return map_proxies(value, lambda p: replacement.get(id(p), p))
 
     for bsym in trace.bsyms:
         bsym = bsym.replace(args=substitute(bsym.args), kwargs=substitute(bsym.kwargs))
-        if isinstance(bsym.sym, Prim) and bsym.sym not in _NEVER_MERGED:
+        owned = any(id(p) in written_back for p in bsym.outputs)
+        if isinstance(bsym.sym, Prim) and bsym.sym not in _NEVER_MERGED and not owned:
             key = (bsym.sym, _key(bsym.args), _key(bsym.kwargs))
             earlier = seen.get(key)
             if earlier is not None:

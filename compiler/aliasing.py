@@ -1,0 +1,315 @@
+"""Aliasing while tracing: what each tensor is a view of, and eager's memory layout where it matters.
+
+The IR's aliasing rule (`prims.VIEWS`): the output of a view prim (slice, reshape, permute,
+squeeze, broadcast_in_dim) aliases its first argument; every other prim returns a fresh tensor.
+`passes/functionalize.py` relies on nothing else. Eager PyTorch agrees for every view op except
+`reshape` (and `flatten`, `reshape_as`), which returns a view when the input's strides allow it
+and a copy otherwise. This module keeps the IR true to eager while tracing:
+
+- `reshape_operand` runs before each reshape prim is recorded; where eager would copy, it records
+  a copy first, so that the IR's reshape views a fresh tensor (`contiguous_operand` does the same
+  for `Tensor.contiguous`). It decides with `layout`, a model of eager's strides: computation
+  inputs have the strides of the example tensors (the frontend guards them with `check_strides`
+  when the trace writes into anything), view prims transform strides, elementwise prims lay
+  their output out as TensorIterator does, other prims give contiguous outputs, and anything
+  else (an attention output, symbolic sizes) is unknown.
+- where the layout is unknown, the reshape is recorded as a view and its input remembered as
+  ambiguous; `check_writable` then rejects in-place writes into that tensor's family.
+- `check_writable` also rejects writes through expanded (broadcast) views, which have no inverse.
+
+State lives per `TraceContext` (keyed weakly), next to the context's `producers` index.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+import torch
+
+from compiler import ir, prims
+from compiler.errors import called_at, check
+from compiler.ir import BoundSymbol, TensorProxy, TraceContext
+from compiler.prims import Prim
+
+Strides = tuple[int, ...]
+# Prims whose output takes its layout from its tensor operands the way TensorIterator does
+# (elementwise ops; clone-like ops follow their first operand); other outputs are contiguous,
+# except attention's, which depends on the device's kernel.
+_ITERATOR_LAYOUT = prims.ELEMENTWISE
+_FIRST_OPERAND_LAYOUT = frozenset({Prim.INDEX_COPY, Prim.INDEX_ADD, Prim.SLICE_UPDATE})
+_UNKNOWN_LAYOUT = frozenset({Prim.SDPA})
+
+
+@dataclass
+class _State:
+    input_strides: dict[int, Strides] = field(default_factory=dict)
+    layouts: dict[int, Strides | None] = field(default_factory=dict)
+    relied_on: dict[int, TensorProxy] = field(default_factory=dict)
+    ambiguous: list[TensorProxy] = field(default_factory=list)
+
+
+_STATES: weakref.WeakKeyDictionary[TraceContext, _State] = weakref.WeakKeyDictionary()
+
+
+def _state(context: TraceContext) -> _State:
+    state = _STATES.get(context)
+    if state is None:
+        state = _STATES[context] = _State()
+    return state
+
+
+def register_input(context: TraceContext, proxy: TensorProxy, tensor: torch.Tensor) -> None:
+    """Records the strides of the example tensor a computation input stands for."""
+    _state(context).input_strides[id(proxy)] = tuple(tensor.stride())
+
+
+def relied_on_inputs(context: TraceContext) -> list[tuple[TensorProxy, Strides]]:
+    """The inputs whose strides a reshape decision depended on, with those strides."""
+    state = _state(context)
+    return [(p, state.input_strides[id(p)]) for p in state.relied_on.values()]
+
+
+def view_link(context: TraceContext, t: TensorProxy) -> BoundSymbol | None:
+    """The view prim that made `t` (a view of its first argument), or None for a fresh tensor."""
+    bsym = context.producers.get(id(t))
+    return bsym if bsym is not None and bsym.sym in prims.VIEWS else None
+
+
+def root(context: TraceContext, t: TensorProxy) -> TensorProxy:
+    """The fresh tensor (input or computed) whose memory `t` views."""
+    link = view_link(context, t)
+    while link is not None:
+        t = link.args[0]
+        link = view_link(context, t)
+    return t
+
+
+# ---------------------------------------------------------------------------------------------
+# eager's strides
+
+
+def _concrete(shape: tuple | list) -> bool:
+    return all(type(s) is int for s in shape)
+
+
+def contiguous_strides(shape: tuple | list) -> Strides | None:
+    """Row-major strides of `shape` (None when a size is symbolic)."""
+    if not _concrete(shape):
+        return None
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def view_strides(shape: tuple | list, strides: Strides, new_shape: tuple | list) -> Strides | None:
+    """Strides of `new_shape` viewing a tensor of `shape`/`strides`, or None when no view exists
+    (ATen's computeStride; sizes must be concrete)."""
+    if not shape:
+        return tuple(1 for _ in new_shape)
+    if 0 in shape:
+        return contiguous_strides(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = strides[-1]
+    tensor_numel, view_numel = 1, 1
+    for tensor_d in range(len(shape) - 1, -1, -1):
+        tensor_numel *= shape[tensor_d]
+        if tensor_d == 0 or (shape[tensor_d - 1] != 1 and strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = strides[tensor_d - 1]
+                tensor_numel, view_numel = 1, 1
+    return tuple(new_strides) if view_d == -1 else None
+
+
+def iterator_strides(shape: tuple | list, operands: list[Strides]) -> Strides | None:
+    """The strides TensorIterator gives the output of an elementwise op on operands of `shape`
+    with these strides (ATen's `reorder_dimensions`: dims ordered by the operands' strides, the
+    first operand that tells two dims apart decides, broadcast dims never do)."""
+    if not _concrete(shape):
+        return None
+    ndim = len(shape)
+
+    def should_swap(d0: int, d1: int) -> int:
+        for strides in operands:
+            s0, s1 = strides[d0], strides[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return 1 if s0 > s1 else -1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(ndim - 1, -1, -1))  # fastest dim first
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            comparison = should_swap(perm[d0], perm[d1])
+            if comparison > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif comparison < 0:
+                break
+    strides, step = [0] * ndim, 1
+    for d in perm:
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return tuple(strides)
+
+
+def expands(link: BoundSymbol) -> bool:
+    """Whether a broadcast_in_dim link repeats elements (a real expand, not an unsqueeze)."""
+    a, shape, broadcast_dims = link.args
+    kept = dict(zip(broadcast_dims, a.shape))
+    for d, size in enumerate(shape):
+        if type(size) is int and size == 1:
+            continue
+        source = kept.get(d)
+        if source is None or (type(source) is int and source == 1):
+            return True
+    return False
+
+
+def _view_layout(link: BoundSymbol, src: Strides) -> Strides | None:
+    prim, a = link.sym, link.args[0]
+    if prim is Prim.SLICE:
+        return tuple(s * step for s, step in zip(src, link.args[3]))
+    if prim is Prim.PERMUTE:
+        return tuple(src[i] for i in link.args[1])
+    if prim is Prim.SQUEEZE:
+        return tuple(s for i, s in enumerate(src) if i not in link.args[1])
+    if prim is Prim.BROADCAST_IN_DIM:
+        shape, broadcast_dims = link.args[1], link.args[2]
+        strides = [0] * len(shape)
+        for i, d in enumerate(broadcast_dims):
+            repeated = type(a.shape[i]) is int and a.shape[i] == 1 and not (type(shape[d]) is int and shape[d] == 1)
+            strides[d] = 0 if repeated else src[i]
+        return tuple(strides)
+    if not (_concrete(a.shape) and _concrete(link.args[1])):
+        return None
+    return view_strides(a.shape, src, link.args[1]) or contiguous_strides(link.args[1])
+
+
+def _layout_of(bsym: BoundSymbol, operands: list[tuple[TensorProxy, Strides | None]]) -> Strides | None:
+    out = bsym.output
+    if bsym.sym in prims.VIEWS:
+        src = operands[0][1]
+        return None if src is None else _view_layout(bsym, src)
+    if bsym.sym in _UNKNOWN_LAYOUT:
+        return None
+    if bsym.sym in _ITERATOR_LAYOUT or bsym.sym in _FIRST_OPERAND_LAYOUT:
+        followed = operands[:1] if bsym.sym in _FIRST_OPERAND_LAYOUT else operands
+        if any(s is None for _, s in followed):
+            return None
+        return iterator_strides(out.shape, [s for _, s in followed])
+    return contiguous_strides(out.shape)
+
+
+def layout(context: TraceContext, t: TensorProxy) -> Strides | None:
+    """eager's strides for `t` as far as the model knows them (None: unknown)."""
+    state = _state(context)
+    stack = [t]
+    while stack:
+        p = stack[-1]
+        if id(p) in state.layouts:
+            stack.pop()
+            continue
+        if id(p) in state.input_strides:
+            state.relied_on[id(p)] = p
+            state.layouts[id(p)] = state.input_strides[id(p)]
+            stack.pop()
+            continue
+        bsym = context.producers.get(id(p))
+        operands = [a for a in bsym.args if isinstance(a, TensorProxy)] if bsym is not None else []
+        pending = [a for a in operands if id(a) not in state.layouts]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        known = [(a, state.layouts[id(a)]) for a in operands]
+        state.layouts[id(p)] = None if bsym is None else _layout_of(bsym, known)
+    return state.layouts[id(t)]
+
+
+# ---------------------------------------------------------------------------------------------
+# hooks for the tracer
+
+
+def fresh_copy(t: TensorProxy) -> TensorProxy:
+    """Records a prim that copies `t` into a new tensor (there is no copy prim: x * 1 is one)."""
+    return prims.bitwise_and(t, True) if t.dtype == torch.bool else prims.mul(t, 1)
+
+
+def reshape_operand(a: TensorProxy, shape: list | tuple) -> TensorProxy:
+    """What a reshape prim about to be recorded should view: `a`, or a copy of it where eager's
+    reshape would copy. Remembers `a` as ambiguous when its layout is unknown."""
+    context = ir.current()
+    if context is None or not isinstance(a, TensorProxy):
+        return a
+    state = _state(context)
+    src = layout(context, a) if _concrete(a.shape) and _concrete(shape) else None
+    if src is None:
+        state.ambiguous.append(a)
+        return a
+    if view_strides(a.shape, src, shape) is not None:
+        return a
+    copy = fresh_copy(a)
+    state.layouts[id(copy)] = contiguous_strides(a.shape)
+    return copy
+
+
+def contiguous_operand(t: TensorProxy) -> TensorProxy:
+    """What `t.contiguous()` returns: `t` where eager returns it, a copy where eager copies."""
+    context = ir.current()
+    if context is None:
+        return t
+    src, expected = layout(context, t), contiguous_strides(t.shape)
+    if src is None or expected is None:
+        _state(context).ambiguous.append(t)
+        return t
+    if all(stride == want for size, stride, want in zip(t.shape, src, expected) if size != 1):
+        return t
+    copy = fresh_copy(t)
+    _state(context).layouts[id(copy)] = expected
+    return copy
+
+
+def check_writable(target: TensorProxy, what: str) -> None:
+    """Raises unless an in-place write into `target` can be functionalized exactly as eager runs it.
+
+    `what` names the operation for the message, which also names the user's line of code.
+    """
+    context = ir.current()
+    check(context is not None, lambda: f"{what} was called on proxies outside of tracing", RuntimeError)
+    node, link = target, view_link(context, target)
+    while link is not None:
+        check(
+            not (link.sym is Prim.BROADCAST_IN_DIM and expands(link)),
+            lambda node=node, link=link: (
+                f"{what} writes into {target.name}, which is (a view of) {node.name}, an expanded (broadcast) view "
+                f"of {link.args[0].name}: its elements share memory, so eager PyTorch rejects the write or changes "
+                f"every copy at once, which the compiler does not support; clone() the tensor first{called_at()}"
+            ),
+            NotImplementedError,
+        )
+        node, link = link.args[0], view_link(context, link.args[0])
+    for a in _state(context).ambiguous:
+        check(
+            root(context, a) is not node,
+            lambda a=a: (
+                f"{what} writes into {target.name}, which shares memory with {a.name}; {a.name} was reshaped "
+                f"and its memory layout is not known while tracing (an attention output or symbolic sizes), so "
+                f"whether eager's reshape made a view or a copy is unknown; clone() before the reshape"
+                f"{called_at()}"
+            ),
+            NotImplementedError,
+        )

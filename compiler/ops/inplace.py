@@ -1,0 +1,253 @@
+"""In-place torch ops: `add_` and friends, `zero_`/`fill_`/`copy_`, `index_copy_`/`index_add_`,
+`__setitem__`, the in-place operators (`+=`, ...), and the write behind `out=` arguments.
+
+Each in-place op is recorded as the functional op it updates with (a nested op bound symbol, so
+traces show `t = torch.Tensor.add(x, y)`) followed by `prims.copy_(x, t)`, which overwrites `x`
+and every view of it. `passes/functionalize.py` turns those writes into pure updates plus
+write-backs. Checks follow eager: the result must already have the target's shape (in-place ops
+never resize) and a dtype that casts to the target's (`torch.can_cast`); `copy_`, `fill_` and
+`__setitem__` broadcast and cast freely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from compiler import aliasing, dtypes, prims
+from compiler.errors import called_at, check
+from compiler.ir import NumberProxy, TensorProxy
+from compiler.ops import dispatch, register
+from compiler.ops.indexing import _as_1d, _check_index
+from compiler.ops.operands import broadcast_shapes, broadcast_to, canonical_dim, to_dtype
+from compiler.prims import same_size
+
+
+def _same_shape(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(map(same_size, a, b))
+
+
+def _scalar(value: Any, dtype: torch.dtype) -> Any:
+    """A number (or NumberProxy) as the Python type of `dtype`, as torch casts a fill value."""
+    if isinstance(value, NumberProxy):
+        return to_dtype(value, dtype)
+    return dtypes.python_type(dtype)(value)
+
+
+def write(target: Any, value: Any, what: str, *, broadcast: bool = False, any_cast: bool = False) -> TensorProxy:
+    """Records that `target`'s contents become `value` (a tensor or a number); returns `target`.
+
+    Without `broadcast`, `value` must have exactly `target`'s shape; without `any_cast`, its dtype
+    must cast to `target`'s under torch's rules for in-place results.
+    """
+    check(
+        isinstance(target, TensorProxy),
+        lambda: f"{what}: cannot write into {type(target).__name__} {target!r}{called_at()}",
+        TypeError,
+    )
+    if not isinstance(value, TensorProxy):
+        check(
+            isinstance(value, (int, float, bool, NumberProxy)),
+            lambda: f"{what}: expected a tensor or a number to write, got {type(value).__name__}{called_at()}",
+            TypeError,
+        )
+        value = prims.full(list(target.shape), _scalar(value, target.dtype), target.dtype, target.device)
+    check(
+        value.device == target.device,
+        lambda: f"{what}: cannot write a tensor on {value.device} into one on {target.device}{called_at()}",
+        RuntimeError,
+    )
+    if broadcast:
+        shape = broadcast_shapes(target.shape, value.shape)
+        check(
+            _same_shape(shape, target.shape),
+            lambda: f"{what}: a value of shape {value.shape} cannot be broadcast to {target.shape}{called_at()}",
+            RuntimeError,
+        )
+        value = broadcast_to(value, target.shape)
+    check(
+        _same_shape(value.shape, target.shape),
+        lambda: (
+            f"{what}: output with shape {target.shape} doesn't match the broadcast shape {value.shape}; "
+            f"in-place operations do not resize{called_at()}"
+        ),
+        RuntimeError,
+    )
+    check(
+        any_cast or torch.can_cast(value.dtype, target.dtype),
+        lambda: (
+            f"{what}: result type {value.dtype} can't be cast to the desired output type {target.dtype}{called_at()}"
+        ),
+        RuntimeError,
+    )
+    aliasing.check_writable(target, what)
+    prims.copy_(target, to_dtype(value, target.dtype))
+    return target
+
+
+def write_out(out: Any, result: Any, what: str) -> Any:
+    """The `out=` write: `result` (a tensor or a tuple of them) into `out` (the same structure)."""
+    if isinstance(result, (tuple, list)):
+        check(
+            isinstance(out, (tuple, list)) and len(out) == len(result),
+            lambda: f"{what}: out= must be a tuple of {len(result)} tensors{called_at()}",
+            TypeError,
+        )
+        for o, r in zip(out, result):
+            write(o, r, what)
+        return out
+    return write(out, result, what)
+
+
+# ---------------------------------------------------------------------------------------------
+# x.op_(...) == x.copy_(x.op(...)) with eager's checks
+
+
+def _inplace(name: str, functional: Callable, *, function: bool = False, dunders: tuple[str, ...] = ()) -> None:
+    names = [f"torch.Tensor.{name}_", *(f"torch.Tensor.{d}" for d in dunders)]
+    if function:
+        names.append(f"torch.{name}_")
+    what = f"torch.Tensor.{name}_"
+
+    @register(*names)
+    def op(self: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
+        return write(self, dispatch(functional, (self, *args), kwargs), what)
+
+    op.__name__ = f"{name}_"
+
+
+for _name, _dunders in (
+    ("add", ("__iadd__",)),
+    ("sub", ("__isub__",)),
+    ("mul", ("__imul__",)),
+    ("div", ("__itruediv__",)),
+    ("pow", ("__ipow__",)),
+    ("floor_divide", ("__ifloordiv__",)),
+    ("remainder", ("__imod__",)),
+    ("bitwise_and", ("__iand__",)),
+    ("bitwise_or", ("__ior__",)),
+    ("bitwise_xor", ("__ixor__",)),
+    ("fmod", ()),
+    ("addcmul", ()),
+    ("addcdiv", ()),
+    ("lerp", ()),
+    ("masked_fill", ()),
+    ("index_copy", ()),
+):
+    _inplace(_name, getattr(torch.Tensor, _name), dunders=_dunders)
+
+for _name in (
+    "clamp", "clamp_min", "clamp_max", "sqrt", "rsqrt", "neg", "exp", "exp2", "log", "log1p", "abs",
+    "relu", "sigmoid", "tanh", "sin", "cos", "erf", "reciprocal", "floor", "ceil", "trunc",
+):  # fmt: skip
+    _inplace(_name, getattr(torch.Tensor, _name), function=True)
+
+
+@register("torch.Tensor.zero_", "torch.zero_")
+def zero_(self: TensorProxy) -> TensorProxy:
+    return write(self, 0, "torch.Tensor.zero_")
+
+
+@register("torch.Tensor.fill_", "torch.fill_")
+def fill_(self: TensorProxy, value: Any) -> TensorProxy:
+    if isinstance(value, TensorProxy):
+        check(
+            value.ndim == 0,
+            lambda: f"fill_ only supports 0-dimension value tensors, got {value.ndim} dimensions{called_at()}",
+            RuntimeError,
+        )
+    return write(self, value, "torch.Tensor.fill_", broadcast=True, any_cast=True)
+
+
+@register("torch.Tensor.copy_")
+def copy_(self: TensorProxy, src: Any, non_blocking: bool = False) -> TensorProxy:
+    return write(self, src, "torch.Tensor.copy_", broadcast=True, any_cast=True)
+
+
+@register("torch.Tensor.index_add_")
+def index_add_(self: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy, *, alpha: Any = 1) -> TensorProxy:
+    result = dispatch(torch.Tensor.index_add, (self, dim, index, source), {"alpha": alpha})
+    return write(self, result, "torch.Tensor.index_add_")
+
+
+# NOTE: functional index_add lives here, next to index_add_, until ops/indexing.py wants it.
+@register("torch.index_add", "torch.Tensor.index_add")
+def index_add(
+    input: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy, *, alpha: Any = 1, out: Any = None
+) -> Any:
+    _check_index("index_add", index)
+    d = canonical_dim(dim, input.ndim)
+    check(
+        isinstance(source, TensorProxy) and source.dtype == input.dtype,
+        lambda: f"index_add: source must be a tensor of the input's dtype {input.dtype}{called_at()}",
+        TypeError,
+    )
+    if index.ndim == 0 and source.ndim == input.ndim - 1:
+        from compiler.ops.shape import unsqueeze
+
+        source = unsqueeze(source, d)
+    if not (type(alpha) in (int, float) and alpha == 1):
+        source = prims.mul(source, to_dtype(alpha, input.dtype) if isinstance(alpha, NumberProxy) else alpha)
+    if input.ndim == 0:
+        flat = prims.index_add(prims.reshape(input, [1]), 0, _as_1d(index), prims.reshape(source, [index.numel()]))
+        return prims.reshape(flat, [])
+    return prims.index_add(input, d, _as_1d(index), source)
+
+
+# NOTE: clone lives here, as the copy that in-place code reaches for, until another module wants it.
+@register("torch.clone", "torch.Tensor.clone")
+def clone(input: TensorProxy, *, memory_format: Any = None) -> TensorProxy:
+    return aliasing.fresh_copy(input)
+
+
+# ---------------------------------------------------------------------------------------------
+# x[key] = value
+
+
+@register("torch.Tensor.__setitem__")
+def setitem(self: TensorProxy, key: Any, value: Any) -> None:
+    what = "torch.Tensor.__setitem__"
+    if isinstance(key, TensorProxy):
+        _setitem_tensor_key(self, key, value, what)
+        return None
+    check(
+        not any(isinstance(k, TensorProxy) for k in (key if isinstance(key, tuple) else ())),
+        lambda: f"{what}: keys mixing index tensors with other indices are not supported{called_at()}",
+        NotImplementedError,
+    )
+    from compiler.ops.shape import getitem
+
+    write(getitem(self, key), value, what, broadcast=True, any_cast=True)
+    return None
+
+
+def _setitem_tensor_key(self: TensorProxy, key: TensorProxy, value: Any, what: str) -> None:
+    if key.dtype == torch.bool:
+        check(
+            _same_shape(key.shape, self.shape) and (not isinstance(value, TensorProxy) or value.ndim == 0),
+            lambda: f"{what}: a bool mask key must have the tensor's shape and the value must be a scalar{called_at()}",
+            NotImplementedError,
+        )
+        write(self, dispatch(torch.Tensor.masked_fill, (self, key, value), {}), what, any_cast=True)
+        return
+    check(
+        key.ndim == 1 and dtypes.is_integer(key.dtype) and self.ndim >= 1,
+        lambda: f"{what}: index tensor keys must be 1-D integer tensors{called_at()}",
+        NotImplementedError,
+    )
+    rows = [key.shape[0], *self.shape[1:]]
+    if isinstance(value, TensorProxy):
+        check(
+            _same_shape(broadcast_shapes(rows, value.shape), rows),
+            lambda: f"{what}: a value of shape {value.shape} cannot be broadcast to {tuple(rows)}{called_at()}",
+            RuntimeError,
+        )
+        source = to_dtype(broadcast_to(value, rows), self.dtype)
+    else:
+        number = (
+            to_dtype(value, self.dtype) if isinstance(value, NumberProxy) else dtypes.python_type(self.dtype)(value)
+        )
+        source = prims.full(rows, number, self.dtype, self.device)
+    write(self, dispatch(torch.Tensor.index_copy, (self, 0, key, source), {}), what)

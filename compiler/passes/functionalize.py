@@ -1,0 +1,206 @@
+"""functionalize: a trace with in-place writes → a pure trace plus write-backs at the end.
+
+Assumes: a trace as the frontend records it (op-level bound symbols, not yet flattened), in which
+every mutation is a `prims.copy_(target, value)` leaf (value already of target's shape and dtype)
+and tensors alias only through view prims (the IR's rule, `prims.VIEWS`: a view prim's output
+aliases its first argument). The tracer has rejected writes through expanded views and through
+reshapes whose eager aliasing it could not decide (`compiler/aliasing.py`).
+
+Guarantees:
+- no in-place prim remains. Bound symbols that write nothing are kept whole (ops with their
+  decompositions), reading the latest values: writing into `v` (a view chain of `root`) rebuilds
+  the root functionally (a slice becomes `slice_update`, a permute/reshape/squeeze/unsqueeze is
+  inverted), and any view of that root is recomputed from the new value right before it is read.
+  So each in-place op becomes one functional update, e.g. `t1 = torch.Tensor.lerp(exp_avg, ...)`.
+- every computation input whose contents changed gets exactly one
+  `prims.copy_to(computed, input)`; all write-backs come last, after every other bound symbol.
+  `computed` is the input's final value, defined in the trace by a prim that is not a view, and
+  read by nothing after its write-back (nor returned): where the final value is an input, a view,
+  a returned value, or the value of another write-back, a copy (`prims.mul(x, 1)`) is written
+  back instead.
+- a written input that the function returns is returned as the input itself: after the
+  write-back the caller's tensor holds the new value, as eager returns that very tensor. Any
+  other returned value that still lives in a written input's memory is copied out first.
+Values, names of kept proxies and the order of kept bound symbols are unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from compiler.aliasing import expands
+from compiler.errors import check
+from compiler.frontend import leaves
+from compiler.ir import BoundSymbol, Proxy, TensorProxy, Trace, TraceContext, map_proxies, proxies_in
+from compiler.passes import trace_pass
+from compiler.prims import INPLACE, VIEWS, Prim
+
+
+def writes(bsym: BoundSymbol) -> bool:
+    """Whether `bsym` (or its decomposition) mutates a tensor."""
+    return any(leaf.sym in INPLACE for leaf in leaves([bsym]))
+
+
+def _free_inputs(bsym: BoundSymbol) -> list[Proxy]:
+    """Proxies `bsym` reads that it does not define itself (its arguments, and what its
+    decomposition reads from outside)."""
+    inside: set[int] = set()
+    free: dict[int, Proxy] = {id(p): p for p in bsym.inputs}
+    for leaf in leaves(list(bsym.subsymbols)):
+        free.update((id(p), p) for p in leaf.inputs if id(p) not in inside)
+        inside.update(id(p) for p in leaf.outputs)
+    return list(free.values())
+
+
+def _substitute(bsym: BoundSymbol, replacement: dict[int, Proxy]) -> BoundSymbol:
+    swap = lambda p: replacement.get(id(p), p)
+    return bsym.replace(
+        args=map_proxies(bsym.args, swap),
+        kwargs=map_proxies(bsym.kwargs, swap),
+        subsymbols=tuple(_substitute(sub, replacement) for sub in bsym.subsymbols),
+    )
+
+
+class _Functionalizer:
+    """Walks the trace once, tracking for every tensor (by its name in the input trace) the proxy
+    that holds its latest value, and for every view the link that made it."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.names = TraceContext(reserved=trace.names())
+        self.input_names = {p.name for p in trace.inputs}
+        self.bsyms: list[BoundSymbol] = []
+        self.link: dict[str, BoundSymbol] = {}  # view name → the view prim that made it
+        self.latest: dict[str, Proxy] = {}  # tensor name → proxy holding its latest value
+        self.seen: dict[str, int] = {}  # view name → its root's write count when `latest` was made
+        self.write_count: dict[str, int] = {}  # root name → how many writes its memory has seen
+        self.view_source: dict[str, Proxy] = {}  # name defined by a view prim here → what it views
+
+    # emitting ---------------------------------------------------------------------------------
+    def emit(self, bsym: BoundSymbol) -> None:
+        self.bsyms.append(bsym)
+        self.view_source.update((leaf.output.name, leaf.args[0]) for leaf in leaves([bsym]) if leaf.sym in VIEWS)
+
+    def emit_prim(self, prim: Prim, args: tuple, like: TensorProxy) -> TensorProxy:
+        out = TensorProxy(like.shape, like.dtype, like.device, name=self.names.fresh("t"))
+        self.emit(BoundSymbol(prim, args, {}, out))
+        return out
+
+    def emit_copy(self, t: TensorProxy) -> TensorProxy:
+        if t.dtype == torch.bool:
+            return self.emit_prim(Prim.BITWISE_AND, (t, True), like=t)
+        return self.emit_prim(Prim.MUL, (t, 1), like=t)
+
+    # aliasing -----------------------------------------------------------------------------------
+    def root(self, t: Proxy) -> Proxy:
+        link = self.link.get(t.name)
+        while link is not None:
+            t = link.args[0]
+            link = self.link.get(t.name)
+        return t
+
+    def current(self, t: Any) -> Any:
+        """The proxy holding `t`'s latest value, recomputing a stale view from its parent."""
+        if not isinstance(t, TensorProxy):
+            return t
+        link = self.link.get(t.name)
+        if link is None or self.seen[t.name] == self.write_count.get(self.root(t).name, 0):
+            return self.latest.get(t.name, t)
+        fresh = self.emit_prim(link.sym, (self.current(link.args[0]), *link.args[1:]), like=t)
+        self.latest[t.name] = fresh
+        self.seen[t.name] = self.write_count.get(self.root(t).name, 0)
+        return fresh
+
+    def inverse(self, link: BoundSymbol, parent_now: Proxy, child_new: Proxy) -> TensorProxy:
+        """The parent's new value after its view (made by `link`) took the value `child_new`."""
+        parent = link.args[0]
+        if link.sym is Prim.SLICE:
+            return self.emit_prim(Prim.SLICE_UPDATE, (parent_now, child_new, *link.args[1:]), like=parent)
+        if link.sym is Prim.PERMUTE:
+            perm = link.args[1]
+            return self.emit_prim(
+                Prim.PERMUTE, (child_new, sorted(range(len(perm)), key=perm.__getitem__)), like=parent
+            )
+        check(
+            not (link.sym is Prim.BROADCAST_IN_DIM and expands(link)),
+            lambda: f"functionalize: cannot write through the expanded view made by {link}",
+            ValueError,
+        )
+        return self.emit_prim(Prim.RESHAPE, (child_new, list(parent.shape)), like=parent)
+
+    # the walk ---------------------------------------------------------------------------------
+    def visit(self, bsym: BoundSymbol) -> None:
+        if bsym.sym in INPLACE:
+            self.write(*bsym.args)
+        elif writes(bsym):
+            for sub in bsym.subsymbols:
+                self.visit(sub)
+        else:
+            replacement = {}
+            for p in _free_inputs(bsym):
+                now = self.current(p)
+                if now is not p:
+                    replacement[id(p)] = now
+            for leaf in leaves([bsym]):
+                if leaf.sym in VIEWS:
+                    self.link[leaf.output.name] = leaf
+                    self.seen[leaf.output.name] = self.write_count.get(self.root(leaf.output).name, 0)
+            self.emit(_substitute(bsym, replacement) if replacement else bsym)
+
+    def write(self, target: TensorProxy, value: Any) -> None:
+        node, new = target, self.current(value)
+        chain = []
+        while True:
+            chain.append(node.name)
+            self.latest[node.name] = new
+            link = self.link.get(node.name)
+            if link is None:
+                break
+            new = self.inverse(link, self.current(link.args[0]), new)
+            node = link.args[0]
+        count = self.write_count.get(node.name, 0) + 1
+        self.write_count[node.name] = count
+        self.seen.update((name, count) for name in chain)
+
+    def memory(self, p: Proxy) -> Proxy:
+        """The proxy whose memory `p` views in the output trace (itself when fresh)."""
+        while p.name in self.view_source:
+            p = self.view_source[p.name]
+        return p
+
+    def finish(self, trace: Trace) -> Trace:
+        written = {p.name for p in trace.inputs if p.name in self.write_count}
+
+        def final(p: Any) -> Any:
+            if not isinstance(p, TensorProxy) or p.name in written:
+                return p  # a written input is returned as itself: the caller's tensor, updated
+            value = self.current(p)
+            # NOTE: a value still held in a written input's memory (its old contents) must be
+            # copied out before the write-backs overwrite that memory.
+            return self.emit_copy(value) if self.memory(value).name in written else value
+
+        output = map_proxies(trace.output, final)
+        returned = {id(p) for p in proxies_in(output)}
+        claimed: set[int] = set()
+        writebacks = []
+        for buffer in trace.inputs:
+            value = self.latest.get(buffer.name, buffer)
+            if buffer.name not in written or value is buffer:
+                continue
+            if value.name in self.input_names or value.name in self.view_source or id(value) in returned | claimed:
+                value = self.emit_copy(value)
+            claimed.add(id(value))
+            writebacks.append(BoundSymbol(Prim.COPY_TO, (value, buffer), {}, None))
+        return trace.with_bsyms(self.bsyms + writebacks, output=output)
+
+
+@trace_pass("functionalize")
+def functionalize(trace: Trace) -> Trace:
+    """The trace without in-place writes, plus one write-back per written input (see the module)."""
+    if not any(writes(bsym) for bsym in trace.bsyms):
+        return trace.with_bsyms(list(trace.bsyms))
+    walker = _Functionalizer(trace)
+    for bsym in trace.bsyms:
+        walker.visit(bsym)
+    return walker.finish(trace)
