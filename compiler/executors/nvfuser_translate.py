@@ -446,6 +446,11 @@ LEFT_TO_TORCH: dict[Prim, str] = {
     Prim.CHECK_TENSOR: "prologue-only prim",
     Prim.CHECK_TYPE: "prologue-only prim",
     Prim.CHECK_VALUE: "prologue-only prim",
+    Prim.CHECK_STRIDES: "prologue-only prim",
+    Prim.CHECK_ALIASING: "prologue-only prim",
+    Prim.COPY_: "in-place writes are removed by functionalization before fusion",
+    Prim.SLICE_UPDATE: "writing a slice into a copy of the whole tensor; runs in torch",
+    Prim.INDEX_ADD: "an accumulating scatter into a copy of the whole tensor; runs in torch",
 }
 # Translated, but sent to torch unless FusionOptions(matmul=True): cuBLAS is the faster GEMM.
 POLICY_TORCH: dict[Prim, str] = {

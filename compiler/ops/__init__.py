@@ -25,7 +25,8 @@ import torch
 
 from compiler import ir
 from compiler.errors import TracingError, called_at, check
-from compiler.ir import BoundSymbol, Proxy, Symbol
+from compiler.ir import BoundSymbol, NumberProxy, Proxy, Symbol
+from compiler.prims import GUARDS, Prim
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
         return _dispatch_out(op, fn, args, kwargs)
     with context.scope() as recorded:
         output = op.impl(*args, **kwargs)
+    recorded = _hoist_scalar_work(context, recorded)
     if recorded:
         defined = {id(p) for bsym in recorded for p in _defined(bsym)}
         outputs = list(ir.proxies_in(output))
@@ -145,8 +147,27 @@ def _dispatch_out(op: Op, fn: Any, args: tuple, kwargs: dict) -> Any:
     with context.scope() as recorded:
         result = dispatch(fn, args, functional_kwargs)
         out = write_out(kwargs["out"], result, f"{op.name}(out=...)")
-    context.record(BoundSymbol(op.symbol, args, kwargs, None, tuple(recorded)))
+    context.record(BoundSymbol(op.symbol, args, kwargs, None, tuple(_hoist_scalar_work(context, recorded))))
     return out
+
+
+def _hoist_scalar_work(context: ir.TraceContext, recorded: list[BoundSymbol]) -> list[BoundSymbol]:
+    """Records number arithmetic and guards in the enclosing scope; returns the op's tensor work.
+
+    NOTE: a size an op computes (a split section, a slice length) appears in its outputs' shapes
+    and later ops read it; as a subsymbol it would be invisible outside the op's decomposition.
+    """
+    kept = []
+    for bsym in recorded:
+        outputs = bsym.outputs
+        scalar = isinstance(bsym.sym, Prim) and (
+            bsym.sym in GUARDS or (outputs and all(isinstance(p, NumberProxy) for p in outputs))
+        )
+        if scalar:
+            context.record(bsym)
+        else:
+            kept.append(bsym)
+    return kept
 
 
 def _defined(bsym: BoundSymbol) -> list[Proxy]:
