@@ -176,7 +176,17 @@ def _defined(bsym: BoundSymbol) -> list[Proxy]:
 
 @functools.cache
 def _load_all() -> None:
-    for module in ("elementwise", "reductions", "shape", "indexing", "nn", "factory", "inplace"):
+    for module in (
+        "elementwise",
+        "conversion",
+        "reductions",
+        "shape",
+        "indexing",
+        "nn",
+        "linalg",
+        "factory",
+        "inplace",
+    ):
         importlib.import_module(f"compiler.ops.{module}")
 
 

@@ -66,11 +66,11 @@ def _rounding(name: str) -> None:
     def op(input: TensorProxy, *, out: Any = None) -> Any:
         check_no_out(f"torch.{name}", out)
         if not dtypes.is_float(input.dtype):
-            return _copy(input)
+            return copy(input)
         return elementwise(prim_fn, input)
 
 
-def _copy(t: TensorProxy) -> TensorProxy:
+def copy(t: TensorProxy) -> TensorProxy:
     """A fresh value equal to `t` (rounding an integer tensor returns a copy in torch)."""
     return prims.mul(t, 1) if t.dtype != torch.bool else prims.bitwise_and(t, True)
 
@@ -94,7 +94,7 @@ def neg(input: TensorProxy, *, out: Any = None) -> Any:
 def abs(input: TensorProxy, *, out: Any = None) -> Any:
     check_no_out("torch.abs", out)
     if input.dtype == torch.bool:
-        return _copy(input)
+        return copy(input)
     return elementwise(prims.abs, input)
 
 
@@ -489,75 +489,3 @@ def masked_fill(input: TensorProxy, mask: TensorProxy, value: Any) -> Any:
     else:
         fill = to_dtype(value, input.dtype)
     return prims.where(broadcast_to(mask, shape), fill, broadcast_to(input, shape))
-
-
-# ---------------------------------------------------------------------------------------------
-# Type conversion
-
-
-def _parse_to(args: tuple, kwargs: dict) -> tuple[torch.dtype | None, torch.device | None]:
-    dtype = kwargs.get("dtype")
-    device = kwargs.get("device")
-    for a in args:
-        if isinstance(a, torch.dtype):
-            dtype = a
-        elif isinstance(a, (str, torch.device)):
-            device = torch.device(a)
-        elif isinstance(a, TensorProxy):
-            dtype, device = a.dtype, a.device
-    return dtype, torch.device(device) if device is not None else None
-
-
-@register("torch.Tensor.to")
-def to(input: TensorProxy, *args: Any, **kwargs: Any) -> Any:
-    dtype, device = _parse_to(args, kwargs)
-    if device is not None:
-        same = device.type == input.device.type and (device.index is None or device.index == input.device.index)
-        check(
-            same,
-            lambda: (
-                f"moving {input.name} from {input.device} to {device} inside a jitted function is not "
-                f"supported{called_at()}"
-            ),
-            NotImplementedError,
-        )
-    if kwargs.get("copy"):
-        return (
-            prims.convert_element_type(input, dtype or input.dtype)
-            if dtype not in (None, input.dtype)
-            else _copy(input)
-        )
-    return to_dtype(input, dtype) if dtype is not None else input
-
-
-@register("torch.Tensor.type")
-def type_(input: TensorProxy, dtype: Any = None, non_blocking: bool = False) -> Any:
-    check(
-        isinstance(dtype, torch.dtype),
-        lambda: f"Tensor.type() is supported with a torch.dtype argument, got {dtype!r}{called_at()}",
-        NotImplementedError,
-    )
-    return to_dtype(input, dtype)
-
-
-@register("torch.Tensor.type_as")
-def type_as(input: TensorProxy, other: TensorProxy) -> Any:
-    return to_dtype(input, other.dtype)
-
-
-def _cast_method(name: str, dtype: torch.dtype) -> None:
-    @register(f"torch.Tensor.{name}")
-    def op(input: TensorProxy, memory_format: Any = None) -> Any:
-        return to_dtype(input, dtype)
-
-
-for _name, _dtype in (
-    ("float", torch.float32),
-    ("double", torch.float64),
-    ("half", torch.float16),
-    ("bfloat16", torch.bfloat16),
-    ("int", torch.int32),
-    ("long", torch.int64),
-    ("bool", torch.bool),
-):
-    _cast_method(_name, _dtype)

@@ -18,11 +18,10 @@ import torch
 
 from compiler import aliasing, dtypes, prims
 from compiler.errors import called_at, check
-from compiler.ir import NumberProxy, TensorProxy
+from compiler.ir import NumberProxy, TensorProxy, same_size
 from compiler.ops import dispatch, register
 from compiler.ops.indexing import _as_1d, _check_index
 from compiler.ops.operands import broadcast_shapes, broadcast_to, canonical_dim, to_dtype
-from compiler.prims import same_size
 
 
 def _same_shape(a: tuple, b: tuple) -> bool:

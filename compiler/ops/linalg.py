@@ -14,11 +14,10 @@ from typing import Any
 
 from compiler import prims
 from compiler.errors import called_at, check
-from compiler.ir import TensorProxy
+from compiler.ir import TensorProxy, same_size
 from compiler.ops import register
 from compiler.ops.elementwise import add
 from compiler.ops.operands import broadcast_shapes, broadcast_to, check_no_out
-from compiler.prims import same_size
 
 
 def _check_operands(op: str, a: Any, b: Any, ranks: tuple[int, ...] | None = None) -> None:

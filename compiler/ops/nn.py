@@ -2,7 +2,7 @@
 
 Low-precision inputs (bf16/f16) are normalised and reduced in float32 and rounded once at the
 end. softmax and log_softmax subtract the row maximum first, so large logits do not overflow.
-Linear algebra (matmul, bmm, linear) lives in `compiler/ops/linalg.py`, registered from here.
+Linear algebra (matmul, bmm, linear) lives in `compiler/ops/linalg.py`.
 """
 
 from __future__ import annotations
@@ -13,15 +13,12 @@ from typing import Any
 
 import torch
 
-# NOTE: the ops package loads a fixed list of modules; importing linalg here registers its ops.
-import compiler.ops.linalg  # noqa: F401
 from compiler import dtypes, prims
 from compiler.errors import called_at, check
-from compiler.ir import TensorProxy
+from compiler.ir import TensorProxy, same_size
 from compiler.ops import register
 from compiler.ops.operands import to_dtype
 from compiler.ops.reductions import count, expand_reduced, reduce_dims
-from compiler.prims import same_size
 
 # ---------------------------------------------------------------------------------------------
 # softmax, log_softmax

@@ -14,8 +14,7 @@ import torch
 
 from compiler import dtypes, prims
 from compiler.errors import called_at, check
-from compiler.ir import NumberProxy, TensorProxy
-from compiler.prims import same_size
+from compiler.ir import NumberProxy, TensorProxy, same_size
 
 Number = (int, float, bool, NumberProxy)
 

@@ -15,7 +15,7 @@ import torch
 from compiler import prims
 from compiler.aliasing import contiguous_operand, fresh_copy
 from compiler.errors import called_at, check
-from compiler.ir import NumberProxy, TensorProxy
+from compiler.ir import NumberProxy, TensorProxy, same_size
 from compiler.ops import register
 from compiler.ops.operands import (
     Promotion,
@@ -26,7 +26,6 @@ from compiler.ops.operands import (
     result_dtypes,
     to_dtype,
 )
-from compiler.prims import same_size
 
 
 def _sizes(args: tuple) -> list:

@@ -61,5 +61,8 @@ def test_bad_arguments_and_options() -> None:
 def test_shape_errors_name_the_shapes() -> None:
     with pytest.raises(ValueError, match=r"do not broadcast: size 4 against 3"):
         compiler.jit(lambda x, y: x + y)(torch.randn(2, 3), torch.randn(2, 4))
-    with pytest.raises(IndexError, match=r"dim 5 is out of range for inserting a dim into a tensor of rank 2 \(expected an int in \[-3, 2\]\)"):
+    with pytest.raises(
+        IndexError,
+        match=r"dim 5 is out of range for inserting a dim into a tensor of rank 2 \(expected an int in \[-3, 2\]\)",
+    ):
         compiler.jit(lambda x: x.unsqueeze(5))(torch.randn(2, 3))

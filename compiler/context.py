@@ -1,0 +1,101 @@
+"""The tracing context: fresh proxy names, and the scopes bound symbols are recorded into.
+
+One context is current per thread while a function is traced (or while a pass builds new bound
+symbols); proxies take their names from it and prims record into its innermost scope.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from compiler.ir import BoundSymbol
+
+
+class TraceContext:
+    """Hands out fresh proxy names and collects the bound symbols recorded while it is current.
+
+    `producers` maps `id(proxy)` to the prim that defined it (ops are skipped: their outputs map
+    to the prim inside them); the tracer follows it to find what a tensor is a view of.
+    """
+
+    def __init__(self, reserved: set[str] | frozenset[str] = frozenset()) -> None:
+        self._names: set[str] = set(reserved)
+        self._counters: dict[str, int] = {}
+        self._scopes: list[list[BoundSymbol]] = [[]]
+        self.producers: dict[int, BoundSymbol] = {}
+
+    @property
+    def bsyms(self) -> list[BoundSymbol]:
+        """The top-level bound symbols recorded so far."""
+        return self._scopes[0]
+
+    def fresh(self, prefix: str) -> str:
+        """A name `prefix<k>` not used before in this context."""
+        while True:
+            k = self._counters.get(prefix, 0)
+            self._counters[prefix] = k + 1
+            name = f"{prefix}{k}"
+            if name not in self._names:
+                self._names.add(name)
+                return name
+
+    def claim(self, name: str) -> str:
+        """`name` itself if it is free and a valid identifier, otherwise a fresh variant of it."""
+        if name.isidentifier() and name not in self._names and name not in _RESERVED_WORDS:
+            self._names.add(name)
+            return name
+        base = name if name.isidentifier() else "a"
+        return self.fresh(base + "_")
+
+    def record(self, bsym: BoundSymbol) -> None:
+        """Appends `bsym` to the innermost open scope."""
+        self._scopes[-1].append(bsym)
+        if isinstance(bsym.sym, enum.Enum):  # a Prim (ops are Symbols: their prims are recorded too)
+            for p in bsym.outputs:
+                self.producers.setdefault(id(p), bsym)
+
+    @contextlib.contextmanager
+    def scope(self) -> Iterator[list[BoundSymbol]]:
+        """Collects the bound symbols recorded inside the block into the yielded list."""
+        collected: list[BoundSymbol] = []
+        self._scopes.append(collected)
+        try:
+            yield collected
+        finally:
+            self._scopes.pop()
+
+
+_RESERVED_WORDS = frozenset({"torch", "prims", "math", "inf", "nan"})
+_local = threading.local()
+
+
+def current() -> TraceContext | None:
+    """The context being traced into on this thread, or None outside tracing."""
+    return getattr(_local, "context", None)
+
+
+@contextlib.contextmanager
+def tracing(context: TraceContext) -> Iterator[TraceContext]:
+    """Makes `context` current for the block (contexts nest)."""
+    previous = current()
+    _local.context = context
+    try:
+        yield context
+    finally:
+        _local.context = previous
+
+
+def fresh_name(prefix: str) -> str:
+    """A fresh name from the current context (or a private one outside tracing)."""
+    context = current()
+    if context is None:
+        context = _scratch
+    return context.fresh(prefix)
+
+
+_scratch = TraceContext()

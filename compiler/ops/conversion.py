@@ -1,0 +1,84 @@
+"""Type conversion ops: Tensor.to / type / float / double / half / bfloat16 / int / long / bool.
+
+Conversions that change nothing return the input itself (as torch does); a device move inside a
+jitted function is rejected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from compiler import prims
+from compiler.errors import called_at, check
+from compiler.ir import TensorProxy
+from compiler.ops import register
+from compiler.ops.elementwise import copy
+from compiler.ops.operands import to_dtype
+
+
+def _parse_to(args: tuple, kwargs: dict) -> tuple[torch.dtype | None, torch.device | None]:
+    dtype = kwargs.get("dtype")
+    device = kwargs.get("device")
+    for a in args:
+        if isinstance(a, torch.dtype):
+            dtype = a
+        elif isinstance(a, (str, torch.device)):
+            device = torch.device(a)
+        elif isinstance(a, TensorProxy):
+            dtype, device = a.dtype, a.device
+    return dtype, torch.device(device) if device is not None else None
+
+
+@register("torch.Tensor.to")
+def to(input: TensorProxy, *args: Any, **kwargs: Any) -> Any:
+    dtype, device = _parse_to(args, kwargs)
+    if device is not None:
+        same = device.type == input.device.type and (device.index is None or device.index == input.device.index)
+        check(
+            same,
+            lambda: (
+                f"moving {input.name} from {input.device} to {device} inside a jitted function is not "
+                f"supported{called_at()}"
+            ),
+            NotImplementedError,
+        )
+    if kwargs.get("copy"):
+        return (
+            prims.convert_element_type(input, dtype or input.dtype) if dtype not in (None, input.dtype) else copy(input)
+        )
+    return to_dtype(input, dtype) if dtype is not None else input
+
+
+@register("torch.Tensor.type")
+def type_(input: TensorProxy, dtype: Any = None, non_blocking: bool = False) -> Any:
+    check(
+        isinstance(dtype, torch.dtype),
+        lambda: f"Tensor.type() is supported with a torch.dtype argument, got {dtype!r}{called_at()}",
+        NotImplementedError,
+    )
+    return to_dtype(input, dtype)
+
+
+@register("torch.Tensor.type_as")
+def type_as(input: TensorProxy, other: TensorProxy) -> Any:
+    return to_dtype(input, other.dtype)
+
+
+def _cast_method(name: str, dtype: torch.dtype) -> None:
+    @register(f"torch.Tensor.{name}")
+    def op(input: TensorProxy, memory_format: Any = None) -> Any:
+        return to_dtype(input, dtype)
+
+
+for _name, _dtype in (
+    ("float", torch.float32),
+    ("double", torch.float64),
+    ("half", torch.float16),
+    ("bfloat16", torch.bfloat16),
+    ("int", torch.int32),
+    ("long", torch.int64),
+    ("bool", torch.bool),
+):
+    _cast_method(_name, _dtype)

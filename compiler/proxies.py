@@ -1,0 +1,348 @@
+"""Proxies: the values a trace computes with.
+
+`TensorProxy` carries shape, dtype and device, and forwards torch functions, Tensor methods and
+Python operators to the ops table. `NumberProxy` is an int/float/bool kept symbolic: arithmetic
+and comparisons on it are recorded as prims, and asking for its concrete value (`bool()`,
+`int()`, `__index__`) records a guard. Shapes may hold NumberProxy sizes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from compiler import dtypes
+from compiler.context import fresh_name
+from compiler.errors import TracingError, called_at
+
+
+class Proxy:
+    """A named value of a trace; used as is for opaque Python values (argument containers)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name if name is not None else fresh_name("p")
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def type_string(self) -> str:
+        """What the printed trace says about this value in comments."""
+        return "object"
+
+
+def _dispatch(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    from compiler.ops import dispatch
+
+    return dispatch(fn, args, kwargs)
+
+
+def _value_error(what: str) -> TracingError:
+    return TracingError(
+        f"{what} needs the value of a tensor, which is not known while tracing: control flow and "
+        f"Python conversions that depend on tensor values cannot be compiled{called_at()}. "
+        "Compute the condition outside the jitted function, or express it with torch.where."
+    )
+
+
+class TensorProxy(Proxy):
+    """A tensor seen while tracing: shape (ints or NumberProxy sizes), dtype and device."""
+
+    __slots__ = ("device", "dtype", "shape")
+
+    def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device, name: str | None = None) -> None:
+        self.name = name if name is not None else fresh_name("t")
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.device = device
+
+    __hash__ = object.__hash__
+
+    def type_string(self) -> str:
+        dims = ", ".join(str(s) for s in self.shape)
+        return f"{self.device} {dtypes.short_name(self.dtype)}[{dims}]"
+
+    # metadata -------------------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return self.shape
+        return self.shape[dim]
+
+    def numel(self) -> Any:
+        return functools.reduce(lambda a, b: a * b, self.shape, 1)
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def T(self) -> TensorProxy:
+        return _dispatch(torch.Tensor.permute, self, *reversed(range(self.ndim)))
+
+    @property
+    def mT(self) -> TensorProxy:
+        return _dispatch(torch.Tensor.transpose, self, -2, -1)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError(f"len() of a 0-d tensor{called_at()}")
+        return int(self.shape[0])
+
+    def __iter__(self) -> Iterator[TensorProxy]:
+        return (self[i] for i in range(len(self)))
+
+    # values that tracing cannot know ---------------------------------------------------------
+    def __bool__(self) -> bool:
+        raise _value_error("bool(tensor) (an `if` or `while` on a tensor)")
+
+    def __int__(self) -> int:
+        raise _value_error("int(tensor)")
+
+    def __float__(self) -> float:
+        raise _value_error("float(tensor)")
+
+    def __index__(self) -> int:
+        raise _value_error("using a tensor as an index")
+
+    def item(self) -> Any:
+        raise _value_error("tensor.item()")
+
+    def tolist(self) -> Any:
+        raise _value_error("tensor.tolist()")
+
+    def numpy(self) -> Any:
+        raise _value_error("tensor.numpy()")
+
+    # everything else goes through the ops table ---------------------------------------------
+    @classmethod
+    def __torch_function__(cls, func: Callable, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        return _dispatch(func, *args, **(kwargs or {}))
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(torch.Tensor, name, None) if not name.startswith("_") else None
+        if method is None or not callable(method):
+            raise AttributeError(f"'TensorProxy' object has no attribute '{name}'")
+        return functools.partial(_dispatch, method, self)
+
+
+def _tensor_method(name: str) -> Callable:
+    fn = getattr(torch.Tensor, name)
+
+    def method(self: TensorProxy, *args: Any, **kwargs: Any) -> Any:
+        return _dispatch(fn, self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in (
+    "__add__",
+    "__radd__",
+    "__sub__",
+    "__rsub__",
+    "__mul__",
+    "__rmul__",
+    "__truediv__",
+    "__rtruediv__",
+    "__floordiv__",
+    "__rfloordiv__",
+    "__mod__",
+    "__rmod__",
+    "__pow__",
+    "__rpow__",
+    "__matmul__",
+    "__rmatmul__",
+    "__neg__",
+    "__abs__",
+    "__invert__",
+    "__and__",
+    "__rand__",
+    "__or__",
+    "__ror__",
+    "__xor__",
+    "__rxor__",
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__getitem__",
+    "__setitem__",
+    "__iadd__",
+    "__isub__",
+    "__imul__",
+    "__itruediv__",
+    "__ifloordiv__",
+    "__imod__",
+    "__ipow__",
+    "__iand__",
+    "__ior__",
+    "__ixor__",
+):
+    setattr(TensorProxy, _name, _tensor_method(_name))
+
+
+class NumberProxy(Proxy):
+    """A Python int, float or bool kept symbolic; `value` is what it was when traced.
+
+    Arithmetic and comparisons are recorded as prims. Asking for a concrete value (`bool()`,
+    `int()`, `__index__`) records a guard that the prologue checks before the trace is reused.
+    """
+
+    __slots__ = ("python_type", "value")
+
+    def __init__(self, python_type: type, value: Any, name: str | None = None) -> None:
+        prefix = {bool: "b", int: "i", float: "f"}.get(python_type, "n")
+        self.name = name if name is not None else fresh_name(prefix)
+        self.python_type = python_type
+        self.value = value
+
+    __hash__ = object.__hash__
+
+    def type_string(self) -> str:
+        return f"{self.python_type.__name__} {self.value!r}"
+
+    def _guarded(self) -> Any:
+        from compiler import prims
+
+        prims.check_value(self, self.value)
+        return self.value
+
+    def __bool__(self) -> bool:
+        if self.python_type is bool:
+            return self._guarded()
+        return bool(_number_op("ne", self, 0))
+
+    def __index__(self) -> int:
+        check_int = self.python_type in (int, bool)
+        if not check_int:
+            raise TypeError(f"a float ({self.name}) cannot be used as an index{called_at()}")
+        return int(self._guarded())
+
+    def __int__(self) -> int:
+        return int(self._guarded())
+
+    def __float__(self) -> float:
+        return float(self._guarded())
+
+    def __round__(self, ndigits: int | None = None) -> Any:
+        return round(self._guarded(), ndigits)
+
+
+_NUMBER_OPS = {
+    "add": ("__add__", "__radd__"),
+    "sub": ("__sub__", "__rsub__"),
+    "mul": ("__mul__", "__rmul__"),
+    "div": ("__truediv__", "__rtruediv__"),
+    "floor_divide": ("__floordiv__", "__rfloordiv__"),
+    "remainder": ("__mod__", "__rmod__"),
+    "pow": ("__pow__", "__rpow__"),
+    "bitwise_and": ("__and__", "__rand__"),
+    "bitwise_or": ("__or__", "__ror__"),
+    "bitwise_xor": ("__xor__", "__rxor__"),
+    "maximum": (None, None),
+    "minimum": (None, None),
+    "eq": ("__eq__", None),
+    "ne": ("__ne__", None),
+    "lt": ("__lt__", None),
+    "le": ("__le__", None),
+    "gt": ("__gt__", None),
+    "ge": ("__ge__", None),
+}
+_IDENTITIES = {"add": 0, "sub": 0, "mul": 1, "div": 1, "floor_divide": 1}
+
+
+def _number_op(prim_name: str, a: Any, b: Any) -> Any:
+    """Records `prim_name(a, b)` on numbers, folding `x + 0`, `x * 1` and friends to `x`."""
+    from compiler import prims
+
+    numbers = (int, float, bool, NumberProxy)
+    if not isinstance(b, numbers) or not isinstance(a, numbers):
+        return NotImplemented
+    identity = _IDENTITIES.get(prim_name)
+    if (
+        identity is not None
+        and type(b) is int
+        and b == identity
+        and isinstance(a, NumberProxy)
+        and a.python_type is int
+        and prim_name != "div"
+    ):
+        return a
+    return getattr(prims, prim_name)(a, b)
+
+
+def _number_method(prim_name: str, reflected: bool) -> Callable:
+    if reflected:
+        return lambda self, other: _number_op(prim_name, other, self)
+    return lambda self, other: _number_op(prim_name, self, other)
+
+
+for _prim_name, (_forward, _reflected) in _NUMBER_OPS.items():
+    if _forward:
+        setattr(NumberProxy, _forward, _number_method(_prim_name, False))
+    if _reflected:
+        setattr(NumberProxy, _reflected, _number_method(_prim_name, True))
+
+
+def _number_abs(self: NumberProxy) -> Any:
+    from compiler import prims
+
+    return prims.abs(self)
+
+
+NumberProxy.__neg__ = lambda self: _number_op("mul", self, -1)
+NumberProxy.__pos__ = lambda self: self
+NumberProxy.__abs__ = _number_abs
+
+
+def proxies_in(value: Any) -> Iterator[Proxy]:
+    """The proxies inside a (nested tuple / list / dict / slice) value, in order."""
+    if isinstance(value, Proxy):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from proxies_in(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from proxies_in(item)
+    elif isinstance(value, slice):
+        yield from proxies_in((value.start, value.stop, value.step))
+
+
+def map_proxies(value: Any, fn: Callable[[Proxy], Any]) -> Any:
+    """`value` with every proxy inside replaced by `fn(proxy)` (containers rebuilt, not mutated)."""
+    if isinstance(value, Proxy):
+        return fn(value)
+    if isinstance(value, tuple):
+        return tuple(map_proxies(v, fn) for v in value)
+    if isinstance(value, list):
+        return [map_proxies(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: map_proxies(v, fn) for k, v in value.items()}
+    if isinstance(value, slice):
+        return slice(*(map_proxies(v, fn) for v in (value.start, value.stop, value.step)))
+    return value
+
+
+def same_size(a: Any, b: Any) -> bool:
+    """Whether two sizes are equal; comparing a NumberProxy records a guard."""
+    return a is b or bool(a == b)
