@@ -14,6 +14,7 @@ from typing import Any
 from compiler.errors import check
 from compiler.ir import BoundSymbol, Proxy, Trace, callee_name
 from compiler.prims import Prim
+from compiler.proxies import rebuild_tuple
 
 
 class _Globals:
@@ -41,7 +42,11 @@ class _Globals:
             return repr(value) if math.isfinite(value) else self.bind(value, "c")
         if isinstance(value, tuple):
             items = [self.source(v) for v in value]
-            return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+            plain = f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+            if type(value) is tuple:
+                return plain
+            # A namedtuple or structseq (torch.return_types.max): rebuilt with its own type.
+            return f"{self.bind(rebuild_tuple, 'rebuild')}({self.bind(type(value), 'type')}, [{', '.join(items)}])"
         if isinstance(value, list):
             return f"[{', '.join(self.source(v) for v in value)}]"
         if isinstance(value, dict):

@@ -133,7 +133,12 @@ def value_source(value: Any) -> str:
         return f"torch.device('{value}')"
     if isinstance(value, tuple):
         items = [value_source(v) for v in value]
-        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        plain = f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        if type(value) is tuple:
+            return plain
+        kind = type(value)
+        name = f"{kind.__module__}.{kind.__qualname__}"
+        return f"{name}({', '.join(items)})" if hasattr(kind, "_fields") else f"{name}({plain})"
     if isinstance(value, list):
         return f"[{', '.join(value_source(v) for v in value)}]"
     if isinstance(value, dict):

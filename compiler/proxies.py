@@ -333,7 +333,7 @@ def map_proxies(value: Any, fn: Callable[[Proxy], Any]) -> Any:
     if isinstance(value, Proxy):
         return fn(value)
     if isinstance(value, tuple):
-        return tuple(map_proxies(v, fn) for v in value)
+        return rebuild_tuple(type(value), [map_proxies(v, fn) for v in value])
     if isinstance(value, list):
         return [map_proxies(v, fn) for v in value]
     if isinstance(value, dict):
@@ -341,6 +341,13 @@ def map_proxies(value: Any, fn: Callable[[Proxy], Any]) -> Any:
     if isinstance(value, slice):
         return slice(*(map_proxies(v, fn) for v in (value.start, value.stop, value.step)))
     return value
+
+
+def rebuild_tuple(kind: type, items: list) -> tuple:
+    """A tuple of type `kind` (tuple, a namedtuple, or a structseq such as torch.return_types.max)."""
+    if kind is tuple:
+        return tuple(items)
+    return kind(*items) if hasattr(kind, "_fields") else kind(items)
 
 
 def same_size(a: Any, b: Any) -> bool:

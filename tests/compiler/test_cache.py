@@ -171,3 +171,16 @@ def test_returned_numbers_and_inputs_pass_through() -> None:
     out = jfn(x, 4)
     assert out[0] is x and out[1] == 8 and out[2] is None
     assert jfn(x, 5)[1] == 10
+
+
+def test_named_tuple_outputs_keep_their_type() -> None:
+    import collections
+
+    Pair = collections.namedtuple("Pair", "low high")
+    x = torch.randn(3, 4)
+    maxed = compiler.jit(lambda t: t.max(1))(x)
+    assert isinstance(maxed, torch.return_types.max)
+    torch.testing.assert_close(maxed.values, x.max(1).values)
+    assert torch.equal(maxed.indices, x.max(1).indices)
+    pair = compiler.jit(lambda t: Pair(t.min(), t.max()))(x)
+    assert isinstance(pair, Pair) and pair.high == x.max() and pair.low == x.min()
