@@ -110,8 +110,8 @@ def why_not_fused(jfn: JittedFunction) -> Listing:
         lambda: "this function has no fusion executor: jit it with executors=['nvfuser', ...]",
         ValueError,
     )
-    before = traces[-2] if traces[-1].provenance.startswith("fuse") else traces[-1]
-    return Listing(d for d in partition(before, options.executors).decisions)
+    fused_at = next((i for i, t in enumerate(traces) if t.provenance.startswith("fuse ")), len(traces))
+    return Listing(d for d in partition(traces[fused_at - 1], options.executors).decisions)
 
 
 def stats(jfn: JittedFunction) -> NvFuserStats:

@@ -17,6 +17,7 @@ from compiler.passes.dce import dce
 from compiler.passes.flatten import flatten
 from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
+from compiler.passes.update_in_place import update_in_place
 
 
 @dataclass(frozen=True)
@@ -31,10 +32,11 @@ class Options:
 
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on the computation trace, in order: functionalize first (the others assume
-    a pure trace), fusion last when an executor fuses."""
+    a pure trace), then fusion when an executor fuses, and last the in-place partial updates."""
     passes: list[Callable[[Trace], Trace]] = [functionalize, flatten, cse, dce]
     if fusion_executor(options.executors) is not None:
         passes.append(lambda trace: fuse(trace, options.executors))
+    passes.append(update_in_place)
     return passes
 
 

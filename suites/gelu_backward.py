@@ -93,7 +93,7 @@ def gelu_bias_backward_definition(dtype: torch.dtype, ndim: int = 3) -> Any:
         left = fd.ops.mul(fd.ops.mul(scalar(0.5), x), fd.ops.mul(sech_squared, slope))
         ff = fd.ops.add(left, fd.ops.mul(scalar(0.5), fd.ops.add(scalar(1.0), tanh_out)))
         grad_input = fd.ops.mul(ff, g)
-        grad_bias = fd.ops.sum(grad_input, dims=[0, 1], keep_dim=False, dtype=DataType.Float)
+        grad_bias = fd.ops.sum(grad_input, dims=[0, 1], dtype=DataType.Float)
         for output in (grad_input, grad_bias):
             fd.add_output(output if storage == DataType.Float else fd.ops.cast(output, storage))
     return fd

@@ -345,6 +345,22 @@ def _data_movement(render: Callable[[Translator, str, BoundSymbol], str]) -> Tra
     return translate
 
 
+def _slice(tx: Translator, x: str, bsym: BoundSymbol) -> str:
+    # NOTE: the ops layer already normalised (and guarded) the bounds to 0 <= start <= end <= size,
+    # so nvFuser's own normalisation (min(size, end) clamps) is off, and a dim kept whole ends at
+    # the input's own extent: with constant ends, two slices of one input tripped an internal
+    # assert in nvFuser's loop promotion (nvfuser_direct 0.2.36).
+    a, starts, ends, steps = bsym.args
+    rendered = []
+    for d, (start, end) in enumerate(zip(starts, ends)):
+        whole = type(start) is int and start == 0 and (end is a.shape[d] or (type(end) is int and end == a.shape[d]))
+        rendered.append(f"fd.ops.size({x}, dim={d})" if whole else tx.size(end))
+    return (
+        f"fd.ops.slice({x}, start_indices={tx.sizes(starts)}, end_indices=[{', '.join(rendered)}], "
+        f"strides={tx.sizes(steps)}, manual_normalization=True)"
+    )
+
+
 def _cat(tx: Translator, bsym: BoundSymbol) -> None:
     tensors, dim = bsym.args
     in_f32 = all(tx.held_f32(t) for t in tensors)
@@ -410,15 +426,7 @@ TRANSLATIONS: dict[Prim, Translate] = {
     ),
     Prim.RESHAPE: _data_movement(lambda tx, x, b: f"fd.ops.reshape({x}, new_shape={tx.sizes(b.args[1])})"),
     Prim.PERMUTE: _data_movement(lambda tx, x, b: f"fd.ops.permute({x}, dims={list(b.args[1])})"),
-    # NOTE: the ops layer already normalised (and guarded) the bounds to 0 <= start <= end <= size;
-    # nvFuser's own normalisation adds min(size, end) clamps that tripped an internal assert in
-    # loop promotion (two slices of one input, nvfuser_direct 0.2.36).
-    Prim.SLICE: _data_movement(
-        lambda tx, x, b: (
-            f"fd.ops.slice({x}, start_indices={tx.sizes(b.args[1])}, end_indices={tx.sizes(b.args[2])}, "
-            f"strides={tx.sizes(b.args[3])}, manual_normalization=True)"
-        )
-    ),
+    Prim.SLICE: _data_movement(_slice),
     Prim.SQUEEZE: _data_movement(lambda tx, x, b: f"fd.ops.squeeze({x}, dims={list(b.args[1])})"),
     Prim.CAT: _cat,
     Prim.INDEX_SELECT: _data_movement(

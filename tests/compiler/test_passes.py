@@ -31,7 +31,14 @@ def test_each_pass_preserves_values_and_well_formedness(name: str, cache: str) -
     expected = fn(*inputs)
     torch.testing.assert_close(jfn(*inputs), expected)
     traces = compiler.last_traces(jfn)
-    assert [t.provenance.split()[0] for t in traces] == ["tracing", "functionalize", "flatten", "cse", "dce"]
+    assert [t.provenance.split()[0] for t in traces] == [
+        "tracing",
+        "functionalize",
+        "flatten",
+        "cse",
+        "dce",
+        "update_in_place",
+    ]
     for trace in traces:
         check_trace(trace)
         torch.testing.assert_close(eval_trace(trace, *inputs), expected)

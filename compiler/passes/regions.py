@@ -1,0 +1,132 @@
+"""The vocabulary of fusion: options, regions, partitions and why an op was left out.
+
+The fusion pass (`fuse.py`) produces these; fusion executors (nvFuser) consume regions and
+`compiler.examine` reports the decisions.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol
+
+from compiler.errors import check
+from compiler.ir import BoundSymbol, Proxy
+
+FUEL_ENV = "FUSEBENCH_FUSION_FUEL"
+
+
+@dataclass(frozen=True)
+class FusionOptions:
+    """Knobs of the fusion pass and the nvFuser executor (`jit(..., fusion=FusionOptions(...))`).
+
+    min_region_size: compute ops (prims that are not shape ops) a region needs; 1 allows
+        single-op fusions.
+    horizontal: merge independent regions that share inputs, are small, or share a shape.
+    small_region_size: at most this many compute ops make a region "small" for horizontal merging.
+    max_region_tensors: horizontal merging stops before a region reads and writes more tensors.
+    fuel: keep only the first `fuel` regions (None: no limit; env FUSEBENCH_FUSION_FUEL).
+    matmul: let nvFuser run matmul/linear (by default they go to torch, i.e. cuBLAS).
+    runner: "nvfuser", or "torch" to run each region's prims with torch: the same partition,
+        codegen and fallback plumbing without nvFuser (CPU tests; bisecting numerics on GPU).
+    """
+
+    min_region_size: int = 2
+    horizontal: bool = True
+    small_region_size: int = 4
+    max_region_tensors: int = 256
+    fuel: int | None = None
+    matmul: bool = False
+    runner: str = "nvfuser"
+
+    def __post_init__(self) -> None:
+        for ok, name, expected in (
+            (self.runner in ("nvfuser", "torch"), "runner", "'nvfuser' or 'torch'"),
+            (self.min_region_size >= 1, "min_region_size", ">= 1"),
+            (self.fuel is None or self.fuel >= 0, "fuel", "None or >= 0"),
+        ):
+            check(ok, lambda n=name, e=expected: f"FusionOptions.{n} must be {e}, got {getattr(self, n)!r}", ValueError)
+
+    @staticmethod
+    def from_any(value: FusionOptions | dict | None) -> FusionOptions:
+        """Options from a FusionOptions, a dict of its fields, or None (defaults + environment)."""
+        if isinstance(value, FusionOptions):
+            return value
+        settings = dict(value or {})
+        known = {f.name for f in fields(FusionOptions)}
+        unknown = sorted(set(settings) - known)
+        check(not unknown, lambda: f"unknown fusion option(s) {unknown}; known: {sorted(known)}", TypeError)
+        if "fuel" not in settings and os.environ.get(FUEL_ENV):
+            settings["fuel"] = int(os.environ[FUEL_ENV])
+        return FusionOptions(**settings)
+
+
+class Reason(enum.Enum):
+    """Why an op is not inside a fusion."""
+
+    HOST = "scalar arithmetic: computed on the host, passed to fusions as a scalar input"
+    NO_TRANSLATION = "no nvFuser translation for this prim"
+    LEFT_TO_TORCH = "deliberately left to another executor"
+    DTYPE = "dtype not supported by nvFuser"
+    DEVICE = "not on a CUDA device"
+    CLAIMED = "claimed by another executor"
+    TOO_SMALL = "region too small"
+    SHAPE_ONLY = "region made only of shape ops"
+    CYCLE = "fusing it would create a cycle"
+    FUEL = "fusion fuel exhausted"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One op left outside every fusion, and why."""
+
+    bsym: BoundSymbol
+    reason: Reason
+    detail: str = ""
+
+    def __str__(self) -> str:
+        line = str(self.bsym).splitlines()[0]
+        return f"{line}\n    -> {self.reason.value}{': ' + self.detail if self.detail else ''}"
+
+
+@dataclass(frozen=True)
+class Region:
+    """A fused region: its prims in trace order, the values it reads and the values it returns."""
+
+    name: str
+    bsyms: tuple[BoundSymbol, ...]
+    inputs: tuple[Proxy, ...]
+    outputs: tuple[Proxy, ...]
+
+
+class FusionExecutor(Protocol):
+    """What the fusion pass needs from a fusion executor."""
+
+    name: str
+    options: FusionOptions
+
+    def claim(self, bsym: BoundSymbol) -> tuple[Reason, str] | None:
+        """None if the executor can run `bsym` inside a region, else (reason, detail)."""
+
+    def region_impl(self, region: Region) -> Callable:
+        """The callable that runs `region` (args: region.inputs; returns region.outputs)."""
+
+
+@dataclass
+class Partition:
+    """The result of `partition`: what runs where, in a valid order."""
+
+    units: list[Region | BoundSymbol]
+    decisions: list[Decision] = field(default_factory=list)
+
+    @property
+    def regions(self) -> list[Region]:
+        """The fused regions, in trace order."""
+        return [u for u in self.units if isinstance(u, Region)]
+
+
+def fusion_executor(executors: Sequence[Any]) -> Any | None:
+    """The first executor that forms regions (has `region_impl`), or None."""
+    return next((e for e in executors if hasattr(e, "region_impl")), None)

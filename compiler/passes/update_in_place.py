@@ -1,0 +1,71 @@
+"""update_in_place: partial updates of a written-back input done in that input's own memory.
+
+Assumes: a functionalized, flattened (possibly fused) trace whose write-backs follow the
+`copy_to` contract (see compiler/check_writebacks.py).
+Guarantees: each `t = index_copy(buf, ...)` (or `index_add`, `slice_update`) whose write-back is
+`copy_to(t, buf)` becomes one call that updates `buf` in place and returns it as `t`, and the
+`copy_to` is dropped, provided nothing reads `buf` or a view of it after `t` is computed (the
+old values would be gone). For a KV cache this replaces a copy of the whole cache plus a
+write-back of the whole cache by a scatter of the new rows, which is what eager PyTorch does.
+Anything else is left as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from compiler.ir import BoundSymbol, Proxy, Symbol, Trace
+from compiler.passes import trace_pass
+from compiler.prims import VIEWS, Prim
+
+
+def _slice_update_(buf: torch.Tensor, value: torch.Tensor, starts: Sequence, ends: Sequence, steps: Sequence) -> Any:
+    buf[tuple(slice(s, e, st) for s, e, st in zip(starts, ends, steps))] = value
+    return buf
+
+
+# prim -> (printed name, in-place implementation taking the prim's arguments and returning buf)
+IN_PLACE: dict[Prim, tuple[str, Callable]] = {
+    Prim.INDEX_COPY: ("torch.Tensor.index_copy_", torch.Tensor.index_copy_),
+    Prim.INDEX_ADD: ("torch.Tensor.index_add_", torch.Tensor.index_add_),
+    Prim.SLICE_UPDATE: ("slice_update_", _slice_update_),
+}
+_SYMBOLS = {prim: Symbol(name, impl) for prim, (name, impl) in IN_PLACE.items()}
+
+
+def _aliases(bsyms: list[BoundSymbol], buf: Proxy) -> set[int]:
+    """ids of `buf` and every value that may share its memory (views, and region outputs fed by it)."""
+    aliases = {id(buf)}
+    for bsym in bsyms:
+        # NOTE: a view prim aliases its first argument; a region's outputs are assumed to alias
+        # its inputs (conservative: a region run by torch may return views).
+        view_of_alias = bsym.sym in VIEWS and id(bsym.args[0]) in aliases
+        region_of_alias = isinstance(bsym.sym, Symbol) and any(id(p) in aliases for p in bsym.inputs)
+        if view_of_alias or region_of_alias:
+            aliases.update(id(p) for p in bsym.outputs)
+    return aliases
+
+
+@trace_pass("update_in_place")
+def update_in_place(trace: Trace) -> Trace:
+    """The trace with eligible partial updates of written-back inputs done in place."""
+    bsyms = list(trace.bsyms)
+    writeback_of = {id(b.args[0]): i for i, b in enumerate(bsyms) if b.sym is Prim.COPY_TO}
+    inputs = {id(p) for p in trace.inputs}
+    dropped: set[int] = set()
+    for i, bsym in enumerate(bsyms):
+        if bsym.sym not in IN_PLACE or id(bsym.output) not in writeback_of:
+            continue
+        c = writeback_of[id(bsym.output)]
+        buf = bsym.args[0]
+        if bsyms[c].args[1] is not buf or id(buf) not in inputs:
+            continue
+        aliases = _aliases(bsyms, buf)
+        if any(id(p) in aliases for k in range(i + 1, len(bsyms)) if k != c for p in bsyms[k].inputs):
+            continue
+        bsyms[i] = BoundSymbol(_SYMBOLS[bsym.sym], bsym.args, {}, bsym.output, (bsym,))
+        dropped.add(c)
+    return trace.with_bsyms([b for k, b in enumerate(bsyms) if k not in dropped])

@@ -1,0 +1,93 @@
+"""update_in_place: KV-cache style partial updates of written-back inputs run in place, safely."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+import compiler
+from compiler import prims
+from compiler.check_trace import check_trace
+from compiler.interpreter import eval_trace
+from compiler.ir import TensorProxy, Trace, TraceContext, tracing
+from compiler.passes.update_in_place import update_in_place
+from compiler.prims import Prim
+
+
+def kv_step(q, k_cache, v_cache, idx, k_new, v_new):
+    k_cache.index_copy_(2, idx, k_new)
+    v_cache.index_copy_(2, idx, v_new)
+    return F.scaled_dot_product_attention(q, k_cache, v_cache)
+
+
+def kv_step_slices(q, k_cache, v_cache, pos, k_new, v_new):
+    n = k_new.size(2)
+    k_cache[:, :, pos : pos + n] = k_new
+    v_cache[:, :, pos : pos + n] = v_new
+    return F.scaled_dot_product_attention(q, k_cache, v_cache, is_causal=False)
+
+
+def _kv_inputs(position):
+    torch.manual_seed(0)
+    q = torch.randn(2, 4, 3, 8)
+    caches = torch.randn(2, 4, 16, 8), torch.randn(2, 4, 16, 8)
+    new = torch.randn(2, 4, 3, 8), torch.randn(2, 4, 3, 8)
+    return q, caches, position, new
+
+
+def _final_ops(jfn) -> list[str]:
+    return [str(b).split("(")[0].split(" = ")[-1] for b in compiler.last_traces(jfn)[-1].bsyms]
+
+
+def test_index_copy_into_a_written_cache_runs_in_place_and_matches_eager() -> None:
+    for cache in ("constant", "symbolic"):
+        jfn = compiler.jit(kv_step, cache=cache)
+        for step in range(3):
+            q, (kc, vc), idx, (kn, vn) = _kv_inputs(torch.tensor([step, step + 5, step + 9]))
+            k_eager, v_eager = kc.clone(), vc.clone()
+            out = jfn(q, kc, vc, idx, kn, vn)
+            torch.testing.assert_close(out, kv_step(q, k_eager, v_eager, idx, kn, vn))
+            torch.testing.assert_close((kc, vc), (k_eager, v_eager))
+        ops = _final_ops(jfn)
+        assert ops.count("torch.Tensor.index_copy_") == 2 and "prims.copy_to" not in ops, ops
+        check_trace(compiler.last_traces(jfn)[-1])
+
+
+def test_slice_assignment_into_a_written_cache_runs_in_place_for_every_position() -> None:
+    jfn = compiler.jit(kv_step_slices, cache="symbolic")
+    for pos in (0, 4, 13):
+        q, (kc, vc), _, (kn, vn) = _kv_inputs(pos)
+        k_eager, v_eager = kc.clone(), vc.clone()
+        torch.testing.assert_close(jfn(q, kc, vc, pos, kn, vn), kv_step_slices(q, k_eager, v_eager, pos, kn, vn))
+        torch.testing.assert_close((kc, vc), (k_eager, v_eager))
+    assert compiler.cache_stats(jfn).misses == 1
+    ops = _final_ops(jfn)
+    assert ops.count("slice_update_") == 2 and "prims.copy_to" not in ops, ops
+
+
+def test_an_update_stays_out_of_place_when_the_old_buffer_is_read_afterwards() -> None:
+    buf = TensorProxy((4, 3), torch.float32, torch.device("cpu"), name="buf")
+    idx = TensorProxy((1,), torch.int64, torch.device("cpu"), name="idx")
+    src = TensorProxy((1, 3), torch.float32, torch.device("cpu"), name="src")
+    with tracing(TraceContext({"buf", "idx", "src"})) as context:
+        updated = prims.index_copy(buf, 0, idx, src)
+        old_sum = prims.sum(buf, (0, 1))  # reads buf's old values after the update is computed
+        prims.copy_to(updated, buf)
+    trace = Trace((buf, idx, src), list(context.bsyms), old_sum)
+    after = update_in_place(trace)
+    assert [b.sym for b in after.bsyms] == [Prim.INDEX_COPY, Prim.SUM, Prim.COPY_TO]
+    values = torch.randn(4, 3), torch.tensor([2]), torch.randn(1, 3)
+    expected_sum = values[0].sum()
+    torch.testing.assert_close(eval_trace(after, *values), expected_sum)
+
+
+def test_a_functional_update_that_is_not_written_back_is_left_alone() -> None:
+    def f(cache, idx, src):
+        return cache.index_copy(0, idx, src) * 2
+
+    jfn = compiler.jit(f)
+    cache, idx, src = torch.randn(5, 2), torch.tensor([1]), torch.randn(1, 2)
+    before = cache.clone()
+    torch.testing.assert_close(jfn(cache, idx, src), f(cache, idx, src))
+    assert torch.equal(cache, before)
+    assert "torch.Tensor.index_copy_" not in _final_ops(jfn)
