@@ -1,18 +1,17 @@
-"""GELU backward of a transformer MLP: the seed fusion of nvFuser, and GELU through autograd.
+"""GELU backward of a transformer MLP: nvFuser's seed fusion, and GELU through autograd.
 
-`gelu_bias_backward` is the tanh-GELU + bias backward as fused by Megatron-style MLPs: from the
-gradient of the GELU output, the linear layer's output and its bias, compute the gradient of the
-GELU input and the bias gradient (its sum over batch and sequence). The inputs are three
-[batch, seq, hidden] tensors, the bias materialized at full shape as in the original nvFuser report,
-and the math runs in float32 whatever the storage dtype. Bytes: 3 inputs + the input gradient
-+ the [hidden] bias gradient.
+`gelu_bias_backward` is the GELU + bias-gradient backward math exactly as issue 4 (and PEERS.md)
+state it: three [batch, seq, hidden] tensors t4, t5, t6 and four Python scalars in; the bias
+gradient `t4.sum((0, 1))` and the input gradient t38 out. Bytes: the 3 inputs + t38 + the [hidden]
+bias gradient. The hand-written nvFuser FusionDefinition of the same math (`nvfuser` variant,
+needs CUDA and nvfuser_direct) is what a person would write by hand: every op in fp32, one cast
+in and out for bf16. `suites/nvfuser_acceptance.py` times the jitted program against it.
 
 `gelu_autograd` is F.gelu(approximate="tanh") forward and backward through torch.autograd: the
 compiled function is the forward; the backward comes from autograd (for our compiler, once it has
-autodiff: until then its output carries no gradient and the variant is unsupported). Bytes: read x,
-write y (forward); read x and the output gradient, write the input gradient (backward).
-
-The hand-written nvFuser FusionDefinition variant (`nvfuser`) needs CUDA and `nvfuser_direct`.
+autodiff: until then, on executors other than torch, its output carries no gradient and the
+variant is unsupported). Bytes: read x, write y (forward); read x and the output gradient, write
+the input gradient (backward).
 """
 
 from __future__ import annotations
@@ -27,27 +26,21 @@ import torch.nn.functional as F
 from fusebench.case import Case, Params, dtype_named, generator, random_tensor
 from fusebench.variants import Compiled, SkipVariant, Target, Variant
 
-SQRT_2_OVER_PI = 0.79788456
-CUBIC = 0.044715
-CUBIC_DERIVATIVE = 0.1070322243  # 3 * CUBIC * SQRT_2_OVER_PI
+SCALARS = (0.1, 0.2, 0.3, 0.4)  # s0..s3
 
 
-def gelu_bias_backward(grad: torch.Tensor, bias: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(gradient of the GELU input, bias gradient) for tanh-GELU applied to y + bias."""
-    compute = torch.promote_types(grad.dtype, torch.float32)
-    g = grad.to(compute)
-    x = bias.to(compute) + y.to(compute)
-    tanh_out = torch.tanh(SQRT_2_OVER_PI * x * (1 + CUBIC * x * x))
-    ff = 0.5 * x * ((1 - tanh_out * tanh_out) * (SQRT_2_OVER_PI + CUBIC_DERIVATIVE * x * x)) + 0.5 * (1 + tanh_out)
-    grad_input = ff * g
-    grad_bias = grad_input.sum(dim=(0, 1))
-    return grad_input.to(grad.dtype), grad_bias.to(grad.dtype)
+def gelu_bias_backward(s0: float, s1: float, s2: float, s3: float, t4: Any, t5: Any, t6: Any) -> tuple:
+    """The GELU + bias backward math, verbatim from issue 4: (bias gradient, input gradient)."""
+    t16 = torch.tanh(0.797885 * (t6 + 0.044715 * t6**3))
+    t28 = (t5 * (0.5 * t6)) * (1 - t16 * t16) * s3
+    t38 = t28 + (t28 * s2 * s1) * t6**2 + (t5 * (1 + t16)) * s0
+    return t4.sum((0, 1)), t38
 
 
 def _bias_backward_inputs(params: Params, device: torch.device, seed: int) -> tuple:
     gen = generator(seed)
     dtype = dtype_named(params["dtype"])
-    return tuple(random_tensor(params["shape"], dtype, device, gen) for _ in range(3))
+    return (*SCALARS, *(random_tensor(params["shape"], dtype, device, gen) for _ in range(3)))
 
 
 def _bias_backward_bytes(params: Params) -> int:
@@ -68,46 +61,41 @@ def _nvfuser_unavailable(device: torch.device) -> str | None:
     return None
 
 
-def gelu_bias_backward_definition(dtype: torch.dtype, ndim: int = 3) -> Any:
-    """The nvFuser FusionDefinition of `gelu_bias_backward` for contiguous inputs of `dtype`."""
-    from nvfuser_direct import DataType, FusionDefinition
+def define_gelu_bias_backward(fd: Any, dtype: torch.dtype, ndim: int = 3) -> None:
+    """Writes `gelu_bias_backward` into `fd` by hand: inputs s0..s3 (symbolic), t4, t5, t6."""
+    from nvfuser_direct import DataType
 
     storage = {torch.float32: DataType.Float, torch.bfloat16: DataType.BFloat16, torch.float16: DataType.Half}[dtype]
-    with FusionDefinition() as fd:
+    s0, s1, s2, s3 = (fd.define_scalar(None, dtype=DataType.Double) for _ in range(4))
 
-        def scalar(value: float) -> Any:
-            return fd.define_scalar(value, dtype=DataType.Double)
+    def load() -> Any:
+        tensor = fd.define_tensor(shape=[-1] * ndim, contiguity=[True] * ndim, dtype=storage)
+        return tensor if storage == DataType.Float else fd.ops.cast(tensor, DataType.Float)
 
-        def load() -> Any:
-            tensor = fd.define_tensor(shape=[-1] * ndim, contiguity=[True] * ndim, dtype=storage)
-            return tensor if storage == DataType.Float else fd.ops.cast(tensor, DataType.Float)
-
-        g, bias, y = load(), load(), load()
-        x = fd.ops.add(bias, y)
-        x_squared = fd.ops.mul(x, x)
-        cubic_term = fd.ops.add(scalar(1.0), fd.ops.mul(scalar(CUBIC), x_squared))
-        inner = fd.ops.mul(fd.ops.mul(scalar(SQRT_2_OVER_PI), x), cubic_term)
-        tanh_out = fd.ops.tanh(inner)
-        sech_squared = fd.ops.sub(scalar(1.0), fd.ops.mul(tanh_out, tanh_out))
-        slope = fd.ops.add(scalar(SQRT_2_OVER_PI), fd.ops.mul(scalar(CUBIC_DERIVATIVE), x_squared))
-        left = fd.ops.mul(fd.ops.mul(scalar(0.5), x), fd.ops.mul(sech_squared, slope))
-        ff = fd.ops.add(left, fd.ops.mul(scalar(0.5), fd.ops.add(scalar(1.0), tanh_out)))
-        grad_input = fd.ops.mul(ff, g)
-        grad_bias = fd.ops.sum(grad_input, dims=[0, 1], dtype=DataType.Float)
-        for output in (grad_input, grad_bias):
-            fd.add_output(output if storage == DataType.Float else fd.ops.cast(output, storage))
-    return fd
+    t4, t5, t6 = load(), load(), load()
+    t6_sq = fd.ops.mul(t6, t6)
+    t16 = fd.ops.tanh(fd.ops.mul(0.797885, fd.ops.add(t6, fd.ops.mul(0.044715, fd.ops.mul(t6_sq, t6)))))
+    t28 = fd.ops.mul(fd.ops.mul(fd.ops.mul(t5, fd.ops.mul(0.5, t6)), fd.ops.sub(1.0, fd.ops.mul(t16, t16))), s3)
+    t38 = fd.ops.add(
+        fd.ops.add(t28, fd.ops.mul(fd.ops.mul(fd.ops.mul(t28, s2), s1), t6_sq)),
+        fd.ops.mul(fd.ops.mul(t5, fd.ops.add(1.0, t16)), s0),
+    )
+    for output in (fd.ops.sum(t4, dims=[0, 1]), t38):
+        fd.add_output(output if storage == DataType.Float else fd.ops.cast(output, storage))
 
 
 def _prepare_nvfuser(target: Target) -> Compiled:
     try:
-        fd = gelu_bias_backward_definition(target.args[0].dtype, target.args[0].dim())
+        from nvfuser_direct import FusionDefinition
     except ImportError as error:
         raise SkipVariant(f"nvfuser_direct failed to import: {error}") from error
+    t4 = target.args[4]
+    with FusionDefinition() as fd:
+        define_gelu_bias_backward(fd, t4.dtype, t4.dim())
 
-    def run(grad: torch.Tensor, bias: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        grad_input, grad_bias = fd.execute([grad, bias, y])
-        return grad_input, grad_bias
+    def run(*args: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        grad_bias, grad_input = fd.execute(list(args))
+        return grad_bias, grad_input
 
     return Compiled(run)
 
@@ -155,7 +143,10 @@ CASES = [
         params={"shape": [(16, 512, 4096)], "dtype": ["float32", "bfloat16"]},
         quick_params={"shape": [(4, 64, 256)], "dtype": ["float32", "bfloat16"]},
         extra_variants=(NVFUSER,),
-        description="tanh-GELU + bias backward with the bias gradient (nvFuser's seed fusion)",
+        # NOTE: the bias gradient sums 8192 values per element (f32 accumulation error ~1e-4 of
+        # the sum's scale), and eager bf16 rounds every intermediate of t38 to bf16.
+        tolerances={torch.float32: (1e-4, 1e-3), torch.bfloat16: (4e-2, 4e-2)},
+        description="GELU + bias backward math of issue 4 (nvFuser's seed fusion): bias and input gradients",
     ),
     Case(
         name="gelu_autograd",

@@ -24,6 +24,7 @@ import torch
 import compiler
 from compiler import examine
 from compiler.executors.nvfuser import region_fusions, unavailable_reason
+from suites.gelu_backward import SCALARS, define_gelu_bias_backward, gelu_bias_backward
 
 FLUSH_BYTES = 256 * 1024 * 1024
 DEVICE = "cuda"
@@ -60,55 +61,12 @@ def cuda_kernels(fn: Callable[[], Any]) -> list[str]:
 # 1. GELU backward
 
 
-def gelu_bias_backward(s0, s1, s2, s3, t4, t5, t6):
-    """The GELU+bias backward math, verbatim from issue 4."""
-    t16 = torch.tanh(0.797885 * (t6 + 0.044715 * t6**3))
-    t28 = (t5 * (0.5 * t6)) * (1 - t16 * t16) * s3
-    t38 = t28 + (t28 * s2 * s1) * t6**2 + (t5 * (1 + t16)) * s0
-    return t4.sum((0, 1)), t38
-
-
-def gelu_bias_backward_prim_sum(s0, s1, s2, s3, t4, t5, t6):
-    """The same program with the reduction spelled as a prim (for builds without Tensor.sum)."""
-    from compiler import prims
-
-    t16 = torch.tanh(0.797885 * (t6 + 0.044715 * t6**3))
-    t28 = (t5 * (0.5 * t6)) * (1 - t16 * t16) * s3
-    t38 = t28 + (t28 * s2 * s1) * t6**2 + (t5 * (1 + t16)) * s0
-    return prims.sum(t4, (0, 1)), t38
-
-
-def gelu_by_hand(fd: Any, s0: float, s1: float, s2: float, s3: float) -> None:
-    """The same math written directly against nvfuser_direct, as a person would."""
-    from nvfuser_direct import DataType
-
-    t4, t5, t6 = (
-        fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float) for _ in range(3)
-    )
-    t6_sq = fd.ops.mul(t6, t6)
-    inner = fd.ops.mul(0.797885, fd.ops.add(t6, fd.ops.mul(0.044715, fd.ops.mul(t6_sq, t6))))
-    t16 = fd.ops.tanh(inner)
-    t28 = fd.ops.mul(fd.ops.mul(fd.ops.mul(t5, fd.ops.mul(0.5, t6)), fd.ops.sub(1.0, fd.ops.mul(t16, t16))), s3)
-    t38 = fd.ops.add(
-        fd.ops.add(t28, fd.ops.mul(fd.ops.mul(fd.ops.mul(t28, s2), s1), t6_sq)),
-        fd.ops.mul(fd.ops.mul(t5, fd.ops.add(1.0, t16)), s0),
-    )
-    fd.add_output(fd.ops.sum(t4, dims=[0, 1]))
-    fd.add_output(t38)
-
-
 def gelu_section(shape: tuple[int, ...]) -> None:
     import nvfuser_direct
 
-    scalars = (0.1, 0.2, 0.3, 0.4)
+    scalars = SCALARS
     tensors = [torch.randn(*shape, device=DEVICE) for _ in range(3)]
-    program = gelu_bias_backward
-    try:
-        compiler.jit(program, executors=["torch"])(*scalars, *(torch.ones(1, 1, 2) for _ in range(3)))
-    except NotImplementedError as error:
-        print(f"[gelu] NOTE: {str(error).splitlines()[0]}; the reduction is written as prims.sum instead")
-        program = gelu_bias_backward_prim_sum
-    jfn = compiler.jit(program)
+    jfn = compiler.jit(gelu_bias_backward)
     started = time.perf_counter()
     got = jfn(*scalars, *tensors)
     compile_s = time.perf_counter() - started
@@ -117,19 +75,19 @@ def gelu_section(shape: tuple[int, ...]) -> None:
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-3)
 
     with nvfuser_direct.FusionDefinition() as fd:
-        gelu_by_hand(fd, *scalars)
-    by_hand = fd.execute(tensors)
+        define_gelu_bias_backward(fd, torch.float32)
+    by_hand = fd.execute([*scalars, *tensors])
     for g, w in zip(by_hand, want):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-3)
 
     jit_ms = median_ms(lambda: jfn(*scalars, *tensors))
-    hand_ms = median_ms(lambda: fd.execute(tensors))
+    hand_ms = median_ms(lambda: fd.execute([*scalars, *tensors]))
     moved = 4 * tensors[0].numel() * 4
     fusions = region_fusions(compiler.last_traces(jfn)[-1])
     reports = examine.segments(jfn)
-    with nvfuser_direct.PythonProfiler() as prof:
-        fd.execute(tensors)
-    hand_kernels = len(prof.profile.kernel_profiles)
+    # NOTE: torch.profiler, not nvFuser's PythonProfiler: only one CUPTI subscriber may exist
+    # in a process, and the Adam section counts kernels with torch.profiler.
+    hand_kernels = len(cuda_kernels(lambda: fd.execute([*scalars, *tensors])))
     print(f"[gelu] shape {list(shape)} f32, first call (trace + nvFuser compile) {compile_s:.2f} s")
     print(f"[gelu] jitted:       {jit_ms:.4f} ms  ({moved / jit_ms / 1e9:.2f} TB/s)  fusions={len(fusions)}  "
           f"kernels={sum(len(r.kernels) for r in reports)}")  # fmt: skip
