@@ -61,7 +61,7 @@ class Chromium:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            preexec_fn=wire_descriptors,  # NOTE: the test process starts no threads before this
+            preexec_fn=wire_descriptors,  # NOTE: the child only calls os.dup2 before exec
             close_fds=False,
         )
         os.close(to_browser_read)
