@@ -75,7 +75,10 @@ def history_figure(case_frame: pd.DataFrame, regressions: Sequence[Regression], 
     low, high = times.value.min(), times.value.max()
     # NOTE: variants can differ 100-fold (a cold compile vs a cached call): log scale when they do
     wide = bool(low > 0 and high / low > 20)
-    figure.update_yaxes(type="log" if wide else "linear", tickformat=".3s", ticksuffix="s", rangemode="normal")
+    if wide:
+        figure.update_yaxes(type="log", dtick="D2", tickformat="~s", ticksuffix="s")
+    else:
+        figure.update_yaxes(type="linear", tickformat=".3~s", ticksuffix="s")
     return figure
 
 
@@ -90,7 +93,7 @@ def latest_bar_figure(suite_frame: pd.DataFrame, metric: str, title: str, axis_t
     figure.update_layout(title=title, xaxis_title=axis_title, barmode="group", **{**_LAYOUT, "height": height})
     figure.update_yaxes(automargin=True)
     if metric == PEAK_FRACTION.name:
-        figure.update_xaxes(tickformat=".2~%", rangemode="tozero")
+        figure.update_xaxes(tickformat="~%", rangemode="tozero")
     if metric == RECOMPILATIONS.name:
         most = float(latest.value.max())
         figure.update_xaxes(range=[0, max(1.0, most * 1.05)], dtick=1 if most <= 20 else None)
