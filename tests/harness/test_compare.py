@@ -9,8 +9,13 @@ seconds per side and round.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,8 +68,6 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
 
 def _rows(out: str) -> dict[str, list[str]]:
     """Table rows by case name (cells split on runs of two or more spaces)."""
-    import re
-
     table = out.split("\n\n")[0].splitlines()[2:]
     return {row.split()[0]: re.split(r"\s{2,}", row.strip()) for row in table}
 
@@ -142,3 +145,19 @@ def test_bad_revisions_and_folders_are_one_line_errors(
     assert "revision 'no-such-branch' is not a commit in" in capsys.readouterr().err
     assert main(["compare", "HEAD", "HEAD", *SELECTION, "--repo", str(tmp_path)]) == 2
     assert "not inside a git work tree" in capsys.readouterr().err
+
+
+def test_worktrees_are_removed_when_the_process_is_terminated(history: dict, tmp_path: Path) -> None:
+    repo = history["repo"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FUSEBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "fusebench", "compare", "HEAD~2", "HEAD~1", *SELECTION, "--repo", str(repo)]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(_worktrees(repo)) < 3 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    assert len(_worktrees(repo)) == 3, "the comparison never checked its revisions out"
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "interrupted" in err
+    assert len(_worktrees(repo)) == 1
