@@ -90,8 +90,8 @@ def compare_runs(
     comparisons = []
     for key in order:
         suite, case, params_json, variant = key
-        a = summaries_a.get(key) or SideSummary(*(("failed", crash_a) if crash_a else ()))
-        b = summaries_b.get(key) or SideSummary(*(("failed", crash_b) if crash_b else ()))
+        a = summaries_a.get(key) or _missing(crash_a)
+        b = summaries_b.get(key) or _missing(crash_b)
         comparison = BenchmarkComparison(suite, case, _tuples(json.loads(params_json)), variant, a, b, NO_CHANGE)
         comparison.verdict, comparison.decision = _verdict(a, b, settings)
         comparisons.append(comparison)
@@ -153,6 +153,11 @@ def _add(summary: SideSummary, outcome: dict[str, Any]) -> None:
         summary.compile_seconds.append(float(outcome["compile_seconds"]))
     if status == "ok" and outcome.get("recompilations") is not None:
         summary.recompilations.append(int(outcome["recompilations"]))
+
+
+def _missing(crash: str) -> SideSummary:
+    """What a side that never reported a benchmark measured: a failure when one of its runs crashed."""
+    return SideSummary(status="failed", detail=crash) if crash else SideSummary()
 
 
 def _crash(runs: Sequence[SideRun]) -> str:

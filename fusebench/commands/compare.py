@@ -21,7 +21,7 @@ from fusebench.comparison import compare_runs, comparison_document, render, summ
 from fusebench.decide import DecisionSettings
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
-from fusebench.interleave import Side, interleaved_rounds
+from fusebench.interleave import Side, SideRun, interleaved_rounds
 from fusebench.selection import Selection, add_selection_arguments, selection_from_args
 from fusebench.worktree import repository_root, resolve_commit, temporary_worktrees, terminate_as_interrupt
 
@@ -121,8 +121,8 @@ def child_run_arguments(selection: Selection, budget: float) -> list[str]:
     return arguments
 
 
-def _run_entry(run: object) -> dict:
-    return {key: getattr(run, key) for key in ("round", "returncode", "seconds", "error")}
+def _run_entry(run: SideRun) -> dict:
+    return {"round": run.round, "returncode": run.returncode, "seconds": run.seconds, "error": run.error}
 
 
 def _report(message: str) -> None:
