@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from fusebench.errors import FusebenchError
 
-COMMANDS = ("list", "run")
+COMMANDS = ("list", "run", "compare", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -192,7 +192,7 @@ def _measure(
     wall = WallTimer(settings.device, clock)
     results: list[Any] = []
     first_s = wall.time(lambda: results.append(case.run(probe, args)))
-    problem = _check_result(prepared, results[0])
+    problem = check_result(prepared, results[0])
     if problem is not None:
         return finish("failed", problem[0], extra={"max_abs_error": problem[1]})
 
@@ -281,7 +281,7 @@ def _cold_samples(
     )
 
 
-def _check_result(prepared: PreparedCase, output: Any) -> tuple[str, float] | None:
+def check_result(prepared: PreparedCase, output: Any) -> tuple[str, float] | None:
     """(message, max error) for the first disagreement with the reference, or None."""
     case, args, snapshot = prepared.case, prepared.args, prepared.snapshot
     assert snapshot is not None and prepared.expected_mutated is not None

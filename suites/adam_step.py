@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from fusebench.asv_adapter import asv_benchmarks
 from fusebench.case import Case, Params, dtype_named, generator, random_tensor
 from fusebench.variants import Compiled, Target, Variant
 
@@ -126,3 +127,6 @@ CASES = [
         description="one in-place Adam step over a list of parameters, and torch.optim.Adam baselines",
     )
 ]
+
+# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/asv_adapter.py).
+globals().update(asv_benchmarks(__name__, CASES))

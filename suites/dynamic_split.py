@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from fusebench.asv_adapter import asv_benchmarks
 from fusebench.case import Case, Params, dtype_named, generator, random_tensor
 
 SPLIT_SIZES = tuple((d0, 8) for d0 in range(1, 21))
@@ -59,3 +60,6 @@ CASES = [
         description="split3 over 20 split sizes from a fresh compile: total time and recompilations",
     )
 ]
+
+# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/asv_adapter.py).
+globals().update(asv_benchmarks(__name__, CASES))

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from fusebench.asv_adapter import asv_benchmarks
 from fusebench.case import Case, Params, dtype_named, generator, random_tensor
 from fusebench.variants import Compiled, SkipVariant, Target, Variant
 
@@ -159,3 +160,6 @@ CASES = [
         description="F.gelu(approximate='tanh') forward and backward through torch.autograd",
     ),
 ]
+
+# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/asv_adapter.py).
+globals().update(asv_benchmarks(__name__, CASES))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from fusebench.asv_adapter import asv_benchmarks
 from fusebench.case import Case, Params, dtype_named, generator, random_tensor
 
 
@@ -62,3 +63,6 @@ CASES = [
         description="index_copy_ into K and V caches, then SDPA over the caches (decode and prefill)",
     )
 ]
+
+# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/asv_adapter.py).
+globals().update(asv_benchmarks(__name__, CASES))

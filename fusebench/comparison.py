@@ -1,0 +1,218 @@
+"""Pairing the two sides' measurements per benchmark, the verdicts, the table and the JSON document.
+
+A benchmark is one (suite, case, params, variant); its time samples are pooled over the rounds of
+each side (seconds per call). Verdicts:
+- faster / slower / no change: both sides measured it; `fusebench.decide` decided on the samples.
+- failed: a side's result disagreed with the reference or errored in some round, or a side's
+  run ended without results.
+- new: only B measures it (a new case or variant, or one A could not run).
+- gone: only A measures it (B dropped it, or cannot run it any more).
+- skipped: neither side can run it here (the reason is shown).
+The comparison regresses, and `fusebench compare` exits 1, when a benchmark is slower or B failed.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from fusebench.case import format_params
+from fusebench.decide import NO_CHANGE, SLOWER, Decision, DecisionSettings, decide
+from fusebench.interleave import SideRun
+from fusebench.table import format_seconds
+
+FAILED, NEW, GONE, SKIPPED = "failed", "new", "gone", "skipped"
+VERDICTS = ("faster", SLOWER, NO_CHANGE, FAILED, NEW, GONE, SKIPPED)
+HEADERS = ["case", "params", "variant", "A median", "B median", "B/A", "95% CI", "p", "verdict", "notes"]
+_BAD = ("failed", "error")
+
+
+@dataclass
+class SideSummary:
+    """What one side measured for one benchmark over all its rounds."""
+
+    status: str = "missing"
+    detail: str = ""
+    samples: list[float] = field(default_factory=list)
+    round_medians: list[float] = field(default_factory=list)
+    compile_seconds: list[float] = field(default_factory=list)
+    recompilations: list[int] = field(default_factory=list)
+
+    @property
+    def median(self) -> float | None:
+        """Median of the pooled samples (seconds per call)."""
+        return statistics.median(self.samples) if self.samples else None
+
+
+@dataclass
+class BenchmarkComparison:
+    """One benchmark compared: both sides' summaries, the decision (if both measured) and the verdict."""
+
+    suite: str
+    case: str
+    params: dict[str, Any]
+    variant: str
+    a: SideSummary
+    b: SideSummary
+    verdict: str
+    decision: Decision | None = None
+
+    @property
+    def regressed(self) -> bool:
+        """Slower, or B failed: what makes `fusebench compare` exit 1."""
+        return self.verdict == SLOWER or (self.verdict == FAILED and self.b.status in _BAD)
+
+    def notes(self) -> str:
+        """Compile time and recompilation changes, or why there is no decision."""
+        if self.verdict in (FAILED, SKIPPED, NEW, GONE):
+            return _side_detail(self)
+        notes = []
+        if self.a.recompilations and self.b.recompilations and self.a.recompilations != self.b.recompilations:
+            notes.append(f"recompilations {max(self.a.recompilations)} -> {max(self.b.recompilations)}")
+        if self.a.compile_seconds and self.b.compile_seconds:
+            compile_a, compile_b = statistics.median(self.a.compile_seconds), statistics.median(self.b.compile_seconds)
+            if compile_a > 0 and abs(compile_b / compile_a - 1) > 0.25 and max(compile_a, compile_b) > 0.01:
+                notes.append(f"compile {compile_a:.3f} s -> {compile_b:.3f} s")
+        return "; ".join(notes)
+
+
+def compare_runs(
+    runs_a: Sequence[SideRun], runs_b: Sequence[SideRun], settings: DecisionSettings | None = None
+) -> list[BenchmarkComparison]:
+    """Every benchmark either side ran, in the order first seen, with its verdict."""
+    summaries_a, order = _summarize(runs_a)
+    summaries_b, order_b = _summarize(runs_b)
+    order += [key for key in order_b if key not in summaries_a]
+    crash_a, crash_b = _crash(runs_a), _crash(runs_b)
+    comparisons = []
+    for key in order:
+        suite, case, params_json, variant = key
+        a = summaries_a.get(key) or _missing(crash_a)
+        b = summaries_b.get(key) or _missing(crash_b)
+        comparison = BenchmarkComparison(suite, case, _tuples(json.loads(params_json)), variant, a, b, NO_CHANGE)
+        comparison.verdict, comparison.decision = _verdict(a, b, settings)
+        comparisons.append(comparison)
+    return comparisons
+
+
+def render(comparisons: Sequence[BenchmarkComparison]) -> str:
+    """The comparison table as text."""
+    rows = [HEADERS] + [_cells(c) for c in comparisons]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS) - 1)]
+    lines = []
+    for index, row in enumerate(rows):
+        cells = [cell.rjust(w) if 3 <= i <= 7 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+        if index == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  -----")
+    return "\n".join(lines)
+
+
+def summary_line(comparisons: Sequence[BenchmarkComparison]) -> str:
+    """'2 slower, 1 faster, 5 no change' (verdicts in a fixed order)."""
+    counts = {verdict: sum(c.verdict == verdict for c in comparisons) for verdict in VERDICTS}
+    return ", ".join(f"{count} {verdict}" for verdict, count in counts.items() if count) or "nothing compared"
+
+
+def comparison_document(comparisons: Sequence[BenchmarkComparison], header: dict[str, Any]) -> dict[str, Any]:
+    """The `--json` document: `header` (revisions, settings) plus every benchmark with raw samples."""
+    benchmarks = []
+    for comparison in comparisons:
+        entry = asdict(comparison)
+        entry["decision"] = asdict(comparison.decision) if comparison.decision else None
+        entry["regressed"] = comparison.regressed
+        benchmarks.append(entry)
+    return {**header, "summary": summary_line(comparisons), "benchmarks": benchmarks}
+
+
+def _summarize(runs: Sequence[SideRun]) -> tuple[dict[tuple, SideSummary], list[tuple]]:
+    summaries: dict[tuple, SideSummary] = {}
+    order: list[tuple] = []
+    for run in runs:
+        for outcome in run.outcomes:
+            key = (outcome["suite"], outcome["case"], json.dumps(outcome["params"]), outcome["variant"])
+            if key not in summaries:
+                summaries[key] = SideSummary(status=outcome["status"], detail=outcome.get("detail", ""))
+                order.append(key)
+            _add(summaries[key], outcome)
+    return summaries, order
+
+
+def _add(summary: SideSummary, outcome: dict[str, Any]) -> None:
+    status = outcome["status"]
+    if status in _BAD or (summary.status == "ok" and status != "ok"):
+        summary.status, summary.detail = status, outcome.get("detail", "")
+    timing = outcome.get("timing")
+    if status == "ok" and timing:
+        summary.samples.extend(float(s) for s in timing["samples"])
+        summary.round_medians.append(float(timing["median"]))
+    if status == "ok" and outcome.get("compile_seconds") is not None:
+        summary.compile_seconds.append(float(outcome["compile_seconds"]))
+    if status == "ok" and outcome.get("recompilations") is not None:
+        summary.recompilations.append(int(outcome["recompilations"]))
+
+
+def _missing(crash: str) -> SideSummary:
+    """What a side that never reported a benchmark measured: a failure when one of its runs crashed."""
+    return SideSummary(status="failed", detail=crash) if crash else SideSummary()
+
+
+def _crash(runs: Sequence[SideRun]) -> str:
+    errors = [f"round {run.round + 1}: fusebench run {run.error}" for run in runs if run.error]
+    return errors[0] if errors else ""
+
+
+def _verdict(a: SideSummary, b: SideSummary, settings: DecisionSettings | None) -> tuple[str, Decision | None]:
+    if a.status in _BAD or b.status in _BAD:
+        return FAILED, None
+    measured_a, measured_b = a.status == "ok" and bool(a.samples), b.status == "ok" and bool(b.samples)
+    if measured_a and measured_b:
+        decision = decide(a.samples, b.samples, settings)
+        return decision.verdict, decision
+    if measured_b:
+        return NEW, None
+    if measured_a:
+        return GONE, None
+    return SKIPPED, None
+
+
+def _side_detail(comparison: BenchmarkComparison) -> str:
+    a, b = comparison.a, comparison.b
+    parts = []
+    for label, side in (("A", a), ("B", b)):
+        if side.status != "ok":
+            detail = side.detail.splitlines()[0] if side.detail else ""
+            parts.append(f"{label} {side.status}" + (f": {detail}" if detail else ""))
+    text = "; ".join(parts)
+    return text if len(text) <= 140 else text[:137] + "..."
+
+
+def _cells(comparison: BenchmarkComparison) -> list[str]:
+    decision = comparison.decision
+    ratio = f"{decision.ratio:.3f}" if decision else "-"
+    interval = f"[{decision.ci_low:.3f}, {decision.ci_high:.3f}]" if decision else "-"
+    p_value = f"{decision.p_value:.2g}" if decision else "-"
+    return [
+        comparison.case,
+        format_params(comparison.params),
+        comparison.variant,
+        format_seconds(comparison.a.median) if comparison.a.samples else "-",
+        format_seconds(comparison.b.median) if comparison.b.samples else "-",
+        ratio,
+        interval,
+        p_value,
+        comparison.verdict,
+        comparison.notes(),
+    ]
+
+
+def _tuples(value: Any) -> Any:
+    """JSON lists back to the tuples parameters were (shape=(2, 4, 256))."""
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
+    return value

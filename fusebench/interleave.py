@@ -1,0 +1,115 @@
+"""Running two revisions' benchmarks in interleaved rounds, each side in its own process.
+
+A side is a revision checked out into a worktree. One run of a side is that worktree's own
+`python -m fusebench run ... --json PATH`, started with this interpreter (so the same installed
+packages) and with the worktree first on PYTHONPATH and as working folder, so it imports its own
+`compiler`, `fusebench` and `suites`. Rounds alternate the order (A B, B A, A B, ...): a drift of
+the machine (clock boosting, a neighbour's load, a warming room) hits both sides alike.
+
+A run that ends without writing its JSON (it crashed, or its selection matched nothing) is kept
+as a `SideRun` with `error` set to the end of its stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fusebench.files import read_json
+
+STDERR_TAIL_LINES = 15
+Report = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: its label ("A" or "B"), the revision as named, its commit, its checkout."""
+
+    label: str
+    revision: str
+    commit: str
+    worktree: Path
+
+
+@dataclass
+class SideRun:
+    """One `fusebench run` of one side: its outcomes (as `--json` wrote them) or why there are none."""
+
+    side: str
+    round: int
+    returncode: int
+    seconds: float
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+def run_side(side: Side, run_args: Sequence[str], scratch: Path, round_index: int, report: Report) -> SideRun:
+    """Runs `fusebench run RUN_ARGS` of `side` once; forwards its progress lines to `report`."""
+    json_path = scratch / f"{side.label}-round{round_index}.json"
+    command = [
+        sys.executable,
+        "-m",
+        "fusebench",
+        "run",
+        *run_args,
+        "--json",
+        str(json_path),
+        "--results",
+        str(scratch / f"results-{side.label}"),
+    ]
+    python_path = [str(side.worktree), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(python_path)}
+    tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, cwd=side.worktree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            tail.append(line.rstrip("\n"))
+            report(f"  {side.label} {line.rstrip()}")
+        returncode = process.wait()
+    finally:
+        _stop(process)
+    seconds = time.perf_counter() - start
+    if not json_path.exists():
+        last = "\n".join(tail) or "(no output)"
+        return SideRun(side.label, round_index, returncode, seconds, error=f"exit status {returncode}:\n{last}")
+    document = read_json(json_path)
+    return SideRun(side.label, round_index, returncode, seconds, outcomes=list(document.get("outcomes", [])))
+
+
+def interleaved_rounds(
+    sides: tuple[Side, Side], run_args: Sequence[str], scratch: Path, rounds: int, report: Report
+) -> dict[str, list[SideRun]]:
+    """Runs both sides `rounds` times, alternating which goes first; the runs of each side by label."""
+    runs: dict[str, list[SideRun]] = {side.label: [] for side in sides}
+    for round_index in range(rounds):
+        order = sides if round_index % 2 == 0 else sides[::-1]
+        for side in order:
+            report(f"round {round_index + 1}/{rounds}: {side.label} = {side.revision} ({side.commit[:8]})")
+            run = run_side(side, run_args, scratch, round_index, report)
+            status = f"failed ({run.error.splitlines()[0]})" if run.error else f"{len(run.outcomes)} measurements"
+            report(f"round {round_index + 1}/{rounds}: {side.label} done in {run.seconds:.1f} s: {status}")
+            runs[side.label].append(run)
+    return runs
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """Ends a child that is still running (after Ctrl-C or an error here), politely first."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -1,0 +1,230 @@
+"""The HTML report: one self-contained file (plotly.js inside) that opens offline in any browser.
+
+Layout, top to bottom:
+1. a summary of flagged regressions: the step changes `fusebench.regressions` finds in the
+   histories, worst first, with the commit range each appeared in; and, with a compare document,
+   the benchmarks that comparison found slower or failing;
+2. with a compare document (`fusebench compare --json`): the B/A ratio chart with confidence
+   intervals, and the table of benchmarks whose verdict is not "no change";
+3. per suite: a history chart per case (time per call over commits, one line per parameters and
+   variant, IQR error bars, regressions marked), the latest effective bandwidth as a fraction of
+   the machine's measured peak, and the latest recompilation counts.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+from fusebench import charts
+from fusebench.case import format_params
+from fusebench.errors import FusebenchError, check
+from fusebench.files import atomic_write_text
+from fusebench.outcome import PEAK_FRACTION, RECOMPILATIONS, TIME
+from fusebench.regressions import Regression, find_regressions
+from fusebench.table import format_seconds
+
+
+@dataclass
+class ReportInputs:
+    """What a report shows: results (may be empty), the regressions in them, an optional comparison."""
+
+    frame: pd.DataFrame
+    regressions: list[Regression]
+    comparison: dict[str, Any] | None = None
+    results_dir: str | None = None
+    comparison_path: str | None = None
+
+
+def build_report(inputs: ReportInputs, title: str = "fusebench report") -> str:
+    """The whole HTML document."""
+    check(
+        not inputs.frame.empty or inputs.comparison is not None,
+        lambda: (
+            f"nothing to report: no results in {inputs.results_dir} and no compare JSON "
+            "(run `fusebench run` or `asv run` first, or pass --compare JSON)"
+        ),
+    )
+    figures = _FigureIds()
+    parts = [_meta(inputs), _summary(inputs)]
+    if inputs.comparison is not None:
+        parts.append(_comparison_section(inputs.comparison, figures))
+    if not inputs.frame.empty:
+        for suite, suite_frame in inputs.frame.groupby("suite", sort=True):
+            parts.append(_suite_section(str(suite), suite_frame, inputs.regressions, figures))
+    template = Template(resources.files("fusebench").joinpath("templates/report.html").read_text(encoding="utf-8"))
+    return template.substitute(title=html.escape(title), plotlyjs=get_plotlyjs(), body="\n".join(parts))
+
+
+def write_report(inputs: ReportInputs, output: str | Path, title: str = "fusebench report") -> Path:
+    """Builds the report and writes it atomically to `output` (readable by all, like a web page)."""
+    path = atomic_write_text(output, build_report(inputs, title))
+    path.chmod(0o644)
+    return path
+
+
+class _FigureIds:
+    """Stable, unique div ids for the figures of one page."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def html(self, figure: go.Figure) -> str:
+        self.count += 1
+        div = figure.to_html(
+            full_html=False,
+            include_plotlyjs=False,
+            div_id=f"chart-{self.count}",
+            config={"displaylogo": False, "responsive": True},
+        )
+        return f'<div class="chart">{div}</div>'
+
+
+def _meta(inputs: ReportInputs) -> str:
+    now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    items = [f"generated {now}"]
+    frame = inputs.frame
+    if not frame.empty:
+        machines = ", ".join(sorted(map(str, frame.machine.unique())))
+        items.append(
+            f"results: <code>{html.escape(str(inputs.results_dir))}</code>, {frame.commit.nunique()} commits, "
+            f"{frame[['suite', 'case']].drop_duplicates().shape[0]} cases, machines: {html.escape(machines)}"
+        )
+    if inputs.comparison_path:
+        items.append(f"comparison: <code>{html.escape(inputs.comparison_path)}</code>")
+    return f'<p class="meta">{" · ".join(items)}</p>'
+
+
+def _summary(inputs: ReportInputs) -> str:
+    rows = [
+        [
+            html.escape(f"{r.suite}.{r.case}"),
+            html.escape(r.params),
+            html.escape(r.variant),
+            html.escape(r.metric),
+            _value(r.value_before, r.unit) + " → " + _value(r.value_after, r.unit),
+            '<span class="bad">' + ("new" if r.change == float("inf") else f"+{100 * r.change:.1f}%") + "</span>",
+            f"<code>{r.commit_range}</code>",
+            html.escape(f"{r.machine} / {r.env}"),
+        ]
+        for r in inputs.regressions
+    ]
+    parts = ['<h2 id="summary">Flagged regressions</h2>']
+    if rows:
+        headers = ["case", "params", "variant", "metric", "level", "change", "commits (before..after)", "machine / env"]
+        parts.append(f"<p>{len(rows)} step changes for the worse in the histories, worst first.</p>")
+        parts.append(_table(headers, rows))
+    elif not inputs.frame.empty:
+        series = inputs.frame.groupby(["machine", "env", "suite", "case", "params", "variant", "metric"]).ngroups
+        commits = inputs.frame.commit.nunique()
+        parts.append(f"<p class='good'>No regressions in {series} series over {commits} commits.</p>")
+    if inputs.comparison is not None:
+        regressed = [b for b in inputs.comparison["benchmarks"] if b.get("regressed")]
+        verdicts = html.escape(inputs.comparison.get("summary", ""))
+        if regressed:
+            labels = [f"{b['case']} ({format_params(b['params'])}) {b['variant']}" for b in regressed]
+            names = html.escape(", ".join(labels))
+            parts.append(f"<p class='bad'>Comparison: {len(regressed)} regressed: {names}. ({verdicts})</p>")
+        else:
+            parts.append(f"<p class='good'>Comparison: no regression ({verdicts}).</p>")
+    return "\n".join(parts)
+
+
+def _comparison_section(document: dict[str, Any], figures: _FigureIds) -> str:
+    a, b = document["a"], document["b"]
+    parts = [
+        '<h2 id="comparison">Comparison</h2>',
+        f"<p>A = <code>{html.escape(a['revision'])}</code> ({a['commit'][:8]}), "
+        f"B = <code>{html.escape(b['revision'])}</code> ({b['commit'][:8]}); {document.get('rounds', '?')} "
+        f"interleaved rounds on {html.escape(str(document.get('device', '?')))}; "
+        f"{html.escape(document.get('summary', ''))}.</p>",
+    ]
+    if any(entry.get("decision") for entry in document["benchmarks"]):
+        parts.append(figures.html(charts.ratio_figure(document)))
+    notable = [entry for entry in document["benchmarks"] if entry["verdict"] != "no change"]
+    if notable:
+        rows = [_comparison_row(entry) for entry in notable]
+        parts.append(_table(["case", "params", "variant", "A", "B", "B/A", "95% CI", "verdict"], rows))
+    return "\n".join(parts)
+
+
+def _comparison_row(entry: dict[str, Any]) -> list[str]:
+    decision = entry.get("decision")
+    a_samples, b_samples = entry["a"]["samples"], entry["b"]["samples"]
+    return [
+        html.escape(entry["case"]),
+        html.escape(format_params(entry["params"])),
+        html.escape(entry["variant"]),
+        format_seconds(float(pd.Series(a_samples).median())) if a_samples else "-",
+        format_seconds(float(pd.Series(b_samples).median())) if b_samples else "-",
+        f"{decision['ratio']:.3f}" if decision else "-",
+        f"[{decision['ci_low']:.3f}, {decision['ci_high']:.3f}]" if decision else "-",
+        f'<span class="verdict-{entry["verdict"].replace(" ", "-")}">{html.escape(entry["verdict"])}</span>',
+    ]
+
+
+def _suite_section(suite: str, frame: pd.DataFrame, regressions: Sequence[Regression], figures: _FigureIds) -> str:
+    parts = [f'<h2 id="suite-{html.escape(suite)}">Suite {html.escape(suite)}</h2>']
+    for case, case_frame in frame.groupby("case", sort=False):
+        case_regressions = [r for r in regressions if r.suite == suite and r.case == case]
+        if case_frame[(case_frame.metric == TIME.name) & case_frame.value.notna()].empty:
+            parts.append(f"<p>{html.escape(str(case))}: no timed measurement recorded.</p>")
+            continue
+        title = f"{suite}.{case}: time per call"
+        parts.append(figures.html(charts.history_figure(case_frame, case_regressions, title)))
+    if not charts.latest_values(frame, PEAK_FRACTION.name).empty:
+        title = f"{suite}: effective bandwidth as a fraction of the machine's peak (latest commit)"
+        figure = charts.latest_bar_figure(frame, PEAK_FRACTION.name, title, "fraction of peak bandwidth")
+        parts.append(figures.html(figure))
+    if not charts.latest_values(frame, RECOMPILATIONS.name).empty:
+        title = f"{suite}: recompilations after the first call (latest commit)"
+        figure = charts.latest_bar_figure(frame, RECOMPILATIONS.name, title, "recompilations")
+        parts.append(figures.html(figure))
+    return "\n".join(parts)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _value(value: float, unit: str) -> str:
+    return format_seconds(value) if unit == "seconds" else f"{value:g} {html.escape(unit)}"
+
+
+def load_inputs(
+    results_dir: str | Path | None, comparison_path: str | Path | None, threshold: float = 0.05
+) -> ReportInputs:
+    """Reads the results folder (if it exists) and the compare document (if given)."""
+    from fusebench.files import read_json
+    from fusebench.results import DATAFRAME_COLUMNS, read_results
+
+    frame = pd.DataFrame(columns=DATAFRAME_COLUMNS)
+    if results_dir is not None and Path(results_dir).is_dir():
+        frame = read_results(results_dir)
+    comparison = None
+    if comparison_path is not None:
+        check(Path(comparison_path).is_file(), lambda: f"--compare {comparison_path}: no such file")
+        try:
+            comparison = read_json(comparison_path)
+        except ValueError as error:
+            raise FusebenchError(f"--compare {comparison_path}: not JSON ({error})") from error
+        check(
+            isinstance(comparison, dict) and "benchmarks" in comparison and "a" in comparison,
+            lambda: f"--compare {comparison_path}: not a `fusebench compare --json` document",
+        )
+    regressions = find_regressions(frame, threshold) if not frame.empty else []
+    return ReportInputs(
+        frame, regressions, comparison, str(results_dir) if results_dir else None, str(comparison_path or "") or None
+    )
