@@ -286,6 +286,22 @@ def _slice(tx: Translator, x: str, bsym: BoundSymbol) -> str:
     )
 
 
+def _squeeze(tx: Translator, x: str, bsym: BoundSymbol) -> str:
+    # NOTE: nvfuser_direct 0.2.36 fails an internal assert (loop promotion) on a squeezed slice of
+    # a tensor the fusion also reads another way, e.g. `(a[1:3] * 2, a[0] + 1)`; a segment_set
+    # before the squeeze (a segment boundary nvFuser accepts) avoids it. Seen on an H200.
+    source = _sliced_source(tx.region, bsym.args[0])
+    if source is not None and sum(any(q is source for q in b.inputs) for b in tx.region.bsyms) > 1:
+        x = tx.emit(f"{bsym.args[0].name}_seg", f"fd.ops.segment_set({x})")
+    return f"fd.ops.squeeze({x}, dims={list(bsym.args[1])})"
+
+
+def _sliced_source(region: Region, p: TensorProxy) -> TensorProxy | None:
+    """The tensor `p` was sliced from inside `region`, or None."""
+    producer = next((b for b in region.bsyms if any(q is p for q in b.outputs)), None)
+    return producer.args[0] if producer is not None and producer.sym is Prim.SLICE else None
+
+
 def _cat(tx: Translator, bsym: BoundSymbol) -> None:
     tensors, dim = bsym.args
     in_f32 = all(tx.held_f32(t) for t in tensors)
@@ -352,7 +368,7 @@ TRANSLATIONS: dict[Prim, Translate] = {
     Prim.RESHAPE: _data_movement(lambda tx, x, b: f"fd.ops.reshape({x}, new_shape={tx.sizes(b.args[1])})"),
     Prim.PERMUTE: _data_movement(lambda tx, x, b: f"fd.ops.permute({x}, dims={list(b.args[1])})"),
     Prim.SLICE: _data_movement(_slice),
-    Prim.SQUEEZE: _data_movement(lambda tx, x, b: f"fd.ops.squeeze({x}, dims={list(b.args[1])})"),
+    Prim.SQUEEZE: _data_movement(_squeeze),
     Prim.CAT: _cat,
     Prim.INDEX_SELECT: _data_movement(
         lambda tx, x, b: f"fd.ops.index_select({x}, {tx.tensor(b.args[2])}, dim={b.args[1]})"

@@ -183,6 +183,7 @@ ops = types.SimpleNamespace(
     index_select=lambda arg, index, dim: Val(
         lambda env: torch.index_select(_get(arg, env), dim, _get(index, env)), arg.dtype, True
     ),
+    segment_set=lambda arg: Val(lambda env: _get(arg, env), arg.dtype, True),
     size=lambda arg, dim: Val(lambda env: _get(arg, env).shape[dim], torch.int64, False),
     gather=lambda arg, index, dim: Val(
         lambda env: torch.gather(_get(arg, env), dim, _get(index, env)), arg.dtype, True

@@ -169,3 +169,12 @@ def test_a_write_back_into_a_value_the_region_computes_is_refused():
     region = Region("nvFusion0", tuple(trace.bsyms), trace.inputs, ())
     with pytest.raises(TranslationError, match="not an input"):
         fusion_source(region)
+
+
+def test_a_squeezed_slice_of_a_tensor_read_elsewhere_gets_a_segment_boundary():
+    a = torch.randn(4, 33)
+    # nvfuser_direct 0.2.36 asserts in loop promotion on this pair without the segment_set.
+    both = source_of(lambda t: (t[1:3, 2:20] * 2, t[0] + 1), a)
+    assert "t2_seg = fd.ops.segment_set(t2)" in both and "fd.ops.squeeze(t2_seg, dims=[0])" in both
+    alone = source_of(lambda t: (t[0] + 1).exp(), a)
+    assert "segment_set" not in alone and "fd.ops.squeeze(" in alone
