@@ -24,7 +24,10 @@ import torch
 import compiler
 from compiler import examine
 from compiler.executors.nvfuser import region_fusions, unavailable_reason
+from suites.adam_step import BETA1, BETA2, EPS, LR, adam_step
 from suites.gelu_backward import SCALARS, define_gelu_bias_backward, gelu_bias_backward
+
+HYPER = (LR, BETA1, BETA2, EPS)
 
 FLUSH_BYTES = 256 * 1024 * 1024
 DEVICE = "cuda"
@@ -129,47 +132,28 @@ def split3_section() -> None:
 # 3. Adam step, in place
 
 
-def adam_step(params, grads, exp_avgs, exp_avg_sqs, step, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):
-    """torch.optim.Adam(foreach=False) arithmetic, updating everything in place."""
-    bias_correction1 = 1 - beta1**step
-    bias_correction2_sqrt = (1 - beta2**step) ** 0.5
-    step_size = lr / bias_correction1
-    for p, g, m, v in zip(params, grads, exp_avgs, exp_avg_sqs):
-        m.mul_(beta1).add_(g, alpha=1 - beta1)
-        v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-        denom = (v.sqrt() / bias_correction2_sqrt).add_(eps)
-        p.addcdiv_(m, denom, value=-step_size)
-
-
 def adam_section(count: int, size: int, fusion: dict | None = None) -> int:
     """Runs and reports the Adam part; returns the number of fusions that fell back to torch."""
     params = [torch.randn(size, size, device=DEVICE) for _ in range(count)]
     grads = [torch.randn_like(p) for p in params]
     exp_avgs = [torch.zeros_like(p) for p in params]
     exp_avg_sqs = [torch.zeros_like(p) for p in params]
-    try:
-        probe = [[t[:2, :2].cpu().clone() for t in ts] for ts in (params, grads, exp_avgs, exp_avg_sqs)]
-        compiler.jit(adam_step, cache="symbolic", executors=["torch"])(*probe, 1)
-    except (NotImplementedError, compiler.TracingError, AttributeError, TypeError) as error:
-        print(f"[adam] SKIPPED: in-place ops (issue 3) are not in this build: {type(error).__name__}: "
-              f"{str(error).splitlines()[0]}")  # fmt: skip
-        return 0
     reference = [torch.nn.Parameter(p.clone()) for p in params]
-    optimizer = torch.optim.Adam(reference, lr=1e-3, foreach=False)
+    optimizer = torch.optim.Adam(reference, lr=LR, betas=(BETA1, BETA2), eps=EPS, foreach=False)
     jfn = compiler.jit(adam_step, cache="symbolic", fusion=fusion)
     started = time.perf_counter()
-    jfn(params, grads, exp_avgs, exp_avg_sqs, 1)
+    jfn(params, grads, exp_avgs, exp_avg_sqs, 1, *HYPER)
     compile_s = time.perf_counter() - started
     for r, g in zip(reference, grads):
         r.grad = g.clone()
     optimizer.step()
     for step in range(2, 4):
-        jfn(params, grads, exp_avgs, exp_avg_sqs, step)
+        jfn(params, grads, exp_avgs, exp_avg_sqs, step, *HYPER)
         optimizer.step()
     worst = max((p - r.detach()).abs().max().item() for p, r in zip(params, reference))
-    names = cuda_kernels(lambda: jfn(params, grads, exp_avgs, exp_avg_sqs, 4))
+    names = cuda_kernels(lambda: jfn(params, grads, exp_avgs, exp_avg_sqs, 4, *HYPER))
     copies = [n for n in names if "copy" in n.lower()]
-    step_ms = median_ms(lambda: jfn(params, grads, exp_avgs, exp_avg_sqs, 5), repeats=20)
+    step_ms = median_ms(lambda: jfn(params, grads, exp_avgs, exp_avg_sqs, 5, *HYPER), repeats=20)
     stats = examine.stats(jfn)
     fusions = region_fusions(compiler.last_traces(jfn)[-1])
     print(f"[adam] {count} params of {size}x{size} f32, fusion options {fusion or 'default'}: "

@@ -22,6 +22,7 @@ import compiler
 from compiler import examine
 from compiler.executors import default_executor_names
 from compiler.executors.nvfuser import FusionFallbackWarning, region_fusions
+from suites.adam_step import BETA1, BETA2, EPS, LR, adam_step
 from tests.compiler.nvfuser_cases import CASES, flat, gelu_bias_backward, split3, tolerance, write_back
 
 pytestmark = pytest.mark.nvfuser
@@ -211,37 +212,23 @@ def test_inplace_mul_add_is_one_fusion_writing_in_place():
     assert len(names) == 1 and "copy" not in names[0].lower(), names
 
 
-def adam_step(params, grads, exp_avgs, exp_avg_sqs, step, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):
-    """torch.optim.Adam(foreach=False) arithmetic, in place (bias corrections on the host)."""
-    bias_correction1 = 1 - beta1**step
-    bias_correction2_sqrt = (1 - beta2**step) ** 0.5
-    step_size = lr / bias_correction1
-    for p, g, m, v in zip(params, grads, exp_avgs, exp_avg_sqs):
-        m.mul_(beta1).add_(g, alpha=1 - beta1)
-        v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-        denom = (v.sqrt() / bias_correction2_sqrt).add_(eps)
-        p.addcdiv_(m, denom, value=-step_size)
-
-
 def test_adam_step_fuses_per_parameter_or_better_and_matches_torch_optim():
     n = 8
     params = [torch.randn(256, 256, device=DEVICE) for _ in range(n)]
     state = [[torch.randn_like(p) for p in params] for _ in range(3)]
     grads, m, v = state[0], [torch.zeros_like(p) for p in params], [torch.zeros_like(p) for p in params]
-    traceable(adam_step, [p.clone() for p in params], grads, [x.clone() for x in m], [x.clone() for x in v], 1,
-              why="NEEDS_INPLACE: mul_/add_/addcmul_/addcdiv_ come with the in-place branch (issue 3)")  # fmt: skip
     reference = [torch.nn.Parameter(p.clone()) for p in params]
-    optimizer = torch.optim.Adam(reference, lr=1e-3, foreach=False)
+    optimizer = torch.optim.Adam(reference, lr=LR, betas=(BETA1, BETA2), eps=EPS, foreach=False)
     jfn = jit(adam_step, cache="symbolic")
     for step in range(1, 4):
         for r, g in zip(reference, grads):
             r.grad = g.clone()
         optimizer.step()
-        jfn(params, grads, m, v, step)
+        jfn(params, grads, m, v, step, LR, BETA1, BETA2, EPS)
     for p, r in zip(params, reference):
         torch.testing.assert_close(p, r.detach(), rtol=1e-5, atol=1e-6)
     assert fusion_count(jfn) <= n and compiler.cache_stats(jfn).misses == 1
-    names = kernels_per_call(jfn, params, grads, m, v, 4)
+    names = kernels_per_call(jfn, params, grads, m, v, 4, LR, BETA1, BETA2, EPS)
     assert not [k for k in names if "copy" in k.lower()], names
 
 
