@@ -24,29 +24,25 @@ import torch
 import compiler
 from compiler import examine
 from compiler.executors.nvfuser import region_fusions, unavailable_reason
+from fusebench.timing import DeviceTimer, L2Flusher
 from suites.adam_step import BETA1, BETA2, EPS, LR, adam_step
 from suites.gelu_backward import SCALARS, define_gelu_bias_backward, gelu_bias_backward
 
 HYPER = (LR, BETA1, BETA2, EPS)
 
-FLUSH_BYTES = 256 * 1024 * 1024
 DEVICE = "cuda"
 
 
 def median_ms(fn: Callable[[], Any], repeats: int = 30) -> float:
-    """Median CUDA-event time of `fn()`, with a 256 MB write between runs to flush the L2 cache."""
-    flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    """Median device time of `fn()` in ms (the harness's CUDA-event timer, L2 flushed before each)."""
+    device = torch.device(DEVICE)
+    timer, flusher = DeviceTimer(device), L2Flusher(device)
     for _ in range(3):
         fn()
     times = []
     for _ in range(repeats):
-        flush.zero_()
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
+        flusher.flush()
+        times.append(timer.time(fn) * 1e3)
     return statistics.median(times)
 
 
