@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from compiler.context import TraceContext, current, tracing
-from compiler.proxies import NumberProxy, Proxy, TensorProxy, map_proxies, proxies_in, same_size
+from compiler.proxies import NumberProxy, Proxy, TensorProxy, map_proxies, proxies_in, same_size, size_product
 
 __all__ = [
     "BoundSymbol",
@@ -31,6 +31,7 @@ __all__ = [
     "map_proxies",
     "proxies_in",
     "same_size",
+    "size_product",
     "tracing",
 ]
 

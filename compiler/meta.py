@@ -15,7 +15,7 @@ import torch
 
 from compiler import dtypes
 from compiler.errors import check
-from compiler.ir import NumberProxy, TensorProxy, same_size
+from compiler.ir import NumberProxy, TensorProxy, same_size, size_product
 from compiler.prims import BINARY, COMPARISONS, META, NUMBER_IMPLS, REDUCTIONS, UNARY, Prim
 
 
@@ -137,16 +137,9 @@ def _broadcast_in_dim_meta(a: TensorProxy, shape: Any, broadcast_dims: Any) -> T
     return TensorProxy(shape, a.dtype, a.device)
 
 
-def _product(sizes: Any) -> Any:
-    result = 1
-    for s in sizes:
-        result = result * s
-    return result
-
-
 def _reshape_meta(a: TensorProxy, shape: Any) -> TensorProxy:
     check(
-        same_size(_product(a.shape), _product(shape)),
+        same_size(size_product(a.shape), size_product(shape)),
         lambda: f"prims.reshape: cannot reshape {a.name} of shape {a.shape} to {tuple(shape)}",
         ValueError,
     )

@@ -80,7 +80,7 @@ class TensorProxy(Proxy):
         return self.shape[dim]
 
     def numel(self) -> Any:
-        return functools.reduce(lambda a, b: a * b, self.shape, 1)
+        return size_product(self.shape)
 
     def element_size(self) -> int:
         return self.dtype.itemsize
@@ -348,6 +348,14 @@ def rebuild_tuple(kind: type, items: list) -> tuple:
     if kind is tuple:
         return tuple(items)
     return kind(*items) if hasattr(kind, "_fields") else kind(items)
+
+
+def size_product(sizes: Any) -> Any:
+    """The product of sizes that may be NumberProxy values (no `1 * n` is recorded for symbolic n)."""
+    result: Any = 1
+    for s in sizes:
+        result = s if type(result) is int and result == 1 else result * s
+    return result
 
 
 def same_size(a: Any, b: Any) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 
 from compiler import prims
 from compiler.errors import called_at, check
-from compiler.ir import TensorProxy, same_size
+from compiler.ir import TensorProxy, same_size, size_product
 from compiler.ops import register
 from compiler.ops.elementwise import add
 from compiler.ops.operands import broadcast_shapes, broadcast_to, check_no_out
@@ -57,7 +57,7 @@ def _matmul(a: TensorProxy, b: TensorProxy) -> TensorProxy:
     b2 = prims.reshape(b, [b.shape[0], 1]) if b_vector else b
     if a2.ndim > 2 and b2.ndim == 2:
         # NOTE: fold the batch into rows: one (B*n, k) @ (k, m) product, as torch does.
-        rows = prims.reshape(a2, [_product(a2.shape[:-1]), a2.shape[-1]])
+        rows = prims.reshape(a2, [size_product(a2.shape[:-1]), a2.shape[-1]])
         out = prims.reshape(prims.matmul(rows, b2), [*a2.shape[:-1], b2.shape[-1]])
     else:
         batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
@@ -66,13 +66,6 @@ def _matmul(a: TensorProxy, b: TensorProxy) -> TensorProxy:
         out = prims.matmul(a3, b3)
     squeezed = ([out.ndim - 2] if a_vector else []) + ([out.ndim - 1] if b_vector else [])
     return prims.squeeze(out, squeezed) if squeezed else out
-
-
-def _product(sizes: Any) -> Any:
-    result: Any = 1
-    for s in sizes:
-        result = s if isinstance(result, int) and result == 1 else result * s
-    return result
 
 
 @register("torch.matmul", "torch.Tensor.matmul", "torch.Tensor.__matmul__")

@@ -15,7 +15,7 @@ import torch
 from compiler import prims
 from compiler.aliasing import contiguous_operand, fresh_copy
 from compiler.errors import called_at, check
-from compiler.ir import NumberProxy, TensorProxy, same_size
+from compiler.ir import NumberProxy, TensorProxy, same_size, size_product
 from compiler.ops import register
 from compiler.ops.operands import (
     Promotion,
@@ -35,13 +35,6 @@ def _sizes(args: tuple) -> list:
     return list(args)
 
 
-def _numel(shape: Sequence) -> Any:
-    result: Any = 1
-    for s in shape:
-        result = result * s
-    return result
-
-
 @register("torch.reshape", "torch.Tensor.reshape", "torch.Tensor.view")
 def reshape(input: TensorProxy, *shape: Any) -> Any:
     sizes = _sizes(shape)
@@ -57,7 +50,7 @@ def reshape(input: TensorProxy, *shape: Any) -> Any:
         ValueError,
     )
     if unknown:
-        known = _numel(s for i, s in enumerate(sizes) if i != unknown[0])
+        known = size_product(s for i, s in enumerate(sizes) if i != unknown[0])
         check(
             not same_size(known, 0),
             lambda: f"reshape: cannot infer -1 in {tuple(sizes)} for a tensor of {input.numel()} elements",
@@ -65,7 +58,7 @@ def reshape(input: TensorProxy, *shape: Any) -> Any:
         )
         sizes[unknown[0]] = input.numel() // known
     check(
-        same_size(_numel(sizes), input.numel()),
+        same_size(size_product(sizes), input.numel()),
         lambda: f"reshape: shape {tuple(sizes)} is invalid for input {input.name} of shape {input.shape}{called_at()}",
         ValueError,
     )
@@ -171,7 +164,7 @@ def flatten(input: TensorProxy, start_dim: int = 0, end_dim: int = -1) -> Any:
     )
     if start == end:
         return input
-    shape = [*input.shape[:start], _numel(input.shape[start : end + 1]), *input.shape[end + 1 :]]
+    shape = [*input.shape[:start], size_product(input.shape[start : end + 1]), *input.shape[end + 1 :]]
     return prims.reshape(input, shape)
 
 
