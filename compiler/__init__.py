@@ -16,11 +16,11 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from compiler.cache import CacheStats, JittedFunction
-from compiler.errors import GuardFailure, TracingError
-from compiler.ir import Trace
+from compiler.core.errors import GuardFailure, TracingError
+from compiler.core.ir import Trace
 from compiler.passes.fuse import FusionOptions
-from compiler.pipeline import compile_entry, make_options
+from compiler.runtime.cache import CacheStats, JittedFunction
+from compiler.runtime.pipeline import compile_entry, make_options
 
 __all__ = [
     "CacheStats",

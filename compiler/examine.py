@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler.cache import JittedFunction
-from compiler.debug import ops_by_scheduler, repro_script, segmentation_hint
-from compiler.errors import check
+from compiler.core.errors import check
+from compiler.core.ir import Trace
 from compiler.executors.nvfuser import InputRecord, NvFuserStats, NvFusion, region_fusions
+from compiler.executors.nvfuser_repro import ops_by_scheduler, repro_script, segmentation_hint
 from compiler.executors.nvfuser_translate import fusion_source
-from compiler.ir import Trace
 from compiler.passes.fuse import fusion_executor, partition
+from compiler.runtime.cache import JittedFunction
 
 
 class Listing(list):

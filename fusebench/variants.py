@@ -128,8 +128,8 @@ TORCH_COMPILE = Variant(
 
 
 def count_fusions(trace: Any) -> int:
-    """Bound symbols of `trace` that an executor claimed as a region (a `compiler.ir.Symbol` with an executor)."""
-    from compiler.ir import Symbol
+    """Bound symbols of `trace` that an executor claimed as a region (a `compiler.core.ir.Symbol` with an executor)."""
+    from compiler.core.ir import Symbol
 
     return sum(1 for bsym in trace.bsyms if isinstance(bsym.sym, Symbol) and bsym.sym.executor is not None)
 

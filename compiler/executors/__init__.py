@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from compiler.errors import check
+from compiler.core.errors import check
 from compiler.executors import nvfuser as nvfuser_executor
 from compiler.executors.nvfuser import ExecutorUnavailableError, NvFuserExecutor
 from compiler.executors.sdpa import SdpaExecutor

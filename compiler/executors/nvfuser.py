@@ -25,8 +25,9 @@ from typing import Any
 
 import torch
 
-from compiler.codegen import compile_trace
-from compiler.errors import check
+from compiler.core.errors import check
+from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
+from compiler.executors.codegen import compile_trace
 from compiler.executors.nvfuser_translate import (
     ScalarDesc,
     TensorDesc,
@@ -36,7 +37,6 @@ from compiler.executors.nvfuser_translate import (
     unsupported,
 )
 from compiler.executors.torch import TorchExecutor
-from compiler.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
 from compiler.passes.fuse import FusionOptions, Reason, Region
 
 FALLBACK_ENV = "FUSEBENCH_NVFUSER_FALLBACK"

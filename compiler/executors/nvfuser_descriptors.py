@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from compiler.ir import NumberProxy, Proxy, TensorProxy
+from compiler.core.ir import NumberProxy, Proxy, TensorProxy
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,9 @@ from typing import Any
 
 import torch
 
-from compiler import dtypes
-from compiler.errors import check
+from compiler.core import dtypes
+from compiler.core.errors import check
+from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, callee_name
 from compiler.executors.nvfuser_descriptors import (  # noqa: F401  (re-exported for callers)
     ScalarDesc,
     TensorDesc,
@@ -39,7 +40,6 @@ from compiler.executors.nvfuser_descriptors import (  # noqa: F401  (re-exported
     shape_spec,
     tensor_descriptor,
 )
-from compiler.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, callee_name
 from compiler.passes.fuse import Reason, Region
 from compiler.prims import BINARY, UNARY, Prim
 

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from compiler.ir import BoundSymbol
+from compiler.core.ir import BoundSymbol
 from compiler.prims import Prim
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)

@@ -14,7 +14,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from compiler.errors import GuardFailure
+from compiler import prims
+from compiler.core.errors import GuardFailure
+from compiler.core.memory import overlapping
 from compiler.prims import NUMBER_IMPLS, Prim
 
 
@@ -141,19 +143,6 @@ def check_aliasing(tensors: tuple, groups: tuple | None, disjoint: bool) -> None
         raise GuardFailure
 
 
-def overlapping(tensors: Sequence[torch.Tensor]) -> bool:
-    """Whether any two of these (non-empty) tensors may touch the same bytes; conservative: byte
-    ranges are compared, so interleaved views count as overlapping."""
-    spans = sorted(byte_span(t) for t in tensors)
-    return any(spans[k][1] > spans[k + 1][0] for k in range(len(spans) - 1))
-
-
-def byte_span(t: torch.Tensor) -> tuple[int, int]:
-    """(first byte, one past the last byte) of the memory a non-empty tensor `t` can touch."""
-    extent = 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
-    return t.data_ptr(), t.data_ptr() + extent * t.element_size()
-
-
 def check_tensor(t: Any, shape: tuple, dtype: torch.dtype, device: torch.device) -> None:
     """Guard: `t` is a tensor of exactly this shape, dtype and device."""
     if not (isinstance(t, torch.Tensor) and t.dtype is dtype and t.shape == shape and t.device == device):
@@ -263,6 +252,9 @@ IMPLS: dict[Prim, Callable] = {
 }
 
 
+prims.IMPLS.update(IMPLS)
+
+
 def implementation(prim: Prim, numbers_only: bool) -> Callable:
     """The callable running `prim`; `numbers_only` picks the Python-number semantics."""
     if numbers_only and prim in NUMBER_IMPLS:
@@ -279,6 +271,6 @@ class TorchExecutor:
         """The callable for a prim bound symbol (None for symbols that are not prims)."""
         if not isinstance(bsym.sym, Prim):
             return None
-        from compiler.ir import NumberProxy
+        from compiler.core.ir import NumberProxy
 
         return implementation(bsym.sym, isinstance(bsym.output, NumberProxy))

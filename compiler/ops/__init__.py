@@ -1,193 +1,26 @@
 """torch-level operations, each written as a decomposition into prims.
 
-`OPS` maps the torch callables a user program reaches (`torch.add`, `torch.Tensor.add`,
-`torch.Tensor.__add__`, `torch.nn.functional.gelu`, ...) to decomposition functions with torch's
-signature. `dispatch` is what proxies and the tracing mode call: it runs the decomposition over
-proxies and records one bound symbol named after the torch function whose subsymbols are the
-prims (and nested ops) the decomposition recorded. An op that returns only values defined before
-it (an in-place op returns its target) is recorded with no output. `out=` is handled here for
-every op whose decomposition declares an `out` parameter: the op runs without it and its result
-is written into `out` (see ops/inplace.py), so decompositions never see `out`.
-
-Importing this package registers every op module below.
+`registry.py` holds the table (`OPS`) and `dispatch`; each module below registers the ops of one
+family. Importing this package registers them all and installs `dispatch` as what proxies call
+for torch functions, Tensor methods and operators (`compiler.core.proxies.HOOKS`).
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
-import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from compiler.core import proxies
+from compiler.ops import (  # noqa: F401  (each module registers its ops)
+    conversion,
+    elementwise,
+    factory,
+    indexing,
+    inplace,
+    linalg,
+    nn,
+    reductions,
+    shape,
+)
+from compiler.ops.registry import OPS, Op, dispatch, register, resolve, torch_name
 
-import torch
+__all__ = ["OPS", "Op", "dispatch", "register", "resolve", "torch_name"]
 
-from compiler import ir
-from compiler.errors import TracingError, called_at, check
-from compiler.ir import BoundSymbol, NumberProxy, Proxy, Symbol
-from compiler.prims import GUARDS, Prim
-
-
-@dataclass(frozen=True)
-class Op:
-    """A registered torch-level operation: its printed name, its decomposition, its trace symbol."""
-
-    name: str
-    impl: Callable
-    symbol: Symbol
-
-
-OPS: dict[Any, Op] = {}
-
-
-def resolve(name: str) -> Any:
-    """The object a dotted name such as 'torch.nn.functional.gelu' or 'torch.Tensor.add' names."""
-    module_name, _, rest = name.partition(".")
-    obj: Any = importlib.import_module(module_name)
-    for part in rest.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def register(*names: str) -> Callable[[Callable], Callable]:
-    """Registers the decorated decomposition for each torch callable named in `names`."""
-
-    def decorator(impl: Callable) -> Callable:
-        for name in names:
-            fn = resolve(name)
-            if fn in OPS and OPS[fn].impl is impl:
-                continue  # an alias of a name already registered here (Tensor.__neg__ is Tensor.neg)
-            check(fn not in OPS, lambda name=name: f"{name} is registered twice", ValueError)
-            OPS[fn] = Op(name, impl, Symbol(name))
-        return impl
-
-    return decorator
-
-
-def torch_name(fn: Any) -> str:
-    """A readable dotted name for a torch callable (for error messages)."""
-    module = getattr(fn, "__module__", None) or ""
-    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
-    if module.startswith("torch._C") or module == "torch.functional" or qualname.startswith("_Variable"):
-        qualname = qualname.split(".")[-1]
-        submodule = module.removeprefix("torch._C._") if module.startswith("torch._C._") else ""
-        if submodule and submodule != "VariableFunctions":
-            qualname = qualname.removeprefix(submodule + "_")
-            module = "torch.nn.functional" if submodule == "nn" else f"torch.{submodule}"
-        else:
-            module = "torch"
-    elif qualname.startswith(("TensorBase.", "_TensorBase.")):
-        module, qualname = "torch.Tensor", qualname.split(".", 1)[1]
-    elif qualname.startswith("Tensor."):
-        module = "torch"
-    return f"{module}.{qualname}" if module else qualname
-
-
-def _contains(value: Any, kind: type | tuple[type, ...]) -> bool:
-    if isinstance(value, kind):
-        return True
-    if isinstance(value, (tuple, list)):
-        return any(_contains(v, kind) for v in value)
-    if isinstance(value, dict):
-        return any(_contains(v, kind) for v in value.values())
-    return False
-
-
-def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
-    """Runs the decomposition registered for `fn` and records it as one bound symbol."""
-    op = OPS.get(fn)
-    traced = _contains(args, Proxy) or _contains(kwargs, Proxy)
-    if op is None:
-        if not traced:
-            # Metadata helpers (torch.promote_types, torch.finfo, ...) simply run.
-            result = fn(*args, **kwargs)
-            if not _contains(result, torch.Tensor):
-                return result
-        raise NotImplementedError(f"{torch_name(fn)} is not supported by the fusebench compiler{called_at()}")
-    if _contains(args, torch.Tensor) or _contains(kwargs, torch.Tensor):
-        raise TracingError(
-            f"{op.name} received a real torch.Tensor that is not an argument of the jitted function "
-            f"(a global, a closure or an attribute){called_at()}; pass it to the function as an argument"
-        )
-    context = ir.current()
-    check(context is not None, lambda: f"{op.name} was called on proxies outside of tracing", TracingError)
-    if kwargs.get("out") is not None and _accepts_out(op.impl):
-        return _dispatch_out(op, fn, args, kwargs)
-    with context.scope() as recorded:
-        output = op.impl(*args, **kwargs)
-    recorded = _hoist_scalar_work(context, recorded)
-    if recorded:
-        defined = {id(p) for bsym in recorded for p in _defined(bsym)}
-        outputs = list(ir.proxies_in(output))
-        new = [p for p in outputs if id(p) in defined]
-        if len(new) == len(outputs):
-            context.record(BoundSymbol(op.symbol, args, kwargs, output, tuple(recorded)))
-        elif not new:
-            # NOTE: recording a value defined before the op as its output would assign that
-            # name twice; the op defines nothing (an in-place op returns its target).
-            context.record(BoundSymbol(op.symbol, args, kwargs, None, tuple(recorded)))
-        else:
-            for bsym in recorded:
-                context.record(bsym)
-    return output
-
-
-@functools.cache
-def _accepts_out(impl: Callable) -> bool:
-    return "out" in inspect.signature(impl).parameters
-
-
-def _dispatch_out(op: Op, fn: Any, args: tuple, kwargs: dict) -> Any:
-    """`fn(*args, out=o)`: the op without `out`, then its result written into `o`; returns `o`."""
-    from compiler.ops.inplace import write_out
-
-    context = ir.current()
-    functional_kwargs = {k: v for k, v in kwargs.items() if k != "out"}
-    with context.scope() as recorded:
-        result = dispatch(fn, args, functional_kwargs)
-        out = write_out(kwargs["out"], result, f"{op.name}(out=...)")
-    context.record(BoundSymbol(op.symbol, args, kwargs, None, tuple(_hoist_scalar_work(context, recorded))))
-    return out
-
-
-def _hoist_scalar_work(context: ir.TraceContext, recorded: list[BoundSymbol]) -> list[BoundSymbol]:
-    """Records number arithmetic and guards in the enclosing scope; returns the op's tensor work.
-
-    NOTE: a size an op computes (a split section, a slice length) appears in its outputs' shapes
-    and later ops read it; as a subsymbol it would be invisible outside the op's decomposition.
-    """
-    kept = []
-    for bsym in recorded:
-        outputs = bsym.outputs
-        scalar = isinstance(bsym.sym, Prim) and (
-            bsym.sym in GUARDS or (outputs and all(isinstance(p, NumberProxy) for p in outputs))
-        )
-        if scalar:
-            context.record(bsym)
-        else:
-            kept.append(bsym)
-    return kept
-
-
-def _defined(bsym: BoundSymbol) -> list[Proxy]:
-    return bsym.outputs + [p for sub in bsym.subsymbols for p in _defined(sub)]
-
-
-@functools.cache
-def _load_all() -> None:
-    for module in (
-        "elementwise",
-        "conversion",
-        "reductions",
-        "shape",
-        "indexing",
-        "nn",
-        "linalg",
-        "factory",
-        "inplace",
-    ):
-        importlib.import_module(f"compiler.ops.{module}")
-
-
-_load_all()
+proxies.HOOKS.dispatch = dispatch

@@ -11,11 +11,11 @@ from typing import Any
 import torch
 
 from compiler import prims
-from compiler.errors import called_at, check
-from compiler.ir import TensorProxy
-from compiler.ops import register
+from compiler.core.errors import called_at, check
+from compiler.core.ir import TensorProxy
 from compiler.ops.elementwise import copy
 from compiler.ops.operands import to_dtype
+from compiler.ops.registry import register
 
 
 def _parse_to(args: tuple, kwargs: dict) -> tuple[torch.dtype | None, torch.device | None]:

@@ -12,10 +12,10 @@ from typing import Any
 
 import torch
 
-from compiler import dtypes, prims
-from compiler.errors import called_at, check
-from compiler.ir import TensorProxy
-from compiler.ops import register
+from compiler import prims
+from compiler.core import dtypes
+from compiler.core.errors import called_at, check
+from compiler.core.ir import TensorProxy
 from compiler.ops.operands import (
     Promotion,
     broadcast_shapes,
@@ -26,6 +26,7 @@ from compiler.ops.operands import (
     result_dtypes,
     to_dtype,
 )
+from compiler.ops.registry import register
 
 # ---------------------------------------------------------------------------------------------
 # Unary

@@ -11,10 +11,11 @@ from typing import Any
 
 import torch
 
-from compiler import dtypes, prims
-from compiler.errors import called_at, check
-from compiler.ir import NumberProxy, TensorProxy
-from compiler.ops import register
+from compiler import prims
+from compiler.core import dtypes
+from compiler.core.errors import called_at, check
+from compiler.core.ir import NumberProxy, TensorProxy
+from compiler.ops.registry import register
 from compiler.ops.shape import _sizes
 
 

@@ -6,11 +6,12 @@ from typing import Any
 
 import torch
 
-from compiler import dtypes, prims
-from compiler.errors import called_at, check
-from compiler.ir import TensorProxy
-from compiler.ops import register
-from compiler.ops.operands import canonical_dim, to_dtype
+from compiler import prims
+from compiler.core import dtypes
+from compiler.core.errors import called_at, check
+from compiler.core.ir import TensorProxy
+from compiler.ops.operands import canonical_dim, insert_dim, to_dtype
+from compiler.ops.registry import register
 
 
 def _check_index(op: str, index: Any) -> None:
@@ -45,9 +46,7 @@ def index_copy(input: TensorProxy, dim: int, index: TensorProxy, source: TensorP
         TypeError,
     )
     if index.ndim == 0 and source.ndim == input.ndim - 1:
-        from compiler.ops.shape import unsqueeze
-
-        source = unsqueeze(source, d)
+        source = insert_dim(source, d)
     return prims.index_copy(input, d, _as_1d(index), source)
 
 

@@ -16,89 +16,16 @@ from typing import Any
 
 import torch
 
-from compiler import aliasing, dtypes, prims
-from compiler.errors import called_at, check
-from compiler.ir import NumberProxy, TensorProxy, same_size
-from compiler.ops import dispatch, register
+from compiler import prims
+from compiler.core import dtypes
+from compiler.core.errors import called_at, check
+from compiler.core.ir import NumberProxy, TensorProxy
+from compiler.ops import aliasing
 from compiler.ops.indexing import _as_1d, _check_index
-from compiler.ops.operands import broadcast_shapes, broadcast_to, canonical_dim, to_dtype
-
-
-def _same_shape(a: tuple, b: tuple) -> bool:
-    return len(a) == len(b) and all(map(same_size, a, b))
-
-
-def _scalar(value: Any, dtype: torch.dtype) -> Any:
-    """A number (or NumberProxy) as the Python type of `dtype`, as torch casts a fill value."""
-    if isinstance(value, NumberProxy):
-        return to_dtype(value, dtype)
-    return dtypes.python_type(dtype)(value)
-
-
-def write(target: Any, value: Any, what: str, *, broadcast: bool = False, any_cast: bool = False) -> TensorProxy:
-    """Records that `target`'s contents become `value` (a tensor or a number); returns `target`.
-
-    Without `broadcast`, `value` must have exactly `target`'s shape; without `any_cast`, its dtype
-    must cast to `target`'s under torch's rules for in-place results.
-    """
-    check(
-        isinstance(target, TensorProxy),
-        lambda: f"{what}: cannot write into {type(target).__name__} {target!r}{called_at()}",
-        TypeError,
-    )
-    if not isinstance(value, TensorProxy):
-        check(
-            isinstance(value, (int, float, bool, NumberProxy)),
-            lambda: f"{what}: expected a tensor or a number to write, got {type(value).__name__}{called_at()}",
-            TypeError,
-        )
-        value = prims.full(list(target.shape), _scalar(value, target.dtype), target.dtype, target.device)
-    check(
-        value.device == target.device,
-        lambda: f"{what}: cannot write a tensor on {value.device} into one on {target.device}{called_at()}",
-        RuntimeError,
-    )
-    if broadcast:
-        shape = broadcast_shapes(target.shape, value.shape)
-        check(
-            _same_shape(shape, target.shape),
-            lambda: f"{what}: a value of shape {value.shape} cannot be broadcast to {target.shape}{called_at()}",
-            RuntimeError,
-        )
-        value = broadcast_to(value, target.shape)
-    check(
-        _same_shape(value.shape, target.shape),
-        lambda: (
-            f"{what}: output with shape {target.shape} doesn't match the broadcast shape {value.shape}; "
-            f"in-place operations do not resize{called_at()}"
-        ),
-        RuntimeError,
-    )
-    check(
-        any_cast or torch.can_cast(value.dtype, target.dtype),
-        lambda: (
-            f"{what}: result type {value.dtype} can't be cast to the desired output type {target.dtype}{called_at()}"
-        ),
-        RuntimeError,
-    )
-    aliasing.check_writable(target, what)
-    prims.copy_(target, to_dtype(value, target.dtype))
-    return target
-
-
-def write_out(out: Any, result: Any, what: str) -> Any:
-    """The `out=` write: `result` (a tensor or a tuple of them) into `out` (the same structure)."""
-    if isinstance(result, (tuple, list)):
-        check(
-            isinstance(out, (tuple, list)) and len(out) == len(result),
-            lambda: f"{what}: out= must be a tuple of {len(result)} tensors{called_at()}",
-            TypeError,
-        )
-        for o, r in zip(out, result):
-            write(o, r, what)
-        return out
-    return write(out, result, what)
-
+from compiler.ops.operands import broadcast_shapes, broadcast_to, canonical_dim, insert_dim, to_dtype
+from compiler.ops.registry import dispatch, register
+from compiler.ops.shape import getitem
+from compiler.ops.writes import same_shape, write
 
 # ---------------------------------------------------------------------------------------------
 # x.op_(...) == x.copy_(x.op(...)) with eager's checks
@@ -184,9 +111,7 @@ def index_add(
         TypeError,
     )
     if index.ndim == 0 and source.ndim == input.ndim - 1:
-        from compiler.ops.shape import unsqueeze
-
-        source = unsqueeze(source, d)
+        source = insert_dim(source, d)
     if not (type(alpha) in (int, float) and alpha == 1):
         source = prims.mul(source, to_dtype(alpha, input.dtype) if isinstance(alpha, NumberProxy) else alpha)
     if input.ndim == 0:
@@ -216,8 +141,6 @@ def setitem(self: TensorProxy, key: Any, value: Any) -> None:
         lambda: f"{what}: keys mixing index tensors with other indices are not supported{called_at()}",
         NotImplementedError,
     )
-    from compiler.ops.shape import getitem
-
     write(getitem(self, key), value, what, broadcast=True, any_cast=True)
     return None
 
@@ -225,7 +148,7 @@ def setitem(self: TensorProxy, key: Any, value: Any) -> None:
 def _setitem_tensor_key(self: TensorProxy, key: TensorProxy, value: Any, what: str) -> None:
     if key.dtype == torch.bool:
         check(
-            _same_shape(key.shape, self.shape) and (not isinstance(value, TensorProxy) or value.ndim == 0),
+            same_shape(key.shape, self.shape) and (not isinstance(value, TensorProxy) or value.ndim == 0),
             lambda: f"{what}: a bool mask key must have the tensor's shape and the value must be a scalar{called_at()}",
             NotImplementedError,
         )
@@ -239,7 +162,7 @@ def _setitem_tensor_key(self: TensorProxy, key: TensorProxy, value: Any, what: s
     rows = [key.shape[0], *self.shape[1:]]
     if isinstance(value, TensorProxy):
         check(
-            _same_shape(broadcast_shapes(rows, value.shape), rows),
+            same_shape(broadcast_shapes(rows, value.shape), rows),
             lambda: f"{what}: a value of shape {value.shape} cannot be broadcast to {tuple(rows)}{called_at()}",
             RuntimeError,
         )

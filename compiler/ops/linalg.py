@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from compiler import prims
-from compiler.errors import called_at, check
-from compiler.ir import TensorProxy, same_size, size_product
-from compiler.ops import register
+from compiler.core.errors import called_at, check
+from compiler.core.ir import TensorProxy, same_size, size_product
 from compiler.ops.elementwise import add
 from compiler.ops.operands import broadcast_shapes, broadcast_to, check_no_out
+from compiler.ops.registry import register
 
 
 def _check_operands(op: str, a: Any, b: Any, ranks: tuple[int, ...] | None = None) -> None:

@@ -13,12 +13,13 @@ from typing import Any
 
 import torch
 
-from compiler import dtypes, prims
-from compiler.errors import called_at, check
-from compiler.ir import TensorProxy, same_size
-from compiler.ops import register
+from compiler import prims
+from compiler.core import dtypes
+from compiler.core.errors import called_at, check
+from compiler.core.ir import TensorProxy, same_size
 from compiler.ops.operands import to_dtype
 from compiler.ops.reductions import count, expand_reduced, reduce_dims
+from compiler.ops.registry import register
 
 # ---------------------------------------------------------------------------------------------
 # softmax, log_softmax

@@ -12,9 +12,10 @@ from typing import Any
 
 import torch
 
-from compiler import dtypes, prims
-from compiler.errors import called_at, check
-from compiler.ir import NumberProxy, TensorProxy, same_size
+from compiler import prims
+from compiler.core import dtypes
+from compiler.core.errors import called_at, check
+from compiler.core.ir import NumberProxy, TensorProxy, same_size
 
 Number = (int, float, bool, NumberProxy)
 
@@ -170,3 +171,10 @@ def elementwise(
 def check_no_out(op: str, out: Any) -> None:
     """Rejects `out=` where the op does not support it yet."""
     check(out is None, lambda: f"{op}: out= is not supported{called_at()}", NotImplementedError)
+
+
+def insert_dim(input: TensorProxy, dim: int) -> TensorProxy:
+    """`input` with a size-1 dim inserted at `dim` (already canonical: 0 <= dim <= input.ndim)."""
+    shape = list(input.shape)
+    shape.insert(dim, 1)
+    return prims.broadcast_in_dim(input, shape, [i for i in range(input.ndim + 1) if i != dim])

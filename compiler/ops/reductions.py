@@ -16,12 +16,13 @@ from typing import Any
 
 import torch
 
-from compiler import dtypes, prims
-from compiler.errors import called_at, check
-from compiler.ir import NumberProxy, TensorProxy
-from compiler.ops import register
+from compiler import prims
+from compiler.core import dtypes
+from compiler.core.errors import called_at, check
+from compiler.core.ir import NumberProxy, TensorProxy
 from compiler.ops.elementwise import maximum, minimum
 from compiler.ops.operands import canonical_dim, check_no_out, to_dtype
+from compiler.ops.registry import register
 
 # ---------------------------------------------------------------------------------------------
 # Shared helpers

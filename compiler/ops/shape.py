@@ -13,19 +13,21 @@ from typing import Any
 import torch
 
 from compiler import prims
-from compiler.aliasing import contiguous_operand, fresh_copy
-from compiler.errors import called_at, check
-from compiler.ir import NumberProxy, TensorProxy, same_size, size_product
-from compiler.ops import register
+from compiler.core.errors import called_at, check
+from compiler.core.ir import NumberProxy, TensorProxy, same_size, size_product
+from compiler.ops.aliasing import contiguous_operand, fresh_copy
+from compiler.ops.indexing import index_select
 from compiler.ops.operands import (
     Promotion,
     broadcast_shapes,
     broadcast_to,
     canonical_dim,
     canonical_new_dim,
+    insert_dim,
     result_dtypes,
     to_dtype,
 )
+from compiler.ops.registry import register
 
 
 def _sizes(args: tuple) -> list:
@@ -146,10 +148,7 @@ def squeeze(input: TensorProxy, dim: Any = None) -> Any:
 
 @register("torch.unsqueeze", "torch.Tensor.unsqueeze")
 def unsqueeze(input: TensorProxy, dim: int) -> Any:
-    d = canonical_new_dim(dim, input.ndim)
-    shape = list(input.shape)
-    shape.insert(d, 1)
-    return prims.broadcast_in_dim(input, shape, [i for i in range(input.ndim + 1) if i != d])
+    return insert_dim(input, canonical_new_dim(dim, input.ndim))
 
 
 @register("torch.flatten", "torch.Tensor.flatten")
@@ -357,8 +356,6 @@ def getitem(input: TensorProxy, key: Any) -> Any:
             lambda: f"indexing supports one 0-D or 1-D integer index tensor on a tensor of rank >= 1{called_at()}",
             NotImplementedError,
         )
-        from compiler.ops.indexing import index_select
-
         # NOTE: a 0-d index tensor selects like an int: the indexed dim goes away.
         selected = index_select(input, 0, key)
         return prims.squeeze(selected, [0]) if key.ndim == 0 else selected

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from compiler.ir import Trace
+from compiler.core.ir import Trace
 
 
 def trace_pass(name: str) -> Callable[[Callable[..., Trace]], Callable[..., Trace]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.ir import BoundSymbol, Proxy, Trace, map_proxies
+from compiler.core.ir import BoundSymbol, Proxy, Trace, map_proxies
 from compiler.passes import trace_pass
 from compiler.prims import GUARDS, SIDE_EFFECTS, Prim
 

@@ -6,10 +6,10 @@ write-backs) or defines a value the output or a later kept bound symbol reads.
 
 from __future__ import annotations
 
-from compiler.frontend import leaves
-from compiler.ir import BoundSymbol, Trace, proxies_in
+from compiler.core.ir import BoundSymbol, Trace, proxies_in
 from compiler.passes import trace_pass
 from compiler.prims import SIDE_EFFECTS
+from compiler.tracing.frontend import leaves
 
 
 def has_side_effects(bsym: BoundSymbol) -> bool:

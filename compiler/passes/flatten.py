@@ -6,7 +6,7 @@ Guarantees: the result holds only prims and executor regions; values and names a
 
 from __future__ import annotations
 
-from compiler.ir import BoundSymbol, Symbol, Trace
+from compiler.core.ir import BoundSymbol, Symbol, Trace
 from compiler.passes import trace_pass
 
 

@@ -4,7 +4,7 @@ Assumes: a trace as the frontend records it (op-level bound symbols, not yet fla
 every mutation is a `prims.copy_(target, value)` leaf (value already of target's shape and dtype)
 and tensors alias only through view prims (the IR's rule, `prims.VIEWS`: a view prim's output
 aliases its first argument). The tracer has rejected writes through expanded views and through
-reshapes whose eager aliasing it could not decide (`compiler/aliasing.py`).
+reshapes whose eager aliasing it could not decide (`compiler/ops/aliasing.py`).
 
 Guarantees:
 - no in-place prim remains. Bound symbols that write nothing are kept whole (ops with their
@@ -30,12 +30,12 @@ from typing import Any
 
 import torch
 
-from compiler.aliasing import expands
-from compiler.errors import check
-from compiler.frontend import leaves
-from compiler.ir import BoundSymbol, Proxy, TensorProxy, Trace, TraceContext, map_proxies, proxies_in
+from compiler.core.errors import check
+from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, Trace, TraceContext, map_proxies, proxies_in
+from compiler.ops.aliasing import expands
 from compiler.passes import trace_pass
 from compiler.prims import INPLACE, VIEWS, Prim
+from compiler.tracing.frontend import leaves
 
 
 def writes(bsym: BoundSymbol) -> bool:

@@ -30,8 +30,8 @@ import heapq
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from compiler.errors import check
-from compiler.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy, Trace, proxies_in
+from compiler.core.errors import check
+from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy, Trace, proxies_in
 from compiler.passes import trace_pass
 from compiler.passes.regions import (  # noqa: F401  (re-exported: the fusion vocabulary)
     FUEL_ENV,

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
-from compiler.errors import check
-from compiler.ir import BoundSymbol, Proxy
+from compiler.core.errors import check
+from compiler.core.ir import BoundSymbol, Proxy
 
 FUEL_ENV = "FUSEBENCH_FUSION_FUEL"
 

@@ -1,7 +1,7 @@
 """update_in_place: partial updates of a written-back input done in that input's own memory.
 
 Assumes: a functionalized, flattened (possibly fused) trace whose write-backs follow the
-`copy_to` contract (see compiler/check_writebacks.py).
+`copy_to` contract (see compiler/tracing/check_writebacks.py).
 Guarantees: each `t = index_copy(buf, ...)` (or `index_add`, `slice_update`) whose write-back is
 `copy_to(t, buf)` becomes one call that updates `buf` in place and returns it as `t`, and the
 `copy_to` is dropped, provided nothing reads `buf` or a view of it after `t` is computed (the
@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from compiler.ir import BoundSymbol, Proxy, Symbol, Trace
+from compiler.core.ir import BoundSymbol, Proxy, Symbol, Trace
 from compiler.passes import trace_pass
 from compiler.prims import VIEWS, Prim
 

@@ -9,10 +9,10 @@ from typing import Any
 import torch
 
 import compiler
-from compiler.check_trace import check_trace
-from compiler.check_writebacks import check_writebacks
-from compiler.interpreter import eval_trace
 from compiler.prims import INPLACE, Prim
+from compiler.tracing.check_trace import check_trace
+from compiler.tracing.check_writebacks import check_writebacks
+from compiler.tracing.interpreter import eval_trace
 
 
 def clone_args(value: Any, memo: dict[int, torch.Tensor] | None = None) -> Any:

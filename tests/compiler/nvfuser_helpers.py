@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import torch
 
+from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace, TraceContext, tracing
 from compiler.executors import nvfuser as nvfuser_module
 from compiler.executors.nvfuser import NvFuserExecutor
 from compiler.executors.nvfuser_translate import unsupported
-from compiler.ir import BoundSymbol, NumberProxy, TensorProxy, Trace, TraceContext, tracing
 from compiler.passes.fuse import FusionOptions
 from tests.compiler import fake_nvfuser as fake_api
 

@@ -20,9 +20,9 @@ import torch
 
 import compiler
 from compiler import prims
-from compiler.check_trace import check_trace
-from compiler.frontend import leaves as leaves_of
-from compiler.ir import TensorProxy, Trace, map_proxies, proxies_in
+from compiler.core.ir import TensorProxy, Trace, map_proxies, proxies_in
+from compiler.tracing.check_trace import check_trace
+from compiler.tracing.frontend import leaves as leaves_of
 
 FLOATS = (torch.float32, torch.float64, torch.bfloat16)
 ALL = (*FLOATS, torch.int64)

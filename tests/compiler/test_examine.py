@@ -9,8 +9,8 @@ import torch
 
 import compiler
 from compiler import examine, prims
-from compiler.debug import ops_by_scheduler, segmentation_hint
 from compiler.executors.nvfuser import region_fusions
+from compiler.executors.nvfuser_repro import ops_by_scheduler, segmentation_hint
 from compiler.passes.fuse import Reason
 from tests.compiler import fake_nvfuser
 from tests.compiler.nvfuser_cases import gelu_bias_backward, split3, write_back

@@ -8,16 +8,16 @@ import pytest
 import torch
 
 import compiler
-from compiler import frontend
-from compiler.check_trace import check_trace
-from compiler.check_writebacks import WritebackError, check_writebacks
-from compiler.interpreter import eval_trace
-from compiler.ir import BoundSymbol, Symbol, TensorProxy, Trace
+from compiler.core.ir import BoundSymbol, Symbol, TensorProxy, Trace
 from compiler.passes.cse import cse
 from compiler.passes.dce import dce
 from compiler.passes.flatten import flatten
 from compiler.passes.functionalize import functionalize
 from compiler.prims import INPLACE, Prim
+from compiler.tracing import frontend
+from compiler.tracing.check_trace import check_trace
+from compiler.tracing.check_writebacks import WritebackError, check_writebacks
+from compiler.tracing.interpreter import eval_trace
 from tests.compiler.inplace_util import assert_same, check_compiled, clone_args, count_writebacks
 
 CPU = torch.device("cpu")
@@ -244,7 +244,7 @@ def test_check_writebacks_rejects_a_value_computed_outside_the_region():
 
 
 def test_pipeline_runs_the_check(monkeypatch):
-    import compiler.pipeline as pipeline
+    import compiler.runtime.pipeline as pipeline
 
     def broken(trace):  # a "pass" that reads a written-back value after its write-back
         written = trace.bsyms[-1].args[0]

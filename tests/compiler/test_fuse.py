@@ -9,11 +9,11 @@ import torch
 
 import compiler
 from compiler import prims
-from compiler.check_trace import check_trace
 from compiler.executors import TORCH
-from compiler.interpreter import eval_trace
 from compiler.passes.fuse import FusionOptions, Reason, fuse, partition
 from compiler.prims import Prim
+from compiler.tracing.check_trace import check_trace
+from compiler.tracing.interpreter import eval_trace
 from tests.compiler.nvfuser_helpers import outside, prim_trace, region_ops, torch_fuser
 
 F32 = ((4, 8), torch.float32)

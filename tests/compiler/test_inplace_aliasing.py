@@ -1,4 +1,4 @@
-"""The tracer's aliasing model (compiler/aliasing.py) against eager PyTorch: which reshapes are
+"""The tracer's aliasing model (compiler/ops/aliasing.py) against eager PyTorch: which reshapes are
 views, the strides it predicts for views of inputs, and the prologue guard on argument memory."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import compiler
-from compiler import aliasing
-from compiler.errors import GuardFailure
+from compiler.core.errors import GuardFailure
+from compiler.core.ir import TensorProxy, TraceContext, tracing
 from compiler.executors.torch import check_aliasing
-from compiler.ir import TensorProxy, TraceContext, tracing
+from compiler.ops import aliasing
 from tests.compiler.inplace_util import check_compiled
 
 BASES = [
@@ -62,7 +62,7 @@ def test_layout_model_predicts_eager_strides(chain, transposed):
     context = TraceContext()
     proxy = TensorProxy(tuple(x.shape), x.dtype, x.device, name="x")
     aliasing.register_input(context, proxy, x)
-    with tracing(context), compiler.frontend._TracingMode():
+    with tracing(context), compiler.tracing.frontend._TracingMode():
         out = VIEW_CHAINS[chain](proxy)
         predicted = aliasing.layout(context, out)
     assert tuple(s for n, s in zip(out.shape, predicted) if n != 1) == expected
@@ -72,10 +72,10 @@ def test_reshape_of_a_non_viewable_tensor_records_a_copy():
     def program(x):
         return x.t().reshape(-1)
 
-    _, trace = compiler.frontend.trace(program, (torch.randn(4, 6),), {}, symbolic=False)
+    _, trace = compiler.tracing.frontend.trace(program, (torch.randn(4, 6),), {}, symbolic=False)
     text = str(trace)
     assert "prims.mul(t0, 1)" in text and "prims.reshape(t1, [24])" in text
-    _, trace = compiler.frontend.trace(lambda x: x.reshape(-1), (torch.randn(4, 6),), {}, symbolic=False)
+    _, trace = compiler.tracing.frontend.trace(lambda x: x.reshape(-1), (torch.randn(4, 6),), {}, symbolic=False)
     assert "prims.mul" not in str(trace)
 
 
@@ -144,7 +144,7 @@ def test_layout_model_follows_tensor_iterator(case):
     proxies = [TensorProxy(tuple(t.shape), t.dtype, t.device, name=n) for t, n in ((x, "x"), (y, "y"))]
     for proxy, t in zip(proxies, (x, y)):
         aliasing.register_input(context, proxy, t)
-    with tracing(context), compiler.frontend._TracingMode():
+    with tracing(context), compiler.tracing.frontend._TracingMode():
         predicted = aliasing.layout(context, ITERATOR_CASES[case](*proxies))
     assert tuple(s for n, s in zip(eager.shape, predicted) if n != 1) == tuple(
         s for n, s in zip(eager.shape, eager.stride()) if n != 1

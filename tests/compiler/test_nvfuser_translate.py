@@ -8,8 +8,8 @@ import torch
 
 import compiler
 from compiler import prims
-from compiler.debug import TORCH_SOURCE
 from compiler.executors.nvfuser import region_fusions
+from compiler.executors.nvfuser_repro import TORCH_SOURCE
 from compiler.executors.nvfuser_translate import (
     LEFT_TO_TORCH,
     POLICY_TORCH,

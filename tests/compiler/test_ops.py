@@ -16,10 +16,10 @@ import torch
 import torch.nn.functional as F
 
 import compiler
-import compiler.ops
-from compiler import frontend
-from compiler.check_trace import check_trace
+from compiler.core import proxies
 from compiler.ops import OPS, resolve
+from compiler.tracing import frontend
+from compiler.tracing.check_trace import check_trace
 from tests.compiler import opinfo_elementwise, opinfo_nn, opinfo_shape
 from tests.compiler.opinfo import as_function, iter_calls, run_case
 
@@ -53,7 +53,7 @@ def _exercised(monkeypatch: pytest.MonkeyPatch) -> set[Any]:
     """The registry keys the table's samples reach from user code (not from inside other ops)."""
     reached: set[Any] = set()
     depth = [0]
-    dispatch = compiler.ops.dispatch
+    dispatch = proxies.HOOKS.dispatch
 
     def recording_dispatch(fn: Callable, args: tuple, kwargs: dict) -> Any:
         if depth[0] == 0:
@@ -64,8 +64,8 @@ def _exercised(monkeypatch: pytest.MonkeyPatch) -> set[Any]:
         finally:
             depth[0] -= 1
 
-    # NOTE: proxies and the tracing mode look `dispatch` up on the module at each call.
-    monkeypatch.setattr(compiler.ops, "dispatch", recording_dispatch)
+    # NOTE: proxies and the tracing mode look `dispatch` up in `proxies.HOOKS` at each call.
+    monkeypatch.setattr(proxies.HOOKS, "dispatch", recording_dispatch)
     for _, variant, sample in iter_calls(CASES):
         fn, tensors = as_function(variant, sample)
         frontend.trace(fn, tuple(tensors), {}, symbolic=False)
@@ -74,7 +74,7 @@ def _exercised(monkeypatch: pytest.MonkeyPatch) -> set[Any]:
 
 def test_every_registered_op_is_exercised(monkeypatch: pytest.MonkeyPatch) -> None:
     reached = _exercised(monkeypatch)
-    assert reached, "recording dispatch saw no calls: the frontend no longer calls compiler.ops.dispatch"
+    assert reached, "recording dispatch saw no calls: the frontend no longer calls proxies.HOOKS.dispatch"
     skipped = {resolve(name) for name in NOT_EXERCISED}
     # In-place ops (compiler.ops.inplace) have their own sample tables in test_inplace_*.py.
     inplace = {fn for fn, op in OPS.items() if op.impl.__module__ == "compiler.ops.inplace"}

@@ -6,13 +6,13 @@ import pytest
 import torch
 
 import compiler
-from compiler.check_trace import TraceError, check_trace
-from compiler.interpreter import eval_trace
-from compiler.ir import BoundSymbol, Symbol, TensorProxy, Trace
+from compiler.core.ir import BoundSymbol, Symbol, TensorProxy, Trace
 from compiler.passes.cse import cse
 from compiler.passes.dce import dce
 from compiler.passes.flatten import flatten
 from compiler.prims import Prim
+from compiler.tracing.check_trace import TraceError, check_trace
+from compiler.tracing.interpreter import eval_trace
 
 PROGRAMS = {
     "elementwise": (lambda x, y: (x * y + x * y).exp() - y, lambda: (torch.randn(3, 4), torch.randn(4))),

@@ -7,7 +7,7 @@ import re
 import torch
 
 import compiler
-from compiler.interpreter import eval_trace
+from compiler.tracing.interpreter import eval_trace
 
 
 def _normalized(trace: compiler.Trace) -> str:

@@ -7,11 +7,11 @@ import torch.nn.functional as F
 
 import compiler
 from compiler import prims
-from compiler.check_trace import check_trace
-from compiler.interpreter import eval_trace
-from compiler.ir import TensorProxy, Trace, TraceContext, tracing
+from compiler.core.ir import TensorProxy, Trace, TraceContext, tracing
 from compiler.passes.update_in_place import update_in_place
 from compiler.prims import Prim
+from compiler.tracing.check_trace import check_trace
+from compiler.tracing.interpreter import eval_trace
 
 
 def kv_step(q, k_cache, v_cache, idx, k_new, v_new):

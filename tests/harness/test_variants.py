@@ -8,7 +8,7 @@ import shutil
 import pytest
 import torch
 
-from compiler.ir import BoundSymbol, Symbol, TensorProxy, Trace
+from compiler.core.ir import BoundSymbol, Symbol, TensorProxy, Trace
 from compiler.prims import Prim
 from fusebench import variants
 from fusebench.variants import EAGER, THUNDER, TORCH_COMPILE, SkipVariant, Target, count_fusions

@@ -6,7 +6,7 @@ import os
 import sys
 from collections.abc import Callable
 
-_COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
+_COMPILER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # compiler/, above core/
 
 
 class GuardFailure(Exception):

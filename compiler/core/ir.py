@@ -2,8 +2,8 @@
 
 A trace is a straight-line program in single-assignment form. Each `BoundSymbol` applies a
 symbol (a `Prim`, or a `Symbol` naming a torch-level op or an executor's fused region) to
-arguments that are proxies (`compiler.proxies`) or Python constants, and binds its output
-proxies. This module re-exports the proxies and the tracing context, so `compiler.ir` names the
+arguments that are proxies (`compiler.core.proxies`) or Python constants, and binds its output
+proxies. This module re-exports the proxies and the tracing context, so `compiler.core.ir` names the
 whole IR.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from compiler.context import TraceContext, current, tracing
-from compiler.proxies import NumberProxy, Proxy, TensorProxy, map_proxies, proxies_in, same_size, size_product
+from compiler.core.context import TraceContext, current, tracing
+from compiler.core.proxies import NumberProxy, Proxy, TensorProxy, map_proxies, proxies_in, same_size, size_product
 
 __all__ = [
     "BoundSymbol",

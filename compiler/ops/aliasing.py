@@ -6,11 +6,12 @@ squeeze, broadcast_in_dim) aliases its first argument; every other prim returns 
 `reshape` (and `flatten`, `reshape_as`), which returns a view when the input's strides allow it
 and a copy otherwise. This module keeps the IR true to eager while tracing:
 
-- `reshape_operand` runs before each reshape prim is recorded; where eager would copy, it records
-  a copy first, so that the IR's reshape views a fresh tensor (`contiguous_operand` does the same
-  for `Tensor.contiguous`). It decides with `layout`, a model of eager's strides: computation
-  inputs have the strides of the example tensors (the frontend guards them with `check_strides`
-  when the trace writes into anything), view prims transform strides, elementwise prims lay
+- `reshape_operand` runs before each reshape prim is recorded (it is installed in
+  `prims.TRACING_REWRITES`); where eager would copy, it records a copy first, so that the IR's
+  reshape views a fresh tensor (`contiguous_operand` does the same for `Tensor.contiguous`). It
+  decides with `layout`, a model of eager's strides: computation inputs have the strides of the
+  example tensors (the frontend guards them with `check_strides` when the trace writes into
+  anything), view prims transform strides, elementwise prims lay
   their output out as TensorIterator does, other prims give contiguous outputs, and anything
   else (an attention output, symbolic sizes) is unknown.
 - where the layout is unknown, the reshape is recorded as a view and its input remembered as
@@ -27,9 +28,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from compiler import ir, prims
-from compiler.errors import called_at, check
-from compiler.ir import BoundSymbol, TensorProxy, TraceContext
+from compiler import prims
+from compiler.core import ir
+from compiler.core.errors import called_at, check
+from compiler.core.ir import BoundSymbol, TensorProxy, TraceContext
 from compiler.prims import Prim
 
 Strides = tuple[int, ...]
@@ -313,3 +315,7 @@ def check_writable(target: TensorProxy, what: str) -> None:
             ),
             NotImplementedError,
         )
+
+
+# NOTE: eager reshape copies when strides forbid a view; the IR's reshape always views.
+prims.TRACING_REWRITES[Prim.RESHAPE] = lambda a, shape: (reshape_operand(a, shape), shape)

@@ -7,17 +7,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import executors as executors_module
-from compiler import frontend
-from compiler.cache import CacheEntry
-from compiler.check_writebacks import check_writebacks
-from compiler.codegen import compile_trace
-from compiler.ir import Trace
+from compiler.core.ir import Trace
+from compiler.executors.codegen import compile_trace
 from compiler.passes.cse import cse
 from compiler.passes.dce import dce
 from compiler.passes.flatten import flatten
 from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
 from compiler.passes.update_in_place import update_in_place
+from compiler.runtime.cache import CacheEntry
+from compiler.tracing import frontend
+from compiler.tracing.check_writebacks import check_writebacks
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,10 @@
-"""The prims: the `Prim` enum, ONE meta table (shape / dtype / device inference), number semantics.
+"""The `Prim` enum, the prim categories, and what each prim means on Python numbers.
 
 Prims are the contract between the ops layer, the passes and the executors. They do no
 broadcasting and no type promotion: elementwise prims take tensors of one shape and dtype (and
 Python numbers or NumberProxy scalars); the ops layer inserts `broadcast_in_dim` and
 `convert_element_type` to get there. Shapes, dims and perms are passed canonicalised
 (non-negative dims, full shapes).
-
-`prims.add(a, b)` and friends (served by this module's `__getattr__`) record a bound symbol when
-called on proxies during tracing, and compute the value otherwise (numbers are folded in Python,
-tensors run through the torch executor), so a printed trace runs as plain Python.
 """
 
 from __future__ import annotations
@@ -19,12 +15,6 @@ import math
 import operator
 from collections.abc import Callable
 from typing import Any
-
-import torch
-
-from compiler import ir
-from compiler.errors import check
-from compiler.ir import BoundSymbol
 
 
 class Prim(enum.Enum):
@@ -133,7 +123,7 @@ GUARDS = frozenset({Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE, Prim.C
 PROLOGUE_ONLY = GUARDS | {Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT}
 # The IR's aliasing rule: the output of a view prim aliases its first argument (writing into one
 # changes the other); every other prim returns a fresh tensor. passes/functionalize.py relies on
-# it, and the tracer (compiler/aliasing.py) keeps it true to eager PyTorch.
+# it, and the tracer (compiler/ops/aliasing.py) keeps it true to eager PyTorch.
 VIEWS = frozenset({Prim.SLICE, Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.BROADCAST_IN_DIM})
 # Prims that mutate their arguments; none survives functionalization.
 INPLACE = frozenset({Prim.COPY_})
@@ -192,60 +182,3 @@ NUMBER_IMPLS: dict[Prim, Callable] = {
     Prim.WHERE: lambda c, a, b: a if c else b,
     Prim.CONVERT_ELEMENT_TYPE: lambda x, t: t(x),
 }
-
-# The meta table: prim -> function inferring the output proxies (shape, dtype, device) from the
-# arguments. Filled by compiler.meta (imported at the end of this module, as its functions need
-# the enum above); `None` marks prims the frontend builds itself.
-META: dict[Prim, Callable | None] = {}
-
-# ---------------------------------------------------------------------------------------------
-# Calling prims
-
-
-def bind(prim: Prim, *args: Any) -> Any:
-    """Applies `prim`: records it while tracing on proxies, else computes the value right away."""
-    context = ir.current()
-    if context is None or (prim not in FACTORIES and not _has_proxy(args)):
-        return evaluate(prim, args)
-    meta = META[prim]
-    check(meta is not None, lambda: f"prims.{prim.value} is built by the frontend, not called", TypeError)
-    if prim is Prim.RESHAPE:
-        from compiler.aliasing import reshape_operand
-
-        # NOTE: eager reshape copies when strides forbid a view; the IR's reshape always views.
-        args = (reshape_operand(args[0], args[1]), *args[1:])
-    output = meta(*args)
-    context.record(BoundSymbol(prim, args, {}, output))
-    return output
-
-
-def _has_proxy(args: tuple) -> bool:
-    return next(ir.proxies_in(args), None) is not None
-
-
-def evaluate(prim: Prim, args: tuple) -> Any:
-    """The value of `prim` on concrete arguments (numbers in Python, tensors through torch)."""
-    if prim in NUMBER_IMPLS and not builtins.any(isinstance(a, torch.Tensor) for a in args):
-        return NUMBER_IMPLS[prim](*args)
-    from compiler.executors.torch import IMPLS
-
-    return IMPLS[prim](*args)
-
-
-_BY_NAME = {p.value: p for p in Prim}
-_CALLABLES: dict[str, Callable] = {}
-
-
-def __getattr__(name: str) -> Callable:
-    """`prims.add` etc.: a callable that binds the prim of that name."""
-    fn = _CALLABLES.get(name)
-    if fn is None:
-        prim = _BY_NAME.get(name)
-        if prim is None:
-            raise AttributeError(f"module 'compiler.prims' has no prim named '{name}'")
-        fn = _CALLABLES[name] = lambda *args: bind(prim, *args)
-        fn.__name__ = name
-    return fn
-
-
-import compiler.meta  # noqa: E402, F401  (fills META)

@@ -15,10 +15,10 @@ after every pass; `WritebackError` names the proxies and the lines at fault.
 
 from __future__ import annotations
 
-from compiler.check_trace import TraceError
-from compiler.frontend import leaves
-from compiler.ir import BoundSymbol, Symbol, Trace, proxies_in
+from compiler.core.ir import BoundSymbol, Symbol, Trace, proxies_in
 from compiler.prims import VIEWS, Prim
+from compiler.tracing.check_trace import TraceError
+from compiler.tracing.frontend import leaves
 
 
 class WritebackError(TraceError):

@@ -11,10 +11,10 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from compiler.errors import check
-from compiler.ir import BoundSymbol, Proxy, Trace, callee_name
+from compiler.core.errors import check
+from compiler.core.ir import BoundSymbol, Proxy, Trace, callee_name
+from compiler.core.proxies import rebuild_tuple
 from compiler.prims import Prim
-from compiler.proxies import rebuild_tuple
 
 
 class _Globals:

@@ -13,10 +13,10 @@ from typing import Any
 
 import torch
 
-from compiler import dtypes
-from compiler.errors import check
-from compiler.ir import NumberProxy, TensorProxy, same_size, size_product
-from compiler.prims import BINARY, COMPARISONS, META, NUMBER_IMPLS, REDUCTIONS, UNARY, Prim
+from compiler.core import dtypes
+from compiler.core.errors import check
+from compiler.core.ir import NumberProxy, TensorProxy, same_size, size_product
+from compiler.prims.prim import BINARY, COMPARISONS, NUMBER_IMPLS, REDUCTIONS, UNARY, Prim
 
 
 def _check_same_shape(prim: Prim, tensors: list[TensorProxy], same_dtype: bool = True) -> None:
@@ -334,39 +334,39 @@ def _copy__meta(target: TensorProxy, value: TensorProxy) -> None:
     return None
 
 
-META.update(
-    {
-        **{p: _elementwise_meta(p) for p in UNARY | BINARY},
-        Prim.WHERE: _where_meta,
-        Prim.CONVERT_ELEMENT_TYPE: _convert_meta,
-        **{p: _reduction_meta(p) for p in REDUCTIONS - {Prim.ARGMAX}},
-        Prim.ARGMAX: _argmax_meta,
-        Prim.BROADCAST_IN_DIM: _broadcast_in_dim_meta,
-        Prim.RESHAPE: _reshape_meta,
-        Prim.PERMUTE: _permute_meta,
-        Prim.SLICE: _slice_meta,
-        Prim.SQUEEZE: _squeeze_meta,
-        Prim.CAT: _cat_meta,
-        Prim.INDEX_SELECT: _index_select_meta,
-        Prim.INDEX_COPY: _index_update_meta(Prim.INDEX_COPY),
-        Prim.INDEX_ADD: _index_update_meta(Prim.INDEX_ADD),
-        Prim.SLICE_UPDATE: _slice_update_meta,
-        Prim.TAKE_ALONG_DIM: _take_along_dim_meta,
-        Prim.MATMUL: _matmul_meta,
-        Prim.LINEAR: _linear_meta,
-        Prim.SDPA: _sdpa_meta,
-        Prim.FULL: _full_meta,
-        Prim.EMPTY: _empty_meta,
-        Prim.IOTA: _iota_meta,
-        Prim.COPY_TO: _copy_to_meta,
-        Prim.COPY_: _copy__meta,
-        Prim.CHECK_TENSOR: _guard_meta,
-        Prim.CHECK_TYPE: _guard_meta,
-        Prim.CHECK_VALUE: _guard_meta,
-        Prim.CHECK_STRIDES: _guard_meta,
-        Prim.CHECK_ALIASING: _guard_meta,
-        # Built by the frontend, which knows the element proxies; there is nothing to infer.
-        Prim.UNPACK_SEQUENCE: None,
-        Prim.UNPACK_DICT: None,
-    }
-)
+# The meta table: prim -> function inferring the output proxies (shape, dtype, device) from the
+# arguments; `None` marks prims the frontend builds itself.
+META: dict[Prim, Callable | None] = {
+    **{p: _elementwise_meta(p) for p in UNARY | BINARY},
+    Prim.WHERE: _where_meta,
+    Prim.CONVERT_ELEMENT_TYPE: _convert_meta,
+    **{p: _reduction_meta(p) for p in REDUCTIONS - {Prim.ARGMAX}},
+    Prim.ARGMAX: _argmax_meta,
+    Prim.BROADCAST_IN_DIM: _broadcast_in_dim_meta,
+    Prim.RESHAPE: _reshape_meta,
+    Prim.PERMUTE: _permute_meta,
+    Prim.SLICE: _slice_meta,
+    Prim.SQUEEZE: _squeeze_meta,
+    Prim.CAT: _cat_meta,
+    Prim.INDEX_SELECT: _index_select_meta,
+    Prim.INDEX_COPY: _index_update_meta(Prim.INDEX_COPY),
+    Prim.INDEX_ADD: _index_update_meta(Prim.INDEX_ADD),
+    Prim.SLICE_UPDATE: _slice_update_meta,
+    Prim.TAKE_ALONG_DIM: _take_along_dim_meta,
+    Prim.MATMUL: _matmul_meta,
+    Prim.LINEAR: _linear_meta,
+    Prim.SDPA: _sdpa_meta,
+    Prim.FULL: _full_meta,
+    Prim.EMPTY: _empty_meta,
+    Prim.IOTA: _iota_meta,
+    Prim.COPY_TO: _copy_to_meta,
+    Prim.COPY_: _copy__meta,
+    Prim.CHECK_TENSOR: _guard_meta,
+    Prim.CHECK_TYPE: _guard_meta,
+    Prim.CHECK_VALUE: _guard_meta,
+    Prim.CHECK_STRIDES: _guard_meta,
+    Prim.CHECK_ALIASING: _guard_meta,
+    # Built by the frontend, which knows the element proxies; there is nothing to infer.
+    Prim.UNPACK_SEQUENCE: None,
+    Prim.UNPACK_DICT: None,
+}

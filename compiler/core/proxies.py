@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from compiler import dtypes
-from compiler.context import fresh_name
-from compiler.errors import TracingError, called_at
+from compiler.core import dtypes
+from compiler.core.context import fresh_name
+from compiler.core.errors import TracingError, called_at
 
 
 class Proxy:
@@ -35,10 +36,33 @@ class Proxy:
         return "object"
 
 
-def _dispatch(fn: Callable, *args: Any, **kwargs: Any) -> Any:
-    from compiler.ops import dispatch
+@dataclass
+class Hooks:
+    """What proxies compute with, installed by the layers above when they are imported.
 
-    return dispatch(fn, args, kwargs)
+    NOTE: proxies sit below the prims and ops they call (imports point down), so those layers
+    install themselves here: `compiler.prims` sets `bind_prim`, `compiler.ops` sets `dispatch`.
+    """
+
+    dispatch: Callable[[Callable, tuple, dict], Any] | None = None  # (torch fn, args, kwargs) -> result
+    bind_prim: Callable[..., Any] | None = None  # (prim name, *args) -> result
+
+
+HOOKS = Hooks()
+
+
+def _installed(hook: Callable | None, what: str) -> Callable:
+    if hook is None:
+        raise RuntimeError(f"proxies cannot {what} before compiler.ops and compiler.prims are imported")
+    return hook
+
+
+def _dispatch(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    return _installed(HOOKS.dispatch, "call torch functions")(fn, args, kwargs)
+
+
+def _bind_prim(name: str, *args: Any) -> Any:
+    return _installed(HOOKS.bind_prim, "record prims")(name, *args)
 
 
 def _value_error(what: str) -> TracingError:
@@ -221,9 +245,7 @@ class NumberProxy(Proxy):
         return f"{self.python_type.__name__} {self.value!r}"
 
     def _guarded(self) -> Any:
-        from compiler import prims
-
-        prims.check_value(self, self.value)
+        _bind_prim("check_value", self, self.value)
         return self.value
 
     def __bool__(self) -> bool:
@@ -272,8 +294,6 @@ _IDENTITIES = {"add": 0, "sub": 0, "mul": 1, "div": 1, "floor_divide": 1}
 
 def _number_op(prim_name: str, a: Any, b: Any) -> Any:
     """Records `prim_name(a, b)` on numbers, folding `x + 0`, `x * 1` and friends to `x`."""
-    from compiler import prims
-
     numbers = (int, float, bool, NumberProxy)
     if not isinstance(b, numbers) or not isinstance(a, numbers):
         return NotImplemented
@@ -287,7 +307,7 @@ def _number_op(prim_name: str, a: Any, b: Any) -> Any:
         and prim_name != "div"
     ):
         return a
-    return getattr(prims, prim_name)(a, b)
+    return _bind_prim(prim_name, a, b)
 
 
 def _number_method(prim_name: str, reflected: bool) -> Callable:
@@ -304,9 +324,7 @@ for _prim_name, (_forward, _reflected) in _NUMBER_OPS.items():
 
 
 def _number_abs(self: NumberProxy) -> Any:
-    from compiler import prims
-
-    return prims.abs(self)
+    return _bind_prim("abs", self)
 
 
 NumberProxy.__neg__ = lambda self: _number_op("mul", self, -1)

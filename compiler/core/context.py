@@ -10,15 +10,13 @@ import contextlib
 import enum
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from compiler.ir import BoundSymbol
+from typing import Any
 
 
 class TraceContext:
     """Hands out fresh proxy names and collects the bound symbols recorded while it is current.
 
+    Bound symbols (`compiler.core.ir.BoundSymbol`, defined above this module) are typed `Any` here.
     `producers` maps `id(proxy)` to the prim that defined it (ops are skipped: their outputs map
     to the prim inside them); the tracer follows it to find what a tensor is a view of.
     """
@@ -26,11 +24,11 @@ class TraceContext:
     def __init__(self, reserved: set[str] | frozenset[str] = frozenset()) -> None:
         self._names: set[str] = set(reserved)
         self._counters: dict[str, int] = {}
-        self._scopes: list[list[BoundSymbol]] = [[]]
-        self.producers: dict[int, BoundSymbol] = {}
+        self._scopes: list[list[Any]] = [[]]
+        self.producers: dict[int, Any] = {}
 
     @property
-    def bsyms(self) -> list[BoundSymbol]:
+    def bsyms(self) -> list[Any]:
         """The top-level bound symbols recorded so far."""
         return self._scopes[0]
 
@@ -52,7 +50,7 @@ class TraceContext:
         base = name if name.isidentifier() else "a"
         return self.fresh(base + "_")
 
-    def record(self, bsym: BoundSymbol) -> None:
+    def record(self, bsym: Any) -> None:
         """Appends `bsym` to the innermost open scope."""
         self._scopes[-1].append(bsym)
         if isinstance(bsym.sym, enum.Enum):  # a Prim (ops are Symbols: their prims are recorded too)
@@ -60,9 +58,9 @@ class TraceContext:
                 self.producers.setdefault(id(p), bsym)
 
     @contextlib.contextmanager
-    def scope(self) -> Iterator[list[BoundSymbol]]:
+    def scope(self) -> Iterator[list[Any]]:
         """Collects the bound symbols recorded inside the block into the yielded list."""
-        collected: list[BoundSymbol] = []
+        collected: list[Any] = []
         self._scopes.append(collected)
         try:
             yield collected

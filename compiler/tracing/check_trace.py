@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.ir import (
+from compiler.core.ir import (
     BoundSymbol,
     NumberProxy,
     Symbol,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler import prims
-from compiler.ir import BoundSymbol, Proxy, Trace, map_proxies
+from compiler.core.ir import BoundSymbol, Proxy, Trace, map_proxies
 from compiler.prims import Prim
 
 

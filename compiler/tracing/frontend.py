@@ -16,7 +16,7 @@ through the other. The prologue's `check_aliasing` guard then makes sure a call 
 between arguments exactly as the traced call did: merged arguments stay one tensor, and, when
 the trace writes into an argument, the others do not overlap it (arguments overlapping in other
 ways are rejected while tracing). `check_strides` guards the input layouts that reshape's
-aliasing was decided on (compiler/aliasing.py). Pure functions get none of these guards.
+aliasing was decided on (compiler/ops/aliasing.py). Pure functions get none of these guards.
 """
 
 from __future__ import annotations
@@ -28,10 +28,22 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from compiler import aliasing, ops
-from compiler.errors import TracingError, check
-from compiler.executors.torch import overlapping
-from compiler.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy, Trace, TraceContext, proxies_in, tracing
+from compiler import ops  # noqa: F401  (registers the ops and installs proxies.HOOKS.dispatch)
+from compiler.core import proxies
+from compiler.core.errors import TracingError, check
+from compiler.core.ir import (
+    BoundSymbol,
+    NumberProxy,
+    Proxy,
+    Symbol,
+    TensorProxy,
+    Trace,
+    TraceContext,
+    proxies_in,
+    tracing,
+)
+from compiler.core.memory import overlapping
+from compiler.ops import aliasing
 from compiler.prims import GUARDS, INPLACE, Prim
 
 _NUMBERS = (int, float, bool)
@@ -42,7 +54,7 @@ class _TracingMode(TorchFunctionMode):
     """Routes every torch function called while tracing (factories included) to the ops table."""
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
-        return ops.dispatch(func, args, kwargs or {})
+        return proxies.HOOKS.dispatch(func, args, kwargs or {})
 
 
 class _Inputs:

@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
+from compiler.core.ir import NumberProxy, Proxy, TensorProxy, value_source
 from compiler.executors.nvfuser_translate import ScalarDesc, TensorDesc, fusion_source
-from compiler.ir import NumberProxy, Proxy, TensorProxy, value_source
 from compiler.passes.fuse import Region
 from compiler.prims import REDUCTIONS, UNARY, Prim
 

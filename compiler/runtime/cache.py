@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.errors import GuardFailure
-from compiler.ir import Trace
+from compiler.core.errors import GuardFailure
+from compiler.core.ir import Trace
 
 
 @dataclass

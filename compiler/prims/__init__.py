@@ -1,0 +1,119 @@
+"""The prims: the `Prim` enum (`prim.py`), ONE meta table (`meta.py`), and calling prims.
+
+`prims.add(a, b)` and friends (served by this module's `__getattr__`) record a bound symbol when
+called on proxies during tracing, and compute the value otherwise (numbers are folded in Python,
+tensors run through the implementations in `IMPLS`), so a printed trace runs as plain Python.
+
+Two tables here are filled by the layers above, which import this one (imports point down):
+`IMPLS` (prim -> torch implementation) by `compiler.executors.torch`, and `TRACING_REWRITES`
+(prim -> rewrite of its arguments while tracing) by the tracer's aliasing model
+(`compiler.ops.aliasing`).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from compiler.core import ir, proxies
+from compiler.core.errors import check
+from compiler.core.ir import BoundSymbol
+from compiler.prims.meta import META
+from compiler.prims.prim import (
+    BINARY,
+    COMPARISONS,
+    ELEMENTWISE,
+    FACTORIES,
+    GUARDS,
+    INPLACE,
+    NUMBER_IMPLS,
+    PROLOGUE_ONLY,
+    REDUCTIONS,
+    SHAPE_OPS,
+    SIDE_EFFECTS,
+    UNARY,
+    VIEWS,
+    Prim,
+)
+
+__all__ = [
+    "BINARY",
+    "COMPARISONS",
+    "ELEMENTWISE",
+    "FACTORIES",
+    "GUARDS",
+    "IMPLS",
+    "INPLACE",
+    "META",
+    "NUMBER_IMPLS",
+    "PROLOGUE_ONLY",
+    "REDUCTIONS",
+    "SHAPE_OPS",
+    "SIDE_EFFECTS",
+    "TRACING_REWRITES",
+    "UNARY",
+    "VIEWS",
+    "Prim",
+    "bind",
+    "evaluate",
+]
+
+# prim -> callable on real tensors and numbers (the reference semantics); filled by compiler.executors.torch.
+IMPLS: dict[Prim, Callable] = {}
+# prim -> (args -> args) applied before a prim is recorded while tracing; filled by compiler.ops.aliasing.
+TRACING_REWRITES: dict[Prim, Callable[..., tuple]] = {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Calling prims
+
+
+def bind(prim: Prim, *args: Any) -> Any:
+    """Applies `prim`: records it while tracing on proxies, else computes the value right away."""
+    context = ir.current()
+    if context is None or (prim not in FACTORIES and not _has_proxy(args)):
+        return evaluate(prim, args)
+    meta = META[prim]
+    check(meta is not None, lambda: f"prims.{prim.value} is built by the frontend, not called", TypeError)
+    rewrite = TRACING_REWRITES.get(prim)
+    if rewrite is not None:
+        args = rewrite(*args)
+    output = meta(*args)
+    context.record(BoundSymbol(prim, args, {}, output))
+    return output
+
+
+def _has_proxy(args: tuple) -> bool:
+    return next(ir.proxies_in(args), None) is not None
+
+
+def evaluate(prim: Prim, args: tuple) -> Any:
+    """The value of `prim` on concrete arguments (numbers in Python, tensors through torch)."""
+    if prim in NUMBER_IMPLS and not builtins.any(isinstance(a, torch.Tensor) for a in args):
+        return NUMBER_IMPLS[prim](*args)
+    check(prim in IMPLS, lambda: f"prims.{prim.value} has no implementation (import compiler first)", RuntimeError)
+    return IMPLS[prim](*args)
+
+
+_BY_NAME = {p.value: p for p in Prim}
+_CALLABLES: dict[str, Callable] = {}
+
+
+def __getattr__(name: str) -> Callable:
+    """`prims.add` etc.: a callable that binds the prim of that name."""
+    fn = _CALLABLES.get(name)
+    if fn is None:
+        prim = _BY_NAME.get(name)
+        if prim is None:
+            raise AttributeError(f"module 'compiler.prims' has no prim named '{name}'")
+        fn = _CALLABLES[name] = lambda *args: bind(prim, *args)
+        fn.__name__ = name
+    return fn
+
+
+import compiler.prims.meta  # noqa: E402, F401  (fills META)
+
+proxies.HOOKS.bind_prim = lambda name, *args: bind(_BY_NAME[name], *args)
