@@ -18,7 +18,8 @@ drain to the sink. Every value cut off from the source is recomputed in the back
 elementwise and shape chains (GELU's tanh, a bias add) are recomputed rather than stored, and
 their fused backward reads the inputs instead. A value the forward writes anyway (an input or
 an output) costs its bytes; an intermediate costs 1/16 more, so ties go to values that exist
-anyway, and nothing is written by the forward only to be read back.
+anyway, and nothing is written by the forward only to be read back. An input the forward writes
+into costs as an intermediate: saving it means saving a copy taken before the write-back.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, proxies_in
+import torch
+
+from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, TraceContext, proxies_in
 from compiler.passes.autodiff import Joint
 from compiler.passes.dce import dce
 from compiler.passes.mincut import INFINITE, FlowGraph
@@ -92,10 +95,11 @@ def _choose_saved(joint: Joint, needed: dict[str, Proxy]) -> tuple[list[Proxy], 
     source, sink = 2 * len(values), 2 * len(values) + 1
     graph = FlowGraph(2 * len(values) + 2)
     outputs = {p.name for p in joint.outputs}
+    written = {b.args[1].name for b in forward if b.sym is Prim.COPY_TO}
     for name, p in values.items():
         i = index[name]
         bsym = producer.get(name)
-        exists_anyway = bsym is None or name in outputs
+        exists_anyway = (bsym is None or name in outputs) and name not in written
         cost = nbytes(p) if exists_anyway else nbytes(p) + nbytes(p) // 16 + 1
         graph.add_edge(2 * i, 2 * i + 1, cost)
         if bsym is None or bsym.sym not in RECOMPUTABLE:
@@ -126,10 +130,20 @@ def split_backward(joint: Joint) -> Split:
         if name not in defined_in_backward
     }
     saved, recomputed = _choose_saved(joint, needed)
-    forward = trace.bsyms[: joint.forward_length]
+    forward = list(trace.bsyms[: joint.forward_length])
+    forward_saved = list(saved)
+    written = {b.args[1].name for b in forward if b.sym is Prim.COPY_TO}
+    context = TraceContext(reserved=trace.names())
+    for i, p in enumerate(saved):
+        if p.name in written:
+            # NOTE: the write-backs overwrite this input, so the forward saves a copy taken first;
+            # the backward still calls the value by the input's name.
+            copy = TensorProxy(p.shape, p.dtype, p.device, name=context.fresh(f"{p.name}_saved"))
+            forward.insert(0, BoundSymbol(Prim.MUL, (p, True if p.dtype == torch.bool else 1), {}, copy))
+            forward_saved[i] = copy
     recompute = [b for b in forward if any(p.name in recomputed for p in b.outputs)]
     took = f"(took {(time.perf_counter() - start) * 1e3:.2f} ms)"
-    forward_trace = Trace(primals, list(forward), (joint.outputs, tuple(saved)), name="forward")
+    forward_trace = Trace(primals, forward, (joint.outputs, tuple(forward_saved)), name="forward")
     backward_trace = Trace((*saved, *cotangents), recompute + backward_bsyms, trace.output[1], name="backward")
     return Split(
         forward=replace(dce(forward_trace), provenance=f"split_backward {took}"),
