@@ -11,15 +11,16 @@ Guarantees: `split_backward(joint)` returns a `Split`:
 - both are dead-code eliminated.
 
 Which values are saved is a minimum cut of the forward's dataflow graph (as functorch and
-thunder choose): each forward value is a node split in two by an edge costing the bytes saving
-it would keep alive; the source feeds the inputs and every value whose prim is not cheap to
+thunder choose): each forward value is a node split in two by an edge costing the memory traffic
+saving it adds; the source feeds the inputs and every value whose prim is not cheap to
 recompute (reductions, matmuls, attention, gathers and scatters); the values the backward reads
 drain to the sink. Every value cut off from the source is recomputed in the backward, so cheap
 elementwise and shape chains (GELU's tanh, a bias add) are recomputed rather than stored, and
-their fused backward reads the inputs instead. A value the forward writes anyway (an input or
-an output) costs its bytes; an intermediate costs 1/16 more, so ties go to values that exist
-anyway, and nothing is written by the forward only to be read back. An input the forward writes
-into costs as an intermediate: saving it means saving a copy taken before the write-back.
+their fused backward reads the inputs instead. A value that exists anyway (an input or an output)
+costs its bytes (the backward reads it); an intermediate costs twice its bytes (the forward
+writes it, the backward reads it), so a value is stored only where recomputing it would read more.
+An input the forward writes into costs as an intermediate: saving it means saving a copy taken
+before the write-back.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def _choose_saved(joint: Joint, needed: dict[str, Proxy]) -> tuple[list[Proxy], 
         i = index[name]
         bsym = producer.get(name)
         exists_anyway = (bsym is None or name in outputs) and name not in written
-        cost = nbytes(p) if exists_anyway else nbytes(p) + nbytes(p) // 16 + 1
+        cost = nbytes(p) if exists_anyway else 2 * nbytes(p)
         graph.add_edge(2 * i, 2 * i + 1, cost)
         if bsym is None or bsym.sym not in RECOMPUTABLE:
             graph.add_edge(source, 2 * i, INFINITE)
@@ -112,7 +113,8 @@ def _choose_saved(joint: Joint, needed: dict[str, Proxy]) -> tuple[list[Proxy], 
     _, reachable = graph.min_cut(source, sink)
     saved = [p for name, p in values.items() if 2 * index[name] in reachable and 2 * index[name] + 1 not in reachable]
     recomputed = {name for name in values if 2 * index[name] not in reachable}
-    saved.sort(key=lambda p: not isinstance(p, TensorProxy))
+    position = {p.name: i for i, p in enumerate([*joint.trace.inputs, *(q for b in forward for q in b.outputs)])}
+    saved.sort(key=lambda p: (not isinstance(p, TensorProxy), position[p.name]))
     return saved, recomputed
 
 
