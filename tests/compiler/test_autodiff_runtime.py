@@ -143,3 +143,29 @@ def test_gelu_bias_backward_is_one_region_with_the_bias_reduction(fake_nvfuser):
 
 
 from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: E402, F401  (a fixture)
+
+
+def test_the_cotangents_of_split_pieces_are_joined_by_one_cat():
+    def program(x, w):
+        q, k, v = (x @ w).split(4, dim=-1)
+        return (q * k).tanh() + v.sin()
+
+    jfn = compiler.jit(program)
+    check_gradients(program, [torch.randn(3, 5), torch.randn(5, 12)], jfn=jfn)
+    backward = [b.sym.value for b in compiler.last_backward_traces(jfn)[-1].bsyms]
+    assert backward.count("cat") == 1 and "slice_update" not in backward and "full" not in backward
+
+
+def test_outputs_left_out_of_the_backward_count_as_zero_cotangents():
+    def program(x, w):
+        h = x * w
+        return h.tanh(), h.sum(-1), h.exp()
+
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, requires_grad=True)
+    first, _, third = compiler.jit(program)(x, w)
+    (first.sum() + third.mean()).backward()
+    ex, ew = x.detach().requires_grad_(), w.detach().requires_grad_()
+    want_first, _, want_third = program(ex, ew)
+    (want_first.sum() + want_third.mean()).backward()
+    torch.testing.assert_close(x.grad, ex.grad)
+    torch.testing.assert_close(w.grad, ew.grad)
