@@ -5,6 +5,7 @@
     compiler.examine.repro(jfn, "nvFusion0", "repro.py")   # standalone torch + nvfuser_direct script
     compiler.examine.segments(jfn)         # kernels per fusion, scheduler, time, bandwidth (GPU)
     compiler.examine.stats(jfn)            # definitions / compilations / fallbacks of the nvFuser executor
+    compiler.examine.recompilations(jfn)   # per recompilation: which guard failed on which input, old vs new
 
 Each returns a list whose `str()` is a readable report, so `print(examine.fusions(jfn))` works.
 """
@@ -119,6 +120,13 @@ def stats(jfn: JittedFunction) -> NvFuserStats:
     executor = fusion_executor(_options(jfn).executors)
     check(executor is not None, lambda: "this function has no nvFuser executor", ValueError)
     return executor.stats
+
+
+def recompilations(jfn: JittedFunction) -> Listing:
+    """Each recompilation: the guards each cache entry failed (input, expected and actual value) and
+    the numbers automatic dynamic made symbolic for it."""
+    _options(jfn)
+    return Listing(jfn.recompilations)
 
 
 def fusion_source_of(jfn: JittedFunction, name: str) -> str:

@@ -16,18 +16,21 @@ from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
 from compiler.passes.update_in_place import update_in_place
 from compiler.runtime.cache import CacheEntry
+from compiler.runtime.guard_source import compile_prologue
 from compiler.tracing import frontend
 from compiler.tracing.check_writebacks import check_writebacks
 
 
 @dataclass(frozen=True)
 class Options:
-    """What `jit` was asked for. `check_writebacks` validates the final trace's write-backs."""
+    """What `jit` was asked for. `check_writebacks` validates the final trace's write-backs;
+    `automatic_dynamic` (cache="constant" only) makes rejected numbers symbolic on recompilation."""
 
     cache: str
     executors: tuple[Any, ...]
     fusion: FusionOptions = field(default_factory=FusionOptions)
     check_writebacks: bool = True
+    automatic_dynamic: bool = True
 
 
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
@@ -40,9 +43,12 @@ def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     return passes
 
 
-def compile_entry(fn: Callable, options: Options, args: tuple, kwargs: dict) -> CacheEntry:
-    """Traces `fn` on these arguments and compiles a cache entry for them."""
-    prologue, computation = frontend.trace(fn, args, kwargs, symbolic=options.cache == "symbolic")
+def compile_entry(
+    fn: Callable, options: Options, args: tuple, kwargs: dict, dynamic: frozenset[str] = frozenset()
+) -> CacheEntry:
+    """Traces `fn` on these arguments (the numbers named in `dynamic` symbolic) and compiles a cache entry."""
+    symbolic = options.cache == "symbolic"
+    prologue, computation = frontend.trace(fn, args, kwargs, symbolic=symbolic, dynamic=dynamic)
     traces = [computation]
     for run_pass in computation_passes(options):
         traces.append(run_pass(traces[-1]))
@@ -50,7 +56,7 @@ def compile_entry(fn: Callable, options: Options, args: tuple, kwargs: dict) -> 
         check_writebacks(traces[-1])
     prologue = dce(cse(prologue))
     return CacheEntry(
-        prologue=compile_trace(prologue, [executors_module.TORCH]),
+        prologue=compile_prologue(prologue),
         computation=compile_trace(traces[-1], options.executors),
         prologue_trace=prologue,
         traces=traces,
@@ -63,10 +69,11 @@ def make_options(
     executors: Sequence[str] | None,
     fusion: FusionOptions | dict | None = None,
     fallback: bool | None = None,
+    automatic_dynamic: bool = True,
 ) -> Options:
     """Validated options."""
     if cache not in ("constant", "symbolic"):
         raise ValueError(f"cache must be 'constant' or 'symbolic', got {cache!r}")
     fusion_options = FusionOptions.from_any(fusion)
     resolved = executors_module.resolve(executors, fusion=fusion_options, fallback=fallback)
-    return Options(cache=cache, executors=tuple(resolved), fusion=fusion_options)
+    return Options(cache=cache, executors=tuple(resolved), fusion=fusion_options, automatic_dynamic=automatic_dynamic)
