@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import executors as executors_module
+from compiler.core.errors import check
 from compiler.core.ir import Trace
 from compiler.executors.codegen import compile_trace
 from compiler.passes.cse import cse
@@ -16,6 +17,8 @@ from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
 from compiler.passes.update_in_place import update_in_place
 from compiler.runtime.cache import CacheEntry
+from compiler.runtime.cuda_graphs import GraphedComputation
+from compiler.runtime.cuda_graphs import unavailable_reason as cuda_graphs_unavailable
 from compiler.runtime.guard_source import compile_prologue
 from compiler.tracing import frontend
 from compiler.tracing.check_writebacks import check_writebacks
@@ -24,13 +27,15 @@ from compiler.tracing.check_writebacks import check_writebacks
 @dataclass(frozen=True)
 class Options:
     """What `jit` was asked for. `check_writebacks` validates the final trace's write-backs;
-    `automatic_dynamic` (cache="constant" only) makes rejected numbers symbolic on recompilation."""
+    `automatic_dynamic` (cache="constant" only) makes rejected numbers symbolic on recompilation;
+    `cuda_graphs` replays each entry's computation as CUDA graphs (runtime/cuda_graphs.py)."""
 
     cache: str
     executors: tuple[Any, ...]
     fusion: FusionOptions = field(default_factory=FusionOptions)
     check_writebacks: bool = True
     automatic_dynamic: bool = True
+    cuda_graphs: bool = False
 
 
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
@@ -55,9 +60,10 @@ def compile_entry(
     if options.check_writebacks:
         check_writebacks(traces[-1])
     prologue = dce(cse(prologue))
+    computation = compile_trace(traces[-1], options.executors)
     return CacheEntry(
         prologue=compile_prologue(prologue),
-        computation=compile_trace(traces[-1], options.executors),
+        computation=GraphedComputation(computation) if options.cuda_graphs else computation,
         prologue_trace=prologue,
         traces=traces,
         compile_seconds=0.0,
@@ -70,10 +76,13 @@ def make_options(
     fusion: FusionOptions | dict | None = None,
     fallback: bool | None = None,
     automatic_dynamic: bool = True,
+    cuda_graphs: bool = False,
 ) -> Options:
     """Validated options."""
     if cache not in ("constant", "symbolic"):
         raise ValueError(f"cache must be 'constant' or 'symbolic', got {cache!r}")
+    graphs_unavailable = cuda_graphs_unavailable() if cuda_graphs else None
+    check(graphs_unavailable is None, lambda: f"jit(cuda_graphs=True): {graphs_unavailable}", ValueError)
     fusion_options = FusionOptions.from_any(fusion)
     resolved = executors_module.resolve(executors, fusion=fusion_options, fallback=fallback)
     return Options(cache=cache, executors=tuple(resolved), fusion=fusion_options, automatic_dynamic=automatic_dynamic)
