@@ -86,13 +86,21 @@ class JittedFunction:
 
     def _miss(self, args: tuple, kwargs: dict) -> Any:
         start = time.perf_counter()
+        symbolic: set[str] = set()
         if self.entries:
             misses = explain_all([e.prologue_trace for e in self.entries], args, kwargs)
             symbolic = to_make_symbolic(misses) - self.dynamic if self.automatic_dynamic else set()
-            self.dynamic |= symbolic
             call = self.stats.hits + self.stats.misses + 1
             self.recompilations.append(Recompilation(call, misses, tuple(sorted(symbolic))))
-        entry = self._compile_entry(args, kwargs, self.dynamic)
+        try:
+            entry = self._compile_entry(args, kwargs, self.dynamic | symbolic)
+            self.dynamic |= symbolic
+        except Exception:
+            if not symbolic:
+                raise
+            # NOTE: the function cannot be traced with these numbers symbolic: they stay constant.
+            self.recompilations[-1].made_symbolic = ()
+            entry = self._compile_entry(args, kwargs, self.dynamic)
         entry.compile_seconds = time.perf_counter() - start
         self.entries.append(entry)
         self.stats.misses += 1

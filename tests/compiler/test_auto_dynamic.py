@@ -131,3 +131,15 @@ def test_symbolic_cache_records_branch_misses() -> None:
     jfn(x, 1)
     (recompilation,) = compiler.examine.recompilations(jfn)
     assert [m.kind for m in recompilation.misses] == ["branch"] and not recompilation.made_symbolic
+
+
+def test_a_number_that_cannot_be_traced_symbolically_stays_constant() -> None:
+    def scaled(x, n):
+        return x * {1: 2.0, 2: 3.0, 3: 5.0}[n]  # a dict lookup needs the number's value
+
+    x = torch.randn(4)
+    jfn = compiler.jit(scaled)
+    for n in (1, 2, 3, 2):
+        _assert_all_close(jfn(x, n), scaled(x, n))
+    assert compiler.cache_stats(jfn).misses == 3
+    assert all(not r.made_symbolic for r in compiler.examine.recompilations(jfn))
