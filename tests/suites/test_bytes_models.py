@@ -54,3 +54,17 @@ def test_dynamic_split_and_host_overhead() -> None:
     split = case(dynamic_split, "dynamic_split").bytes_moved
     assert split({"shape": (2, 4, 32), "dtype": "float32", "cache": "constant"}) == 20 * 2 * 256 * 4
     assert case(host_overhead, "one_op").bytes_moved({"numel": 4}) == 32
+
+
+def test_llm_norms_read_their_inputs_and_write_their_outputs_once() -> None:
+    from suites import llm_norms
+
+    bf16 = {"dtype": "bfloat16"}
+    assert case(llm_norms, "softmax").bytes_moved({"shape": (2, 8), **bf16}) == 2 * 16 * 2
+    assert case(llm_norms, "cross_entropy").bytes_moved({"shape": (2, 8), **bf16}) == 16 * 2 + 2 * 8
+    assert case(llm_norms, "rms_norm").bytes_moved({"shape": (2, 8), **bf16}) == (2 * 16 + 8) * 2
+    assert case(llm_norms, "swiglu").bytes_moved({"shape": (2, 8), **bf16}) == 3 * 16 * 2
+    # q read and written (1 x 2 x 3 x 4 = 24 elements), cos and sin of [3, 4]
+    assert case(llm_norms, "rotary").bytes_moved({"shape": (1, 2, 3, 4), **bf16}) == (2 * 24 + 2 * 12) * 2
+    # LLaMA-7B logits: 4096 x 32000 bf16 read and written, 524 MB
+    assert case(llm_norms, "softmax").bytes_moved({"shape": (4096, 32000), **bf16}) == 524_288_000
