@@ -7,11 +7,11 @@ bias gradient. The hand-written nvFuser FusionDefinition of the same math (`nvfu
 needs CUDA and nvfuser_direct) is what a person would write by hand: every op in fp32, one cast
 in and out for bf16. `scripts/nvfuser_acceptance.py` times the jitted program against it.
 
-`gelu_autograd` is F.gelu(approximate="tanh") forward and backward through torch.autograd: the
-compiled function is the forward; the backward comes from autograd (for our compiler, once it has
-autodiff: until then, on executors other than torch, its output carries no gradient and the
-variant is unsupported). Bytes: read x, write y (forward); read x and the output gradient, write
-the input gradient (backward).
+`gelu_autograd` is F.gelu(approximate="tanh") forward and backward as one training step
+(`fusebench.cases.training`): the compiled function is the forward; the backward is what each
+variant differentiates it into (for our compiler, its own autodiff: a compiled backward trace,
+fused by nvFuser on GPU). Bytes: read x, write y (forward); read x and the output gradient,
+write the input gradient (backward).
 """
 
 from __future__ import annotations
@@ -23,7 +23,19 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from fusebench.cases import Case, Compiled, Params, SkipVariant, Target, Variant, dtype_named, generator, random_tensor
+from fusebench.cases import (
+    Case,
+    Compiled,
+    Params,
+    SkipVariant,
+    Target,
+    Variant,
+    dtype_named,
+    forward_of_step,
+    generator,
+    random_tensor,
+    training_step,
+)
 from fusebench.integrations.asv_adapter import asv_benchmarks
 
 SCALARS = (0.1, 0.2, 0.3, 0.4)  # s0..s3
@@ -113,16 +125,6 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
 
 
-def forward_backward(fn: Any, args: tuple) -> tuple[torch.Tensor, torch.Tensor]:
-    """Runs the (compiled) forward, then autograd's backward: (output, input gradient)."""
-    x, grad = args
-    out = fn(x)
-    if not (isinstance(out, torch.Tensor) and out.requires_grad):
-        raise NotImplementedError("the compiled forward returned no autograd graph (no autodiff support)")
-    (grad_x,) = torch.autograd.grad(out, x, grad)
-    return out.detach(), grad_x
-
-
 def _autograd_inputs(params: Params, device: torch.device, seed: int) -> tuple:
     gen = generator(seed)
     dtype = dtype_named(params["dtype"])
@@ -155,8 +157,9 @@ CASES = [
         bytes_moved=_autograd_bytes,
         params={"shape": [(8192, 4096)], "dtype": ["float32"]},
         quick_params={"shape": [(256, 1024)], "dtype": ["float32"]},
-        call=forward_backward,
-        description="F.gelu(approximate='tanh') forward and backward through torch.autograd",
+        call=training_step,
+        forward_call=forward_of_step,
+        description="F.gelu(approximate='tanh') forward and backward as one training step",
     ),
 ]
 
