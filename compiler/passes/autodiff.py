@@ -28,6 +28,7 @@ from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, TraceContext, proxies_in, tracing
 from compiler.passes.vjp_rules import NONDIFFERENTIABLE, VJP
 from compiler.passes.vjp_structural import zeros
+from compiler.prims import Prim
 
 
 @dataclass(frozen=True)
@@ -70,11 +71,18 @@ def _float_tensor(p: Any) -> bool:
 
 
 class _Backward:
-    """Accumulates cotangents while the VJP rules record the backward into `context`."""
+    """Accumulates cotangents while the VJP rules record the backward into `context`.
 
-    def __init__(self, live: set[str]) -> None:
+    The cotangents of a value are summed when its producer is visited (all its readers come later
+    in the forward, so they have all been visited by then). Cotangents that are slices of it
+    written into zeros (`slice_update`) and tile it along one dim, as the pieces of a `split` or
+    `chunk` do, are joined with one `cat` instead of summing full-size tensors of zeros.
+    """
+
+    def __init__(self, live: set[str], context: TraceContext) -> None:
         self.live = live
-        self.cotangent: dict[str, TensorProxy] = {}
+        self.context = context
+        self.parts: dict[str, list[TensorProxy]] = {}
         self.reached: set[str] = set()
 
     def add(self, p: Proxy, g: TensorProxy) -> None:
@@ -85,16 +93,61 @@ class _Backward:
             lambda: f"autodiff: the cotangent {g.name} of {p.name} is {g.type_string()}, expected {p.type_string()}",
             AssertionError,
         )
-        earlier = self.cotangent.get(p.name)
-        self.cotangent[p.name] = g if earlier is None else prims.add(earlier, g)
+        self.parts.setdefault(p.name, []).append(g)
+
+    def total(self, name: str) -> TensorProxy | None:
+        parts = self.parts.get(name)
+        if not parts:
+            return None
+        if len(parts) > 1:
+            joined = self._tiles(parts)
+            parts = [joined] if joined is not None else parts
+        result = parts[0]
+        for g in parts[1:]:
+            result = prims.add(result, g)
+        self.parts[name] = [result]
+        return result
+
+    def _tiles(self, parts: list[TensorProxy]) -> TensorProxy | None:
+        """cat of the slices when `parts` are slices written into zeros that tile one dim, else None."""
+        pieces = []
+        for g in parts:
+            update = self.context.producers.get(id(g))
+            if update is None or update.sym is not Prim.SLICE_UPDATE:
+                return None
+            base = self.context.producers.get(id(update.args[0]))
+            if base is None or base.sym is not Prim.FULL or base.args[1] != 0:
+                return None
+            _, value, starts, ends, steps = update.args
+            moved = [d for d in range(g.ndim) if not (_same(starts[d], 0) and _same(ends[d], g.shape[d]))]
+            if len(moved) != 1 or any(step != 1 for step in steps):
+                return None
+            pieces.append((moved[0], starts[moved[0]], ends[moved[0]], value))
+        dim = pieces[0][0]
+        order = []
+        position: Any = 0
+        while len(order) < len(pieces):
+            following = next((p for p in pieces if p[0] == dim and _same(p[1], position) and p not in order), None)
+            if following is None:
+                return None
+            order.append(following)
+            position = following[2]
+        if not _same(position, parts[0].shape[dim]):
+            return None
+        return prims.cat([value for _, _, _, value in order], dim)
 
     def visit(self, bsym: BoundSymbol) -> None:
         out = bsym.output
-        if not isinstance(out, TensorProxy) or out.name not in self.cotangent or bsym.sym not in VJP:
+        if not isinstance(out, TensorProxy) or out.name not in self.parts or bsym.sym not in VJP:
             return
         self.reached.update(p.name for p in bsym.inputs if p.name in self.live)
-        for p, g in VJP[bsym.sym](bsym, self.cotangent[out.name]):
+        for p, g in VJP[bsym.sym](bsym, self.total(out.name)):
             self.add(p, g)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two sizes are known equal without recording a guard (the same proxy, or equal ints)."""
+    return a is b or (type(a) is int and type(b) is int and a == b)
 
 
 def joint(trace: Trace, requires_grad: Sequence[bool]) -> Joint:
@@ -114,7 +167,7 @@ def joint(trace: Trace, requires_grad: Sequence[bool]) -> Joint:
         cotangents = [
             TensorProxy(p.shape, p.dtype, p.device, name=context.fresh(f"grad_{p.name}_")) for p in with_cotangent
         ]
-        backward = _Backward(live)
+        backward = _Backward(live, context)
         for p, g in zip(with_cotangent, cotangents):
             backward.add(p, g)
             backward.reached.add(p.name)
@@ -122,7 +175,7 @@ def joint(trace: Trace, requires_grad: Sequence[bool]) -> Joint:
             backward.visit(bsym)
         grads: list[TensorProxy | None] = []
         for p, r in zip(trace.inputs, requires_grad):
-            g = backward.cotangent.get(p.name)
+            g = backward.total(p.name)
             if g is None and r and p.name in backward.reached:
                 g = zeros(p)
             grads.append(g if r else None)

@@ -88,7 +88,8 @@ def _compile_autograd(
     traces = [computation]
     for run_pass in (functionalize, flatten, cse, dce):
         traces.append(run_pass(traces[-1]))
-    check_no_write_into_grad_inputs(traces[-1], requires_grad, leaf)
+    pure = traces[-1]
+    check_no_write_into_grad_inputs(pure, requires_grad, leaf)
     split = split_backward(joint(traces[-1], requires_grad))
     traces.append(split.forward)
     for run_pass in computation_passes(options)[len(_PURE_PASSES) :]:
@@ -104,7 +105,7 @@ def _compile_autograd(
         getattr(fn, "__qualname__", repr(fn)),
         compile_trace(traces[-1], options.executors),
         compile_trace(backward_traces[-1], options.executors),
-        computation.output,
+        pure.output,
         forward_outputs,
         split.differentiable,
         sum(isinstance(p, TensorProxy) for p in saved),

@@ -51,7 +51,7 @@ def check_gradients(
                 f"requires_grad of an output: {g.requires_grad} vs eager {w.requires_grad}"
             )
             if w.requires_grad:
-                cotangent = torch.randn(w.shape, generator=generator).to(w.dtype)
+                cotangent = torch.randn(w.shape, generator=generator).to(device=w.device, dtype=w.dtype)
                 pairs.append((w, g, cotangent))
         else:
             assert g == w

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -10,6 +12,8 @@ import compiler
 from compiler import examine
 from compiler.tracing.check_trace import check_trace
 from tests.compiler.autodiff_util import check_gradients
+
+LEAF_ERROR = re.escape("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
 def gelu(x):
@@ -48,24 +52,21 @@ def test_in_place_on_a_leaf_that_requires_grad_raises_eagers_error():
         return x
 
     x = torch.randn(3, requires_grad=True)
-    with pytest.raises(
-        RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation."
-    ):
+    with pytest.raises(RuntimeError, match=LEAF_ERROR):
         program(x)
-    with pytest.raises(
-        RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation."
-    ):
+    with pytest.raises(RuntimeError, match=LEAF_ERROR):
         compiler.jit(program)(x)
+    before = x.detach().clone()
     with torch.no_grad():
         compiler.jit(program)(x)  # allowed without grad mode, as in eager
-    torch.testing.assert_close(x.detach(), x.detach())
+    torch.testing.assert_close(x.detach(), before * 2)
 
 
 def test_double_backward_raises_naming_the_function():
     jfn = compiler.jit(gelu)
     x = torch.randn(5, requires_grad=True)
     y = jfn(x).sum()
-    with pytest.raises(NotImplementedError, match="double backward.*gelu"):
+    with pytest.raises(NotImplementedError, match=r"double backward.*gelu"):
         torch.autograd.grad(y, x, create_graph=True)
 
 
@@ -142,3 +143,29 @@ def test_gelu_bias_backward_is_one_region_with_the_bias_reduction(fake_nvfuser):
 
 
 from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: E402, F401  (a fixture)
+
+
+def test_the_cotangents_of_split_pieces_are_joined_by_one_cat():
+    def program(x, w):
+        q, k, v = (x @ w).split(4, dim=-1)
+        return (q * k).tanh() + v.sin()
+
+    jfn = compiler.jit(program)
+    check_gradients(program, [torch.randn(3, 5), torch.randn(5, 12)], jfn=jfn)
+    backward = [b.sym.value for b in compiler.last_backward_traces(jfn)[-1].bsyms]
+    assert backward.count("cat") == 1 and "slice_update" not in backward and "full" not in backward
+
+
+def test_outputs_left_out_of_the_backward_count_as_zero_cotangents():
+    def program(x, w):
+        h = x * w
+        return h.tanh(), h.sum(-1), h.exp()
+
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, requires_grad=True)
+    first, _, third = compiler.jit(program)(x, w)
+    (first.sum() + third.mean()).backward()
+    ex, ew = x.detach().requires_grad_(), w.detach().requires_grad_()
+    want_first, _, want_third = program(ex, ew)
+    (want_first.sum() + want_third.mean()).backward()
+    torch.testing.assert_close(x.grad, ex.grad)
+    torch.testing.assert_close(w.grad, ew.grad)
