@@ -55,12 +55,16 @@ class Compiled:
     """A prepared variant: `fn` has the case function's signature.
 
     compilations: how many times the variant has compiled so far (None: it does not compile).
-    fusions: fusion regions in the program the last call ran (None: not known for this variant).
+    fusions: fusion regions in the program the last call ran (None: not known for this variant);
+        under autograd, in its forward.
+    backward_fusions: fusion regions in the backward program the last call compiled (None: no
+        backward, or not known for this variant).
     """
 
     fn: Callable[..., Any]
     compilations: Callable[[], int | None] = _unknown
     fusions: Callable[[], int | None] = _unknown
+    backward_fusions: Callable[[], int | None] = _unknown
 
 
 def _available(device: torch.device) -> str | None:
@@ -166,7 +170,18 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
                 return None
             return count_fusions(compiler.last_traces(jitted)[-1])
 
-        return Compiled(jitted, compilations=lambda: compiler.cache_stats(jitted).misses, fusions=fusions)
+        def backward_fusions() -> int | None:
+            if jitted.last_entry is None:
+                return None
+            backward_traces = compiler.last_backward_traces(jitted)
+            return count_fusions(backward_traces[-1]) if backward_traces else None
+
+        return Compiled(
+            jitted,
+            compilations=lambda: compiler.cache_stats(jitted).misses,
+            fusions=fusions,
+            backward_fusions=backward_fusions,
+        )
 
     return prepare
 

@@ -12,7 +12,9 @@ reference once. For each variant, `measure_variant`:
    a `cold` case instead prepares the variant afresh for every sample;
 3. compile time = first call - steady-state time (for cold cases: first call - a warm call);
    recompilations = compilations after the first call of the compiled function; kernels per call
-   from torch.profiler (CUDA only); fusions per call from our compiler's last trace.
+   from torch.profiler (CUDA only); fusions per call from our compiler's last trace. A training
+   step (a case with `forward_call`) also records its backward's kernels (the call's minus the
+   forward part's) and the fusions of our compiler's backward trace.
 """
 
 from __future__ import annotations
@@ -205,10 +207,13 @@ def _measure(
 
     def counters() -> dict[str, Any]:
         before_each()
+        kernels = count_kernels(lambda: case.run(compiled.fn, args), settings.device)
         return {
             "recompilations": probe.recompilations(),
             "fusions_per_call": compiled.fusions(),
-            "kernels_per_call": count_kernels(lambda: case.run(compiled.fn, args), settings.device),
+            "fusions_backward": compiled.backward_fusions(),
+            "kernels_per_call": kernels,
+            "kernels_backward": _backward_kernels(case, compiled, args, kernels, before_each, settings.device),
         }
 
     if case.cold:
@@ -279,6 +284,24 @@ def _cold_samples(
         max(settings.cold_min_repeats - 1, 0),
         max(settings.max_repeats - 1, 0),
     )
+
+
+def _backward_kernels(
+    case: Case,
+    compiled: Compiled,
+    args: tuple,
+    kernels: int | None,
+    before_each: Callable[[], None],
+    device: torch.device,
+) -> int | None:
+    """Kernels of a training step's backward: the whole call's minus its forward part's (None
+    when the case declares no forward part or kernels are not counted here)."""
+    if case.forward_call is None or kernels is None:
+        return None
+    forward_call = case.forward_call
+    before_each()
+    forward = count_kernels(lambda: forward_call(compiled.fn, args), device)
+    return None if forward is None else kernels - forward
 
 
 def check_result(prepared: PreparedCase, output: Any) -> tuple[str, float] | None:

@@ -7,6 +7,11 @@ Statuses:
 - skipped: the variant cannot run here (detail: why), e.g. nvFuser without CUDA.
 - error: anything else went wrong (detail: the exception).
 
+Kernels and fusions of a training step (a case with a `forward_call`): `kernels_per_call` counts
+every kernel of the step, `kernels_backward` those of its backward (the step's minus the
+forward's); `fusions_per_call` counts the fusions of the forward program (of the only program,
+for other cases), `fusions_backward` those of the backward program.
+
 Each metric is one ASV benchmark `<suite>.<case>.<metric>` whose parameters are the case's
 parameters plus `variant`.
 """
@@ -37,7 +42,19 @@ BANDWIDTH = Metric("track_bandwidth_gbs", "track", "GB/s")
 PEAK_FRACTION = Metric("track_peak_fraction", "track", "fraction of peak")
 KERNELS = Metric("track_kernels_per_call", "track", "kernels")
 FUSIONS = Metric("track_fusions_per_call", "track", "fusions")
-METRICS: tuple[Metric, ...] = (TIME, COMPILE, RECOMPILATIONS, BANDWIDTH, PEAK_FRACTION, KERNELS, FUSIONS)
+KERNELS_BACKWARD = Metric("track_kernels_backward", "track", "kernels")
+FUSIONS_BACKWARD = Metric("track_fusions_backward", "track", "fusions")
+METRICS: tuple[Metric, ...] = (
+    TIME,
+    COMPILE,
+    RECOMPILATIONS,
+    BANDWIDTH,
+    PEAK_FRACTION,
+    KERNELS,
+    FUSIONS,
+    KERNELS_BACKWARD,
+    FUSIONS_BACKWARD,
+)
 METRICS_BY_NAME = {metric.name: metric for metric in METRICS}
 
 
@@ -59,6 +76,8 @@ class Outcome:
     recompilations: int | None = None
     kernels_per_call: int | None = None
     fusions_per_call: int | None = None
+    kernels_backward: int | None = None
+    fusions_backward: int | None = None
     bytes_moved: int | None = None
     peak_bandwidth_gbs: float | None = None
     started_at: float = 0.0  # seconds since the epoch
@@ -95,6 +114,8 @@ class Outcome:
             PEAK_FRACTION.name: self.peak_fraction if ok else None,
             KERNELS.name: self.kernels_per_call if ok else None,
             FUSIONS.name: self.fusions_per_call if ok else None,
+            KERNELS_BACKWARD.name: self.kernels_backward if ok else None,
+            FUSIONS_BACKWARD.name: self.fusions_backward if ok else None,
         }
 
     def benchmark_name(self, metric: Metric) -> str:

@@ -31,8 +31,9 @@ def test_eager_and_case_baselines_match_the_reference(suite, case, params) -> No
         assert outcome.status == "ok", f"{variant.name}: {outcome.detail}"
 
 
-@pytest.mark.parametrize(("suite", "case", "params"), GROUPS)
+@pytest.mark.parametrize(("suite", "case", "params"), [g for g in GROUPS if g.values[1].forward_call is None])
 def test_our_compiler_matches_or_reports_unsupported(suite, case, params) -> None:
+    # NOTE: training steps must be ok, through the compiler's autodiff: tests/suites/test_training_steps.py
     prepared = prepare_case(suite, case, params, CPU_SETTINGS)
     outcome = measure_variant(prepared, FUSEBENCH, CPU_SETTINGS)
     assert outcome.status in ("ok", "unsupported"), outcome.detail
