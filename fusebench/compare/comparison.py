@@ -1,8 +1,9 @@
 """Pairing the two sides' measurements per benchmark, the verdicts, the table and the JSON document.
 
-A benchmark is one (suite, case, params, variant); its time samples are pooled over the rounds of
-each side (seconds per call). Verdicts:
-- faster / slower / no change: both sides measured it; `fusebench.compare.decide` decided on the samples.
+A benchmark is one (suite, case, params, variant); its time samples are kept per round (one
+`fusebench run` process each; seconds per call). Verdicts:
+- faster / slower / no change: both sides measured it; `fusebench.compare.decide` decided on the
+  rounds' samples (a hierarchical bootstrap: rounds, then samples within rounds).
 - failed: a side's result disagreed with the reference or errored in some round, or a side's
   run ended without results.
 - new: only B measures it (a new case or variant, or one A could not run).
@@ -20,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fusebench.cases.case import format_params
-from fusebench.compare.decide import NO_CHANGE, SLOWER, Decision, DecisionSettings, decide
+from fusebench.compare.decide import NO_CHANGE, SLOWER, Decision, DecisionSettings, center, decide
 from fusebench.compare.interleave import SideRun
 from fusebench.report.table import format_seconds
 
@@ -36,15 +37,15 @@ class SideSummary:
 
     status: str = "missing"
     detail: str = ""
-    samples: list[float] = field(default_factory=list)
+    rounds: list[list[float]] = field(default_factory=list)
     round_medians: list[float] = field(default_factory=list)
     compile_seconds: list[float] = field(default_factory=list)
     recompilations: list[int] = field(default_factory=list)
 
     @property
     def median(self) -> float | None:
-        """Median of the pooled samples (seconds per call)."""
-        return statistics.median(self.samples) if self.samples else None
+        """The mean over rounds of each round's median (seconds per call), as `decide.center` defines it."""
+        return center(self.rounds) if self.rounds else None
 
 
 @dataclass
@@ -147,7 +148,7 @@ def _add(summary: SideSummary, outcome: dict[str, Any]) -> None:
         summary.status, summary.detail = status, outcome.get("detail", "")
     timing = outcome.get("timing")
     if status == "ok" and timing:
-        summary.samples.extend(float(s) for s in timing["samples"])
+        summary.rounds.append([float(s) for s in timing["samples"]])
         summary.round_medians.append(float(timing["median"]))
     if status == "ok" and outcome.get("compile_seconds") is not None:
         summary.compile_seconds.append(float(outcome["compile_seconds"]))
@@ -168,9 +169,9 @@ def _crash(runs: Sequence[SideRun]) -> str:
 def _verdict(a: SideSummary, b: SideSummary, settings: DecisionSettings | None) -> tuple[str, Decision | None]:
     if a.status in _BAD or b.status in _BAD:
         return FAILED, None
-    measured_a, measured_b = a.status == "ok" and bool(a.samples), b.status == "ok" and bool(b.samples)
+    measured_a, measured_b = a.status == "ok" and bool(a.rounds), b.status == "ok" and bool(b.rounds)
     if measured_a and measured_b:
-        decision = decide(a.samples, b.samples, settings)
+        decision = decide(a.rounds, b.rounds, settings)
         return decision.verdict, decision
     if measured_b:
         return NEW, None
@@ -199,8 +200,8 @@ def _cells(comparison: BenchmarkComparison) -> list[str]:
         comparison.case,
         format_params(comparison.params),
         comparison.variant,
-        format_seconds(comparison.a.median) if comparison.a.samples else "-",
-        format_seconds(comparison.b.median) if comparison.b.samples else "-",
+        format_seconds(comparison.a.median) if comparison.a.rounds else "-",
+        format_seconds(comparison.b.median) if comparison.b.rounds else "-",
         ratio,
         interval,
         p_value,
