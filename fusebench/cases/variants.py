@@ -6,7 +6,8 @@ Standard variants apply to every case:
   dynamic=True; otherwise with torch's default (dynamic=None: static first, dynamic after a
   shape or scalar changes).
 - `fusebench`: our compiler with its default executors; `fusebench-torch`: our compiler with the
-  torch executor only. The case option `cache` picks the cache mode ("constant" by default).
+  torch executor only. The case option `cache` picks the cache mode ("constant" by default);
+  `fusion` (FusionOptions fields) and `executors` (for `fusebench` only) are passed to `compiler.jit`.
 - `thunder`: lightning-thunder, when it is importable ("constant values" / "symbolic values").
 Cases add their own (a hand-written nvFuser FusionDefinition, torch.optim baselines) through
 `Case.extra_variants`; `fusebench.cases.case.variants_for(case)` lists both. This module knows
@@ -54,11 +55,14 @@ class Compiled:
 
     compilations: how many times the variant has compiled so far (None: it does not compile).
     fusions: fusion regions in the program the last call ran (None: not known for this variant).
+    program: our compiler's jitted function (None for other variants), whose record
+        `fusebench.measure.compiler_record` keeps.
     """
 
     fn: Callable[..., Any]
     compilations: Callable[[], int | None] = _unknown
     fusions: Callable[[], int | None] = _unknown
+    program: Any = None
 
 
 def _available(device: torch.device) -> str | None:
@@ -136,14 +140,21 @@ def _fusebench_prepare(executors: Sequence[str] | None) -> Callable[[Target], Co
     def prepare(target: Target) -> Compiled:
         import compiler
 
-        jitted = compiler.jit(target.fn, cache=target.options.get("cache", "constant"), executors=executors)
+        jitted = compiler.jit(
+            target.fn,
+            cache=target.options.get("cache", "constant"),
+            executors=executors or target.options.get("executors"),
+            fusion=target.options.get("fusion"),
+        )
 
         def fusions() -> int | None:
             if jitted.last_entry is None:
                 return None
             return count_fusions(compiler.last_traces(jitted)[-1])
 
-        return Compiled(jitted, compilations=lambda: compiler.cache_stats(jitted).misses, fusions=fusions)
+        return Compiled(
+            jitted, compilations=lambda: compiler.cache_stats(jitted).misses, fusions=fusions, program=jitted
+        )
 
     return prepare
 
