@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from fusebench.cases.selection import Selection, add_selection_arguments, selection_from_args
-from fusebench.compare.comparison import compare_runs, comparison_document, render, summary_line
+from fusebench.compare.comparison import compare_runs, comparison_document, explain_changes, render, summary_line
 from fusebench.compare.decide import DecisionSettings
 from fusebench.compare.interleave import Side, SideRun, interleaved_rounds
 from fusebench.compare.worktree import repository_root, resolve_commit, temporary_worktrees, terminate_as_interrupt
@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
         )
         with tempfile.TemporaryDirectory(prefix="fusebench-compare-") as scratch:
             runs = interleaved_rounds(sides, run_args, Path(scratch), args.rounds, _report)
-    comparisons = compare_runs(runs["A"], runs["B"], settings)
+            comparisons = compare_runs(runs["A"], runs["B"], settings)
+            explain_changes(comparisons)  # NOTE: while the rounds' compiler records still exist
     if not comparisons:
         crashes = [run.error for side_runs in runs.values() for run in side_runs if run.error]
         raise FusebenchError(f"neither side measured anything; the first run said: {crashes[0] if crashes else '?'}")

@@ -36,10 +36,10 @@ def file_id(text: str) -> str:
 
 
 def artifacts_dir(
-    results_dir: str | Path, machine: str, commit: str, suite: str, case: str, params: dict[str, Any], variant: str
+    results_dir: str | Path, machine: str, commit: str, suite: str, case: str, params: str, variant: str
 ) -> Path:
-    """The folder of one measurement's record."""
-    params_id = file_id(format_params(params)) if params else "no_params"
+    """The folder of one measurement's record; `params` as `format_params` writes them (and histories hold them)."""
+    params_id = file_id(params) if params else "no_params"
     return Path(results_dir) / machine / ARTIFACTS / commit[:8] / f"{suite}.{case}" / params_id / file_id(variant)
 
 
@@ -48,7 +48,7 @@ def write_artifacts(results_dir: str | Path, run: RunInfo, outcome: Outcome) -> 
     if not outcome.artifacts:
         return None
     machine, commit = run.machine.machine, run.revision.commit
-    case, params, variant = outcome.case, outcome.params, outcome.variant
+    case, params, variant = outcome.case, format_params(outcome.params), outcome.variant
     directory = artifacts_dir(results_dir, machine, commit, outcome.suite, case, params, variant)
     files = dict(outcome.artifacts)
     record = json.loads(files.get(RECORD_FILE, "{}"))
