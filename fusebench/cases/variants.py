@@ -8,7 +8,8 @@ Standard variants apply to every case:
 - `torch.compile(reduce-overhead)`: the same with mode="reduce-overhead" (CUDA graphs; CUDA only).
 - `fusebench`: our compiler with its default executors; `fusebench-torch`: our compiler with the
   torch executor only; `fusebench-cudagraphs`: default executors, each cache entry replayed as
-  CUDA graphs (CUDA only). The case option `cache` picks the cache mode ("constant" by default).
+  CUDA graphs (CUDA only). The case option `cache` picks the cache mode ("constant" by default);
+  `fusion` (FusionOptions fields) and `executors` (for `fusebench` only) are passed to `compiler.jit`.
 - `thunder`: lightning-thunder, when it is importable ("constant values" / "symbolic values").
 Cases add their own (a hand-written nvFuser FusionDefinition, torch.optim baselines) through
 `Case.extra_variants`; `fusebench.cases.case.variants_for(case)` lists both. This module knows
@@ -59,12 +60,15 @@ class Compiled:
         under autograd, in its forward.
     backward_fusions: fusion regions in the backward program the last call compiled (None: no
         backward, or not known for this variant).
+    program: our compiler's jitted function (None for other variants), whose record
+        `fusebench.measure.compiler_record` keeps.
     """
 
     fn: Callable[..., Any]
     compilations: Callable[[], int | None] = _unknown
     fusions: Callable[[], int | None] = _unknown
     backward_fusions: Callable[[], int | None] = _unknown
+    program: Any = None
 
 
 def _available(device: torch.device) -> str | None:
@@ -162,8 +166,13 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
     def prepare(target: Target) -> Compiled:
         import compiler
 
-        cache = target.options.get("cache", "constant")
-        jitted = compiler.jit(target.fn, cache=cache, executors=executors, **jit_options)
+        jitted = compiler.jit(
+            target.fn,
+            cache=target.options.get("cache", "constant"),
+            executors=executors or target.options.get("executors"),
+            fusion=jit_options.get("fusion", target.options.get("fusion")),
+            **{k: v for k, v in jit_options.items() if k != "fusion"},
+        )
 
         def fusions() -> int | None:
             if jitted.last_entry is None:
@@ -181,6 +190,7 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
             compilations=lambda: compiler.cache_stats(jitted).misses,
             fusions=fusions,
             backward_fusions=backward_fusions,
+            program=jitted,
         )
 
     return prepare

@@ -14,7 +14,10 @@ reference once. For each variant, `measure_variant`:
    recompilations = compilations after the first call of the compiled function; kernels per call
    from torch.profiler (CUDA only); fusions per call from our compiler's last trace. A training
    step (a case with `forward_call`) also records its backward's kernels (the call's minus the
-   forward part's) and the fusions of our compiler's backward trace.
+   forward part's) and the fusions of our compiler's backward trace;
+4. with `Settings.record`, what our compiler did (trace, fusion definitions, nvFuser segments with
+   `Settings.segments`) as `Outcome.artifacts` (`fusebench.measure.compiler_record`), for ok and
+   failed outcomes alike.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import torch
 
 from fusebench.cases.case import Case
 from fusebench.cases.variants import Compiled, SkipVariant, Target, Variant
+from fusebench.measure.compiler_record import record
 from fusebench.measure.correctness import compare
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.profiling import count_kernels
@@ -51,6 +55,8 @@ class Settings:
     warmup_fraction: float = 0.1
     seed: int = 0
     peak_bandwidth_gbs: float | None = None
+    record: bool = False
+    segments: bool = False
 
 
 @dataclass
@@ -196,7 +202,8 @@ def _measure(
     first_s = wall.time(lambda: results.append(case.run(probe, args)))
     problem = check_result(prepared, results[0])
     if problem is not None:
-        return finish("failed", problem[0], extra={"max_abs_error": problem[1]})
+        artifacts = _record(compiled, settings)
+        return finish("failed", problem[0], extra={"max_abs_error": problem[1]}, artifacts=artifacts)
 
     timer = timer or make_timer(case.timer, settings.device)
     flusher = _flusher(str(settings.device))
@@ -227,7 +234,14 @@ def _measure(
         stats = summarize(_warm_samples(prepared, compiled, before_each, settings, clock, timer))
         counted = counters()
         steady_s = stats.median
-    return finish("ok", timing=stats, compile_seconds=max(first_s - steady_s, 0.0), **counted)
+    compile_seconds = max(first_s - steady_s, 0.0)
+    return finish("ok", timing=stats, compile_seconds=compile_seconds, artifacts=_record(compiled, settings), **counted)
+
+
+def _record(compiled: Compiled, settings: Settings) -> dict[str, str]:
+    if not settings.record or compiled.program is None:
+        return {}
+    return record(compiled.program, segments=settings.segments)
 
 
 def _warm_samples(

@@ -6,6 +6,8 @@ Statuses:
 - unsupported: the variant raised NotImplementedError (detail: its message); no time.
 - skipped: the variant cannot run here (detail: why), e.g. nvFuser without CUDA.
 - error: anything else went wrong (detail: the exception).
+- crashed: the process measuring it died (`--isolate`: a signal or exit status, and the last lines
+  of its output in detail), e.g. a segfault in nvFuser or a CUDA error; no time.
 
 Kernels and fusions of a training step (a case with a `forward_call`): `kernels_per_call` counts
 every kernel of the step, `kernels_backward` those of its backward (the step's minus the
@@ -23,7 +25,8 @@ from typing import Any
 
 from fusebench.measure.stats import TimingStats
 
-STATUSES = ("ok", "failed", "unsupported", "skipped", "error")
+STATUSES = ("ok", "failed", "unsupported", "skipped", "error", "crashed")
+BAD_STATUSES = ("failed", "error", "crashed")  # what makes `fusebench run` exit 1
 
 
 @dataclass(frozen=True)
@@ -83,10 +86,19 @@ class Outcome:
     started_at: float = 0.0  # seconds since the epoch
     duration: float = 0.0  # seconds the whole measurement took
     extra: dict[str, Any] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict, repr=False)  # compiler record, not in ASV's JSON
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"outcome status {self.status!r} is not one of {STATUSES}")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Outcome:
+        """The outcome `dataclasses.asdict` wrote (JSON lists back to tuples where the fields are tuples)."""
+        fields = dict(data)
+        if fields.get("timing") is not None:
+            fields["timing"] = TimingStats(**{**fields["timing"], "samples": tuple(fields["timing"]["samples"])})
+        return cls(**fields)
 
     @property
     def bandwidth_gbs(self) -> float | None:
