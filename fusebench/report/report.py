@@ -67,12 +67,9 @@ def build_report(inputs: ReportInputs, title: str = "fusebench report") -> str:
     sections = machine_sections(inputs.frame)
     parts = [_meta(inputs), _summary(inputs), selector_html(sections)]
     for section in sections:
-        where = section.label
-        parts.append(
-            section.wrap(
-                scoreboard_section(section.frame, inputs.baseline, figures.html, section.anchor("scoreboard"), where)
-            )
-        )
+        anchor = section.anchor("scoreboard")
+        scoreboard = scoreboard_section(section.frame, inputs.baseline, figures.html, anchor, section.label)
+        parts.append(section.wrap(scoreboard))
     if inputs.comparison is not None:
         parts.append(_comparison_section(inputs.comparison, figures))
     colors = charts.variant_colors(inputs.frame.variant)

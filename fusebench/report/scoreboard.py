@@ -40,6 +40,7 @@ class Cell:
     seconds: float | None = None
     detail: str = ""
     commit: str = ""
+    date: float = 0.0  # the commit's date (ms since the epoch, as ASV records it)
     kernels: float | None = None
     fusions: float | None = None
 
@@ -62,6 +63,10 @@ class Row:
         """The timed cell with the shortest time (among peers only, if asked), or None."""
         timed = [c for c in self.cells.values() if c.timed and not (peers_only and is_ours(c.variant))]
         return min(timed, key=lambda c: c.seconds or 0.0) if timed else None
+
+    def newest_commit(self) -> str:
+        """The commit of the row's most recently dated cell ('' for a run's outcomes)."""
+        return max(self.cells.values(), key=lambda c: (c.date, c.commit)).commit if self.cells else ""
 
     def reference(self, baseline: str | None = None) -> Cell | None:
         """What ratios are taken against: the `baseline` variant's cell if it is timed, else (no
@@ -132,6 +137,7 @@ def rows_from_frame(frame: pd.DataFrame) -> list[Row]:
             seconds=value,
             detail="" if pd.isna(entry.detail) else str(entry.detail),
             commit=str(entry.commit),
+            date=0.0 if pd.isna(entry.date) else float(entry.date),
             kernels=kernels,
             fusions=fusions,
         )

@@ -75,7 +75,7 @@ def scoreboard_figure(rows: Sequence[Row], baseline: str | None = None) -> go.Fi
     ratio_text, status_text, hover = _grid(shape, ""), _grid(shape, ""), _grid(shape, "")
     for i, row in enumerate(rows):
         reference = row.reference(baseline)
-        newest = max(cell.commit for cell in row.cells.values())
+        newest = row.newest_commit()
         for j, variant in enumerate(columns):
             cell = row.cells.get(variant)
             if cell is None:

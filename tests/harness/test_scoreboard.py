@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from fusebench.history.results import read_results
+from fusebench.history.results import RunInfo, read_results, write_outcomes
+from fusebench.history.revision import Revision
+from fusebench.measure.machine import machine_info
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.stats import summarize
 from fusebench.report.scoreboard import is_ours, rows_from_frame, rows_from_outcomes, variant_columns
 from fusebench.report.scoreboard_chart import scoreboard_figure
-from tests.harness.histories import LATEST_RUN, commit_hash, write_history, write_latest_run
+from tests.harness.histories import ENV, LATEST_RUN, commit_hash, write_history, write_latest_run
 
 
 def _outcome(case: str, variant: str, median: float | None, status: str = "ok", detail: str = "") -> Outcome:
@@ -97,3 +99,20 @@ def test_a_row_without_the_baseline_shows_times_without_colour() -> None:
     (row,) = rows_from_outcomes([_outcome("c", "fusebench", 1e-6), _outcome("c", "eager", None, "skipped", "no")])
     ratios, statuses = scoreboard_figure([row], baseline="eager").data
     assert math.isnan(ratios.z[0][1]) and statuses.z[0][1] == 0.0 and statuses.text[0][1] == "1.00 µs"
+
+
+def test_cells_older_than_the_rest_of_their_row_are_marked(tmp_path: Path) -> None:
+    write_history(tmp_path, commits=2, step_at=5)
+    newer = Revision("0" * 40, 1_800_000_000_000, False)  # dated after the history, with a hash that sorts first
+    only_fusebench = Outcome(
+        "dynamic_split", "dynamic_split", {"shape": (4, 64, 256), "dtype": "float32"}, "fusebench", "cpu", "ok",
+        timing=summarize([1e-3, 1e-3, 1e-3]),
+    )  # fmt: skip
+    write_outcomes(tmp_path, RunInfo(machine_info("history-machine"), newer, ENV), [only_fusebench])
+    older_eager = Outcome(**{**only_fusebench.__dict__, "variant": "eager", "timing": summarize([2e-3] * 3)})
+    write_outcomes(tmp_path, RunInfo(machine_info("history-machine"), Revision("f" * 40, 0, False), ENV), [older_eager])
+    (row,) = [row for row in rows_from_frame(read_results(tmp_path)) if row.case == "dynamic_split"]
+    assert row.newest_commit() == "0" * 40 and row.cells["eager"].commit == "f" * 40
+    ratios = scoreboard_figure([row]).data[0]
+    assert list(ratios.x) == ["eager", "fusebench"]
+    assert ratios.text[0] == ["2.00 ms*<br>2.00×", "<b>1.00 ms<br>1.00×</b>"]
