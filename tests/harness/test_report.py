@@ -180,14 +180,14 @@ def test_the_reports_render_in_headless_chromium(
             assert browser.evaluate("document.querySelectorAll('.js-plotly-plot').length") == charts, name
             assert browser.evaluate(RENDERED) == charts, name
             assert browser.evaluate("document.querySelectorAll('.main-svg').length") >= charts
-            shots.append(browser.screenshot(tmp_path / f"report-top-{name}.png", max_height=900))
+            shots.append(browser.screenshot(tmp_path / f"report-top-{name}.png", max_height=1400))
         assert browser.load_page(two_machines_html) == []
         first_widths = browser.evaluate(VISIBLE_WIDTHS)
         browser.evaluate(SELECT_SECOND_MACHINE)
         browser.settle(0.5)
         second_widths = browser.evaluate(VISIBLE_WIDTHS)
         hidden = browser.evaluate("[...document.querySelectorAll('[data-machine]')].map(s => s.hidden)")
-        shots.append(browser.screenshot(tmp_path / "report-top-two-machines.png", max_height=900))
+        shots.append(browser.screenshot(tmp_path / "report-top-two-machines.png", max_height=1400))
         assert browser.errors() == []
     assert hidden == [True, False, True, False]
     assert len(first_widths) == EXPECTED_CHARTS - 1 and len(second_widths) == ONE_COMMIT_CHARTS
