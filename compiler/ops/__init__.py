@@ -12,6 +12,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     conversion,
     elementwise,
     factory,
+    foreach,
     indexing,
     inplace,
     linalg,
