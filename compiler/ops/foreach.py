@@ -21,7 +21,7 @@ import torch
 
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
-from compiler.ops import shape
+from compiler.ops import aliasing, shape
 from compiler.ops.registry import dispatch, register
 from compiler.ops.writes import write
 
@@ -84,7 +84,10 @@ def _foreach(name: str, arity: int) -> None:
         targets, results = loop(in_place, args, kwargs)
         if name in ("zero", "copy"):
             return None  # the per-tensor ops wrote already
-        for target, result in zip(targets, results):
+        for i, (target, result) in enumerate(zip(targets, results)):
+            aliasing.check_no_overlap(
+                target, tuple(_element(a, i, len(targets), in_place, False) for a in args[1:]), in_place
+            )
             write(target, result, in_place)
         return None
 
