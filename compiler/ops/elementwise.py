@@ -469,8 +469,7 @@ def addcdiv(input: TensorProxy, tensor1: Any, tensor2: Any, *, value: Any = 1, o
 
 
 def _with_value(body: Callable, input: Any, tensor1: Any, tensor2: Any, value: Any) -> Any:
-    """addcmul/addcdiv: `value` is a Scalar in torch; a 0-d tensor given for it (torch.optim's
-    foreach steps do) takes part in the arithmetic but not in type promotion."""
+    """addcmul/addcdiv: a 0-d tensor `value` (torch.optim passes one) is a Scalar: not promoted."""
     if not isinstance(value, TensorProxy):
         return elementwise(body, input, tensor1, tensor2, value)
     compute, result = result_dtypes((input, tensor1, tensor2), Promotion.DEFAULT)
