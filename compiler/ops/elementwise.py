@@ -473,8 +473,7 @@ def _with_value(body: Callable, input: Any, tensor1: Any, tensor2: Any, value: A
     if not isinstance(value, TensorProxy):
         return elementwise(body, input, tensor1, tensor2, value)
     compute, result = result_dtypes((input, tensor1, tensor2), Promotion.DEFAULT)
-    out = elementwise(body, input, tensor1, tensor2, value, compute=compute)
-    return to_dtype(out, result)
+    return to_dtype(elementwise(body, input, tensor1, tensor2, value, compute=compute), result)
 
 
 @register("torch.masked_fill", "torch.Tensor.masked_fill")
