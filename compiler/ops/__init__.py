@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from compiler.core import proxies
 from compiler.ops import (  # noqa: F401  (each module registers its ops)
+    advanced_indexing,
     conversion,
     elementwise,
     factory,
+    foreach,
     indexing,
     inplace,
     linalg,

@@ -293,7 +293,9 @@ def _trace(
     inputs.prologue.insert(at, BoundSymbol(Prim.UNPACK_SEQUENCE, (args_proxy, len(args)), {}, tuple(arg_elements)))
     fn_kwargs = inputs.mapping(kwargs_proxy, kwargs, "kwargs")
 
-    with tracing(context), _TracingMode():
+    # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
+    # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
+    with tracing(context), _TracingMode(), torch.compiler._compile_session_context():
         output = fn(*fn_args, **fn_kwargs)
     _check_output(output)
 
