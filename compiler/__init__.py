@@ -21,10 +21,10 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from compiler.core.errors import GuardFailure, TracingError
+from compiler.core.errors import GuardFailure, TracingError, check, short_repr
 from compiler.core.ir import Trace
 from compiler.passes.fuse import FusionOptions
-from compiler.runtime.cache import CacheStats, JittedFunction
+from compiler.runtime.cache import CacheStats, JittedFunction, called_jitted, jitted
 from compiler.runtime.pipeline import compile_entry, make_options
 
 __all__ = [
@@ -68,6 +68,9 @@ def jit(
     fallback: whether a fusion nvFuser fails on runs with torch instead (with one warning);
         None reads FUSEBENCH_NVFUSER_FALLBACK (default on).
     """
+    check(
+        callable(fn), lambda: f"jit(fn={short_repr(fn)}): expected a callable (a function or an nn.Module)", TypeError
+    )
     options = make_options(cache, executors, fusion, fallback, automatic_dynamic, cuda_graphs)
     automatic = options.cache == "constant" and options.automatic_dynamic
     jfn = JittedFunction(fn, functools.partial(compile_entry, fn, options), automatic_dynamic=automatic)
@@ -84,32 +87,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'compiler' has no attribute {name!r}")
 
 
-def _entry(jfn: Any) -> Any:
-    if not isinstance(jfn, JittedFunction):
-        raise TypeError(f"expected a function returned by compiler.jit, got {type(jfn).__name__}")
-    if jfn.last_entry is None:
-        raise RuntimeError(f"{jfn!r} has not been called yet, so it has no traces")
-    return jfn.last_entry
-
-
 def last_traces(jfn: JittedFunction) -> list[Trace]:
     """The computation trace after tracing and after each pass, for the entry the last call used."""
-    return list(_entry(jfn).traces)
+    return list(called_jitted(jfn, "last_traces").traces)
 
 
 def last_backward_traces(jfn: JittedFunction) -> list[Trace]:
     """The backward trace after its construction and after each pass, for the entry the last call
     used; empty when that entry has no backward (no input required grad under grad mode)."""
-    return list(_entry(jfn).backward_traces)
+    return list(called_jitted(jfn, "last_backward_traces").backward_traces)
 
 
 def last_prologue(jfn: JittedFunction) -> Trace:
     """The prologue (unpacking and guards) of the entry the last call used."""
-    return _entry(jfn).prologue_trace
+    return called_jitted(jfn, "last_prologue").prologue_trace
 
 
 def cache_stats(jfn: JittedFunction) -> CacheStats:
     """Hits, misses (= compilations), and seconds spent compiling."""
-    if not isinstance(jfn, JittedFunction):
-        raise TypeError(f"expected a function returned by compiler.jit, got {type(jfn).__name__}")
-    return jfn.stats
+    return jitted(jfn, "cache_stats").stats

@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler.core.errors import check
+from compiler.core.errors import check, short_repr
 from compiler.core.ir import Trace
 from compiler.executors.nvfuser import InputRecord, NvFuserStats, NvFusion, region_fusions
 from compiler.executors.nvfuser_repro import ops_by_scheduler, repro_script, segmentation_hint
 from compiler.executors.nvfuser_translate import fusion_source
 from compiler.passes.fuse import fusion_executor, partition
 from compiler.passes.split_backward import saved_summary
-from compiler.runtime.cache import JittedFunction
+from compiler.runtime.cache import JittedFunction, called_jitted
 
 
 class Listing(list):
@@ -40,29 +40,40 @@ class Listing(list):
         return "\n".join(str(item) for item in self) if self else "(none)"
 
 
-def _options(jfn: Any) -> Any:
-    check(
-        isinstance(jfn, JittedFunction),
-        lambda: f"expected a function returned by compiler.jit, got {type(jfn).__name__}",
-        TypeError,
-    )
-    check(jfn.last_entry is not None, lambda: f"{jfn!r} has not been called yet; call it once first", RuntimeError)
+def _options(jfn: Any, api: str) -> Any:
+    called_jitted(jfn, f"examine.{api}")
     return jfn.options
 
 
-def _traces(jfn: Any) -> list[Trace]:
-    _options(jfn)
+def _traces(jfn: Any, api: str) -> list[Trace]:
+    _options(jfn, api)
     return jfn.last_entry.traces
 
 
-def _fused(jfn: Any) -> list[NvFusion]:
-    return list(region_fusions(_traces(jfn)[-1]))
+def _fused(jfn: Any, api: str) -> list[NvFusion]:
+    return list(region_fusions(_traces(jfn, api)[-1]))
 
 
-def _find(jfn: Any, name: str) -> NvFusion:
-    found = {f.name: f for f in _fused(jfn)}
-    check(name in found, lambda: f"no fusion named {name!r}; this function's fusions: {sorted(found)}", KeyError)
-    return found[name]
+def _check_names(jfn: Any, api: str, names: Iterable[str], argument: str = "name") -> list[NvFusion]:
+    """The fusions of `jfn`; a ValueError names each of `names` that is not one of them."""
+    found = _fused(jfn, api)
+    known = [f.name for f in found]
+    for name in names:
+        check(
+            name in known,
+            lambda name=name: (
+                f"examine.{api}({argument}={short_repr(name)}): no fusion of that name; expected one of {known}"
+                if known
+                else f"examine.{api}({argument}={short_repr(name)}): this function has no fusions (executors: "
+                f"{[e.name for e in _options(jfn, api).executors]})"
+            ),
+            ValueError,
+        )
+    return found
+
+
+def _find(jfn: Any, name: str, api: str) -> NvFusion:
+    return next(f for f in _check_names(jfn, api, [name]) if f.name == name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,7 +104,7 @@ class FusionInfo:
 def fusions(jfn: JittedFunction) -> Listing:
     """Each fusion's name, its ops, and its last actual inputs (shape, stride, dtype, device, value)."""
     result = Listing()
-    for f in _fused(jfn):
+    for f in _fused(jfn, "fusions"):
         runner = "torch (fallback)" if f.fallback_error else f.executor.options.runner
         error = f"{type(f.fallback_error).__name__}: {f.fallback_error}" if f.fallback_error else None
         ops = [str(b).splitlines()[0] for b in f.region.bsyms]
@@ -107,8 +118,8 @@ def why_not_fused(jfn: JittedFunction) -> Listing:
 
     Replays the (pure) partition on the trace the fusion pass received.
     """
-    options = _options(jfn)
-    traces = _traces(jfn)
+    options = _options(jfn, "why_not_fused")
+    traces = _traces(jfn, "why_not_fused")
     check(
         fusion_executor(options.executors) is not None,
         lambda: "this function has no fusion executor: jit it with executors=['nvfuser', ...]",
@@ -120,7 +131,7 @@ def why_not_fused(jfn: JittedFunction) -> Listing:
 
 def stats(jfn: JittedFunction) -> NvFuserStats:
     """Definitions, compilations and fallbacks counted by the jitted function's nvFuser executor."""
-    executor = fusion_executor(_options(jfn).executors)
+    executor = fusion_executor(_options(jfn, "stats").executors)
     check(executor is not None, lambda: "this function has no nvFuser executor", ValueError)
     return executor.stats
 
@@ -128,29 +139,37 @@ def stats(jfn: JittedFunction) -> NvFuserStats:
 def recompilations(jfn: JittedFunction) -> Listing:
     """Each recompilation: the guards each cache entry failed (input, expected and actual value) and
     the numbers automatic dynamic made symbolic for it."""
-    _options(jfn)
+    _options(jfn, "recompilations")
     return Listing(jfn.recompilations)
 
 
 def cuda_graphs(jfn: JittedFunction) -> Listing:
     """For each cache entry of a `jit(..., cuda_graphs=True)` function: captures, replays, calls
     run without a graph and why."""
-    check(_options(jfn).cuda_graphs, lambda: f"{jfn!r} was not jitted with cuda_graphs=True", ValueError)
+    check(_options(jfn, "cuda_graphs").cuda_graphs, lambda: f"{jfn!r} was not jitted with cuda_graphs=True", ValueError)
     return Listing(f"entry {i}: {e.computation.stats}" for i, e in enumerate(jfn.entries))
 
 
 def fusion_source_of(jfn: JittedFunction, name: str) -> str:
     """The FusionDefinition source the fusion `name` ran with on its last call."""
-    f = _find(jfn, name)
+    f = _find(jfn, name, "fusion_source_of")
     return fusion_source(f.region, f.descriptors())[0]
 
 
 def repro(jfn: JittedFunction, name: str, path: str | Path) -> Path:
     """Writes a standalone script reproducing fusion `name` with its last inputs' layouts; returns the path."""
-    f = _find(jfn, name)
+    f = _find(jfn, name, "repro")
     check(bool(f.last_inputs), lambda: f"{name} has not run yet, so there are no inputs to record", RuntimeError)
     path = Path(path)
-    path.write_text(repro_script(f.region, f.last_inputs, f.descriptors(), path.name))
+    try:
+        check(
+            path.parent.is_dir() and not path.is_dir(),
+            lambda: f"examine.repro(path={str(path)!r}): expected a file path in an existing folder",
+            ValueError,
+        )
+        path.write_text(repro_script(f.region, f.last_inputs, f.descriptors(), path.name))
+    except OSError as error:
+        raise ValueError(f"examine.repro(path={str(path)!r}): cannot write there ({error.strerror})") from error
     return path
 
 
@@ -236,8 +255,8 @@ def segments(jfn: JittedFunction, names: Iterable[str] | None = None) -> Listing
     (reductions vs the rest) for several.
     """
     result = Listing()
-    wanted = set(names) if names is not None else None
-    for f in _fused(jfn):
+    wanted = None if names is None else [names] if isinstance(names, str) else list(names)
+    for f in _check_names(jfn, "segments", wanted or [], "names"):
         if wanted is not None and f.name not in wanted:
             continue
         check(
@@ -284,5 +303,5 @@ class SavedListing(Listing):
 
 def saved_for_backward(jfn: Any) -> SavedListing:
     """What the last-used entry's forward saves for its backward (empty without a backward)."""
-    _options(jfn)
+    _options(jfn, "saved_for_backward")
     return SavedListing(SavedValue(*row) for row in saved_summary(jfn.last_entry.saved))

@@ -1,7 +1,8 @@
 """The `fusebench` command line: one subcommand per module in `fusebench.commands`.
 
 Each command module exports `add_parser(subparsers)` and `run(args) -> int` (the exit status).
-Errors the user can fix (`FusebenchError`) are printed as one line and exit with status 2.
+Errors the user can fix (`FusebenchError`, and argparse's own: a missing value, a value of the
+wrong type, an unknown flag) are printed as one line and exit with status 2.
 """
 
 from __future__ import annotations
@@ -10,15 +11,25 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from fusebench.errors import FusebenchError
 
 COMMANDS = ("list", "run", "compare", "report")
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one `prog: error: ...` line (no usage block); its
+    subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        """Prints the error and a pointer to --help as one line; exits with status 2."""
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="fusebench",
         description="Benchmark the fusebench compiler and its peers on curated suites.",
     )

@@ -23,6 +23,12 @@ def check(cond: bool, message: Callable[[], str], error: type[Exception] = Runti
         raise error(message())
 
 
+def short_repr(value: object, limit: int = 60) -> str:
+    """`repr(value)` on one line, cut to `limit` characters (for naming a bad argument in an error)."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def user_frame() -> str:
     """'file.py:12: source line' for the innermost caller outside the compiler and torch, or ''."""
     frame = sys._getframe(1)

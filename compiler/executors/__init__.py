@@ -43,11 +43,23 @@ def resolve(
     A fresh nvFuser executor is made per call, so its definition/compilation counters belong to
     one jitted function.
     """
+    check(
+        names is None or (isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names)),
+        lambda: f"jit(executors={names!r}): expected a list of executor names such as {list(_KNOWN)}, or None",
+        TypeError,
+    )
     names = list(default_executor_names() if names is None else names)
     for name in names:
         check(
             name in _KNOWN,
-            lambda name=name: f"unknown executor {name!r}; known executors: {sorted(_KNOWN)}",
+            lambda name=name: (
+                f"jit(executors={names!r}): unknown executor {name!r}; expected names from {list(_KNOWN)}"
+            ),
+            ValueError,
+        )
+        check(
+            names.count(name) == 1,
+            lambda name=name: f"jit(executors={names!r}): {name!r} is named twice; expected each executor at most once",
             ValueError,
         )
     executors: list[Any] = []

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
-from compiler.core.errors import check
+from compiler.core.errors import check, short_repr
 from compiler.core.ir import BoundSymbol, Proxy
 
 FUEL_ENV = "FUSEBENCH_FUSION_FUEL"
@@ -47,25 +47,59 @@ class FusionOptions:
     runner: str = "nvfuser"
 
     def __post_init__(self) -> None:
-        for ok, name, expected in (
-            (self.runner in ("nvfuser", "torch"), "runner", "'nvfuser' or 'torch'"),
-            (self.min_region_size >= 1, "min_region_size", ">= 1"),
-            (self.fuel is None or self.fuel >= 0, "fuel", "None or >= 0"),
-        ):
-            check(ok, lambda n=name, e=expected: f"FusionOptions.{n} must be {e}, got {getattr(self, n)!r}", ValueError)
+        for field_ in fields(self):
+            value = getattr(self, field_.name)
+            ok, expected = _FIELD_CHECKS[field_.name]
+            check(
+                ok(value),
+                lambda n=field_.name, v=value, e=expected: f"FusionOptions.{n}={short_repr(v)}: expected {e}",
+                ValueError,
+            )
 
     @staticmethod
     def from_any(value: FusionOptions | dict | None) -> FusionOptions:
         """Options from a FusionOptions, a dict of its fields, or None (defaults + environment)."""
         if isinstance(value, FusionOptions):
             return value
+        check(
+            value is None or isinstance(value, dict),
+            lambda: f"jit(fusion={short_repr(value)}): expected a FusionOptions, a dict of its fields or None",
+            TypeError,
+        )
         settings = dict(value or {})
         known = {f.name for f in fields(FusionOptions)}
-        unknown = sorted(set(settings) - known)
-        check(not unknown, lambda: f"unknown fusion option(s) {unknown}; known: {sorted(known)}", TypeError)
+        unknown = sorted((k for k in settings if k not in known), key=str)
+        check(
+            not unknown,
+            lambda: f"jit(fusion=...): unknown option(s) {unknown}; expected keys from {sorted(known)}",
+            TypeError,
+        )
         if "fuel" not in settings and os.environ.get(FUEL_ENV):
-            settings["fuel"] = int(os.environ[FUEL_ENV])
+            fuel = os.environ[FUEL_ENV]
+            check(fuel.isdigit(), lambda: f"{FUEL_ENV}={fuel!r}: expected a whole number >= 0", ValueError)
+            settings["fuel"] = int(fuel)
         return FusionOptions(**settings)
+
+
+def _int_at_least(low: int) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+# NOTE: field name -> (accepts the value, what is expected); FusionOptions validates every field.
+_FIELD_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "min_region_size": (_int_at_least(1), "an int >= 1"),
+    "horizontal": (_is_bool, "True or False"),
+    "merge_same_shape": (_is_bool, "True or False"),
+    "small_region_size": (_int_at_least(0), "an int >= 0"),
+    "max_region_tensors": (_int_at_least(1), "an int >= 1"),
+    "fuel": (lambda v: v is None or _int_at_least(0)(v), "None or an int >= 0"),
+    "matmul": (_is_bool, "True or False"),
+    "runner": (lambda v: v in ("nvfuser", "torch"), "'nvfuser' or 'torch'"),
+}
 
 
 class Reason(enum.Enum):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.core.errors import GuardFailure
+from compiler.core.errors import GuardFailure, check, short_repr
 from compiler.core.ir import Trace
 from compiler.runtime.auto_dynamic import Recompilation, explain_all, to_make_symbolic
 
@@ -112,3 +112,28 @@ class JittedFunction:
 
     def __repr__(self) -> str:
         return f"<jitted {getattr(self.fn, '__qualname__', self.fn)}: {len(self.entries)} cache entries>"
+
+
+def jitted(value: Any, api: str) -> JittedFunction:
+    """`value` when it is a jitted function, else a TypeError naming `api` (e.g. 'last_traces') and the value."""
+    check(
+        isinstance(value, JittedFunction),
+        lambda: (
+            f"{api}({short_repr(value)}): expected a function returned by compiler.jit, got "
+            f"{type(value).__name__}"
+            + (f"; jit it first: compiler.jit({getattr(value, '__name__', 'fn')})" if callable(value) else "")
+        ),
+        TypeError,
+    )
+    return value
+
+
+def called_jitted(value: Any, api: str) -> CacheEntry:
+    """The entry the last call of jitted function `value` used; errors name `api` when there is none."""
+    entry = jitted(value, api).last_entry
+    check(
+        entry is not None,
+        lambda: f"{api}({short_repr(value)}): it has not been called yet; call it once first",
+        RuntimeError,
+    )
+    return entry

@@ -142,8 +142,21 @@ def make_options(
     cuda_graphs: bool = False,
 ) -> Options:
     """Validated options."""
-    if cache not in ("constant", "symbolic"):
-        raise ValueError(f"cache must be 'constant' or 'symbolic', got {cache!r}")
+    check(
+        cache in ("constant", "symbolic"),
+        lambda: f"jit(cache={cache!r}): expected 'constant' or 'symbolic'",
+        ValueError,
+    )
+    for name, value, expected in (
+        ("fallback", fallback, (bool, type(None))),
+        ("automatic_dynamic", automatic_dynamic, bool),
+        ("cuda_graphs", cuda_graphs, bool),
+    ):
+        check(
+            isinstance(value, expected),
+            lambda n=name, v=value: f"jit({n}={v!r}): expected True or False" + (" or None" if n == "fallback" else ""),
+            TypeError,
+        )
     graphs_unavailable = cuda_graphs_unavailable() if cuda_graphs else None
     check(graphs_unavailable is None, lambda: f"jit(cuda_graphs=True): {graphs_unavailable}", ValueError)
     fusion_options = FusionOptions.from_any(fusion)

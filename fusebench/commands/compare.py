@@ -67,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
     selection = selection_from_args(args)
     check(args.rounds >= 1, lambda: f"--rounds {args.rounds}: expected at least 1 round")
     budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
-    check(budget > 0, lambda: f"--repeat-budget {budget}: expected a positive number of seconds")
+    check(budget > 0, lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds")
+    check(0 < args.alpha < 1, lambda: f"--alpha {args.alpha:g}: expected a probability strictly between 0 and 1")
+    check(args.min_effect >= 0, lambda: f"--min-effect {args.min_effect:g}: expected a fraction >= 0, like 0.05")
     settings = DecisionSettings(min_effect=args.min_effect, alpha=args.alpha)
     repo = repository_root(args.repo or Path.cwd())
     commits = resolve_commit(repo, args.revision_a), resolve_commit(repo, args.revision_b)

@@ -11,6 +11,7 @@ from fusebench.cases.case import format_params
 from fusebench.cases.discovery import discover
 from fusebench.cases.selection import add_selection_arguments, plan, selection_from_args
 from fusebench.cases.variants import Variant
+from fusebench.errors import check
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -24,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
     """Prints what the selection flags select, and which variants cannot run on this machine."""
     selection = selection_from_args(args)
     groups = plan(discover(selection.suite_dirs), selection)
+    check(groups, lambda: "the selection flags selected nothing (check -k, --suite and --variant)")
     size = "quick sizes" if selection.quick else "full sizes"
     print(f"{len(groups)} parameter combinations on {selection.device} ({size})")
     for suite, suite_groups in groupby(groups, key=lambda g: g.suite):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from fusebench.errors import check
 from fusebench.report.report import load_inputs, write_report
 
 
@@ -42,6 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Writes the report; prints the flagged regressions and the path."""
+    check(args.threshold >= 0, lambda: f"--threshold {args.threshold:g}: expected a fraction >= 0, like 0.05")
     inputs = load_inputs(args.results, args.compare, args.threshold, args.baseline)
     path = write_report(inputs, args.output, args.title)
     for regression in inputs.regressions:

@@ -88,10 +88,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Measures every selected (case, params, variant) and prints the summary table."""
     selection = selection_from_args(args)
+    budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
+    check(budget > 0, lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds", FusebenchError)
+    devices = _devices(args.devices) if args.devices else None
     groups = plan(discover(selection.suite_dirs), selection)
     check(groups, lambda: "the selection flags selected nothing (see `fusebench list` with the same flags)")
-    budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
-    check(budget > 0, lambda: f"--repeat-budget {budget}: expected a positive number of seconds", FusebenchError)
     machine = machine_info(args.machine)
     revision = code_revision() if args.commit is None else commit_revision(args.commit)
     run_info = RunInfo(machine, revision, env_name(machine, str(selection.device)))
@@ -110,11 +111,7 @@ def run(args: argparse.Namespace) -> int:
         print("fusebench run: not in a git work tree: results are recorded under commit 00000000", file=sys.stderr)
     isolate = args.isolate if args.isolate is not None else selection.device.type == "cuda"
     if args.devices or isolate:
-        spec = args.devices or ("cuda:0" if selection.device.type == "cuda" else "cpu")
-        try:
-            devices = devices_from(spec, torch.cuda.device_count())
-        except ValueError as error:
-            raise FusebenchError(str(error)) from error
+        devices = devices or _devices("cuda:0" if selection.device.type == "cuda" else "cpu")
         worker_args = [*child_run_arguments(selection, budget), *_record_arguments(args, revision.commit)]
         outcomes = _in_workers(args, units, run_info, devices, worker_args)
     else:
@@ -129,6 +126,14 @@ def run(args: argparse.Namespace) -> int:
     if summary:
         print(f"\n{summary}")
     return 1 if any(o.status in BAD_STATUSES for o in outcomes) else 0
+
+
+def _devices(spec: str) -> list:
+    """The worker devices `--devices spec` names (a FusebenchError naming the flag otherwise)."""
+    try:
+        return devices_from(spec, torch.cuda.device_count())
+    except ValueError as error:
+        raise FusebenchError(str(error)) from error
 
 
 def _settings(args: argparse.Namespace, device: torch.device, budget: float, peak: float) -> Settings:
