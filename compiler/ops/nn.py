@@ -17,7 +17,7 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy, same_size
-from compiler.ops.operands import to_dtype
+from compiler.ops.operands import broadcast_shapes, broadcast_to, to_dtype
 from compiler.ops.reductions import count, expand_reduced, reduce_dims
 from compiler.ops.registry import register
 
@@ -389,4 +389,10 @@ def scaled_dot_product_attention(
             lambda: f"scaled_dot_product_attention: attn_mask must be bool or {query.dtype}{called_at()}",
             TypeError,
         )
-    return prims.sdpa(query, key, value, attn_mask, bool(is_causal), scale)
+    return prims.sdpa(*_broadcast_batch(query, key, value), attn_mask, bool(is_causal), scale)
+
+
+def _broadcast_batch(query: TensorProxy, key: TensorProxy, value: TensorProxy) -> tuple[TensorProxy, ...]:
+    """q, k, v with their batch dims (all but the last two) broadcast to one shape, as torch does."""
+    batch = broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    return tuple(broadcast_to(t, [*batch, *t.shape[-2:]]) for t in (query, key, value))
