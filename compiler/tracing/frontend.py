@@ -23,6 +23,7 @@ aliasing was decided on (compiler/ops/aliasing.py). Pure functions get none of t
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -295,7 +296,7 @@ def _trace(
 
     # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
-    with tracing(context), _TracingMode(), torch.compiler._compile_session_context():
+    with tracing(context), _TracingMode(), compiling():
         output = fn(*fn_args, **fn_kwargs)
     _check_output(output)
 
