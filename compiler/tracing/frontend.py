@@ -267,6 +267,21 @@ def _check_output(value: Any) -> None:
         )
 
 
+@contextlib.contextmanager
+def compiling() -> Iterator[None]:
+    """`torch.compiler.is_compiling()` is True inside the block, as while torch.compile traces.
+
+    NOTE: torch reads the module global `torch.compiler._is_compiling_flag` (torch 2.11 to 2.13;
+    2.13's `_compile_session_context` sets the same flag, 2.11 has no such helper).
+    """
+    previous = torch.compiler._is_compiling_flag
+    torch.compiler._is_compiling_flag = True
+    try:
+        yield
+    finally:
+        torch.compiler._is_compiling_flag = previous
+
+
 def trace(
     fn: Callable, args: tuple, kwargs: dict, *, symbolic: bool, dynamic: frozenset[str] = frozenset()
 ) -> tuple[Trace, Trace]:
