@@ -11,7 +11,8 @@ the ones it needs and dead-code elimination drops the rest. Numbers never get co
 integer results, factories, guards, write-backs); `ZERO_GRADIENT` the float-valued prims whose
 gradient is zero everywhere it exists (floor, ceil, trunc, sign): their outputs still count as
 differentiable, as in eager PyTorch, where an input reached only through them gets a zero gradient.
-The structural prims (shapes, indexing, linear algebra, attention) are in `vjp_structural.py`.
+The structural prims (shapes, indexing, linear algebra) are in `vjp_structural.py`, attention in
+`vjp_attention.py`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from compiler import prims
 from compiler.core.ir import BoundSymbol, TensorProxy
 from compiler.ops.reductions import expand_reduced
+from compiler.passes.vjp_attention import ATTENTION_RULES, FORWARD_REWRITES
 from compiler.passes.vjp_structural import STRUCTURAL_RULES
 from compiler.prims import COMPARISONS, FACTORIES, PROLOGUE_ONLY, Prim
 
@@ -187,5 +189,7 @@ _ELEMENTWISE_RULES: dict[Prim, Rule] = {
     Prim.PROD: _prod,
 }
 
-# The VJP table: prim -> rule. Every prim is here or in NONDIFFERENTIABLE (tests/compiler/test_tables.py).
-VJP: dict[Prim, Rule] = {**_ELEMENTWISE_RULES, **STRUCTURAL_RULES}
+# The VJP table: prim -> rule. Every prim is here, in NONDIFFERENTIABLE, or rewritten before
+# differentiation (`FORWARD_REWRITES`: attention) (tests/compiler/test_autodiff_rules.py).
+VJP: dict[Prim, Rule] = {**_ELEMENTWISE_RULES, **STRUCTURAL_RULES, **ATTENTION_RULES}
+REWRITTEN = frozenset(FORWARD_REWRITES)
