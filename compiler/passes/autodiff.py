@@ -5,7 +5,7 @@ each of its inputs, whether it requires grad.
 
 Guarantees: `joint(trace, requires_grad)` returns a `Joint` whose trace
 - takes the trace's inputs, then one cotangent per differentiable output (a float tensor output
-  that depends on an input requiring grad), in output order;
+  that depends on an input requiring grad, unless `cotangents` leaves it out), in output order;
 - runs the forward bound symbols (same names; attention that gradients flow through rewritten to
   keep its softmax statistics, `vjp_attention.FORWARD_REWRITES`), then the backward: for each forward
   prim in reverse order whose output has a cotangent, its VJP rule (`vjp_rules.VJP`), the
@@ -185,8 +185,10 @@ def _same(a: Any, b: Any) -> bool:
     return a is b or (type(a) is int and type(b) is int and a == b)
 
 
-def joint(trace: Trace, requires_grad: Sequence[bool]) -> Joint:
-    """The joint forward + backward of `trace` for the inputs flagged in `requires_grad`."""
+def joint(trace: Trace, requires_grad: Sequence[bool], cotangents: Sequence[bool] | None = None) -> Joint:
+    """The joint forward + backward of `trace` for the inputs flagged in `requires_grad`; with
+    `cotangents` (one flag per distinct output), only the flagged outputs take a cotangent (the
+    others count as zero, never built)."""
     check(
         len(requires_grad) == len(trace.inputs),
         lambda: f"joint: {len(requires_grad)} requires_grad flags for {len(trace.inputs)} inputs",
@@ -196,7 +198,8 @@ def joint(trace: Trace, requires_grad: Sequence[bool]) -> Joint:
     trace = _rewrite_forward(trace, _differentiable_values(trace, requires_grad))
     live = _differentiable_values(trace, requires_grad)
     outputs = distinct_outputs(trace)
-    differentiable = tuple(p.name in live for p in outputs)
+    flags = [True] * len(outputs) if cotangents is None else cotangents
+    differentiable = tuple(p.name in live and flag for p, flag in zip(outputs, flags, strict=True))
     context = TraceContext(reserved=trace.names())
     with tracing(context):
         with_cotangent = [p for p, d in zip(outputs, differentiable) if d]
