@@ -141,11 +141,18 @@ def _amax_amin(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
 
 
 def _prod(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
-    # NOTE: out / a is the product of the other elements only where a != 0; a zero input gives NaN.
+    """Eager's formula: an element's gradient is the product of the others, so with one zero in its
+    slice only the zero gets one (the product of the nonzero elements), and with two none does."""
     a, dims = bsym.args
     if not dims:
         return [(a, g)]
-    others = prims.div(expand_reduced(bsym.output, a.shape, dims), a)
+    zero = prims.eq(a, 0.0)
+    safe = prims.where(zero, 1.0, a)
+    nonzero_product = expand_reduced(prims.prod(safe, dims), a.shape, dims)
+    zeros = expand_reduced(prims.sum(prims.convert_element_type(zero, a.dtype), dims), a.shape, dims)
+    at_zero = prims.where(prims.eq(zeros, 1.0), nonzero_product, 0.0)
+    elsewhere = prims.where(prims.eq(zeros, 0.0), prims.div(nonzero_product, safe), 0.0)
+    others = prims.where(zero, at_zero, elsewhere)
     return [(a, prims.mul(expand_reduced(g, a.shape, dims), others))]
 
 
