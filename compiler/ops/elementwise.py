@@ -149,7 +149,9 @@ def gelu(input: TensorProxy, approximate: str = "none") -> Any:
 def relu(input: TensorProxy, inplace: bool = False) -> Any:
     check(not inplace, lambda: f"relu(inplace=True) is not supported{called_at()}", NotImplementedError)
     check(input.dtype != torch.bool, lambda: f"relu is not defined for bool tensors{called_at()}", TypeError)
-    return elementwise(lambda x: prims.maximum(x, 0), input)
+    # NOTE: a where, not maximum(x, 0), so the gradient at exactly 0 is 0 as eager's threshold_backward
+    # gives (maximum's rule splits a tie in halves); NaN stays NaN.
+    return elementwise(lambda x: prims.where(prims.le(x, 0), 0, x), input)
 
 
 @register("torch.isnan", "torch.Tensor.isnan")
