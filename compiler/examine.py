@@ -10,6 +10,9 @@
     compiler.examine.cuda_graphs(jfn)      # per cache entry: CUDA graphs captured and replayed (cuda_graphs=True)
 
 Each returns a list whose `str()` is a readable report, so `print(examine.fusions(jfn))` works.
+`fusions`, `why_not_fused`, `segments`, `repro` and `fusion_source_of` look at the forward (or
+only) trace; with `backward=True` they look at the compiled backward of an entry whose inputs
+required grad (`compiler.last_backward_traces`), whose fusions are named on their own.
 """
 
 from __future__ import annotations
@@ -45,18 +48,30 @@ def _options(jfn: Any, api: str) -> Any:
     return jfn.options
 
 
-def _traces(jfn: Any, api: str) -> list[Trace]:
+def _traces(jfn: Any, api: str, backward: bool = False) -> list[Trace]:
     _options(jfn, api)
-    return jfn.last_entry.traces
+    if not backward:
+        return jfn.last_entry.traces
+    check(
+        bool(jfn.last_entry.backward_traces),
+        lambda: (
+            f"examine.{api}({short_repr(jfn)}, backward=True): it compiled no backward; expected a call with "
+            "grad mode on and an input that requires grad"
+        ),
+        RuntimeError,
+    )
+    return jfn.last_entry.backward_traces
 
 
-def _fused(jfn: Any, api: str) -> list[NvFusion]:
-    return list(region_fusions(_traces(jfn, api)[-1]))
+def _fused(jfn: Any, api: str, backward: bool = False) -> list[NvFusion]:
+    return list(region_fusions(_traces(jfn, api, backward)[-1]))
 
 
-def _check_names(jfn: Any, api: str, names: Iterable[str], argument: str = "name") -> list[NvFusion]:
+def _check_names(
+    jfn: Any, api: str, names: Iterable[str], argument: str = "name", backward: bool = False
+) -> list[NvFusion]:
     """The fusions of `jfn`; a ValueError names each of `names` that is not one of them."""
-    found = _fused(jfn, api)
+    found = _fused(jfn, api, backward)
     known = [f.name for f in found]
     for name in names:
         check(
@@ -72,8 +87,8 @@ def _check_names(jfn: Any, api: str, names: Iterable[str], argument: str = "name
     return found
 
 
-def _find(jfn: Any, name: str, api: str) -> NvFusion:
-    return next(f for f in _check_names(jfn, api, [name]) if f.name == name)
+def _find(jfn: Any, name: str, api: str, backward: bool = False) -> NvFusion:
+    return next(f for f in _check_names(jfn, api, [name], backward=backward) if f.name == name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,10 +116,10 @@ class FusionInfo:
         return "\n".join(lines)
 
 
-def fusions(jfn: JittedFunction) -> Listing:
+def fusions(jfn: JittedFunction, *, backward: bool = False) -> Listing:
     """Each fusion's name, its ops, and its last actual inputs (shape, stride, dtype, device, value)."""
     result = Listing()
-    for f in _fused(jfn, "fusions"):
+    for f in _fused(jfn, "fusions", backward):
         runner = "torch (fallback)" if f.fallback_error else f.executor.options.runner
         error = f"{type(f.fallback_error).__name__}: {f.fallback_error}" if f.fallback_error else None
         ops = [str(b).splitlines()[0] for b in f.region.bsyms]
@@ -113,13 +128,13 @@ def fusions(jfn: JittedFunction) -> Listing:
     return result
 
 
-def why_not_fused(jfn: JittedFunction) -> Listing:
+def why_not_fused(jfn: JittedFunction, *, backward: bool = False) -> Listing:
     """Every op left outside a fusion in the last-used cache entry, with the reason.
 
     Replays the (pure) partition on the trace the fusion pass received.
     """
     options = _options(jfn, "why_not_fused")
-    traces = _traces(jfn, "why_not_fused")
+    traces = _traces(jfn, "why_not_fused", backward)
     check(
         fusion_executor(options.executors) is not None,
         lambda: "this function has no fusion executor: jit it with executors=['nvfuser', ...]",
@@ -150,15 +165,15 @@ def cuda_graphs(jfn: JittedFunction) -> Listing:
     return Listing(f"entry {i}: {e.computation.stats}" for i, e in enumerate(jfn.entries))
 
 
-def fusion_source_of(jfn: JittedFunction, name: str) -> str:
+def fusion_source_of(jfn: JittedFunction, name: str, *, backward: bool = False) -> str:
     """The FusionDefinition source the fusion `name` ran with on its last call."""
-    f = _find(jfn, name, "fusion_source_of")
+    f = _find(jfn, name, "fusion_source_of", backward)
     return fusion_source(f.region, f.descriptors())[0]
 
 
-def repro(jfn: JittedFunction, name: str, path: str | Path) -> Path:
+def repro(jfn: JittedFunction, name: str, path: str | Path, *, backward: bool = False) -> Path:
     """Writes a standalone script reproducing fusion `name` with its last inputs' layouts; returns the path."""
-    f = _find(jfn, name, "repro")
+    f = _find(jfn, name, "repro", backward)
     check(bool(f.last_inputs), lambda: f"{name} has not run yet, so there are no inputs to record", RuntimeError)
     path = Path(path)
     try:
@@ -246,7 +261,7 @@ def _profile(f: NvFusion) -> tuple[list[KernelInfo], str]:
     return kernels, data["scheduled_ir"]
 
 
-def segments(jfn: JittedFunction, names: Iterable[str] | None = None) -> Listing:
+def segments(jfn: JittedFunction, names: Iterable[str] | None = None, *, backward: bool = False) -> Listing:
     """For each fusion (that ran with nvFuser): kernels, scheduler, time and bandwidth per segment.
 
     Runs each fusion's repro script (fresh random inputs with its last inputs' layouts) in a child
@@ -256,7 +271,7 @@ def segments(jfn: JittedFunction, names: Iterable[str] | None = None) -> Listing
     """
     result = Listing()
     wanted = None if names is None else [names] if isinstance(names, str) else list(names)
-    for f in _check_names(jfn, "segments", wanted or [], "names"):
+    for f in _check_names(jfn, "segments", wanted or [], "names", backward):
         if wanted is not None and f.name not in wanted:
             continue
         check(
