@@ -5,7 +5,8 @@ one's outputs are replaced by the earlier one's everywhere after it (output incl
 repeated with equal arguments is dropped (checking twice adds nothing). Other side-effecting
 prims and `empty` (whose buffers must stay distinct) are never merged, nor are the prims that
 compute a value written back by `copy_to` (each write-back owns its value: nothing else may read
-it, see check_writebacks).
+it, see check_writebacks); a prim reading a buffer after its write-back is not the same value as
+one reading it before.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def cse(trace: Trace) -> Trace:
     kept: list[BoundSymbol] = []
 
     written_back = {id(b.args[0]) for b in trace.bsyms if b.sym is Prim.COPY_TO}
+    writebacks_seen: dict[str, int] = {}  # buffer name → write-backs into it so far
 
     def substitute(value: Any) -> Any:
         return map_proxies(value, lambda p: replacement.get(id(p), p))
@@ -47,12 +49,16 @@ def cse(trace: Trace) -> Trace:
         bsym = bsym.replace(args=substitute(bsym.args), kwargs=substitute(bsym.kwargs))
         owned = any(id(p) in written_back for p in bsym.outputs)
         if isinstance(bsym.sym, Prim) and bsym.sym not in _NEVER_MERGED and not owned:
-            key = (bsym.sym, _key(bsym.args), _key(bsym.kwargs))
+            # NOTE: a view of a buffer after its write-back sees other contents than before it.
+            versions = tuple(writebacks_seen.get(p.name, 0) for p in bsym.inputs)
+            key = (bsym.sym, _key(bsym.args), _key(bsym.kwargs), versions)
             earlier = seen.get(key)
             if earlier is not None:
                 for old, new in zip(bsym.outputs, earlier.outputs):
                     replacement[id(old)] = new
                 continue
             seen[key] = bsym
+        if bsym.sym is Prim.COPY_TO:
+            writebacks_seen[bsym.args[1].name] = writebacks_seen.get(bsym.args[1].name, 0) + 1
         kept.append(bsym)
     return trace.with_bsyms(kept, output=substitute(trace.output))

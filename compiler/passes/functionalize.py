@@ -13,14 +13,17 @@ Guarantees:
   inverted), and any view of that root is recomputed from the new value right before it is read.
   So each in-place op becomes one functional update, e.g. `t1 = torch.Tensor.lerp(exp_avg, ...)`.
 - every computation input whose contents changed gets exactly one
-  `prims.copy_to(computed, input)`; all write-backs come last, after every other bound symbol.
+  `prims.copy_to(computed, input)`; the write-backs come after every other bound symbol except
+  the views of written inputs that the trace returns (below).
   `computed` is the input's final value, defined in the trace by a prim that is not a view, and
   read by nothing after its write-back (nor returned): where the final value is an input, a view,
   a returned value, or the value of another write-back, a copy (`prims.mul(x, 1)`) is written
   back instead.
 - a written input that the function returns is returned as the input itself: after the
-  write-back the caller's tensor holds the new value, as eager returns that very tensor. Any
-  other returned value that still lives in a written input's memory is copied out first.
+  write-back the caller's tensor holds the new value, as eager returns that very tensor. A
+  returned view of a written input is made again from the input by the same view prims, after
+  the write-backs (the only prims that follow them), so it shares the caller's memory as in
+  eager. Any other returned value that still lives in a written input's memory is copied out first.
 Values, names of kept proxies and the order of kept bound symbols are unchanged.
 """
 
@@ -172,9 +175,13 @@ class _Functionalizer:
     def finish(self, trace: Trace) -> Trace:
         written = {p.name for p in trace.inputs if p.name in self.write_count}
 
+        replays: list[BoundSymbol] = []
+
         def final(p: Any) -> Any:
             if not isinstance(p, TensorProxy) or p.name in written:
                 return p  # a written input is returned as itself: the caller's tensor, updated
+            if self.root(p).name in written:
+                return self.replay(p, replays)  # a view of a written input views it after the write-back
             value = self.current(p)
             # NOTE: a value still held in a written input's memory (its old contents) must be
             # copied out before the write-backs overwrite that memory.
@@ -192,7 +199,17 @@ class _Functionalizer:
                 value = self.emit_copy(value)
             claimed.add(id(value))
             writebacks.append(BoundSymbol(Prim.COPY_TO, (value, buffer), {}, None))
-        return trace.with_bsyms(self.bsyms + writebacks, output=output)
+        return trace.with_bsyms(self.bsyms + writebacks + replays, output=output)
+
+    def replay(self, view: TensorProxy, replays: list[BoundSymbol]) -> TensorProxy:
+        """`view`'s chain of view prims made again from its root input, into `replays` (emitted
+        after the write-backs, so the result views the caller's tensor holding the new value)."""
+        link = self.link[view.name]
+        parent = link.args[0]
+        source = parent if parent.name not in self.link else self.replay(parent, replays)
+        out = TensorProxy(view.shape, view.dtype, view.device, name=self.names.fresh("t"))
+        replays.append(BoundSymbol(link.sym, (source, *link.args[1:]), {}, out))
+        return out
 
 
 @trace_pass("functionalize")

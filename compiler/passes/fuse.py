@@ -45,6 +45,7 @@ from compiler.passes.regions import (  # noqa: F401  (re-exported: the fusion vo
     fusion_executor,
 )
 from compiler.prims import SHAPE_OPS, Prim
+from compiler.tracing.check_writebacks import views_after_writebacks
 
 # ---------------------------------------------------------------------------------------------
 # The group graph
@@ -281,6 +282,9 @@ class _Partitioner:
             if refusal is not None:
                 self.reasons[i] = refusal
             claimed.append(refusal is None)
+        for i in views_after_writebacks(self.bsyms):
+            claimed[i] = False
+            self.reasons[i] = (Reason.LEFT_TO_TORCH, f"a view of {self.bsyms[i].args[0].name} after its write-back")
         self.refuse_outside_writebacks(claimed)
         edges = self.graph()
         g = _Groups(self.bsyms, edges, claimed)

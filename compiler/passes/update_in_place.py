@@ -5,8 +5,9 @@ Assumes: a functionalized, flattened (possibly fused) trace whose write-backs fo
 Guarantees: each `t = index_copy(buf, ...)` (or `index_add`, `slice_update`) whose write-back is
 `copy_to(t, buf)` becomes one call that updates `buf` in place and returns it as `t`, and the
 `copy_to` is dropped, provided nothing reads `buf` or a view of it after `t` is computed (the
-old values would be gone). For a KV cache this replaces a copy of the whole cache plus a
-write-back of the whole cache by a scatter of the new rows, which is what eager PyTorch does.
+old values would be gone), except returned views of `buf` made after its write-back (they read
+the new values). For a KV cache this replaces a copy of the whole cache plus a write-back of the
+whole cache by a scatter of the new rows, which is what eager PyTorch does.
 Anything else is left as it was.
 """
 
@@ -20,6 +21,7 @@ import torch
 from compiler.core.ir import BoundSymbol, Proxy, Symbol, Trace
 from compiler.passes import trace_pass
 from compiler.prims import VIEWS, Prim
+from compiler.tracing.check_writebacks import views_after_writebacks
 
 
 def _slice_update_(buf: torch.Tensor, value: torch.Tensor, starts: Sequence, ends: Sequence, steps: Sequence) -> Any:
@@ -56,6 +58,7 @@ def update_in_place(trace: Trace) -> Trace:
     writeback_of = {id(b.args[0]): i for i, b in enumerate(bsyms) if b.sym is Prim.COPY_TO}
     inputs = {id(p) for p in trace.inputs}
     dropped: set[int] = set()
+    returned_views = views_after_writebacks(bsyms)  # NOTE: they read the new value, done in place
     for i, bsym in enumerate(bsyms):
         if bsym.sym not in IN_PLACE or id(bsym.output) not in writeback_of:
             continue
@@ -64,7 +67,8 @@ def update_in_place(trace: Trace) -> Trace:
         if bsyms[c].args[1] is not buf or id(buf) not in inputs:
             continue
         aliases = _aliases(bsyms, buf)
-        if any(id(p) in aliases for k in range(i + 1, len(bsyms)) if k != c for p in bsyms[k].inputs):
+        later = [k for k in range(i + 1, len(bsyms)) if k != c and k not in returned_views]
+        if any(id(p) in aliases for k in later for p in bsyms[k].inputs):
             continue
         bsyms[i] = BoundSymbol(_SYMBOLS[bsym.sym], bsym.args, {}, bsym.output, (bsym,))
         dropped.add(c)

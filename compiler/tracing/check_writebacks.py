@@ -8,7 +8,10 @@ aliased to `buffer`, i.e. it writes `computed` straight into the buffer's memory
   write-back sits inside an executor's region, inside that region.
 - nothing reads `computed` after the write-back (the trace output included);
 - nothing reads `buffer`, or a view of it, after the write-back, except the trace output, which
-  may name `buffer` itself: the caller's tensor, holding the new value.
+  may name `buffer` itself (the caller's tensor, holding the new value), and view prims of
+  `buffer` (or of such views) outside every region that feed only the trace output: a returned
+  view of an updated input, made from the caller's tensor after the write-back as eager's
+  result aliases it (`views_after_writebacks` finds them; fusion leaves them to torch).
 It runs on the final trace in the pipeline (see pipeline.Options.check_writebacks) and in tests
 after every pass; `WritebackError` names the proxies and the lines at fault.
 """
@@ -55,13 +58,18 @@ def check_writebacks(trace: Trace) -> Trace:
     def fail(message: str) -> None:
         raise WritebackError(f"{trace.name}: {message}")
 
+    late: set[str] = set()  # views of a buffer made after its write-back
     for leaf, region in _regions(trace):
         is_writeback = leaf.sym is Prim.COPY_TO
         for i, p in enumerate(leaf.inputs):
             if p.name in consumed:
                 fail(f"{p.name} is read by `{_line(leaf)}` after `{_line(consumed[p.name])}` handed it to a buffer")
             memory = memory_of(p.name)
-            if memory in written and not (is_writeback and i == 1):
+            if memory in written and leaf.sym in VIEWS and i == 0:
+                if region is not None:
+                    fail(f"`{_line(leaf)}` views {memory} after its write-back inside {region.sym.name}")
+                late.update(q.name for q in leaf.outputs)
+            elif memory in written and not (is_writeback and i == 1):
                 fail(f"{memory} is read (as {p.name}) by `{_line(leaf)}` after `{_line(written[memory])}` overwrote it")
         if is_writeback:
             computed, buffer = leaf.args
@@ -82,6 +90,22 @@ def check_writebacks(trace: Trace) -> Trace:
         if p.name in consumed:
             fail(f"the output returns {p.name} after `{_line(consumed[p.name])}` handed it to a buffer")
         memory = memory_of(p.name)
-        if memory in written and memory != p.name:
+        if memory in written and memory != p.name and p.name not in late:
             fail(f"the output returns {p.name}, a view of {memory}, after `{_line(written[memory])}` overwrote it")
     return trace
+
+
+def views_after_writebacks(bsyms: list[BoundSymbol]) -> set[int]:
+    """Positions in `bsyms` (a flat trace) of view prims of a written-back buffer, or of such
+    views, placed after that write-back: they read the buffer's new value, so they must run after
+    it, outside any fusion, and are not the same value as an equal view made before it."""
+    written: set[str] = set()
+    late: set[str] = set()
+    found = set()
+    for i, bsym in enumerate(bsyms):
+        if bsym.sym is Prim.COPY_TO:
+            written.add(bsym.args[1].name)
+        elif bsym.sym in VIEWS and (bsym.args[0].name in written or bsym.args[0].name in late):
+            late.update(p.name for p in bsym.outputs)
+            found.add(i)
+    return found
