@@ -8,11 +8,15 @@ dunders of the same op (`add` → `Tensor.__add__`), and the registered callable
 
 At most `MAX_SAMPLES` samples per (entry, dtype) run, evenly spaced over op_db's list, so the whole
 op_db run stays within about two minutes on two cores; the edge cases in `EDGE_SAMPLES` always run.
+
+Samples are made on `DEVICE`: the CPU, or the device named by FUSEBENCH_OPDB_DEVICE (`cuda` runs
+every sample through the default executors there, nvFuser included).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +28,7 @@ from compiler.ops import OPS
 from tests.compiler.opinfo import OpCase, Sample, method, run_sample
 
 MAX_SAMPLES = 10
+DEVICE = os.environ.get("FUSEBENCH_OPDB_DEVICE", "cpu")
 DTYPES = (torch.float32, torch.bfloat16, torch.int64)
 
 # op_db entry name -> the operator dunders that are the same op (same samples, no kwargs).
@@ -113,29 +118,33 @@ def label(variant: Callable) -> str:
 # Edge cases op_db lacks
 
 
-def _softmax_edges(dtype: torch.dtype) -> Iterator[Sample]:
+def _softmax_edges(dtype: torch.dtype, device: str) -> Iterator[Sample]:
     """Large magnitudes, rows of -inf (all or some), +inf, long rows in low precision, upcasting."""
     if not dtype.is_floating_point:
         return
     big = torch.finfo(dtype).max
     x = torch.randn(4, 9).to(dtype)
-    yield Sample((x * 1e4, -1))
-    yield Sample((torch.tensor([[big, big / 2, -big], [0.0, big, 1.0]], dtype=dtype), 1))
     rows = x.clone()
     rows[1] = -math.inf
     rows[2, ::2] = -math.inf
-    yield Sample((rows, -1))
-    yield Sample((rows.mT.contiguous(), 0))
     with_inf = x.clone()
     with_inf[0, 3] = math.inf
-    yield Sample((with_inf, 1))
-    yield Sample((torch.randn(2, 4096).mul(8).to(dtype), -1))
-    yield Sample((torch.randn(3, 5).mul(40).to(dtype), 1), {"dtype": torch.float32})
-    yield Sample((torch.randn(3, 5).mul(40).to(dtype), 0), {"dtype": torch.bfloat16})
-    yield Sample((torch.full((2, 3), -math.inf, dtype=dtype), -1))
+    samples = [
+        ((x * 1e4, -1), {}),
+        ((torch.tensor([[big, big / 2, -big], [0.0, big, 1.0]], dtype=dtype), 1), {}),
+        ((rows, -1), {}),
+        ((rows.mT.contiguous(), 0), {}),
+        ((with_inf, 1), {}),
+        ((torch.randn(2, 4096).mul(8).to(dtype), -1), {}),
+        ((torch.randn(3, 5).mul(40).to(dtype), 1), {"dtype": torch.float32}),
+        ((torch.randn(3, 5).mul(40).to(dtype), 0), {"dtype": torch.bfloat16}),
+        ((torch.full((2, 3), -math.inf, dtype=dtype), -1), {}),
+    ]
+    for (tensor, dim), kwargs in samples:
+        yield Sample((tensor.to(device), dim), kwargs)
 
 
-EDGE_SAMPLES: dict[str, Callable[[torch.dtype], Iterator[Sample]]] = {
+EDGE_SAMPLES: dict[str, Callable[[torch.dtype, str], Iterator[Sample]]] = {
     "softmax": _softmax_edges,
     "log_softmax": _softmax_edges,
 }
@@ -157,10 +166,10 @@ class Outcome:
 def samples_of(info: Any, dtype: torch.dtype) -> list[Sample]:
     """op_db's samples (at most MAX_SAMPLES, evenly spaced) and the entry's edge cases."""
     torch.manual_seed(0)
-    raw = [Sample((s.input, *s.args), dict(s.kwargs)) for s in info.sample_inputs("cpu", dtype)]
+    raw = [Sample((s.input, *s.args), dict(s.kwargs)) for s in info.sample_inputs(DEVICE, dtype)]
     step = max(1, math.ceil(len(raw) / MAX_SAMPLES))
     edges = EDGE_SAMPLES.get(info.name) if not info.variant_test_name else None
-    return raw[::step] + (list(edges(dtype)) if edges else [])
+    return raw[::step] + (list(edges(dtype, DEVICE)) if edges else [])
 
 
 def run_entry(info: Any, dtype: torch.dtype, skip: Callable[[str, Sample], str | None]) -> list[Outcome]:

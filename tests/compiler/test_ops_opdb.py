@@ -17,11 +17,13 @@ import torch
 
 from compiler.ops import OPS
 from tests.compiler.opinfo import Sample
-from tests.compiler.opinfo_opdb import DTYPES, Outcome, entry_id, reached, run_entry
+from tests.compiler.opinfo_opdb import DEVICE, DTYPES, Outcome, entry_id, reached, run_entry
 
 op_db = pytest.importorskip("torch.testing._internal.common_methods_invocations").op_db
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning")]
+if DEVICE != "cpu":
+    pytestmark.append(pytest.mark.gpu)  # NOTE: FUSEBENCH_OPDB_DEVICE=cuda, on the GPU machine
 
 # Entries whose samples cannot be compared value for value, or that would only repeat another's.
 EXCLUDED = {
@@ -85,7 +87,7 @@ PARAMS = [
     pytest.param(info, dtype, id=f"{entry_id(info)}-{str(dtype).removeprefix('torch.')}")
     for info in ENTRIES
     for dtype in DTYPES
-    if dtype in info.supported_dtypes("cpu")
+    if dtype in info.supported_dtypes(DEVICE)
 ]
 
 
@@ -116,11 +118,12 @@ def test_op_db_samples_match_eager(info: Any, dtype: torch.dtype) -> None:
     assert not failures, "\n".join(f"{entry_id(info)}: {o.variant}{o.sample} [{dtype}]: {o.error}" for o in failures)
 
 
-def test_op_db_pass_rate() -> None:
+def test_op_db_pass_rate(capsys: pytest.CaptureFixture) -> None:
     outcomes = [o for param in PARAMS for o in _outcomes(*param.values)]
     passed = sum(o.error is None for o in outcomes)
     rate = passed / len(outcomes)
-    print(f"\nop_db: {passed} of {len(outcomes)} samples match eager ({100 * rate:.2f}%)")
+    with capsys.disabled():  # NOTE: printed in every run, as the headline of these tests
+        print(f"\nop_db on {DEVICE}: {passed} of {len(outcomes)} samples match eager ({100 * rate:.2f}%)")
     assert rate >= 0.99, f"only {100 * rate:.2f}% of op_db samples match eager"
 
 

@@ -172,3 +172,28 @@ def test_returned_views_alias_the_inputs_with_nvfuser():
     args = tuple(a.cuda() for a in _inputs("several_inputs", 0, (64, 32)))
     _check(_several_inputs, args, executors=["nvfuser", "torch"], fallback=False)
     _check(_chain, args[:1], executors=["nvfuser", "torch"], fallback=False)
+
+
+def test_a_returned_view_with_symbolic_bounds_aliases_on_every_call():
+    def fn(x, n):
+        x.add_(n)
+        return x[1:n]
+
+    jfn = compiler.jit(fn, cache="symbolic")
+    x = torch.zeros(6)
+    for n in (2, 3, 4):
+        out = jfn(x, n)
+        assert out.data_ptr() == x[1:n].data_ptr() and out.shape == (n - 1,)
+    assert compiler.cache_stats(jfn).misses == 1
+
+
+def test_a_returned_view_aliases_when_the_entry_runs_under_autograd():
+    def fn(w, buffer):
+        buffer.add_(1)
+        return (w * 2).sum(), buffer[1:]
+
+    w, buffer = torch.randn(3, requires_grad=True), torch.zeros(4)
+    loss, view = compiler.jit(fn)(w, buffer)
+    loss.backward()
+    assert view.data_ptr() == buffer[1:].data_ptr()
+    torch.testing.assert_close(w.grad, torch.full((3,), 2.0))
