@@ -16,10 +16,13 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import torch
+
 from compiler.core.errors import GuardFailure, TracingError
 from compiler.core.ir import Trace
 from compiler.passes.fuse import FusionOptions
 from compiler.runtime.cache import CacheStats, JittedFunction
+from compiler.runtime.module import JittedModule
 from compiler.runtime.pipeline import compile_entry, make_options
 
 __all__ = [
@@ -27,6 +30,7 @@ __all__ = [
     "FusionOptions",
     "GuardFailure",
     "JittedFunction",
+    "JittedModule",
     "Trace",
     "TracingError",
     "cache_stats",
@@ -47,6 +51,10 @@ def jit(
 ) -> JittedFunction:
     """Compiles `fn` on first call (and whenever no cache entry's guards accept the arguments).
 
+    `fn` may be an `nn.Module`: its parameters and buffers are then inputs of the traces, guarded
+    by metadata (never by value), and its train/eval modes are guarded; it returns what the module
+    returns (dicts, dataclasses, named tuples).
+
     cache: "constant" bakes numbers and shapes into each entry; "symbolic" keeps int/float/bool
         arguments as symbolic inputs and guards only the branches taken on them.
     executors: executor names in priority order (torch is always the fallback); None picks
@@ -56,7 +64,10 @@ def jit(
         None reads FUSEBENCH_NVFUSER_FALLBACK (default on).
     """
     options = make_options(cache, executors, fusion, fallback)
-    jfn = JittedFunction(fn, functools.partial(compile_entry, fn, options))
+    if isinstance(fn, torch.nn.Module):
+        jfn = JittedModule(fn, lambda traced: functools.partial(compile_entry, traced, options))
+    else:
+        jfn = JittedFunction(fn, functools.partial(compile_entry, fn, options))
     jfn.options = options  # NOTE: compiler.examine replays the fusion pass with these executors.
     return jfn
 

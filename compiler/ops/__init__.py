@@ -11,12 +11,16 @@ from compiler.core import proxies
 from compiler.ops import (  # noqa: F401  (each module registers its ops)
     conversion,
     elementwise,
+    embedding,
     factory,
     indexing,
     inplace,
     linalg,
+    masks,
     nn,
+    random,
     reductions,
+    repeat,
     shape,
 )
 from compiler.ops.registry import OPS, Op, dispatch, register, resolve, torch_name
