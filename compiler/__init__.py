@@ -6,6 +6,7 @@ compiler.last_traces(jfn)        # the computation trace after each pass
 compiler.last_prologue(jfn)      # the guards of the entry used last
 compiler.cache_stats(jfn)        # hits, misses (compilations), compile seconds
 compiler.examine                 # fusions, why ops were not fused, repro scripts, segmentation
+torch.compile(model, backend="fusebench")  # dynamo captures FX graphs, this compiler compiles them
 
 On a GPU with nvFuser the default executors are ["nvfuser", "sdpa", "torch"]; elsewhere ["torch"].
 """
@@ -18,8 +19,10 @@ from typing import Any
 
 import torch
 
+from compiler import dynamo
 from compiler.core.errors import GuardFailure, TracingError
 from compiler.core.ir import Trace
+from compiler.dynamo import dynamo_backend
 from compiler.passes.fuse import FusionOptions
 from compiler.runtime.cache import CacheStats, JittedFunction
 from compiler.runtime.module import JittedModule
@@ -34,6 +37,7 @@ __all__ = [
     "Trace",
     "TracingError",
     "cache_stats",
+    "dynamo_backend",
     "examine",
     "jit",
     "last_prologue",
@@ -104,3 +108,6 @@ def cache_stats(jfn: JittedFunction) -> CacheStats:
     if not isinstance(jfn, JittedFunction):
         raise TypeError(f"expected a function returned by compiler.jit, got {type(jfn).__name__}")
     return jfn.stats
+
+
+dynamo.install()
