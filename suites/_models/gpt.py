@@ -63,7 +63,7 @@ class CausalSelfAttention(nn.Module):
         q, k, v = self._heads(x)
         return self._merge(F.scaled_dot_product_attention(q, k, v, is_causal=True))
 
-    def decode(self, x: torch.Tensor, positions: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def decode(self, x: torch.Tensor, positions: torch.Tensor, cache: tuple) -> torch.Tensor:
         q, k, v = self._heads(x)
         k_cache, v_cache = cache
         k_cache.index_copy_(2, positions, k)
@@ -95,7 +95,7 @@ class Block(nn.Module):
         x = x + self.attn(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
 
-    def decode(self, x: torch.Tensor, positions: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def decode(self, x: torch.Tensor, positions: torch.Tensor, cache: tuple) -> torch.Tensor:
         x = x + self.attn.decode(self.ln_1(x), positions, cache)
         return x + self.mlp(self.ln_2(x))
 

@@ -100,7 +100,7 @@ class LlamaBlock(nn.Module):
         q, k, v = self._qkv(x, positions)
         return self._finish(x, F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True))
 
-    def decode(self, x: torch.Tensor, positions: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def decode(self, x: torch.Tensor, positions: torch.Tensor, cache: tuple) -> torch.Tensor:
         q, k, v = self._qkv(x, positions)
         k_cache, v_cache = cache
         k_cache.index_copy_(2, positions, k)

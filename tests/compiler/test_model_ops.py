@@ -75,7 +75,7 @@ def test_triu_tril_masks_and_masked_fill(diagonal: int) -> None:
 def test_repeat_interleave_and_repeat(seed: int) -> None:
     x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(seed))
     for dim in (0, 1, -1, None):
-        _same(lambda x: torch.repeat_interleave(x, 3, dim=dim), x)
+        _same(lambda x, dim=dim: torch.repeat_interleave(x, 3, dim=dim), x)
     _same(lambda x: (x.repeat(2, 1, 3), x.repeat(2, 2, 1, 1), x.repeat_interleave(2, 1)), x)
 
 

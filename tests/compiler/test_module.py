@@ -121,8 +121,9 @@ def test_output_structures_come_back_as_eager_returns_them(kind: str) -> None:
     with torch.no_grad():
         compiled, expected = compiler.jit(model)(x, kind), model(x, kind)
     assert type(compiled) is type(expected)
-    flat_compiled, spec_compiled = torch.utils._pytree.tree_flatten(dataclasses.asdict(compiled) if kind == "dataclass" else compiled)
-    flat_expected, spec_expected = torch.utils._pytree.tree_flatten(dataclasses.asdict(expected) if kind == "dataclass" else expected)
+    as_tree = dataclasses.asdict if kind == "dataclass" else (lambda value: value)
+    flat_compiled, spec_compiled = torch.utils._pytree.tree_flatten(as_tree(compiled))
+    flat_expected, spec_expected = torch.utils._pytree.tree_flatten(as_tree(expected))
     assert spec_compiled == spec_expected
     for a, b in zip(flat_compiled, flat_expected):
         torch.testing.assert_close(a, b) if isinstance(b, torch.Tensor) else None
