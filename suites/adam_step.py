@@ -22,9 +22,8 @@ from typing import Any
 
 import torch
 
-from fusebench.asv_adapter import asv_benchmarks
-from fusebench.case import Case, Params, dtype_named, generator, random_tensor
-from fusebench.variants import Compiled, Target, Variant
+from fusebench.cases import Case, Compiled, Params, Target, Variant, dtype_named, generator, random_tensor
+from fusebench.integrations.asv_adapter import asv_benchmarks
 
 STEP = 10
 LR, BETA1, BETA2, EPS = 1e-3, 0.9, 0.999, 1e-8
@@ -128,5 +127,5 @@ CASES = [
     )
 ]
 
-# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/asv_adapter.py).
+# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/integrations/asv_adapter.py).
 globals().update(asv_benchmarks(__name__, CASES))

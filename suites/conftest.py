@@ -1,4 +1,4 @@
-"""`pytest suites/ --benchmark-only` runs the cases as pytest-benchmark tests (fusebench/pytest_plugin.py).
+"""`pytest suites/ --benchmark-only` runs the cases as pytest-benchmark tests (fusebench/integrations/pytest_plugin.py).
 
 Loaded only when pytest is pointed at this folder: the project's own tests (testpaths = tests)
 never collect benchmarks.
@@ -10,6 +10,6 @@ from typing import Any
 
 
 def pytest_addoption(parser: Any, pluginmanager: Any) -> None:
-    """Registers the plugin unless `-p fusebench.pytest_plugin` already did."""
-    if not pluginmanager.has_plugin("fusebench.pytest_plugin"):
-        pluginmanager.import_plugin("fusebench.pytest_plugin")
+    """Registers the plugin unless `-p fusebench.integrations.pytest_plugin` already did."""
+    if not pluginmanager.has_plugin("fusebench.integrations.pytest_plugin"):
+        pluginmanager.import_plugin("fusebench.integrations.pytest_plugin")

@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from fusebench.asv_adapter import asv_benchmarks
-from fusebench.case import Case, Params, dtype_named, generator, random_tensor
+from fusebench.cases import Case, Params, dtype_named, generator, random_tensor
+from fusebench.integrations.asv_adapter import asv_benchmarks
 
 SPLIT_SIZES = tuple((d0, 8) for d0 in range(1, 21))
 
@@ -61,5 +61,5 @@ CASES = [
     )
 ]
 
-# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/asv_adapter.py).
+# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/integrations/asv_adapter.py).
 globals().update(asv_benchmarks(__name__, CASES))

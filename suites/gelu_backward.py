@@ -5,7 +5,7 @@ state it: three [batch, seq, hidden] tensors t4, t5, t6 and four Python scalars 
 gradient `t4.sum((0, 1))` and the input gradient t38 out. Bytes: the 3 inputs + t38 + the [hidden]
 bias gradient. The hand-written nvFuser FusionDefinition of the same math (`nvfuser` variant,
 needs CUDA and nvfuser_direct) is what a person would write by hand: every op in fp32, one cast
-in and out for bf16. `suites/nvfuser_acceptance.py` times the jitted program against it.
+in and out for bf16. `scripts/nvfuser_acceptance.py` times the jitted program against it.
 
 `gelu_autograd` is F.gelu(approximate="tanh") forward and backward through torch.autograd: the
 compiled function is the forward; the backward comes from autograd (for our compiler, once it has
@@ -23,9 +23,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from fusebench.asv_adapter import asv_benchmarks
-from fusebench.case import Case, Params, dtype_named, generator, random_tensor
-from fusebench.variants import Compiled, SkipVariant, Target, Variant
+from fusebench.cases import Case, Compiled, Params, SkipVariant, Target, Variant, dtype_named, generator, random_tensor
+from fusebench.integrations.asv_adapter import asv_benchmarks
 
 SCALARS = (0.1, 0.2, 0.3, 0.4)  # s0..s3
 
@@ -161,5 +160,5 @@ CASES = [
     ),
 ]
 
-# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/asv_adapter.py).
+# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/integrations/asv_adapter.py).
 globals().update(asv_benchmarks(__name__, CASES))

@@ -20,8 +20,8 @@ from collections.abc import Callable
 import torch
 
 import compiler
-from fusebench.asv_adapter import asv_benchmarks
-from fusebench.case import Case, Params
+from fusebench.cases import Case, Params
+from fusebench.integrations.asv_adapter import asv_benchmarks
 
 
 def one_op(x: torch.Tensor) -> torch.Tensor:
@@ -101,7 +101,7 @@ def _tiny_case(name: str, program: Callable[[torch.Tensor], torch.Tensor], label
 
 CASES = [_tiny_case("one_op", one_op, "1-op"), _tiny_case("twenty_ops", twenty_ops, "20-op")]
 
-# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/asv_adapter.py).
+# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/integrations/asv_adapter.py).
 globals().update(asv_benchmarks(__name__, CASES))
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from fusebench.asv_adapter import asv_benchmarks
-from fusebench.case import Case, Params, dtype_named, generator, random_tensor
+from fusebench.cases import Case, Params, dtype_named, generator, random_tensor
+from fusebench.integrations.asv_adapter import asv_benchmarks
 
 
 def kv_cache_attention(
@@ -64,5 +64,5 @@ CASES = [
     )
 ]
 
-# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/asv_adapter.py).
+# ASV sees each case as benchmarks '<suite>.<case>.<metric>' (fusebench/integrations/asv_adapter.py).
 globals().update(asv_benchmarks(__name__, CASES))

@@ -3,9 +3,9 @@
 Both revisions are checked out into temporary git worktrees (removed again whatever happens),
 and each side's own `fusebench run` measures the selected cases in its own process, with this
 interpreter and its installed packages, over several rounds that alternate which side goes first
-(`fusebench.interleave`). Per benchmark, the pooled time samples are compared with a Mann-Whitney
-U test plus a minimum effect size (`fusebench.decide`); the table shows the ratio of medians B/A
-with its bootstrap confidence interval and a verdict (`fusebench.comparison`). Progress goes to
+(`fusebench.compare.interleave`). Per benchmark, the pooled time samples are compared with a Mann-Whitney
+U test plus a minimum effect size (`fusebench.compare.decide`); the table shows the ratio of medians B/A
+with its bootstrap confidence interval and a verdict (`fusebench.compare.comparison`). Progress goes to
 stderr, the table to stdout. Exit status: 1 when a benchmark got slower or fails at B, 0 otherwise
 (2 for bad arguments).
 """
@@ -17,13 +17,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from fusebench.comparison import compare_runs, comparison_document, render, summary_line
-from fusebench.decide import DecisionSettings
+from fusebench.cases.selection import Selection, add_selection_arguments, selection_from_args
+from fusebench.compare.comparison import compare_runs, comparison_document, render, summary_line
+from fusebench.compare.decide import DecisionSettings
+from fusebench.compare.interleave import Side, SideRun, interleaved_rounds
+from fusebench.compare.worktree import repository_root, resolve_commit, temporary_worktrees, terminate_as_interrupt
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
-from fusebench.interleave import Side, SideRun, interleaved_rounds
-from fusebench.selection import Selection, add_selection_arguments, selection_from_args
-from fusebench.worktree import repository_root, resolve_commit, temporary_worktrees, terminate_as_interrupt
 
 DEFAULT_ROUNDS = 3
 DEFAULT_BUDGET_S = {"cpu": 0.2, "cuda": 1.0}

@@ -7,10 +7,10 @@ from itertools import groupby
 
 import torch
 
-from fusebench.case import format_params
-from fusebench.discovery import discover
-from fusebench.selection import add_selection_arguments, plan, selection_from_args
-from fusebench.variants import Variant
+from fusebench.cases.case import format_params
+from fusebench.cases.discovery import discover
+from fusebench.cases.selection import add_selection_arguments, plan, selection_from_args
+from fusebench.cases.variants import Variant
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

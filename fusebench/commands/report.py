@@ -3,7 +3,7 @@
     fusebench report [--results DIR] [--compare JSON] [-o report.html]
 
 Reads the ASV results folder (`fusebench run` and `asv run` histories), finds step changes for
-the worse (`fusebench.regressions`), and lays out the charts (`fusebench.report`). The flagged
+the worse (`fusebench.history.regressions`), and lays out the charts (`fusebench.report.report`). The flagged
 regressions are also printed. The file embeds plotly.js, so it opens offline; it is written
 atomically.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fusebench.report import load_inputs, write_report
+from fusebench.report.report import load_inputs, write_report
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -15,18 +15,18 @@ from pathlib import Path
 
 import torch
 
-from fusebench.bandwidth import peak_bandwidth_gbs
-from fusebench.discovery import discover
+from fusebench.cases.discovery import discover
+from fusebench.cases.selection import add_selection_arguments, plan, selection_from_args
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
-from fusebench.machine import env_name, machine_info
-from fusebench.measure import Settings, measure_variant, prepare_case
-from fusebench.outcome import Outcome
-from fusebench.progress import Progress
-from fusebench.results import RunInfo, write_outcomes
-from fusebench.revision import UNKNOWN_COMMIT, code_revision, commit_revision
-from fusebench.selection import add_selection_arguments, plan, selection_from_args
-from fusebench.table import render
+from fusebench.history.results import RunInfo, write_outcomes
+from fusebench.history.revision import UNKNOWN_COMMIT, code_revision, commit_revision
+from fusebench.measure.bandwidth import peak_bandwidth_gbs
+from fusebench.measure.machine import env_name, machine_info
+from fusebench.measure.measure import Settings, measure_variant, prepare_case
+from fusebench.measure.outcome import Outcome
+from fusebench.report.progress import Progress
+from fusebench.report.table import render
 
 DEFAULT_BUDGET_S = {"cpu": 0.2, "cuda": 1.0}
 

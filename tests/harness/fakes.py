@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from fusebench.case import Case
-from fusebench.variants import Compiled, Target, Variant
+from fusebench.cases.case import Case
+from fusebench.cases.variants import Compiled, Target, Variant
 
 
 class FakeClock:

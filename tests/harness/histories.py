@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fusebench.machine import machine_info
-from fusebench.outcome import Outcome
-from fusebench.results import RunInfo, write_outcomes
-from fusebench.revision import Revision
-from fusebench.stats import summarize
+from fusebench.history.results import RunInfo, write_outcomes
+from fusebench.history.revision import Revision
+from fusebench.measure.machine import machine_info
+from fusebench.measure.outcome import Outcome
+from fusebench.measure.stats import summarize
 
 ENV = "fusebench-cpu-py3.11-torch2.13.0"
 DAY_MS = 86_400_000

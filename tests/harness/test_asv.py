@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from asv_runner.discovery import disc_benchmarks
 
-from fusebench.asv_adapter import asv_settings, parameter_axes
+from fusebench.cases.discovery import discover
 from fusebench.cli import main
-from fusebench.discovery import discover
 from fusebench.errors import FusebenchError
-from fusebench.outcome import METRICS, TIME, benchmark_version
-from fusebench.results import read_results
+from fusebench.history.results import read_results
+from fusebench.integrations.asv_adapter import asv_settings, parameter_axes
+from fusebench.measure.outcome import METRICS, TIME, benchmark_version
 
 ROOT = Path(__file__).resolve().parents[2]
 ASV = [sys.executable, "-m", "asv"]

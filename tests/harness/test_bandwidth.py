@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fusebench import bandwidth
+from fusebench.measure import bandwidth
 
 CPU = torch.device("cpu")
 

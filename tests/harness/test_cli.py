@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fusebench.cli import main
-from fusebench.results import read_results
+from fusebench.history.results import read_results
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,8 +62,8 @@ def test_run_prints_the_table_and_records_results(tmp_path: Path, capsys: pytest
 
 WRONG_SUITE = """
 import torch
-from fusebench.case import Case
-from fusebench.variants import Compiled, Variant
+from fusebench.cases.case import Case
+from fusebench.cases.variants import Compiled, Variant
 
 WRONG = Variant("off-by-one", lambda target: Compiled(lambda x: x + 2))
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from fusebench import interleave
 from fusebench.cli import main
+from fusebench.compare import interleave
 
 ROOT = Path(__file__).resolve().parents[2]
 SELECTION = ["--suite", "host_overhead", "--variant", "eager", "--device", "cpu", "--quick"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from fusebench.case import DEFAULT_TOLERANCES
-from fusebench.correctness import compare
+from fusebench.cases.case import DEFAULT_TOLERANCES
+from fusebench.measure.correctness import compare
 
 
 def tolerance(dtype: torch.dtype) -> tuple[float, float]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusebench.comparison import compare_runs, render, summary_line
-from fusebench.decide import DecisionSettings, bootstrap_ratio_ci, decide, mann_whitney_u
+from fusebench.compare.comparison import compare_runs, render, summary_line
+from fusebench.compare.decide import DecisionSettings, bootstrap_ratio_ci, decide, mann_whitney_u
+from fusebench.compare.interleave import SideRun
 from fusebench.errors import FusebenchError
-from fusebench.interleave import SideRun
 
 RNG = np.random.default_rng(7)
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from fusebench.discovery import discover, discover_folder
+from fusebench.cases.discovery import discover, discover_folder
 from fusebench.errors import CaseError, SuiteError
 
 SUITE = """
 import torch
-from fusebench.case import Case
+from fusebench.cases.case import Case
 from helpers import SCALE  # a sibling module of the folder
 
 
@@ -62,7 +62,7 @@ def test_a_broken_suite_module_names_its_file(tmp_path: Path) -> None:
 
 def test_cases_must_be_case_objects(tmp_path: Path) -> None:
     write(tmp_path, "wrong.py", "CASES = [{'name': 'x'}]\n")
-    with pytest.raises(SuiteError, match=r"wrong\.py: CASES\[0\] is a dict; expected fusebench.case.Case"):
+    with pytest.raises(SuiteError, match=r"wrong\.py: CASES\[0\] is a dict; expected fusebench.cases.Case"):
         discover_folder(tmp_path)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusebench.discovery import discover
-from fusebench.measure import Settings, measure_variant, prepare_case
-from fusebench.timing import L2Flusher, make_timer
-from fusebench.variants import EAGER
+from fusebench.cases.discovery import discover
+from fusebench.cases.variants import EAGER
+from fusebench.measure.measure import Settings, measure_variant, prepare_case
+from fusebench.measure.timing import L2Flusher, make_timer
 
 
 def gelu_case():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusebench.measure import Settings, measure_variant, prepare_case
-from fusebench.outcome import TIME
-from fusebench.variants import EAGER, FUSEBENCH, Compiled, SkipVariant, Variant
+from fusebench.cases.variants import EAGER, FUSEBENCH, Compiled, SkipVariant, Variant
+from fusebench.measure.measure import Settings, measure_variant, prepare_case
+from fusebench.measure.outcome import TIME
 from tests.harness.fakes import FakeClock, ScriptedTimer, double, tiny_case, variant_from
 
 CPU = torch.device("cpu")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fusebench.pytest_plugin import declares_cases
+from fusebench.integrations.pytest_plugin import declares_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 SELECT = ["suites/", "-k", "one_op or twenty_ops", "--fusebench-variant", "eager,fusebench"]

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import torch
 
-from fusebench.discovery import discover_folder
-from fusebench.measure import Settings, measure_variant, prepare_case
-from fusebench.table import render
-from fusebench.variants import EAGER
+from fusebench.cases.discovery import discover_folder
+from fusebench.cases.variants import EAGER
+from fusebench.measure.measure import Settings, measure_variant, prepare_case
+from fusebench.report.table import render
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

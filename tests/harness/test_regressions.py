@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from fusebench.regressions import find_regressions, ordered_series
-from fusebench.results import read_results
+from fusebench.history.regressions import find_regressions, ordered_series
+from fusebench.history.results import read_results
 from tests.harness.histories import write_history
 
 

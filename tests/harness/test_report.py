@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from fusebench.cli import main
-from fusebench.comparison import compare_runs, comparison_document
-from fusebench.interleave import SideRun
+from fusebench.compare.comparison import compare_runs, comparison_document
+from fusebench.compare.interleave import SideRun
 from tests.harness.chromium import Chromium, chromium_executable
 from tests.harness.histories import commit_hash, write_history
 

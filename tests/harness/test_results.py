@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import pytest
 
 from fusebench.errors import ResultsError
-from fusebench.machine import machine_info
-from fusebench.outcome import Outcome
-from fusebench.results import RunInfo, read_result_file, read_results, result_path, write_outcomes
-from fusebench.revision import Revision
-from fusebench.stats import summarize
+from fusebench.history.results import RunInfo, read_result_file, read_results, result_path, write_outcomes
+from fusebench.history.revision import Revision
+from fusebench.measure.machine import machine_info
+from fusebench.measure.outcome import Outcome
+from fusebench.measure.stats import summarize
 
 RUN = RunInfo(
     machine_info("test-machine"),

@@ -7,9 +7,9 @@ import argparse
 import pytest
 import torch
 
-from fusebench.discovery import discover
+from fusebench.cases.discovery import discover
+from fusebench.cases.selection import Selection, add_selection_arguments, plan, selection_from_args
 from fusebench.errors import FusebenchError
-from fusebench.selection import Selection, add_selection_arguments, plan, selection_from_args
 
 
 def parse(*argv: str) -> Selection:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fusebench.errors import FusebenchError
-from fusebench.measure import collect_samples
-from fusebench.stats import quantile, summarize
+from fusebench.measure.measure import collect_samples
+from fusebench.measure.stats import quantile, summarize
 from tests.harness.fakes import FakeClock, ScriptedTimer
 
 

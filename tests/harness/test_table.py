@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fusebench.outcome import Outcome
-from fusebench.stats import summarize
-from fusebench.table import format_seconds, render
+from fusebench.measure.outcome import Outcome
+from fusebench.measure.stats import summarize
+from fusebench.report.table import format_seconds, render
 
 
 def test_durations_are_printed_with_three_significant_digits() -> None:

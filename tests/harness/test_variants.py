@@ -10,8 +10,8 @@ import torch
 
 from compiler.core.ir import BoundSymbol, Symbol, TensorProxy, Trace
 from compiler.prims import Prim
-from fusebench import variants
-from fusebench.variants import EAGER, THUNDER, TORCH_COMPILE, SkipVariant, Target, count_fusions
+from fusebench.cases import variants
+from fusebench.cases.variants import EAGER, THUNDER, TORCH_COMPILE, SkipVariant, Target, count_fusions
 
 CPU = torch.device("cpu")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusebench.discovery import discover
-from fusebench.measure import Settings, measure_variant, prepare_case
-from fusebench.variants import EAGER, FUSEBENCH
+from fusebench.cases.discovery import discover
+from fusebench.cases.variants import EAGER, FUSEBENCH
+from fusebench.measure.measure import Settings, measure_variant, prepare_case
 
 CPU_SETTINGS = Settings(device=torch.device("cpu"), budget_s=0.005, min_repeats=2, cold_min_repeats=2)
 GROUPS = [

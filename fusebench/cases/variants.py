@@ -9,7 +9,8 @@ Standard variants apply to every case:
   torch executor only. The case option `cache` picks the cache mode ("constant" by default).
 - `thunder`: lightning-thunder, when it is importable ("constant values" / "symbolic values").
 Cases add their own (a hand-written nvFuser FusionDefinition, torch.optim baselines) through
-`Case.extra_variants`.
+`Case.extra_variants`; `fusebench.cases.case.variants_for(case)` lists both. This module knows
+nothing of cases (cases import it, never the other way round).
 
 A variant's `prepare(target)` returns a `Compiled`: the callable to time plus counters. It raises
 `SkipVariant` when it cannot run the case here (with the reason) and lets `NotImplementedError`
@@ -23,12 +24,9 @@ import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
-
-if TYPE_CHECKING:
-    from fusebench.case import Case
 
 
 class SkipVariant(Exception):
@@ -179,8 +177,3 @@ def _prepare_thunder(target: Target) -> Compiled:
 THUNDER = Variant("thunder", _prepare_thunder, _thunder_unavailable, "lightning-thunder (thunder.jit)")
 
 STANDARD_VARIANTS: tuple[Variant, ...] = (EAGER, TORCH_COMPILE, FUSEBENCH, FUSEBENCH_TORCH, THUNDER)
-
-
-def variants_for(case: Case) -> list[Variant]:
-    """The standard variants followed by the case's own."""
-    return [*STANDARD_VARIANTS, *case.extra_variants]

@@ -1,7 +1,7 @@
 """pytest-benchmark over fusebench suites: every (case, parameters, variant) is one benchmark test.
 
     pytest suites/ --benchmark-only                        # suites/conftest.py loads this plugin
-    pytest -p fusebench.pytest_plugin my_suites/ --benchmark-only --benchmark-json out.json
+    pytest -p fusebench.integrations.pytest_plugin my_suites/ --benchmark-only --benchmark-json out.json
 
 A Python file is collected when it assigns `CASES` at top level (test files, conftest.py and
 `_private.py` files are left to pytest). Each test is named `<case>[<params>-<variant>]`, so `-k`
@@ -9,7 +9,7 @@ selects cases, parameters and variants. It first runs fusebench's own measuremen
 (`measure_variant`, with a small budget): the result must match the reference (else the test
 fails with the max error), a variant that cannot run here or does not support the case is
 skipped with the reason. Then pytest-benchmark times it (`benchmark.pedantic`) with
-`fusebench.clocks`: device time from CUDA events for cases with the device timer, synchronized
+`fusebench.measure.clocks`: device time from CUDA events for cases with the device timer, synchronized
 wall time for the others; inputs the case mutates are restored and the GPU's L2 cache flushed
 before every round, outside the timed region. `benchmark.extra_info` gets the bandwidth (from
 pytest-benchmark's median), its fraction of the machine's peak, compile time, recompilations,
@@ -33,14 +33,14 @@ from typing import Any
 import pytest
 import torch
 
-from fusebench.bandwidth import peak_bandwidth_gbs
-from fusebench.case import Case, format_params
-from fusebench.clocks import clock_for
-from fusebench.discovery import suite_from_module
-from fusebench.measure import Settings, measure_variant, prepare_case
-from fusebench.outcome import Outcome
-from fusebench.timing import L2Flusher
-from fusebench.variants import Target, Variant, variants_for
+from fusebench.cases.case import Case, format_params, variants_for
+from fusebench.cases.discovery import suite_from_module
+from fusebench.cases.variants import Target, Variant
+from fusebench.measure.bandwidth import peak_bandwidth_gbs
+from fusebench.measure.clocks import clock_for
+from fusebench.measure.measure import Settings, measure_variant, prepare_case
+from fusebench.measure.outcome import Outcome
+from fusebench.measure.timing import L2Flusher
 
 DEFAULT_BUDGET_S = {"cpu": 0.2, "cuda": 1.0}
 CHECK_BUDGET_S = 0.02
@@ -109,7 +109,7 @@ def fusebench_settings(request: pytest.FixtureRequest) -> PluginSettings:
 
 @pytest.fixture(scope="session")
 def fusebench_peak_bandwidth(fusebench_settings: PluginSettings) -> float:
-    """The machine's peak bandwidth (GB/s), measured once and cached (see fusebench.bandwidth)."""
+    """The machine's peak bandwidth (GB/s), measured once and cached (see fusebench.measure.bandwidth)."""
     return peak_bandwidth_gbs(fusebench_settings.device)
 
 

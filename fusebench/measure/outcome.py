@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusebench.stats import TimingStats
+from fusebench.measure.stats import TimingStats
 
 STATUSES = ("ok", "failed", "unsupported", "skipped", "error")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from fusebench.outcome import Outcome
-from fusebench.table import format_seconds, status_text
+from fusebench.measure.outcome import Outcome
+from fusebench.report.table import format_seconds, status_text
 
 
 class Progress:

@@ -25,14 +25,14 @@ from typing import Any
 
 import torch
 
-from fusebench.case import Case
-from fusebench.correctness import compare
-from fusebench.outcome import Outcome
-from fusebench.profiling import count_kernels
-from fusebench.snapshot import InputSnapshot, map_tensors, upcast_copy
-from fusebench.stats import summarize
-from fusebench.timing import L2Flusher, Timer, WallTimer, make_timer
-from fusebench.variants import Compiled, SkipVariant, Target, Variant
+from fusebench.cases.case import Case
+from fusebench.cases.variants import Compiled, SkipVariant, Target, Variant
+from fusebench.measure.correctness import compare
+from fusebench.measure.outcome import Outcome
+from fusebench.measure.profiling import count_kernels
+from fusebench.measure.snapshot import InputSnapshot, map_tensors, upcast_copy
+from fusebench.measure.stats import summarize
+from fusebench.measure.timing import L2Flusher, Timer, WallTimer, make_timer
 
 Clock = Callable[[], float]
 

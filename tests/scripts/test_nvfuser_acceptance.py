@@ -1,4 +1,4 @@
-"""A CPU smoke run of suites/nvfuser_acceptance.py against the fake nvfuser_direct: catches
+"""A CPU smoke run of scripts/nvfuser_acceptance.py against the fake nvfuser_direct: catches
 mistakes in the script's GPU-only code paths here. Timings and kernel lists are stubbed; the
 numbers the script prints on a GPU are not checked here."""
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from compiler import examine
-from suites import nvfuser_acceptance
+from scripts import nvfuser_acceptance
 from tests.compiler import fake_nvfuser
 from tests.compiler.nvfuser_helpers import fake_nvfuser as fake_backend  # noqa: F401 - a fixture
 

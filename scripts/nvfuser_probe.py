@@ -1,5 +1,5 @@
 # ruff: noqa: E501 - the probe reads best with one fusion definition per line
-"""Checks, on a GPU, every nvfuser_direct API fact the compiler relies on: `python -m suites.nvfuser_probe`.
+"""Checks, on a GPU, every nvfuser_direct API fact the compiler relies on: `python -m scripts.nvfuser_probe`.
 
 Prints one OK / FAIL line per fact (with the error and, for ops, the binding's signature), so a
 first run on a new nvFuser version shows exactly which assumption broke. Takes well under a minute.

@@ -1,7 +1,7 @@
 """The HTML report: one self-contained file (plotly.js inside) that opens offline in any browser.
 
 Layout, top to bottom:
-1. a summary of flagged regressions: the step changes `fusebench.regressions` finds in the
+1. a summary of flagged regressions: the step changes `fusebench.history.regressions` finds in the
    histories, worst first, with the commit range each appeared in; and, with a compare document,
    the benchmarks that comparison found slower or failing;
 2. with a compare document (`fusebench compare --json`): the B/A ratio chart with confidence
@@ -26,13 +26,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from fusebench import charts
-from fusebench.case import format_params
+from fusebench.cases.case import format_params
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_text
-from fusebench.outcome import PEAK_FRACTION, RECOMPILATIONS, TIME
-from fusebench.regressions import Regression, find_regressions
-from fusebench.table import format_seconds
+from fusebench.history.regressions import Regression, find_regressions
+from fusebench.measure.outcome import PEAK_FRACTION, RECOMPILATIONS, TIME
+from fusebench.report import charts
+from fusebench.report.table import format_seconds
 
 
 @dataclass
@@ -62,7 +62,9 @@ def build_report(inputs: ReportInputs, title: str = "fusebench report") -> str:
     if not inputs.frame.empty:
         for suite, suite_frame in inputs.frame.groupby("suite", sort=True):
             parts.append(_suite_section(str(suite), suite_frame, inputs.regressions, figures))
-    template = Template(resources.files("fusebench").joinpath("templates/report.html").read_text(encoding="utf-8"))
+    template = Template(
+        resources.files("fusebench.report").joinpath("templates/report.html").read_text(encoding="utf-8")
+    )
     return template.substitute(title=html.escape(title), plotlyjs=get_plotlyjs(), body="\n".join(parts))
 
 
@@ -208,7 +210,7 @@ def load_inputs(
 ) -> ReportInputs:
     """Reads the results folder (if it exists) and the compare document (if given)."""
     from fusebench.files import read_json
-    from fusebench.results import DATAFRAME_COLUMNS, read_results
+    from fusebench.history.results import DATAFRAME_COLUMNS, read_results
 
     frame = pd.DataFrame(columns=DATAFRAME_COLUMNS)
     if results_dir is not None and Path(results_dir).is_dir():

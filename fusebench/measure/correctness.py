@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from fusebench.snapshot import iter_leaves
+from fusebench.measure.snapshot import iter_leaves
 
 Tolerance = Callable[[torch.dtype], tuple[float, float]]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from fusebench.case import Case
+from fusebench.cases.case import Case
 from fusebench.errors import SuiteError, check
 
 BUNDLED_PACKAGE = "suites"
@@ -94,7 +94,7 @@ def suite_from_module(name: str, module: ModuleType) -> Suite | None:
     where = getattr(module, "__file__", None) or module.__name__
     check(
         isinstance(cases, (list, tuple)),
-        lambda: f"{where}: CASES is a {type(cases).__name__}; expected a list of fusebench.case.Case",
+        lambda: f"{where}: CASES is a {type(cases).__name__}; expected a list of fusebench.cases.Case",
         SuiteError,
     )
     names: set[str] = set()
@@ -102,7 +102,7 @@ def suite_from_module(name: str, module: ModuleType) -> Suite | None:
         check(
             isinstance(case, Case),
             lambda index=index, case=case: (
-                f"{where}: CASES[{index}] is a {type(case).__name__}; expected fusebench.case.Case"
+                f"{where}: CASES[{index}] is a {type(case).__name__}; expected fusebench.cases.Case"
             ),
             SuiteError,
         )

@@ -29,8 +29,9 @@ import pandas as pd
 
 from fusebench.errors import ResultsError
 from fusebench.files import atomic_write_json, read_json
-from fusebench.machine import MachineInfo
-from fusebench.outcome import (
+from fusebench.history.revision import Revision
+from fusebench.measure.machine import MachineInfo
+from fusebench.measure.outcome import (
     METRICS_BY_NAME,
     TIME,
     Metric,
@@ -39,7 +40,6 @@ from fusebench.outcome import (
     benchmark_version,
     split_benchmark_name,
 )
-from fusebench.revision import Revision
 
 RESULTS_API_VERSION = 2
 MACHINE_API_VERSION = 1

@@ -10,7 +10,7 @@ is `suites`) and names its benchmarks `<suite>.<case>.<metric>`, with the case's
 benchmarks `fusebench run` records, so `asv run` and `fusebench run` write one history and
 `asv publish` shows both.
 
-- `time_call` is timed by ASV with `fusebench.clocks`: device time (CUDA events) for cases with
+- `time_call` is timed by ASV with `fusebench.measure.clocks`: device time (CUDA events) for cases with
   the device timer, synchronized wall time for the others. Its own setup makes the inputs,
   compiles the variant and checks the first result against the reference (a wrong result fails
   the benchmark), so ASV never times a compilation. ASV calls it back to back: a case that
@@ -40,13 +40,13 @@ from typing import Any
 
 import torch
 
-from fusebench.bandwidth import peak_bandwidth_gbs
-from fusebench.case import Case, format_params
-from fusebench.clocks import clock_for
+from fusebench.cases.case import Case, format_params, variants_for
+from fusebench.cases.variants import SkipVariant, Target, Variant
 from fusebench.errors import check
-from fusebench.measure import PreparedCase, Settings, check_result, measure_variant, prepare_case
-from fusebench.outcome import METRICS, TIME, Metric, Outcome, benchmark_version
-from fusebench.variants import SkipVariant, Target, Variant, variants_for
+from fusebench.measure.bandwidth import peak_bandwidth_gbs
+from fusebench.measure.clocks import clock_for
+from fusebench.measure.measure import PreparedCase, Settings, check_result, measure_variant, prepare_case
+from fusebench.measure.outcome import METRICS, TIME, Metric, Outcome, benchmark_version
 
 DEFAULT_BUDGET_S = {"cpu": 0.05, "cuda": 0.5}
 TIMEOUT_S = 600.0

@@ -1,6 +1,6 @@
 """Clocks for timers that read a clock before and after the timed code (ASV, pytest-benchmark).
 
-`fusebench.timing` times one call given the call; ASV and pytest-benchmark instead call a clock
+`fusebench.measure.timing` times one call given the call; ASV and pytest-benchmark instead call a clock
 function `clock() -> seconds` around the code they time and subtract. These clocks make that
 subtraction mean what fusebench's timers measure:
 - `DeviceClock` on CUDA records a CUDA event and waits for it, and returns the device time
@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import torch
 
-from fusebench.timing import synchronize
+from fusebench.measure.timing import synchronize
 
 Clock = Callable[[], float]
 

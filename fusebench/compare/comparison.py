@@ -2,7 +2,7 @@
 
 A benchmark is one (suite, case, params, variant); its time samples are pooled over the rounds of
 each side (seconds per call). Verdicts:
-- faster / slower / no change: both sides measured it; `fusebench.decide` decided on the samples.
+- faster / slower / no change: both sides measured it; `fusebench.compare.decide` decided on the samples.
 - failed: a side's result disagreed with the reference or errored in some round, or a side's
   run ended without results.
 - new: only B measures it (a new case or variant, or one A could not run).
@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fusebench.case import format_params
-from fusebench.decide import NO_CHANGE, SLOWER, Decision, DecisionSettings, decide
-from fusebench.interleave import SideRun
-from fusebench.table import format_seconds
+from fusebench.cases.case import format_params
+from fusebench.compare.decide import NO_CHANGE, SLOWER, Decision, DecisionSettings, decide
+from fusebench.compare.interleave import SideRun
+from fusebench.report.table import format_seconds
 
 FAILED, NEW, GONE, SKIPPED = "failed", "new", "gone", "skipped"
 VERDICTS = ("faster", SLOWER, NO_CHANGE, FAILED, NEW, GONE, SKIPPED)

@@ -1,7 +1,7 @@
 """The plotly figures of a report: histories, bandwidth, recompilations, and a comparison's ratios.
 
 Each function takes plain data (a `read_results` DataFrame, regressions, a compare document) and
-returns a `plotly.graph_objects.Figure`; `fusebench.report` lays them out in one HTML page.
+returns a `plotly.graph_objects.Figure`; `fusebench.report.report` lays them out in one HTML page.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from fusebench.case import format_params
-from fusebench.outcome import PEAK_FRACTION, RECOMPILATIONS, TIME
-from fusebench.regressions import Regression
+from fusebench.cases.case import format_params
+from fusebench.history.regressions import Regression
+from fusebench.measure.outcome import PEAK_FRACTION, RECOMPILATIONS, TIME
 
 VERDICT_COLORS = {
     "slower": "#d62728",

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pandas as pd
 from asv.step_detect import detect_regressions, detect_steps
 
-from fusebench.outcome import COMPILE, FUSIONS, KERNELS, RECOMPILATIONS, TIME
+from fusebench.measure.outcome import COMPILE, FUSIONS, KERNELS, RECOMPILATIONS, TIME
 
 CHECKED_METRICS = (TIME.name, COMPILE.name, RECOMPILATIONS.name, KERNELS.name, FUSIONS.name)
 MIN_ABSOLUTE_CHANGE = {COMPILE.name: 0.01}
@@ -64,7 +64,7 @@ class Regression:
 def find_regressions(
     frame: pd.DataFrame, threshold: float = 0.05, metrics: Sequence[str] = CHECKED_METRICS
 ) -> list[Regression]:
-    """Every regression in the histories of `frame` (a `fusebench.results.read_results` DataFrame)."""
+    """Every regression in the histories of `frame` (a `fusebench.history.read_results` DataFrame)."""
     if frame.empty:
         return []
     selected = frame[frame.metric.isin(metrics) & frame.value.notna()]

@@ -1,8 +1,8 @@
 """A benchmark case as data: what to run, on which inputs, what the right answer is, and how many
 bytes the work must move at the least.
 
-Suite modules (see `fusebench.discovery`) declare `CASES = [Case(...), ...]`. A case never times
-anything itself: `fusebench.measure` does, for every variant in `fusebench.variants`.
+Suite modules (see `fusebench.cases.discovery`) declare `CASES = [Case(...), ...]`. A case never times
+anything itself: `fusebench.measure.measure` does, for every variant in `fusebench.cases.variants`.
 
 Parameter values are plain data (str, int, float, bool, or tuples of those) so that their
 `repr` identifies them in ASV result files and round-trips through JSON.
@@ -13,14 +13,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
+from fusebench.cases.variants import STANDARD_VARIANTS, Variant
 from fusebench.errors import CaseError, check
-
-if TYPE_CHECKING:
-    from fusebench.variants import Variant
 
 Params = Mapping[str, Any]
 
@@ -139,6 +137,11 @@ class Case:
         if dtype in self.tolerances:
             return self.tolerances[dtype]
         return DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))
+
+
+def variants_for(case: Case) -> list[Variant]:
+    """The standard variants followed by the case's own."""
+    return [*STANDARD_VARIANTS, *case.extra_variants]
 
 
 def format_params(params: Params) -> str:

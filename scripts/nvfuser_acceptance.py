@@ -1,4 +1,4 @@
-"""Issue 4's acceptance numbers on a GPU with nvFuser: `python -m suites.nvfuser_acceptance`.
+"""Issue 4's acceptance numbers on a GPU with nvFuser: `python -m scripts.nvfuser_acceptance`.
 
 Prints, in about three minutes on an H100/H200:
 1. GELU-backward math at [16, 512, 4096] f32, jitted (plain PyTorch) vs the same math written by
@@ -24,7 +24,7 @@ import torch
 import compiler
 from compiler import examine
 from compiler.executors.nvfuser import region_fusions, unavailable_reason
-from fusebench.timing import DeviceTimer, L2Flusher
+from fusebench.measure.timing import DeviceTimer, L2Flusher
 from suites.adam_step import BETA1, BETA2, EPS, LR, adam_step
 from suites.gelu_backward import SCALARS, define_gelu_bias_backward, gelu_bias_backward
 

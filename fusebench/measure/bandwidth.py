@@ -15,9 +15,9 @@ from pathlib import Path
 import torch
 
 from fusebench.files import atomic_write_json, read_json
-from fusebench.machine import cpu_model
-from fusebench.stats import summarize
-from fusebench.timing import DeviceTimer
+from fusebench.measure.machine import cpu_model
+from fusebench.measure.stats import summarize
+from fusebench.measure.timing import DeviceTimer
 
 CACHE_FILE = "peak_bandwidth.json"
 _COPY_BYTES = {"cuda": 1 << 30, "cpu": 256 << 20}

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from fusebench.case import format_params
-from fusebench.outcome import Outcome
+from fusebench.cases.case import format_params
+from fusebench.measure.outcome import Outcome
 
 HEADERS = [
     "case",

@@ -18,10 +18,10 @@ from typing import Any
 
 import torch
 
-from fusebench.case import Case, format_params
-from fusebench.discovery import Suite
+from fusebench.cases.case import Case, format_params, variants_for
+from fusebench.cases.discovery import Suite
+from fusebench.cases.variants import Variant
 from fusebench.errors import check
-from fusebench.variants import Variant, variants_for
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,5 @@
+"""Comparing two revisions: `fusebench compare A B`.
+
+`worktree.py` (temporary git worktrees), `interleave.py` (each side's runs in interleaved rounds),
+`decide.py` (Mann-Whitney U plus a minimum effect), `comparison.py` (verdicts, table, document).
+"""

@@ -1,0 +1,1 @@
+"""Standalone scripts (not suites): run from the repository root as `python -m scripts.<name>`."""
