@@ -7,6 +7,8 @@ Standard variants apply to every case:
   shape or scalar changes).
 - `fusebench`: our compiler with its default executors; `fusebench-torch`: our compiler with the
   torch executor only. The case option `cache` picks the cache mode ("constant" by default).
+- `fusebench-dynamo`: `torch.compile(fn, backend="fusebench")`: dynamo captures the graphs, our
+  compiler (default executors) compiles each.
 - `thunder`: lightning-thunder, when it is importable ("constant values" / "symbolic values").
 Cases add their own (a hand-written nvFuser FusionDefinition, torch.optim baselines) through
 `Case.extra_variants`; `fusebench.cases.case.variants_for(case)` lists both. This module knows
@@ -151,6 +153,25 @@ def _fusebench_prepare(executors: Sequence[str] | None) -> Callable[[Target], Co
 FUSEBENCH = Variant("fusebench", _fusebench_prepare(None), description="our compiler, default executors")
 FUSEBENCH_TORCH = Variant("fusebench-torch", _fusebench_prepare(["torch"]), description="our compiler, torch executor")
 
+
+def _prepare_fusebench_dynamo(target: Target) -> Compiled:
+    from torch._dynamo.utils import counters
+
+    import compiler  # noqa: F401  (registers the "fusebench" backend)
+
+    torch._dynamo.reset()
+    base = counters["frames"]["ok"]
+    dynamic = True if target.options.get("cache") == "symbolic" else None
+    compiled = torch.compile(target.fn, backend="fusebench", dynamic=dynamic)
+    return Compiled(compiled, compilations=lambda: counters["frames"]["ok"] - base)
+
+
+FUSEBENCH_DYNAMO = Variant(
+    "fusebench-dynamo",
+    _prepare_fusebench_dynamo,
+    description='torch.compile(backend="fusebench"): dynamo graphs compiled by our compiler',
+)
+
 # --------------------------------------------------------------------------------------------
 # lightning-thunder
 
@@ -176,4 +197,4 @@ def _prepare_thunder(target: Target) -> Compiled:
 
 THUNDER = Variant("thunder", _prepare_thunder, _thunder_unavailable, "lightning-thunder (thunder.jit)")
 
-STANDARD_VARIANTS: tuple[Variant, ...] = (EAGER, TORCH_COMPILE, FUSEBENCH, FUSEBENCH_TORCH, THUNDER)
+STANDARD_VARIANTS: tuple[Variant, ...] = (EAGER, TORCH_COMPILE, FUSEBENCH, FUSEBENCH_TORCH, FUSEBENCH_DYNAMO, THUNDER)
