@@ -81,6 +81,21 @@ class Variant:
 # eager
 
 
+def call_model(model: torch.nn.Module, *inputs: Any) -> Any:
+    """A case function that calls its first argument, a model: compiling variants compile the model
+    (its parameters are then the compiler's inputs), not this function."""
+    return model(*inputs)
+
+
+def _compile(target: Target, compile_fn: Callable[[Callable], Callable]) -> tuple[Callable, Callable]:
+    """(what `compile_fn` made of the case, a callable with the case function's signature)."""
+    if target.fn is not call_model:
+        compiled = compile_fn(target.fn)
+        return compiled, compiled
+    compiled_model = compile_fn(target.args[0])
+    return compiled_model, lambda model, *inputs: compiled_model(*inputs)
+
+
 def _prepare_eager(target: Target) -> Compiled:
     if target.options.get("cache", "constant") != "constant":
         raise SkipVariant("eager has no compile cache: it is measured once, under cache='constant'")
@@ -112,7 +127,7 @@ def _prepare_torch_compile(target: Target) -> Compiled:
     torch._dynamo.reset()
     base = counters["frames"]["ok"]
     dynamic = True if target.options.get("cache") == "symbolic" else None
-    compiled = torch.compile(target.fn, dynamic=dynamic)
+    _, compiled = _compile(target, lambda fn: torch.compile(fn, dynamic=dynamic))
     return Compiled(compiled, compilations=lambda: counters["frames"]["ok"] - base)
 
 
@@ -138,14 +153,15 @@ def _fusebench_prepare(executors: Sequence[str] | None) -> Callable[[Target], Co
     def prepare(target: Target) -> Compiled:
         import compiler
 
-        jitted = compiler.jit(target.fn, cache=target.options.get("cache", "constant"), executors=executors)
+        cache = target.options.get("cache", "constant")
+        jitted, call = _compile(target, lambda fn: compiler.jit(fn, cache=cache, executors=executors))
 
         def fusions() -> int | None:
             if jitted.last_entry is None:
                 return None
             return count_fusions(compiler.last_traces(jitted)[-1])
 
-        return Compiled(jitted, compilations=lambda: compiler.cache_stats(jitted).misses, fusions=fusions)
+        return Compiled(call, compilations=lambda: compiler.cache_stats(jitted).misses, fusions=fusions)
 
     return prepare
 
@@ -162,7 +178,7 @@ def _prepare_fusebench_dynamo(target: Target) -> Compiled:
     torch._dynamo.reset()
     base = counters["frames"]["ok"]
     dynamic = True if target.options.get("cache") == "symbolic" else None
-    compiled = torch.compile(target.fn, backend="fusebench", dynamic=dynamic)
+    _, compiled = _compile(target, lambda fn: torch.compile(fn, backend="fusebench", dynamic=dynamic))
     return Compiled(compiled, compilations=lambda: counters["frames"]["ok"] - base)
 
 
@@ -191,8 +207,8 @@ def _prepare_thunder(target: Target) -> Compiled:
     except Exception as error:  # NOTE: thunder imports nvFuser and more; any failure means "cannot run here"
         raise SkipVariant(f"lightning-thunder failed to import: {type(error).__name__}: {error}") from error
     cache = _THUNDER_CACHE[target.options.get("cache", "constant")]
-    jitted = thunder.jit(target.fn, cache=cache)
-    return Compiled(jitted, compilations=lambda: thunder.cache_misses(jitted))
+    jitted, call = _compile(target, lambda fn: thunder.jit(fn, cache=cache))
+    return Compiled(call, compilations=lambda: thunder.cache_misses(jitted))
 
 
 THUNDER = Variant("thunder", _prepare_thunder, _thunder_unavailable, "lightning-thunder (thunder.jit)")
