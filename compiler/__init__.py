@@ -19,12 +19,12 @@ from typing import Any
 
 import torch
 
-from compiler import dynamo
 from compiler.core.errors import GuardFailure, TracingError
 from compiler.core.ir import Trace
-from compiler.dynamo import dynamo_backend
 from compiler.passes.fuse import FusionOptions
+from compiler.runtime import dynamo
 from compiler.runtime.cache import CacheStats, JittedFunction
+from compiler.runtime.dynamo import dynamo_backend
 from compiler.runtime.module import JittedModule
 from compiler.runtime.pipeline import compile_entry, make_options
 

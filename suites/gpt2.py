@@ -20,7 +20,7 @@ from fusebench.cases.variants import call_model
 from fusebench.integrations.asv_adapter import asv_benchmarks
 from suites._models.gpt import GPT, Decoder, GPTConfig
 
-CONFIGS = {"gpt2-small": GPTConfig.small, "gpt-tiny": GPTConfig.tiny}
+CONFIGS = {"gpt2-small": GPTConfig.small, "gpt2-tiny": GPTConfig.tiny}
 
 
 def _model(params: Params, device: torch.device, seed: int) -> GPT:
@@ -81,7 +81,7 @@ CASES = [
         make_inputs=_prefill_inputs,
         bytes_moved=_prefill_bytes,
         params={"model": ["gpt2-small"], "tokens": [(8, 1024)], "dtype": ["bfloat16"]},
-        quick_params={"model": ["gpt-tiny"], "tokens": [(2, 32)], "dtype": ["bfloat16"]},
+        quick_params={"model": ["gpt2-tiny"], "tokens": [(2, 32)], "dtype": ["bfloat16"]},
         reference=_reference,
         tolerances=_TOLERANCES,
         description="GPT-2 small forward over a batch of prompts (logits)",
@@ -92,7 +92,7 @@ CASES = [
         make_inputs=_decode_inputs,
         bytes_moved=_decode_bytes,
         params={"model": ["gpt2-small"], "tokens": [(8, 1024)], "dtype": ["bfloat16"]},
-        quick_params={"model": ["gpt-tiny"], "tokens": [(2, 32)], "dtype": ["bfloat16"]},
+        quick_params={"model": ["gpt2-tiny"], "tokens": [(2, 32)], "dtype": ["bfloat16"]},
         reference=_reference,
         tolerances=_TOLERANCES,
         mutated_args=(3,),

@@ -54,6 +54,9 @@ def _unsupported(name: str, sample: Sample) -> str | None:
         return "advanced indexing with lists or several index tensors is not supported"
     if name == "gather" and sample.args[2].numel() == 0 and sample.args[2].ndim != max(sample.args[0].ndim, 1):
         return "an empty index of another rank than the input (torch skips its checks when empty)"
+    repeats = sample.kwargs.get("repeats", sample.args[1] if len(sample.args) > 1 else None)
+    if name == "repeat_interleave" and isinstance(repeats, torch.Tensor):
+        return "a tensor of repeats gives an output shape that depends on tensor values"
     return None
 
 

@@ -41,8 +41,12 @@ def test_suite_and_pattern_selection() -> None:
     assert ids(parse("-k", "BFLOAT16", "-k", "gpt-tiny")) == [
         "adam_step.adam_step(parameters=gpt-tiny, dtype=float32)",
         "gelu_backward.gelu_bias_backward(shape=(4, 64, 256), dtype=bfloat16)",
+        "gpt2.gpt2_prefill(model=gpt2-tiny, tokens=(2, 32), dtype=bfloat16)",
+        "gpt2.gpt2_decode(model=gpt2-tiny, tokens=(2, 32), dtype=bfloat16)",
         "kv_cache_sdpa.kv_cache_sdpa(shape=(1, 4, 256, 64, 1), dtype=bfloat16)",
         "kv_cache_sdpa.kv_cache_sdpa(shape=(1, 4, 256, 64, 32), dtype=bfloat16)",
+        "llama_block.llama_block_prefill(model=llama-tiny, tokens=(2, 32), dtype=bfloat16)",
+        "llama_block.llama_block_decode(model=llama-tiny, tokens=(2, 32), dtype=bfloat16)",
     ]
     assert ids(parse("-k", "*cache=symbolic)")) == [
         "dynamic_split.dynamic_split(shape=(2, 4, 256), dtype=float32, cache=symbolic)"
