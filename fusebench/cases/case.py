@@ -57,6 +57,7 @@ class Case:
         synchronization, for host overhead and cold sequences).
     calls_per_sample: calls inside one timed sample (for calls too short to time one by one);
         must be 1 when the case mutates its inputs.
+    tokens: params -> the tokens one call processes (model cases): tokens/s is recorded too.
     version: bump when the measured work changes; ASV drops results whose version differs.
     """
 
@@ -76,6 +77,7 @@ class Case:
     cold: bool = False
     timer: str = "device"
     calls_per_sample: int = 1
+    tokens: Callable[[Params], int] | None = None
     version: str = "1"
     description: str = ""
 

@@ -107,6 +107,7 @@ def measure_variant(
             calls_per_sample=case.calls_per_sample,
             case_version=case.version,
             bytes_moved=prepared.bytes_moved,
+            tokens_per_call=None if case.tokens is None else int(case.tokens(prepared.params)),
             peak_bandwidth_gbs=settings.peak_bandwidth_gbs,
             started_at=started_at,
             duration=clock() - start,

@@ -37,7 +37,8 @@ BANDWIDTH = Metric("track_bandwidth_gbs", "track", "GB/s")
 PEAK_FRACTION = Metric("track_peak_fraction", "track", "fraction of peak")
 KERNELS = Metric("track_kernels_per_call", "track", "kernels")
 FUSIONS = Metric("track_fusions_per_call", "track", "fusions")
-METRICS: tuple[Metric, ...] = (TIME, COMPILE, RECOMPILATIONS, BANDWIDTH, PEAK_FRACTION, KERNELS, FUSIONS)
+TOKENS = Metric("track_tokens_per_second", "track", "tokens/s")
+METRICS: tuple[Metric, ...] = (TIME, COMPILE, RECOMPILATIONS, BANDWIDTH, PEAK_FRACTION, KERNELS, FUSIONS, TOKENS)
 METRICS_BY_NAME = {metric.name: metric for metric in METRICS}
 
 
@@ -61,6 +62,7 @@ class Outcome:
     fusions_per_call: int | None = None
     bytes_moved: int | None = None
     peak_bandwidth_gbs: float | None = None
+    tokens_per_call: int | None = None  # tokens a call processes (model cases), for tokens/s
     started_at: float = 0.0  # seconds since the epoch
     duration: float = 0.0  # seconds the whole measurement took
     extra: dict[str, Any] = field(default_factory=dict)
@@ -84,6 +86,13 @@ class Outcome:
             return None
         return bandwidth / self.peak_bandwidth_gbs
 
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Throughput of a model case: tokens per call / median time per call."""
+        if self.timing is None or self.tokens_per_call is None or self.timing.median <= 0:
+            return None
+        return self.tokens_per_call / self.timing.median
+
     def metric_values(self) -> dict[str, float | int | None]:
         """Value of every metric (None where it does not apply or was not measured)."""
         ok = self.status == "ok"
@@ -95,6 +104,7 @@ class Outcome:
             PEAK_FRACTION.name: self.peak_fraction if ok else None,
             KERNELS.name: self.kernels_per_call if ok else None,
             FUSIONS.name: self.fusions_per_call if ok else None,
+            TOKENS.name: self.tokens_per_second if ok else None,
         }
 
     def benchmark_name(self, metric: Metric) -> str:
