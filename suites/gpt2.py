@@ -66,6 +66,7 @@ def _reference(model: torch.nn.Module, *inputs: object) -> object:
 def _parameter_bytes(params: Params) -> int:
     c = CONFIGS[params["model"]]()
     count = c.vocab_size * c.n_embd + c.block_size * c.n_embd + c.n_layer * (12 * c.n_embd**2 + 13 * c.n_embd)
+    count += 2 * c.n_embd  # the final LayerNorm
     return count * dtype_named(params["dtype"]).itemsize
 
 
