@@ -3,10 +3,15 @@
 jfn = compiler.jit(fn, cache="symbolic")
 jfn(*args)                       # traces, compiles, runs; later calls reuse cache entries
 compiler.last_traces(jfn)        # the computation trace after each pass
+compiler.last_backward_traces(jfn)  # the backward trace after each pass (when inputs require grad)
 compiler.last_prologue(jfn)      # the guards of the entry used last
 compiler.cache_stats(jfn)        # hits, misses (compilations), compile seconds
 compiler.examine                 # fusions, why ops were not fused, repro scripts, segmentation
 torch.compile(model, backend="fusebench")  # dynamo captures FX graphs, this compiler compiles them
+
+Under grad mode, when a tensor input requires grad, the outputs are attached to autograd through
+one torch.autograd.Function whose forward and backward are both compiled traces (the backward is
+built from per-prim VJP rules; `examine.saved_for_backward(jfn)` lists what the forward saves).
 
 On a GPU with nvFuser the default executors are ["nvfuser", "sdpa", "torch"]; elsewhere ["torch"].
 """
@@ -40,6 +45,7 @@ __all__ = [
     "dynamo_backend",
     "examine",
     "jit",
+    "last_backward_traces",
     "last_prologue",
     "last_traces",
 ]
@@ -96,6 +102,12 @@ def _entry(jfn: Any) -> Any:
 def last_traces(jfn: JittedFunction) -> list[Trace]:
     """The computation trace after tracing and after each pass, for the entry the last call used."""
     return list(_entry(jfn).traces)
+
+
+def last_backward_traces(jfn: JittedFunction) -> list[Trace]:
+    """The backward trace after its construction and after each pass, for the entry the last call
+    used; empty when that entry has no backward (no input required grad under grad mode)."""
+    return list(_entry(jfn).backward_traces)
 
 
 def last_prologue(jfn: JittedFunction) -> Trace:

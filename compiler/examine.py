@@ -5,6 +5,7 @@
     compiler.examine.repro(jfn, "nvFusion0", "repro.py")   # standalone torch + nvfuser_direct script
     compiler.examine.segments(jfn)         # kernels per fusion, scheduler, time, bandwidth (GPU)
     compiler.examine.stats(jfn)            # definitions / compilations / fallbacks of the nvFuser executor
+    compiler.examine.saved_for_backward(jfn)  # what the forward keeps for the backward (name, shape, dtype, bytes)
 
 Each returns a list whose `str()` is a readable report, so `print(examine.fusions(jfn))` works.
 """
@@ -26,6 +27,7 @@ from compiler.executors.nvfuser import InputRecord, NvFuserStats, NvFusion, regi
 from compiler.executors.nvfuser_repro import ops_by_scheduler, repro_script, segmentation_hint
 from compiler.executors.nvfuser_translate import fusion_source
 from compiler.passes.fuse import fusion_executor, partition
+from compiler.passes.split_backward import saved_summary
 from compiler.runtime.cache import JittedFunction
 
 
@@ -235,3 +237,36 @@ def segments(jfn: JittedFunction, names: Iterable[str] | None = None) -> Listing
         by_segment = ops_by_scheduler(f.region, schedulers)
         result.append(SegmentReport(f.name, kernels, by_segment, segmentation_hint(f.region), ir))
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SavedValue:
+    """One value the forward of the last-used entry saves for its backward."""
+
+    name: str
+    shape: tuple
+    dtype: Any
+    bytes: int
+
+    def __str__(self) -> str:
+        dims = ", ".join(str(s) for s in self.shape)
+        dtype = getattr(self.dtype, "__name__", str(self.dtype).removeprefix("torch."))
+        return f"{self.name}: {dtype}[{dims}], {self.bytes:,} bytes"
+
+
+class SavedListing(Listing):
+    """The saved values, with their total."""
+
+    def __str__(self) -> str:
+        if not self:
+            return "(nothing saved: no backward was compiled, or it needs no forward value)"
+        return super().__str__() + f"\ntotal: {sum(v.bytes for v in self):,} bytes"
+
+
+def saved_for_backward(jfn: Any) -> SavedListing:
+    """What the last-used entry's forward saves for its backward (empty without a backward)."""
+    _options(jfn)
+    return SavedListing(SavedValue(*row) for row in saved_summary(jfn.last_entry.saved))

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from compiler.core.ir import BoundSymbol
+from compiler.executors.torch import sdpa_backward
 from compiler.prims import Prim
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -27,15 +28,18 @@ def fused_attention(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, sca
 
 
 class SdpaExecutor:
-    """Claims `prims.sdpa` on CUDA tensors of a floating dtype."""
+    """Claims `prims.sdpa` and `prims.sdpa_backward` on CUDA tensors of a floating dtype."""
 
     name = "sdpa"
 
     def implementation(self, bsym: BoundSymbol) -> Callable | None:
-        """`fused_attention` for attention on CUDA, None otherwise."""
-        if bsym.sym is not Prim.SDPA:
+        """`fused_attention` (or its backward) for attention on CUDA, None otherwise."""
+        if bsym.sym not in _IMPLS:
             return None
-        q = bsym.args[0]
+        q = bsym.args[0] if bsym.sym is Prim.SDPA else bsym.args[1]
         if q.device.type != "cuda" or q.dtype not in _DTYPES:
             return None
-        return fused_attention
+        return _IMPLS[bsym.sym]
+
+
+_IMPLS = {Prim.SDPA: fused_attention, Prim.SDPA_BACKWARD: sdpa_backward}

@@ -82,6 +82,27 @@ def _sdpa(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -
     return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
 
 
+def sdpa_backward(grad: Any, q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> tuple:
+    """(dq, dk, dv) of attention, through torch's own attention backward (fused kernels on CUDA).
+
+    NOTE: it runs attention's forward again under autograd: the fused backward kernels need the
+    forward's softmax statistics, which the forward prim does not return.
+    """
+    with torch.enable_grad():
+        q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+        return torch.autograd.grad(out, (q, k, v), grad)
+
+
+def check_requires_grad(tensors: tuple, flags: tuple) -> None:
+    """Guard: under grad mode, exactly the tensors flagged require grad; outside it, none was flagged."""
+    if torch.is_grad_enabled():
+        if tuple(t.requires_grad for t in tensors) != flags:
+            raise GuardFailure
+    elif True in flags:
+        raise GuardFailure
+
+
 def _iota(length: int, start: Any, step: Any, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     if length == 0:
         # NOTE: the float end bound below would fall behind start, which torch.arange rejects.
@@ -248,6 +269,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.MATMUL: torch.matmul,
     Prim.LINEAR: F.linear,
     Prim.SDPA: _sdpa,
+    Prim.SDPA_BACKWARD: sdpa_backward,
     Prim.FULL: lambda shape, value, dtype, device: torch.full(shape, value, dtype=dtype, device=device),
     Prim.EMPTY: lambda shape, dtype, device: torch.empty(shape, dtype=dtype, device=device),
     Prim.IOTA: _iota,
@@ -261,6 +283,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.CHECK_VALUE: check_value,
     Prim.CHECK_STRIDES: check_strides,
     Prim.CHECK_ALIASING: check_aliasing,
+    Prim.CHECK_REQUIRES_GRAD: check_requires_grad,
 }
 
 

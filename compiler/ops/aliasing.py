@@ -203,6 +203,8 @@ def _view_layout(link: BoundSymbol, src: Strides) -> Strides | None:
 
 def _layout_of(bsym: BoundSymbol, operands: list[tuple[TensorProxy, Strides | None]]) -> Strides | None:
     out = bsym.output
+    if not isinstance(out, TensorProxy):
+        return None  # a prim of several outputs (sdpa_backward): which one is asked for is not known here
     if bsym.sym in prims.VIEWS:
         src = operands[0][1]
         return None if src is None else _view_layout(bsym, src)

@@ -308,6 +308,14 @@ def _sdpa_meta(
     return TensorProxy((*q.shape[:-1], v.shape[-1]), q.dtype, q.device)
 
 
+def _sdpa_backward_meta(
+    grad: TensorProxy, q: TensorProxy, k: TensorProxy, v: TensorProxy, attn_mask: Any, is_causal: bool, scale: Any
+) -> tuple[TensorProxy, TensorProxy, TensorProxy]:
+    output = _sdpa_meta(q, k, v, attn_mask, is_causal, scale)
+    _check_same_shape(Prim.SDPA_BACKWARD, [output, grad])
+    return tuple(TensorProxy(t.shape, t.dtype, t.device) for t in (q, k, v))
+
+
 def _full_meta(shape: Any, value: Any, dtype: torch.dtype, device: torch.device) -> TensorProxy:
     return TensorProxy(shape, dtype, device)
 
@@ -360,6 +368,7 @@ META: dict[Prim, Callable | None] = {
     Prim.MATMUL: _matmul_meta,
     Prim.LINEAR: _linear_meta,
     Prim.SDPA: _sdpa_meta,
+    Prim.SDPA_BACKWARD: _sdpa_backward_meta,
     Prim.FULL: _full_meta,
     Prim.EMPTY: _empty_meta,
     Prim.IOTA: _iota_meta,
@@ -371,6 +380,7 @@ META: dict[Prim, Callable | None] = {
     Prim.CHECK_VALUE: _guard_meta,
     Prim.CHECK_STRIDES: _guard_meta,
     Prim.CHECK_ALIASING: _guard_meta,
+    Prim.CHECK_REQUIRES_GRAD: _guard_meta,
     # Built by the frontend, which knows the element proxies; there is nothing to infer.
     Prim.UNPACK_SEQUENCE: None,
     Prim.UNPACK_DICT: None,

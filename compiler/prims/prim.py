@@ -84,6 +84,8 @@ class Prim(enum.Enum):
     MATMUL = "matmul"
     LINEAR = "linear"
     SDPA = "sdpa"
+    # attention's backward: (dq, dk, dv) from the output's cotangent and sdpa's arguments
+    SDPA_BACKWARD = "sdpa_backward"
     # factories
     FULL = "full"
     EMPTY = "empty"
@@ -105,6 +107,8 @@ class Prim(enum.Enum):
     CHECK_VALUE = "check_value"
     CHECK_STRIDES = "check_strides"
     CHECK_ALIASING = "check_aliasing"
+    # which tensor inputs take part in autograd (requires_grad under grad mode)
+    CHECK_REQUIRES_GRAD = "check_requires_grad"
 
 
 UNARY = frozenset(
@@ -121,9 +125,12 @@ ELEMENTWISE = UNARY | BINARY | {Prim.WHERE, Prim.CONVERT_ELEMENT_TYPE}
 REDUCTIONS = frozenset({Prim.SUM, Prim.PROD, Prim.AMAX, Prim.AMIN, Prim.ARGMAX})
 SHAPE_OPS = frozenset({Prim.BROADCAST_IN_DIM, Prim.RESHAPE, Prim.PERMUTE, Prim.SLICE, Prim.SQUEEZE, Prim.CAT})
 FACTORIES = frozenset({Prim.FULL, Prim.EMPTY, Prim.IOTA, Prim.DROPOUT_NOISE})
-# Prims whose every call draws new random numbers: never merged, kept in trace order.
+# Prims whose every call draws new random numbers: never merged, never recomputed, kept in order.
 RANDOM = frozenset({Prim.DROPOUT_NOISE})
-GUARDS = frozenset({Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE, Prim.CHECK_STRIDES, Prim.CHECK_ALIASING})
+GUARDS = frozenset(
+    {Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE, Prim.CHECK_STRIDES, Prim.CHECK_ALIASING,
+     Prim.CHECK_REQUIRES_GRAD}
+)  # fmt: skip
 PROLOGUE_ONLY = GUARDS | {Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT}
 # The IR's aliasing rule: the output of a view prim aliases its first argument (writing into one
 # changes the other); every other prim returns a fresh tensor. passes/functionalize.py relies on

@@ -27,6 +27,8 @@ class CacheEntry:
     prologue_trace: Trace
     traces: list[Trace]
     compile_seconds: float
+    backward_traces: list[Trace] = field(default_factory=list)  # when the entry runs under autograd
+    saved: tuple = ()  # the proxies its forward saves for the backward
 
 
 @dataclass

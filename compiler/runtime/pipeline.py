@@ -7,15 +7,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import executors as executors_module
-from compiler.core.ir import Trace
+from compiler.core.ir import TensorProxy, Trace
 from compiler.executors.codegen import compile_trace
+from compiler.passes.autodiff import joint
 from compiler.passes.cse import cse
 from compiler.passes.dce import dce
 from compiler.passes.flatten import flatten
 from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
+from compiler.passes.split_backward import split_backward
 from compiler.passes.update_in_place import update_in_place
+from compiler.runtime.autograd import CompiledAutograd
 from compiler.runtime.cache import CacheEntry
+from compiler.runtime.grad_mode import check_no_write_into_grad_inputs, grad_guard
 from compiler.tracing import frontend
 from compiler.tracing.check_writebacks import check_writebacks
 
@@ -30,19 +34,34 @@ class Options:
     check_writebacks: bool = True
 
 
+_PURE_PASSES = (functionalize, flatten, cse, dce)
+
+
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on the computation trace, in order: functionalize first (the others assume
     a pure trace), then fusion when an executor fuses, and last the in-place partial updates."""
-    passes: list[Callable[[Trace], Trace]] = [functionalize, flatten, cse, dce]
+    passes: list[Callable[[Trace], Trace]] = list(_PURE_PASSES)
     if fusion_executor(options.executors) is not None:
         passes.append(lambda trace: fuse(trace, options.executors))
     passes.append(update_in_place)
     return passes
 
 
+def backward_passes(options: Options) -> list[Callable[[Trace], Trace]]:
+    """The passes run on a backward trace (already pure and flattened)."""
+    passes: list[Callable[[Trace], Trace]] = [cse, dce]
+    if fusion_executor(options.executors) is not None:
+        passes.append(lambda trace: fuse(trace, options.executors))
+    return passes
+
+
 def compile_entry(fn: Callable, options: Options, args: tuple, kwargs: dict) -> CacheEntry:
-    """Traces `fn` on these arguments and compiles a cache entry for them."""
+    """Traces `fn` on these arguments and compiles a cache entry for them (a forward and a
+    backward when grad mode is on and a tensor input requires grad)."""
     prologue, computation = frontend.trace(fn, args, kwargs, symbolic=options.cache == "symbolic")
+    prologue, requires_grad, leaf = grad_guard(prologue, args, kwargs)
+    if any(requires_grad):
+        return _compile_autograd(fn, options, prologue, computation, requires_grad, leaf)
     traces = [computation]
     for run_pass in computation_passes(options):
         traces.append(run_pass(traces[-1]))
@@ -55,6 +74,50 @@ def compile_entry(fn: Callable, options: Options, args: tuple, kwargs: dict) -> 
         prologue_trace=prologue,
         traces=traces,
         compile_seconds=0.0,
+    )
+
+
+def _compile_autograd(
+    fn: Callable,
+    options: Options,
+    prologue: Trace,
+    computation: Trace,
+    requires_grad: tuple[bool, ...],
+    leaf: tuple[bool, ...],
+) -> CacheEntry:
+    traces = [computation]
+    for run_pass in (functionalize, flatten, cse, dce):
+        traces.append(run_pass(traces[-1]))
+    pure = traces[-1]
+    check_no_write_into_grad_inputs(pure, requires_grad, leaf)
+    split = split_backward(joint(traces[-1], requires_grad))
+    traces.append(split.forward)
+    for run_pass in computation_passes(options)[len(_PURE_PASSES) :]:
+        traces.append(run_pass(traces[-1]))
+    backward_traces = [split.backward]
+    for run_pass in backward_passes(options):
+        backward_traces.append(run_pass(backward_traces[-1]))
+    if options.check_writebacks:
+        check_writebacks(traces[-1])
+    prologue = dce(cse(prologue))
+    forward_outputs, saved = split.forward.output
+    runner = CompiledAutograd(
+        getattr(fn, "__qualname__", repr(fn)),
+        compile_trace(traces[-1], options.executors),
+        compile_trace(backward_traces[-1], options.executors),
+        pure.output,
+        forward_outputs,
+        split.differentiable,
+        sum(isinstance(p, TensorProxy) for p in saved),
+    )
+    return CacheEntry(
+        prologue=compile_trace(prologue, [executors_module.TORCH]),
+        computation=runner,
+        prologue_trace=prologue,
+        traces=traces,
+        compile_seconds=0.0,
+        backward_traces=backward_traces,
+        saved=split.saved,
     )
 
 

@@ -5,7 +5,7 @@ op names and keyword names (`start_indices=`, `broadcast_dims=`, `alias_input=`,
 scalar inputs, write-back aliasing, descriptor checks and the compile counters. It is stricter
 than nvFuser in one respect on purpose: arithmetic on bf16/fp16 tensors raises, because the
 translator promises to compute those in fp32. It never stands in for nvFuser in GPU tests; the
-GPU probe (suites/nvfuser_probe.py) checks the real API.
+GPU probe (scripts/nvfuser_probe.py) checks the real API.
 """
 
 from __future__ import annotations

@@ -1,0 +1,190 @@
+"""autodiff: the joint forward + backward trace of a pure computation trace.
+
+Assumes: a functionalized, flattened trace (prims only; write-backs `copy_to` at the end) and, for
+each of its inputs, whether it requires grad.
+
+Guarantees: `joint(trace, requires_grad)` returns a `Joint` whose trace
+- takes the trace's inputs, then one cotangent per differentiable output (a float tensor output
+  that depends on an input requiring grad), in output order;
+- runs the forward bound symbols unchanged (same names), then the backward: for each forward
+  prim in reverse order whose output has a cotangent, its VJP rule (`vjp_rules.VJP`), the
+  cotangents of a value read several times summed;
+- returns `(outputs, grads)`: `outputs` the trace's distinct output proxies in order, `grads` one
+  entry per input: the cotangent of an input requiring grad, zeros where every path from it to an
+  output has a zero gradient (floor, sign, ...), None where no output depends on it (as eager
+  autograd leaves `.grad` None), and None for inputs that do not require grad.
+Raises NotImplementedError for a prim on a differentiable path that has no rule.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compiler import prims
+from compiler.core.errors import check
+from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, TraceContext, proxies_in, tracing
+from compiler.passes.vjp_rules import NONDIFFERENTIABLE, VJP
+from compiler.passes.vjp_structural import zeros
+from compiler.prims import Prim
+
+
+@dataclass(frozen=True)
+class Joint:
+    """The joint trace and how to read it (see the module)."""
+
+    trace: Trace
+    forward_length: int  # the first `forward_length` bound symbols are the forward
+    outputs: tuple[Proxy, ...]  # the distinct outputs of the original trace, in order
+    differentiable: tuple[bool, ...]  # per output: whether it has a cotangent input
+    requires_grad: tuple[bool, ...]  # per original input
+
+
+def distinct_outputs(trace: Trace) -> tuple[Proxy, ...]:
+    """The proxies a trace returns, each once, in order of first appearance."""
+    seen: dict[int, Proxy] = {}
+    for p in proxies_in(trace.output):
+        if isinstance(p, (TensorProxy, NumberProxy)):
+            seen.setdefault(id(p), p)
+    return tuple(seen.values())
+
+
+def _differentiable_values(trace: Trace, requires_grad: Sequence[bool]) -> set[str]:
+    """Names of the float tensors that depend on an input requiring grad (through differentiable prims)."""
+    live = {p.name for p, r in zip(trace.inputs, requires_grad) if r and _float_tensor(p)}
+    for bsym in trace.bsyms:
+        if bsym.sym in NONDIFFERENTIABLE or not any(p.name in live for p in bsym.inputs):
+            continue
+        check(
+            bsym.sym in VJP,
+            lambda bsym=bsym: f"autodiff: no VJP rule for {str(bsym).splitlines()[0]}",
+            NotImplementedError,
+        )
+        live.update(p.name for p in bsym.outputs if _float_tensor(p))
+    return live
+
+
+def _float_tensor(p: Any) -> bool:
+    return isinstance(p, TensorProxy) and p.dtype.is_floating_point
+
+
+class _Backward:
+    """Accumulates cotangents while the VJP rules record the backward into `context`.
+
+    The cotangents of a value are summed when its producer is visited (all its readers come later
+    in the forward, so they have all been visited by then). Cotangents that are slices of it
+    written into zeros (`slice_update`) and tile it along one dim, as the pieces of a `split` or
+    `chunk` do, are joined with one `cat` instead of summing full-size tensors of zeros.
+    """
+
+    def __init__(self, live: set[str], context: TraceContext) -> None:
+        self.live = live
+        self.context = context
+        self.parts: dict[str, list[TensorProxy]] = {}
+        self.reached: set[str] = set()
+
+    def add(self, p: Proxy, g: TensorProxy) -> None:
+        if p.name not in self.live:
+            return
+        check(
+            g.dtype == p.dtype and len(g.shape) == len(p.shape),
+            lambda: f"autodiff: the cotangent {g.name} of {p.name} is {g.type_string()}, expected {p.type_string()}",
+            AssertionError,
+        )
+        self.parts.setdefault(p.name, []).append(g)
+
+    def total(self, name: str) -> TensorProxy | None:
+        parts = self.parts.get(name)
+        if not parts:
+            return None
+        if len(parts) > 1:
+            joined = self._tiles(parts)
+            parts = [joined] if joined is not None else parts
+        result = parts[0]
+        for g in parts[1:]:
+            result = prims.add(result, g)
+        self.parts[name] = [result]
+        return result
+
+    def _tiles(self, parts: list[TensorProxy]) -> TensorProxy | None:
+        """cat of the slices when `parts` are slices written into zeros that tile one dim, else None."""
+        pieces = []
+        for g in parts:
+            update = self.context.producers.get(id(g))
+            if update is None or update.sym is not Prim.SLICE_UPDATE:
+                return None
+            base = self.context.producers.get(id(update.args[0]))
+            if base is None or base.sym is not Prim.FULL or base.args[1] != 0:
+                return None
+            _, value, starts, ends, steps = update.args
+            moved = [d for d in range(g.ndim) if not (_same(starts[d], 0) and _same(ends[d], g.shape[d]))]
+            if len(moved) != 1 or any(step != 1 for step in steps):
+                return None
+            pieces.append((moved[0], starts[moved[0]], ends[moved[0]], value))
+        dim = pieces[0][0]
+        order = []
+        position: Any = 0
+        while len(order) < len(pieces):
+            following = next((p for p in pieces if p[0] == dim and _same(p[1], position) and p not in order), None)
+            if following is None:
+                return None
+            order.append(following)
+            position = following[2]
+        if not _same(position, parts[0].shape[dim]):
+            return None
+        return prims.cat([value for _, _, _, value in order], dim)
+
+    def visit(self, bsym: BoundSymbol) -> None:
+        out = bsym.output
+        if not isinstance(out, TensorProxy) or out.name not in self.parts or bsym.sym not in VJP:
+            return
+        self.reached.update(p.name for p in bsym.inputs if p.name in self.live)
+        for p, g in VJP[bsym.sym](bsym, self.total(out.name)):
+            self.add(p, g)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two sizes are known equal without recording a guard (the same proxy, or equal ints)."""
+    return a is b or (type(a) is int and type(b) is int and a == b)
+
+
+def joint(trace: Trace, requires_grad: Sequence[bool]) -> Joint:
+    """The joint forward + backward of `trace` for the inputs flagged in `requires_grad`."""
+    check(
+        len(requires_grad) == len(trace.inputs),
+        lambda: f"joint: {len(requires_grad)} requires_grad flags for {len(trace.inputs)} inputs",
+        ValueError,
+    )
+    start = time.perf_counter()
+    live = _differentiable_values(trace, requires_grad)
+    outputs = distinct_outputs(trace)
+    differentiable = tuple(p.name in live for p in outputs)
+    context = TraceContext(reserved=trace.names())
+    with tracing(context):
+        with_cotangent = [p for p, d in zip(outputs, differentiable) if d]
+        cotangents = [
+            TensorProxy(p.shape, p.dtype, p.device, name=context.fresh(f"grad_{p.name}_")) for p in with_cotangent
+        ]
+        backward = _Backward(live, context)
+        for p, g in zip(with_cotangent, cotangents):
+            backward.add(p, g)
+            backward.reached.add(p.name)
+        for bsym in reversed(trace.bsyms):
+            backward.visit(bsym)
+        grads: list[TensorProxy | None] = []
+        for p, r in zip(trace.inputs, requires_grad):
+            g = backward.total(p.name)
+            if g is None and r and p.name in backward.reached:
+                g = zeros(p)
+            grads.append(g if r else None)
+    took_ms = (time.perf_counter() - start) * 1e3
+    joint_trace = Trace(
+        (*trace.inputs, *cotangents),
+        list(trace.bsyms) + list(context.bsyms),
+        (outputs, tuple(grads)),
+        name="joint",
+        provenance=f"autodiff (took {took_ms:.2f} ms)",
+    )
+    return Joint(joint_trace, len(trace.bsyms), outputs, differentiable, tuple(requires_grad))

@@ -1,0 +1,167 @@
+"""split_backward: a joint trace → a forward trace and a backward trace, saving the fewest bytes.
+
+Assumes: a `Joint` from `autodiff.joint`.
+
+Guarantees: `split_backward(joint)` returns a `Split`:
+- `forward` takes the original inputs, runs the forward (write-backs included) and returns
+  `(outputs, saved)`: the distinct outputs of the original trace, and the values saved for the
+  backward (tensors first, then numbers such as symbolic sizes);
+- `backward` takes `(*saved, *cotangents)` and returns one gradient per original input (None for
+  inputs that get none), recomputing the forward values it needs that were not saved;
+- both are dead-code eliminated.
+
+Which values are saved is a minimum cut of the forward's dataflow graph (as functorch and
+thunder choose): each forward value is a node split in two by an edge costing the memory traffic
+saving it adds; the source feeds the inputs and every value whose prim is not cheap to
+recompute (reductions, matmuls, attention, gathers and scatters); the values the backward reads
+drain to the sink. Every value cut off from the source is recomputed in the backward, so cheap
+elementwise and shape chains (GELU's tanh, a bias add) are recomputed rather than stored, and
+their fused backward reads the inputs instead. A value that exists anyway (an input or an output)
+costs its bytes (the backward reads it); an intermediate costs twice its bytes (the forward
+writes it, the backward reads it), so a value is stored only where recomputing it would read more.
+An input the forward writes into costs as an intermediate: saving it means saving a copy taken
+before the write-back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, TraceContext, proxies_in
+from compiler.passes.autodiff import Joint
+from compiler.passes.dce import dce
+from compiler.passes.mincut import INFINITE, FlowGraph
+from compiler.prims import ELEMENTWISE, FACTORIES, RANDOM, SHAPE_OPS, Prim
+
+# Prims whose outputs the backward may recompute instead of loading them.
+# NOTE: random draws are saved, never recomputed: drawing again would give other numbers.
+RECOMPUTABLE = ELEMENTWISE | SHAPE_OPS | (FACTORIES - RANDOM - {Prim.EMPTY})
+
+
+@dataclass(frozen=True)
+class Split:
+    """The forward and backward traces of a joint trace, and what passes between them."""
+
+    forward: Trace
+    backward: Trace
+    saved: tuple[Proxy, ...]
+    differentiable: tuple[bool, ...]  # per forward output: whether the backward takes its cotangent
+
+
+def nbytes(p: Proxy) -> int:
+    """The bytes a value holds (symbolic sizes at their traced values; numbers count 8)."""
+    if not isinstance(p, TensorProxy):
+        return 8
+    count = 1
+    for s in p.shape:
+        count *= s.value if isinstance(s, NumberProxy) else s
+    return count * p.dtype.itemsize
+
+
+def _reads(bsyms: Iterable[BoundSymbol]) -> dict[str, Proxy]:
+    return {p.name: p for b in bsyms for p in b.inputs}
+
+
+def _live_backward(joint: Joint) -> list[BoundSymbol]:
+    """The backward bound symbols the gradients need, in order."""
+    backward = joint.trace.bsyms[joint.forward_length :]
+    live = {p.name for p in proxies_in(joint.trace.output[1])}
+    kept = []
+    for bsym in reversed(backward):
+        if any(p.name in live for p in bsym.outputs):
+            kept.append(bsym)
+            live.update(p.name for p in bsym.inputs)
+    kept.reverse()
+    return kept
+
+
+def _choose_saved(joint: Joint, needed: dict[str, Proxy]) -> tuple[list[Proxy], set[str]]:
+    """(values to save, names of forward values to recompute in the backward): the min cut."""
+    forward = joint.trace.bsyms[: joint.forward_length]
+    producer = {p.name: b for b in forward for p in b.outputs}
+    values: dict[str, Proxy] = {}
+    stack = list(needed.values())
+    while stack:  # the forward values the needed ones are computed from
+        p = stack.pop()
+        if p.name in values:
+            continue
+        values[p.name] = p
+        if p.name in producer:
+            stack.extend(producer[p.name].inputs)
+    index = {name: i for i, name in enumerate(values)}
+    source, sink = 2 * len(values), 2 * len(values) + 1
+    graph = FlowGraph(2 * len(values) + 2)
+    outputs = {p.name for p in joint.outputs}
+    written = {b.args[1].name for b in forward if b.sym is Prim.COPY_TO}
+    for name, p in values.items():
+        i = index[name]
+        bsym = producer.get(name)
+        exists_anyway = (bsym is None or name in outputs) and name not in written
+        cost = nbytes(p) if exists_anyway else 2 * nbytes(p)
+        graph.add_edge(2 * i, 2 * i + 1, cost)
+        if bsym is None or bsym.sym not in RECOMPUTABLE:
+            graph.add_edge(source, 2 * i, INFINITE)
+        else:
+            for q in bsym.inputs:
+                graph.add_edge(2 * index[q.name] + 1, 2 * i, INFINITE)
+        if name in needed:
+            graph.add_edge(2 * i + 1, sink, INFINITE)
+    _, reachable = graph.min_cut(source, sink)
+    saved = [p for name, p in values.items() if 2 * index[name] in reachable and 2 * index[name] + 1 not in reachable]
+    recomputed = {name for name in values if 2 * index[name] not in reachable}
+    position = {p.name: i for i, p in enumerate([*joint.trace.inputs, *(q for b in forward for q in b.outputs)])}
+    saved.sort(key=lambda p: (not isinstance(p, TensorProxy), position[p.name]))
+    return saved, recomputed
+
+
+def split_backward(joint: Joint) -> Split:
+    """The forward and backward traces of `joint` (see the module)."""
+    start = time.perf_counter()
+    trace = joint.trace
+    primal_count = len(trace.inputs) - sum(joint.differentiable)
+    primals, cotangents = trace.inputs[:primal_count], trace.inputs[primal_count:]
+    backward_bsyms = _live_backward(joint)
+    defined_in_backward = {p.name for b in backward_bsyms for p in b.outputs} | {p.name for p in cotangents}
+    needed = {
+        name: p
+        for name, p in (_reads(backward_bsyms) | {p.name: p for p in proxies_in(trace.output[1])}).items()
+        if name not in defined_in_backward
+    }
+    saved, recomputed = _choose_saved(joint, needed)
+    forward = list(trace.bsyms[: joint.forward_length])
+    forward_saved = list(saved)
+    written = {b.args[1].name for b in forward if b.sym is Prim.COPY_TO}
+    context = TraceContext(reserved=trace.names())
+    for i, p in enumerate(saved):
+        if p.name in written:
+            # NOTE: the write-backs overwrite this input, so the forward saves a copy taken first;
+            # the backward still calls the value by the input's name.
+            copy = TensorProxy(p.shape, p.dtype, p.device, name=context.fresh(f"{p.name}_saved"))
+            forward.insert(0, BoundSymbol(Prim.MUL, (p, True if p.dtype == torch.bool else 1), {}, copy))
+            forward_saved[i] = copy
+    recompute = [b for b in forward if any(p.name in recomputed for p in b.outputs)]
+    took = f"(took {(time.perf_counter() - start) * 1e3:.2f} ms)"
+    forward_trace = Trace(primals, forward, (joint.outputs, tuple(forward_saved)), name="forward")
+    backward_trace = Trace((*saved, *cotangents), recompute + backward_bsyms, trace.output[1], name="backward")
+    return Split(
+        forward=replace(dce(forward_trace), provenance=f"split_backward {took}"),
+        backward=replace(dce(backward_trace), provenance=f"split_backward {took}"),
+        saved=tuple(saved),
+        differentiable=joint.differentiable,
+    )
+
+
+def saved_summary(saved: Iterable[Any]) -> list[tuple[str, tuple, Any, int]]:
+    """(name, shape, dtype, bytes) of each saved value (numbers: shape (), their Python type)."""
+    rows = []
+    for p in saved:
+        if isinstance(p, TensorProxy):
+            rows.append((p.name, tuple(p.shape), p.dtype, nbytes(p)))
+        else:
+            rows.append((p.name, (), getattr(p, "python_type", type(p)), nbytes(p)))
+    return rows

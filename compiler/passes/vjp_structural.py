@@ -1,0 +1,161 @@
+"""VJP rules of the structural prims: shapes, indexing, linear algebra and attention.
+
+Same contract as `vjp_rules.py` (which assembles the one VJP table): `rule(bsym, g)` returns
+`[(argument, cotangent), ...]`, written in prims. A slice's cotangent is its gradient written into
+zeros (`slice_update`); a gather's (`take_along_dim`) is a one-hot mask over the gathered dim,
+which stays elementwise and fuses with what surrounds it (cross_entropy's softmax backward).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from compiler import prims
+from compiler.core.errors import check
+from compiler.core.ir import BoundSymbol, TensorProxy, same_size, size_product
+from compiler.prims import Prim
+
+Cotangents = list[tuple[TensorProxy, TensorProxy]]
+
+
+def zeros(like: TensorProxy) -> TensorProxy:
+    """A tensor of zeros shaped like `like`."""
+    return prims.full(list(like.shape), 0.0 if like.dtype.is_floating_point else 0, like.dtype, like.device)
+
+
+def _transpose(t: TensorProxy) -> TensorProxy:
+    perm = [*range(t.ndim - 2), t.ndim - 1, t.ndim - 2]
+    return prims.permute(t, perm)
+
+
+def _broadcast_in_dim(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    a, shape, broadcast_dims = bsym.args
+    summed = [d for d in range(len(shape)) if d not in broadcast_dims]
+    summed += [d for i, d in enumerate(broadcast_dims) if same_size(a.shape[i], 1) and not same_size(shape[d], 1)]
+    reduced = prims.sum(g, tuple(sorted(summed))) if summed else g
+    if len(reduced.shape) == a.ndim:
+        return [(a, reduced)]
+    return [(a, prims.reshape(reduced, list(a.shape)))]
+
+
+def _reshape(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    a = bsym.args[0]
+    return [(a, prims.reshape(g, list(a.shape)))]
+
+
+def _permute(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    a, perm = bsym.args
+    return [(a, prims.permute(g, sorted(range(len(perm)), key=perm.__getitem__)))]
+
+
+def _slice(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    a, starts, ends, steps = bsym.args
+    return [(a, prims.slice_update(zeros(a), g, starts, ends, steps))]
+
+
+def _cat(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    tensors, dim = bsym.args
+    result, start = [], 0
+    for t in tensors:
+        end = t.shape[dim] if type(start) is int and start == 0 else start + t.shape[dim]
+        starts = [start if d == dim else 0 for d in range(g.ndim)]
+        ends = [end if d == dim else g.shape[d] for d in range(g.ndim)]
+        result.append((t, prims.slice(g, starts, ends, [1] * g.ndim)))
+        start = end
+    return result
+
+
+def _index_select(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    a, dim, index = bsym.args
+    if a.ndim == 0:
+        return [(a, prims.reshape(g, []))]
+    return [(a, prims.index_add(zeros(a), dim, index, g))]
+
+
+def _index_copy(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    a, dim, index, source = bsym.args
+    return [(a, prims.index_copy(g, dim, index, zeros(source))), (source, prims.index_select(g, dim, index))]
+
+
+def _index_add(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    a, dim, index, source = bsym.args
+    return [(a, g), (source, prims.index_select(g, dim, index))]
+
+
+def _slice_update(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    a, value, starts, ends, steps = bsym.args
+    return [(a, prims.slice_update(g, zeros(value), starts, ends, steps)), (value, prims.slice(g, starts, ends, steps))]
+
+
+def _take_along_dim(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    """out[..., j, ...] = a[..., index[..., j, ...], ...] along `dim`: each gathered column adds its
+    cotangent where the class iota equals its index (a one-hot mask, elementwise over `a`)."""
+    a, index, dim = bsym.args
+    picks = index.shape[dim]
+    check(
+        isinstance(picks, int) and all(same_size(index.shape[d], a.shape[d]) for d in range(a.ndim) if d != dim),
+        lambda: (
+            f"the gradient of take_along_dim is implemented for indices of {a.name}'s shape off dim {dim} and a "
+            f"constant count along it; got index shape {index.shape} for input shape {a.shape}"
+        ),
+        NotImplementedError,
+    )
+    shape, others = list(a.shape), [d for d in range(a.ndim) if d != dim]
+    classes = prims.broadcast_in_dim(prims.iota(a.shape[dim], 0, 1, index.dtype, a.device), shape, [dim])
+    total: Any = None
+    for j in range(picks):
+        column = [slice_index(t, dim, j) for t in (index, g)]
+        hit = prims.eq(classes, prims.broadcast_in_dim(column[0], shape, others))
+        term = prims.where(hit, prims.broadcast_in_dim(column[1], shape, others), 0.0)
+        total = term if total is None else prims.add(total, term)
+    return [(a, total)]
+
+
+def slice_index(t: TensorProxy, dim: int, j: int) -> TensorProxy:
+    """`t` at index `j` of `dim`, that dim removed."""
+    starts = [j if d == dim else 0 for d in range(t.ndim)]
+    ends = [j + 1 if d == dim else t.shape[d] for d in range(t.ndim)]
+    return prims.squeeze(prims.slice(t, starts, ends, [1] * t.ndim), [dim])
+
+
+def _matmul(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    a, b = bsym.args
+    return [(a, prims.matmul(g, _transpose(b))), (b, prims.matmul(_transpose(a), g))]
+
+
+def _linear(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    """out = a @ w.T + bias over the leading dims of `a`, flattened to rows for the two matmuls."""
+    a, w, bias = bsym.args
+    rows = size_product(a.shape[:-1])
+    g2 = prims.reshape(g, [rows, w.shape[0]])
+    a2 = prims.reshape(a, [rows, w.shape[1]])
+    result = [(a, prims.reshape(prims.matmul(g2, w), list(a.shape))), (w, prims.matmul(_transpose(g2), a2))]
+    if bias is not None:
+        result.append((bias, prims.sum(g2, (0,))))
+    return result
+
+
+def _sdpa(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    # NOTE: a float attn_mask gets no gradient (it is treated as a constant, like is_causal).
+    q, k, v, attn_mask, is_causal, scale = bsym.args
+    dq, dk, dv = prims.sdpa_backward(g, q, k, v, attn_mask, is_causal, scale)
+    return [(q, dq), (k, dk), (v, dv)]
+
+
+STRUCTURAL_RULES: dict[Prim, Callable[[BoundSymbol, TensorProxy], Cotangents]] = {
+    Prim.BROADCAST_IN_DIM: _broadcast_in_dim,
+    Prim.RESHAPE: _reshape,
+    Prim.PERMUTE: _permute,
+    Prim.SLICE: _slice,
+    Prim.SQUEEZE: _reshape,
+    Prim.CAT: _cat,
+    Prim.INDEX_SELECT: _index_select,
+    Prim.INDEX_COPY: _index_copy,
+    Prim.INDEX_ADD: _index_add,
+    Prim.SLICE_UPDATE: _slice_update,
+    Prim.TAKE_ALONG_DIM: _take_along_dim,
+    Prim.MATMUL: _matmul,
+    Prim.LINEAR: _linear,
+    Prim.SDPA: _sdpa,
+}

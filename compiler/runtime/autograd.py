@@ -1,0 +1,77 @@
+"""Running a compiled forward/backward pair under torch autograd, through ONE autograd.Function.
+
+The Function's forward runs the compiled forward trace (autograd does not record it: a
+Function's forward runs without grad), keeps what it saved with `ctx.save_for_backward` (numbers
+such as symbolic sizes on `ctx`), and returns the outputs, marking the ones that carry no
+gradient (integer tensors, values that no input requiring grad reaches) non-differentiable. Its
+backward runs the compiled backward trace on the saved values and the outputs' cotangents (None
+cotangents arrive as zeros: autograd materialises them). Everything that can be worked out
+ahead of a call is, in `CompiledAutograd.__init__`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from compiler.core.ir import Proxy, TensorProxy, map_proxies
+
+
+class CompiledAutograd:
+    """The callable a cache entry runs when its inputs take part in autograd."""
+
+    def __init__(
+        self,
+        name: str,
+        forward: Callable[..., Any],
+        backward: Callable[..., Any],
+        output_tree: Any,
+        outputs: tuple[Proxy, ...],
+        differentiable: tuple[bool, ...],
+        saved_tensors: int,
+    ) -> None:
+        self.name = name
+        self.forward = forward
+        self.backward = backward
+        self.saved_tensors = saved_tensors
+        self.differentiable = differentiable
+        self.cotangent_positions = [i for i, d in enumerate(differentiable) if d]
+        position = {id(p): i for i, p in enumerate(outputs)}
+        single = isinstance(output_tree, Proxy)
+        self.rebuild: Callable[[tuple], Any] = (
+            (lambda values: values[0])
+            if single
+            else (lambda values: map_proxies(output_tree, lambda p: values[position[id(p)]]))
+        )
+        self.tensor_outputs = [isinstance(p, TensorProxy) for p in outputs]
+
+    def __call__(self, *inputs: Any) -> Any:
+        return self.rebuild(_Function.apply(self, *inputs))
+
+
+class _Function(torch.autograd.Function):
+    """forward(runner, *inputs) -> outputs; backward(*cotangents) -> (None, *input gradients)."""
+
+    @staticmethod
+    def forward(ctx: Any, runner: CompiledAutograd, *inputs: Any) -> tuple:
+        outputs, saved = runner.forward(*inputs)
+        ctx.runner = runner
+        ctx.save_for_backward(*saved[: runner.saved_tensors])
+        ctx.numbers = saved[runner.saved_tensors :]
+        frozen = [o for o, d, t in zip(outputs, runner.differentiable, runner.tensor_outputs) if t and not d]
+        if frozen:
+            ctx.mark_non_differentiable(*frozen)
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx: Any, *cotangents: Any) -> tuple:
+        runner: CompiledAutograd = ctx.runner
+        if torch.is_grad_enabled():
+            raise NotImplementedError(
+                f"double backward through the compiled function {runner.name} is not supported: its backward "
+                "is compiled without autograd (create_graph=True asks for the backward's own graph)"
+            )
+        grads = runner.backward(*ctx.saved_tensors, *ctx.numbers, *(cotangents[i] for i in runner.cotangent_positions))
+        return (None, *grads)

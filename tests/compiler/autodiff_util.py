@@ -1,0 +1,72 @@
+"""Helpers for the autodiff tests: gradients of a jitted function against eager autograd."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+import compiler
+
+
+def tolerance(dtype: torch.dtype) -> dict[str, float]:
+    """Loose for bf16 (the compiler rounds once where eager rounds per op), tight for f32."""
+    return {"atol": 5e-2, "rtol": 5e-2} if dtype in (torch.bfloat16, torch.float16) else {"atol": 2e-5, "rtol": 2e-4}
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _copy(args: Sequence[Any], requires_grad: Sequence[bool]) -> list[Any]:
+    return [
+        a.detach().clone().requires_grad_(r) if isinstance(a, torch.Tensor) else a for a, r in zip(args, requires_grad)
+    ]
+
+
+def check_gradients(
+    fn: Callable,
+    args: Sequence[Any],
+    requires_grad: Sequence[bool] | None = None,
+    *,
+    jfn: Callable | None = None,
+    seed: int = 0,
+) -> Callable:
+    """Runs `fn` eagerly and jitted on copies of `args` (those flagged requiring grad), pulls the same
+    random cotangents back through both, and compares outputs and every input's gradient."""
+    if requires_grad is None:
+        requires_grad = [isinstance(a, torch.Tensor) and a.is_floating_point() for a in args]
+    jfn = jfn if jfn is not None else compiler.jit(fn)
+    eager_args, jit_args = _copy(args, requires_grad), _copy(args, requires_grad)
+    want, got = _leaves(fn(*eager_args)), _leaves(jfn(*jit_args))
+    generator = torch.Generator().manual_seed(seed)
+    pairs = []
+    for w, g in zip(want, got, strict=True):
+        if isinstance(w, torch.Tensor):
+            torch.testing.assert_close(g, w, **tolerance(w.dtype))
+            assert g.requires_grad == w.requires_grad, (
+                f"requires_grad of an output: {g.requires_grad} vs eager {w.requires_grad}"
+            )
+            if w.requires_grad:
+                cotangent = torch.randn(w.shape, generator=generator).to(device=w.device, dtype=w.dtype)
+                pairs.append((w, g, cotangent))
+        else:
+            assert g == w
+    inputs = [i for i, r in enumerate(requires_grad) if r]
+    eager_grads = torch.autograd.grad(
+        [w for w, _, _ in pairs], [eager_args[i] for i in inputs], [c for _, _, c in pairs], allow_unused=True
+    )
+    jit_grads = torch.autograd.grad(
+        [g for _, g, _ in pairs], [jit_args[i] for i in inputs], [c for _, _, c in pairs], allow_unused=True
+    )
+    for i, w, g in zip(inputs, eager_grads, jit_grads):
+        if w is None:
+            assert g is None or not g.any(), f"input {i}: eager has no gradient, the compiler gives {g}"
+            continue
+        assert g is not None, f"input {i}: the compiler gives no gradient"
+        assert g.dtype == w.dtype and g.shape == w.shape
+        torch.testing.assert_close(g, w, **tolerance(w.dtype), msg=lambda m, i=i: f"gradient of input {i}: {m}")
+    return jfn
