@@ -1,6 +1,7 @@
 """Training through compiled models: `jitted(x, targets)['loss'].backward()` fills the module's
 `.grad` as eager does, and forward + backward + AdamW over several steps (dropout on, same seeds)
-matches eager; the same through the dynamo backend."""
+matches eager; the same through the dynamo backend, whose graphs run this compiler's autodiff
+(not aot_autograd)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ def test_a_training_loop_with_dropout_matches_eager() -> None:
     for compiled, expected in zip(model.parameters(), eager.parameters()):
         torch.testing.assert_close(compiled, expected, **TRAINING_TOLERANCE)
     assert compiler.cache_stats(jitted).misses == 1
+    backward = str(compiler.last_backward_traces(jitted)[-1])  # the compiler's own backward ran
+    assert "dropout_noise" not in backward  # the forward's draws are saved, never drawn again
 
 
 @pytest.mark.parametrize("through", ["jit", "dynamo"])
@@ -56,9 +59,17 @@ def test_gradients_of_gpt_and_llama_match_eager(through: str) -> None:
         (LlamaBlock(LlamaConfig.tiny()), (x, positions), lambda out: out.square().mean()),
     ]:
         model = copy.deepcopy(eager)
-        compiled = compiler.jit(model) if through == "jit" else torch.compile(model, backend="fusebench")
+        graphs = []
+
+        def backend(graph_module, example_inputs, graphs=graphs):
+            graphs.append(compiler.dynamo_backend(graph_module, example_inputs))
+            return graphs[-1]
+
+        compiled = compiler.jit(model) if through == "jit" else torch.compile(model, backend=backend)
         loss_of(compiled(*inputs)).backward()
         loss_of(eager(*inputs)).backward()
         for (name, got), want in zip(model.named_parameters(), eager.parameters()):
             assert got.grad is not None, name
             torch.testing.assert_close(got.grad, want.grad, rtol=1e-4, atol=1e-5, msg=name)
+        for jitted in graphs or [compiled]:  # each graph's backward is one of this compiler's traces
+            assert compiler.last_backward_traces(jitted)
