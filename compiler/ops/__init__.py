@@ -18,6 +18,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     linalg,
     masks,
     nn,
+    padding,
     random,
     reductions,
     repeat,

@@ -16,7 +16,7 @@ from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy, same_size, size_product
 from compiler.ops.aliasing import contiguous_operand, fresh_copy
-from compiler.ops.indexing import index_select
+from compiler.ops.indexing import index_select, index_with_tensors
 from compiler.ops.operands import (
     Promotion,
     broadcast_shapes,
@@ -359,6 +359,8 @@ def getitem(input: TensorProxy, key: Any) -> Any:
         # NOTE: a 0-d index tensor selects like an int: the indexed dim goes away.
         selected = index_select(input, 0, key)
         return prims.squeeze(selected, [0]) if key.ndim == 0 else selected
+    if isinstance(key, tuple) and len(key) > 1 and all(isinstance(k, TensorProxy) for k in key):
+        return index_with_tensors(input, key)
     items = _expand_key(key, input.ndim)
     starts, ends, steps, squeezed, new_axes = [], [], [], [], []
     dim = 0

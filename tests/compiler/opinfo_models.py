@@ -1,5 +1,6 @@
-"""Op cases for the ops transformer models add: embedding, triangular masks, repeats, and dropout
-where it draws nothing (eval mode, p=0, p=1; seeded draws are compared in test_model_ops.py)."""
+"""Op cases for the ops transformer models add: embedding, triangular masks, repeats, addmm,
+constant padding, new_* factories, indexing with several index tensors, and dropout where it
+draws nothing (eval mode, p=0, p=1; seeded draws are compared in test_model_ops.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 import torch
 import torch.nn.functional as F
 
-from tests.compiler.opinfo import ALL, FLOATS, Maker, OpCase, Sample, method
+from tests.compiler.opinfo import ALL, FLOATS, Maker, OpCase, Sample, method, named
 
 
 def _embedding_samples(make: Maker) -> Iterator[Sample]:
@@ -48,6 +49,41 @@ def _dropout_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(2, 5), 1.0, True))
 
 
+def _addmm_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(4), make(3, 5), make(5, 4)))
+    yield Sample((make(3, 4), make(3, 5, noncontiguous=True), make(5, 4)), {"beta": 2, "alpha": 3})
+    yield Sample((make(1, 4), make(3, 2), make(2, 4, transposed=True)), {"beta": 0})
+
+
+def _pad_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 4), (1, 2)))
+    yield Sample((make(2, 3, 4, noncontiguous=True), (0, 1, 2, 0)), {"value": 5})
+    yield Sample((make(3, 5), (-1, 2, 1, -1)))
+    yield Sample((make(2, 0), (1, 1)))
+
+
+def _new_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3), (4, 2)))
+    yield Sample((make(3), ()))
+    yield Sample((make(3), (2, 2)), {"dtype": torch.bool})
+
+
+def _new_full_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3), (4, 2), 7))
+    yield Sample((make(3), (), -1), {"dtype": torch.int64})
+
+
+def _index_tensors_samples(make: Maker) -> Iterator[Sample]:
+    rows = make(3, 1, dtype=torch.int64, low=-4, high=4)
+    yield Sample((make(4, 5), (rows, make(1, 2, dtype=torch.int64, low=-5, high=5))))
+    picks = (make(3, dtype=torch.int64, low=0, high=4), make(3, dtype=torch.int64, low=0, high=5))
+    yield Sample((make(4, 5, 2, noncontiguous=True), picks))
+
+
+def _index(x: torch.Tensor, keys: tuple) -> torch.Tensor:
+    return x[keys]
+
+
 CASES = [
     OpCase("embedding", (F.embedding,), _embedding_samples, FLOATS),
     OpCase("triu", (torch.triu, method("triu")), _triangle_samples, ALL),
@@ -60,4 +96,10 @@ CASES = [
     ),
     OpCase("repeat", (method("repeat"),), _repeat_samples, ALL),
     OpCase("dropout", (F.dropout, torch.dropout), _dropout_samples, FLOATS),
+    OpCase("addmm", (torch.addmm, method("addmm")), _addmm_samples, FLOATS),
+    OpCase("pad", (F.pad,), _pad_samples, ALL),
+    OpCase("new_zeros", (method("new_zeros"),), _new_samples, ALL),
+    OpCase("new_ones", (method("new_ones"),), _new_samples, ALL),
+    OpCase("new_full", (method("new_full"),), _new_full_samples, ALL),
+    OpCase("index_with_tensors", (named("Tensor.__getitem__(tensors)", _index),), _index_tensors_samples, ALL),
 ]
