@@ -12,7 +12,7 @@ from compiler.ops.factory import _full
 from compiler.ops.registry import register
 
 
-@register("torch.nn.functional.pad")
+@register("torch.nn.functional.pad", "torch._C._nn.pad")
 def pad(input: TensorProxy, pad: Any, mode: str = "constant", value: Any = None) -> Any:
     """`input` with pad[2i] elements before and pad[2i + 1] after its i-th dim from the end."""
     check(

@@ -64,11 +64,15 @@ class PreparedCase:
     expected_output: Any = None
     expected_mutated: dict[int, Any] | None = None
     error: str | None = None
+    skip_reason: str | None = None  # the case cannot run here: every variant is skipped
 
 
 def prepare_case(suite: str, case: Case, params: dict[str, Any], settings: Settings) -> PreparedCase:
     """Makes the inputs and computes the reference (errors are kept and reported per variant)."""
     prepared = PreparedCase(suite, case, dict(params))
+    prepared.skip_reason = case.missing_requirement()
+    if prepared.skip_reason is not None:
+        return prepared
     try:
         prepared.bytes_moved = int(case.bytes_moved(params))
         args = tuple(case.make_inputs(params, settings.device, settings.seed))
@@ -114,6 +118,8 @@ def measure_variant(
             **fields,
         )
 
+    if prepared.skip_reason is not None:
+        return finish("skipped", prepared.skip_reason)
     if prepared.error is not None:
         return finish("error", prepared.error)
     reason = variant.unavailable(settings.device)

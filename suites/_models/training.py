@@ -1,4 +1,5 @@
-"""A training step as a case's `call`: forward through the (compiled) model, backward, AdamW step.
+"""A training step as a case's `call`: forward through the (compiled) model, backward, AdamW step
+(`train_step`), or forward and backward only, returning the loss and the gradients (`forward_backward`).
 
 A training case's inputs are `(model, *batch, optimizer, parameters)` where `parameters` are the
 model's parameters (a list, declared as the mutated argument: the harness restores them between
@@ -41,14 +42,28 @@ def _computing_with(model: nn.Module, parameters: list[torch.Tensor]) -> Iterato
             m._parameters[name] = p
 
 
+def _loss(output: Any) -> torch.Tensor:
+    if isinstance(output, dict) or hasattr(output, "loss"):
+        return output["loss"]
+    return output.float().square().mean()
+
+
+def forward_backward(fn: Callable[..., Any], args: tuple) -> tuple[torch.Tensor, tuple]:
+    """(loss, gradients of the parameters) of `fn(model, *batch)`, for inputs `(model, *batch, parameters)`."""
+    model, *batch, parameters = args
+    with _computing_with(model, parameters):
+        loss = _loss(fn(model, *batch))
+        gradients = torch.autograd.grad(loss, parameters)
+    return loss.detach(), gradients
+
+
 def train_step(fn: Callable[..., Any], args: tuple) -> torch.Tensor:
     """One step: loss = fn(model, *batch)['loss'] (or the output's mean square), backward, AdamW."""
     model, *batch, optimizer, parameters = args
     if optimizer.param_groups[0]["params"][0] is not parameters[0]:
         optimizer = torch.optim.AdamW(parameters, lr=LEARNING_RATE, foreach=True)  # the reference's copies
     with _computing_with(model, parameters):
-        output = fn(model, *batch)
-        loss = output["loss"] if isinstance(output, dict) else output.float().square().mean()
+        loss = _loss(fn(model, *batch))
         loss.backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)

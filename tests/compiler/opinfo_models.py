@@ -97,7 +97,7 @@ CASES = [
     OpCase("repeat", (method("repeat"),), _repeat_samples, ALL),
     OpCase("dropout", (F.dropout, torch.dropout), _dropout_samples, FLOATS),
     OpCase("addmm", (torch.addmm, method("addmm")), _addmm_samples, FLOATS),
-    OpCase("pad", (F.pad,), _pad_samples, ALL),
+    OpCase("pad", (F.pad, torch._C._nn.pad), _pad_samples, ALL),
     OpCase("new_zeros", (method("new_zeros"),), _new_samples, ALL),
     OpCase("new_ones", (method("new_ones"),), _new_samples, ALL),
     OpCase("new_full", (method("new_full"),), _new_full_samples, ALL),

@@ -42,3 +42,13 @@ def test_the_dynamo_backend_variant_matches_on_a_model_case() -> None:
     outcome = measure_variant(prepared, FUSEBENCH_DYNAMO, CPU_SETTINGS)
     assert outcome.status == "ok", outcome.detail
     assert outcome.tokens_per_second is not None and outcome.tokens_per_second > 0
+
+
+def test_a_case_whose_requirement_is_missing_is_skipped_with_the_reason() -> None:
+    import dataclasses
+
+    missing = dataclasses.replace(case(gpt2, "gpt2_decode"), requires=("no_such_module_for_fusebench",))
+    prepared = prepare_case("gpt2", missing, missing.grid(quick=True)[0], CPU_SETTINGS)
+    outcome = measure_variant(prepared, FUSEBENCH_DYNAMO, CPU_SETTINGS)
+    assert outcome.status == "skipped"
+    assert outcome.detail == "no_such_module_for_fusebench is not installed (pip install no_such_module_for_fusebench)"
