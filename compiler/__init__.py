@@ -58,6 +58,8 @@ def jit(
     executors: Sequence[str] | None = None,
     fusion: FusionOptions | dict | None = None,
     fallback: bool | None = None,
+    automatic_dynamic: bool = True,
+    cuda_graphs: bool = False,
 ) -> JittedFunction:
     """Compiles `fn` on first call (and whenever no cache entry's guards accept the arguments).
 
@@ -67,17 +69,24 @@ def jit(
 
     cache: "constant" bakes numbers and shapes into each entry; "symbolic" keeps int/float/bool
         arguments as symbolic inputs and guards only the branches taken on them.
+    automatic_dynamic: under "constant", a number whose baked-in value made a call miss is
+        symbolic from the next compilation on (at most two compilations for a changing size);
+        `compiler.examine.recompilations(jfn)` says which guard failed on which input.
+    cuda_graphs: replay each cache entry's computation as CUDA graphs, one per set of input
+        addresses (compiler/runtime/cuda_graphs.py); raises ValueError where CUDA is unavailable.
     executors: executor names in priority order (torch is always the fallback); None picks
         ["nvfuser", "sdpa", "torch"] where nvFuser can run, else ["torch"].
     fusion: FusionOptions (or a dict of its fields): region size, horizontal merging, fuel, ...
     fallback: whether a fusion nvFuser fails on runs with torch instead (with one warning);
         None reads FUSEBENCH_NVFUSER_FALLBACK (default on).
     """
-    options = make_options(cache, executors, fusion, fallback)
+    options = make_options(cache, executors, fusion, fallback, automatic_dynamic, cuda_graphs)
+    automatic = options.cache == "constant" and options.automatic_dynamic
     if isinstance(fn, torch.nn.Module):
-        jfn = JittedModule(fn, lambda traced: functools.partial(compile_entry, traced, options))
+        make_entry = lambda traced: functools.partial(compile_entry, traced, options)
+        jfn = JittedModule(fn, make_entry, automatic_dynamic=automatic)
     else:
-        jfn = JittedFunction(fn, functools.partial(compile_entry, fn, options))
+        jfn = JittedFunction(fn, functools.partial(compile_entry, fn, options), automatic_dynamic=automatic)
     jfn.options = options  # NOTE: compiler.examine replays the fusion pass with these executors.
     return jfn
 

@@ -6,6 +6,8 @@
     compiler.examine.segments(jfn)         # kernels per fusion, scheduler, time, bandwidth (GPU)
     compiler.examine.stats(jfn)            # definitions / compilations / fallbacks of the nvFuser executor
     compiler.examine.saved_for_backward(jfn)  # what the forward keeps for the backward (name, shape, dtype, bytes)
+    compiler.examine.recompilations(jfn)   # per recompilation: which guard failed on which input, old vs new
+    compiler.examine.cuda_graphs(jfn)      # per cache entry: CUDA graphs captured and replayed (cuda_graphs=True)
 
 Each returns a list whose `str()` is a readable report, so `print(examine.fusions(jfn))` works.
 """
@@ -121,6 +123,20 @@ def stats(jfn: JittedFunction) -> NvFuserStats:
     executor = fusion_executor(_options(jfn).executors)
     check(executor is not None, lambda: "this function has no nvFuser executor", ValueError)
     return executor.stats
+
+
+def recompilations(jfn: JittedFunction) -> Listing:
+    """Each recompilation: the guards each cache entry failed (input, expected and actual value) and
+    the numbers automatic dynamic made symbolic for it."""
+    _options(jfn)
+    return Listing(jfn.recompilations)
+
+
+def cuda_graphs(jfn: JittedFunction) -> Listing:
+    """For each cache entry of a `jit(..., cuda_graphs=True)` function: captures, replays, calls
+    run without a graph and why."""
+    check(_options(jfn).cuda_graphs, lambda: f"{jfn!r} was not jitted with cuda_graphs=True", ValueError)
+    return Listing(f"entry {i}: {e.computation.stats}" for i, e in enumerate(jfn.entries))
 
 
 def fusion_source_of(jfn: JittedFunction, name: str) -> str:

@@ -1,4 +1,5 @@
-"""Atomic file writes: a reader (or a crash) sees the old file or the new one, never half of one.
+"""Atomic file writes: a reader (or a crash) sees the old file or the new one, never half of one;
+and a lock file, so that processes merging into one file take turns.
 
 The text goes to a temporary file in the destination's folder (named `.<name>.<random>.tmp`, so
 ASV, which loads every `*.json` under its results folder, never picks it up), is flushed and
@@ -9,9 +10,12 @@ is untouched.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,3 +48,20 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     """The JSON document at `path`."""
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Holds an exclusive lock on the file at `path` (created if missing) while the block runs.
+
+    Every process that read-modify-writes a shared file (the `fusebench run` workers of several
+    GPUs merging into one ASV result file) takes it first; the OS releases it if a holder dies.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -3,9 +3,9 @@
 `split3(a, d0, d1)` splits the last dimension of `a` into d0, d1 and the rest and applies a
 different elementwise op to each part. One sample is the whole sequence of 20 calls (d0 = 1..20,
 d1 = 8) on a freshly compiled function, so recompilations are part of the time. The `cache`
-parameter picks the compile cache mode: "constant" bakes the sizes in (our compiler compiles 20
-times: 19 recompilations), "symbolic" keeps them as inputs (one compilation). Eager has no cache
-and is measured once.
+parameter picks the compile cache mode: "constant" bakes the sizes in until one changes, then
+makes it symbolic (automatic dynamic: our compiler compiles twice, 1 recompilation), "symbolic"
+keeps them as inputs from the start (one compilation). Eager has no cache and is measured once.
 
 Bytes: each call reads `a` once and writes outputs of `a`'s size: 20 x 2 x size of `a`.
 """

@@ -7,11 +7,14 @@ bias gradient. The hand-written nvFuser FusionDefinition of the same math (`nvfu
 needs CUDA and nvfuser_direct) is what a person would write by hand: every op in fp32, one cast
 in and out for bf16. `scripts/nvfuser_acceptance.py` times the jitted program against it.
 
-`gelu_autograd` is F.gelu(approximate="tanh") forward and backward through torch.autograd: the
-compiled function is the forward; the backward comes from autograd (for our compiler, once it has
-autodiff: until then, on executors other than torch, its output carries no gradient and the
-variant is unsupported). Bytes: read x, write y (forward); read x and the output gradient, write
-the input gradient (backward).
+`gelu_autograd` is F.gelu(approximate="tanh") forward and backward as one training step
+(`fusebench.cases.training`): the compiled function is the forward; the backward is what each
+variant differentiates it into (for our compiler, its own autodiff: a compiled backward trace,
+fused by nvFuser on GPU). Bytes: read x, write y (forward); read x and the output gradient,
+write the input gradient (backward).
+
+`gelu_bias_autograd` is the training step whose backward is `gelu_bias_backward`'s math: tanh-GELU
+of x + bias at the same shape, forward and backward (input and bias gradients).
 """
 
 from __future__ import annotations
@@ -23,7 +26,19 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from fusebench.cases import Case, Compiled, Params, SkipVariant, Target, Variant, dtype_named, generator, random_tensor
+from fusebench.cases import (
+    Case,
+    Compiled,
+    Params,
+    SkipVariant,
+    Target,
+    Variant,
+    dtype_named,
+    forward_of_step,
+    generator,
+    random_tensor,
+    training_step,
+)
 from fusebench.integrations.asv_adapter import asv_benchmarks
 
 SCALARS = (0.1, 0.2, 0.3, 0.4)  # s0..s3
@@ -113,14 +128,25 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
 
 
-def forward_backward(fn: Any, args: tuple) -> tuple[torch.Tensor, torch.Tensor]:
-    """Runs the (compiled) forward, then autograd's backward: (output, input gradient)."""
-    x, grad = args
-    out = fn(x)
-    if not (isinstance(out, torch.Tensor) and out.requires_grad):
-        raise NotImplementedError("the compiled forward returned no autograd graph (no autodiff support)")
-    (grad_x,) = torch.autograd.grad(out, x, grad)
-    return out.detach(), grad_x
+def gelu_tanh_bias(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """The forward whose backward is `gelu_bias_backward`'s math: tanh-GELU of x + bias."""
+    return F.gelu(x + bias, approximate="tanh")
+
+
+def _bias_autograd_inputs(params: Params, device: torch.device, seed: int) -> tuple:
+    gen = generator(seed)
+    dtype = dtype_named(params["dtype"])
+    x = random_tensor(params["shape"], dtype, device, gen).requires_grad_(True)
+    bias = random_tensor(params["shape"][-1:], dtype, device, gen).requires_grad_(True)
+    # NOTE: the bias gradient sums every row; a 1/sqrt(rows) output gradient keeps it ~1.
+    rows = math.prod(params["shape"][:-1])
+    return x, bias, random_tensor(params["shape"], dtype, device, gen, 1.0 / math.sqrt(rows))
+
+
+def _bias_autograd_bytes(params: Params) -> int:
+    numel, hidden = math.prod(params["shape"]), params["shape"][-1]
+    # forward: read x, bias, write y; backward: read x, bias, the output gradient, write both gradients
+    return dtype_named(params["dtype"]).itemsize * ((2 * numel + hidden) + (3 * numel + 2 * hidden))
 
 
 def _autograd_inputs(params: Params, device: torch.device, seed: int) -> tuple:
@@ -155,8 +181,21 @@ CASES = [
         bytes_moved=_autograd_bytes,
         params={"shape": [(8192, 4096)], "dtype": ["float32"]},
         quick_params={"shape": [(256, 1024)], "dtype": ["float32"]},
-        call=forward_backward,
-        description="F.gelu(approximate='tanh') forward and backward through torch.autograd",
+        call=training_step,
+        forward_call=forward_of_step,
+        description="F.gelu(approximate='tanh') forward and backward as one training step",
+    ),
+    Case(
+        name="gelu_bias_autograd",
+        fn=gelu_tanh_bias,
+        make_inputs=_bias_autograd_inputs,
+        bytes_moved=_bias_autograd_bytes,
+        params={"shape": [(16, 512, 4096)], "dtype": ["float32"]},
+        quick_params={"shape": [(4, 64, 256)], "dtype": ["float32"]},
+        call=training_step,
+        forward_call=forward_of_step,
+        tolerances={torch.float32: (1e-4, 1e-4)},
+        description="tanh-GELU of x + bias, forward and backward (its backward is gelu_bias_backward)",
     ),
 ]
 

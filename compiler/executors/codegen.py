@@ -8,7 +8,7 @@ are bound as globals too, so the hot path does no lookups beyond local names.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from compiler.core.errors import check
@@ -17,7 +17,7 @@ from compiler.core.proxies import rebuild_tuple
 from compiler.prims import Prim
 
 
-class _Globals:
+class Globals:
     """The generated module's globals: implementations and constants, each under one name."""
 
     def __init__(self) -> None:
@@ -56,7 +56,7 @@ class _Globals:
         return self.bind(value, "c")
 
 
-def _target(output: Any) -> str | None:
+def target_source(output: Any) -> str | None:
     if output is None:
         return None
     if isinstance(output, Proxy):
@@ -83,16 +83,30 @@ def implementation(bsym: BoundSymbol, executors: Sequence[Any]) -> Callable:
     raise NotImplementedError(f"no executor among {[e.name for e in executors]} implements prims.{bsym.sym.value}")
 
 
-def python_source(trace: Trace, executors: Sequence[Any]) -> tuple[str, dict[str, Any]]:
-    """(source of a function named `trace.name`, the globals it needs)."""
-    g = _Globals()
+Inline = Callable[[BoundSymbol, Globals], "list[str] | None"]
+
+
+def python_source(
+    trace: Trace, executors: Sequence[Any], inline: Mapping[Prim, Inline] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """(source of a function named `trace.name`, the globals it needs).
+
+    `inline[prim](bsym, globals)` may return the lines that stand for `bsym` in place of a call
+    (the prologue's guards, compiler/runtime/guard_source.py), or None to keep the call.
+    """
+    g = Globals()
     lines = [f"def {trace.name}({', '.join(p.name for p in trace.inputs)}):"]
     for bsym in trace.bsyms:
+        rule = inline.get(bsym.sym) if inline and isinstance(bsym.sym, Prim) else None
+        inlined = rule(bsym, g) if rule is not None else None
+        if inlined is not None:
+            lines += [f"  {line}" for line in inlined]
+            continue
         impl = implementation(bsym, executors)
         hint = bsym.sym.value if isinstance(bsym.sym, Prim) else "region"
         args = [g.source(a) for a in bsym.args] + [f"{k}={g.source(v)}" for k, v in bsym.kwargs.items()]
         call = f"{g.bind(impl, hint)}({', '.join(args)})"
-        target = _target(bsym.output)
+        target = target_source(bsym.output)
         lines.append(f"  {target} = {call}" if target else f"  {call}")
         if not isinstance(bsym.sym, Prim):
             lines.append(f"  # {callee_name(bsym.sym)}")
@@ -100,9 +114,9 @@ def python_source(trace: Trace, executors: Sequence[Any]) -> tuple[str, dict[str
     return "\n".join(lines) + "\n", g.scope
 
 
-def compile_trace(trace: Trace, executors: Sequence[Any]) -> Callable:
+def compile_trace(trace: Trace, executors: Sequence[Any], inline: Mapping[Prim, Inline] | None = None) -> Callable:
     """A Python function that runs `trace` with the given executors (first claim wins)."""
-    source, scope = python_source(trace, executors)
+    source, scope = python_source(trace, executors, inline)
     code = compile(source, f"<fusebench {trace.name}>", "exec")
     exec(code, scope)
     fn = scope[trace.name]

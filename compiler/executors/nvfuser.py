@@ -7,6 +7,11 @@ of each symbolic scalar); the region's device and shapes are guarded by the cach
 prologue. On each call it looks the definition up by the tensors' strides (plus shapes where
 the trace has symbolic sizes), so a hit costs one tuple build and one dict lookup.
 
+Definitions are shared by structure: the executor (one per jitted function) keeps each
+FusionDefinition under its source with names canonicalised (`structure_key`), so regions that
+differ only in their proxies' names, e.g. the same Adam update of every parameter of one rank
+and dtype, are defined and compiled by nvFuser once (`NvFuserStats.reused` counts the others).
+
 If nvFuser fails to define, compile or run a region, the region falls back to running its prims
 with torch, with one `FusionFallbackWarning` naming the fusion and the error; `fallback=False`
 (or FUSEBENCH_NVFUSER_FALLBACK=0) raises instead.
@@ -28,6 +33,7 @@ import torch
 from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
 from compiler.executors.codegen import compile_trace
+from compiler.executors.nvfuser_descriptors import structure_key
 from compiler.executors.nvfuser_translate import (
     ScalarDesc,
     TensorDesc,
@@ -92,6 +98,7 @@ class NvFuserStats:
     definitions: int = 0
     compilations: int = 0
     fallbacks: int = 0
+    reused: int = 0  # regions that found their definition already built for another region
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,15 +136,22 @@ class NvFuserRunner:
         fd = self.by_descriptor.get(descriptors)
         if fd is None:
             source, fn_name, shape_scalars = fusion_source(self.region, descriptors)
-            nvf = nvfuser_direct()
-            scope: dict[str, Any] = {"DataType": nvf.DataType}
-            exec(compile(source, f"<{self.region.name}>", "exec"), scope)
-            fd = nvf.FusionDefinition()
-            with fd:
-                scope[fn_name](fd)
+            structure = structure_key(source)
+            shared = fusion.executor.definitions
+            fd = shared.get(structure)
+            if fd is None:
+                nvf = nvfuser_direct()
+                scope: dict[str, Any] = {"DataType": nvf.DataType}
+                exec(compile(source, f"<{self.region.name}>", "exec"), scope)
+                fd = nvf.FusionDefinition()
+                with fd:
+                    scope[fn_name](fd)
+                shared[structure] = fd
+                fusion.executor.stats.definitions += 1
+            else:
+                fusion.executor.stats.reused += 1
             self.by_descriptor[descriptors] = fd
             self.shape_scalar_idx = [i for i, p in enumerate(self.region.inputs) if p.name in shape_scalars]
-            fusion.executor.stats.definitions += 1
         self.by_key[key] = fd
         return fd
 
@@ -285,6 +299,7 @@ class NvFuserExecutor:
         self.options = options or FusionOptions()
         self.fallback = fallback_default() if fallback is None else bool(fallback)
         self.stats = NvFuserStats()
+        self.definitions: dict[str, Any] = {}  # structure_key(source) -> FusionDefinition
         reason = unavailable_reason() if self.options.runner == "nvfuser" else None
         check(
             reason is None,

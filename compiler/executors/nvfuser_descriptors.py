@@ -6,6 +6,8 @@ computed the way `nvfuser_direct.compute_tensor_descriptor` does; a symbolic sca
 
 from __future__ import annotations
 
+import io
+import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -92,3 +94,32 @@ def default_descriptor(proxy: Proxy) -> TensorDesc | ScalarDesc:
         strides.insert(0, running)
         running *= max(size, 1)
     return layout_descriptor(proxy, sizes, strides)
+
+
+def structure_key(source: str) -> str:
+    """`source` (a generated `def f(fd): ...`) with its function and variables renamed in order of
+    definition: two regions with the same key define the same fusion, whatever their proxies are
+    called, so one FusionDefinition (and one nvFuser compilation) serves both.
+
+    Renamed: the function's name and each assignment target, wherever it is read; left alone:
+    attributes (`fd.ops.add`), keyword names (`dims=`) and everything else.
+    """
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    names: dict[str, str] = {}
+    at_line_start = True
+    for k, token in enumerate(tokens):
+        if token.type == tokenize.NAME and token.string == "def":
+            names[tokens[k + 1].string] = "fusion"
+        elif token.type == tokenize.NAME and at_line_start and tokens[k + 1].string == "=":
+            names.setdefault(token.string, f"v{len(names)}")
+        at_line_start = token.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.NL)
+    renamed = []
+    for k, token in enumerate(tokens):
+        text = token.string
+        if token.type == tokenize.NAME and text in names:
+            after_dot = k > 0 and tokens[k - 1].string == "."
+            keyword = k + 1 < len(tokens) and tokens[k + 1].string == "=" and tokens[k - 1].string in ("(", ",")
+            if not after_dot and not keyword:
+                text = names[text]
+        renamed.append((token.type, text))
+    return tokenize.untokenize(renamed)

@@ -40,7 +40,7 @@ Strides = tuple[int, ...]
 # except attention's, which depends on the device's kernel.
 _ITERATOR_LAYOUT = prims.ELEMENTWISE
 _FIRST_OPERAND_LAYOUT = frozenset({Prim.INDEX_COPY, Prim.INDEX_ADD, Prim.SLICE_UPDATE})
-_UNKNOWN_LAYOUT = frozenset({Prim.SDPA})
+_UNKNOWN_LAYOUT = frozenset({Prim.SDPA, Prim.SDPA_BACKWARD})
 
 
 @dataclass
@@ -201,10 +201,10 @@ def _view_layout(link: BoundSymbol, src: Strides) -> Strides | None:
     return view_strides(a.shape, src, link.args[1]) or contiguous_strides(link.args[1])
 
 
-def _layout_of(bsym: BoundSymbol, operands: list[tuple[TensorProxy, Strides | None]]) -> Strides | None:
-    out = bsym.output
-    if not isinstance(out, TensorProxy):
-        return None  # a prim of several outputs (sdpa_backward): which one is asked for is not known here
+def _layout_of(
+    bsym: BoundSymbol, out: TensorProxy, operands: list[tuple[TensorProxy, Strides | None]]
+) -> Strides | None:
+    """eager's strides for `out`, one of the outputs of `bsym`, given its operands' strides."""
     if bsym.sym in prims.VIEWS:
         src = operands[0][1]
         return None if src is None else _view_layout(bsym, src)
@@ -240,7 +240,7 @@ def layout(context: TraceContext, t: TensorProxy) -> Strides | None:
             continue
         stack.pop()
         known = [(a, state.layouts[id(a)]) for a in operands]
-        state.layouts[id(p)] = None if bsym is None else _layout_of(bsym, known)
+        state.layouts[id(p)] = None if bsym is None else _layout_of(bsym, p, known)
     return state.layouts[id(t)]
 
 

@@ -13,9 +13,10 @@ it and say why an op was left out):
    other reader of its buffer, so a fusion can never write a buffer before it has been read.
 2. Dataflow merging: each claimed node joins its claimed producers' groups, unless the merged
    group would sit on both ends of a path through an unclaimed node (a cycle).
-3. Horizontal merging: independent groups (no path either way) merge when they share an input,
-   when one is small, or when both iterate over the same shape (one pointwise kernel can do both;
-   this is what turns the 32 parameter updates of an Adam step into one fusion).
+3. Horizontal merging: independent groups (no path either way) merge when they share an input
+   tensor, when one is small, or (`merge_same_shape`) when both iterate over the same shape (one
+   pointwise kernel can do both; this is what turns the 32 parameter updates of an Adam step
+   into one fusion). Sharing a scalar (a symbolic step number) is no reason to merge.
 4. Groups made only of shape ops, and groups with fewer compute ops than `min_region_size`, go
    back to torch; the fuel knob keeps only the first N regions (to bisect a bad fusion).
 
@@ -248,7 +249,7 @@ class _Partitioner:
 
     def horizontal(self, g: _Groups) -> None:
         def inputs(root: int) -> set[int]:
-            return {id(p) for i in g.members[root] for p in self.bsyms[i].inputs}
+            return {id(p) for i in g.members[root] for p in self.bsyms[i].inputs if isinstance(p, TensorProxy)}
 
         changed = True
         while changed:
@@ -264,7 +265,11 @@ class _Partitioner:
                     ma = [self.bsyms[i] for i in g.members[a]]
                     mb = [self.bsyms[i] for i in g.members[b]]
                     small = min(_compute_ops(ma), _compute_ops(mb)) <= self.options.small_region_size
-                    same = _signature(ma) is not None and _signature(ma) == _signature(mb)
+                    same = (
+                        self.options.merge_same_shape
+                        and _signature(ma) is not None
+                        and _signature(ma) == _signature(mb)
+                    )
                     if (small or same or inputs(a) & inputs(b)) and self.try_merge(g, a, b, horizontal=True):
                         changed = True
 

@@ -3,7 +3,9 @@
 An entry is (prologue, computation). A call runs the entries' prologues in order until one
 accepts the arguments (returns the computation's inputs instead of raising `GuardFailure`) and
 runs that entry's computation; when none accepts, the function is traced and compiled again
-(a miss, i.e. a recompilation) and the new entry is appended.
+(a miss, i.e. a recompilation) and the new entry is appended. A recompilation records why each
+entry rejected the call (`recompilations`), and with `automatic_dynamic` the numbers whose
+baked-in values were rejected become symbolic in every later entry (runtime/auto_dynamic.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from compiler.core.errors import GuardFailure
 from compiler.core.ir import Trace
+from compiler.runtime.auto_dynamic import Recompilation, explain_all, to_make_symbolic
 
 
 @dataclass
@@ -53,13 +56,24 @@ class CacheStats:
 class JittedFunction:
     """A callable with the wrapped function's signature that runs cached compiled traces."""
 
-    def __init__(self, fn: Callable, compile_entry: Callable[[tuple, dict], CacheEntry]) -> None:
+    def __init__(
+        self,
+        fn: Callable,
+        compile_entry: Callable[[tuple, dict, frozenset[str]], CacheEntry],
+        *,
+        automatic_dynamic: bool = False,
+    ) -> None:
+        """`compile_entry(args, kwargs, dynamic)` traces and compiles with the numbers named in
+        `dynamic` symbolic; `automatic_dynamic` grows that set from the guards that failed."""
         functools.update_wrapper(self, fn)
         self.fn = fn
         self._compile_entry = compile_entry
         self.entries: list[CacheEntry] = []
         self.stats = CacheStats()
         self.last_entry: CacheEntry | None = None
+        self.automatic_dynamic = automatic_dynamic
+        self.dynamic: frozenset[str] = frozenset()
+        self.recompilations: list[Recompilation] = []
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         for entry in self.entries:
@@ -74,7 +88,21 @@ class JittedFunction:
 
     def _miss(self, args: tuple, kwargs: dict) -> Any:
         start = time.perf_counter()
-        entry = self._compile_entry(args, kwargs)
+        symbolic: set[str] = set()
+        if self.entries:
+            misses = explain_all([e.prologue_trace for e in self.entries], args, kwargs)
+            symbolic = to_make_symbolic(misses) - self.dynamic if self.automatic_dynamic else set()
+            call = self.stats.hits + self.stats.misses + 1
+            self.recompilations.append(Recompilation(call, misses, tuple(sorted(symbolic))))
+        try:
+            entry = self._compile_entry(args, kwargs, self.dynamic | symbolic)
+            self.dynamic |= symbolic
+        except Exception:
+            if not symbolic:
+                raise
+            # NOTE: the function cannot be traced with these numbers symbolic: they stay constant.
+            self.recompilations[-1].made_symbolic = ()
+            entry = self._compile_entry(args, kwargs, self.dynamic)
         entry.compile_seconds = time.perf_counter() - start
         self.entries.append(entry)
         self.stats.misses += 1

@@ -20,7 +20,13 @@ from compiler.tracing.module import ModuleLayout, forward_signature
 class JittedModule(JittedFunction):
     """Calls `module` through compiled traces; `module` itself is left unchanged."""
 
-    def __init__(self, module: nn.Module, make_compile_entry: Callable[[Callable], Callable[..., CacheEntry]]) -> None:
+    def __init__(
+        self,
+        module: nn.Module,
+        make_compile_entry: Callable[[Callable], Callable[..., CacheEntry]],
+        *,
+        automatic_dynamic: bool = False,
+    ) -> None:
         self.module = module
         self.layout = ModuleLayout(module)
 
@@ -29,7 +35,7 @@ class JittedModule(JittedFunction):
 
         traced.__signature__ = forward_signature(module)
         traced.__qualname__ = traced.__name__ = f"{type(module).__name__}.forward"
-        super().__init__(traced, make_compile_entry(traced))
+        super().__init__(traced, make_compile_entry(traced), automatic_dynamic=automatic_dynamic)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         state = self.layout.read()

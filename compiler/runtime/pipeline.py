@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import executors as executors_module
+from compiler.core.errors import check
 from compiler.core.ir import TensorProxy, Trace
 from compiler.executors.codegen import compile_trace
 from compiler.passes.autodiff import joint
@@ -19,19 +20,26 @@ from compiler.passes.split_backward import split_backward
 from compiler.passes.update_in_place import update_in_place
 from compiler.runtime.autograd import CompiledAutograd
 from compiler.runtime.cache import CacheEntry
+from compiler.runtime.cuda_graphs import GraphedComputation
+from compiler.runtime.cuda_graphs import unavailable_reason as cuda_graphs_unavailable
 from compiler.runtime.grad_mode import check_no_write_into_grad_inputs, grad_guard
+from compiler.runtime.guard_source import compile_prologue
 from compiler.tracing import frontend
 from compiler.tracing.check_writebacks import check_writebacks
 
 
 @dataclass(frozen=True)
 class Options:
-    """What `jit` was asked for. `check_writebacks` validates the final trace's write-backs."""
+    """What `jit` was asked for. `check_writebacks` validates the final trace's write-backs;
+    `automatic_dynamic` (cache="constant" only) makes rejected numbers symbolic on recompilation;
+    `cuda_graphs` replays each entry's computation as CUDA graphs (runtime/cuda_graphs.py)."""
 
     cache: str
     executors: tuple[Any, ...]
     fusion: FusionOptions = field(default_factory=FusionOptions)
     check_writebacks: bool = True
+    automatic_dynamic: bool = True
+    cuda_graphs: bool = False
 
 
 _PURE_PASSES = (functionalize, flatten, cse, dce)
@@ -55,10 +63,13 @@ def backward_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     return passes
 
 
-def compile_entry(fn: Callable, options: Options, args: tuple, kwargs: dict) -> CacheEntry:
-    """Traces `fn` on these arguments and compiles a cache entry for them (a forward and a
-    backward when grad mode is on and a tensor input requires grad)."""
-    prologue, computation = frontend.trace(fn, args, kwargs, symbolic=options.cache == "symbolic")
+def compile_entry(
+    fn: Callable, options: Options, args: tuple, kwargs: dict, dynamic: frozenset[str] = frozenset()
+) -> CacheEntry:
+    """Traces `fn` on these arguments (the numbers named in `dynamic` symbolic) and compiles a cache
+    entry for them (a forward and a backward when grad mode is on and a tensor input requires grad)."""
+    symbolic = options.cache == "symbolic"
+    prologue, computation = frontend.trace(fn, args, kwargs, symbolic=symbolic, dynamic=dynamic)
     prologue, requires_grad, leaf = grad_guard(prologue, args, kwargs)
     if any(requires_grad):
         return _compile_autograd(fn, options, prologue, computation, requires_grad, leaf)
@@ -68,9 +79,10 @@ def compile_entry(fn: Callable, options: Options, args: tuple, kwargs: dict) -> 
     if options.check_writebacks:
         check_writebacks(traces[-1])
     prologue = dce(cse(prologue))
+    computation = compile_trace(traces[-1], options.executors)
     return CacheEntry(
-        prologue=compile_trace(prologue, [executors_module.TORCH]),
-        computation=compile_trace(traces[-1], options.executors),
+        prologue=compile_prologue(prologue),
+        computation=GraphedComputation(computation) if options.cuda_graphs else computation,
         prologue_trace=prologue,
         traces=traces,
         compile_seconds=0.0,
@@ -111,7 +123,7 @@ def _compile_autograd(
         sum(isinstance(p, TensorProxy) for p in saved),
     )
     return CacheEntry(
-        prologue=compile_trace(prologue, [executors_module.TORCH]),
+        prologue=compile_prologue(prologue),
         computation=runner,
         prologue_trace=prologue,
         traces=traces,
@@ -126,10 +138,20 @@ def make_options(
     executors: Sequence[str] | None,
     fusion: FusionOptions | dict | None = None,
     fallback: bool | None = None,
+    automatic_dynamic: bool = True,
+    cuda_graphs: bool = False,
 ) -> Options:
     """Validated options."""
     if cache not in ("constant", "symbolic"):
         raise ValueError(f"cache must be 'constant' or 'symbolic', got {cache!r}")
+    graphs_unavailable = cuda_graphs_unavailable() if cuda_graphs else None
+    check(graphs_unavailable is None, lambda: f"jit(cuda_graphs=True): {graphs_unavailable}", ValueError)
     fusion_options = FusionOptions.from_any(fusion)
     resolved = executors_module.resolve(executors, fusion=fusion_options, fallback=fallback)
-    return Options(cache=cache, executors=tuple(resolved), fusion=fusion_options)
+    return Options(
+        cache=cache,
+        executors=tuple(resolved),
+        fusion=fusion_options,
+        automatic_dynamic=automatic_dynamic,
+        cuda_graphs=cuda_graphs,
+    )

@@ -6,7 +6,9 @@ dicts are unpacked; other values (None, strings, dtypes) are baked in. The prolo
 unpacks `(args, kwargs)` and guards everything the computation assumed: each tensor's shape,
 dtype and device, each number's type (symbolic) or value (constant), each baked-in value, and
 every condition a branch took on a NumberProxy (recorded as `check_value` while tracing, moved to
-the prologue together with the number arithmetic it depends on).
+the prologue together with the number arithmetic it depends on). In constant mode, the numbers
+named in `dynamic` (input names; automatic dynamic, compiler/runtime/auto_dynamic.py) are
+symbolic all the same.
 
 In-place ops are recorded as they happen (`prims.copy_`, see ops/inplace.py); the
 functionalization pass makes the computation pure. When the function writes into an argument
@@ -60,9 +62,10 @@ class _TracingMode(TorchFunctionMode):
 class _Inputs:
     """Builds the input proxies and the prologue's unpacking and guard bound symbols."""
 
-    def __init__(self, context: TraceContext, symbolic: bool, merge_same: bool) -> None:
+    def __init__(self, context: TraceContext, symbolic: bool, merge_same: bool, dynamic: frozenset[str]) -> None:
         self.context = context
         self.symbolic = symbolic
+        self.dynamic = dynamic
         self.merge_same = merge_same
         self.prologue: list[BoundSymbol] = []
         self.computation_inputs: list[Proxy] = []
@@ -90,7 +93,7 @@ class _Inputs:
             return proxy, proxy
         if type(value) in _NUMBERS:
             proxy = NumberProxy(type(value), value, name=proxy_name)
-            if self.symbolic:
+            if self.symbolic or proxy_name in self.dynamic:
                 self._guard(Prim.CHECK_TYPE, proxy, type(value))
                 self.computation_inputs.append(proxy)
                 return proxy, proxy
@@ -263,16 +266,23 @@ def _check_output(value: Any) -> None:
         )
 
 
-def trace(fn: Callable, args: tuple, kwargs: dict, *, symbolic: bool) -> tuple[Trace, Trace]:
-    """Traces `fn(*args, **kwargs)`; returns (prologue trace, computation trace)."""
-    traced = _trace(fn, args, kwargs, symbolic, merge_same=False)
-    return traced if traced is not None else _trace(fn, args, kwargs, symbolic, merge_same=True)
+def trace(
+    fn: Callable, args: tuple, kwargs: dict, *, symbolic: bool, dynamic: frozenset[str] = frozenset()
+) -> tuple[Trace, Trace]:
+    """Traces `fn(*args, **kwargs)`; returns (prologue trace, computation trace).
+
+    symbolic: every int/float/bool argument is a symbolic input; otherwise only those whose input
+    name is in `dynamic`, the others being baked in."""
+    traced = _trace(fn, args, kwargs, symbolic, dynamic, merge_same=False)
+    return traced if traced is not None else _trace(fn, args, kwargs, symbolic, dynamic, merge_same=True)
 
 
-def _trace(fn: Callable, args: tuple, kwargs: dict, symbolic: bool, merge_same: bool) -> tuple[Trace, Trace] | None:
+def _trace(
+    fn: Callable, args: tuple, kwargs: dict, symbolic: bool, dynamic: frozenset[str], merge_same: bool
+) -> tuple[Trace, Trace] | None:
     context = TraceContext()
     args_proxy, kwargs_proxy = Proxy(context.claim("args")), Proxy(context.claim("kwargs"))
-    inputs = _Inputs(context, symbolic, merge_same)
+    inputs = _Inputs(context, symbolic, merge_same, dynamic)
     names = _parameter_names(fn, len(args))
     at = len(inputs.prologue)
     arg_elements, fn_args = [], []

@@ -50,6 +50,9 @@ class Case:
         repeats (outside the timed region) and compared with the reference's after the first call.
     call: how one call runs given the (compiled) function and the arguments; defaults to
         `fn(*args)`. Sequences (several calls per sample) and autograd go here.
+    forward_call: for a call that runs a forward then its backward (`cases.training`), the
+        forward part alone; the harness then counts the backward's kernels separately (the
+        call's kernels minus the forward's).
     jit_options: params -> options for compiling variants, e.g. {"cache": "symbolic"}.
     extra_variants: variants only this case has (a hand-written kernel, library baselines).
     cold: every sample starts from a freshly compiled function, so compilation is part of the
@@ -75,6 +78,7 @@ class Case:
     tolerances: Mapping[torch.dtype, tuple[float, float]] = field(default_factory=dict)
     mutated_args: tuple[int, ...] = ()
     call: Callable[[Callable[..., Any], tuple], Any] | None = None
+    forward_call: Callable[[Callable[..., Any], tuple], Any] | None = None
     jit_options: Callable[[Params], Mapping[str, Any]] | None = None
     extra_variants: tuple[Variant, ...] = ()
     cold: bool = False
@@ -87,6 +91,11 @@ class Case:
 
     def __post_init__(self) -> None:
         check(self.name.isidentifier(), lambda: f"case name {self.name!r} is not a Python identifier", CaseError)
+        check(
+            self.forward_call is None or self.call is not None,
+            lambda: f"{self.name}.forward_call is set but call is not: a forward part needs a call it is part of",
+            CaseError,
+        )
         for attr in ("fn", "make_inputs", "bytes_moved"):
             check(callable(getattr(self, attr)), lambda attr=attr: f"{self.name}.{attr} is not callable", CaseError)
         _validate_grid(self.name, "params", self.params)

@@ -5,8 +5,11 @@ Standard variants apply to every case:
 - `torch.compile`: Inductor. Under the case option cache="symbolic" it compiles with
   dynamic=True; otherwise with torch's default (dynamic=None: static first, dynamic after a
   shape or scalar changes).
+- `torch.compile(reduce-overhead)`: the same with mode="reduce-overhead" (CUDA graphs; CUDA only).
 - `fusebench`: our compiler with its default executors; `fusebench-torch`: our compiler with the
-  torch executor only. The case option `cache` picks the cache mode ("constant" by default).
+  torch executor only; `fusebench-cudagraphs`: default executors, each cache entry replayed as
+  CUDA graphs (CUDA only). The case option `cache` picks the cache mode ("constant" by default);
+  `fusion` (FusionOptions fields) and `executors` (for `fusebench` only) are passed to `compiler.jit`.
 - `fusebench-dynamo`: `torch.compile(fn, backend="fusebench")`: dynamo captures the graphs, our
   compiler (default executors) compiles each.
 - `thunder`: lightning-thunder, when it is importable ("constant values" / "symbolic values").
@@ -55,12 +58,19 @@ class Compiled:
     """A prepared variant: `fn` has the case function's signature.
 
     compilations: how many times the variant has compiled so far (None: it does not compile).
-    fusions: fusion regions in the program the last call ran (None: not known for this variant).
+    fusions: fusion regions in the program the last call ran (None: not known for this variant);
+        under autograd, in its forward.
+    backward_fusions: fusion regions in the backward program the last call compiled (None: no
+        backward, or not known for this variant).
+    program: our compiler's jitted function (None for other variants), whose record
+        `fusebench.measure.compiler_record` keeps.
     """
 
     fn: Callable[..., Any]
     compilations: Callable[[], int | None] = _unknown
     fusions: Callable[[], int | None] = _unknown
+    backward_fusions: Callable[[], int | None] = _unknown
+    program: Any = None
 
 
 def _available(device: torch.device) -> str | None:
@@ -119,23 +129,41 @@ def _torch_compile_unavailable(device: torch.device) -> str | None:
     return None
 
 
-def _prepare_torch_compile(target: Target) -> Compiled:
-    from torch._dynamo.utils import counters
+def _torch_compile_prepare(mode: str | None) -> Callable[[Target], Compiled]:
+    def prepare(target: Target) -> Compiled:
+        from torch._dynamo.utils import counters
 
-    # NOTE: a fresh Dynamo state per preparation, so compilations are this function's only and
-    # cold cases really start cold (Inductor's on-disk caches are kept, as a user's would be).
-    torch._dynamo.reset()
-    base = counters["frames"]["ok"]
-    dynamic = True if target.options.get("cache") == "symbolic" else None
-    _, compiled = _compile(target, lambda fn: torch.compile(fn, dynamic=dynamic))
-    return Compiled(compiled, compilations=lambda: counters["frames"]["ok"] - base)
+        # NOTE: a fresh Dynamo state per preparation, so compilations are this function's only and
+        # cold cases really start cold (Inductor's on-disk caches are kept, as a user's would be).
+        torch._dynamo.reset()
+        base = counters["frames"]["ok"]
+        dynamic = True if target.options.get("cache") == "symbolic" else None
+        _, compiled = _compile(target, lambda fn: torch.compile(fn, dynamic=dynamic, mode=mode))
+        return Compiled(compiled, compilations=lambda: counters["frames"]["ok"] - base)
+
+    return prepare
+
+
+def _cuda_only(unavailable: Callable[[torch.device], str | None]) -> Callable[[torch.device], str | None]:
+    def check(device: torch.device) -> str | None:
+        if device.type != "cuda":
+            return f"CUDA graphs need a CUDA device (device is {device})"
+        return unavailable(device)
+
+    return check
 
 
 TORCH_COMPILE = Variant(
     "torch.compile",
-    _prepare_torch_compile,
+    _torch_compile_prepare(None),
     _torch_compile_unavailable,
     "torch.compile (Inductor; dynamic=True under cache='symbolic')",
+)
+TORCH_COMPILE_REDUCE_OVERHEAD = Variant(
+    "torch.compile(reduce-overhead)",
+    _torch_compile_prepare("reduce-overhead"),
+    _cuda_only(_torch_compile_unavailable),
+    "torch.compile(mode='reduce-overhead'): Inductor with CUDA graphs",
 )
 
 # --------------------------------------------------------------------------------------------
@@ -149,25 +177,53 @@ def count_fusions(trace: Any) -> int:
     return sum(1 for bsym in trace.bsyms if isinstance(bsym.sym, Symbol) and bsym.sym.executor is not None)
 
 
-def _fusebench_prepare(executors: Sequence[str] | None) -> Callable[[Target], Compiled]:
+def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Callable[[Target], Compiled]:
+    """`prepare` of a variant running our compiler with these executors and `jit` options."""
+
     def prepare(target: Target) -> Compiled:
         import compiler
 
-        cache = target.options.get("cache", "constant")
-        jitted, call = _compile(target, lambda fn: compiler.jit(fn, cache=cache, executors=executors))
+        jitted, call = _compile(
+            target,
+            lambda fn: compiler.jit(
+                fn,
+                cache=target.options.get("cache", "constant"),
+                executors=executors or target.options.get("executors"),
+                fusion=jit_options.get("fusion", target.options.get("fusion")),
+                **{k: v for k, v in jit_options.items() if k != "fusion"},
+            ),
+        )
 
         def fusions() -> int | None:
             if jitted.last_entry is None:
                 return None
             return count_fusions(compiler.last_traces(jitted)[-1])
 
-        return Compiled(call, compilations=lambda: compiler.cache_stats(jitted).misses, fusions=fusions)
+        def backward_fusions() -> int | None:
+            if jitted.last_entry is None:
+                return None
+            backward_traces = compiler.last_backward_traces(jitted)
+            return count_fusions(backward_traces[-1]) if backward_traces else None
+
+        return Compiled(
+            call,
+            compilations=lambda: compiler.cache_stats(jitted).misses,
+            fusions=fusions,
+            backward_fusions=backward_fusions,
+            program=jitted,
+        )
 
     return prepare
 
 
-FUSEBENCH = Variant("fusebench", _fusebench_prepare(None), description="our compiler, default executors")
-FUSEBENCH_TORCH = Variant("fusebench-torch", _fusebench_prepare(["torch"]), description="our compiler, torch executor")
+FUSEBENCH = Variant("fusebench", fusebench_prepare(None), description="our compiler, default executors")
+FUSEBENCH_TORCH = Variant("fusebench-torch", fusebench_prepare(["torch"]), description="our compiler, torch executor")
+FUSEBENCH_CUDAGRAPHS = Variant(
+    "fusebench-cudagraphs",
+    fusebench_prepare(None, cuda_graphs=True),
+    _cuda_only(lambda device: None),
+    "our compiler, default executors, cache entries replayed as CUDA graphs",
+)
 
 
 def _prepare_fusebench_dynamo(target: Target) -> Compiled:
@@ -213,4 +269,13 @@ def _prepare_thunder(target: Target) -> Compiled:
 
 THUNDER = Variant("thunder", _prepare_thunder, _thunder_unavailable, "lightning-thunder (thunder.jit)")
 
-STANDARD_VARIANTS: tuple[Variant, ...] = (EAGER, TORCH_COMPILE, FUSEBENCH, FUSEBENCH_TORCH, FUSEBENCH_DYNAMO, THUNDER)
+STANDARD_VARIANTS: tuple[Variant, ...] = (
+    EAGER,
+    TORCH_COMPILE,
+    TORCH_COMPILE_REDUCE_OVERHEAD,
+    FUSEBENCH,
+    FUSEBENCH_TORCH,
+    FUSEBENCH_CUDAGRAPHS,
+    FUSEBENCH_DYNAMO,
+    THUNDER,
+)

@@ -3,9 +3,10 @@
 Both revisions are checked out into temporary git worktrees (removed again whatever happens),
 and each side's own `fusebench run` measures the selected cases in its own process, with this
 interpreter and its installed packages, over several rounds that alternate which side goes first
-(`fusebench.compare.interleave`). Per benchmark, the pooled time samples are compared with a Mann-Whitney
-U test plus a minimum effect size (`fusebench.compare.decide`); the table shows the ratio of medians B/A
-with its bootstrap confidence interval and a verdict (`fusebench.compare.comparison`). Progress goes to
+(`fusebench.compare.interleave`). Per benchmark, the rounds are the unit: each round's median,
+compared with Welch's t-test on their logs plus a minimum effect size (`fusebench.compare.decide`);
+the table shows the ratio B/A of the rounds' geometric-mean medians with its confidence interval
+and a verdict (`fusebench.compare.comparison`). Progress goes to
 stderr, the table to stdout. Exit status: 1 when a benchmark got slower or fails at B, 0 otherwise
 (2 for bad arguments).
 """
@@ -18,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from fusebench.cases.selection import Selection, add_selection_arguments, selection_from_args
-from fusebench.compare.comparison import compare_runs, comparison_document, render, summary_line
+from fusebench.compare.comparison import compare_runs, comparison_document, explain_changes, render, summary_line
 from fusebench.compare.decide import DecisionSettings
 from fusebench.compare.interleave import Side, SideRun, interleaved_rounds
 from fusebench.compare.worktree import repository_root, resolve_commit, temporary_worktrees, terminate_as_interrupt
@@ -54,7 +55,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="smallest change of the median reported as faster/slower (default 0.05: 5%%)",
     )
     parser.add_argument(
-        "--alpha", type=float, default=0.01, help="significance level of the Mann-Whitney U test (default 0.01)"
+        "--alpha", type=float, default=0.01, help="significance level of the t-test on round medians (default 0.01)"
     )
     parser.add_argument("--repo", type=Path, metavar="DIR", help="the git repository (default: the current folder)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write raw samples and verdicts to PATH")
@@ -83,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
         )
         with tempfile.TemporaryDirectory(prefix="fusebench-compare-") as scratch:
             runs = interleaved_rounds(sides, run_args, Path(scratch), args.rounds, _report)
-    comparisons = compare_runs(runs["A"], runs["B"], settings)
+            comparisons = compare_runs(runs["A"], runs["B"], settings)
+            explain_changes(comparisons)  # NOTE: while the rounds' compiler records still exist
     if not comparisons:
         crashes = [run.error for side_runs in runs.values() for run in side_runs if run.error]
         raise FusebenchError(f"neither side measured anything; the first run said: {crashes[0] if crashes else '?'}")

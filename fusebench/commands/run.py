@@ -1,34 +1,47 @@
 """`fusebench run`: measure the selected cases and variants, record them, print a summary table.
 
 Each measurement is merged into the ASV result file of this machine, commit and environment as
-soon as it is done (atomically), so an interrupted run keeps what it measured and never damages
-the history. Exits 1 when a variant disagreed with the reference or errored, 0 otherwise
-(skipped and unsupported variants are expected, not failures).
+soon as it is done (atomically, under a lock), so an interrupted run keeps what it measured and
+never damages the history; what our compiler did for it goes next to the results
+(`fusebench.history.artifacts`; `--no-artifacts` turns that off). Measurements run in this
+process, or with `--isolate` (the default on CUDA) / `--devices` in worker processes
+(`fusebench.measure.workers`): one per device, a crash marking only its unit `crashed`.
+Exits 1 when a variant disagreed with the reference, errored or crashed, 0 otherwise (skipped and
+unsupported variants are expected, not failures).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import os
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from fusebench.cases.discovery import discover
-from fusebench.cases.selection import add_selection_arguments, plan, selection_from_args
+from fusebench.cases.selection import Group, add_selection_arguments, plan, selection_from_args
+from fusebench.cases.variants import Variant
+from fusebench.commands.compare import child_run_arguments
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
-from fusebench.history.results import RunInfo, write_outcomes
+from fusebench.history.artifacts import write_artifacts
+from fusebench.history.results import RunInfo, result_path, write_outcomes
 from fusebench.history.revision import UNKNOWN_COMMIT, code_revision, commit_revision
 from fusebench.measure.bandwidth import peak_bandwidth_gbs
 from fusebench.measure.machine import env_name, machine_info
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
-from fusebench.measure.outcome import Outcome
+from fusebench.measure.outcome import BAD_STATUSES, Outcome
+from fusebench.measure.workers import devices_from, run_units
 from fusebench.report.progress import Progress
 from fusebench.report.table import render
 
 DEFAULT_BUDGET_S = {"cpu": 0.2, "cuda": 1.0}
+Unit = tuple[Group, Variant]
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -48,6 +61,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--commit", metavar="HASH", help="record under this commit (default: HEAD of the code under test's git tree)"
     )
+    parser.add_argument(
+        "--devices",
+        metavar="LIST",
+        help="measure in one worker process per device and merge the results: cuda:0,cuda:1 / all / cpu,cpu",
+    )
+    parser.add_argument(
+        "--isolate",
+        action=argparse.BooleanOptionalAction,
+        help="measure in a worker process, so a crash marks one measurement `crashed` (default: on for CUDA)",
+    )
+    parser.add_argument(
+        "--no-artifacts", action="store_true", help="do not record traces and fusion definitions next to the results"
+    )
+    parser.add_argument(
+        "--no-segments", action="store_true", help="do not profile nvFuser's kernels per fusion for the record (GPU)"
+    )
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--outcomes-fd", type=int, help=argparse.SUPPRESS)
     parser.set_defaults(handler=run)
 
 
@@ -61,37 +92,141 @@ def run(args: argparse.Namespace) -> int:
     machine = machine_info(args.machine)
     revision = code_revision() if args.commit is None else commit_revision(args.commit)
     run_info = RunInfo(machine, revision, env_name(machine, str(selection.device)))
+    units = [(group, variant) for group in groups for variant in group.variants]
+    if args.worker:
+        return _serve(args, units, run_info, selection.device, budget)
     peak = peak_bandwidth_gbs(selection.device)
-    settings = Settings(device=selection.device, budget_s=budget, peak_bandwidth_gbs=peak)
-    total = sum(len(g.variants) for g in groups)
     size = "quick sizes" if selection.quick else "full sizes"
+    dirty = " (dirty)" if revision.dirty else ""
     print(
-        f"fusebench run: {total} measurements on {selection.device} ({size}), {budget:g} s of repeats each; "
-        f"peak bandwidth {peak:.1f} GB/s; commit {revision.commit[:8]}{' (dirty)' if revision.dirty else ''}",
+        f"fusebench run: {len(units)} measurements on {args.devices or selection.device} ({size}), {budget:g} s of "
+        f"repeats each; peak bandwidth {peak:.1f} GB/s; commit {revision.commit[:8]}{dirty}",
         file=sys.stderr,
     )
     if revision.commit == UNKNOWN_COMMIT:
         print("fusebench run: not in a git work tree: results are recorded under commit 00000000", file=sys.stderr)
-    progress = Progress(total)
-    outcomes: list[Outcome] = []
-    path = None
-    for group in groups:
-        prepared = prepare_case(group.suite.name, group.case, group.params, settings)
-        for variant in group.variants:
-            progress.start(group.case_id, variant.name)
-            outcome = measure_variant(prepared, variant, settings)
-            progress.finish(outcome)
-            outcomes.append(outcome)
-            path = write_outcomes(args.results, run_info, [outcome])
-        del prepared
-        if selection.device.type == "cuda":
-            torch.cuda.empty_cache()
+    isolate = args.isolate if args.isolate is not None else selection.device.type == "cuda"
+    if args.devices or isolate:
+        spec = args.devices or ("cuda:0" if selection.device.type == "cuda" else "cpu")
+        try:
+            devices = devices_from(spec, torch.cuda.device_count())
+        except ValueError as error:
+            raise FusebenchError(str(error)) from error
+        worker_args = [*child_run_arguments(selection, budget), *_record_arguments(args, revision.commit)]
+        outcomes = _in_workers(args, units, run_info, devices, worker_args)
+    else:
+        settings = _settings(args, selection.device, budget, peak)
+        outcomes = _in_process(args, units, run_info, settings)
     print(render(outcomes))
-    print(f"\nresults: {path}")
+    print(f"\nresults: {result_path(args.results, run_info)}")
     if args.json:
         atomic_write_json(args.json, _run_json(run_info, selection.quick, outcomes), indent=2)
         print(f"json: {args.json}")
-    return 1 if any(o.status in ("failed", "error") for o in outcomes) else 0
+    return 1 if any(o.status in BAD_STATUSES for o in outcomes) else 0
+
+
+def _settings(args: argparse.Namespace, device: torch.device, budget: float, peak: float) -> Settings:
+    record = not args.no_artifacts
+    segments = record and device.type == "cuda" and not args.no_segments
+    return Settings(device=device, budget_s=budget, peak_bandwidth_gbs=peak, record=record, segments=segments)
+
+
+def _record_arguments(args: argparse.Namespace, commit: str) -> list[str]:
+    """The flags that make every worker record where and as this run does."""
+    arguments = ["--results", str(args.results.resolve()), "--commit", commit]
+    arguments += ["--machine", args.machine] if args.machine else []
+    arguments += ["--no-artifacts"] if args.no_artifacts else []
+    return arguments + (["--no-segments"] if args.no_segments else [])
+
+
+def _keep(args: argparse.Namespace, run_info: RunInfo, outcome: Outcome) -> None:
+    """Records `outcome` in the results, and its compiler record beside them."""
+    write_outcomes(args.results, run_info, [outcome])
+    directory = write_artifacts(args.results, run_info, outcome)
+    if directory is not None:
+        outcome.extra["artifacts"] = str(directory)
+
+
+def _in_process(args: argparse.Namespace, units: list[Unit], run_info: RunInfo, settings: Settings) -> list[Outcome]:
+    progress = Progress(len(units))
+    outcomes: list[Outcome] = []
+    prepared, prepared_for = None, None
+    for group, variant in units:
+        if prepared_for is not group:
+            prepared, prepared_for = _prepare(group, settings, prepared), group
+        progress.start(group.case_id, variant.name)
+        outcome = measure_variant(prepared, variant, settings)
+        progress.finish(outcome)
+        _keep(args, run_info, outcome)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _prepare(group: Group, settings: Settings, previous: Any) -> Any:
+    del previous
+    if settings.device.type == "cuda":
+        torch.cuda.empty_cache()
+    return prepare_case(group.suite.name, group.case, group.params, settings)
+
+
+def _serve(args: argparse.Namespace, units: list[Unit], run_info: RunInfo, device: torch.device, budget: float) -> int:
+    """Worker mode: measures the unit indices read from stdin; answers on `--outcomes-fd`."""
+    check(args.outcomes_fd is not None, lambda: "--worker needs --outcomes-fd")
+    settings = _settings(args, device, budget, peak_bandwidth_gbs(device))
+    prepared, prepared_for = None, None
+    with os.fdopen(args.outcomes_fd, "w") as answers:
+        for line in sys.stdin:
+            group, variant = units[int(line)]
+            if prepared_for is not group:
+                prepared, prepared_for = _prepare(group, settings, prepared), group
+            outcome = measure_variant(prepared, variant, settings)
+            _keep(args, run_info, outcome)
+            cuda_error = device.type == "cuda" and outcome.status == "error" and "CUDA" in outcome.detail
+            answers.write(json.dumps({**_outcome_json(outcome), "worker_exits": cuda_error}) + "\n")
+            answers.flush()
+            if cuda_error:
+                return 3
+    return 0
+
+
+def _in_workers(
+    args: argparse.Namespace, units: list[Unit], run_info: RunInfo, devices: list, worker_args: list[str]
+) -> list[Outcome]:
+    progress = Progress(len(units))
+    by_unit: dict[int, Outcome] = {}
+
+    def answer(index: int, device: str, data: dict[str, Any] | None, crash: str) -> None:
+        group, variant = units[index]
+        if data is None:
+            suite, params, where = group.suite.name, dict(group.params), device.split("#")[0]
+            outcome = Outcome(suite, group.case.name, params, variant.name, where, "crashed", crash)
+            write_outcomes(args.results, run_info, [outcome])
+        else:
+            data = {k: v for k, v in data.items() if k in _OUTCOME_FIELDS}
+            outcome = dataclasses.replace(Outcome.from_json(data), params=dict(group.params))
+        by_unit[index] = outcome
+        with lock:
+            progress.start(f"{group.case_id} [{device}]", variant.name)
+            progress.finish(outcome)
+
+    lock = threading.Lock()
+    run_units(worker_args, devices, range(len(units)), answer, lambda line: _print_locked(lock, line))
+    return [by_unit[index] for index in range(len(units))]
+
+
+_OUTCOME_FIELDS = {field.name for field in dataclasses.fields(Outcome)}
+
+
+def _print_locked(lock: Any, line: str) -> None:
+    with lock:
+        print(line, file=sys.stderr, flush=True)
+
+
+def _outcome_json(outcome: Outcome) -> dict[str, Any]:
+    """An outcome as JSON, its compiler record left out (it is in the artifacts folder, `extra["artifacts"]`)."""
+    data = dataclasses.asdict(outcome)
+    del data["artifacts"]
+    return data
 
 
 def _run_json(run_info: RunInfo, quick: bool, outcomes: list[Outcome]) -> dict:
@@ -100,5 +235,5 @@ def _run_json(run_info: RunInfo, quick: bool, outcomes: list[Outcome]) -> dict:
         "commit": run_info.revision.commit,
         "env_name": run_info.env_name,
         "quick": quick,
-        "outcomes": [dataclasses.asdict(o) for o in outcomes],
+        "outcomes": [_outcome_json(o) for o in outcomes],
     }

@@ -1,8 +1,9 @@
 """Pairing the two sides' measurements per benchmark, the verdicts, the table and the JSON document.
 
-A benchmark is one (suite, case, params, variant); its time samples are pooled over the rounds of
-each side (seconds per call). Verdicts:
-- faster / slower / no change: both sides measured it; `fusebench.compare.decide` decided on the samples.
+A benchmark is one (suite, case, params, variant); its time samples are kept per round (one
+`fusebench run` process each; seconds per call). Verdicts:
+- faster / slower / no change: both sides measured it; `fusebench.compare.decide` decided on the
+  rounds' samples (a hierarchical bootstrap: rounds, then samples within rounds).
 - failed: a side's result disagreed with the reference or errored in some round, or a side's
   run ended without results.
 - new: only B measures it (a new case or variant, or one A could not run).
@@ -20,14 +21,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fusebench.cases.case import format_params
-from fusebench.compare.decide import NO_CHANGE, SLOWER, Decision, DecisionSettings, decide
+from fusebench.compare.decide import FASTER, NO_CHANGE, SLOWER, Decision, DecisionSettings, center, decide
 from fusebench.compare.interleave import SideRun
+from fusebench.compare.why import Explanation, explain
+from fusebench.history.artifacts import read_artifacts
 from fusebench.report.table import format_seconds
 
 FAILED, NEW, GONE, SKIPPED = "failed", "new", "gone", "skipped"
 VERDICTS = ("faster", SLOWER, NO_CHANGE, FAILED, NEW, GONE, SKIPPED)
 HEADERS = ["case", "params", "variant", "A median", "B median", "B/A", "95% CI", "p", "verdict", "notes"]
-_BAD = ("failed", "error")
+_BAD = ("failed", "error", "crashed")
 
 
 @dataclass
@@ -36,15 +39,16 @@ class SideSummary:
 
     status: str = "missing"
     detail: str = ""
-    samples: list[float] = field(default_factory=list)
+    rounds: list[list[float]] = field(default_factory=list)
     round_medians: list[float] = field(default_factory=list)
     compile_seconds: list[float] = field(default_factory=list)
     recompilations: list[int] = field(default_factory=list)
+    artifacts: str = ""  # the folder of the compiler's record of its last round (fusebench.history.artifacts)
 
     @property
     def median(self) -> float | None:
-        """Median of the pooled samples (seconds per call)."""
-        return statistics.median(self.samples) if self.samples else None
+        """The mean over rounds of each round's median (seconds per call), as `decide.center` defines it."""
+        return center(self.rounds) if self.rounds else None
 
 
 @dataclass
@@ -59,6 +63,7 @@ class BenchmarkComparison:
     b: SideSummary
     verdict: str
     decision: Decision | None = None
+    why: Explanation | None = None
 
     @property
     def regressed(self) -> bool:
@@ -66,9 +71,13 @@ class BenchmarkComparison:
         return self.verdict == SLOWER or (self.verdict == FAILED and self.b.status in _BAD)
 
     def notes(self) -> str:
-        """Compile time and recompilation changes, or why there is no decision."""
+        """Why it changed (from the compiler's records), compile time and recompilation changes, or why
+        there is no decision."""
         if self.verdict in (FAILED, SKIPPED, NEW, GONE):
-            return _side_detail(self)
+            detail = _side_detail(self)
+            return f"{detail}; {self.why.reason}" if self.why and self.verdict == FAILED else detail
+        if self.why is not None and self.verdict != NO_CHANGE:
+            return self.why.reason
         notes = []
         if self.a.recompilations and self.b.recompilations and self.a.recompilations != self.b.recompilations:
             notes.append(f"recompilations {max(self.a.recompilations)} -> {max(self.b.recompilations)}")
@@ -98,6 +107,14 @@ def compare_runs(
     return comparisons
 
 
+def explain_changes(comparisons: Sequence[BenchmarkComparison]) -> None:
+    """Sets `why` of every slower, faster or failed benchmark whose sides both left a compiler record."""
+    for comparison in comparisons:
+        if comparison.verdict in (FASTER, SLOWER, FAILED):
+            files_a, files_b = read_artifacts(comparison.a.artifacts), read_artifacts(comparison.b.artifacts)
+            comparison.why = explain(files_a, files_b, comparison.verdict) if comparison.a.artifacts else None
+
+
 def render(comparisons: Sequence[BenchmarkComparison]) -> str:
     """The comparison table as text."""
     rows = [HEADERS] + [_cells(c) for c in comparisons]
@@ -124,6 +141,7 @@ def comparison_document(comparisons: Sequence[BenchmarkComparison], header: dict
         entry = asdict(comparison)
         entry["decision"] = asdict(comparison.decision) if comparison.decision else None
         entry["regressed"] = comparison.regressed
+        entry["a"]["median"], entry["b"]["median"] = comparison.a.median, comparison.b.median
         benchmarks.append(entry)
     return {**header, "summary": summary_line(comparisons), "benchmarks": benchmarks}
 
@@ -143,11 +161,12 @@ def _summarize(runs: Sequence[SideRun]) -> tuple[dict[tuple, SideSummary], list[
 
 def _add(summary: SideSummary, outcome: dict[str, Any]) -> None:
     status = outcome["status"]
+    summary.artifacts = outcome.get("extra", {}).get("artifacts", summary.artifacts)
     if status in _BAD or (summary.status == "ok" and status != "ok"):
         summary.status, summary.detail = status, outcome.get("detail", "")
     timing = outcome.get("timing")
     if status == "ok" and timing:
-        summary.samples.extend(float(s) for s in timing["samples"])
+        summary.rounds.append([float(s) for s in timing["samples"]])
         summary.round_medians.append(float(timing["median"]))
     if status == "ok" and outcome.get("compile_seconds") is not None:
         summary.compile_seconds.append(float(outcome["compile_seconds"]))
@@ -168,9 +187,9 @@ def _crash(runs: Sequence[SideRun]) -> str:
 def _verdict(a: SideSummary, b: SideSummary, settings: DecisionSettings | None) -> tuple[str, Decision | None]:
     if a.status in _BAD or b.status in _BAD:
         return FAILED, None
-    measured_a, measured_b = a.status == "ok" and bool(a.samples), b.status == "ok" and bool(b.samples)
+    measured_a, measured_b = a.status == "ok" and bool(a.rounds), b.status == "ok" and bool(b.rounds)
     if measured_a and measured_b:
-        decision = decide(a.samples, b.samples, settings)
+        decision = decide(a.rounds, b.rounds, settings)
         return decision.verdict, decision
     if measured_b:
         return NEW, None
@@ -199,8 +218,8 @@ def _cells(comparison: BenchmarkComparison) -> list[str]:
         comparison.case,
         format_params(comparison.params),
         comparison.variant,
-        format_seconds(comparison.a.median) if comparison.a.samples else "-",
-        format_seconds(comparison.b.median) if comparison.b.samples else "-",
+        format_seconds(comparison.a.median) if comparison.a.rounds else "-",
+        format_seconds(comparison.b.median) if comparison.b.rounds else "-",
         ratio,
         interval,
         p_value,

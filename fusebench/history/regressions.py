@@ -11,8 +11,9 @@ last commit of the lower level and no later than the first commit of the higher 
 BEFORE..AFTER` lists the suspects.
 
 Every checked metric is lower-is-better: time per call, compile time, recompilations, kernels and
-fusions per call. Bandwidth and its fraction of peak are bytes / time, so a time regression is
-their regression too; they are not checked twice. Changes of compile time under 10 ms are noise.
+fusions per call (and of a training step's backward). Bandwidth and its fraction of peak are
+bytes / time, so a time regression is their regression too; they are not checked twice. Changes
+of compile time under 10 ms are noise.
 """
 
 from __future__ import annotations
@@ -24,9 +25,25 @@ from dataclasses import dataclass
 import pandas as pd
 from asv.step_detect import detect_regressions, detect_steps
 
-from fusebench.measure.outcome import COMPILE, FUSIONS, KERNELS, RECOMPILATIONS, TIME
+from fusebench.measure.outcome import (
+    COMPILE,
+    FUSIONS,
+    FUSIONS_BACKWARD,
+    KERNELS,
+    KERNELS_BACKWARD,
+    RECOMPILATIONS,
+    TIME,
+)
 
-CHECKED_METRICS = (TIME.name, COMPILE.name, RECOMPILATIONS.name, KERNELS.name, FUSIONS.name)
+CHECKED_METRICS = (
+    TIME.name,
+    COMPILE.name,
+    RECOMPILATIONS.name,
+    KERNELS.name,
+    FUSIONS.name,
+    KERNELS_BACKWARD.name,
+    FUSIONS_BACKWARD.name,
+)
 MIN_ABSOLUTE_CHANGE = {COMPILE.name: 0.01}
 SERIES_KEY = ["machine", "env", "suite", "case", "params", "variant", "metric"]
 

@@ -13,7 +13,8 @@ lists of `repr`s. fusebench records every metric as a benchmark '<suite>.<case>.
 last parameter is `variant`, and adds a top-level "fusebench" key (ASV ignores unknown keys)
 with each measurement's status and reason and the parameter names.
 
-Writes merge into the existing file of the same commit and environment and are atomic.
+Writes merge into the existing file of the same commit and environment and are atomic; processes
+take turns through the lock file `<results>/.fusebench.lock` (several GPUs' workers share one file).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from fusebench.errors import ResultsError
-from fusebench.files import atomic_write_json, read_json
+from fusebench.files import atomic_write_json, file_lock, read_json
 from fusebench.history.revision import Revision
 from fusebench.measure.machine import MachineInfo
 from fusebench.measure.outcome import (
@@ -42,6 +43,7 @@ from fusebench.measure.outcome import (
 )
 
 RESULTS_API_VERSION = 2
+LOCK_FILE = ".fusebench.lock"
 MACHINE_API_VERSION = 1
 BENCHMARKS_API_VERSION = 2
 RESULT_COLUMNS = [
@@ -116,6 +118,11 @@ def result_path(results_dir: Path, run: RunInfo) -> Path:
 def write_outcomes(results_dir: str | Path, run: RunInfo, outcomes: Sequence[Outcome]) -> Path:
     """Merges `outcomes` into the run's result file, then updates machine.json and benchmarks.json."""
     results_dir = Path(results_dir)
+    with file_lock(results_dir / LOCK_FILE):
+        return _write_outcomes(results_dir, run, outcomes)
+
+
+def _write_outcomes(results_dir: Path, run: RunInfo, outcomes: Sequence[Outcome]) -> Path:
     path = result_path(results_dir, run)
     document = _load_document(path) if path.exists() else None
     benchmarks, statuses = _parse(document) if document else ({}, {})

@@ -213,6 +213,8 @@ def extra_info(outcome: Outcome, median_s: float | None) -> dict[str, Any]:
         "recompilations": outcome.recompilations,
         "kernels_per_call": outcome.kernels_per_call,
         "fusions_per_call": outcome.fusions_per_call,
+        "kernels_backward": outcome.kernels_backward,
+        "fusions_backward": outcome.fusions_backward,
     }
 
 

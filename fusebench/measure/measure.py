@@ -12,7 +12,12 @@ reference once. For each variant, `measure_variant`:
    a `cold` case instead prepares the variant afresh for every sample;
 3. compile time = first call - steady-state time (for cold cases: first call - a warm call);
    recompilations = compilations after the first call of the compiled function; kernels per call
-   from torch.profiler (CUDA only); fusions per call from our compiler's last trace.
+   from torch.profiler (CUDA only); fusions per call from our compiler's last trace. A training
+   step (a case with `forward_call`) also records its backward's kernels (the call's minus the
+   forward part's) and the fusions of our compiler's backward trace;
+4. with `Settings.record`, what our compiler did (trace, fusion definitions, nvFuser segments with
+   `Settings.segments`) as `Outcome.artifacts` (`fusebench.measure.compiler_record`), for ok and
+   failed outcomes alike.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import torch
 
 from fusebench.cases.case import Case
 from fusebench.cases.variants import Compiled, SkipVariant, Target, Variant
+from fusebench.measure.compiler_record import record
 from fusebench.measure.correctness import compare
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.profiling import count_kernels
@@ -49,6 +55,8 @@ class Settings:
     warmup_fraction: float = 0.1
     seed: int = 0
     peak_bandwidth_gbs: float | None = None
+    record: bool = False
+    segments: bool = False
 
 
 @dataclass
@@ -201,7 +209,8 @@ def _measure(
     first_s = wall.time(lambda: results.append(case.run(probe, args)))
     problem = check_result(prepared, results[0])
     if problem is not None:
-        return finish("failed", problem[0], extra={"max_abs_error": problem[1]})
+        artifacts = _record(compiled, settings)
+        return finish("failed", problem[0], extra={"max_abs_error": problem[1]}, artifacts=artifacts)
 
     timer = timer or make_timer(case.timer, settings.device)
     flusher = _flusher(str(settings.device))
@@ -212,10 +221,13 @@ def _measure(
 
     def counters() -> dict[str, Any]:
         before_each()
+        kernels = count_kernels(lambda: case.run(compiled.fn, args), settings.device)
         return {
             "recompilations": probe.recompilations(),
             "fusions_per_call": compiled.fusions(),
-            "kernels_per_call": count_kernels(lambda: case.run(compiled.fn, args), settings.device),
+            "fusions_backward": compiled.backward_fusions(),
+            "kernels_per_call": kernels,
+            "kernels_backward": _backward_kernels(case, compiled, args, kernels, before_each, settings.device),
         }
 
     if case.cold:
@@ -229,7 +241,14 @@ def _measure(
         stats = summarize(_warm_samples(prepared, compiled, before_each, settings, clock, timer))
         counted = counters()
         steady_s = stats.median
-    return finish("ok", timing=stats, compile_seconds=max(first_s - steady_s, 0.0), **counted)
+    compile_seconds = max(first_s - steady_s, 0.0)
+    return finish("ok", timing=stats, compile_seconds=compile_seconds, artifacts=_record(compiled, settings), **counted)
+
+
+def _record(compiled: Compiled, settings: Settings) -> dict[str, str]:
+    if not settings.record or compiled.program is None:
+        return {}
+    return record(compiled.program, segments=settings.segments)
 
 
 def _warm_samples(
@@ -286,6 +305,24 @@ def _cold_samples(
         max(settings.cold_min_repeats - 1, 0),
         max(settings.max_repeats - 1, 0),
     )
+
+
+def _backward_kernels(
+    case: Case,
+    compiled: Compiled,
+    args: tuple,
+    kernels: int | None,
+    before_each: Callable[[], None],
+    device: torch.device,
+) -> int | None:
+    """Kernels of a training step's backward: the whole call's minus its forward part's (None
+    when the case declares no forward part or kernels are not counted here)."""
+    if case.forward_call is None or kernels is None:
+        return None
+    forward_call = case.forward_call
+    before_each()
+    forward = count_kernels(lambda: forward_call(compiled.fn, args), device)
+    return None if forward is None else kernels - forward
 
 
 def check_result(prepared: PreparedCase, output: Any) -> tuple[str, float] | None:

@@ -6,6 +6,13 @@ Statuses:
 - unsupported: the variant raised NotImplementedError (detail: its message); no time.
 - skipped: the variant cannot run here (detail: why), e.g. nvFuser without CUDA.
 - error: anything else went wrong (detail: the exception).
+- crashed: the process measuring it died (`--isolate`: a signal or exit status, and the last lines
+  of its output in detail), e.g. a segfault in nvFuser or a CUDA error; no time.
+
+Kernels and fusions of a training step (a case with a `forward_call`): `kernels_per_call` counts
+every kernel of the step, `kernels_backward` those of its backward (the step's minus the
+forward's); `fusions_per_call` counts the fusions of the forward program (of the only program,
+for other cases), `fusions_backward` those of the backward program.
 
 Each metric is one ASV benchmark `<suite>.<case>.<metric>` whose parameters are the case's
 parameters plus `variant`.
@@ -18,7 +25,8 @@ from typing import Any
 
 from fusebench.measure.stats import TimingStats
 
-STATUSES = ("ok", "failed", "unsupported", "skipped", "error")
+STATUSES = ("ok", "failed", "unsupported", "skipped", "error", "crashed")
+BAD_STATUSES = ("failed", "error", "crashed")  # what makes `fusebench run` exit 1
 
 
 @dataclass(frozen=True)
@@ -38,7 +46,20 @@ PEAK_FRACTION = Metric("track_peak_fraction", "track", "fraction of peak")
 KERNELS = Metric("track_kernels_per_call", "track", "kernels")
 FUSIONS = Metric("track_fusions_per_call", "track", "fusions")
 TOKENS = Metric("track_tokens_per_second", "track", "tokens/s")
-METRICS: tuple[Metric, ...] = (TIME, COMPILE, RECOMPILATIONS, BANDWIDTH, PEAK_FRACTION, KERNELS, FUSIONS, TOKENS)
+KERNELS_BACKWARD = Metric("track_kernels_backward", "track", "kernels")
+FUSIONS_BACKWARD = Metric("track_fusions_backward", "track", "fusions")
+METRICS: tuple[Metric, ...] = (
+    TIME,
+    COMPILE,
+    RECOMPILATIONS,
+    BANDWIDTH,
+    PEAK_FRACTION,
+    KERNELS,
+    FUSIONS,
+    KERNELS_BACKWARD,
+    FUSIONS_BACKWARD,
+    TOKENS,
+)
 METRICS_BY_NAME = {metric.name: metric for metric in METRICS}
 
 
@@ -60,16 +81,27 @@ class Outcome:
     recompilations: int | None = None
     kernels_per_call: int | None = None
     fusions_per_call: int | None = None
+    kernels_backward: int | None = None
+    fusions_backward: int | None = None
     bytes_moved: int | None = None
     peak_bandwidth_gbs: float | None = None
     tokens_per_call: int | None = None  # tokens a call processes (model cases), for tokens/s
     started_at: float = 0.0  # seconds since the epoch
     duration: float = 0.0  # seconds the whole measurement took
     extra: dict[str, Any] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict, repr=False)  # compiler record, not in ASV's JSON
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"outcome status {self.status!r} is not one of {STATUSES}")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Outcome:
+        """The outcome `dataclasses.asdict` wrote (JSON lists back to tuples where the fields are tuples)."""
+        fields = dict(data)
+        if fields.get("timing") is not None:
+            fields["timing"] = TimingStats(**{**fields["timing"], "samples": tuple(fields["timing"]["samples"])})
+        return cls(**fields)
 
     @property
     def bandwidth_gbs(self) -> float | None:
@@ -104,6 +136,8 @@ class Outcome:
             PEAK_FRACTION.name: self.peak_fraction if ok else None,
             KERNELS.name: self.kernels_per_call if ok else None,
             FUSIONS.name: self.fusions_per_call if ok else None,
+            KERNELS_BACKWARD.name: self.kernels_backward if ok else None,
+            FUSIONS_BACKWARD.name: self.fusions_backward if ok else None,
             TOKENS.name: self.tokens_per_second if ok else None,
         }
 

@@ -33,6 +33,7 @@ from fusebench.history.regressions import Regression, find_regressions
 from fusebench.measure.outcome import PEAK_FRACTION, RECOMPILATIONS, TIME
 from fusebench.report import charts
 from fusebench.report.table import format_seconds
+from fusebench.report.why import why_section
 
 
 @dataclass
@@ -56,7 +57,7 @@ def build_report(inputs: ReportInputs, title: str = "fusebench report") -> str:
         ),
     )
     figures = _FigureIds()
-    parts = [_meta(inputs), _summary(inputs)]
+    parts = [_meta(inputs), _summary(inputs), why_section(inputs.results_dir, inputs.regressions, inputs.comparison)]
     if inputs.comparison is not None:
         parts.append(_comparison_section(inputs.comparison, figures))
     if not inputs.frame.empty:
@@ -162,13 +163,12 @@ def _comparison_section(document: dict[str, Any], figures: _FigureIds) -> str:
 
 def _comparison_row(entry: dict[str, Any]) -> list[str]:
     decision = entry.get("decision")
-    a_samples, b_samples = entry["a"]["samples"], entry["b"]["samples"]
     return [
         html.escape(entry["case"]),
         html.escape(format_params(entry["params"])),
         html.escape(entry["variant"]),
-        format_seconds(float(pd.Series(a_samples).median())) if a_samples else "-",
-        format_seconds(float(pd.Series(b_samples).median())) if b_samples else "-",
+        format_seconds(entry["a"]["median"]) if entry["a"].get("median") else "-",
+        format_seconds(entry["b"]["median"]) if entry["b"].get("median") else "-",
         f"{decision['ratio']:.3f}" if decision else "-",
         f"[{decision['ci_low']:.3f}, {decision['ci_high']:.3f}]" if decision else "-",
         f'<span class="verdict-{entry["verdict"].replace(" ", "-")}">{html.escape(entry["verdict"])}</span>',

@@ -3,6 +3,7 @@
 Columns: case, params, variant, median, IQR, GB/s, % of peak, compile s, recompiles, kernels,
 fusions. A measurement that is not ok shows its status and reason in place of the numbers. "n/a"
 means the quantity does not exist here (kernels on CPU), "-" that the variant does not report it.
+A training step's kernels and fusions read 'forward+backward' ('2+3').
 """
 
 from __future__ import annotations
@@ -70,9 +71,20 @@ def row_cells(outcome: Outcome) -> list[str]:
         "-" if fraction is None else f"{100 * fraction:.1f}%",
         "-" if outcome.compile_seconds is None else f"{outcome.compile_seconds:.3f}",
         "-" if outcome.recompilations is None else str(outcome.recompilations),
-        "n/a" if outcome.kernels_per_call is None else str(outcome.kernels_per_call),
-        "-" if outcome.fusions_per_call is None else str(outcome.fusions_per_call),
+        _counts(outcome.kernels_per_call, outcome.kernels_backward, "n/a", split_total=True),
+        _counts(outcome.fusions_per_call, outcome.fusions_backward, "-", split_total=False),
     ]
+
+
+def _counts(count: int | None, backward: int | None, missing: str, split_total: bool) -> str:
+    """'7', or 'forward+backward' ('3+4') when the backward was counted; `split_total`: `count`
+    is the whole step's (kernels) rather than the forward's (fusions)."""
+    if count is None:
+        return missing
+    if backward is None:
+        return str(count)
+    forward = count - backward if split_total else count
+    return f"{forward}+{backward}"
 
 
 def render(outcomes: Sequence[Outcome]) -> str:

@@ -40,7 +40,7 @@ def test_split3_symbolic_compiles_once_for_twenty_split_sizes() -> None:
 
 def test_split3_constant_compiles_once_per_distinct_sizes() -> None:
     a = torch.randn(8, 16, 64)
-    jfn = compiler.jit(split3, cache="constant")
+    jfn = compiler.jit(split3, cache="constant", automatic_dynamic=False)
     for d0 in (1, 2, 3, 2, 1, 3):
         _assert_all_close(jfn(a, d0, 8), split3(a, d0, 8))
     stats = compiler.cache_stats(jfn)
@@ -68,7 +68,7 @@ def test_branch_symbolic_guards_the_branch_taken() -> None:
 
 
 def test_branch_constant_compiles_per_value() -> None:
-    jfn = compiler.jit(branch, cache="constant")
+    jfn = compiler.jit(branch, cache="constant", automatic_dynamic=False)
     assert [jfn(v).item() for v in (6, 0, 7, 6)] == [1.0, 0.0, 1.0, 1.0]
     assert (compiler.cache_stats(jfn).misses, compiler.cache_stats(jfn).hits) == (3, 1)
 

@@ -99,3 +99,32 @@ def test_asv_run_records_a_cpu_result_and_publish_shows_both_histories(tmp_path:
 
 def _strip_comments(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.strip().startswith("//"))
+
+
+def test_time_call_restores_in_place_inputs_before_every_timed_call() -> None:
+    import torch
+
+    from fusebench.cases import Case
+    from fusebench.integrations.asv_adapter import AsvSettings, benchmark_class
+
+    def double_in_place(x: torch.Tensor) -> None:
+        x.mul_(2.0)
+
+    case = Case(
+        name="double_in_place",
+        fn=double_in_place,
+        make_inputs=lambda params, device, seed: (torch.ones(4, device=device),),
+        bytes_moved=lambda params: 32,
+        params={"n": [4]},
+        mutated_args=(0,),
+    )
+    cls = benchmark_class("s", "s", case, AsvSettings(torch.device("cpu"), quick=False, budget_s=0.01))
+    bench, values = cls(), (4, "eager")
+    bench.setup(*values)
+    state = cls.time_call.setup.__self__
+    cls.time_call.setup(*values)
+    live = state.restores[values].__self__.args[0]
+    for _ in range(1100):  # NOTE: as ASV does with a setup hook: the setup, then one timed call
+        cls.time_call.setup(*values)
+        bench.time_call(*values)
+        assert live.tolist() == [2.0] * 4  # without the restore: 2**1100 = inf

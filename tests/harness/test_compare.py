@@ -92,7 +92,7 @@ def test_a_revision_compared_with_itself_shows_no_change(
     assert document["a"]["commit"] == document["b"]["commit"] == baseline
     entry = document["benchmarks"][0]
     assert len(entry["a"]["round_medians"]) == len(entry["b"]["round_medians"]) == 2
-    assert len(entry["a"]["samples"]) >= 10 and entry["decision"]["verdict"] == "no change"
+    assert all(len(samples) >= 5 for samples in entry["a"]["rounds"]) and entry["decision"]["verdict"] == "no change"
     assert len(_worktrees(repo)) == 1, "the temporary worktrees were not removed"
 
 
@@ -100,7 +100,10 @@ def test_a_deliberate_slowdown_is_flagged_alone_and_exits_1(
     history: dict, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     repo = history["repo"]
-    status = main(["compare", history["baseline"], history["slow"], *SELECTION, *FAST, "--repo", str(repo)])
+    # NOTE: 5 rounds: rounds are the unit of the decision, and on a loaded 2-core VM the rounds of
+    # the slow side spread so much (110 to 313 µs seen) that 3 a side missed a 2x slowdown.
+    argv = ["compare", history["baseline"], history["slow"], *SELECTION, "--rounds", "5", "--repeat-budget", "0.05"]
+    status = main([*argv, "--repo", str(repo)])
     out, err = capsys.readouterr()
     assert status == 1, out + err
     rows = _rows(out)

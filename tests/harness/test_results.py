@@ -13,7 +13,7 @@ from fusebench.errors import ResultsError
 from fusebench.history.results import RunInfo, read_result_file, read_results, result_path, write_outcomes
 from fusebench.history.revision import Revision
 from fusebench.measure.machine import machine_info
-from fusebench.measure.outcome import Outcome
+from fusebench.measure.outcome import METRICS, Outcome
 from fusebench.measure.stats import summarize
 
 RUN = RunInfo(
@@ -55,13 +55,13 @@ def not_ok(variant: str, status: str, detail: str) -> Outcome:
 def test_round_trip_into_pandas_one_row_per_case_params_variant_metric(tmp_path: Path) -> None:
     outcomes = [
         ok("eager", "float32", [0.004, 0.002, 0.003]),
-        ok("fusebench", "float32", [0.001, 0.001, 0.002], fusions_per_call=1, recompilations=2),
+        ok("fusebench", "float32", [0.001, 0.001, 0.002], fusions_per_call=1, recompilations=2, fusions_backward=2),
         not_ok("thunder", "skipped", "lightning-thunder is not installed"),
     ]
     path = write_outcomes(tmp_path, RUN, outcomes)
     assert path == tmp_path / "test-machine" / "01234567-fusebench-cpu-py3.11-torch2.13.0.json"
     frame = read_results(tmp_path)
-    assert len(frame) == 3 * 7  # three measurements, seven metrics each
+    assert len(frame) == 3 * len(METRICS)  # three measurements, every metric each
     assert not frame.duplicated(["case", "params", "variant", "metric"]).any()
 
     def cell(variant: str, metric: str, column: str = "value"):
@@ -78,6 +78,7 @@ def test_round_trip_into_pandas_one_row_per_case_params_variant_metric(tmp_path:
     assert cell("fusebench", "track_peak_fraction") == pytest.approx(0.1)
     assert cell("fusebench", "track_recompilations") == 2
     assert cell("fusebench", "track_fusions_per_call") == 1
+    assert cell("fusebench", "track_fusions_backward") == 2
     assert cell("thunder", "time_call", "status") == "skipped"
     assert cell("thunder", "time_call", "detail") == "lightning-thunder is not installed"
     assert pd_isnan(cell("thunder", "time_call"))

@@ -43,10 +43,23 @@ def test_suite_and_pattern_selection() -> None:
         "gelu_backward.gelu_bias_backward(shape=(4, 64, 256), dtype=bfloat16)",
         "gpt2.gpt2_prefill(model=gpt2-tiny, tokens=(2, 32), dtype=bfloat16)",
         "gpt2.gpt2_decode(model=gpt2-tiny, tokens=(2, 32), dtype=bfloat16)",
+        "gpt2.gpt2_train(model=gpt2-tiny, tokens=(2, 32), dtype=bfloat16)",
         "kv_cache_sdpa.kv_cache_sdpa(shape=(1, 4, 256, 64, 1), dtype=bfloat16)",
         "kv_cache_sdpa.kv_cache_sdpa(shape=(1, 4, 256, 64, 32), dtype=bfloat16)",
         "llama_block.llama_block_prefill(model=llama-tiny, tokens=(2, 32), dtype=bfloat16)",
         "llama_block.llama_block_decode(model=llama-tiny, tokens=(2, 32), dtype=bfloat16)",
+        "llama_block.llama_block_train(model=llama-tiny, tokens=(2, 32), dtype=bfloat16)",
+        "llm_norms.softmax(shape=(64, 512), dtype=bfloat16)",
+        "llm_norms.log_softmax(shape=(64, 512), dtype=bfloat16)",
+        "llm_norms.cross_entropy(shape=(64, 512), dtype=bfloat16)",
+        "llm_norms.rms_norm(shape=(64, 256), dtype=bfloat16)",
+        "llm_norms.swiglu(shape=(64, 344), dtype=bfloat16)",
+        "llm_norms.rotary(shape=(1, 4, 64, 32), dtype=bfloat16)",
+        "training_steps.mlp_block(shape=(256, 64), dtype=bfloat16)",
+        "training_steps.rmsnorm(shape=(256, 512), dtype=bfloat16)",
+        "training_steps.layernorm(shape=(256, 512), dtype=bfloat16)",
+        "training_steps.cross_entropy(shape=(64, 1000), dtype=bfloat16)",
+        "training_steps.transformer_block(shape=(2, 32, 256), dtype=bfloat16)",
     ]
     assert ids(parse("-k", "*cache=symbolic)")) == [
         "dynamic_split.dynamic_split(shape=(2, 4, 256), dtype=float32, cache=symbolic)"

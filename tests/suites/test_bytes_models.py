@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 
-from suites import adam_step, dynamic_split, gelu_backward, host_overhead, kv_cache_sdpa
+import torch
+
+from fusebench.cases import dtype_named
+from suites import adam_step, dynamic_split, gelu_backward, host_overhead, kv_cache_sdpa, training_steps
 
 
 def case(module, name: str):
@@ -54,3 +57,64 @@ def test_dynamic_split_and_host_overhead() -> None:
     split = case(dynamic_split, "dynamic_split").bytes_moved
     assert split({"shape": (2, 4, 32), "dtype": "float32", "cache": "constant"}) == 20 * 2 * 256 * 4
     assert case(host_overhead, "one_op").bytes_moved({"numel": 4}) == 32
+
+
+def test_llm_norms_read_their_inputs_and_write_their_outputs_once() -> None:
+    from suites import llm_norms
+
+    bf16 = {"dtype": "bfloat16"}
+    assert case(llm_norms, "softmax").bytes_moved({"shape": (2, 8), **bf16}) == 2 * 16 * 2
+    assert case(llm_norms, "cross_entropy").bytes_moved({"shape": (2, 8), **bf16}) == 16 * 2 + 2 * 8
+    assert case(llm_norms, "rms_norm").bytes_moved({"shape": (2, 8), **bf16}) == (2 * 16 + 8) * 2
+    assert case(llm_norms, "swiglu").bytes_moved({"shape": (2, 8), **bf16}) == 3 * 16 * 2
+    # q read and written (1 x 2 x 3 x 4 = 24 elements), cos and sin of [3, 4]
+    assert case(llm_norms, "rotary").bytes_moved({"shape": (1, 2, 3, 4), **bf16}) == (2 * 24 + 2 * 12) * 2
+    # LLaMA-7B logits: 4096 x 32000 bf16 read and written, 524 MB
+    assert case(llm_norms, "softmax").bytes_moved({"shape": (4096, 32000), **bf16}) == 524_288_000
+
+
+def test_gelu_bias_autograd_counts_the_forward_and_the_backward() -> None:
+    bytes_moved = case(gelu_backward, "gelu_bias_autograd").bytes_moved
+    # [2, 3, 4]: forward reads x (24) and bias (4), writes y (24); backward reads x, bias and the
+    # output gradient (52), writes the input (24) and bias (4) gradients
+    assert bytes_moved({"shape": (2, 3, 4), "dtype": "float32"}) == (52 + 80) * 4
+
+
+def test_training_steps_count_the_forward_and_the_backward() -> None:
+    bytes_of = {c.name: c.bytes_moved for c in training_steps.CASES}
+    # mlp: tokens 2, width 3, hidden 12: inputs x 6 + w1 36 + b1 12 + w2 36 + b2 3 = 93, output 6;
+    # forward 93 + 6, backward 6 + 93 + 93 (a gradient per input), bfloat16
+    assert bytes_of["mlp_block"]({"shape": (2, 3), "dtype": "bfloat16"}) == 2 * (99 + 192)
+    # rmsnorm [2, 3]: inputs 6 + 3, output 6; forward 15, backward 6 + 9 + 9
+    assert bytes_of["rmsnorm"]({"shape": (2, 3), "dtype": "float32"}) == 4 * (15 + 24)
+    assert bytes_of["layernorm"]({"shape": (2, 3), "dtype": "float32"}) == 4 * (18 + 30)
+    # cross-entropy [2, 5] bf16 logits: forward logits 20 B + targets 16 B + loss 2 B, backward
+    # logits and targets read again and the logits gradient written
+    assert bytes_of["cross_entropy"]({"shape": (2, 5), "dtype": "bfloat16"}) == 38 + (20 + 16 + 20)
+    # 8192 x 32000 bf16: about 1.57 GB, 0.37 ms at 4.23 TB/s
+    assert round(bytes_of["cross_entropy"]({"shape": (8192, 32000), "dtype": "bfloat16"}) / 1e9, 2) == 1.57
+    # block, width 128 (one head), batch 1 x 2 tokens: x 256 + norms 4 x 128 + qkv 3 x 128^2 +
+    # projection 128^2 + fc 4 x 128^2 + 512 + out 4 x 128^2 + 128 = 198_016 inputs, output 256
+    block = bytes_of["transformer_block"]({"shape": (1, 2, 128), "dtype": "bfloat16"})
+    assert block == 2 * (3 * 198_016 + 2 * 256)
+
+
+def test_every_training_step_reads_at_least_its_inputs_twice_and_writes_its_gradients() -> None:
+    from fusebench.measure.measure import Settings, prepare_case
+    from fusebench.measure.snapshot import tensor_leaves
+
+    cpu = Settings(device=torch.device("cpu"))
+    for module in (training_steps, gelu_backward):
+        for step in (c for c in module.CASES if c.forward_call is not None):
+            for params in step.grid(quick=True):
+                prepared = prepare_case(module.__name__, step, params, cpu)
+                assert prepared.error is None, prepared.error
+                inputs = sum(t.numel() * t.element_size() for t in tensor_leaves(prepared.args[:-1]))
+                gradients = sum(t.numel() * t.element_size() for t in tensor_leaves(prepared.expected_output[1]))
+                assert gradients > 0
+                # the reference ran in float64: gradients are counted at the inputs' element size
+                assert prepared.bytes_moved >= 2 * inputs + gradients * params_itemsize(params) // 8, step.name
+
+
+def params_itemsize(params) -> int:
+    return dtype_named(params["dtype"]).itemsize

@@ -31,8 +31,9 @@ def test_eager_and_case_baselines_match_the_reference(suite, case, params) -> No
         assert outcome.status == "ok", f"{variant.name}: {outcome.detail}"
 
 
-@pytest.mark.parametrize(("suite", "case", "params"), GROUPS)
+@pytest.mark.parametrize(("suite", "case", "params"), [g for g in GROUPS if g.values[1].forward_call is None])
 def test_our_compiler_matches_or_reports_unsupported(suite, case, params) -> None:
+    # NOTE: training steps must be ok, through the compiler's autodiff: tests/suites/test_training_steps.py
     prepared = prepare_case(suite, case, params, CPU_SETTINGS)
     outcome = measure_variant(prepared, FUSEBENCH, CPU_SETTINGS)
     assert outcome.status in ("ok", "unsupported"), outcome.detail
@@ -40,7 +41,7 @@ def test_our_compiler_matches_or_reports_unsupported(suite, case, params) -> Non
         assert "not supported" in outcome.detail
 
 
-def test_dynamic_split_compiles_20_times_with_constants_and_once_symbolically() -> None:
+def test_dynamic_split_compiles_twice_with_constants_and_once_symbolically() -> None:
     (suite,) = [s for s in discover() if s.name == "dynamic_split"]
     (case,) = suite.cases
     recompilations = {}
@@ -48,7 +49,7 @@ def test_dynamic_split_compiles_20_times_with_constants_and_once_symbolically() 
         outcome = measure_variant(prepare_case(suite.name, case, params, CPU_SETTINGS), FUSEBENCH, CPU_SETTINGS)
         assert outcome.status == "ok", outcome.detail
         recompilations[params["cache"]] = outcome.recompilations
-    assert recompilations == {"constant": 19, "symbolic": 0}  # 20 compilations vs 1
+    assert recompilations == {"constant": 1, "symbolic": 0}  # automatic dynamic: 2 compilations vs 1
 
 
 def test_host_overhead_stays_runnable_as_a_module(capsys: pytest.CaptureFixture) -> None:

@@ -1,0 +1,157 @@
+"""Automatic dynamic: why no cache entry accepted a call, and which numbers to make symbolic.
+
+On a miss (only then: hits never come here) every entry's prologue trace is replayed guard by
+guard on the call's arguments with the reference semantics of the prims, and each guard that
+fails is recorded as a `GuardMiss`: which guard, on which input, the value the entry was
+compiled for and the value of this call. The misses of one call form a `Recompilation`, kept on
+the jitted function and shown by `compiler.examine.recompilations(jfn)`.
+
+Under `cache="constant"` a number argument whose baked-in value some entry rejected is made
+symbolic for every later compilation (as torch.compile's automatic dynamic does): the next
+entry keeps it as an input, with the branches taken on it guarded, so any further value that
+takes the same branches reuses that entry. The results stay exact: a symbolic number is only
+ever used by the computation through the prims that depend on it, and every condition the
+trace took on it is a prologue guard.
+
+Tensor sizes are reported (kind "size") but stay static: the frontend has no symbolic input sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from compiler import prims
+from compiler.core.errors import GuardFailure
+from compiler.core.ir import BoundSymbol, Proxy, Trace, map_proxies
+from compiler.prims import GUARDS, Prim
+
+_NUMBERS = (int, float, bool)
+_UNPACKS = (Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT)
+
+
+@dataclass(frozen=True)
+class GuardMiss:
+    """One guard of one cache entry that rejected a call.
+
+    kind: "value" (a number or constant argument), "size", "dtype", "device", "type",
+        "structure" (argument count, sequence length, dict keys), "branch" (a condition the trace
+        took on symbolic numbers), "layout" (strides) or "aliasing".
+    """
+
+    entry: int
+    kind: str
+    input: str
+    expected: Any
+    actual: Any
+    guard: str
+
+    def __str__(self) -> str:
+        return f"entry {self.entry}: {self.kind} of {self.input}: expected {self.expected!r}, got {self.actual!r}"
+
+
+@dataclass
+class Recompilation:
+    """Why the `call`-th call (counting from 1) compiled a new entry, and what it made symbolic."""
+
+    call: int
+    misses: list[GuardMiss] = field(default_factory=list)
+    made_symbolic: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        head = f"call {self.call}: recompiled"
+        if self.made_symbolic:
+            head += f", making {', '.join(self.made_symbolic)} symbolic"
+        return "\n".join([head, *(f"  {m}" for m in self.misses)] if self.misses else [head + " (first call)"])
+
+
+def _value(x: Any, env: dict[str, Any]) -> Any:
+    return map_proxies(x, lambda p: env[p.name])
+
+
+def _tensor_miss(entry: int, bsym: BoundSymbol, t: Any) -> GuardMiss:
+    proxy, shape, dtype, device = bsym.args
+    name, line = proxy.name, str(bsym).splitlines()[0]
+    if not isinstance(t, torch.Tensor):
+        return GuardMiss(entry, "type", name, torch.Tensor, type(t), line)
+    for kind, expected, actual in (
+        ("dtype", dtype, t.dtype),
+        ("device", device, t.device),
+        ("size", tuple(shape), tuple(t.shape)),
+    ):
+        if expected != actual:
+            return GuardMiss(entry, kind, name, expected, actual, line)
+    return GuardMiss(entry, "size", name, tuple(shape), tuple(t.shape), line)
+
+
+def _miss(entry: int, bsym: BoundSymbol, env: dict[str, Any], arguments: set[str]) -> GuardMiss:
+    """The `GuardMiss` for a guard `bsym` that raised on the values in `env`."""
+    line = str(bsym).splitlines()[0]
+    first = bsym.args[0]
+    actual = _value(first, env)
+    if bsym.sym is Prim.CHECK_TENSOR:
+        return _tensor_miss(entry, bsym, actual)
+    name = first.name if isinstance(first, Proxy) else repr(first)
+    if bsym.sym is Prim.CHECK_TYPE:
+        return GuardMiss(entry, "type", name, bsym.args[1], type(actual), line)
+    if bsym.sym is Prim.CHECK_VALUE:
+        kind = "value" if name in arguments else "branch"
+        return GuardMiss(entry, kind, name, bsym.args[1], actual, line)
+    if bsym.sym is Prim.CHECK_STRIDES:
+        return GuardMiss(entry, "layout", name, bsym.args[1], actual.stride(), line)
+    if bsym.sym is Prim.CHECK_ALIASING:
+        return GuardMiss(entry, "aliasing", ", ".join(p.name for p in first), "as traced", "different", line)
+    if bsym.sym is Prim.UNPACK_SEQUENCE:
+        return GuardMiss(entry, "structure", name, f"length {bsym.args[1]}", f"length {len(actual)}", line)
+    return GuardMiss(entry, "structure", name, f"keys {list(bsym.args[1])}", f"keys {list(actual)}", line)
+
+
+def explain(entry: int, prologue: Trace, args: tuple, kwargs: dict) -> list[GuardMiss]:
+    """Every guard of `prologue` (entry number `entry`) that rejects `(args, kwargs)`.
+
+    Guards after a failed unpacking, and arithmetic on values that could not be unpacked, are
+    skipped: they read values this call does not have.
+    """
+    env: dict[str, Any] = {p.name: v for p, v in zip(prologue.inputs, (args, kwargs))}
+    arguments = {p.name for b in prologue.bsyms if b.sym in _UNPACKS for p in b.outputs}
+    misses: list[GuardMiss] = []
+    for bsym in prologue.bsyms:
+        if any(p.name not in env for p in bsym.inputs):
+            continue
+        try:
+            output = prims.evaluate(bsym.sym, _value(bsym.args, env))
+        except GuardFailure:
+            misses.append(_miss(entry, bsym, env, arguments))
+            if bsym.sym in _UNPACKS:
+                return misses
+            continue
+        except Exception as error:  # NOTE: a guard or number arithmetic reading a value of another type
+            subject = str(bsym.output) if bsym.output is not None else ", ".join(p.name for p in bsym.inputs)
+            misses.append(GuardMiss(entry, "type", subject, "a value of the traced type", repr(error), str(bsym)))
+            continue
+        if bsym.sym is Prim.UNPACK_SEQUENCE and len(output) != len(bsym.output):
+            continue
+        if isinstance(bsym.output, Proxy):
+            env[bsym.output.name] = output
+        elif bsym.output is not None and bsym.sym not in GUARDS:
+            for p, value in zip(bsym.output, output):
+                if isinstance(p, Proxy):
+                    env[p.name] = value
+    return misses
+
+
+def explain_all(prologues: Sequence[Trace], args: tuple, kwargs: dict) -> list[GuardMiss]:
+    """The misses of every entry (numbered from 0 in cache order) on one call."""
+    return [miss for i, prologue in enumerate(prologues) for miss in explain(i, prologue, args, kwargs)]
+
+
+def to_make_symbolic(misses: Iterable[GuardMiss]) -> set[str]:
+    """The number arguments (by input name) whose baked-in value an entry rejected."""
+    return {
+        m.input
+        for m in misses
+        if m.kind == "value" and type(m.expected) in _NUMBERS and type(m.actual) is type(m.expected)
+    }

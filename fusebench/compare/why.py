@@ -1,0 +1,143 @@
+"""Why a benchmark changed: the compiler's records of the two sides, diffed into one line and diffs.
+
+Inputs are two record folders' files (`fusebench.history.artifacts.read_artifacts`; see
+`fusebench.measure.compiler_record` for what they hold). The reason names, in this order, what
+changed and can explain a time: kernels per call (and which fusion nvFuser split into which
+segments), the fusions (which fusion split, merged, appeared or went, matched by their ops),
+recompilations, compile time, bytes saved for backward; when none of these changed, whether the
+trace and the fusion definitions are the same ("trace unchanged: same kernels, slower" points at
+the runtime, the machine or nvFuser itself rather than at our passes). The unified diffs of the
+trace and of each fusion definition come with it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from fusebench.history.artifacts import read_record
+
+COMPILE_RATIO, COMPILE_FLOOR_S = 1.25, 0.05
+
+
+@dataclass
+class Explanation:
+    """The one-line reason, the changed quantities as (A, B) pairs, and unified diffs by file name."""
+
+    reason: str
+    changes: dict[str, Any] = field(default_factory=dict)
+    diffs: dict[str, str] = field(default_factory=dict)
+
+
+def explain(files_a: dict[str, str], files_b: dict[str, str], verdict: str = "") -> Explanation | None:
+    """What differs between the records of A and B (None when either side has no record)."""
+    if not files_a or not files_b:
+        return None
+    record_a, record_b = read_record(files_a), read_record(files_b)
+    measured_a, measured_b = record_a.get("measurement", {}), record_b.get("measurement", {})
+    changes: dict[str, Any] = {}
+    parts: list[str] = []
+    for key, label in (("kernels_per_call", "kernels"), ("fusions_per_call", "fusion count")):
+        a, b = measured_a.get(key), measured_b.get(key)
+        if a is not None and b is not None and a != b:
+            changes[key] = [a, b]
+            detail = _segment_changes(record_a, record_b) if key == "kernels_per_call" else ""
+            detail = detail or (_fusion_changes(record_a, record_b) if key == "fusions_per_call" else "")
+            parts.append(f"{label} {a}→{b}" + (f": {detail}" if detail else ""))
+    if "fusions_per_call" not in changes and (moved := _fusion_changes(record_a, record_b)):
+        parts.append(moved)
+    recompilations = measured_a.get("recompilations"), measured_b.get("recompilations")
+    if None not in recompilations and recompilations[0] != recompilations[1]:
+        changes["recompilations"] = list(recompilations)
+        parts.append(f"recompilations {recompilations[0]}→{recompilations[1]}")
+    compile_a, compile_b = measured_a.get("compile_seconds"), measured_b.get("compile_seconds")
+    if _compile_changed(compile_a, compile_b):
+        changes["compile_seconds"] = [compile_a, compile_b]
+        parts.append(f"compile {compile_a:.2g} s→{compile_b:.2g} s")
+    saved = record_a.get("saved_for_backward_bytes"), record_b.get("saved_for_backward_bytes")
+    if None not in saved and saved[0] != saved[1]:
+        changes["saved_for_backward_bytes"] = list(saved)
+        parts.append(f"saved for backward {saved[0]:,}→{saved[1]:,} bytes")
+    diffs = {
+        name: diff
+        for name in sorted(set(files_a) | set(files_b))
+        if name == "trace.py" or name.startswith("fusions/")
+        if (diff := unified_diff(files_a.get(name, ""), files_b.get(name, ""), name))
+    }
+    if not parts:
+        parts.append(_unchanged(diffs, verdict))
+    changes["changed_files"] = sorted(diffs)
+    return Explanation("; ".join(parts), changes, diffs)
+
+
+def unified_diff(before: str, after: str, name: str) -> str:
+    """The unified diff of two texts ('' when they are equal), labelled A/<name> and B/<name>."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"A/{name}", f"B/{name}"
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _unchanged(diffs: dict[str, str], verdict: str) -> str:
+    """The reason when no count changed: the trace and fusion definitions are the same, or how they differ."""
+    trend = f", {verdict}" if verdict in ("slower", "faster") else ""
+    if not diffs:
+        return f"trace unchanged: same kernels{trend}"
+    if "trace.py" in diffs:
+        added, removed = _line_counts(diffs["trace.py"])
+        return f"trace changed (+{added} -{removed} lines), same fusion and kernel counts{trend}"
+    names = ", ".join(name.removeprefix("fusions/").removesuffix(".py") for name in diffs)
+    return f"fusion definition changed: {names}{trend}"
+
+
+def _compile_changed(a: float | None, b: float | None) -> bool:
+    if a is None or b is None or max(a, b) <= COMPILE_FLOOR_S:
+        return False
+    return max(a, b) > COMPILE_RATIO * max(min(a, b), 1e-9)
+
+
+def _line_counts(diff: str) -> tuple[int, int]:
+    lines = diff.splitlines()[2:]
+    return sum(line.startswith("+") for line in lines), sum(line.startswith("-") for line in lines)
+
+
+def _segment_changes(record_a: dict[str, Any], record_b: dict[str, Any]) -> str:
+    """'nvFusion0 split into reduction + 2 pointwise segments' for each fusion with more kernels at B."""
+    fusions_a, fusions_b = record_a.get("fusions", {}), record_b.get("fusions", {})
+    notes = []
+    for name, fusion in fusions_b.items():
+        before, after = fusions_a.get(name, {}).get("schedulers"), fusion.get("schedulers")
+        if before is None or after is None or len(before) == len(after):
+            continue
+        counts = Counter(after)
+        kinds = " + ".join(f"{n} {kind}" if n > 1 else kind for kind, n in counts.items())
+        verb = "split into" if len(after) > len(before) else "now runs as"
+        notes.append(f"{name} {verb} {kinds} segment{'s' if len(after) > 1 else ''}")
+    return ", ".join(notes)
+
+
+def _fusion_changes(record_a: dict[str, Any], record_b: dict[str, Any]) -> str:
+    """Which fusions split, merged, appeared or went from A to B, matching fusions by their ops."""
+    fusions_a = {name: f.get("ops", []) for name, f in record_a.get("fusions", {}).items()}
+    fusions_b = {name: f.get("ops", []) for name, f in record_b.get("fusions", {}).items()}
+    owner_b = {op: name for name, ops in fusions_b.items() for op in ops}
+    owner_a = {op: name for name, ops in fusions_a.items() for op in ops}
+    notes = []
+    for name, ops in fusions_a.items():
+        owners = Counter(owner_b.get(op) for op in ops)
+        fused = {owner: n for owner, n in owners.items() if owner is not None}
+        if len(fused) > 1 or (fused and None in owners):
+            pieces = [f"{owner} ({n} ops)" for owner, n in fused.items()]
+            pieces += [f"{owners[None]} ops unfused"] if None in owners else []
+            notes.append(f"{name} ({len(ops)} ops) split into {' + '.join(pieces)}")
+        elif not fused and ops:
+            notes.append(f"{name} ({len(ops)} ops) no longer fused")
+    for name, ops in fusions_b.items():
+        sources = {owner_a.get(op) for op in ops}
+        if len(sources - {None}) > 1:
+            notes.append(f"{' + '.join(sorted(s for s in sources if s))} merged into {name}")
+        elif sources == {None} and ops:
+            notes.append(f"{name} ({len(ops)} ops) newly fused")
+    return ", ".join(notes)

@@ -1,0 +1,97 @@
+"""What our compiler did for one measurement, as small text files (the raw material of "why").
+
+`record(program, segments=...)` reads a jitted function of `compiler.jit` after it ran and returns
+{relative file name: text}:
+- `trace.py`: the final execution trace (the timing in its header removed, so equal programs give
+  equal text);
+- `fusions.txt`: each fusion, its ops, its last inputs (`compiler.examine.fusions`);
+- `fusions/<name>.py`: each fusion's FusionDefinition source;
+- `segments.txt`: nvFuser's kernels per fusion with their schedulers (`compiler.examine.segments`;
+  only when `segments` is set and a fusion ran with nvFuser on a GPU: it profiles in a child process);
+- `recompilations.txt`, `saved_for_backward.txt`: when this compiler's `examine` has them;
+- `record.json.txt`: the same facts as data (fusion names, op counts, ops, kernels and schedulers
+  per fusion, recompilations, bytes saved for backward). NOTE: not `.json`: ASV reads every
+  `*.json` file under its results folder as a result file.
+A part the compiler cannot produce is left out with its error in `errors.txt`; recording never
+raises, so it never costs a measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+RECORD_FILE = "record.json.txt"
+_TOOK = re.compile(r" \(took [0-9.]+ ms\)")
+
+
+def record(program: Any, segments: bool = False) -> dict[str, str]:
+    """The files describing what `program` (a called `compiler.jit` function) did; {} if it never ran."""
+    import compiler
+    from compiler import examine
+
+    if getattr(program, "last_entry", None) is None:
+        return {}
+    files: dict[str, str] = {}
+    data: dict[str, Any] = {"fusions": {}}
+    errors: list[str] = []
+
+    def attempt(what: str, action: Any) -> None:
+        try:
+            action()
+        except Exception as error:  # NOTE: a missing part must not cost the measurement
+            errors.append(f"{what}: {type(error).__name__}: {error}")
+
+    def trace() -> None:
+        files["trace.py"] = _TOOK.sub("", str(compiler.last_traces(program)[-1]))
+
+    def fusions() -> None:
+        listing = examine.fusions(program)
+        files["fusions.txt"] = str(listing) + "\n"
+        for info in listing:
+            data["fusions"][info.name] = {"ops": [_op(op) for op in info.ops], "runner": info.runner}
+            attempt(f"fusion {info.name}", lambda name=info.name: _definition(files, program, name))
+
+    def kernels() -> None:
+        report = examine.segments(program)
+        files["segments.txt"] = str(report) + "\n"
+        for segment in report:
+            schedulers = [k.scheduler for k in sorted(segment.kernels, key=lambda k: k.segment)]
+            data["fusions"].setdefault(segment.name, {})["schedulers"] = schedulers
+
+    attempt("trace", trace)
+    attempt("fusions", fusions)
+    if segments and any(f.get("runner") == "nvfuser" for f in data["fusions"].values()):
+        attempt("segments", kernels)
+    recompilations = getattr(examine, "recompilations", None)
+    if recompilations is not None:
+        attempt("recompilations", lambda: _listing(files, data, "recompilations", recompilations(program)))
+    saved = getattr(examine, "saved_for_backward", None)
+    if saved is not None:
+        attempt("saved for backward", lambda: _saved(files, data, saved(program)))
+    if errors:
+        files["errors.txt"] = "\n".join(errors) + "\n"
+    files[RECORD_FILE] = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    return files
+
+
+def _op(line: str) -> str:
+    """An op line without its trailing type comment: `t0 = prims.mul(x, y)`."""
+    return line.split("  #")[0].strip()
+
+
+def _definition(files: dict[str, str], program: Any, name: str) -> None:
+    from compiler import examine
+
+    files[f"fusions/{name}.py"] = examine.fusion_source_of(program, name)
+
+
+def _listing(files: dict[str, str], data: dict[str, Any], name: str, listing: Any) -> None:
+    files[f"{name}.txt"] = str(listing) + "\n"
+    data[name] = [str(item) for item in listing]
+
+
+def _saved(files: dict[str, str], data: dict[str, Any], listing: Any) -> None:
+    files["saved_for_backward.txt"] = str(listing) + "\n"
+    data["saved_for_backward_bytes"] = sum(int(value.bytes) for value in listing)

@@ -1,0 +1,177 @@
+"""Measuring units in worker processes: one per device, and a crash costs one unit, not the run.
+
+A unit is one (case, params, variant) of the run's plan, named by its index. A worker is the same
+`fusebench run` started with `--worker`: it reads unit indices from stdin, one per line, measures
+each (recording it in the results itself, so nothing measured is lost whatever happens later),
+and answers with the outcome as one JSON line on a pipe of its own (`--outcomes-fd`), so what a
+case prints cannot garble the answers. Its stdout and stderr are forwarded here line by line,
+prefixed with its device.
+
+Each device has a thread that hands the next unit of one shared queue to its worker (so a fast
+GPU takes more units) and waits for the answer. When the pipe ends without one, the worker died
+measuring that unit (a segfault or abort in nvFuser, a CUDA error that ended it): the unit is
+`crashed`, with the signal or exit status and the last lines of the worker's output, and a fresh
+worker takes the next unit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+OUTPUT_TAIL_LINES = 20
+Report = Callable[[str], None]
+Answer = Callable[[int, str, dict[str, Any] | None, str], None]  # (unit, device, outcome JSON or None, crash detail)
+
+
+@dataclass(frozen=True)
+class Device:
+    """Where a worker runs: its label ('cuda:1', or 'cpu#0' for the first of several CPU workers), the
+    `--device` it is given and its environment."""
+
+    label: str
+    device_type: str
+    env: dict[str, str]
+
+
+def devices_from(spec: str, cuda_count: int) -> list[Device]:
+    """'cuda:0,cuda:1', 'all' (every visible GPU) or 'cpu,cpu' as worker devices.
+
+    A GPU worker sees only its GPU (CUDA_VISIBLE_DEVICES), as cuda:0: every worker records the
+    same environment, so all results merge into one ASV history.
+    """
+    names = [f"cuda:{i}" for i in range(cuda_count)] if spec == "all" else [s.strip() for s in spec.split(",")]
+    if not names or not all(names):
+        raise ValueError(f"--devices {spec!r}: expected 'all' or a comma-separated list like cuda:0,cuda:1")
+    devices = []
+    for number, name in enumerate(names):
+        if name == "cpu":
+            devices.append(Device(f"cpu#{number}", "cpu", {}))
+            continue
+        kind, _, index = name.partition(":")
+        if kind != "cuda" or not index.isdigit() or int(index) >= cuda_count:
+            raise ValueError(f"--devices: {name!r} is not 'cpu' or 'cuda:N' with N below the {cuda_count} GPUs here")
+        devices.append(Device(name, "cuda", {"CUDA_VISIBLE_DEVICES": index}))
+    return devices
+
+
+def run_units(
+    worker_args: Sequence[str], devices: Sequence[Device], units: Sequence[int], answer: Answer, report: Report
+) -> None:
+    """Measures `units` over one worker per device; calls `answer` once per unit as it finishes."""
+    pending: queue.Queue[int] = queue.Queue()
+    for unit in units:
+        pending.put(unit)
+    errors: list[BaseException] = []
+
+    def serve(device: Device) -> None:
+        try:
+            _serve(worker_args, device, pending, answer, report)
+        except BaseException as error:  # NOTE: re-raised in the main thread below
+            errors.append(error)
+
+    threads = [threading.Thread(target=serve, args=(d,), daemon=True) for d in devices]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+class _Worker:
+    """One worker process, its answer pipe and the tail of its output."""
+
+    def __init__(self, worker_args: Sequence[str], device: Device, report: Report) -> None:
+        read_fd, write_fd = os.pipe()
+        command = [sys.executable, "-m", "fusebench", "run", *worker_args, "--device", device.device_type]
+        command += ["--worker", "--outcomes-fd", str(write_fd)]
+        self.process = subprocess.Popen(
+            command,
+            env={**os.environ, **device.env},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            pass_fds=(write_fd,),
+        )
+        os.close(write_fd)
+        self.answers = os.fdopen(read_fd)
+        self.tail: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
+        self.forwarder = threading.Thread(target=self._forward, args=(device.label, report), daemon=True)
+        self.forwarder.start()
+
+    def _forward(self, label: str, report: Report) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.tail.append(line.rstrip("\n"))
+            report(f"  {label}| {line.rstrip()}")
+
+    def measure(self, unit: int) -> dict[str, Any] | None:
+        """The outcome JSON of `unit`, or None when the worker died before answering."""
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(f"{unit}\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            return None
+        line = self.answers.readline()
+        return json.loads(line) if line else None
+
+    def crash_detail(self) -> str:
+        """How the worker ended (signal or exit status) and the last lines it printed."""
+        returncode = self.process.wait()
+        self.forwarder.join(timeout=10)
+        if returncode < 0:
+            how = f"killed by {signal.Signals(-returncode).name}"
+        else:
+            how = f"exit status {returncode}"
+        last = [line for line in self.tail if line.strip()][-3:]
+        return how + (f" | last output: {' / '.join(last)}" if last else "")
+
+    def close(self) -> None:
+        """Ends the worker (its stdin closes: it finishes and exits), or kills it when it does not."""
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):
+                self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.forwarder.join(timeout=10)
+        self.answers.close()
+
+
+def _serve(worker_args: Sequence[str], device: Device, pending: queue.Queue, answer: Answer, report: Report) -> None:
+    worker: _Worker | None = None
+    try:
+        while True:
+            try:
+                unit = pending.get_nowait()
+            except queue.Empty:
+                return
+            worker = worker or _Worker(worker_args, device, report)
+            result = worker.measure(unit)
+            if result is None:
+                answer(unit, device.label, None, worker.crash_detail())
+                worker.close()
+                worker = None
+                continue
+            answer(unit, device.label, result, "")
+            if result.get("worker_exits"):  # NOTE: it ended itself after a CUDA error, which poisons its context
+                worker.close()
+                worker = None
+    finally:
+        if worker is not None:
+            worker.close()

@@ -1,0 +1,76 @@
+"""FusionDefinitions shared by structure: identical per-parameter regions are defined once (on CPU,
+against the torch-evaluated fake of nvfuser_direct)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import compiler
+from compiler.executors.nvfuser import region_fusions
+from compiler.executors.nvfuser_descriptors import structure_key
+from compiler.executors.nvfuser_translate import fusion_source
+from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
+
+
+def adam_like(params, grads, exp_avgs, step: int, lr: float):
+    scale = lr / (1 - 0.9**step)
+    for p, g, m in zip(params, grads, exp_avgs):
+        m.lerp_(g, 0.1)
+        p.sub_(m * scale / (g.abs() + 1e-8).sqrt())
+
+
+def _state(shapes, seed: int):
+    gen = torch.Generator().manual_seed(seed)
+    return tuple([torch.randn(s, generator=gen) for s in shapes] for _ in range(3))
+
+
+def _run(shapes, seed: int, cache: str = "constant", steps=(3,), **fusion):
+    state = _state(shapes, seed)
+    expected = tuple([t.clone() for t in ts] for ts in state)
+    jfn = compiler.jit(adam_like, cache=cache, executors=["nvfuser", "torch"], fusion=fusion)
+    for step in steps:
+        jfn(*state, step, 1e-2)
+        adam_like(*expected, step, 1e-2)
+    for got, want in zip(state, expected):
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w)
+    return jfn
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_identical_per_parameter_regions_share_one_definition(fake_nvfuser, seed):  # noqa: F811
+    shapes = [(8, 4)] * 3 + [(5, 7)] * 2 + [(16, 16)]
+    jfn = _run(shapes, seed, merge_same_shape=False)
+    assert len(region_fusions(compiler.last_traces(jfn)[-1])) == len(shapes)
+    stats = compiler.examine.stats(jfn)
+    assert (stats.definitions, stats.reused) == (1, len(shapes) - 1)  # one rank, one dtype: one structure
+
+
+def test_ranks_and_dtypes_are_different_structures(fake_nvfuser):  # noqa: F811
+    jfn = _run([(6,), (9,), (4, 4), (3, 5), (2, 2, 2)], seed=0, merge_same_shape=False)
+    stats = compiler.examine.stats(jfn)
+    assert (stats.definitions, stats.reused) == (3, 2)
+
+
+def test_a_symbolic_step_shared_by_every_region_does_not_merge_them(fake_nvfuser):  # noqa: F811
+    jfn = _run([(8, 4)] * 4, seed=2, cache="symbolic", steps=(3, 4, 5), merge_same_shape=False)
+    assert len(region_fusions(compiler.last_traces(jfn)[-1])) == 4
+    assert compiler.examine.stats(jfn).definitions == 1
+
+
+def test_same_shape_regions_merge_by_default(fake_nvfuser):  # noqa: F811
+    jfn = _run([(8, 4)] * 4, seed=3)
+    assert len(region_fusions(compiler.last_traces(jfn)[-1])) == 1
+
+
+def test_structure_key_ignores_names_and_keeps_everything_else(fake_nvfuser):  # noqa: F811
+    jfn = _run([(8, 4)] * 2 + [(3,)], seed=4, merge_same_shape=False)
+    fusions = region_fusions(compiler.last_traces(jfn)[-1])
+    sources = [fusion_source(f.region, f.descriptors())[0] for f in fusions]
+    assert sources[0] != sources[1]  # different proxies, different names
+    keys = [structure_key(s) for s in sources]
+    assert keys[0] == keys[1] and keys[0] != keys[2]
+    assert structure_key(sources[0].replace("1e-08", "1e-07")) != keys[0]
+    assert structure_key(sources[0].replace("fd.ops.sqrt", "fd.ops.rsqrt")) != keys[0]
+    assert "DataType .Float" in keys[0] and "stride_order =" in keys[0]

@@ -1,0 +1,103 @@
+"""The "why" of a change: one commit of a throwaway repository turns horizontal fusion off, and the
+records `fusebench run` keeps name the fusion that split, in the compare notes and the report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fusebench.cli import main
+from fusebench.compare.comparison import compare_runs, explain_changes
+from fusebench.compare.interleave import SideRun
+from fusebench.history.regressions import Regression
+from fusebench.report.why import regression_why, why_section
+
+SUITE = """
+import torch
+
+from fusebench.cases import Case
+
+
+def two_chains(x, y):
+    return (x * 2 + 1).sin(), (y - 3).exp() * 4
+
+
+CASES = [
+    Case(
+        name="two_chains",
+        fn=two_chains,
+        make_inputs=lambda params, device, seed: (torch.randn(64, device=device), torch.randn(64, device=device)),
+        bytes_moved=lambda params: 4 * 64 * 4,
+        params={"n": [64]},
+        # NOTE: the torch runner forms the same regions as nvFuser would, without nvFuser (CPU).
+        jit_options=lambda params: {
+            "executors": ["nvfuser", "torch"],
+            "fusion": {"runner": "torch", "horizontal": HORIZONTAL},
+        },
+    )
+]
+"""
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """`fusebench run` of the suite at two commits of a throwaway repository: fusion on, then split."""
+    root = tmp_path_factory.mktemp("why")
+    repo, results = root / "repo", root / "results"
+    (repo / "suites").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    commits, documents = [], []
+    for horizontal in (True, False):
+        (repo / "suites" / "fused.py").write_text(textwrap.dedent(SUITE).replace("HORIZONTAL", str(horizontal)))
+        _git(repo, "add", "-A")
+        _git(repo, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", f"horizontal={horizontal}")
+        commits.append(_git(repo, "rev-parse", "HEAD"))
+        json_path = root / f"{len(commits)}.json"
+        argv = ["run", "--suites", str(repo / "suites"), "--variant", "fusebench", "--device", "cpu"]
+        argv += ["--repeat-budget", "0.01", "--results", str(results), "--commit", commits[-1], "--machine", "box"]
+        assert main([*argv, "--json", str(json_path)]) == 0
+        documents.append(json.loads(json_path.read_text()))
+    return {"results": results, "commits": commits, "documents": documents}
+
+
+def test_run_records_the_trace_and_each_fusion_definition(runs: dict) -> None:
+    folder = Path(runs["documents"][1]["outcomes"][0]["extra"]["artifacts"])
+    assert folder.is_relative_to(runs["results"] / "box" / "artifacts" / runs["commits"][1][:8])
+    names = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    assert {"trace.py", "fusions.txt", "fusions/nvFusion0.py", "fusions/nvFusion1.py", "record.json.txt"} <= names
+    assert (
+        "def computation(x, y)" in (folder / "trace.py").read_text() and "took" not in (folder / "trace.py").read_text()
+    )
+    assert not list(runs["results"].rglob("artifacts/**/*.json")), "ASV would read a .json file as a result file"
+
+
+def test_the_report_names_the_split_fusion_with_collapsible_diffs(runs: dict) -> None:
+    before, after = runs["commits"]
+    regression = Regression(
+        "box", "env", "fused", "two_chains", "n=64", "fusebench", "time_call", "seconds", before, after, 1e-5, 2e-5
+    )
+    explanation = regression_why(runs["results"], regression)
+    assert explanation is not None
+    assert explanation.reason.startswith(
+        "fusion count 1→2: nvFusion0 (6 ops) split into nvFusion0 (3 ops) + nvFusion1 (3 ops)"
+    )
+    assert "trace.py" in explanation.diffs and "+++ B/fusions/nvFusion1.py" in explanation.diffs["fusions/nvFusion1.py"]
+    page = why_section(runs["results"], [regression], None)
+    assert "split into nvFusion0 (3 ops) + nvFusion1 (3 ops)" in page and "<details><summary>diff of trace.py" in page
+
+
+def test_compare_notes_and_json_hold_the_reason_and_the_diffs(runs: dict) -> None:
+    side_a, side_b = (SideRun(label, 0, 0, 1.0, outcomes=d["outcomes"]) for label, d in zip("AB", runs["documents"]))
+    comparisons = compare_runs([side_a], [side_b])
+    comparisons[0].verdict = "slower"  # NOTE: the times of this tiny case decide nothing; the notes are the point
+    explain_changes(comparisons)
+    assert comparisons[0].notes().startswith("fusion count 1→2: nvFusion0 (6 ops) split into")
+    assert comparisons[0].why is not None and comparisons[0].why.changes["fusions_per_call"] == [1, 2]

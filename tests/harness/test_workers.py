@@ -1,0 +1,109 @@
+"""`fusebench run --isolate` and `--devices`: crashes cost one unit, several workers feed one history.
+
+The suite below has a case whose function aborts or segfaults the process measuring it; each
+test runs in worker processes (each imports torch: a few seconds each on a 2-core VM).
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fusebench.cli import main
+from fusebench.history import read_results
+
+CRASHING_SUITE = """
+import os
+import signal
+
+import torch
+
+from fusebench.cases import Case
+
+
+def double(x):
+    return x * 2
+
+
+def abort(x):
+    if x.device.type == "cpu" and os.environ.get("FUSEBENCH_WORKER_TEST") == "crash":
+        os.abort()
+    return x * 2
+
+
+def segfault(x):
+    if os.environ.get("FUSEBENCH_WORKER_TEST") == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return x * 2
+
+
+def inputs(params, device, seed):
+    return (torch.ones(params["n"], device=device),)
+
+
+CASES = [
+    Case(name=name, fn=fn, make_inputs=inputs, bytes_moved=lambda p: 8 * p["n"], params={"n": [4]})
+    for name, fn in (("before", double), ("aborts", abort), ("segfaults", segfault), ("after", double))
+]
+"""
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FUSEBENCH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "fusebench-cache"))
+
+
+def _suite(tmp_path: Path) -> Path:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "crashy.py").write_text(textwrap.dedent(CRASHING_SUITE))
+    return suites
+
+
+def test_a_crash_marks_its_unit_crashed_and_the_run_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FUSEBENCH_WORKER_TEST", "crash")
+    results = tmp_path / "results"
+    argv = ["run", "--suites", str(_suite(tmp_path)), "--variant", "eager", "--device", "cpu", "--isolate"]
+    status = main([*argv, "--repeat-budget", "0.01", "--results", str(results), "--json", str(tmp_path / "r.json")])
+    out, err = capsys.readouterr()
+    assert status == 1, out + err
+    outcomes = {o["case"]: o for o in json.loads((tmp_path / "r.json").read_text())["outcomes"]}
+    assert {case: o["status"] for case, o in outcomes.items()} == {
+        "before": "ok", "aborts": "crashed", "segfaults": "crashed", "after": "ok",
+    }  # fmt: skip
+    assert outcomes["aborts"]["detail"].startswith("killed by SIGABRT")
+    assert outcomes["segfaults"]["detail"].startswith("killed by SIGSEGV")
+    assert "crashed: killed by SIGSEGV" in out
+    frame = read_results(results)
+    times = frame[frame.metric == "time_call"].set_index("case")
+    assert times.loc["before", "status"] == "ok" and times.loc["after", "status"] == "ok"
+    assert times.loc["aborts", "status"] == "crashed"
+
+
+def test_two_cpu_workers_share_the_units_and_merge_into_one_history(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    results = tmp_path / "results"
+    argv = ["run", "--suites", str(_suite(tmp_path)), "--variant", "eager", "--devices", "cpu,cpu"]
+    status = main([*argv, "--repeat-budget", "0.01", "--results", str(results)])
+    out, err = capsys.readouterr()
+    assert status == 0, out + err
+    assert "[cpu#0]" in err and "[cpu#1]" in err, err
+    files = list(results.glob("*/*.json"))
+    assert len([f for f in files if f.name != "machine.json"]) == 1
+    frame = read_results(results)
+    times = frame[frame.metric == "time_call"]
+    assert sorted(times.case) == ["aborts", "after", "before", "segfaults"]
+    assert (times.status == "ok").all() and times.value.notna().all()
+    assert "1/4" in err and "4/4" in err
+
+
+def test_bad_devices_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    argv = ["run", "--suites", str(_suite(tmp_path)), "--device", "cpu", "--results", str(tmp_path)]
+    assert main([*argv, "--devices", "tpu:0"]) == 2
+    assert "--devices: 'tpu:0' is not 'cpu' or 'cuda:N'" in capsys.readouterr().err
