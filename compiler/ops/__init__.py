@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from compiler.core import proxies
 from compiler.ops import (  # noqa: F401  (each module registers its ops)
+    advanced_indexing,
     conversion,
     elementwise,
     embedding,
     factory,
+    foreach,
     indexing,
     inplace,
     linalg,

@@ -31,7 +31,7 @@ import torch
 from compiler import prims
 from compiler.core import ir
 from compiler.core.errors import called_at, check
-from compiler.core.ir import BoundSymbol, TensorProxy, TraceContext
+from compiler.core.ir import BoundSymbol, TensorProxy, TraceContext, size_product
 from compiler.prims import Prim
 
 Strides = tuple[int, ...]
@@ -296,15 +296,8 @@ def check_writable(target: TensorProxy, what: str) -> None:
     check(context is not None, lambda: f"{what} was called on proxies outside of tracing", RuntimeError)
     node, link = target, view_link(context, target)
     while link is not None:
-        check(
-            not (link.sym is Prim.BROADCAST_IN_DIM and expands(link)),
-            lambda node=node, link=link: (
-                f"{what} writes into {target.name}, which is (a view of) {node.name}, an expanded (broadcast) view "
-                f"of {link.args[0].name}: its elements share memory, so eager PyTorch rejects the write or changes "
-                f"every copy at once, which the compiler does not support; clone() the tensor first{called_at()}"
-            ),
-            NotImplementedError,
-        )
+        if link.sym is Prim.BROADCAST_IN_DIM and expands(link):
+            _reject_expanded_write(context, target, node, link, what)
         node, link = link.args[0], view_link(context, link.args[0])
     for a in _state(context).ambiguous:
         check(
@@ -316,6 +309,85 @@ def check_writable(target: TensorProxy, what: str) -> None:
                 f"{called_at()}"
             ),
             NotImplementedError,
+        )
+
+
+def _reject_expanded_write(
+    context: TraceContext, target: TensorProxy, node: TensorProxy, link: BoundSymbol, what: str
+) -> None:
+    """Raises for a write into `target`, (a view of) the expanded view `node`: eager's own error
+    where `target` has elements sharing memory (fill_ and zero_ excepted, which eager allows),
+    else NotImplementedError (the write is defined in eager, but the IR cannot invert an expand)."""
+    with torch._C.DisableTorchFunction():
+        elements = _elements(context, target)
+        overlaps = elements is None or elements.unique().numel() < elements.numel()
+    fills = what.endswith(("fill_", "zero_"))
+    check(
+        not overlaps or fills,
+        lambda: (
+            f"{what}: unsupported operation: more than one element of the written-to tensor {target.name} refers "
+            f"to a single memory location (it is an expanded view of {link.args[0].name}). Please clone() the "
+            f"tensor before performing the operation{called_at()}"
+        ),
+        RuntimeError,
+    )
+    raise NotImplementedError(
+        f"{what} writes into {target.name}, which is (a view of) {node.name}, an expanded (broadcast) view "
+        f"of {link.args[0].name}: writing through an expand is not supported; write into "
+        f"{link.args[0].name} or clone() the expanded tensor first{called_at()}"
+    )
+
+
+def _elements(context: TraceContext, t: TensorProxy) -> torch.Tensor | None:
+    """For each element of `t`, the position of the element of its root it views (replaying the
+    view prims on the root's positions), or None where a size is symbolic."""
+    chain = []
+    link = view_link(context, t)
+    while link is not None:
+        chain.append(link)
+        link = view_link(context, link.args[0])
+    base = chain[-1].args[0] if chain else t
+    if not _concrete(base.shape):
+        return None
+    value = torch.arange(size_product(base.shape)).reshape(base.shape)
+    for bsym in reversed(chain):
+        if any(isinstance(a, ir.NumberProxy) for a in ir.proxies_in(bsym.args[1:])):
+            return None
+        value = prims.evaluate(bsym.sym, (value, *bsym.args[1:]))
+    return value
+
+
+def check_no_overlap(target: TensorProxy, operands: tuple, what: str) -> None:
+    """Raises eager's error when an operand of an in-place op shares memory with its target other
+    than element for element (eager then rejects the op, or its result depends on the order it
+    visits elements)."""
+    context = ir.current()
+    if context is None or not isinstance(target, TensorProxy):
+        return
+    check_writable(target, what)  # NOTE: eager reports the target's own overlap first
+    # NOTE: the replay runs real torch functions, which the tracing mode would route to the ops.
+    with torch._C.DisableTorchFunction():
+        _check_no_overlap(context, target, operands, what)
+
+
+def _check_no_overlap(context: TraceContext, target: TensorProxy, operands: tuple, what: str) -> None:
+    target_root = root(context, target)
+    for operand in operands:
+        if not isinstance(operand, TensorProxy) or root(context, operand) is not target_root:
+            continue
+        written, read = _elements(context, target), _elements(context, operand)
+        if written is None or read is None:
+            continue
+        same = written.shape == read.shape and torch.equal(written, read)
+        check(
+            same or not bool(torch.isin(read, written).any()),
+            lambda operand=operand: (
+                f"{what}: unsupported operation: some elements of the input tensor {operand.name} and the "
+                f"written-to tensor {target.name} refer to a single memory location. Please clone() the tensor "
+                f"before performing the operation (eager raises this where it detects the overlap; elsewhere its "
+                f"result depends on the order it visits elements){called_at()}"
+            ),
+            RuntimeError,
         )
 
 

@@ -454,7 +454,7 @@ def lerp(input: TensorProxy, end: TensorProxy, weight: Any, *, out: Any = None) 
 @register("torch.addcmul", "torch.Tensor.addcmul")
 def addcmul(input: TensorProxy, tensor1: Any, tensor2: Any, *, value: Any = 1, out: Any = None) -> Any:
     check_no_out("torch.addcmul", out)
-    return elementwise(lambda a, b, c: prims.add(a, prims.mul(prims.mul(b, value), c)), input, tensor1, tensor2)
+    return _with_value(lambda a, b, c, v: prims.add(a, prims.mul(prims.mul(b, v), c)), input, tensor1, tensor2, value)
 
 
 @register("torch.addcdiv", "torch.Tensor.addcdiv")
@@ -465,7 +465,15 @@ def addcdiv(input: TensorProxy, tensor1: Any, tensor2: Any, *, value: Any = 1, o
         lambda: f"addcdiv with two integer tensors is not supported by torch{called_at()}",
         TypeError,
     )
-    return elementwise(lambda a, b, c: prims.add(a, prims.mul(prims.div(b, c), value)), input, tensor1, tensor2)
+    return _with_value(lambda a, b, c, v: prims.add(a, prims.mul(prims.div(b, c), v)), input, tensor1, tensor2, value)
+
+
+def _with_value(body: Callable, input: Any, tensor1: Any, tensor2: Any, value: Any) -> Any:
+    """addcmul/addcdiv: a 0-d tensor `value` (torch.optim passes one) is a Scalar: not promoted."""
+    if not isinstance(value, TensorProxy):
+        return elementwise(body, input, tensor1, tensor2, value)
+    compute, result = result_dtypes((input, tensor1, tensor2), Promotion.DEFAULT)
+    return to_dtype(elementwise(body, input, tensor1, tensor2, value, compute=compute), result)
 
 
 @register("torch.masked_fill", "torch.Tensor.masked_fill")

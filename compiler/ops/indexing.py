@@ -1,5 +1,4 @@
-"""Indexing ops with index tensors: index_select, index_copy (functional), gather, and indexing the
-leading dims with several integer tensors at once (`x[rows, cols]`, broadcast together)."""
+"""Indexing ops with index tensors: index_select, index_copy (functional), gather."""
 
 from __future__ import annotations
 
@@ -10,8 +9,8 @@ import torch
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
-from compiler.core.ir import TensorProxy, size_product
-from compiler.ops.operands import broadcast_shapes, broadcast_to, canonical_dim, insert_dim, to_dtype
+from compiler.core.ir import TensorProxy
+from compiler.ops.operands import canonical_dim, insert_dim, to_dtype
 from compiler.ops.registry import register
 
 
@@ -68,27 +67,3 @@ def gather(input: TensorProxy, dim: int, index: TensorProxy, *, sparse_grad: boo
     positions = prims.reshape(index, [1]) if index.ndim == 0 else index
     out = prims.take_along_dim(source, to_dtype(positions, torch.int64), d)
     return prims.reshape(out, []) if index.ndim == 0 else out
-
-
-def index_with_tensors(input: TensorProxy, keys: tuple) -> TensorProxy:
-    """input[k0, k1, ...] for integer index tensors on the leading dims: the elements at the
-    broadcast index positions, as one index_select on the leading dims flattened."""
-    check(
-        len(keys) <= input.ndim and all(isinstance(k, TensorProxy) and dtypes.is_integer(k.dtype) for k in keys),
-        lambda: (
-            f"indexing with {len(keys)} index tensors needs integer tensors for leading dims of {input.name}"
-            f"{called_at()}"
-        ),
-        NotImplementedError,
-    )
-    shape = broadcast_shapes(*(k.shape for k in keys))
-    linear = None
-    for dim, key in enumerate(keys):
-        size = input.shape[dim]
-        key = broadcast_to(to_dtype(key, torch.int64), shape)
-        key = prims.where(prims.lt(key, 0), prims.add(key, size), key)  # negative indices count from the end
-        linear = key if linear is None else prims.add(prims.mul(linear, size), key)
-    rest = list(input.shape[len(keys) :])
-    flat = prims.reshape(input, [size_product(input.shape[: len(keys)]), *rest])
-    picked = prims.index_select(flat, 0, prims.reshape(linear, [size_product(shape)]))
-    return prims.reshape(picked, [*shape, *rest])

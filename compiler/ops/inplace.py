@@ -17,12 +17,11 @@ from typing import Any
 import torch
 
 from compiler import prims
-from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy
-from compiler.ops import aliasing
+from compiler.ops import advanced_indexing, aliasing
 from compiler.ops.indexing import _as_1d, _check_index
-from compiler.ops.operands import broadcast_shapes, broadcast_to, canonical_dim, insert_dim, to_dtype
+from compiler.ops.operands import canonical_dim, insert_dim, to_dtype
 from compiler.ops.registry import dispatch, register
 from compiler.ops.shape import getitem
 from compiler.ops.writes import same_shape, write
@@ -39,6 +38,7 @@ def _inplace(name: str, functional: Callable, *, function: bool = False, dunders
 
     @register(*names)
     def op(self: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
+        aliasing.check_no_overlap(self, (*args, *kwargs.values()), what)
         return write(self, dispatch(functional, (self, *args), kwargs), what)
 
     op.__name__ = f"{name}_"
@@ -89,11 +89,13 @@ def fill_(self: TensorProxy, value: Any) -> TensorProxy:
 
 @register("torch.Tensor.copy_")
 def copy_(self: TensorProxy, src: Any, non_blocking: bool = False) -> TensorProxy:
+    aliasing.check_no_overlap(self, (src,), "torch.Tensor.copy_")
     return write(self, src, "torch.Tensor.copy_", broadcast=True, any_cast=True)
 
 
 @register("torch.Tensor.index_add_")
 def index_add_(self: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy, *, alpha: Any = 1) -> TensorProxy:
+    aliasing.check_no_overlap(self, (source,), "torch.Tensor.index_add_")
     result = dispatch(torch.Tensor.index_add, (self, dim, index, source), {"alpha": alpha})
     return write(self, result, "torch.Tensor.index_add_")
 
@@ -133,43 +135,37 @@ def clone(input: TensorProxy, *, memory_format: Any = None) -> TensorProxy:
 @register("torch.Tensor.__setitem__")
 def setitem(self: TensorProxy, key: Any, value: Any) -> None:
     what = "torch.Tensor.__setitem__"
-    if isinstance(key, TensorProxy):
-        _setitem_tensor_key(self, key, value, what)
+    items = key if isinstance(key, tuple) else (key,)
+    if isinstance(key, TensorProxy) and key.dtype == torch.bool:
+        _setitem_mask(self, key, value, what)
         return None
-    check(
-        not any(isinstance(k, TensorProxy) for k in (key if isinstance(key, tuple) else ())),
-        lambda: f"{what}: keys mixing index tensors with other indices are not supported{called_at()}",
-        NotImplementedError,
-    )
-    write(getitem(self, key), value, what, broadcast=True, any_cast=True)
+    if not any(advanced_indexing._is_advanced(k) for k in items):
+        target = getitem(self, key)
+        aliasing.check_no_overlap(target, (value,), what)
+        write(target, value, what, broadcast=True, any_cast=True)
+        return None
+    # NOTE: eager writes through the basic view, then index_put_s into it.
+    base, advanced = advanced_indexing.split_key(self, key)
+    source = to_dtype(value, base.dtype) if isinstance(value, TensorProxy) else value
+    write(base, advanced_indexing.put_advanced(base, advanced, source, accumulate=False), what)
     return None
 
 
-def _setitem_tensor_key(self: TensorProxy, key: TensorProxy, value: Any, what: str) -> None:
-    if key.dtype == torch.bool:
-        check(
-            same_shape(key.shape, self.shape) and (not isinstance(value, TensorProxy) or value.ndim == 0),
-            lambda: f"{what}: a bool mask key must have the tensor's shape and the value must be a scalar{called_at()}",
-            NotImplementedError,
-        )
-        write(self, dispatch(torch.Tensor.masked_fill, (self, key, value), {}), what, any_cast=True)
-        return
+def _setitem_mask(self: TensorProxy, key: TensorProxy, value: Any, what: str) -> None:
     check(
-        key.ndim == 1 and dtypes.is_integer(key.dtype) and self.ndim >= 1,
-        lambda: f"{what}: index tensor keys must be 1-D integer tensors{called_at()}",
+        same_shape(key.shape, self.shape) and (not isinstance(value, TensorProxy) or value.ndim == 0),
+        lambda: (
+            f"{what}: a bool mask key must have the tensor's shape and the value must be a scalar (other masks "
+            f"write a number of elements that depends on the mask's values); use torch.where(mask, value, x)"
+            f"{called_at()}"
+        ),
         NotImplementedError,
     )
-    rows = [key.shape[0], *self.shape[1:]]
-    if isinstance(value, TensorProxy):
-        check(
-            same_shape(broadcast_shapes(rows, value.shape), rows),
-            lambda: f"{what}: a value of shape {value.shape} cannot be broadcast to {tuple(rows)}{called_at()}",
-            RuntimeError,
-        )
-        source = to_dtype(broadcast_to(value, rows), self.dtype)
-    else:
-        number = (
-            to_dtype(value, self.dtype) if isinstance(value, NumberProxy) else dtypes.python_type(self.dtype)(value)
-        )
-        source = prims.full(rows, number, self.dtype, self.device)
-    write(self, dispatch(torch.Tensor.index_copy, (self, 0, key, source), {}), what)
+    write(self, dispatch(torch.Tensor.masked_fill, (self, key, value), {}), what, any_cast=True)
+
+
+@register("torch.Tensor.index_put_", "torch.index_put_")
+def index_put_(self: TensorProxy, indices: Any, values: Any, accumulate: bool = False) -> TensorProxy:
+    aliasing.check_no_overlap(self, (values,), "torch.Tensor.index_put_")
+    result = dispatch(torch.Tensor.index_put, (self, indices, values), {"accumulate": accumulate})
+    return write(self, result, "torch.Tensor.index_put_")

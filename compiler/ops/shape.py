@@ -16,7 +16,6 @@ from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy, same_size, size_product
 from compiler.ops.aliasing import contiguous_operand, fresh_copy
-from compiler.ops.indexing import index_select, index_with_tensors
 from compiler.ops.operands import (
     Promotion,
     broadcast_shapes,
@@ -343,24 +342,9 @@ def _expand_key(key: Any, ndim: int) -> list:
     return items + [slice(None)] * (ndim - sum(1 for k in items if k is not None))
 
 
-@register("torch.Tensor.__getitem__")
 def getitem(input: TensorProxy, key: Any) -> Any:
-    if isinstance(key, TensorProxy):
-        check(
-            key.dtype != torch.bool,
-            lambda: f"indexing with a bool mask gives a data-dependent shape and is not supported{called_at()}",
-            NotImplementedError,
-        )
-        check(
-            key.ndim <= 1 and input.ndim >= 1,
-            lambda: f"indexing supports one 0-D or 1-D integer index tensor on a tensor of rank >= 1{called_at()}",
-            NotImplementedError,
-        )
-        # NOTE: a 0-d index tensor selects like an int: the indexed dim goes away.
-        selected = index_select(input, 0, key)
-        return prims.squeeze(selected, [0]) if key.ndim == 0 else selected
-    if isinstance(key, tuple) and len(key) > 1 and all(isinstance(k, TensorProxy) for k in key):
-        return index_with_tensors(input, key)
+    """Basic indexing (ints, slices, None, Ellipsis): a view. `torch.Tensor.__getitem__` is
+    registered in ops/advanced_indexing.py, which also takes index tensors and lists."""
     items = _expand_key(key, input.ndim)
     starts, ends, steps, squeezed, new_axes = [], [], [], [], []
     dim = 0

@@ -23,6 +23,7 @@ aliasing was decided on (compiler/ops/aliasing.py). Pure functions get none of t
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -266,6 +267,21 @@ def _check_output(value: Any) -> None:
         )
 
 
+@contextlib.contextmanager
+def compiling() -> Iterator[None]:
+    """`torch.compiler.is_compiling()` is True inside the block, as while torch.compile traces.
+
+    NOTE: torch reads the module global `torch.compiler._is_compiling_flag` (torch 2.11 to 2.13;
+    2.13's `_compile_session_context` sets the same flag, 2.11 has no such helper).
+    """
+    previous = torch.compiler._is_compiling_flag
+    torch.compiler._is_compiling_flag = True
+    try:
+        yield
+    finally:
+        torch.compiler._is_compiling_flag = previous
+
+
 def trace(
     fn: Callable, args: tuple, kwargs: dict, *, symbolic: bool, dynamic: frozenset[str] = frozenset()
 ) -> tuple[Trace, Trace]:
@@ -293,7 +309,9 @@ def _trace(
     inputs.prologue.insert(at, BoundSymbol(Prim.UNPACK_SEQUENCE, (args_proxy, len(args)), {}, tuple(arg_elements)))
     fn_kwargs = inputs.mapping(kwargs_proxy, kwargs, "kwargs")
 
-    with tracing(context), _TracingMode():
+    # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
+    # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
+    with tracing(context), _TracingMode(), compiling():
         output = fn(*fn_args, **fn_kwargs)
     _check_output(output)
 

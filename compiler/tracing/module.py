@@ -9,10 +9,6 @@ train/eval mode of every submodule is passed along as a string the prologue guar
 (`modes`). `forward` runs the module with the proxies of the trace installed in place of its
 tensors, and returns its output as `(Spec, leaves)` (see structure.py).
 
-While a module is traced, `torch.compiler.is_compiling()` is True, as under torch.compile, so
-libraries take their paths written for compilers (Hugging Face's attention masks skip checks
-that read tensor values).
-
 Errors raised while tracing a module name the submodule that was running (its qualified name
 in the model) besides the op; modules with hooks are rejected up front, naming the module.
 """
@@ -125,7 +121,7 @@ class ModuleLayout:
         """Runs the module with `state`'s values (proxies) in place of its tensors; returns
         `(spec, leaves)` of its output."""
         self.check_traceable()
-        with self._installed(state), _compiling():
+        with self._installed(state):
             try:
                 output = self.module(*args, **kwargs)
             except (TracingError, NotImplementedError) as error:
@@ -155,16 +151,6 @@ class ModuleLayout:
                 found = candidate
             tb = tb.tb_next
         return found
-
-
-@contextlib.contextmanager
-def _compiling() -> Iterator[None]:
-    previous = torch.compiler._is_compiling_flag
-    torch.compiler._is_compiling_flag = True
-    try:
-        yield
-    finally:
-        torch.compiler._is_compiling_flag = previous
 
 
 def forward_signature(module: nn.Module) -> inspect.Signature:

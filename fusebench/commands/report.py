@@ -1,6 +1,6 @@
 """`fusebench report`: one self-contained HTML file of the histories, regressions and a comparison.
 
-    fusebench report [--results DIR] [--compare JSON] [-o report.html]
+    fusebench report [--results DIR] [--compare JSON] [--baseline VARIANT] [-o report.html]
 
 Reads the ASV results folder (`fusebench run` and `asv run` histories), finds step changes for
 the worse (`fusebench.history.regressions`), and lays out the charts (`fusebench.report.report`). The flagged
@@ -32,12 +32,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="smallest step reported as a regression (default 0.05: 5%%)",
     )
     parser.add_argument("--title", default="fusebench report", help="the page title")
+    parser.add_argument(
+        "--baseline",
+        metavar="VARIANT",
+        help="the scoreboard's ratios are to this variant (eager, torch.compile, ...); default: the fastest",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Writes the report; prints the flagged regressions and the path."""
-    inputs = load_inputs(args.results, args.compare, args.threshold)
+    inputs = load_inputs(args.results, args.compare, args.threshold, args.baseline)
     path = write_report(inputs, args.output, args.title)
     for regression in inputs.regressions:
         change = "from 0" if regression.value_before == 0 else f"+{100 * regression.change:.1f}%"

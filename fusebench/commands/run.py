@@ -1,4 +1,5 @@
-"""`fusebench run`: measure the selected cases and variants, record them, print a summary table.
+"""`fusebench run`: measure the selected cases and variants, record them, print a summary table
+and, per (case, params), how our compiler compares with its fastest peer (`report/summary.py`).
 
 Each measurement is merged into the ASV result file of this machine, commit and environment as
 soon as it is done (atomically, under a lock), so an interrupted run keeps what it measured and
@@ -38,6 +39,8 @@ from fusebench.measure.measure import Settings, measure_variant, prepare_case
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
 from fusebench.measure.workers import devices_from, run_units
 from fusebench.report.progress import Progress
+from fusebench.report.scoreboard import rows_from_outcomes
+from fusebench.report.summary import render_summary
 from fusebench.report.table import render
 
 DEFAULT_BUDGET_S = {"cpu": 0.2, "cuda": 1.0}
@@ -122,6 +125,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         atomic_write_json(args.json, _run_json(run_info, selection.quick, outcomes), indent=2)
         print(f"json: {args.json}")
+    summary = render_summary(rows_from_outcomes(outcomes))
+    if summary:
+        print(f"\n{summary}")
     return 1 if any(o.status in BAD_STATUSES for o in outcomes) else 0
 
 

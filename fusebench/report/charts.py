@@ -1,20 +1,23 @@
-"""The plotly figures of a report: histories, bandwidth, recompilations, and a comparison's ratios.
+"""The shared plotly pieces of a report: variant colours, commit order, latest values, IQR bars,
+the latest bandwidth and recompilation bars, and a comparison's ratios.
 
-Each function takes plain data (a `read_results` DataFrame, regressions, a compare document) and
-returns a `plotly.graph_objects.Figure`; `fusebench.report.report` lays them out in one HTML page.
+Each figure function takes plain data (a `read_results` DataFrame, a compare document) and returns
+a `plotly.graph_objects.Figure`; `fusebench.report.report` lays them out in one HTML page (the
+scoreboard's heatmap is in `scoreboard_chart.py`, the per-suite time charts in `suite_charts.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
+import plotly.colors
 import plotly.graph_objects as go
 
 from fusebench.cases.case import format_params
-from fusebench.history.regressions import Regression
-from fusebench.measure.outcome import PEAK_FRACTION, RECOMPILATIONS, TIME
+from fusebench.measure.outcome import PEAK_FRACTION, RECOMPILATIONS
+from fusebench.report.scoreboard import variant_order
 
 VERDICT_COLORS = {
     "slower": "#d62728",
@@ -25,7 +28,13 @@ VERDICT_COLORS = {
     "gone": "#8c564b",
     "skipped": "#c7c7c7",
 }
-_LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "height": 420}
+_PALETTE = plotly.colors.qualitative.Plotly + plotly.colors.qualitative.D3[:5] + plotly.colors.qualitative.Dark2
+LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "height": 420}
+
+
+def variant_colors(variants: Iterable[str]) -> dict[str, str]:
+    """A colour per variant, in `variant_order`, so a variant looks the same in every chart and report."""
+    return {name: _PALETTE[index % len(_PALETTE)] for index, name in enumerate(variant_order(variants))}
 
 
 def commit_order(frame: pd.DataFrame) -> list[str]:
@@ -34,63 +43,20 @@ def commit_order(frame: pd.DataFrame) -> list[str]:
     return list(dated.commit)
 
 
-def history_figure(case_frame: pd.DataFrame, regressions: Sequence[Regression], title: str) -> go.Figure:
-    """Time per call over commits, one line per (params, variant[, machine/env]), IQR as error bars,
-    regressions of `time_call` marked with a red cross at the first commit after the step."""
-    times = case_frame[(case_frame.metric == TIME.name) & case_frame.value.notna()]
-    order = commit_order(case_frame)
-    position = {commit: index for index, commit in enumerate(order)}
-    labels = [commit[:8] for commit in order]
-    several_envs = times[["machine", "env"]].drop_duplicates().shape[0] > 1
-    figure = go.Figure()
-    for (params, variant, machine, env), series in times.groupby(["params", "variant", "machine", "env"], sort=False):
-        series = series.assign(x=series.commit.map(position)).sort_values("x")
-        name = f"{variant} · {params}" + (f" · {machine}/{env}" if several_envs else "")
-        figure.add_trace(
-            go.Scatter(
-                x=[labels[i] for i in series.x],
-                y=series.value,
-                mode="lines+markers",
-                name=name,
-                error_y=_iqr_bars(series),
-                hovertemplate="%{x}<br>%{y:.3s}s<extra>" + name + "</extra>",
-            )
-        )
-    marked = [r for r in regressions if r.metric == TIME.name and r.after_commit in position]
-    if marked:
-        lookup = times.set_index(["commit", "params", "variant", "machine", "env"]).value
-        figure.add_trace(
-            go.Scatter(
-                x=[labels[position[r.after_commit]] for r in marked],
-                y=[lookup.get((r.after_commit, r.params, r.variant, r.machine, r.env), r.value_after) for r in marked],
-                mode="markers",
-                name="regression",
-                marker={"symbol": "x", "size": 14, "color": "#d62728", "line": {"width": 2}},
-                text=[f"{r.variant} · {r.params}: +{100 * r.change:.0f}% in {r.commit_range}" for r in marked],
-                hovertemplate="%{text}<extra>regression</extra>",
-            )
-        )
-    figure.update_layout(title=title, yaxis_title="time per call", xaxis_title="commit (oldest first)", **_LAYOUT)
-    figure.update_xaxes(type="category", categoryorder="array", categoryarray=labels)
-    low, high = times.value.min(), times.value.max()
-    # NOTE: variants can differ 100-fold (a cold compile vs a cached call): log scale when they do
-    wide = bool(low > 0 and high / low > 20)
-    if wide:
-        figure.update_yaxes(type="log", dtick="D2", tickformat="~s", ticksuffix="s")
-    else:
-        figure.update_yaxes(type="linear", tickformat=".3~s", ticksuffix="s")
-    return figure
-
-
-def latest_bar_figure(suite_frame: pd.DataFrame, metric: str, title: str, axis_title: str) -> go.Figure:
+def latest_bar_figure(
+    suite_frame: pd.DataFrame, metric: str, title: str, axis_title: str, colors: dict[str, str] | None = None
+) -> go.Figure:
     """The latest value of `metric` per (case params, variant) of a suite, as grouped horizontal bars."""
     latest = latest_values(suite_frame, metric)
     figure = go.Figure()
     for variant, rows in latest.groupby("variant", sort=False):
         labels = [f"{case} ({params})" for case, params in zip(rows.case, rows.params)]
-        figure.add_trace(go.Bar(y=labels, x=rows.value, name=variant, orientation="h"))
+        color = (colors or {}).get(str(variant))
+        text = [f"{value:.3g}" if metric != PEAK_FRACTION.name else f"{value:.1%}" for value in rows.value]
+        bar = go.Bar(y=labels, x=rows.value, name=variant, orientation="h", marker_color=color, text=text)
+        figure.add_trace(bar.update(textposition="outside", cliponaxis=False))
     height = max(300, 28 * latest[["case", "params"]].drop_duplicates().shape[0] * max(1, latest.variant.nunique()))
-    figure.update_layout(title=title, xaxis_title=axis_title, barmode="group", **{**_LAYOUT, "height": height})
+    figure.update_layout(title=title, xaxis_title=axis_title, barmode="group", **{**LAYOUT, "height": height})
     figure.update_yaxes(automargin=True)
     if metric == PEAK_FRACTION.name:
         figure.update_xaxes(tickformat="~%", rangemode="tozero")
@@ -140,12 +106,13 @@ def ratio_figure(document: dict[str, Any]) -> go.Figure:
     a, b = document["a"], document["b"]
     title = f"B/A time per call, 95% CI (A = {a['revision']} {a['commit'][:8]}, B = {b['revision']} {b['commit'][:8]})"
     height = max(300, 30 * len(decided) + 120)
-    figure.update_layout(title=title, xaxis_title="B / A (> 1: B is slower)", **{**_LAYOUT, "height": height})
+    figure.update_layout(title=title, xaxis_title="B / A (> 1: B is slower)", **{**LAYOUT, "height": height})
     figure.update_yaxes(automargin=True, type="category")
     return figure
 
 
-def _iqr_bars(series: pd.DataFrame) -> dict[str, Any] | None:
+def iqr_bars(series: pd.DataFrame) -> dict[str, Any] | None:
+    """Asymmetric error bars from each point's value to its 25th and 75th percentiles, or None."""
     q25, q75 = pd.to_numeric(series.q25, errors="coerce"), pd.to_numeric(series.q75, errors="coerce")
     if q25.isna().all() or q75.isna().all():
         return None

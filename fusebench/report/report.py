@@ -4,11 +4,15 @@ Layout, top to bottom:
 1. a summary of flagged regressions: the step changes `fusebench.history.regressions` finds in the
    histories, worst first, with the commit range each appeared in; and, with a compare document,
    the benchmarks that comparison found slower or failing;
-2. with a compare document (`fusebench compare --json`): the B/A ratio chart with confidence
+2. with results from several machines or environments, a selector that shows one at a time
+   (`machines.py`); the scoreboard and suite charts below are per machine and environment;
+3. the scoreboard (`scoreboard_chart.py`): the latest time per call of every variant in every
+   (suite, case, params), as a heatmap of ratios to the fastest variant or to `baseline`;
+4. with a compare document (`fusebench compare --json`): the B/A ratio chart with confidence
    intervals, and the table of benchmarks whose verdict is not "no change";
-3. per suite: a history chart per case (time per call over commits, one line per parameters and
-   variant, IQR error bars, regressions marked), the latest effective bandwidth as a fraction of
-   the machine's measured peak, and the latest recompilation counts.
+5. per suite (`suite_charts.py`): time per call with kernels and fusions per call beside it (bars
+   of the latest values with one commit, a history per (case, params) with several), the latest
+   effective bandwidth as a fraction of the machine's measured peak, and the latest recompilations.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ from fusebench.cases.case import format_params
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_text
 from fusebench.history.regressions import Regression, find_regressions
-from fusebench.measure.outcome import PEAK_FRACTION, RECOMPILATIONS, TIME
 from fusebench.report import charts
+from fusebench.report.machines import machine_sections, selector_html
+from fusebench.report.scoreboard_chart import check_baseline, scoreboard_section
+from fusebench.report.suite_charts import suite_section
 from fusebench.report.table import format_seconds
 from fusebench.report.why import why_section
 
@@ -45,6 +51,7 @@ class ReportInputs:
     comparison: dict[str, Any] | None = None
     results_dir: str | None = None
     comparison_path: str | None = None
+    baseline: str | None = None  # the variant the scoreboard's ratios are taken against (default: the fastest)
 
 
 def build_report(inputs: ReportInputs, title: str = "fusebench report") -> str:
@@ -56,13 +63,29 @@ def build_report(inputs: ReportInputs, title: str = "fusebench report") -> str:
             "(run `fusebench run` or `asv run` first, or pass --compare JSON)"
         ),
     )
+    check_baseline(inputs.frame, inputs.baseline)
     figures = _FigureIds()
-    parts = [_meta(inputs), _summary(inputs), why_section(inputs.results_dir, inputs.regressions, inputs.comparison)]
+    sections = machine_sections(inputs.frame)
+    parts = [
+        _meta(inputs),
+        _summary(inputs),
+        why_section(inputs.results_dir, inputs.regressions, inputs.comparison),
+        selector_html(sections),
+    ]
+    for section in sections:
+        anchor = section.anchor("scoreboard")
+        scoreboard = scoreboard_section(section.frame, inputs.baseline, figures.html, anchor, section.label)
+        parts.append(section.wrap(scoreboard))
     if inputs.comparison is not None:
         parts.append(_comparison_section(inputs.comparison, figures))
-    if not inputs.frame.empty:
-        for suite, suite_frame in inputs.frame.groupby("suite", sort=True):
-            parts.append(_suite_section(str(suite), suite_frame, inputs.regressions, figures))
+    colors = charts.variant_colors(inputs.frame.variant)
+    for section in sections:
+        regressions = [r for r in inputs.regressions if (r.machine, r.env) == (section.machine, section.env)]
+        suites = [
+            suite_section(str(suite), frame, regressions, figures.html, colors, section.anchor(f"suite-{suite}"))
+            for suite, frame in section.frame.groupby("suite", sort=True)
+        ]
+        parts.append(section.wrap("\n".join(suites)))
     template = Template(
         resources.files("fusebench.report").joinpath("templates/report.html").read_text(encoding="utf-8")
     )
@@ -175,26 +198,6 @@ def _comparison_row(entry: dict[str, Any]) -> list[str]:
     ]
 
 
-def _suite_section(suite: str, frame: pd.DataFrame, regressions: Sequence[Regression], figures: _FigureIds) -> str:
-    parts = [f'<h2 id="suite-{html.escape(suite)}">Suite {html.escape(suite)}</h2>']
-    for case, case_frame in frame.groupby("case", sort=False):
-        case_regressions = [r for r in regressions if r.suite == suite and r.case == case]
-        if case_frame[(case_frame.metric == TIME.name) & case_frame.value.notna()].empty:
-            parts.append(f"<p>{html.escape(str(case))}: no timed measurement recorded.</p>")
-            continue
-        title = f"{suite}.{case}: time per call"
-        parts.append(figures.html(charts.history_figure(case_frame, case_regressions, title)))
-    if not charts.latest_values(frame, PEAK_FRACTION.name).empty:
-        title = f"{suite}: effective bandwidth as a fraction of the machine's peak (latest commit)"
-        figure = charts.latest_bar_figure(frame, PEAK_FRACTION.name, title, "fraction of peak bandwidth")
-        parts.append(figures.html(figure))
-    if not charts.latest_values(frame, RECOMPILATIONS.name).empty:
-        title = f"{suite}: recompilations after the first call (latest commit)"
-        figure = charts.latest_bar_figure(frame, RECOMPILATIONS.name, title, "recompilations")
-        parts.append(figures.html(figure))
-    return "\n".join(parts)
-
-
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     head = "".join(f"<th>{h}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
@@ -206,7 +209,10 @@ def _value(value: float, unit: str) -> str:
 
 
 def load_inputs(
-    results_dir: str | Path | None, comparison_path: str | Path | None, threshold: float = 0.05
+    results_dir: str | Path | None,
+    comparison_path: str | Path | None,
+    threshold: float = 0.05,
+    baseline: str | None = None,
 ) -> ReportInputs:
     """Reads the results folder (if it exists) and the compare document (if given)."""
     from fusebench.files import read_json
@@ -228,5 +234,10 @@ def load_inputs(
         )
     regressions = find_regressions(frame, threshold) if not frame.empty else []
     return ReportInputs(
-        frame, regressions, comparison, str(results_dir) if results_dir else None, str(comparison_path or "") or None
+        frame,
+        regressions,
+        comparison,
+        str(results_dir) if results_dir else None,
+        str(comparison_path or "") or None,
+        baseline,
     )

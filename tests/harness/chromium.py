@@ -4,7 +4,7 @@ No browser automation package is needed: Chromium started with `--remote-debuggi
 DevTools commands (JSON, each ended by a NUL byte) on file descriptor 3 and writes replies and
 events on descriptor 4. `load_page(path)` opens a local file, waits for the load event and for
 the page to settle, and returns the console errors and uncaught exceptions it saw; `evaluate`
-runs JavaScript in the page; `screenshot` writes a PNG of the whole page.
+runs JavaScript in the page; `screenshot` writes a PNG of the page from its top.
 """
 
 from __future__ import annotations
@@ -108,9 +108,7 @@ class Chromium:
         """Opens `path`, waits for the load event and `settle_s` more; returns the errors the page logged."""
         self.send("Page.navigate", {"url": path.resolve().as_uri()}, session=self.session)
         self._wait(lambda m: m.get("method") == "Page.loadEventFired", timeout, "the load event")
-        deadline = time.monotonic() + settle_s
-        while time.monotonic() < deadline:
-            self._drain(0.1)
+        self.settle(settle_s)
         return self.errors()
 
     def errors(self) -> list[str]:
@@ -128,6 +126,12 @@ class Chromium:
                 found.append(f"log: {entry.get('text')} ({entry.get('url', '')})")
         return found
 
+    def settle(self, seconds: float) -> None:
+        """Lets the page run for `seconds` (charts re-laying out), keeping the events it sends."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self._drain(0.1)
+
     def evaluate(self, expression: str) -> Any:
         """The value of a JavaScript expression in the page."""
         result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True}, self.session)
@@ -136,12 +140,14 @@ class Chromium:
         return result["result"].get("value")
 
     def screenshot(self, path: Path, max_height: int = 12000) -> Path:
-        """A PNG of the whole page (up to `max_height` CSS pixels tall)."""
+        """A PNG of the page from its top, `max_height` CSS pixels tall at most."""
         height = min(int(self.evaluate("document.documentElement.scrollHeight")), max_height)
         metrics = {"width": self.width, "height": height, "deviceScaleFactor": 1, "mobile": False}
         self.send("Emulation.setDeviceMetricsOverride", metrics, self.session)
-        self._drain(0.5)  # NOTE: responsive plotly charts re-layout after the resize
-        data = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, self.session)
+        self.settle(0.5)  # NOTE: responsive plotly charts re-layout after the resize
+        clip = {"x": 0, "y": 0, "width": self.width, "height": height, "scale": 1}
+        shot = {"format": "png", "captureBeyondViewport": True, "clip": clip}
+        data = self.send("Page.captureScreenshot", shot, self.session)
         path.write_bytes(base64.b64decode(data["data"]))
         return path
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -53,6 +54,10 @@ def test_run_prints_the_table_and_records_results(tmp_path: Path, capsys: pytest
     assert rows[0].split()[:3] == ["one_op", "numel=4", "eager"]
     assert rows[1].split()[0] == "fusebench" and rows[1].split()[-3:] == ["0", "n/a", "0"]
     assert rows[2].split()[0] == "thunder"  # skipped without lightning-thunder, measured with it
+    headline, case_line = out.rstrip().split("\n\n")[-1].splitlines()
+    assert headline.startswith("fusebench vs best peer (time per call, < 1× means fusebench is faster): ")
+    assert case_line.split()[:2] == ["one_op", "numel=4"] and case_line.split()[2].endswith("×")
+    assert re.search(r"fusebench [\d.]+ [nµm]?s, best peer (eager|thunder) [\d.]+ [nµm]?s$", case_line)
     frame = read_results(tmp_path / "results")
     assert set(frame.variant) == {"eager", "fusebench", "thunder"}
     assert frame[(frame.variant == "eager") & (frame.metric == "time_call")].value.iloc[0] > 0

@@ -9,6 +9,7 @@ import torch
 from fusebench.cases.discovery import discover_folder
 from fusebench.cases.variants import EAGER
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
+from fusebench.report.summary import headline
 from fusebench.report.table import render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +50,15 @@ def test_the_readme_example_suite_runs(tmp_path: Path) -> None:
 
 
 def test_the_readme_table_has_the_current_columns() -> None:
-    (output,) = [block for block in code_blocks("") if block.startswith("$ OMP_NUM_THREADS=1 fusebench run")]
-    readme_header = output.splitlines()[1]
-    assert readme_header.split() == render([]).splitlines()[0].split()
+    outputs = [block for block in code_blocks("") if block.startswith("$ OMP_NUM_THREADS=1 fusebench run")]
+    assert len(outputs) == 2  # the default run, and the run the scoreboard section shows
+    for output in outputs:
+        readme_header = output.splitlines()[1]
+        assert readme_header.split() == render([]).splitlines()[0].split()
+
+
+def test_the_readme_summary_is_what_fusebench_run_prints() -> None:
+    (output,) = [block for block in code_blocks("") if "fusebench vs best peer (" in block]
+    (readme_headline,) = [line for line in output.splitlines() if line.startswith("fusebench vs best peer (")]
+    prefix = headline([]).split(": ")[0]
+    assert readme_headline.startswith(prefix + ": ") and "geometric mean" in readme_headline

@@ -1,0 +1,87 @@
+"""Our compiler against its best peer, as plain text: the lines `fusebench run` ends with.
+
+For each (case, params) the ratio is the time per call of our `fusebench` variant over the time
+of the fastest peer (every variant that is not ours: eager, `torch.compile`, thunder, a case's own
+baselines) in the same run; below 1× fusebench is faster. The headline gives the range and the
+geometric mean over the (case, params) where both were timed; then one line per (case, params):
+
+    fusebench vs best peer (time per call, < 1× means fusebench is faster): 0.97× ... 2.74×, ...
+    gelu_bias_backward  shape=(4, 64, 256), dtype=float32   1.02×  fusebench 278 µs, best peer eager 271 µs
+    gelu_autograd       shape=(256, 1024), dtype=float32       -   fusebench unsupported: ...
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+from fusebench.report.scoreboard import OURS, Cell, Row
+from fusebench.report.table import format_seconds
+
+MAX_REASON = 80
+
+
+def format_ratio(ratio: float | None) -> str:
+    """'0.97×', '12.3×', '152×'; '-' for None."""
+    if ratio is None:
+        return "-"
+    if ratio >= 100:
+        return f"{ratio:.0f}×"
+    if ratio >= 10:
+        return f"{ratio:.1f}×"
+    return f"{ratio:.2f}×" if ratio >= 0.1 else f"{ratio:.3f}×"
+
+
+def peer_ratio(row: Row) -> float | None:
+    """Our `fusebench` time over the fastest peer's in `row`, or None when either has no time."""
+    ours, peer = row.cells.get(OURS), row.fastest(peers_only=True)
+    if ours is None or not ours.timed or peer is None:
+        return None
+    return float(ours.seconds) / float(peer.seconds)  # type: ignore[arg-type]
+
+
+def headline(rows: Sequence[Row]) -> str:
+    """'fusebench vs best peer (...): 0.97× ... 2.74×, geometric mean 1.40×, over 9 (case, params); ...'."""
+    with_ours = [row for row in rows if OURS in row.cells]
+    ratios = [ratio for ratio in map(peer_ratio, with_ours) if ratio is not None]
+    text = f"{OURS} vs best peer (time per call, < 1× means {OURS} is faster): "
+    if not ratios:
+        return text + f"no (case, params) has both a {OURS} time and a peer's time"
+    mean = math.exp(sum(map(math.log, ratios)) / len(ratios))
+    faster = sum(ratio < 1 for ratio in ratios)
+    return (
+        text + f"{format_ratio(min(ratios))} ... {format_ratio(max(ratios))}, geometric mean {format_ratio(mean)}, "
+        f"over {len(ratios)} of {len(with_ours)} (case, params); {OURS} is faster in {faster}"
+    )
+
+
+def render_summary(rows: Sequence[Row]) -> str:
+    """The headline and one line per (case, params) that has a `fusebench` cell; '' when none has."""
+    with_ours = [row for row in rows if OURS in row.cells]
+    if not with_ours:
+        return ""
+    lines = [[row.case, row.params, format_ratio(peer_ratio(row)), _comparison(row)] for row in with_ours]
+    widths = [max(len(line[i]) for line in lines) for i in range(3)]
+    body = [
+        f"{case.ljust(widths[0])}  {params.ljust(widths[1])}  {ratio.rjust(widths[2])}  {text}"
+        for case, params, ratio, text in lines
+    ]
+    return "\n".join([headline(with_ours), *body])
+
+
+def _comparison(row: Row) -> str:
+    ours, peer = row.cells[OURS], row.fastest(peers_only=True)
+    if not ours.timed:
+        return f"{OURS} {_status(ours)}"
+    text = f"{OURS} {format_seconds(ours.seconds)}, "
+    if peer is None:
+        return text + "no peer timed"
+    return text + f"best peer {peer.variant} {format_seconds(peer.seconds)}"
+
+
+def _status(cell: Cell) -> str:
+    reason = cell.detail.replace(os.getcwd() + os.sep, "").replace("\n", " ")
+    if len(reason) > MAX_REASON:
+        reason = reason[: MAX_REASON - 3] + "..."
+    return f"{cell.status}: {reason}" if reason else cell.status

@@ -1,0 +1,237 @@
+"""Differential fuzzing: random programs run jitted (nvFuser on a GPU) against eager PyTorch.
+
+    python scripts/fuzz_nvfuser.py --seed 0 --count 2000            # GPU: executors nvfuser, torch
+    python scripts/fuzz_nvfuser.py --seed 0 --count 50 --device cpu  # CPU: the torch executor
+
+A program (the hypothesis strategy `programs`) takes 1-3 tensors (float32 or bfloat16, some
+non-contiguous: transposed or strided) and applies 2-10 steps: elementwise math, broadcasting
+binary ops against other values, numbers and keepdim reductions, reductions, views (transpose,
+slice), and in-place updates of its arguments (whole or through a slice). Each program is printed
+as Python source, so a failure is a runnable repro. A mismatch (outputs or updated arguments not
+within tolerance of eager, or an error eager does not raise) is shrunk by hypothesis to a minimal
+program; the summary lists each minimized failure. Exit status: 1 if any mismatch was found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass, field
+
+import torch
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
+
+import compiler
+
+UNARY = ("torch.neg({})", "torch.abs({})", "torch.sin({})", "torch.tanh({})", "torch.sigmoid({})",
+         "torch.relu({})", "torch.exp(torch.tanh({}))", "({} * 0.5 + 1.0)")  # fmt: skip
+BINARY = ("torch.add({}, {})", "torch.sub({}, {})", "torch.mul({}, {})", "torch.maximum({}, {})",
+          "torch.minimum({}, {})", "torch.where({0} > {1}, {0}, {1})")  # fmt: skip
+REDUCTIONS = ("sum", "mean", "amax")
+TOLERANCES = {torch.float32: (1e-4, 1e-5), torch.bfloat16: (2e-2, 2e-2)}
+
+
+@dataclass
+class Program:
+    """A random program: its inputs' descriptions and the lines of its body."""
+
+    inputs: list[tuple[tuple[int, ...], torch.dtype, str]]  # shape, dtype, layout
+    lines: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+
+    def source(self) -> str:
+        names = ", ".join(f"a{i}" for i in range(len(self.inputs)))
+        body = "".join(f"    {line}\n" for line in self.lines)
+        return f"def program({names}):\n{body}    return ({', '.join(self.outputs)},)\n"
+
+    def function(self):
+        namespace: dict = {"torch": torch}
+        exec(compile(self.source(), "<fuzzed program>", "exec"), namespace)
+        return namespace["program"]
+
+    def make_inputs(self, device: str, generator_seed: int) -> list[torch.Tensor]:
+        generator = torch.Generator().manual_seed(generator_seed)
+        tensors = []
+        for shape, dtype, layout in self.inputs:
+            if layout == "transposed" and len(shape) >= 2:
+                t = torch.randn(*shape[:-2], shape[-1], shape[-2], generator=generator).mT
+            elif layout == "strided":
+                t = torch.randn(*shape[:-1], shape[-1] * 2, generator=generator)[..., ::2]
+            else:
+                t = torch.randn(*shape, generator=generator)
+            tensors.append(t.to(device=device, dtype=dtype))
+        return tensors
+
+    def __repr__(self) -> str:
+        described = ", ".join(f"{str(d).removeprefix('torch.')}{list(s)} {layout}" for s, d, layout in self.inputs)
+        return f"# inputs: {described}\n{self.source()}"
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> Program:
+    """Random programs over broadcast-compatible values (see the module)."""
+    rank = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    dtype = draw(st.sampled_from([torch.float32, torch.bfloat16]))
+    count = draw(st.integers(1, 3))
+    inputs = []
+    for _ in range(count):
+        layout = draw(st.sampled_from(["contiguous", "transposed", "strided"]))
+        inputs.append((shape, dtype, layout))
+    program = Program(inputs)
+    values = {f"a{i}": shape for i in range(count)}  # name -> shape
+    for step in range(draw(st.integers(2, 10))):
+        name = f"v{step}"
+        kind = draw(st.sampled_from(["unary", "binary", "number", "reduce", "view", "inplace", "inplace_slice"]))
+        source = draw(st.sampled_from(sorted(values)))
+        src_shape = values[source]
+        if kind == "unary":
+            program.lines.append(f"{name} = {draw(st.sampled_from(UNARY)).format(source)}")
+            values[name] = src_shape
+        elif kind == "binary":
+            other = draw(st.sampled_from(sorted(values)))
+            try:
+                out = tuple(torch.broadcast_shapes(src_shape, values[other]))
+            except RuntimeError:
+                continue
+            program.lines.append(f"{name} = {draw(st.sampled_from(BINARY)).format(source, other)}")
+            values[name] = out
+        elif kind == "number":
+            number = draw(st.sampled_from([0.5, -2.0, 3]))
+            with_number = BINARY[:3] + BINARY[5:]  # maximum/minimum take tensors only
+            program.lines.append(f"{name} = {draw(st.sampled_from(with_number)).format(source, number)}")
+            values[name] = src_shape
+        elif kind == "reduce" and src_shape:
+            dim = draw(st.integers(0, len(src_shape) - 1))
+            keepdim = draw(st.booleans())
+            program.lines.append(
+                f"{name} = torch.{draw(st.sampled_from(REDUCTIONS))}({source}, {dim}, keepdim={keepdim})"
+            )
+            values[name] = src_shape[:dim] + ((1,) if keepdim else ()) + src_shape[dim + 1 :]
+            if not values[name]:
+                values[name] = ()
+        elif kind == "view" and len(src_shape) >= 2:
+            program.lines.append(f"{name} = {source}.transpose(0, -1)")
+            values[name] = (src_shape[-1], *src_shape[1:-1], src_shape[0])
+        elif kind == "view" and src_shape and src_shape[-1] > 1:
+            program.lines.append(f"{name} = {source}[..., 1:]")
+            values[name] = (*src_shape[:-1], src_shape[-1] - 1)
+        elif kind in ("inplace", "inplace_slice"):
+            target = draw(st.sampled_from([f"a{i}" for i in range(count)]))
+            value = draw(st.sampled_from(sorted(v for v in values if v.startswith("v")) or ["1.5"]))
+            view = target if kind == "inplace" or shape[0] < 2 else f"{target}[1:]"
+            target_shape = shape if view == target else (shape[0] - 1, *shape[1:])
+            value_shape = values.get(value, ())
+            try:
+                if tuple(torch.broadcast_shapes(target_shape, value_shape)) != tuple(target_shape):
+                    continue
+            except RuntimeError:
+                continue
+            op = draw(st.sampled_from(["add_", "mul_", "copy_"]))
+            program.lines.append(f"{view}.{op}({value})")
+    produced = [v for v in values if v.startswith("v")] or ["a0 * 1"]
+    program.outputs = produced[-2:]
+    return program
+
+
+class Mismatch(AssertionError):
+    """The jitted program disagreed with eager."""
+
+
+def check_program(program: Program, device: str, executors: list[str]) -> None:
+    """Runs `program` eagerly and jitted on the same inputs; raises Mismatch on a disagreement."""
+    fn = program.function()
+    inputs = program.make_inputs(device, 0)
+    eager_args, jit_args = [t.clone() for t in inputs], [t.clone() for t in inputs]
+    try:
+        expected = fn(*eager_args)
+    except RuntimeError:
+        return  # eager rejects it (an overlapping write): nothing to compare
+    try:
+        actual = compiler.jit(fn, executors=executors, fallback=False)(*jit_args)
+    except Exception as error:
+        raise Mismatch(f"{type(error).__name__}: {error}") from error
+    for what, got, want in [("output", actual, expected), ("argument", jit_args, eager_args)]:
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            rtol, atol = TOLERANCES[w.dtype]
+            try:
+                torch.testing.assert_close(g, w, rtol=rtol, atol=atol, equal_nan=True)
+            except AssertionError as error:
+                raise Mismatch(f"{what} {i}: {error}") from error
+
+
+@dataclass
+class Summary:
+    """What a fuzzing run did."""
+
+    programs_run: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (minimized program, error)
+    seconds: float = 0.0
+
+    def __str__(self) -> str:
+        lines = [f"programs run: {self.programs_run}", f"mismatches: {len(self.failures)}",
+                 f"seconds: {self.seconds:.1f}"]  # fmt: skip
+        for i, (source, error) in enumerate(self.failures):
+            lines += [f"--- minimized failure {i}: {error.splitlines()[0][:300]}", source]
+        return "\n".join(lines)
+
+
+def fuzz(seed_value: int, count: int, device: str, executors: list[str]) -> Summary:
+    """Runs `count` random programs from `seed_value`; each mismatch is shrunk and recorded, and
+    fuzzing goes on (with the next seed) until `count` programs ran."""
+    summary = Summary()
+    started = time.perf_counter()
+    current_seed = seed_value
+    while summary.programs_run < count:
+        last_failure: list = []
+
+        @seed(current_seed)
+        @settings(
+            max_examples=count - summary.programs_run,
+            database=None,
+            deadline=None,
+            derandomize=False,
+            report_multiple_bugs=False,
+            suppress_health_check=list(HealthCheck),
+            phases=[Phase.generate, Phase.shrink],
+        )
+        @given(programs())
+        def run(program: Program) -> None:
+            summary.programs_run += 1
+            try:
+                check_program(program, device, executors)
+            except Mismatch as error:
+                last_failure[:] = [repr(program), str(error)]  # noqa: B023 (read right after this round)
+                raise
+
+        try:
+            run()
+            break
+        except Mismatch:
+            summary.failures.append((last_failure[0], last_failure[1]))
+            current_seed += 1
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
+    parser.add_argument("--count", type=int, default=200, help="programs to run (default 200)")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument(
+        "--executors", default=None, help="comma-separated; default nvfuser,torch on cuda, torch on cpu"
+    )
+    args = parser.parse_args(argv)
+    executors = args.executors.split(",") if args.executors else (
+        ["nvfuser", "torch"] if args.device == "cuda" else ["torch"]
+    )  # fmt: skip
+    summary = fuzz(args.seed, args.count, args.device, executors)
+    print(summary)
+    return 1 if summary.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""scripts/fuzz_nvfuser.py on CPU: the torch executor and the fake nvFuser agree with eager on a
+few random programs, and a planted bug is found and shrunk to a small program."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from compiler.executors.nvfuser import NvFuserExecutor  # noqa: F401  (the fixture patches it)
+from scripts import fuzz_nvfuser
+from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401  (a fixture)
+
+
+def test_fuzzing_with_the_torch_executor_finds_no_mismatch() -> None:
+    summary = fuzz_nvfuser.fuzz(0, 40, "cpu", ["torch"])
+    assert summary.programs_run == 40 and not summary.failures, str(summary)
+
+
+def test_fuzzing_with_the_fake_nvfuser_finds_no_mismatch(fake_nvfuser) -> None:  # noqa: F811
+    summary = fuzz_nvfuser.fuzz(1, 25, "cpu", ["nvfuser", "torch"])
+    assert summary.programs_run == 25 and not summary.failures, str(summary)
+
+
+def test_a_planted_bug_is_found_and_minimized(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_sin = torch.sin
+    monkeypatch.setitem(fuzz_nvfuser.__dict__, "UNARY", ("torch.sin({})",))
+    # the jitted side computes sin through the torch executor, the eager side through torch.sin
+    monkeypatch.setattr(torch, "sin", lambda x: real_sin(x) + (0 if torch.compiler.is_compiling() else 1))
+    summary = fuzz_nvfuser.fuzz(0, 30, "cpu", ["torch"])
+    assert summary.failures, "the planted bug was not found"
+    minimized = summary.failures[0][0]
+    assert "torch.sin" in minimized and minimized.count("\n    v") <= 2, minimized
