@@ -10,6 +10,9 @@
     compiler.examine.cuda_graphs(jfn)      # per cache entry: CUDA graphs captured and replayed (cuda_graphs=True)
 
 Each returns a list whose `str()` is a readable report, so `print(examine.fusions(jfn))` works.
+`fusions`, `why_not_fused`, `segments`, `repro` and `fusion_source_of` look at the forward (or
+only) trace; with `backward=True` they look at the compiled backward of an entry whose inputs
+required grad (`compiler.last_backward_traces`), whose fusions are named on their own.
 """
 
 from __future__ import annotations
@@ -50,17 +53,24 @@ def _options(jfn: Any) -> Any:
     return jfn.options
 
 
-def _traces(jfn: Any) -> list[Trace]:
+def _traces(jfn: Any, backward: bool = False) -> list[Trace]:
     _options(jfn)
-    return jfn.last_entry.traces
+    if not backward:
+        return jfn.last_entry.traces
+    check(
+        bool(jfn.last_entry.backward_traces),
+        lambda: f"{jfn!r} compiled no backward: call it with grad mode on and an input that requires grad",
+        RuntimeError,
+    )
+    return jfn.last_entry.backward_traces
 
 
-def _fused(jfn: Any) -> list[NvFusion]:
-    return list(region_fusions(_traces(jfn)[-1]))
+def _fused(jfn: Any, backward: bool = False) -> list[NvFusion]:
+    return list(region_fusions(_traces(jfn, backward)[-1]))
 
 
-def _find(jfn: Any, name: str) -> NvFusion:
-    found = {f.name: f for f in _fused(jfn)}
+def _find(jfn: Any, name: str, backward: bool = False) -> NvFusion:
+    found = {f.name: f for f in _fused(jfn, backward)}
     check(name in found, lambda: f"no fusion named {name!r}; this function's fusions: {sorted(found)}", KeyError)
     return found[name]
 
@@ -90,10 +100,10 @@ class FusionInfo:
         return "\n".join(lines)
 
 
-def fusions(jfn: JittedFunction) -> Listing:
+def fusions(jfn: JittedFunction, *, backward: bool = False) -> Listing:
     """Each fusion's name, its ops, and its last actual inputs (shape, stride, dtype, device, value)."""
     result = Listing()
-    for f in _fused(jfn):
+    for f in _fused(jfn, backward):
         runner = "torch (fallback)" if f.fallback_error else f.executor.options.runner
         error = f"{type(f.fallback_error).__name__}: {f.fallback_error}" if f.fallback_error else None
         ops = [str(b).splitlines()[0] for b in f.region.bsyms]
@@ -102,13 +112,13 @@ def fusions(jfn: JittedFunction) -> Listing:
     return result
 
 
-def why_not_fused(jfn: JittedFunction) -> Listing:
+def why_not_fused(jfn: JittedFunction, *, backward: bool = False) -> Listing:
     """Every op left outside a fusion in the last-used cache entry, with the reason.
 
     Replays the (pure) partition on the trace the fusion pass received.
     """
     options = _options(jfn)
-    traces = _traces(jfn)
+    traces = _traces(jfn, backward)
     check(
         fusion_executor(options.executors) is not None,
         lambda: "this function has no fusion executor: jit it with executors=['nvfuser', ...]",
@@ -139,15 +149,15 @@ def cuda_graphs(jfn: JittedFunction) -> Listing:
     return Listing(f"entry {i}: {e.computation.stats}" for i, e in enumerate(jfn.entries))
 
 
-def fusion_source_of(jfn: JittedFunction, name: str) -> str:
+def fusion_source_of(jfn: JittedFunction, name: str, *, backward: bool = False) -> str:
     """The FusionDefinition source the fusion `name` ran with on its last call."""
-    f = _find(jfn, name)
+    f = _find(jfn, name, backward)
     return fusion_source(f.region, f.descriptors())[0]
 
 
-def repro(jfn: JittedFunction, name: str, path: str | Path) -> Path:
+def repro(jfn: JittedFunction, name: str, path: str | Path, *, backward: bool = False) -> Path:
     """Writes a standalone script reproducing fusion `name` with its last inputs' layouts; returns the path."""
-    f = _find(jfn, name)
+    f = _find(jfn, name, backward)
     check(bool(f.last_inputs), lambda: f"{name} has not run yet, so there are no inputs to record", RuntimeError)
     path = Path(path)
     path.write_text(repro_script(f.region, f.last_inputs, f.descriptors(), path.name))
@@ -227,7 +237,7 @@ def _profile(f: NvFusion) -> tuple[list[KernelInfo], str]:
     return kernels, data["scheduled_ir"]
 
 
-def segments(jfn: JittedFunction, names: Iterable[str] | None = None) -> Listing:
+def segments(jfn: JittedFunction, names: Iterable[str] | None = None, *, backward: bool = False) -> Listing:
     """For each fusion (that ran with nvFuser): kernels, scheduler, time and bandwidth per segment.
 
     Runs each fusion's repro script (fresh random inputs with its last inputs' layouts) in a child
@@ -237,7 +247,7 @@ def segments(jfn: JittedFunction, names: Iterable[str] | None = None) -> Listing
     """
     result = Listing()
     wanted = set(names) if names is not None else None
-    for f in _fused(jfn):
+    for f in _fused(jfn, backward):
         if wanted is not None and f.name not in wanted:
             continue
         check(

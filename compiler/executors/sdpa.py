@@ -3,8 +3,9 @@
 It claims attention so the fusion pass never puts it into an nvFuser region, and calls
 `F.scaled_dot_product_attention`, which picks the fastest backend for the inputs (cuDNN,
 FlashAttention, memory-efficient). NOTE: calling FlashAttention directly skipped that choice and
-measured slower on an H200 (KV-cache prefill, bf16: 266 µs vs 176 µs). On CPU it declines, and
-the torch executor runs attention.
+measured slower on an H200 (KV-cache prefill, bf16: 266 µs vs 176 µs). Attention that gradients
+flow through runs `attention.py`'s forward (which keeps the softmax statistics) and fused backward.
+On CPU it declines, and the torch executor runs attention.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from compiler.core.ir import BoundSymbol
-from compiler.executors.torch import sdpa_backward
+from compiler.executors.attention import attention_backward, attention_forward
 from compiler.prims import Prim
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -28,7 +29,8 @@ def fused_attention(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, sca
 
 
 class SdpaExecutor:
-    """Claims `prims.sdpa` and `prims.sdpa_backward` on CUDA tensors of a floating dtype."""
+    """Claims attention (`prims.sdpa`, `prims.sdpa_forward`, `prims.sdpa_backward`) on CUDA tensors of a
+    floating dtype."""
 
     name = "sdpa"
 
@@ -36,10 +38,10 @@ class SdpaExecutor:
         """`fused_attention` (or its backward) for attention on CUDA, None otherwise."""
         if bsym.sym not in _IMPLS:
             return None
-        q = bsym.args[0] if bsym.sym is Prim.SDPA else bsym.args[1]
+        q = bsym.args[1] if bsym.sym is Prim.SDPA_BACKWARD else bsym.args[0]
         if q.device.type != "cuda" or q.dtype not in _DTYPES:
             return None
         return _IMPLS[bsym.sym]
 
 
-_IMPLS = {Prim.SDPA: fused_attention, Prim.SDPA_BACKWARD: sdpa_backward}
+_IMPLS = {Prim.SDPA: fused_attention, Prim.SDPA_FORWARD: attention_forward, Prim.SDPA_BACKWARD: attention_backward}

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from compiler import prims
 from compiler.core.errors import GuardFailure
 from compiler.core.memory import overlapping
+from compiler.executors.attention import attention_backward, attention_forward
 from compiler.prims import NUMBER_IMPLS, Prim
 
 
@@ -80,18 +81,6 @@ def _argmax(a: torch.Tensor, dim: int | None) -> torch.Tensor:
 
 def _sdpa(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> torch.Tensor:
     return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
-
-
-def sdpa_backward(grad: Any, q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> tuple:
-    """(dq, dk, dv) of attention, through torch's own attention backward (fused kernels on CUDA).
-
-    NOTE: it runs attention's forward again under autograd: the fused backward kernels need the
-    forward's softmax statistics, which the forward prim does not return.
-    """
-    with torch.enable_grad():
-        q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
-        return torch.autograd.grad(out, (q, k, v), grad)
 
 
 def check_requires_grad(tensors: tuple, flags: tuple) -> None:
@@ -269,7 +258,8 @@ IMPLS: dict[Prim, Callable] = {
     Prim.MATMUL: torch.matmul,
     Prim.LINEAR: F.linear,
     Prim.SDPA: _sdpa,
-    Prim.SDPA_BACKWARD: sdpa_backward,
+    Prim.SDPA_FORWARD: attention_forward,
+    Prim.SDPA_BACKWARD: attention_backward,
     Prim.FULL: lambda shape, value, dtype, device: torch.full(shape, value, dtype=dtype, device=device),
     Prim.EMPTY: lambda shape, dtype, device: torch.empty(shape, dtype=dtype, device=device),
     Prim.IOTA: _iota,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from compiler.core import proxies
 from compiler.ops import (  # noqa: F401  (each module registers its ops)
+    activations,
     advanced_indexing,
     conversion,
     elementwise,

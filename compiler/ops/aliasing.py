@@ -40,7 +40,7 @@ Strides = tuple[int, ...]
 # except attention's, which depends on the device's kernel.
 _ITERATOR_LAYOUT = prims.ELEMENTWISE
 _FIRST_OPERAND_LAYOUT = frozenset({Prim.INDEX_COPY, Prim.INDEX_ADD, Prim.SLICE_UPDATE})
-_UNKNOWN_LAYOUT = frozenset({Prim.SDPA, Prim.SDPA_BACKWARD})
+_UNKNOWN_LAYOUT = frozenset({Prim.SDPA, Prim.SDPA_FORWARD, Prim.SDPA_BACKWARD})
 
 
 @dataclass

@@ -5,8 +5,9 @@ each of its inputs, whether it requires grad.
 
 Guarantees: `joint(trace, requires_grad)` returns a `Joint` whose trace
 - takes the trace's inputs, then one cotangent per differentiable output (a float tensor output
-  that depends on an input requiring grad), in output order;
-- runs the forward bound symbols unchanged (same names), then the backward: for each forward
+  that depends on an input requiring grad, unless `cotangents` leaves it out), in output order;
+- runs the forward bound symbols (same names; attention that gradients flow through rewritten to
+  keep its softmax statistics, `vjp_attention.FORWARD_REWRITES`), then the backward: for each forward
   prim in reverse order whose output has a cotangent, its VJP rule (`vjp_rules.VJP`), the
   cotangents of a value read several times summed;
 - returns `(outputs, grads)`: `outputs` the trace's distinct output proxies in order, `grads` one
@@ -25,7 +26,18 @@ from typing import Any
 
 from compiler import prims
 from compiler.core.errors import check
-from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, TraceContext, proxies_in, tracing
+from compiler.core.ir import (
+    BoundSymbol,
+    NumberProxy,
+    Proxy,
+    TensorProxy,
+    Trace,
+    TraceContext,
+    map_proxies,
+    proxies_in,
+    tracing,
+)
+from compiler.passes.vjp_attention import FORWARD_REWRITES, RESIDUALS
 from compiler.passes.vjp_rules import NONDIFFERENTIABLE, VJP
 from compiler.passes.vjp_structural import zeros
 from compiler.prims import Prim
@@ -58,12 +70,35 @@ def _differentiable_values(trace: Trace, requires_grad: Sequence[bool]) -> set[s
         if bsym.sym in NONDIFFERENTIABLE or not any(p.name in live for p in bsym.inputs):
             continue
         check(
-            bsym.sym in VJP,
+            bsym.sym in VJP or bsym.sym in FORWARD_REWRITES,
             lambda bsym=bsym: f"autodiff: no VJP rule for {str(bsym).splitlines()[0]}",
             NotImplementedError,
         )
-        live.update(p.name for p in bsym.outputs if _float_tensor(p))
+        outputs = bsym.outputs[:1] if bsym.sym in RESIDUALS else bsym.outputs
+        live.update(p.name for p in outputs if _float_tensor(p))
     return live
+
+
+def _rewrite_forward(trace: Trace, live: set[str]) -> Trace:
+    """`trace` with each line gradients flow through that has a forward rewrite (attention) rewritten."""
+    if not any(b.sym in FORWARD_REWRITES for b in trace.bsyms):
+        return trace
+    context = TraceContext(reserved=trace.names())
+    bsyms: list[BoundSymbol] = []
+    for bsym in trace.bsyms:
+        if bsym.sym not in FORWARD_REWRITES or not any(p.name in live for p in bsym.inputs):
+            bsyms.append(bsym)
+            continue
+        start = len(context.bsyms)
+        with tracing(context):
+            stand_in = FORWARD_REWRITES[bsym.sym](bsym, live)
+        # NOTE: the rewritten lines define the original output under its own name, so the lines
+        # after it and the trace's output read it unchanged.
+        for b in context.bsyms[start:]:
+            bsyms.append(
+                b.replace(output=map_proxies(b.output, lambda p, old=bsym.output, new=stand_in: old if p is new else p))
+            )
+    return trace.with_bsyms(bsyms)
 
 
 def _float_tensor(p: Any) -> bool:
@@ -137,7 +172,7 @@ class _Backward:
         return prims.cat([value for _, _, _, value in order], dim)
 
     def visit(self, bsym: BoundSymbol) -> None:
-        out = bsym.output
+        out = bsym.outputs[0] if bsym.sym in RESIDUALS else bsym.output
         if not isinstance(out, TensorProxy) or out.name not in self.parts or bsym.sym not in VJP:
             return
         self.reached.update(p.name for p in bsym.inputs if p.name in self.live)
@@ -150,17 +185,21 @@ def _same(a: Any, b: Any) -> bool:
     return a is b or (type(a) is int and type(b) is int and a == b)
 
 
-def joint(trace: Trace, requires_grad: Sequence[bool]) -> Joint:
-    """The joint forward + backward of `trace` for the inputs flagged in `requires_grad`."""
+def joint(trace: Trace, requires_grad: Sequence[bool], cotangents: Sequence[bool] | None = None) -> Joint:
+    """The joint forward + backward of `trace` for the inputs flagged in `requires_grad`; with
+    `cotangents` (one flag per distinct output), only the flagged outputs take a cotangent (the
+    others count as zero, never built)."""
     check(
         len(requires_grad) == len(trace.inputs),
         lambda: f"joint: {len(requires_grad)} requires_grad flags for {len(trace.inputs)} inputs",
         ValueError,
     )
     start = time.perf_counter()
+    trace = _rewrite_forward(trace, _differentiable_values(trace, requires_grad))
     live = _differentiable_values(trace, requires_grad)
     outputs = distinct_outputs(trace)
-    differentiable = tuple(p.name in live for p in outputs)
+    flags = [True] * len(outputs) if cotangents is None else cotangents
+    differentiable = tuple(p.name in live and flag for p, flag in zip(outputs, flags, strict=True))
     context = TraceContext(reserved=trace.names())
     with tracing(context):
         with_cotangent = [p for p, d in zip(outputs, differentiable) if d]

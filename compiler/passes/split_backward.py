@@ -26,12 +26,13 @@ before the write-back.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
+from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, TraceContext, proxies_in
 from compiler.passes.autodiff import Joint
 from compiler.passes.dce import dce
@@ -80,8 +81,8 @@ def _live_backward(joint: Joint) -> list[BoundSymbol]:
     return kept
 
 
-def _choose_saved(joint: Joint, needed: dict[str, Proxy]) -> tuple[list[Proxy], set[str]]:
-    """(values to save, names of forward values to recompute in the backward): the min cut."""
+def _choose_saved(joint: Joint, needed: dict[str, Proxy]) -> list[Proxy]:
+    """The values to save: the min cut (the backward recomputes the rest)."""
     forward = joint.trace.bsyms[: joint.forward_length]
     producer = {p.name: b for b in forward for p in b.outputs}
     values: dict[str, Proxy] = {}
@@ -113,26 +114,16 @@ def _choose_saved(joint: Joint, needed: dict[str, Proxy]) -> tuple[list[Proxy], 
             graph.add_edge(2 * i + 1, sink, INFINITE)
     _, reachable = graph.min_cut(source, sink)
     saved = [p for name, p in values.items() if 2 * index[name] in reachable and 2 * index[name] + 1 not in reachable]
-    recomputed = {name for name in values if 2 * index[name] not in reachable}
     position = {p.name: i for i, p in enumerate([*joint.trace.inputs, *(q for b in forward for q in b.outputs)])}
     saved.sort(key=lambda p: (not isinstance(p, TensorProxy), position[p.name]))
-    return saved, recomputed
+    return saved
 
 
 def split_backward(joint: Joint) -> Split:
     """The forward and backward traces of `joint` (see the module)."""
     start = time.perf_counter()
     trace = joint.trace
-    primal_count = len(trace.inputs) - sum(joint.differentiable)
-    primals, cotangents = trace.inputs[:primal_count], trace.inputs[primal_count:]
-    backward_bsyms = _live_backward(joint)
-    defined_in_backward = {p.name for b in backward_bsyms for p in b.outputs} | {p.name for p in cotangents}
-    needed = {
-        name: p
-        for name, p in (_reads(backward_bsyms) | {p.name: p for p in proxies_in(trace.output[1])}).items()
-        if name not in defined_in_backward
-    }
-    saved, recomputed = _choose_saved(joint, needed)
+    saved = _choose_saved(joint, _needed(joint))
     forward = list(trace.bsyms[: joint.forward_length])
     forward_saved = list(saved)
     written = {b.args[1].name for b in forward if b.sym is Prim.COPY_TO}
@@ -144,16 +135,60 @@ def split_backward(joint: Joint) -> Split:
             copy = TensorProxy(p.shape, p.dtype, p.device, name=context.fresh(f"{p.name}_saved"))
             forward.insert(0, BoundSymbol(Prim.MUL, (p, True if p.dtype == torch.bool else 1), {}, copy))
             forward_saved[i] = copy
-    recompute = [b for b in forward if any(p.name in recomputed for p in b.outputs)]
     took = f"(took {(time.perf_counter() - start) * 1e3:.2f} ms)"
+    primals = joint.trace.inputs[: _primal_count(joint)]
     forward_trace = Trace(primals, forward, (joint.outputs, tuple(forward_saved)), name="forward")
-    backward_trace = Trace((*saved, *cotangents), recompute + backward_bsyms, trace.output[1], name="backward")
     return Split(
         forward=replace(dce(forward_trace), provenance=f"split_backward {took}"),
-        backward=replace(dce(backward_trace), provenance=f"split_backward {took}"),
+        backward=replace(backward_from_saved(joint, saved), provenance=f"split_backward {took}"),
         saved=tuple(saved),
         differentiable=joint.differentiable,
     )
+
+
+def backward_from_saved(joint: Joint, saved: Sequence[Proxy]) -> Trace:
+    """The backward of `joint` taking `(*saved, *cotangents)`: the forward values it reads that are
+    not saved are recomputed from saved ones. Raises AssertionError when `saved` is not enough."""
+    trace = joint.trace
+    forward = trace.bsyms[: joint.forward_length]
+    producer = {p.name: b for b in forward for p in b.outputs}
+    available = {p.name for p in saved}
+    recomputed: set[int] = set()
+    stack = list(_needed(joint).values())
+    while stack:
+        p = stack.pop()
+        if p.name in available:
+            continue
+        bsym = producer.get(p.name)
+        check(
+            bsym is not None and bsym.sym in RECOMPUTABLE,
+            lambda p=p: f"backward_from_saved: {p.name} is neither saved nor recomputable from saved values",
+            AssertionError,
+        )
+        available.update(q.name for q in bsym.outputs)
+        recomputed.add(id(bsym))
+        stack.extend(bsym.inputs)
+    recompute = [b for b in forward if id(b) in recomputed]
+    cotangents = trace.inputs[_primal_count(joint) :]
+    backward = Trace((*saved, *cotangents), recompute + _live_backward(joint), trace.output[1], name="backward")
+    return dce(backward)
+
+
+def _primal_count(joint: Joint) -> int:
+    return len(joint.trace.inputs) - sum(joint.differentiable)
+
+
+def _needed(joint: Joint) -> dict[str, Proxy]:
+    """The forward values (and inputs) the backward reads, by name."""
+    trace = joint.trace
+    backward_bsyms = _live_backward(joint)
+    cotangents = trace.inputs[_primal_count(joint) :]
+    defined_in_backward = {p.name for b in backward_bsyms for p in b.outputs} | {p.name for p in cotangents}
+    return {
+        name: p
+        for name, p in (_reads(backward_bsyms) | {p.name: p for p in proxies_in(trace.output[1])}).items()
+        if name not in defined_in_backward
+    }
 
 
 def saved_summary(saved: Iterable[Any]) -> list[tuple[str, tuple, Any, int]]:

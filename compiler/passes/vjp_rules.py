@@ -11,7 +11,8 @@ the ones it needs and dead-code elimination drops the rest. Numbers never get co
 integer results, factories, guards, write-backs); `ZERO_GRADIENT` the float-valued prims whose
 gradient is zero everywhere it exists (floor, ceil, trunc, sign): their outputs still count as
 differentiable, as in eager PyTorch, where an input reached only through them gets a zero gradient.
-The structural prims (shapes, indexing, linear algebra, attention) are in `vjp_structural.py`.
+The structural prims (shapes, indexing, linear algebra) are in `vjp_structural.py`, attention in
+`vjp_attention.py`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from compiler import prims
 from compiler.core.ir import BoundSymbol, TensorProxy
 from compiler.ops.reductions import expand_reduced
+from compiler.passes.vjp_attention import ATTENTION_RULES, FORWARD_REWRITES
 from compiler.passes.vjp_structural import STRUCTURAL_RULES
 from compiler.prims import COMPARISONS, FACTORIES, PROLOGUE_ONLY, Prim
 
@@ -139,11 +141,18 @@ def _amax_amin(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
 
 
 def _prod(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
-    # NOTE: out / a is the product of the other elements only where a != 0; a zero input gives NaN.
+    """Eager's formula: an element's gradient is the product of the others, so with one zero in its
+    slice only the zero gets one (the product of the nonzero elements), and with two none does."""
     a, dims = bsym.args
     if not dims:
         return [(a, g)]
-    others = prims.div(expand_reduced(bsym.output, a.shape, dims), a)
+    zero = prims.eq(a, 0.0)
+    safe = prims.where(zero, 1.0, a)
+    nonzero_product = expand_reduced(prims.prod(safe, dims), a.shape, dims)
+    zeros = expand_reduced(prims.sum(prims.convert_element_type(zero, a.dtype), dims), a.shape, dims)
+    at_zero = prims.where(prims.eq(zeros, 1.0), nonzero_product, 0.0)
+    elsewhere = prims.where(prims.eq(zeros, 0.0), prims.div(nonzero_product, safe), 0.0)
+    others = prims.where(zero, at_zero, elsewhere)
     return [(a, prims.mul(expand_reduced(g, a.shape, dims), others))]
 
 
@@ -187,5 +196,7 @@ _ELEMENTWISE_RULES: dict[Prim, Rule] = {
     Prim.PROD: _prod,
 }
 
-# The VJP table: prim -> rule. Every prim is here or in NONDIFFERENTIABLE (tests/compiler/test_tables.py).
-VJP: dict[Prim, Rule] = {**_ELEMENTWISE_RULES, **STRUCTURAL_RULES}
+# The VJP table: prim -> rule. Every prim is here, in NONDIFFERENTIABLE, or rewritten before
+# differentiation (`FORWARD_REWRITES`: attention) (tests/compiler/test_autodiff_rules.py).
+VJP: dict[Prim, Rule] = {**_ELEMENTWISE_RULES, **STRUCTURAL_RULES, **ATTENTION_RULES}
+REWRITTEN = frozenset(FORWARD_REWRITES)

@@ -1,4 +1,4 @@
-"""VJP rules of the structural prims: shapes, indexing, linear algebra and attention.
+"""VJP rules of the structural prims: shapes, indexing and linear algebra (attention: `vjp_attention.py`).
 
 Same contract as `vjp_rules.py` (which assembles the one VJP table): `rule(bsym, g)` returns
 `[(argument, cotangent), ...]`, written in prims. A slice's cotangent is its gradient written into
@@ -24,7 +24,8 @@ def zeros(like: TensorProxy) -> TensorProxy:
     return prims.full(list(like.shape), 0.0 if like.dtype.is_floating_point else 0, like.dtype, like.device)
 
 
-def _transpose(t: TensorProxy) -> TensorProxy:
+def transpose(t: TensorProxy) -> TensorProxy:
+    """`t` with its last two dims swapped."""
     perm = [*range(t.ndim - 2), t.ndim - 1, t.ndim - 2]
     return prims.permute(t, perm)
 
@@ -121,7 +122,7 @@ def slice_index(t: TensorProxy, dim: int, j: int) -> TensorProxy:
 
 def _matmul(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
     a, b = bsym.args
-    return [(a, prims.matmul(g, _transpose(b))), (b, prims.matmul(_transpose(a), g))]
+    return [(a, prims.matmul(g, transpose(b))), (b, prims.matmul(transpose(a), g))]
 
 
 def _linear(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
@@ -130,17 +131,10 @@ def _linear(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
     rows = size_product(a.shape[:-1])
     g2 = prims.reshape(g, [rows, w.shape[0]])
     a2 = prims.reshape(a, [rows, w.shape[1]])
-    result = [(a, prims.reshape(prims.matmul(g2, w), list(a.shape))), (w, prims.matmul(_transpose(g2), a2))]
+    result = [(a, prims.reshape(prims.matmul(g2, w), list(a.shape))), (w, prims.matmul(transpose(g2), a2))]
     if bias is not None:
         result.append((bias, prims.sum(g2, (0,))))
     return result
-
-
-def _sdpa(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
-    # NOTE: a float attn_mask gets no gradient (it is treated as a constant, like is_causal).
-    q, k, v, attn_mask, is_causal, scale = bsym.args
-    dq, dk, dv = prims.sdpa_backward(g, q, k, v, attn_mask, is_causal, scale)
-    return [(q, dq), (k, dk), (v, dv)]
 
 
 STRUCTURAL_RULES: dict[Prim, Callable[[BoundSymbol, TensorProxy], Cotangents]] = {
@@ -157,5 +151,4 @@ STRUCTURAL_RULES: dict[Prim, Callable[[BoundSymbol, TensorProxy], Cotangents]] =
     Prim.TAKE_ALONG_DIM: _take_along_dim,
     Prim.MATMUL: _matmul,
     Prim.LINEAR: _linear,
-    Prim.SDPA: _sdpa,
 }

@@ -308,11 +308,36 @@ def _sdpa_meta(
     return TensorProxy((*q.shape[:-1], v.shape[-1]), q.dtype, q.device)
 
 
+def _sdpa_forward_meta(
+    q: TensorProxy, k: TensorProxy, v: TensorProxy, attn_mask: Any, is_causal: bool, scale: Any
+) -> tuple[TensorProxy, TensorProxy]:
+    output = _sdpa_meta(q, k, v, attn_mask, is_causal, scale)
+    return output, TensorProxy(q.shape[:-1], torch.float32, q.device)
+
+
 def _sdpa_backward_meta(
-    grad: TensorProxy, q: TensorProxy, k: TensorProxy, v: TensorProxy, attn_mask: Any, is_causal: bool, scale: Any
+    grad: TensorProxy,
+    q: TensorProxy,
+    k: TensorProxy,
+    v: TensorProxy,
+    attn_mask: Any,
+    is_causal: bool,
+    scale: Any,
+    out: TensorProxy,
+    logsumexp: TensorProxy,
 ) -> tuple[TensorProxy, TensorProxy, TensorProxy]:
     output = _sdpa_meta(q, k, v, attn_mask, is_causal, scale)
-    _check_same_shape(Prim.SDPA_BACKWARD, [output, grad])
+    _check_same_shape(Prim.SDPA_BACKWARD, [output, grad, out])
+    check(
+        logsumexp.dtype == torch.float32
+        and len(logsumexp.shape) == q.ndim - 1
+        and all(same_size(a, b) for a, b in zip(logsumexp.shape, q.shape)),
+        lambda: (
+            f"prims.sdpa_backward: logsumexp {logsumexp.name} is {logsumexp.type_string()}, "
+            f"expected float32 of shape {list(q.shape[:-1])}"
+        ),
+        ValueError,
+    )
     return tuple(TensorProxy(t.shape, t.dtype, t.device) for t in (q, k, v))
 
 
@@ -368,6 +393,7 @@ META: dict[Prim, Callable | None] = {
     Prim.MATMUL: _matmul_meta,
     Prim.LINEAR: _linear_meta,
     Prim.SDPA: _sdpa_meta,
+    Prim.SDPA_FORWARD: _sdpa_forward_meta,
     Prim.SDPA_BACKWARD: _sdpa_backward_meta,
     Prim.FULL: _full_meta,
     Prim.EMPTY: _empty_meta,

@@ -84,7 +84,9 @@ class Prim(enum.Enum):
     MATMUL = "matmul"
     LINEAR = "linear"
     SDPA = "sdpa"
-    # attention's backward: (dq, dk, dv) from the output's cotangent and sdpa's arguments
+    # attention on a differentiable path: (out, logsumexp), the softmax statistics its backward reads
+    SDPA_FORWARD = "sdpa_forward"
+    # attention's backward: (dq, dk, dv) from the output's cotangent, sdpa's arguments, out and logsumexp
     SDPA_BACKWARD = "sdpa_backward"
     # factories
     FULL = "full"

@@ -4,9 +4,11 @@ The Function's forward runs the compiled forward trace (autograd does not record
 Function's forward runs without grad), keeps what it saved with `ctx.save_for_backward` (numbers
 such as symbolic sizes on `ctx`), and returns the outputs, marking the ones that carry no
 gradient (integer tensors, values that no input requiring grad reaches) non-differentiable. Its
-backward runs the compiled backward trace on the saved values and the outputs' cotangents (None
-cotangents arrive as zeros: autograd materialises them). Everything that can be worked out
-ahead of a call is, in `CompiledAutograd.__init__`.
+backward runs the compiled backward trace on the saved values and the outputs' cotangents.
+Autograd passes None for the cotangent of an output nothing used (it is not asked to materialise
+zeros): the backward then runs a backward trace compiled for the cotangents present, in which the
+missing ones count as zero without being built (compiled on first use, kept per pattern).
+Everything that can be worked out ahead of a call is, in `CompiledAutograd.__init__`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class CompiledAutograd:
         name: str,
         forward: Callable[..., Any],
         backward: Callable[..., Any],
+        compile_backward: Callable[[tuple[bool, ...]], Callable[..., Any]],
         output_tree: Any,
         outputs: tuple[Proxy, ...],
         differentiable: tuple[bool, ...],
@@ -34,10 +37,12 @@ class CompiledAutograd:
     ) -> None:
         self.name = name
         self.forward = forward
-        self.backward = backward
+        self.compile_backward = compile_backward
         self.saved_tensors = saved_tensors
         self.differentiable = differentiable
         self.cotangent_positions = [i for i, d in enumerate(differentiable) if d]
+        # which cotangents are present (not None) -> the backward compiled for them
+        self.backwards: dict[tuple[bool, ...], Callable[..., Any]] = {(True,) * len(self.cotangent_positions): backward}
         position = {id(p): i for i, p in enumerate(outputs)}
         single = isinstance(output_tree, Proxy)
         self.rebuild: Callable[[tuple], Any] = (
@@ -58,6 +63,7 @@ class _Function(torch.autograd.Function):
     def forward(ctx: Any, runner: CompiledAutograd, *inputs: Any) -> tuple:
         outputs, saved = runner.forward(*inputs)
         ctx.runner = runner
+        ctx.set_materialize_grads(False)
         ctx.save_for_backward(*saved[: runner.saved_tensors])
         ctx.numbers = saved[runner.saved_tensors :]
         frozen = [o for o, d, t in zip(outputs, runner.differentiable, runner.tensor_outputs) if t and not d]
@@ -73,5 +79,10 @@ class _Function(torch.autograd.Function):
                 f"double backward through the compiled function {runner.name} is not supported: its backward "
                 "is compiled without autograd (create_graph=True asks for the backward's own graph)"
             )
-        grads = runner.backward(*ctx.saved_tensors, *ctx.numbers, *(cotangents[i] for i in runner.cotangent_positions))
+        given = [cotangents[i] for i in runner.cotangent_positions]
+        present = tuple(c is not None for c in given)
+        backward = runner.backwards.get(present)
+        if backward is None:
+            backward = runner.backwards[present] = runner.compile_backward(present)
+        grads = backward(*ctx.saved_tensors, *ctx.numbers, *(c for c in given if c is not None))
         return (None, *grads)

@@ -10,13 +10,13 @@ from compiler import executors as executors_module
 from compiler.core.errors import check
 from compiler.core.ir import TensorProxy, Trace
 from compiler.executors.codegen import compile_trace
-from compiler.passes.autodiff import joint
+from compiler.passes.autodiff import Joint, joint
 from compiler.passes.cse import cse
 from compiler.passes.dce import dce
 from compiler.passes.flatten import flatten
 from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
-from compiler.passes.split_backward import split_backward
+from compiler.passes.split_backward import Split, backward_from_saved, split_backward
 from compiler.passes.update_in_place import update_in_place
 from compiler.runtime.autograd import CompiledAutograd
 from compiler.runtime.cache import CacheEntry
@@ -102,7 +102,8 @@ def _compile_autograd(
         traces.append(run_pass(traces[-1]))
     pure = traces[-1]
     check_no_write_into_grad_inputs(pure, requires_grad, leaf)
-    split = split_backward(joint(traces[-1], requires_grad))
+    full = joint(pure, requires_grad)
+    split = split_backward(full)
     traces.append(split.forward)
     for run_pass in computation_passes(options)[len(_PURE_PASSES) :]:
         traces.append(run_pass(traces[-1]))
@@ -117,6 +118,7 @@ def _compile_autograd(
         getattr(fn, "__qualname__", repr(fn)),
         compile_trace(traces[-1], options.executors),
         compile_trace(backward_traces[-1], options.executors),
+        lambda present: _partial_backward(options, full, split, present),
         pure.output,
         forward_outputs,
         split.differentiable,
@@ -131,6 +133,20 @@ def _compile_autograd(
         backward_traces=backward_traces,
         saved=split.saved,
     )
+
+
+def _partial_backward(options: Options, full: Joint, split: Split, present: tuple[bool, ...]) -> Callable:
+    """The backward for the cotangents flagged present (one flag per output that takes one): the
+    others count as zero and are never built; it reads the values the full split saves."""
+    flags = iter(present)
+    cotangents = [d and next(flags) for d in split.differentiable]
+    forward = full.trace.bsyms[: full.forward_length]
+    pure = Trace(full.trace.inputs[: len(full.requires_grad)], forward, full.trace.output[0])
+    partial = joint(pure, full.requires_grad, cotangents)
+    trace = backward_from_saved(partial, split.saved)
+    for run_pass in backward_passes(options):
+        trace = run_pass(trace)
+    return compile_trace(trace, options.executors)
 
 
 def make_options(

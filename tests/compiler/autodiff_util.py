@@ -6,8 +6,21 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import compiler
+
+
+class AtenOps(TorchDispatchMode):
+    """Records the names of the aten ops that run inside it (`with AtenOps() as ops: ...; ops.names`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        self.names.append(func.__name__.split(".")[0])
+        return func(*args, **(kwargs or {}))
 
 
 def tolerance(dtype: torch.dtype) -> dict[str, float]:

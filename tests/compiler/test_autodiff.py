@@ -166,3 +166,29 @@ def test_a_written_input_that_does_not_require_grad_is_updated():
 
     x, buffer = randn(5), randn(5, seed=1)
     check_gradients(program, [x, buffer.clone()], [True, False])
+
+
+def test_prod_with_zeros_uses_eagers_formula():
+    for seed in range(3):
+        x = randn(5, 6, seed=seed)
+        x[0, 1] = 0.0  # one zero in row 0
+        x[1, 2] = x[1, 4] = 0.0  # two in row 1
+        x[2, :] = 0.0
+        x[:, 5] = torch.where(torch.arange(5) == 3, 0.0, x[:, 5])
+        check_gradients(lambda t: (t.prod(-1), t.prod(0, keepdim=True)), [x], seed=seed)
+        check_gradients(lambda t: t.prod(), [x], seed=seed)
+
+
+def test_relu_at_exactly_zero_has_a_zero_gradient_as_in_eager():
+    x = torch.tensor([[-1.5, 0.0, 2.0, 0.0], [0.0, -0.0, 3.0, -2.0]])
+    check_gradients(torch.relu, [x])
+    check_gradients(lambda t: F.relu(t * 2.0) + t, [x])
+
+
+def test_slices_that_do_not_tile_their_input():
+    def gaps_and_overlaps(a):
+        return a[:, 1:3] * 2, a[:, 2:5].sin(), a[:, ::3].exp(), a[1:2, -1:]
+
+    for seed in range(2):
+        check_gradients(gaps_and_overlaps, [randn(3, 7, seed=seed)], seed=seed)
+        check_gradients(lambda a: torch.split(a, [2, 3, 2], dim=1)[1].cos(), [randn(3, 7, seed=seed)], seed=seed)

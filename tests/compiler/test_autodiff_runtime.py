@@ -11,7 +11,7 @@ import torch.nn.functional as F
 import compiler
 from compiler import examine
 from compiler.tracing.check_trace import check_trace
-from tests.compiler.autodiff_util import check_gradients
+from tests.compiler.autodiff_util import AtenOps, check_gradients
 
 LEAF_ERROR = re.escape("a leaf Variable that requires grad is being used in an in-place operation.")
 
@@ -169,3 +169,29 @@ def test_outputs_left_out_of_the_backward_count_as_zero_cotangents():
     (want_first.sum() + want_third.mean()).backward()
     torch.testing.assert_close(x.grad, ex.grad)
     torch.testing.assert_close(w.grad, ew.grad)
+
+
+def test_a_missing_cotangent_is_never_built_and_each_pattern_compiles_one_backward():
+    def program(x, w):
+        h = x * w
+        return h.tanh(), h.exp(), h.sin()
+
+    jfn = compiler.jit(program)
+    for used in [(0,), (0, 2), (0,), (0, 1, 2), (1,)]:
+        x, w = torch.randn(64, 32, requires_grad=True), torch.randn(32, requires_grad=True)
+        outputs = jfn(x, w)
+        with AtenOps() as ops:
+            sum(outputs[i].sum() for i in used).backward()
+        assert not {"zeros", "zeros_like", "full", "full_like", "fill", "zero"} & set(ops.names), ops.names
+        ex, ew = x.detach().requires_grad_(), w.detach().requires_grad_()
+        want = program(ex, ew)
+        sum(want[i].sum() for i in used).backward()
+        torch.testing.assert_close(x.grad, ex.grad)
+        torch.testing.assert_close(w.grad, ew.grad)
+    assert sorted(jfn.last_entry.computation.backwards) == [
+        (False, True, False),
+        (True, False, False),
+        (True, False, True),
+        (True, True, True),
+    ]
+    assert compiler.cache_stats(jfn).misses == 1

@@ -128,3 +128,26 @@ def test_segments_explains_it_needs_nvfuser():
     jfn(torch.randn(4))
     with pytest.raises(RuntimeError, match="did not run with nvFuser"):
         examine.segments(jfn)
+
+
+def test_fusions_and_why_not_fused_cover_the_backward_with_backward_true(tmp_path):
+    def program(x, b, q):
+        y = torch.nn.functional.gelu(x + b, approximate="tanh")
+        return y, torch.nn.functional.scaled_dot_product_attention(q, q, q)
+
+    jfn = jit_torch_regions(program)
+    x, b = torch.randn(4, 8, requires_grad=True), torch.randn(8, requires_grad=True)
+    q = torch.randn(1, 1, 4, 8, requires_grad=True)
+    y, attention = jfn(x, b, q)
+    (y.sum() + attention.sum()).backward()
+    forward = [f.ops for f in examine.fusions(jfn)]
+    (backward,) = examine.fusions(jfn, backward=True)
+    assert backward.calls == 1 and any(" = prims.sum(" in op for op in backward.ops)
+    assert [f.ops for f in examine.fusions(jfn)] == forward and not any("sum" in op for ops in forward for op in ops)
+    outside = {d.bsym.sym.value: d.reason for d in examine.why_not_fused(jfn, backward=True)}
+    assert outside["sdpa_backward"] is Reason.LEFT_TO_TORCH
+    assert examine.repro(jfn, backward.name, tmp_path / "repro.py", backward=True).read_text().count("sum") >= 1
+    with torch.no_grad():
+        jfn(x, b, q)
+    with pytest.raises(RuntimeError, match="compiled no backward"):
+        examine.fusions(jfn, backward=True)

@@ -1,0 +1,235 @@
+"""Attention that keeps its softmax statistics, and the fused backward that reads them.
+
+`attention_forward` (`prims.sdpa_forward`) returns attention's output and the logsumexp of each
+query row's scaled, masked scores; `attention_backward` (`prims.sdpa_backward`) hands both to
+torch's fused attention backward kernels, so the backward never runs attention's forward again.
+Both pick the kernel with torch's own rule (`aten._fused_sdp_choice`: what
+`F.scaled_dot_product_attention` picks for these tensors) and call the matching aten ops:
+
+| backend          | forward                                       | backward          |
+|------------------|-----------------------------------------------|-------------------|
+| flash (CUDA)     | `_scaled_dot_product_flash_attention`         | its `_backward`   |
+| efficient (CUDA) | `_scaled_dot_product_efficient_attention`     | its `_backward`   |
+| cudnn (CUDA)     | `_scaled_dot_product_cudnn_attention`         | its `_backward`   |
+| flash (CPU)      | `_scaled_dot_product_flash_attention_for_cpu` | its `_backward`   |
+
+Everything else (the math backend, tensors that are not 4-D, head dims FlashAttention would need
+padded for, cuDNN with a mask, an op missing from this torch build: warned about once) takes the
+recompute path: `F.scaled_dot_product_attention` forward with the logsumexp computed from the
+scores, and a backward through torch autograd that runs attention's forward again.
+
+The logsumexp has one layout for every backend: float32 of shape `q.shape[:-1]`, natural log. Each
+backend's own layout is a view or a small pad away (efficient attention pads rows to a multiple
+of 32, cuDNN adds a trailing dim of 1). NOTE: forward and backward choose their kernel on the same
+tensors, so they agree; where they would not (`sdpa_kernel` changed in between), the statistic
+means the same to every backend and the gradients stay correct.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+_ATEN = torch.ops.aten
+_FLASH, _EFFICIENT, _CUDNN = 1, 2, 3  # torch.nn.attention.SDPBackend values
+_NO_DROPOUT = 0.0
+_EFFICIENT_ROWS = 32  # efficient attention's logsumexp rows are padded to this multiple
+_EFFICIENT_BIAS_ALIGNMENT = 16
+
+# backend -> (forward op, backward op), by name: looked up when first used, so a torch build
+# without one still imports.
+OPS = {
+    "flash": ("_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward"),
+    "efficient": ("_scaled_dot_product_efficient_attention", "_scaled_dot_product_efficient_attention_backward"),
+    "cudnn": ("_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward"),
+    "cpu_flash": (
+        "_scaled_dot_product_flash_attention_for_cpu",
+        "_scaled_dot_product_flash_attention_for_cpu_backward",
+    ),
+}
+_warned: set[str] = set()
+
+
+def _available(backend: str) -> bool:
+    missing = [name for name in OPS[backend] if not hasattr(_ATEN, name)]
+    for name in missing:
+        if name not in _warned:
+            _warned.add(name)
+            warnings.warn(
+                f"torch {torch.__version__} has no aten.{name}: attention's backward runs its forward again",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+    return not missing
+
+
+def attention_backend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: Any, is_causal: bool, scale: Any
+) -> str | None:
+    """The backend whose fused forward and backward run this attention ("flash", "efficient",
+    "cudnn", "cpu_flash"), or None for the recompute path."""
+    if not (q.ndim == k.ndim == v.ndim == 4):
+        return None
+    try:
+        choice = int(_ATEN._fused_sdp_choice(q, k, v, attn_mask, _NO_DROPOUT, is_causal, scale=scale))
+    except (RuntimeError, AttributeError):
+        return None
+    backend = None
+    if q.device.type == "cpu":
+        backend = "cpu_flash" if choice == _FLASH else None
+    elif q.device.type == "cuda":
+        backend = {_FLASH: "flash", _EFFICIENT: "efficient", _CUDNN: "cudnn"}.get(choice)
+        # NOTE: F.scaled_dot_product_attention pads head dims to a multiple of 8 for FlashAttention
+        # and converts masks its own way for cuDNN; those cases recompute instead.
+        if backend == "flash" and (q.shape[-1] % 8 or v.shape[-1] % 8):
+            backend = None
+        if backend == "cudnn" and attn_mask is not None:
+            backend = None
+    return backend if backend is not None and _available(backend) else None
+
+
+def attention_forward(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> tuple:
+    """(attention's output, logsumexp of its scores: float32 of shape q.shape[:-1])."""
+    backend = attention_backend(q, k, v, attn_mask, is_causal, scale)
+    rows = q.shape[:-1]
+    if backend == "flash":
+        result = _op(backend, 0)(q, k, v, _NO_DROPOUT, is_causal, False, scale=scale)
+        return result[0], result[1]
+    if backend == "efficient":
+        bias = _efficient_bias(attn_mask, q, k)
+        out, logsumexp, _, _ = _op(backend, 0)(q, k, v, bias, True, _NO_DROPOUT, is_causal, scale=scale)
+        return out, logsumexp[..., : rows[-1]]
+    if backend == "cudnn":
+        result = _op(backend, 0)(q, k, v, None, True, _NO_DROPOUT, is_causal, False, scale=scale)
+        return result[0], result[1].reshape(rows)
+    if backend == "cpu_flash":
+        mask = _additive_mask(attn_mask, q.dtype)
+        return _op(backend, 0)(q, k, v, _NO_DROPOUT, is_causal, attn_mask=mask, scale=scale)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+    return out, _math_logsumexp(q, k, attn_mask, is_causal, scale)
+
+
+def attention_backward(
+    grad: Any, q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any, out: Any, logsumexp: Any
+) -> tuple:
+    """(dq, dk, dv) of attention from the output's cotangent and the forward's output and logsumexp."""
+    backend = attention_backend(q, k, v, attn_mask, is_causal, scale)
+    rows_q, rows_k = q.shape[-2], k.shape[-2]
+    if backend == "flash":
+        seed = _placeholder(q.device)
+        logsumexp = logsumexp.contiguous()
+        return _op(backend, 1)(
+            grad, q, k, v, out, logsumexp, None, None, rows_q, rows_k, _NO_DROPOUT, is_causal, seed, seed, scale=scale
+        )
+    if backend == "efficient":
+        seed = _placeholder(q.device)
+        bias = _efficient_bias(attn_mask, q, k)
+        padded = F.pad(logsumexp, (0, -rows_q % _EFFICIENT_ROWS))
+        dq, dk, dv, _ = _op(backend, 1)(
+            grad, q, k, v, bias, out, padded, seed, seed, _NO_DROPOUT, [True, True, True, False], is_causal, scale=scale
+        )
+        return dq, dk, dv
+    if backend == "cudnn":
+        seed = _placeholder(q.device)
+        if grad.stride() != out.stride():
+            grad = torch.empty_like(out).copy_(grad)
+        native = logsumexp.reshape(_cudnn_logsumexp_shape(q))
+        return _op(backend, 1)(
+            grad,
+            q,
+            k,
+            v,
+            out,
+            native,
+            seed,
+            seed,
+            None,
+            None,
+            None,
+            rows_q,
+            rows_k,
+            _NO_DROPOUT,
+            is_causal,
+            scale=scale,
+        )
+    if backend == "cpu_flash":
+        mask = _additive_mask(attn_mask, q.dtype)
+        return _op(backend, 1)(grad, q, k, v, out, logsumexp, _NO_DROPOUT, is_causal, attn_mask=mask, scale=scale)
+    return recomputed_attention_backward(grad, q, k, v, attn_mask, is_causal, scale)
+
+
+def recomputed_attention_backward(
+    grad: Any, q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any
+) -> tuple:
+    """(dq, dk, dv) through torch autograd, running attention's forward again."""
+    with torch.enable_grad():
+        q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+        return torch.autograd.grad(out, (q, k, v), grad)
+
+
+def _op(backend: str, index: int) -> Any:
+    return getattr(_ATEN, OPS[backend][index])
+
+
+@functools.cache
+def _placeholder(device: torch.device) -> torch.Tensor:
+    """The philox seed and offset the backward kernels take; without dropout they read neither."""
+    return torch.empty((), dtype=torch.int64, device=device)
+
+
+def _additive_mask(attn_mask: Any, dtype: torch.dtype) -> Any:
+    """A boolean mask (True: attend) as the additive float mask the fused kernels take."""
+    if attn_mask is None or attn_mask.dtype != torch.bool:
+        return attn_mask
+    return torch.zeros(attn_mask.shape, dtype=dtype, device=attn_mask.device).masked_fill_(
+        attn_mask.logical_not(), float("-inf")
+    )
+
+
+def _efficient_bias(attn_mask: Any, q: torch.Tensor, k: torch.Tensor) -> Any:
+    """The mask as efficient attention takes it: additive, rows aligned to 16 elements, full 4-D shape."""
+    bias = _additive_mask(attn_mask, q.dtype)
+    if bias is None:
+        return None
+    columns = bias.shape[-1]
+    aligned = bias.stride(-1) == 1 and all(s % _EFFICIENT_BIAS_ALIGNMENT == 0 for s in bias.stride()[:-1])
+    if not aligned:
+        padded = bias.new_zeros((*bias.shape[:-1], columns + (-columns % _EFFICIENT_BIAS_ALIGNMENT)))
+        padded[..., :columns] = bias
+        bias = padded[..., :columns]
+    return bias.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+
+
+@functools.cache
+def _cudnn_logsumexp_rank() -> int:
+    """The rank of cuDNN's logsumexp in this torch build (asked of the op's meta kernel)."""
+    q = torch.empty(1, 1, 8, 64, dtype=torch.bfloat16, device="meta")
+    try:
+        return _op("cudnn", 0)(q, q, q, None, True, _NO_DROPOUT, False, False)[1].ndim
+    except (RuntimeError, NotImplementedError):
+        return 4
+
+
+def _cudnn_logsumexp_shape(q: torch.Tensor) -> tuple[int, ...]:
+    rows = tuple(q.shape[:-1])
+    return rows + (1,) * (_cudnn_logsumexp_rank() - len(rows))
+
+
+def _math_logsumexp(q: torch.Tensor, k: torch.Tensor, attn_mask: Any, is_causal: bool, scale: Any) -> torch.Tensor:
+    """The logsumexp of each query row's scaled, masked scores, in float32."""
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    scores = torch.matmul(q.float(), k.float().transpose(-2, -1)) * scale
+    if is_causal:
+        keep = torch.ones(scores.shape[-2:], dtype=torch.bool, device=q.device).tril()
+        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask.float()
+    return torch.logsumexp(scores, dim=-1)
