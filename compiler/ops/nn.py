@@ -366,11 +366,6 @@ def scaled_dot_product_attention(
         NotImplementedError,
     )
     check(
-        not enable_gqa,
-        lambda: f"scaled_dot_product_attention: enable_gqa is not supported{called_at()}",
-        NotImplementedError,
-    )
-    check(
         query.dtype == key.dtype == value.dtype and dtypes.is_float(query.dtype),
         lambda: (
             f"scaled_dot_product_attention: query, key and value must share a floating dtype, got "
@@ -389,4 +384,24 @@ def scaled_dot_product_attention(
             lambda: f"scaled_dot_product_attention: attn_mask must be bool or {query.dtype}{called_at()}",
             TypeError,
         )
+    if enable_gqa and key.ndim >= 3 and not same_size(key.shape[-3], query.shape[-3]):
+        key, value = _repeat_kv_heads(query, key), _repeat_kv_heads(query, value)
     return prims.sdpa(query, key, value, attn_mask, bool(is_causal), scale)
+
+
+def _repeat_kv_heads(query: TensorProxy, kv: TensorProxy) -> TensorProxy:
+    """Grouped-query attention: each key/value head repeated for the query heads of its group."""
+    heads, kv_heads = query.shape[-3], kv.shape[-3]
+    check(
+        heads % kv_heads == 0,
+        lambda: (
+            f"scaled_dot_product_attention: with enable_gqa the query heads ({heads}) must be a multiple of "
+            f"the key/value heads ({kv_heads}){called_at()}"
+        ),
+        ValueError,
+    )
+    groups = heads // kv_heads
+    d = kv.ndim - 3
+    expanded = [*kv.shape[: d + 1], groups, *kv.shape[d + 1 :]]
+    out = prims.broadcast_in_dim(kv, expanded, [i for i in range(len(expanded)) if i != d + 1])
+    return prims.reshape(out, [*kv.shape[:d], heads, *kv.shape[d + 1 :]])

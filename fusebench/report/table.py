@@ -88,21 +88,28 @@ def _counts(count: int | None, backward: int | None, missing: str, split_total: 
 
 
 def render(outcomes: Sequence[Outcome]) -> str:
-    """The table as text; case and params are printed once per group of consecutive rows."""
+    """The table as text; case and params are printed once per group of consecutive rows. A
+    tokens/s column follows when some outcome has a throughput (model cases)."""
     rows = [row_cells(o) for o in outcomes]
+    headers = HEADERS
+    if any(o.tokens_per_second is not None for o in outcomes):
+        headers = [*HEADERS, "tokens/s"]
+        for row, outcome in zip(rows, outcomes):
+            if len(row) == len(HEADERS):
+                row.append("-" if outcome.tokens_per_second is None else f"{outcome.tokens_per_second:,.0f}")
     shown: list[list[str]] = []
     last_key: tuple[str, str] | None = None
     for row in rows:
         key = (row[0], row[1])
         shown.append(["", "", *row[2:]] if key == last_key else row)
         last_key = key
-    widths = [len(h) for h in HEADERS]
+    widths = [len(h) for h in headers]
     for row in shown:
-        if len(row) == len(HEADERS):
+        if len(row) == len(headers):
             widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
         else:
             widths[:3] = [max(w, len(cell)) for w, cell in zip(widths[:3], row[:3])]
-    lines = [_line(HEADERS, widths), "  ".join("-" * w for w in widths)]
+    lines = [_line(headers, widths), "  ".join("-" * w for w in widths)]
     lines += [_line(row, widths) for row in shown]
     return "\n".join(line.rstrip() for line in lines)
 

@@ -48,3 +48,16 @@ def test_rows_show_numbers_or_the_status_and_group_by_case() -> None:
     ]
     assert lines[3].split() == ["fusebench", "unsupported:", "torch.sum", "is", "not", "supported"]
     assert lines[3].startswith(" ")  # case and params are not repeated
+
+
+def test_model_cases_get_a_tokens_per_second_column() -> None:
+    base = {"suite": "gpt2", "case": "gpt2_decode", "params": {"n": 8}, "device": "cpu"}
+    timing = summarize([2e-3, 2e-3, 2e-3])
+    model = Outcome(**base, variant="eager", status="ok", timing=timing, tokens_per_call=8)
+    other = Outcome(**{**base, "case": "gelu"}, variant="eager", status="ok", timing=timing)
+    assert model.tokens_per_second == 4000 and model.metric_values()["track_tokens_per_second"] == 4000
+    assert other.tokens_per_second is None
+    lines = render([model, other]).splitlines()
+    assert lines[0].split()[-1] == "tokens/s"
+    assert lines[2].split()[-1] == "4,000" and lines[3].split()[-1] == "-"
+    assert "tokens/s" not in render([other])
