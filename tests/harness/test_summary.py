@@ -72,3 +72,12 @@ def test_nothing_to_summarize_without_fusebench() -> None:
     assert headline(rows_from_outcomes(RUN[7:9])).endswith(
         "no (case, params) has both a fusebench time and a peer's time"
     )
+
+
+def test_a_crashed_fusebench_shows_as_crashed_with_its_reason() -> None:
+    crash = "killed by SIGABRT | last output: terminate called after throwing an instance of 'nvfuser::nvfError'"
+    rows = rows_from_outcomes([_outcome("c", "eager", 1e-3), _outcome("c", "fusebench", None, "crashed", crash)])
+    headline_line, line = render_summary(rows).splitlines()
+    assert headline_line.endswith("no (case, params) has both a fusebench time and a peer's time")
+    assert line.split()[:3] == ["c", "n=4", "-"]
+    assert "fusebench crashed: killed by SIGABRT | last output: terminate called" in line and line.endswith("...")

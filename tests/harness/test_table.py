@@ -48,3 +48,11 @@ def test_rows_show_numbers_or_the_status_and_group_by_case() -> None:
     ]
     assert lines[3].split() == ["fusebench", "unsupported:", "torch.sum", "is", "not", "supported"]
     assert lines[3].startswith(" ")  # case and params are not repeated
+
+
+def test_a_crashed_measurement_shows_how_its_worker_died() -> None:
+    crash = "killed by SIGSEGV | last output: nvFuser: CUDA error / Fatal Python error: Segmentation fault"
+    crashed = Outcome("s", "gelu", {"n": 4}, "fusebench", "cuda:0", "crashed", crash)
+    lines = render([crashed]).splitlines()
+    assert lines[2].split()[:4] == ["gelu", "n=4", "fusebench", "crashed:"]
+    assert lines[2].endswith(crash)
