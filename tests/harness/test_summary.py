@@ -41,6 +41,16 @@ def test_ratios_print_compactly() -> None:
     ]
 
 
+def test_ratios_round_to_three_significant_digits_across_decades() -> None:
+    assert [format_ratio(r) for r in (9.999, 99.96, 0.09996, 0.0994, 1523.4)] == [
+        "10.0×",
+        "100×",
+        "0.10×",
+        "0.099×",
+        "1523×",
+    ]
+
+
 def test_the_ratio_is_fusebench_over_the_fastest_peer() -> None:
     fast, slow, broken, alone, no_ours = rows_from_outcomes(RUN)
     assert peer_ratio(fast) == pytest.approx(0.5)  # torch.compile is the best peer, not fusebench-torch
