@@ -32,21 +32,30 @@ MAX_DETAIL = 100
 
 
 def format_seconds(seconds: float | None) -> str:
-    """A duration with three significant digits and a readable unit: '512 µs', '1.23 ms', '4.75 s'."""
+    """A duration with three significant digits and a readable unit: '512 µs', '1.23 ms', '4.75 s'.
+    The unit is chosen after rounding, so 999.96 µs reads '1.00 ms', not '1000 µs'."""
     if seconds is None:
         return "-"
+    rounded = float(f"{seconds:.3g}")
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{_three_digits(seconds / scale)} {unit}"
-    return f"{_three_digits(seconds / 1e-9)} ns"
+        if rounded >= scale:
+            return f"{three_digits(seconds / scale)} {unit}"
+    return f"{three_digits(seconds / 1e-9)} ns"
 
 
-def _three_digits(value: float) -> str:
-    if value >= 100:
+def three_digits(value: float) -> str:
+    """`value` (>= 0) with three significant digits, trailing zeros kept: '512', '51.2', '5.12', '5.00';
+    from 1000 on, the whole number ('1235')."""
+    if value >= 999.5:
         return f"{value:.0f}"
-    if value >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
+    rounded = float(f"{value:.3g}")
+    decimals = 0 if rounded >= 100 else 1 if rounded >= 10 else 2
+    return f"{rounded:.{decimals}f}"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 commit', '8 commits' ('1 series', '3 series' with `plural`='series')."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def status_text(outcome: Outcome) -> str:
