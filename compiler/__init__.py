@@ -7,6 +7,7 @@ compiler.last_backward_traces(jfn)  # the backward trace after each pass (when i
 compiler.last_prologue(jfn)      # the guards of the entry used last
 compiler.cache_stats(jfn)        # hits, misses (compilations), compile seconds
 compiler.examine                 # fusions, why ops were not fused, repro scripts, segmentation
+torch.compile(model, backend="fusebench")  # dynamo captures FX graphs, this compiler compiles them
 
 Under grad mode, when a tensor input requires grad, the outputs are attached to autograd through
 one torch.autograd.Function whose forward and backward are both compiled traces (the backward is
@@ -21,10 +22,15 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import torch
+
 from compiler.core.errors import GuardFailure, TracingError, check, short_repr
 from compiler.core.ir import Trace
 from compiler.passes.fuse import FusionOptions
+from compiler.runtime import dynamo
 from compiler.runtime.cache import CacheStats, JittedFunction, called_jitted, jitted
+from compiler.runtime.dynamo import dynamo_backend
+from compiler.runtime.module import JittedModule
 from compiler.runtime.pipeline import compile_entry, make_options
 
 __all__ = [
@@ -32,9 +38,11 @@ __all__ = [
     "FusionOptions",
     "GuardFailure",
     "JittedFunction",
+    "JittedModule",
     "Trace",
     "TracingError",
     "cache_stats",
+    "dynamo_backend",
     "examine",
     "jit",
     "last_backward_traces",
@@ -55,6 +63,10 @@ def jit(
 ) -> JittedFunction:
     """Compiles `fn` on first call (and whenever no cache entry's guards accept the arguments).
 
+    `fn` may be an `nn.Module`: its parameters and buffers are then inputs of the traces, guarded
+    by metadata (never by value), and its train/eval modes are guarded; it returns what the module
+    returns (dicts, dataclasses, named tuples).
+
     cache: "constant" bakes numbers and shapes into each entry; "symbolic" keeps int/float/bool
         arguments as symbolic inputs and guards only the branches taken on them.
     automatic_dynamic: under "constant", a number whose baked-in value made a call miss is
@@ -73,7 +85,11 @@ def jit(
     )
     options = make_options(cache, executors, fusion, fallback, automatic_dynamic, cuda_graphs)
     automatic = options.cache == "constant" and options.automatic_dynamic
-    jfn = JittedFunction(fn, functools.partial(compile_entry, fn, options), automatic_dynamic=automatic)
+    if isinstance(fn, torch.nn.Module):
+        make_entry = lambda traced: functools.partial(compile_entry, traced, options)
+        jfn = JittedModule(fn, make_entry, automatic_dynamic=automatic)
+    else:
+        jfn = JittedFunction(fn, functools.partial(compile_entry, fn, options), automatic_dynamic=automatic)
     jfn.options = options  # NOTE: compiler.examine replays the fusion pass with these executors.
     return jfn
 
@@ -106,3 +122,6 @@ def last_prologue(jfn: JittedFunction) -> Trace:
 def cache_stats(jfn: JittedFunction) -> CacheStats:
     """Hits, misses (= compilations), and seconds spent compiling."""
     return jitted(jfn, "cache_stats").stats
+
+
+dynamo.install()

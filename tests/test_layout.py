@@ -25,7 +25,7 @@ COMPILER_LAYERS = (
     ("compiler.passes",),  # Trace -> Trace passes
     ("compiler.executors",),  # torch, nvFuser, SDPA, codegen
     ("compiler.runtime",),  # the cache and the pipeline from a call to a cache entry
-    ("compiler", "compiler.examine"),  # the public API
+    ("compiler", "compiler.examine", "compiler.dynamo"),  # the public API
 )
 
 

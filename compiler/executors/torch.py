@@ -101,6 +101,17 @@ def _iota(length: int, start: Any, step: Any, dtype: torch.dtype, device: torch.
     return torch.arange(start, start + step * length, step, dtype=dtype, device=device)
 
 
+def dropout_noise(shape: Sequence[int], p: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """0 with probability p, else 1 / (1 - p), drawn as eager F.dropout draws them (same generator
+    calls), so a seeded program drops the same elements compiled as eager."""
+    ones = torch.ones(shape, dtype=dtype, device=device)
+    if device.type == "cpu":
+        # NOTE: eager CPU dropout is bernoulli_(1 - p) then div_(1 - p) on a tensor like the input.
+        return torch.empty_like(ones).bernoulli_(1 - p).div_(1 - p)
+    # NOTE: on accelerators eager dropout runs native_dropout's kernel (its own random stream).
+    return torch.native_dropout(ones, p, True)[0]
+
+
 def copy_to(computed: torch.Tensor, buffer: torch.Tensor) -> None:
     """Write-back: stores `computed` into `buffer` (an input the caller observes)."""
     buffer.copy_(computed)
@@ -252,6 +263,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.FULL: lambda shape, value, dtype, device: torch.full(shape, value, dtype=dtype, device=device),
     Prim.EMPTY: lambda shape, dtype, device: torch.empty(shape, dtype=dtype, device=device),
     Prim.IOTA: _iota,
+    Prim.DROPOUT_NOISE: dropout_noise,
     Prim.COPY_TO: copy_to,
     Prim.COPY_: copy_,
     Prim.UNPACK_SEQUENCE: unpack_sequence,

@@ -13,13 +13,18 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     advanced_indexing,
     conversion,
     elementwise,
+    embedding,
     factory,
     foreach,
     indexing,
     inplace,
     linalg,
+    masks,
     nn,
+    padding,
+    random,
     reductions,
+    repeat,
     shape,
 )
 from compiler.ops.registry import OPS, Op, dispatch, register, resolve, torch_name

@@ -57,6 +57,7 @@ for _name, _promotion in (
     ("sign", Promotion.DEFAULT),
 ):
     _unary(_name, getattr(prims, _name), _promotion)
+_unary("square", lambda x: prims.mul(x, x), Promotion.BOOL_TO_LONG)
 
 
 def _rounding(name: str) -> None:

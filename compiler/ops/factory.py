@@ -137,6 +137,41 @@ def empty_like(
     return prims.empty(list(input.shape), dtype or input.dtype, device or input.device)
 
 
+def _new(name: str, value: Any) -> None:
+    @register(f"torch.Tensor.new_{name}")
+    def op(
+        self: TensorProxy,
+        *size: Any,
+        dtype: Any = None,
+        layout: Any = None,
+        device: Any = None,
+        requires_grad: bool = False,
+        pin_memory: bool = False,
+    ) -> Any:
+        _check_factory_kwargs(f"Tensor.new_{name}", None, layout, pin_memory)
+        return _full(f"Tensor.new_{name}", _sizes(size), value, dtype or self.dtype, device or self.device)
+
+
+_new("zeros", 0)
+_new("ones", 1)
+
+
+@register("torch.Tensor.new_full")
+def new_full(
+    self: TensorProxy,
+    size: Any,
+    fill_value: Any,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Any:
+    _check_factory_kwargs("Tensor.new_full", None, layout, pin_memory)
+    return _full("Tensor.new_full", list(size), fill_value, dtype or self.dtype, device or self.device)
+
+
 @register("torch.full_like")
 def full_like(
     input: TensorProxy,

@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from compiler import prims
+from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy, same_size, size_product
 from compiler.ops.elementwise import add
-from compiler.ops.operands import broadcast_shapes, broadcast_to, check_no_out
+from compiler.ops.operands import broadcast_shapes, broadcast_to, check_no_out, to_dtype
 from compiler.ops.registry import register
 
 
@@ -134,3 +135,18 @@ def linear(input: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = N
     if bias is None or (bias.ndim == 1 and same_size(bias.shape[0], weight.shape[0])):
         return prims.linear(input, weight, bias)
     return add(prims.linear(input, weight, None), bias)
+
+
+@register("torch.addmm", "torch.Tensor.addmm")
+def addmm(input: Any, mat1: TensorProxy, mat2: TensorProxy, *, beta: Any = 1, alpha: Any = 1, out: Any = None) -> Any:
+    """beta * input + alpha * (mat1 @ mat2), with input broadcast to the product's shape."""
+    check_no_out("torch.addmm", out)
+    product = mm(mat1, mat2)
+    compute = dtypes.compute_dtype(product.dtype)  # scaled and added in float32, rounded once, as torch does
+    scaled = to_dtype(product, compute)
+    if not (isinstance(alpha, int) and alpha == 1):
+        scaled = prims.mul(scaled, alpha)
+    if not (isinstance(beta, int) and beta == 0):  # NOTE: torch ignores input (NaN included) when beta is 0
+        term = to_dtype(broadcast_to(input, product.shape), compute)
+        scaled = prims.add(scaled, term if isinstance(beta, int) and beta == 1 else prims.mul(term, beta))
+    return to_dtype(scaled, product.dtype)

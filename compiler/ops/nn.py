@@ -17,6 +17,7 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy, same_size
+from compiler.ops.attention_dropout import attention_with_dropout
 from compiler.ops.operands import broadcast_shapes, broadcast_to, to_dtype
 from compiler.ops.reductions import count, expand_reduced, reduce_dims
 from compiler.ops.registry import register
@@ -361,14 +362,9 @@ def scaled_dot_product_attention(
 ) -> Any:
     """softmax(q k^T * scale + mask) v as one prim (executors pick a kernel)."""
     check(
-        dropout_p == 0.0,
-        lambda: f"scaled_dot_product_attention: dropout_p={dropout_p} is not supported (only 0.0){called_at()}",
-        NotImplementedError,
-    )
-    check(
-        not enable_gqa,
-        lambda: f"scaled_dot_product_attention: enable_gqa is not supported{called_at()}",
-        NotImplementedError,
+        isinstance(dropout_p, (int, float)) and 0.0 <= dropout_p <= 1.0,
+        lambda: f"scaled_dot_product_attention: dropout_p={dropout_p!r}: expected a number in [0, 1]{called_at()}",
+        ValueError,
     )
     check(
         query.dtype == key.dtype == value.dtype and dtypes.is_float(query.dtype),
@@ -389,7 +385,29 @@ def scaled_dot_product_attention(
             lambda: f"scaled_dot_product_attention: attn_mask must be bool or {query.dtype}{called_at()}",
             TypeError,
         )
+    if enable_gqa and key.ndim >= 3 and not same_size(key.shape[-3], query.shape[-3]):
+        key, value = _repeat_kv_heads(query, key), _repeat_kv_heads(query, value)
+    if dropout_p > 0.0:
+        return attention_with_dropout(*_broadcast_batch(query, key, value), attn_mask, dropout_p, is_causal, scale)
     return prims.sdpa(*_broadcast_batch(query, key, value), attn_mask, bool(is_causal), scale)
+
+
+def _repeat_kv_heads(query: TensorProxy, kv: TensorProxy) -> TensorProxy:
+    """Grouped-query attention: each key/value head repeated for the query heads of its group."""
+    heads, kv_heads = query.shape[-3], kv.shape[-3]
+    check(
+        heads % kv_heads == 0,
+        lambda: (
+            f"scaled_dot_product_attention: with enable_gqa the query heads ({heads}) must be a multiple of "
+            f"the key/value heads ({kv_heads}){called_at()}"
+        ),
+        ValueError,
+    )
+    groups = heads // kv_heads
+    d = kv.ndim - 3
+    expanded = [*kv.shape[: d + 1], groups, *kv.shape[d + 1 :]]
+    out = prims.broadcast_in_dim(kv, expanded, [i for i in range(len(expanded)) if i != d + 1])
+    return prims.reshape(out, [*kv.shape[:d], heads, *kv.shape[d + 1 :]])
 
 
 def _broadcast_batch(query: TensorProxy, key: TensorProxy, value: TensorProxy) -> tuple[TensorProxy, ...]:

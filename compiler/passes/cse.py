@@ -3,10 +3,10 @@
 Assumes: a flattened trace. Guarantees: no two pure prims with equal arguments remain; the later
 one's outputs are replaced by the earlier one's everywhere after it (output included). A guard
 repeated with equal arguments is dropped (checking twice adds nothing). Other side-effecting
-prims and `empty` (whose buffers must stay distinct) are never merged, nor are the prims that
-compute a value written back by `copy_to` (each write-back owns its value: nothing else may read
-it, see check_writebacks); a prim reading a buffer after its write-back is not the same value as
-one reading it before.
+prims, random prims (each call draws anew) and `empty` (whose buffers must stay distinct) are
+never merged, nor are the prims that compute a value written back by `copy_to` (each write-back
+owns its value: nothing else may read it, see check_writebacks); a prim reading a buffer after its
+write-back is not the same value as one reading it before.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 from compiler.core.ir import BoundSymbol, Proxy, Trace, map_proxies
 from compiler.passes import trace_pass
-from compiler.prims import GUARDS, SIDE_EFFECTS, Prim
+from compiler.prims import GUARDS, RANDOM, SIDE_EFFECTS, Prim
 
-_NEVER_MERGED = (SIDE_EFFECTS - GUARDS) | {Prim.EMPTY}
+_NEVER_MERGED = (SIDE_EFFECTS - GUARDS) | RANDOM | {Prim.EMPTY}
 
 
 def _key(value: Any) -> Any:

@@ -37,10 +37,11 @@ from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace
 from compiler.passes.autodiff import Joint
 from compiler.passes.dce import dce
 from compiler.passes.mincut import INFINITE, FlowGraph
-from compiler.prims import ELEMENTWISE, FACTORIES, SHAPE_OPS, Prim
+from compiler.prims import ELEMENTWISE, FACTORIES, RANDOM, SHAPE_OPS, Prim
 
 # Prims whose outputs the backward may recompute instead of loading them.
-RECOMPUTABLE = ELEMENTWISE | SHAPE_OPS | (FACTORIES - {Prim.EMPTY})
+# NOTE: random draws are saved, never recomputed: drawing again would give other numbers.
+RECOMPUTABLE = ELEMENTWISE | SHAPE_OPS | (FACTORIES - RANDOM - {Prim.EMPTY})
 
 
 @dataclass(frozen=True)

@@ -353,6 +353,10 @@ def _iota_meta(length: Any, start: Any, step: Any, dtype: torch.dtype, device: t
     return TensorProxy((length,), dtype, device)
 
 
+def _dropout_noise_meta(shape: Any, p: float, dtype: torch.dtype, device: torch.device) -> TensorProxy:
+    return TensorProxy(shape, dtype, device)
+
+
 def _guard_meta(*args: Any) -> None:
     return None
 
@@ -394,6 +398,7 @@ META: dict[Prim, Callable | None] = {
     Prim.FULL: _full_meta,
     Prim.EMPTY: _empty_meta,
     Prim.IOTA: _iota_meta,
+    Prim.DROPOUT_NOISE: _dropout_noise_meta,
     Prim.COPY_TO: _copy_to_meta,
     Prim.COPY_: _copy__meta,
     Prim.CHECK_TENSOR: _guard_meta,

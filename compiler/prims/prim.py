@@ -92,6 +92,8 @@ class Prim(enum.Enum):
     FULL = "full"
     EMPTY = "empty"
     IOTA = "iota"
+    # random: `dropout_noise(shape, p, dtype, device)` draws from torch's default generator
+    DROPOUT_NOISE = "dropout_noise"
     # a copy of a tensor with a strided region replaced (the functional form of writing a slice)
     SLICE_UPDATE = "slice_update"
     # in-place: `copy_(target, value)` overwrites `target`, seen through every alias of it. Only
@@ -124,7 +126,9 @@ BINARY = frozenset(
 ELEMENTWISE = UNARY | BINARY | {Prim.WHERE, Prim.CONVERT_ELEMENT_TYPE}
 REDUCTIONS = frozenset({Prim.SUM, Prim.PROD, Prim.AMAX, Prim.AMIN, Prim.ARGMAX})
 SHAPE_OPS = frozenset({Prim.BROADCAST_IN_DIM, Prim.RESHAPE, Prim.PERMUTE, Prim.SLICE, Prim.SQUEEZE, Prim.CAT})
-FACTORIES = frozenset({Prim.FULL, Prim.EMPTY, Prim.IOTA})
+FACTORIES = frozenset({Prim.FULL, Prim.EMPTY, Prim.IOTA, Prim.DROPOUT_NOISE})
+# Prims whose every call draws new random numbers: never merged, never recomputed, kept in order.
+RANDOM = frozenset({Prim.DROPOUT_NOISE})
 GUARDS = frozenset(
     {Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE, Prim.CHECK_STRIDES, Prim.CHECK_ALIASING,
      Prim.CHECK_REQUIRES_GRAD}

@@ -10,6 +10,7 @@ Parameter values are plain data (str, int, float, bool, or tuples of those) so t
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,9 @@ class Case:
         synchronization, for host overhead and cold sequences).
     calls_per_sample: calls inside one timed sample (for calls too short to time one by one);
         must be 1 when the case mutates its inputs.
+    tokens: params -> the tokens one call processes (model cases): tokens/s is recorded too.
+    requires: modules the case imports (e.g. "transformers"); where one is missing every variant
+        is skipped, with the reason.
     version: bump when the measured work changes; ASV drops results whose version differs.
     """
 
@@ -80,6 +84,8 @@ class Case:
     cold: bool = False
     timer: str = "device"
     calls_per_sample: int = 1
+    tokens: Callable[[Params], int] | None = None
+    requires: tuple[str, ...] = ()
     version: str = "1"
     description: str = ""
 
@@ -136,6 +142,13 @@ class Case:
         if self.call is not None:
             return self.call(fn, args)
         return fn(*args)
+
+    def missing_requirement(self) -> str | None:
+        """Why the case cannot run here (a module it requires is not installed), or None."""
+        for module in self.requires:
+            if importlib.util.find_spec(module) is None:
+                return f"{module} is not installed (pip install {module})"
+        return None
 
     def options(self, params: Params) -> dict[str, Any]:
         """Compile options for these parameters (empty unless the case declares `jit_options`)."""

@@ -10,6 +10,8 @@ Standard variants apply to every case:
   torch executor only; `fusebench-cudagraphs`: default executors, each cache entry replayed as
   CUDA graphs (CUDA only). The case option `cache` picks the cache mode ("constant" by default);
   `fusion` (FusionOptions fields) and `executors` (for `fusebench` only) are passed to `compiler.jit`.
+- `fusebench-dynamo`: `torch.compile(fn, backend="fusebench")`: dynamo captures the graphs, our
+  compiler (default executors) compiles each.
 - `thunder`: lightning-thunder, when it is importable ("constant values" / "symbolic values").
 Cases add their own (a hand-written nvFuser FusionDefinition, torch.optim baselines) through
 `Case.extra_variants`; `fusebench.cases.case.variants_for(case)` lists both. This module knows
@@ -89,6 +91,21 @@ class Variant:
 # eager
 
 
+def call_model(model: torch.nn.Module, *inputs: Any) -> Any:
+    """A case function that calls its first argument, a model: compiling variants compile the model
+    (its parameters are then the compiler's inputs), not this function."""
+    return model(*inputs)
+
+
+def _compile(target: Target, compile_fn: Callable[[Callable], Callable]) -> tuple[Callable, Callable]:
+    """(what `compile_fn` made of the case, a callable with the case function's signature)."""
+    if target.fn is not call_model:
+        compiled = compile_fn(target.fn)
+        return compiled, compiled
+    compiled_model = compile_fn(target.args[0])
+    return compiled_model, lambda model, *inputs: compiled_model(*inputs)
+
+
 def _prepare_eager(target: Target) -> Compiled:
     if target.options.get("cache", "constant") != "constant":
         raise SkipVariant("eager has no compile cache: it is measured once, under cache='constant'")
@@ -121,7 +138,7 @@ def _torch_compile_prepare(mode: str | None) -> Callable[[Target], Compiled]:
         torch._dynamo.reset()
         base = counters["frames"]["ok"]
         dynamic = True if target.options.get("cache") == "symbolic" else None
-        compiled = torch.compile(target.fn, dynamic=dynamic, mode=mode)
+        _, compiled = _compile(target, lambda fn: torch.compile(fn, dynamic=dynamic, mode=mode))
         return Compiled(compiled, compilations=lambda: counters["frames"]["ok"] - base)
 
     return prepare
@@ -166,12 +183,15 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
     def prepare(target: Target) -> Compiled:
         import compiler
 
-        jitted = compiler.jit(
-            target.fn,
-            cache=target.options.get("cache", "constant"),
-            executors=executors or target.options.get("executors"),
-            fusion=jit_options.get("fusion", target.options.get("fusion")),
-            **{k: v for k, v in jit_options.items() if k != "fusion"},
+        jitted, call = _compile(
+            target,
+            lambda fn: compiler.jit(
+                fn,
+                cache=target.options.get("cache", "constant"),
+                executors=executors or target.options.get("executors"),
+                fusion=jit_options.get("fusion", target.options.get("fusion")),
+                **{k: v for k, v in jit_options.items() if k != "fusion"},
+            ),
         )
 
         def fusions() -> int | None:
@@ -186,7 +206,7 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
             return count_fusions(backward_traces[-1]) if backward_traces else None
 
         return Compiled(
-            jitted,
+            call,
             compilations=lambda: compiler.cache_stats(jitted).misses,
             fusions=fusions,
             backward_fusions=backward_fusions,
@@ -203,6 +223,25 @@ FUSEBENCH_CUDAGRAPHS = Variant(
     fusebench_prepare(None, cuda_graphs=True),
     _cuda_only(lambda device: None),
     "our compiler, default executors, cache entries replayed as CUDA graphs",
+)
+
+
+def _prepare_fusebench_dynamo(target: Target) -> Compiled:
+    from torch._dynamo.utils import counters
+
+    import compiler  # noqa: F401  (registers the "fusebench" backend)
+
+    torch._dynamo.reset()
+    base = counters["frames"]["ok"]
+    dynamic = True if target.options.get("cache") == "symbolic" else None
+    _, compiled = _compile(target, lambda fn: torch.compile(fn, backend="fusebench", dynamic=dynamic))
+    return Compiled(compiled, compilations=lambda: counters["frames"]["ok"] - base)
+
+
+FUSEBENCH_DYNAMO = Variant(
+    "fusebench-dynamo",
+    _prepare_fusebench_dynamo,
+    description='torch.compile(backend="fusebench"): dynamo graphs compiled by our compiler',
 )
 
 # --------------------------------------------------------------------------------------------
@@ -224,8 +263,8 @@ def _prepare_thunder(target: Target) -> Compiled:
     except Exception as error:  # NOTE: thunder imports nvFuser and more; any failure means "cannot run here"
         raise SkipVariant(f"lightning-thunder failed to import: {type(error).__name__}: {error}") from error
     cache = _THUNDER_CACHE[target.options.get("cache", "constant")]
-    jitted = thunder.jit(target.fn, cache=cache)
-    return Compiled(jitted, compilations=lambda: thunder.cache_misses(jitted))
+    jitted, call = _compile(target, lambda fn: thunder.jit(fn, cache=cache))
+    return Compiled(call, compilations=lambda: thunder.cache_misses(jitted))
 
 
 THUNDER = Variant("thunder", _prepare_thunder, _thunder_unavailable, "lightning-thunder (thunder.jit)")
@@ -237,5 +276,6 @@ STANDARD_VARIANTS: tuple[Variant, ...] = (
     FUSEBENCH,
     FUSEBENCH_TORCH,
     FUSEBENCH_CUDAGRAPHS,
+    FUSEBENCH_DYNAMO,
     THUNDER,
 )

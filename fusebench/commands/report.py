@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fusebench.errors import check
 from fusebench.report.report import load_inputs, write_report
+from fusebench.report.table import counted
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -53,5 +54,6 @@ def run(args: argparse.Namespace) -> int:
             f"{regression.metric} {change} in {regression.commit_range} ({regression.machine}/{regression.env})"
         )
     commits = inputs.frame.commit.nunique() if not inputs.frame.empty else 0
-    print(f"{len(inputs.regressions)} regressions flagged over {commits} commits; report: {path}")
+    flagged = counted(len(inputs.regressions), "regression")
+    print(f"{flagged} flagged over {counted(commits, 'commit')}; report: {path}")
     return 0

@@ -209,8 +209,7 @@ def _in_workers(
     def answer(index: int, device: str, data: dict[str, Any] | None, crash: str) -> None:
         group, variant = units[index]
         if data is None:
-            suite, params, where = group.suite.name, dict(group.params), device.split("#")[0]
-            outcome = Outcome(suite, group.case.name, params, variant.name, where, "crashed", crash)
+            outcome = crashed_outcome(group, variant, device.split("#")[0], crash)
             write_outcomes(args.results, run_info, [outcome])
         else:
             data = {k: v for k, v in data.items() if k in _OUTCOME_FIELDS}
@@ -223,6 +222,23 @@ def _in_workers(
     lock = threading.Lock()
     run_units(worker_args, devices, range(len(units)), answer, lambda line: _print_locked(lock, line))
     return [by_unit[index] for index in range(len(units))]
+
+
+def crashed_outcome(group: Group, variant: Variant, device: str, detail: str) -> Outcome:
+    """The outcome of a unit whose worker died (`detail`: how, and its last output). It carries the
+    case's version, so that recording it keeps the other variants' points of the same benchmark."""
+    case = group.case
+    return Outcome(
+        group.suite.name,
+        case.name,
+        dict(group.params),
+        variant.name,
+        device,
+        "crashed",
+        detail,
+        calls_per_sample=case.calls_per_sample,
+        case_version=case.version,
+    )
 
 
 _OUTCOME_FIELDS = {field.name for field in dataclasses.fields(Outcome)}

@@ -8,7 +8,8 @@ A Python file is collected when it assigns `CASES` at top level (test files, con
 selects cases, parameters and variants. It first runs fusebench's own measurement
 (`measure_variant`, with a small budget): the result must match the reference (else the test
 fails with the max error), a variant that cannot run here or does not support the case is
-skipped with the reason. Then pytest-benchmark times it (`benchmark.pedantic`) with
+skipped with the reason. Then pytest-benchmark times the very function that measurement compiled
+(each variant compiles once per test; a `cold` case prepares it afresh every round) with
 `fusebench.measure.clocks`: device time from CUDA events for cases with the device timer, synchronized
 wall time for the others; inputs the case mutates are restored and the GPU's L2 cache flushed
 before every round, outside the timed region. `benchmark.extra_info` gets the bandwidth (from
@@ -24,6 +25,7 @@ default on CUDA), --fusebench-variant NAME (names or globs, repeatable or comma-
 from __future__ import annotations
 
 import ast
+import dataclasses
 import fnmatch
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,7 +37,7 @@ import torch
 
 from fusebench.cases.case import Case, format_params, variants_for
 from fusebench.cases.discovery import suite_from_module
-from fusebench.cases.variants import Target, Variant
+from fusebench.cases.variants import Compiled, Target, Variant
 from fusebench.measure.bandwidth import peak_bandwidth_gbs
 from fusebench.measure.clocks import clock_for
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
@@ -160,16 +162,15 @@ def run_benchmark(
         pytest.skip(f"{variant.name}: {reason}")
     check_settings = Settings(device=settings.device, budget_s=CHECK_BUDGET_S, peak_bandwidth_gbs=peak_gbs)
     prepared = prepare_case(suite, case, params, check_settings)
-    outcome = measure_variant(prepared, variant, check_settings)
+    remembered, compiled = remembering(variant)
+    outcome = measure_variant(prepared, remembered, check_settings)
     if outcome.status in ("skipped", "unsupported"):
         pytest.skip(f"{outcome.status}: {outcome.detail}")
     if outcome.status != "ok":
         pytest.fail(f"{variant.name} {outcome.status}: {outcome.detail}", pytrace=False)
-    assert outcome.timing is not None and prepared.snapshot is not None
+    assert outcome.timing is not None and prepared.snapshot is not None and compiled
     snapshot, args = prepared.snapshot, prepared.args
     target = Target(case.fn, args, params, case.options(params), settings.device)
-    compiled = [variant.prepare(target)]
-    case.run(compiled[0].fn, args)  # NOTE: compiles outside the timed rounds
     flusher = L2Flusher(settings.device)
 
     def before_each() -> None:
@@ -192,6 +193,18 @@ def run_benchmark(
         benchmark.pedantic(lambda: case.run(compiled[0].fn, args), setup=before_each, rounds=rounds, warmup_rounds=1)
     snapshot.restore_all()
     benchmark.extra_info.update(extra_info(outcome, _median(benchmark)))
+
+
+def remembering(variant: Variant) -> tuple[Variant, list[Compiled]]:
+    """`variant` with a `prepare` that also keeps what it prepared, and the list it keeps it in
+    (its one item: the latest preparation), so the benchmark rounds reuse the measured function."""
+    latest: list[Compiled] = []
+
+    def prepare(target: Target) -> Compiled:
+        latest[:] = [variant.prepare(target)]
+        return latest[0]
+
+    return dataclasses.replace(variant, prepare=prepare), latest
 
 
 def extra_info(outcome: Outcome, median_s: float | None) -> dict[str, Any]:

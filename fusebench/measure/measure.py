@@ -72,11 +72,15 @@ class PreparedCase:
     expected_output: Any = None
     expected_mutated: dict[int, Any] | None = None
     error: str | None = None
+    skip_reason: str | None = None  # the case cannot run here: every variant is skipped
 
 
 def prepare_case(suite: str, case: Case, params: dict[str, Any], settings: Settings) -> PreparedCase:
     """Makes the inputs and computes the reference (errors are kept and reported per variant)."""
     prepared = PreparedCase(suite, case, dict(params))
+    prepared.skip_reason = case.missing_requirement()
+    if prepared.skip_reason is not None:
+        return prepared
     try:
         prepared.bytes_moved = int(case.bytes_moved(params))
         args = tuple(case.make_inputs(params, settings.device, settings.seed))
@@ -115,12 +119,15 @@ def measure_variant(
             calls_per_sample=case.calls_per_sample,
             case_version=case.version,
             bytes_moved=prepared.bytes_moved,
+            tokens_per_call=None if case.tokens is None else int(case.tokens(prepared.params)),
             peak_bandwidth_gbs=settings.peak_bandwidth_gbs,
             started_at=started_at,
             duration=clock() - start,
             **fields,
         )
 
+    if prepared.skip_reason is not None:
+        return finish("skipped", prepared.skip_reason)
     if prepared.error is not None:
         return finish("error", prepared.error)
     reason = variant.unavailable(settings.device)

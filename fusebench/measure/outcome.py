@@ -45,6 +45,7 @@ BANDWIDTH = Metric("track_bandwidth_gbs", "track", "GB/s")
 PEAK_FRACTION = Metric("track_peak_fraction", "track", "fraction of peak")
 KERNELS = Metric("track_kernels_per_call", "track", "kernels")
 FUSIONS = Metric("track_fusions_per_call", "track", "fusions")
+TOKENS = Metric("track_tokens_per_second", "track", "tokens/s")
 KERNELS_BACKWARD = Metric("track_kernels_backward", "track", "kernels")
 FUSIONS_BACKWARD = Metric("track_fusions_backward", "track", "fusions")
 METRICS: tuple[Metric, ...] = (
@@ -57,6 +58,7 @@ METRICS: tuple[Metric, ...] = (
     FUSIONS,
     KERNELS_BACKWARD,
     FUSIONS_BACKWARD,
+    TOKENS,
 )
 METRICS_BY_NAME = {metric.name: metric for metric in METRICS}
 
@@ -83,6 +85,7 @@ class Outcome:
     fusions_backward: int | None = None
     bytes_moved: int | None = None
     peak_bandwidth_gbs: float | None = None
+    tokens_per_call: int | None = None  # tokens a call processes (model cases), for tokens/s
     started_at: float = 0.0  # seconds since the epoch
     duration: float = 0.0  # seconds the whole measurement took
     extra: dict[str, Any] = field(default_factory=dict)
@@ -115,6 +118,13 @@ class Outcome:
             return None
         return bandwidth / self.peak_bandwidth_gbs
 
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Throughput of a model case: tokens per call / median time per call."""
+        if self.timing is None or self.tokens_per_call is None or self.timing.median <= 0:
+            return None
+        return self.tokens_per_call / self.timing.median
+
     def metric_values(self) -> dict[str, float | int | None]:
         """Value of every metric (None where it does not apply or was not measured)."""
         ok = self.status == "ok"
@@ -128,6 +138,7 @@ class Outcome:
             FUSIONS.name: self.fusions_per_call if ok else None,
             KERNELS_BACKWARD.name: self.kernels_backward if ok else None,
             FUSIONS_BACKWARD.name: self.fusions_backward if ok else None,
+            TOKENS.name: self.tokens_per_second if ok else None,
         }
 
     def benchmark_name(self, metric: Metric) -> str:

@@ -35,10 +35,11 @@ from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_text
 from fusebench.history.regressions import Regression, find_regressions
 from fusebench.report import charts
+from fusebench.report.flagged import flagged_table
 from fusebench.report.machines import machine_sections, selector_html
 from fusebench.report.scoreboard_chart import check_baseline, scoreboard_section
 from fusebench.report.suite_charts import suite_section
-from fusebench.report.table import format_seconds
+from fusebench.report.table import counted, format_seconds
 from fusebench.report.why import why_section
 
 
@@ -122,9 +123,11 @@ def _meta(inputs: ReportInputs) -> str:
     frame = inputs.frame
     if not frame.empty:
         machines = ", ".join(sorted(map(str, frame.machine.unique())))
+        commits = counted(frame.commit.nunique(), "commit")
+        cases = counted(frame[["suite", "case"]].drop_duplicates().shape[0], "case")
         items.append(
-            f"results: <code>{html.escape(str(inputs.results_dir))}</code>, {frame.commit.nunique()} commits, "
-            f"{frame[['suite', 'case']].drop_duplicates().shape[0]} cases, machines: {html.escape(machines)}"
+            f"results: <code>{html.escape(str(inputs.results_dir))}</code>, {commits}, {cases}, "
+            f"machines: {html.escape(machines)}"
         )
     if inputs.comparison_path:
         items.append(f"comparison: <code>{html.escape(inputs.comparison_path)}</code>")
@@ -132,28 +135,13 @@ def _meta(inputs: ReportInputs) -> str:
 
 
 def _summary(inputs: ReportInputs) -> str:
-    rows = [
-        [
-            html.escape(f"{r.suite}.{r.case}"),
-            html.escape(r.params),
-            html.escape(r.variant),
-            html.escape(r.metric),
-            _value(r.value_before, r.unit) + " → " + _value(r.value_after, r.unit),
-            '<span class="bad">' + ("new" if r.change == float("inf") else f"+{100 * r.change:.1f}%") + "</span>",
-            f"<code>{r.commit_range}</code>",
-            html.escape(f"{r.machine} / {r.env}"),
-        ]
-        for r in inputs.regressions
-    ]
     parts = ['<h2 id="summary">Flagged regressions</h2>']
-    if rows:
-        headers = ["case", "params", "variant", "metric", "level", "change", "commits (before..after)", "machine / env"]
-        parts.append(f"<p>{len(rows)} step changes for the worse in the histories, worst first.</p>")
-        parts.append(_table(headers, rows))
+    if inputs.regressions:
+        parts.append(flagged_table(inputs.regressions, several_places=len(machine_sections(inputs.frame)) > 1))
     elif not inputs.frame.empty:
         series = inputs.frame.groupby(["machine", "env", "suite", "case", "params", "variant", "metric"]).ngroups
-        commits = inputs.frame.commit.nunique()
-        parts.append(f"<p class='good'>No regressions in {series} series over {commits} commits.</p>")
+        over = counted(inputs.frame.commit.nunique(), "commit")
+        parts.append(f"<p class='good'>No regressions in {counted(series, 'series', 'series')} over {over}.</p>")
     if inputs.comparison is not None:
         regressed = [b for b in inputs.comparison["benchmarks"] if b.get("regressed")]
         verdicts = html.escape(inputs.comparison.get("summary", ""))
@@ -202,10 +190,6 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     head = "".join(f"<th>{h}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _value(value: float, unit: str) -> str:
-    return format_seconds(value) if unit == "seconds" else f"{value:g} {html.escape(unit)}"
 
 
 def load_inputs(

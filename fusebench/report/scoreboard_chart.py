@@ -3,7 +3,7 @@
 Each timed cell shows the time per call and its ratio to the row's reference (the fastest
 variant, in bold, or the `--baseline` variant); its colour is the ratio on a log scale, green for
 the fastest or faster than the baseline, red for 4× slower or more. Cells without a time show
-their status (unsupported and skipped in grey, failed and error in purple) and the reason on
+their status (unsupported and skipped in grey, failed, error and crashed in purple) and the reason on
 hover. A cell measured at an older commit than the newest of its row is marked with '*' (hover
 names the commit): each cell is its variant's latest measurement on this machine.
 """
@@ -57,7 +57,7 @@ def scoreboard_section(
     )
     parts.append(
         f"<p>The latest measurement of each variant on <b>{html.escape(where)}</b> ({at}). Each cell: time per call "
-        f"and {reference}. Grey: unsupported or skipped here; purple: failed or errored; hover for the reason."
+        f"and {reference}. Grey: unsupported or skipped here; purple: failed, errored or crashed; hover for the reason."
         + (" *: measured at an older commit than the rest of its row." if len(commits) > 1 else "")
         + "</p>"
     )

@@ -17,20 +17,18 @@ import os
 from collections.abc import Sequence
 
 from fusebench.report.scoreboard import OURS, Cell, Row
-from fusebench.report.table import format_seconds
+from fusebench.report.table import format_seconds, three_digits
 
 MAX_REASON = 80
 
 
 def format_ratio(ratio: float | None) -> str:
-    """'0.97×', '12.3×', '152×'; '-' for None."""
+    """'0.97×', '12.3×', '152×' (three significant digits), '0.012×' below 0.1; '-' for None."""
     if ratio is None:
         return "-"
-    if ratio >= 100:
-        return f"{ratio:.0f}×"
-    if ratio >= 10:
-        return f"{ratio:.1f}×"
-    return f"{ratio:.2f}×" if ratio >= 0.1 else f"{ratio:.3f}×"
+    if round(ratio, 3) < 0.1:
+        return f"{ratio:.3f}×"
+    return f"{three_digits(ratio)}×"
 
 
 def peer_ratio(row: Row) -> float | None:

@@ -32,21 +32,30 @@ MAX_DETAIL = 100
 
 
 def format_seconds(seconds: float | None) -> str:
-    """A duration with three significant digits and a readable unit: '512 µs', '1.23 ms', '4.75 s'."""
+    """A duration with three significant digits and a readable unit: '512 µs', '1.23 ms', '4.75 s'.
+    The unit is chosen after rounding, so 999.96 µs reads '1.00 ms', not '1000 µs'."""
     if seconds is None:
         return "-"
+    rounded = float(f"{seconds:.3g}")
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{_three_digits(seconds / scale)} {unit}"
-    return f"{_three_digits(seconds / 1e-9)} ns"
+        if rounded >= scale:
+            return f"{three_digits(seconds / scale)} {unit}"
+    return f"{three_digits(seconds / 1e-9)} ns"
 
 
-def _three_digits(value: float) -> str:
-    if value >= 100:
+def three_digits(value: float) -> str:
+    """`value` (>= 0) with three significant digits, trailing zeros kept: '512', '51.2', '5.12', '5.00';
+    from 1000 on, the whole number ('1235')."""
+    if value >= 999.5:
         return f"{value:.0f}"
-    if value >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
+    rounded = float(f"{value:.3g}")
+    decimals = 0 if rounded >= 100 else 1 if rounded >= 10 else 2
+    return f"{rounded:.{decimals}f}"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 commit', '8 commits' ('1 series', '3 series' with `plural`='series')."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def status_text(outcome: Outcome) -> str:
@@ -88,21 +97,28 @@ def _counts(count: int | None, backward: int | None, missing: str, split_total: 
 
 
 def render(outcomes: Sequence[Outcome]) -> str:
-    """The table as text; case and params are printed once per group of consecutive rows."""
+    """The table as text; case and params are printed once per group of consecutive rows. A
+    tokens/s column follows when some outcome has a throughput (model cases)."""
     rows = [row_cells(o) for o in outcomes]
+    headers = HEADERS
+    if any(o.tokens_per_second is not None for o in outcomes):
+        headers = [*HEADERS, "tokens/s"]
+        for row, outcome in zip(rows, outcomes):
+            if len(row) == len(HEADERS):
+                row.append("-" if outcome.tokens_per_second is None else f"{outcome.tokens_per_second:,.0f}")
     shown: list[list[str]] = []
     last_key: tuple[str, str] | None = None
     for row in rows:
         key = (row[0], row[1])
         shown.append(["", "", *row[2:]] if key == last_key else row)
         last_key = key
-    widths = [len(h) for h in HEADERS]
+    widths = [len(h) for h in headers]
     for row in shown:
-        if len(row) == len(HEADERS):
+        if len(row) == len(headers):
             widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
         else:
             widths[:3] = [max(w, len(cell)) for w, cell in zip(widths[:3], row[:3])]
-    lines = [_line(HEADERS, widths), "  ".join("-" * w for w in widths)]
+    lines = [_line(headers, widths), "  ".join("-" * w for w in widths)]
     lines += [_line(row, widths) for row in shown]
     return "\n".join(line.rstrip() for line in lines)
 

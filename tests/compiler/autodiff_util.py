@@ -34,10 +34,12 @@ def _leaves(value: Any) -> list[Any]:
     return [value]
 
 
-def _copy(args: Sequence[Any], requires_grad: Sequence[bool]) -> list[Any]:
-    return [
-        a.detach().clone().requires_grad_(r) if isinstance(a, torch.Tensor) else a for a, r in zip(args, requires_grad)
-    ]
+def _copy(args: Sequence[Any], requires_grad: Sequence[bool], dtype: torch.dtype | None = None) -> list[Any]:
+    def copy(a: torch.Tensor, r: bool) -> torch.Tensor:
+        a = a.detach().clone()
+        return (a.to(dtype) if dtype is not None and a.is_floating_point() else a).requires_grad_(r)
+
+    return [copy(a, r) if isinstance(a, torch.Tensor) else a for a, r in zip(args, requires_grad)]
 
 
 def check_gradients(
@@ -47,30 +49,37 @@ def check_gradients(
     *,
     jfn: Callable | None = None,
     seed: int = 0,
+    reference_dtype: torch.dtype | None = None,
 ) -> Callable:
     """Runs `fn` eagerly and jitted on copies of `args` (those flagged requiring grad), pulls the same
-    random cotangents back through both, and compares outputs and every input's gradient."""
+    random cotangents back through both, and compares outputs and every input's gradient.
+
+    reference_dtype: eager runs on floating inputs upcast to it (e.g. float32 for a bf16 program whose
+    reductions eager rounds per element first), and is compared after casting back."""
     if requires_grad is None:
         requires_grad = [isinstance(a, torch.Tensor) and a.is_floating_point() for a in args]
     jfn = jfn if jfn is not None else compiler.jit(fn)
-    eager_args, jit_args = _copy(args, requires_grad), _copy(args, requires_grad)
+    eager_args, jit_args = _copy(args, requires_grad, reference_dtype), _copy(args, requires_grad)
     want, got = _leaves(fn(*eager_args)), _leaves(jfn(*jit_args))
     generator = torch.Generator().manual_seed(seed)
     pairs = []
     for w, g in zip(want, got, strict=True):
         if isinstance(w, torch.Tensor):
-            torch.testing.assert_close(g, w, **tolerance(w.dtype))
+            torch.testing.assert_close(g, w.to(g.dtype), **tolerance(g.dtype))
             assert g.requires_grad == w.requires_grad, (
                 f"requires_grad of an output: {g.requires_grad} vs eager {w.requires_grad}"
             )
             if w.requires_grad:
-                cotangent = torch.randn(w.shape, generator=generator).to(device=w.device, dtype=w.dtype)
+                cotangent = torch.randn(w.shape, generator=generator).to(device=g.device, dtype=g.dtype)
                 pairs.append((w, g, cotangent))
         else:
             assert g == w
     inputs = [i for i, r in enumerate(requires_grad) if r]
     eager_grads = torch.autograd.grad(
-        [w for w, _, _ in pairs], [eager_args[i] for i in inputs], [c for _, _, c in pairs], allow_unused=True
+        [w for w, _, _ in pairs],
+        [eager_args[i] for i in inputs],
+        [c.to(w.dtype) for w, _, c in pairs],
+        allow_unused=True,
     )
     jit_grads = torch.autograd.grad(
         [g for _, g, _ in pairs], [jit_args[i] for i in inputs], [c for _, _, c in pairs], allow_unused=True
@@ -80,6 +89,7 @@ def check_gradients(
             assert g is None or not g.any(), f"input {i}: eager has no gradient, the compiler gives {g}"
             continue
         assert g is not None, f"input {i}: the compiler gives no gradient"
+        w = w.to(args[i].dtype)
         assert g.dtype == w.dtype and g.shape == w.shape
         torch.testing.assert_close(g, w, **tolerance(w.dtype), msg=lambda m, i=i: f"gradient of input {i}: {m}")
     return jfn

@@ -68,6 +68,7 @@ UNARY = [
     _unary("tanh"),
     _unary("erf"),
     _unary("reciprocal", domain=(0.1, 10)),
+    _unary("square"),
     _unary("floor"),
     _unary("ceil"),
     _unary("trunc"),

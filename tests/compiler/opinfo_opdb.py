@@ -53,7 +53,16 @@ DUNDERS = {
     "matmul": ("__matmul__",),
 }
 
-# op_db entry name -> registered callables that are the same op under a name op_db does not list.
+
+def reaching(registered: Callable, variant: Callable) -> Callable:
+    """`variant` (a wrapper that reorders op_db's arguments) marked as reaching `registered`."""
+    variant.reaches = registered
+    variant.__name__ = variant.__qualname__ = registered.__name__
+    return variant
+
+
+# op_db entry name -> registered callables that are the same op under a name op_db does not list
+# (a variant whose arguments op_db orders differently says which callable it reaches).
 SAME_SAMPLES: dict[str, tuple[Callable, ...]] = {
     "transpose": (torch.swapaxes, method("swapaxes")),
     "cat": (torch.concat, torch.concatenate),
@@ -66,6 +75,12 @@ SAME_SAMPLES: dict[str, tuple[Callable, ...]] = {
     "where": (torch.where,),
     "nn.functional.relu": (torch.relu, method("relu")),
     "nn.functional.scaled_dot_product_attention": (F.scaled_dot_product_attention,),
+    "nn.functional.dropout": (
+        F.dropout,
+        reaching(torch.dropout, lambda input, p=0.5, training=True, inplace=False: torch.dropout(input, p, training)),
+    ),
+    "nn.functional.pad": (torch._C._nn.pad,),
+    "nn.functional.embedding": (reaching(F.embedding, lambda weight, index, **kw: F.embedding(index, weight, **kw)),),
 }
 
 
@@ -99,14 +114,17 @@ def reached(info: Any) -> list[tuple[Callable, Any]]:
     if info.variant_test_name in ("", "no_rounding_mode"):
         for dunder in DUNDERS.get(info.name, ()):
             add(getattr(torch.Tensor, dunder), method(dunder))
-    for variant in SAME_SAMPLES.get(info.name, ()) if not info.variant_test_name else ():
+    for variant in SAME_SAMPLES.get(info.name, ()):
         name = getattr(variant, "__name__", "")
-        add(getattr(torch.Tensor, name.removeprefix("Tensor.")) if name.startswith("Tensor.") else variant, variant)
+        registered = getattr(torch.Tensor, name.removeprefix("Tensor.")) if name.startswith("Tensor.") else variant
+        add(getattr(variant, "reaches", registered), variant)
     return [(variant, fn) for fn, variant in found.items()]
 
 
 def label(variant: Callable) -> str:
     """'torch.softmax', 'F.softmax', 'Tensor.softmax', ...: which callable a variant is."""
+    if hasattr(variant, "reaches"):
+        return label(variant.reaches)
     name = getattr(variant, "__name__", str(variant))
     for prefix, namespace in (("torch.", torch), ("F.", F), ("torch.special.", torch.special)):
         if getattr(namespace, name, None) is variant:

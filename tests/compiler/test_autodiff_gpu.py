@@ -52,7 +52,9 @@ def test_gelu_forward_is_one_fusion_and_its_backward_one_fusion(dtype):
 def test_gelu_bias_backward_is_one_fusion(dtype):
     jfn = jit(gelu_bias)
     args = [torch.randn(64, 128, 256, device=DEVICE, dtype=dtype), torch.randn(256, device=DEVICE, dtype=dtype)]
-    check_gradients(gelu_bias, args, jfn=jfn)
+    # NOTE: the bias gradient sums 8192 rows; eager rounds each row's bf16 gradient before summing
+    # (0.29 apart from ours on the H100), the fusion sums in float32: both are checked against float32.
+    check_gradients(gelu_bias, args, jfn=jfn, reference_dtype=torch.float32)
     backward = compiler.last_backward_traces(jfn)[-1]
     assert fusions(backward) == 1 and outside_fusions(backward) == []
 

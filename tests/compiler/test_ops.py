@@ -20,13 +20,20 @@ from compiler.core import proxies
 from compiler.ops import OPS, resolve
 from compiler.tracing import frontend
 from compiler.tracing.check_trace import check_trace
-from tests.compiler import opinfo_elementwise, opinfo_foreach, opinfo_indexing, opinfo_nn, opinfo_shape
+from tests.compiler import opinfo_elementwise, opinfo_foreach, opinfo_indexing, opinfo_models, opinfo_nn, opinfo_shape
 from tests.compiler.opinfo import as_function, iter_calls, run_case
 
 # Eager PyTorch warns on some samples on purpose (zero degrees of freedom, x.T on 3-D tensors, ...).
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
-CASES = opinfo_elementwise.CASES + opinfo_nn.CASES + opinfo_shape.CASES + opinfo_foreach.CASES + opinfo_indexing.CASES
+CASES = (
+    opinfo_elementwise.CASES
+    + opinfo_nn.CASES
+    + opinfo_shape.CASES
+    + opinfo_foreach.CASES
+    + opinfo_indexing.CASES
+    + opinfo_models.CASES
+)
 
 # Registered torch callables that no sample reaches, each with the reason. Keep it short.
 _DATA_DEPENDENT = "raises: its result's shape depends on values (test_indexing.py checks the message)"

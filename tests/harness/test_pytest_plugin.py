@@ -1,6 +1,7 @@
 """The pytest-benchmark plugin: suites as benchmark tests, extra_info in the JSON, compare-fail works.
 
-Each test runs pytest in a subprocess on the two host-overhead cases (tiny, 0.05 s per test).
+The end-to-end tests run pytest in a subprocess on the two host-overhead cases (tiny, 0.05 s per
+test); the compile-once tests call `run_benchmark` with a stand-in for pytest-benchmark's fixture.
 """
 
 from __future__ import annotations
@@ -9,11 +10,16 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 
-from fusebench.integrations.pytest_plugin import declares_cases
+import compiler
+from fusebench.cases.variants import FUSEBENCH, Compiled, Target, Variant
+from fusebench.integrations.pytest_plugin import PluginSettings, declares_cases, run_benchmark
+from tests.harness.fakes import double, tiny_case
 
 ROOT = Path(__file__).resolve().parents[2]
 SELECT = ["suites/", "-k", "one_op or twenty_ops", "--fusebench-variant", "eager,fusebench"]
@@ -72,3 +78,77 @@ def test_only_modules_that_assign_cases_are_suites(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("def (:\n")
     assert declares_cases(tmp_path / "real.py")
     assert not declares_cases(tmp_path / "string.py") and not declares_cases(tmp_path / "broken.py")
+
+
+class FakeBenchmark:
+    """pytest-benchmark's `benchmark` fixture as `run_benchmark` uses it: `pedantic` runs the rounds."""
+
+    def __init__(self) -> None:
+        self.extra_info: dict = {}
+        self.rounds = 0
+
+    def pedantic(
+        self,
+        target: Callable[[], object],
+        setup: Callable[[], None] | None = None,
+        rounds: int = 1,
+        iterations: int = 1,
+        warmup_rounds: int = 0,
+    ) -> None:
+        for _ in range(warmup_rounds + rounds):
+            if setup is not None:
+                setup()
+            for _ in range(iterations):
+                target()
+        self.rounds += rounds
+
+
+def _counting(variant: Variant) -> tuple[Variant, list[Compiled]]:
+    prepared: list[Compiled] = []
+
+    def prepare(target: Target) -> Compiled:
+        prepared.append(variant.prepare(target))
+        return prepared[-1]
+
+    return Variant(variant.name, prepare, variant.unavailable), prepared
+
+
+SETTINGS = PluginSettings(torch.device("cpu"), quick=True, variants=(), budget_s=0.01)
+
+
+def test_each_variant_is_prepared_once_and_times_what_was_measured() -> None:
+    calls: list[int] = []
+
+    def make(target: Target) -> Callable[[torch.Tensor], torch.Tensor]:
+        def counted(x: torch.Tensor) -> torch.Tensor:
+            calls.append(1)
+            return double(x)
+
+        return counted
+
+    variant, prepared = _counting(Variant("counted", lambda target: Compiled(make(target))))
+    benchmark = FakeBenchmark()
+    run_benchmark(benchmark, "s", tiny_case(), {"n": 8}, variant, SETTINGS, 10.0)
+    assert len(prepared) == 1
+    assert benchmark.rounds >= 5 and len(calls) > benchmark.rounds  # the measurement's calls, then the rounds'
+    assert benchmark.extra_info["variant"] == "counted" and benchmark.extra_info["bandwidth_gbs"] > 0
+
+
+@pytest.mark.parametrize("calls_per_sample", [1, 4])
+def test_our_compiler_compiles_once_per_benchmark(calls_per_sample: int) -> None:
+    variant, prepared = _counting(FUSEBENCH)
+    benchmark = FakeBenchmark()
+    case = tiny_case(calls_per_sample=calls_per_sample)
+    run_benchmark(benchmark, "s", case, {"n": 8}, variant, SETTINGS, 10.0)
+    assert len(prepared) == 1
+    stats = compiler.cache_stats(prepared[0].program)
+    assert stats.misses == 1 and stats.hits > benchmark.rounds
+    assert benchmark.extra_info["recompilations"] == 0
+
+
+def test_a_cold_case_prepares_afresh_for_every_round() -> None:
+    variant, prepared = _counting(FUSEBENCH)
+    benchmark = FakeBenchmark()
+    run_benchmark(benchmark, "s", tiny_case(cold=True), {"n": 8}, variant, SETTINGS, 10.0)
+    measured = len(prepared) - (benchmark.rounds + 1)  # each round and the warm-up prepare once
+    assert measured >= 3  # the measurement's own: the first call's and at least two cold samples

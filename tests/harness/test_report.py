@@ -106,6 +106,9 @@ def test_one_commit_reads_as_bars_and_a_scoreboard_with_statuses(one_commit_html
     assert "fusebench vs best peer (time per call, &lt; 1× means fusebench is faster): 0.48× ... 1.50×" in scoreboard
     for shown in ("unsupported", "skipped", "failed", "prims.sin has no torch implementation &lt;yet&gt;"):
         assert shown in scoreboard
+    summary = page.split('<h2 id="summary">')[1].split("<h2")[0]
+    assert re.search(r"No regressions in \d+ series over 1 commit\.</p>", summary), summary
+    assert ", 1 commit, 2 cases, machines: one-machine" in page
 
 
 def test_two_machines_get_a_selector_and_a_section_each(two_machines_html: Path) -> None:
@@ -116,6 +119,8 @@ def test_two_machines_get_a_selector_and_a_section_each(two_machines_html: Path)
         ("1", f"machine-b / {ENV}"),
     ]
     assert re.findall(r'data-machine="(\d)"( hidden)?>', body) == [("0", ""), ("1", " hidden")] * 2
+    headings = re.findall(r'<tr class="place"><th colspan="7">([^<]+)</th></tr>', body)
+    assert headings == [f"history-machine / {ENV}"]  # machines head groups of rows: no machine column
     ids = re.findall(r' id="([^"]+)"', body)
     assert len(ids) == len(set(ids)) and {"scoreboard-0", "scoreboard-1", "suite-host_overhead-1"} <= set(ids)
 
@@ -158,6 +163,10 @@ VISIBLE_WIDTHS = (
     ".map(p => p.querySelector('.main-svg').getBoundingClientRect().width)"
 )
 
+FLAGGED_OVERFLOW = (
+    "document.querySelector('table.flagged').getBoundingClientRect().right"
+    " - document.querySelector('h2').getBoundingClientRect().right"
+)
 SELECT_SECOND_MACHINE = (
     "const select = document.getElementById('machine-select');"
     "select.value = '1'; select.dispatchEvent(new Event('change')); select.value"
@@ -182,6 +191,7 @@ def test_the_reports_render_in_headless_chromium(
             assert browser.evaluate("document.querySelectorAll('.main-svg').length") >= charts
             shots.append(browser.screenshot(tmp_path / f"report-top-{name}.png", max_height=1400))
         assert browser.load_page(two_machines_html) == []
+        assert browser.evaluate(FLAGGED_OVERFLOW) <= 0, "the flagged regressions are wider than the page"
         first_widths = browser.evaluate(VISIBLE_WIDTHS)
         browser.evaluate(SELECT_SECOND_MACHINE)
         browser.settle(0.5)

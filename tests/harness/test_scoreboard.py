@@ -116,3 +116,12 @@ def test_cells_older_than_the_rest_of_their_row_are_marked(tmp_path: Path) -> No
     ratios = scoreboard_figure([row]).data[0]
     assert list(ratios.x) == ["eager", "fusebench"]
     assert ratios.text[0] == ["2.00 ms*<br>2.00×", "<b>1.00 ms<br>1.00×</b>"]
+
+
+def test_a_crashed_cell_shows_as_crashed_with_how_its_worker_died() -> None:
+    (row,) = rows_from_outcomes(
+        [_outcome("c", "eager", 4e-6), _outcome("c", "fusebench", None, "crashed", "killed by SIGSEGV")]
+    )
+    ratios, statuses = scoreboard_figure([row]).data
+    assert math.isnan(ratios.z[0][1]) and statuses.z[0][1] == 1.0 and statuses.text[0][1] == "crashed"
+    assert "<b>crashed</b>: killed by SIGSEGV" in ratios.customdata[0][1]

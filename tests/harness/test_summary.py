@@ -41,6 +41,16 @@ def test_ratios_print_compactly() -> None:
     ]
 
 
+def test_ratios_round_to_three_significant_digits_across_decades() -> None:
+    assert [format_ratio(r) for r in (9.999, 99.96, 0.09996, 0.0994, 1523.4)] == [
+        "10.0×",
+        "100×",
+        "0.10×",
+        "0.099×",
+        "1523×",
+    ]
+
+
 def test_the_ratio_is_fusebench_over_the_fastest_peer() -> None:
     fast, slow, broken, alone, no_ours = rows_from_outcomes(RUN)
     assert peer_ratio(fast) == pytest.approx(0.5)  # torch.compile is the best peer, not fusebench-torch
@@ -72,3 +82,12 @@ def test_nothing_to_summarize_without_fusebench() -> None:
     assert headline(rows_from_outcomes(RUN[7:9])).endswith(
         "no (case, params) has both a fusebench time and a peer's time"
     )
+
+
+def test_a_crashed_fusebench_shows_as_crashed_with_its_reason() -> None:
+    crash = "killed by SIGABRT | last output: terminate called after throwing an instance of 'nvfuser::nvfError'"
+    rows = rows_from_outcomes([_outcome("c", "eager", 1e-3), _outcome("c", "fusebench", None, "crashed", crash)])
+    headline_line, line = render_summary(rows).splitlines()
+    assert headline_line.endswith("no (case, params) has both a fusebench time and a peer's time")
+    assert line.split()[:3] == ["c", "n=4", "-"]
+    assert "fusebench crashed: killed by SIGABRT | last output: terminate called" in line and line.endswith("...")

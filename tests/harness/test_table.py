@@ -18,6 +18,18 @@ def test_durations_are_printed_with_three_significant_digits() -> None:
     ]
 
 
+def test_durations_round_into_the_next_unit_at_its_boundary() -> None:
+    assert [format_seconds(s) for s in (9.999e-7, 9.9949e-7, 9.9996e-4, 99.96e-6, 9.996e-6, 0.9996)] == [
+        "1.00 µs",
+        "999 ns",
+        "1.00 ms",
+        "100 µs",
+        "10.0 µs",
+        "1.00 s",
+    ]
+    assert [format_seconds(s) for s in (999.7, 1234.4, 0.0)] == ["1000 s", "1234 s", "0.00 ns"]
+
+
 def test_rows_show_numbers_or_the_status_and_group_by_case() -> None:
     base = dict(suite="s", case="gelu", params={"n": 4}, device="cpu")
     ok = Outcome(
@@ -48,3 +60,24 @@ def test_rows_show_numbers_or_the_status_and_group_by_case() -> None:
     ]
     assert lines[3].split() == ["fusebench", "unsupported:", "torch.sum", "is", "not", "supported"]
     assert lines[3].startswith(" ")  # case and params are not repeated
+
+
+def test_model_cases_get_a_tokens_per_second_column() -> None:
+    base = {"suite": "gpt2", "case": "gpt2_decode", "params": {"n": 8}, "device": "cpu"}
+    timing = summarize([2e-3, 2e-3, 2e-3])
+    model = Outcome(**base, variant="eager", status="ok", timing=timing, tokens_per_call=8)
+    other = Outcome(**{**base, "case": "gelu"}, variant="eager", status="ok", timing=timing)
+    assert model.tokens_per_second == 4000 and model.metric_values()["track_tokens_per_second"] == 4000
+    assert other.tokens_per_second is None
+    lines = render([model, other]).splitlines()
+    assert lines[0].split()[-1] == "tokens/s"
+    assert lines[2].split()[-1] == "4,000" and lines[3].split()[-1] == "-"
+    assert "tokens/s" not in render([other])
+
+
+def test_a_crashed_measurement_shows_how_its_worker_died() -> None:
+    crash = "killed by SIGSEGV | last output: nvFuser: CUDA error / Fatal Python error: Segmentation fault"
+    crashed = Outcome("s", "gelu", {"n": 4}, "fusebench", "cuda:0", "crashed", crash)
+    lines = render([crashed]).splitlines()
+    assert lines[2].split()[:4] == ["gelu", "n=4", "fusebench", "crashed:"]
+    assert lines[2].endswith(crash)

@@ -12,8 +12,19 @@ from pathlib import Path
 
 import pytest
 
+from fusebench.cases.discovery import Suite
+from fusebench.cases.selection import Group
 from fusebench.cli import main
+from fusebench.commands.run import crashed_outcome
 from fusebench.history import read_results
+from fusebench.history.results import RunInfo, write_outcomes
+from fusebench.history.revision import Revision
+from fusebench.measure.machine import machine_info
+from fusebench.measure.outcome import Outcome
+from fusebench.measure.stats import summarize
+from fusebench.report.report import build_report, load_inputs
+from fusebench.report.scoreboard import rows_from_frame
+from tests.harness.fakes import tiny_case, variant_from
 
 CRASHING_SUITE = """
 import os
@@ -83,6 +94,10 @@ def test_a_crash_marks_its_unit_crashed_and_the_run_goes_on(
     times = frame[frame.metric == "time_call"].set_index("case")
     assert times.loc["before", "status"] == "ok" and times.loc["after", "status"] == "ok"
     assert times.loc["aborts", "status"] == "crashed"
+    (segfaults,) = [row for row in rows_from_frame(frame) if row.case == "segfaults"]
+    assert segfaults.cells["eager"].status == "crashed"
+    page = build_report(load_inputs(results, None))
+    assert "killed by SIGSEGV" in page and "purple: failed, errored or crashed" in page
 
 
 def test_two_cpu_workers_share_the_units_and_merge_into_one_history(
@@ -107,3 +122,17 @@ def test_bad_devices_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureF
     argv = ["run", "--suites", str(_suite(tmp_path)), "--device", "cpu", "--results", str(tmp_path)]
     assert main([*argv, "--devices", "tpu:0"]) == 2
     assert "--devices: 'tpu:0' is not 'cpu' or 'cuda:N'" in capsys.readouterr().err
+
+
+def test_recording_a_crash_keeps_the_other_variants_of_its_benchmark(tmp_path: Path) -> None:
+    case = tiny_case(version="2")
+    group = Group(Suite("s", "s.py", (case,)), case, {"n": 8}, ())
+    run = RunInfo(machine_info("m"), Revision("a" * 40, 1_700_000_000_000, False), "env")
+    timed = Outcome("s", case.name, {"n": 8}, "eager", "cpu", "ok", timing=summarize([1e-6, 2e-6]), case_version="2")
+    write_outcomes(tmp_path, run, [timed])
+    crashed = crashed_outcome(group, variant_from("fusebench", lambda target: target.fn), "cpu", "killed by SIGSEGV")
+    write_outcomes(tmp_path, run, [crashed])
+    frame = read_results(tmp_path)
+    times = frame[frame.metric == "time_call"].set_index("variant")
+    assert sorted(times.index) == ["eager", "fusebench"]
+    assert times.loc["eager", "value"] == pytest.approx(1.5e-6) and times.loc["fusebench", "status"] == "crashed"

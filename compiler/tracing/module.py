@@ -1,0 +1,164 @@
+"""Tracing an `nn.Module`: its parameters and buffers become trace inputs, not constants.
+
+`ModuleLayout` walks a module once and remembers where each parameter and buffer lives (a
+tensor shared by several submodules, such as tied embedding weights, is one input under the
+name it is first reached by). Each call reads the current tensors from there (`read`), so an
+optimizer's in-place update, or a new tensor assigned to a parameter, is what the next call
+sees; the prologue guards their metadata like any tensor argument's, never their values. The
+train/eval mode of every submodule is passed along as a string the prologue guards
+(`modes`). `forward` runs the module with the proxies of the trace installed in place of its
+tensors, and returns its output as `(Spec, leaves)` (see structure.py).
+
+Errors raised while tracing a module name the submodule that was running (its qualified name
+in the model) besides the op; modules with hooks are rejected up front, naming the module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.modules import module as module_globals
+
+from compiler.core.errors import TracingError, check
+from compiler.tracing.structure import flatten
+
+_HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+_GLOBAL_HOOK_TABLES = (
+    "_global_forward_hooks",
+    "_global_forward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_backward_pre_hooks",
+)
+
+
+def input_name(qualified_name: str) -> str:
+    """The identifier a parameter or buffer is known by in traces ('h.0.attn.weight' -> 'h_0_attn_weight')."""
+    return qualified_name.replace(".", "_")
+
+
+class ModuleLayout:
+    """Where each parameter and buffer of a module lives, and the module's submodules."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self.module = module
+        self.submodules = list(module.named_modules())
+        self.module_names = {id(m): name for name, m in self.submodules}
+        # every place a tensor is stored: (the owner's _parameters or _buffers dict, local name, input key)
+        self.slots: list[tuple[dict, str, str]] = []
+        self.keys: list[str] = []  # one per distinct tensor, in the order they are first reached
+        key_of: dict[int, str] = {}
+        for prefix, owner in module.named_modules(remove_duplicate=False):
+            for table in (owner._parameters, owner._buffers):
+                for local, tensor in table.items():
+                    if tensor is None:
+                        continue
+                    key = key_of.get(id(tensor))
+                    if key is None:
+                        key = key_of[id(tensor)] = self._fresh_key(f"{prefix}.{local}" if prefix else local)
+                        self.keys.append(key)
+                    self.slots.append((table, local, key))
+        self.first_slots = [next(s for s in self.slots if s[2] == key) for key in self.keys]
+
+    def _fresh_key(self, qualified_name: str) -> str:
+        key = input_name(qualified_name)
+        while key in self.keys:
+            key += "_"
+        return key
+
+    def read(self) -> dict[str, torch.Tensor] | None:
+        """The module's tensors by input key, or None when the module no longer has this layout (a
+        parameter removed or set to None, or tensors once shared no longer the same object)."""
+        try:
+            state = {key: table[local] for table, local, key in self.first_slots}
+            if len(self.slots) > len(self.first_slots):
+                for table, local, key in self.slots:
+                    if table[local] is not state[key]:
+                        return None
+        except KeyError:
+            return None
+        if any(t is None for t in state.values()):
+            return None
+        return state
+
+    def modes(self) -> str:
+        """'T' or 'E' (train or eval) per submodule, in order: the prologue guards it as a value."""
+        return "".join("T" if m.training else "E" for _, m in self.submodules)
+
+    def check_traceable(self) -> None:
+        """Rejects hooks, which run Python the tracer does not see; the error names the module."""
+        for table in _GLOBAL_HOOK_TABLES:
+            check(
+                not getattr(module_globals, table, None),
+                lambda table=table: (
+                    f"a global module hook is registered ({table.removeprefix('_global_')}), which the fusebench "
+                    "compiler cannot trace; remove it to compile the model"
+                ),
+                NotImplementedError,
+            )
+        for name, m in self.submodules:
+            for table in _HOOK_TABLES:
+                check(
+                    not getattr(m, table, None),
+                    lambda name=name, m=m, table=table: (
+                        f"{self.describe(m)} has {table.strip('_').replace('_', ' ')}, which the fusebench "
+                        "compiler cannot trace; remove them to compile the model"
+                    ),
+                    NotImplementedError,
+                )
+
+    def describe(self, m: nn.Module) -> str:
+        """'module 'h.0.attn' (CausalSelfAttention)', or 'the model (GPT)' for the root."""
+        name = self.module_names.get(id(m))
+        return f"the model ({type(m).__name__})" if not name else f"module '{name}' ({type(m).__name__})"
+
+    def forward(self, state: dict[str, Any], args: tuple, kwargs: dict) -> tuple:
+        """Runs the module with `state`'s values (proxies) in place of its tensors; returns
+        `(spec, leaves)` of its output."""
+        self.check_traceable()
+        with self._installed(state):
+            try:
+                output = self.module(*args, **kwargs)
+            except (TracingError, NotImplementedError) as error:
+                where = self._innermost_module(error.__traceback__)
+                if where is None:
+                    raise
+                raise type(error)(f"{error} [while tracing {self.describe(where)}]") from error
+        leaves, spec = flatten(output)
+        return spec, leaves
+
+    @contextlib.contextmanager
+    def _installed(self, state: dict[str, Any]) -> Iterator[None]:
+        saved = [(table, local, table[local]) for table, local, _ in self.slots]
+        try:
+            for table, local, key in self.slots:
+                table[local] = state[key]
+            yield
+        finally:
+            for table, local, tensor in saved:
+                table[local] = tensor
+
+    def _innermost_module(self, tb: TracebackType | None) -> nn.Module | None:
+        found = None
+        while tb is not None:
+            candidate = tb.tb_frame.f_locals.get("self")
+            if isinstance(candidate, nn.Module) and id(candidate) in self.module_names:
+                found = candidate
+            tb = tb.tb_next
+        return found
+
+
+def forward_signature(module: nn.Module) -> inspect.Signature:
+    """The signature of the traced function: `(state, modes, <the module's forward parameters>)`."""
+    try:
+        forward = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        forward = [inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL)]
+    taken = {p.name for p in forward}
+    leading = [inspect.Parameter(n + "_" * (n in taken), inspect.Parameter.POSITIONAL_ONLY) for n in ("state", "modes")]
+    return inspect.Signature(leading + forward)

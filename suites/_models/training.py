@@ -1,0 +1,70 @@
+"""A training step as a case's `call`: forward through the (compiled) model, backward, AdamW step
+(`train_step`), or forward and backward only, returning the loss and the gradients (`forward_backward`).
+
+A training case's inputs are `(model, *batch, optimizer, parameters)` where `parameters` are the
+model's parameters (a list, declared as the mutated argument: the harness restores them between
+repeats and checks them after the first step). During the step the model computes with the
+tensors in `parameters`: the model's own for every variant, and the harness's float64 copies for
+the reference, which then steps an AdamW of its own over them, so the reference's updated
+parameters are what each variant's first step must give.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+LEARNING_RATE = 1e-4
+
+
+def train_inputs(model: nn.Module, *batch: torch.Tensor) -> tuple:
+    """(model, *batch, AdamW over the model's parameters, the parameters), for `train_step`."""
+    parameters = list(model.parameters())
+    optimizer = torch.optim.AdamW(parameters, lr=LEARNING_RATE, foreach=True)
+    return (model, *batch, optimizer, parameters)
+
+
+@contextlib.contextmanager
+def _computing_with(model: nn.Module, parameters: list[torch.Tensor]) -> Iterator[None]:
+    slots = [(m, name) for m in model.modules() for name, p in m._parameters.items() if p is not None]
+    by_id = {id(p): i for i, p in enumerate(model.parameters())}
+    saved = [(m, name, m._parameters[name]) for m, name in slots]
+    try:
+        for m, name, p in saved:
+            m._parameters[name] = parameters[by_id[id(p)]]
+        yield
+    finally:
+        for m, name, p in saved:
+            m._parameters[name] = p
+
+
+def _loss(output: Any) -> torch.Tensor:
+    if isinstance(output, dict) or hasattr(output, "loss"):
+        return output["loss"]
+    return output.float().square().mean()
+
+
+def forward_backward(fn: Callable[..., Any], args: tuple) -> tuple[torch.Tensor, tuple]:
+    """(loss, gradients of the parameters) of `fn(model, *batch)`, for inputs `(model, *batch, parameters)`."""
+    model, *batch, parameters = args
+    with _computing_with(model, parameters):
+        loss = _loss(fn(model, *batch))
+        gradients = torch.autograd.grad(loss, parameters)
+    return loss.detach(), gradients
+
+
+def train_step(fn: Callable[..., Any], args: tuple) -> torch.Tensor:
+    """One step: loss = fn(model, *batch)['loss'] (or the output's mean square), backward, AdamW."""
+    model, *batch, optimizer, parameters = args
+    if optimizer.param_groups[0]["params"][0] is not parameters[0]:
+        optimizer = torch.optim.AdamW(parameters, lr=LEARNING_RATE, foreach=True)  # the reference's copies
+    with _computing_with(model, parameters):
+        loss = _loss(fn(model, *batch))
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.detach()

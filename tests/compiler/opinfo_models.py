@@ -1,0 +1,105 @@
+"""Op cases for the ops transformer models add: embedding, triangular masks, repeats, addmm,
+constant padding, new_* factories, indexing with several index tensors, and dropout where it
+draws nothing (eval mode, p=0, p=1; seeded draws are compared in test_model_ops.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+import torch.nn.functional as F
+
+from tests.compiler.opinfo import ALL, FLOATS, Maker, OpCase, Sample, method, named
+
+
+def _embedding_samples(make: Maker) -> Iterator[Sample]:
+    weight = make(7, 5)
+    for shape in [(3,), (2, 4), (), (0,), (2, 1, 3)]:
+        yield Sample((make(*shape, dtype=torch.int64, low=0, high=7), weight))
+    yield Sample((make(2, 2, dtype=torch.int64, low=0, high=7), make(7, 3, noncontiguous=True)), {"padding_idx": 1})
+
+
+def _triangle_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(4, 4),))
+    yield Sample((make(3, 5, noncontiguous=True), 1))
+    yield Sample((make(2, 5, 3), -1))
+    yield Sample((make(4, 2, transposed=True), 3))
+    yield Sample((make(0, 3), 0))
+
+
+def _repeat_interleave_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3), 2), {"dim": 0})
+    yield Sample((make(2, 3, 4, noncontiguous=True), 3), {"dim": -2})
+    yield Sample((make(2, 3), 2))
+    yield Sample((make(), 3))
+    yield Sample((make(2, 0), 2), {"dim": 1})
+
+
+def _repeat_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3), 2, 2))
+    yield Sample((make(2, 3, transposed=True), 3, 1, 2))
+    yield Sample((make(3), (2, 1, 1)))
+    yield Sample((make(), 2))
+    yield Sample((make(2, 2), 0, 1))
+
+
+def _dropout_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 4), 0.5, False))
+    yield Sample((make(3, 4, noncontiguous=True), 0.0, True))
+    yield Sample((make(2, 5), 1.0, True))
+
+
+def _addmm_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(4), make(3, 5), make(5, 4)))
+    yield Sample((make(3, 4), make(3, 5, noncontiguous=True), make(5, 4)), {"beta": 2, "alpha": 3})
+    yield Sample((make(1, 4), make(3, 2), make(2, 4, transposed=True)), {"beta": 0})
+
+
+def _pad_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 4), (1, 2)))
+    yield Sample((make(2, 3, 4, noncontiguous=True), (0, 1, 2, 0)), {"value": 5})
+    yield Sample((make(3, 5), (-1, 2, 1, -1)))
+    yield Sample((make(2, 0), (1, 1)))
+
+
+def _new_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3), (4, 2)))
+    yield Sample((make(3), ()))
+    yield Sample((make(3), (2, 2)), {"dtype": torch.bool})
+
+
+def _new_full_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3), (4, 2), 7))
+    yield Sample((make(3), (), -1), {"dtype": torch.int64})
+
+
+def _index_tensors_samples(make: Maker) -> Iterator[Sample]:
+    rows = make(3, 1, dtype=torch.int64, low=-4, high=4)
+    yield Sample((make(4, 5), (rows, make(1, 2, dtype=torch.int64, low=-5, high=5))))
+    picks = (make(3, dtype=torch.int64, low=0, high=4), make(3, dtype=torch.int64, low=0, high=5))
+    yield Sample((make(4, 5, 2, noncontiguous=True), picks))
+
+
+def _index(x: torch.Tensor, keys: tuple) -> torch.Tensor:
+    return x[keys]
+
+
+CASES = [
+    OpCase("embedding", (F.embedding,), _embedding_samples, FLOATS),
+    OpCase("triu", (torch.triu, method("triu")), _triangle_samples, ALL),
+    OpCase("tril", (torch.tril, method("tril")), _triangle_samples, ALL),
+    OpCase(
+        "repeat_interleave",
+        (torch.repeat_interleave, method("repeat_interleave")),
+        _repeat_interleave_samples,
+        ALL,
+    ),
+    OpCase("repeat", (method("repeat"),), _repeat_samples, ALL),
+    OpCase("dropout", (F.dropout, torch.dropout), _dropout_samples, FLOATS),
+    OpCase("addmm", (torch.addmm, method("addmm")), _addmm_samples, FLOATS),
+    OpCase("pad", (F.pad, torch._C._nn.pad), _pad_samples, ALL),
+    OpCase("new_zeros", (method("new_zeros"),), _new_samples, ALL),
+    OpCase("new_ones", (method("new_ones"),), _new_samples, ALL),
+    OpCase("new_full", (method("new_full"),), _new_full_samples, ALL),
+    OpCase("index_with_tensors", (named("Tensor.__getitem__(tensors)", _index),), _index_tensors_samples, ALL),
+]

@@ -1,0 +1,80 @@
+"""Models on a GPU with nvFuser: dropout draws as eager CUDA dropout does, and the GPT-2-style and
+Llama-style models' outputs and gradients match eager (bf16 and float32), through compiler.jit
+and the dynamo backend.
+
+Run with `python3 -m pytest -m nvfuser tests/compiler/test_models_gpu.py -q` on the GPU machine;
+skipped with a reason without CUDA or nvfuser_direct.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import compiler
+from suites._models.gpt import GPT, Decoder, GPTConfig
+from suites._models.llama import LlamaBlock, LlamaConfig
+
+pytestmark = pytest.mark.nvfuser
+DEVICE = torch.device("cuda")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dropout_draws_as_eager_cuda_dropout(dtype: torch.dtype) -> None:
+    x = torch.randn(257, 129, device=DEVICE, dtype=dtype)
+
+    def two(x):
+        return F.dropout(x, 0.3) * 2 + F.dropout(x, 0.1)
+
+    jitted = compiler.jit(two, fallback=False)
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        compiled = jitted(x)
+        torch.manual_seed(seed)
+        torch.testing.assert_close(compiled, two(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("through", ["jit", "dynamo"])
+def test_gpt_and_llama_outputs_and_gradients_match_eager(dtype: torch.dtype, through: str) -> None:
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    tolerance = {"rtol": 2e-2, "atol": 2e-2} if dtype == torch.bfloat16 else {"rtol": 1e-3, "atol": 1e-4}
+    tokens = torch.randint(0, 96, (2, 32), device=DEVICE)
+    config = LlamaConfig.tiny()
+    x = torch.randn(2, 16, config.dim, device=DEVICE, dtype=dtype)
+    for eager, inputs, loss_of in [
+        (GPT(GPTConfig.tiny()), (tokens, tokens), lambda out: out["loss"]),
+        (LlamaBlock(config), (x, torch.arange(16, device=DEVICE)), lambda out: out.float().square().mean()),
+    ]:
+        eager = eager.to(DEVICE, dtype)
+        model = copy.deepcopy(eager)
+        compiled = (
+            compiler.jit(model, fallback=False) if through == "jit" else torch.compile(model, backend="fusebench")
+        )
+        loss = loss_of(compiled(*inputs))
+        expected = loss_of(eager(*inputs))
+        torch.testing.assert_close(loss, expected, **tolerance)
+        loss.backward()
+        expected.backward()
+        for (name, got), want in zip(model.named_parameters(), eager.parameters()):
+            torch.testing.assert_close(got.grad, want.grad, **tolerance, msg=name)
+
+
+def test_decode_updates_the_caches_as_eager() -> None:
+    torch.manual_seed(0)
+    model = GPT(GPTConfig.tiny()).to(DEVICE, torch.bfloat16).eval().requires_grad_(False)
+    decoder = Decoder(model)
+    jitted = compiler.jit(decoder, fallback=False)
+    compiled_caches = model.empty_caches(2, 32, torch.bfloat16, DEVICE)
+    eager_caches = model.empty_caches(2, 32, torch.bfloat16, DEVICE)
+    for position in range(4):
+        token = torch.randint(0, 96, (2, 1), device=DEVICE)
+        where = torch.tensor([position], device=DEVICE)
+        got, want = jitted(token, where, compiled_caches), decoder(token, where, eager_caches)
+        torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(compiled_caches, eager_caches, rtol=2e-2, atol=2e-2)
+    assert compiler.cache_stats(jitted).misses == 1
