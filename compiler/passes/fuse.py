@@ -342,10 +342,10 @@ class _Partitioner:
             stack, seen = list(readers.get(id(bsym.args[1]), [])), set()
             while stack:
                 j = stack.pop()
-                if j in seen:
+                if j in seen or not claimed[j]:  # a value torch computes is not the same fusion's
                     continue
                 seen.add(j)
-                if claimed[j] and self.bsyms[j].sym in REDUCTIONS:
+                if self.bsyms[j].sym in REDUCTIONS:
                     claimed[i] = False
                     self.reasons[i] = (
                         Reason.LEFT_TO_TORCH,
