@@ -44,7 +44,7 @@ from compiler.passes.regions import (  # noqa: F401  (re-exported: the fusion vo
     Region,
     fusion_executor,
 )
-from compiler.prims import SHAPE_OPS, Prim
+from compiler.prims import REDUCTIONS, SHAPE_OPS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
 
 # ---------------------------------------------------------------------------------------------
@@ -286,6 +286,7 @@ class _Partitioner:
             claimed[i] = False
             self.reasons[i] = (Reason.LEFT_TO_TORCH, f"a view of {self.bsyms[i].args[0].name} after its write-back")
         self.refuse_outside_writebacks(claimed)
+        self.refuse_writebacks_reductions_read(claimed)
         edges = self.graph()
         g = _Groups(self.bsyms, edges, claimed)
         self.dataflow(g, edges)
@@ -325,6 +326,37 @@ class _Partitioner:
                         Reason.LEFT_TO_TORCH,
                         f"writes back {bsym.args[0].name}, which torch computes: in a fusion it would only be a copy",
                     )
+
+    def refuse_writebacks_reductions_read(self, claimed: list[bool]) -> None:
+        """A write-back of a buffer whose value flows into a fused reduction stays with torch.
+
+        NOTE: nvFuser splits a fusion with a reduction into segments and may run the one writing a
+        buffer before the one reading it (found by scripts/fuzz_nvfuser.py on an H100: `sum(a)` and
+        `a.add_(...)` in one fusion returned the sum of the new values). Outside the fusion the
+        write-back is one copy after it, which is always right.
+        """
+        readers: dict[int, list[int]] = {}
+        for i, bsym in enumerate(self.bsyms):
+            if bsym.sym is not Prim.COPY_TO:
+                for p in bsym.inputs:
+                    readers.setdefault(id(p), []).append(i)
+        for i, bsym in enumerate(self.bsyms):
+            if bsym.sym is not Prim.COPY_TO or not claimed[i]:
+                continue
+            stack, seen = list(readers.get(id(bsym.args[1]), [])), set()
+            while stack:
+                j = stack.pop()
+                if j in seen or not claimed[j]:  # a value torch computes is not the same fusion's
+                    continue
+                seen.add(j)
+                if self.bsyms[j].sym in REDUCTIONS:
+                    claimed[i] = False
+                    self.reasons[i] = (
+                        Reason.LEFT_TO_TORCH,
+                        f"a fused reduction reads {bsym.args[1].name}: nvFuser may write it before that read",
+                    )
+                    break
+                stack.extend(k for p in self.bsyms[j].outputs for k in readers.get(id(p), []))
 
     def drop_foreign_writebacks(self, g: _Groups, root: int) -> None:
         """Removes write-backs whose value another region computes (copy_to's contract: same region)."""

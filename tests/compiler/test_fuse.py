@@ -231,3 +231,24 @@ def test_unknown_fusion_option_is_named():
         compiler.jit(lambda a: a, fusion={"min_size": 1})
     with pytest.raises(ValueError, match="runner"):
         FusionOptions(runner="cuda")
+
+
+def test_a_region_with_a_reduction_never_reads_and_writes_one_buffer():
+    # NOTE: found by scripts/fuzz_nvfuser.py on an H100: nvFuser ran the segment writing `a` before
+    # the reduction reading it, so the sum saw the new values.
+    def program(a):
+        total = torch.sum(a, 0)
+        a.add_(torch.neg(a))
+        return total
+
+    jfn = compiler.jit(program, executors=["nvfuser"], fusion={"runner": "torch"})
+    a = torch.randn(5)
+    expected, b = a.sum(0), a.clone()
+    torch.testing.assert_close(jfn(b), expected)
+    torch.testing.assert_close(b, torch.zeros(5))
+    trace = compiler.last_traces(jfn)[-1]
+    for region in (r for r in trace.bsyms if getattr(r.sym, "executor", None) == "nvfuser"):
+        sums = [s for s in region.subsymbols if s.sym is Prim.SUM]
+        writes = {s.args[1].name for s in region.subsymbols if s.sym is Prim.COPY_TO}
+        reads = {p.name for s in region.subsymbols if s.sym is not Prim.COPY_TO for p in s.inputs}
+        assert not (sums and writes & reads), str(trace)

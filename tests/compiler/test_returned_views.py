@@ -12,8 +12,10 @@ import torch
 
 import compiler
 from compiler import examine
+from compiler.executors.nvfuser import FusionFallbackWarning
 from compiler.prims import Prim
 from tests.compiler.inplace_util import clone_args
+from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
 
 
 def _slice(x):
@@ -165,6 +167,14 @@ def test_the_fusion_pass_leaves_the_view_to_torch():
     left_out = [d for d in examine.why_not_fused(jfn) if d.bsym.sym in (Prim.SLICE, Prim.PERMUTE)]
     assert [d.detail.split()[:3] for d in left_out] == [["a", "view", "of"]] * 2
     assert left_out[0].detail == "a view of x after its write-back"
+
+
+def test_returned_views_alias_the_inputs_through_nvfuser_definitions(fake_nvfuser):  # noqa: F811
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FusionFallbackWarning)
+        jfn = _check(_several_inputs, _inputs("several_inputs", 0, (4, 4)), executors=["nvfuser", "torch"])
+    (fusion,) = examine.fusions(jfn)
+    assert fusion.runner == "nvfuser" and not any("slice" in op or "permute" in op for op in fusion.ops)
 
 
 @pytest.mark.nvfuser
