@@ -20,7 +20,8 @@ def _f(x: torch.Tensor) -> torch.Tensor:
 
 
 def _called(**options: object) -> compiler.JittedFunction:
-    jfn = compiler.jit(_f, **options)
+    """jit(_f) called once; with the torch executor alone unless told (the same on a GPU machine)."""
+    jfn = compiler.jit(_f, **{"executors": ["torch"], **options})
     jfn(torch.randn(3))
     return jfn
 
