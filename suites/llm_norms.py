@@ -111,6 +111,7 @@ def _case(
     full: tuple,
     quick: tuple,
     description: str,
+    tolerances: dict | None = None,
 ) -> Case:
     return Case(
         name=name,
@@ -120,6 +121,7 @@ def _case(
         params={"shape": [full], "dtype": ["bfloat16"]},
         quick_params={"shape": [quick], "dtype": ["bfloat16"]},
         description=description,
+        tolerances=tolerances or {},
     )
 
 
@@ -177,6 +179,9 @@ CASES = [
         (4, 32, 2048, 128),
         (1, 4, 64, 32),
         "rotary position embedding of queries (rotate_half convention)",
+        # NOTE: eager's bf16 q*cos + rotate_half(q)*sin rounds twice: 0.014 from the float64
+        # reference on an H100 and an H200, over the default bf16 atol of 0.01.
+        {torch.bfloat16: (1.6e-2, 2e-2)},
     ),
 ]
 
