@@ -20,6 +20,7 @@ from fusebench.cases.case import Case, Params, dtype_named, generator
 from fusebench.cases.variants import call_model
 from fusebench.integrations.asv_adapter import asv_benchmarks
 from suites._models.gpt import GPT, Decoder, GPTConfig
+from suites._models.tokens import new_tokens, prompt_tokens
 from suites._models.training import train_inputs, train_step
 
 CONFIGS = {"gpt2-small": GPTConfig.small, "gpt2-tiny": GPTConfig.tiny}
@@ -89,15 +90,6 @@ def _train_bytes(params: Params) -> int:
     return 8 * _parameter_bytes(params) + _prefill_bytes(params)
 
 
-def _prompt_tokens(params: Params) -> int:
-    batch, length = params["tokens"]
-    return batch * length
-
-
-def _new_tokens(params: Params) -> int:
-    return params["tokens"][0]
-
-
 _TOLERANCES = {torch.bfloat16: (5e-2, 5e-2)}
 
 CASES = [
@@ -110,7 +102,7 @@ CASES = [
         quick_params={"model": ["gpt2-tiny"], "tokens": [(2, 32)], "dtype": ["bfloat16"]},
         reference=_reference,
         tolerances=_TOLERANCES,
-        tokens=_prompt_tokens,
+        tokens=prompt_tokens,
         description="GPT-2 small forward over a batch of prompts (logits)",
     ),
     Case(
@@ -123,7 +115,7 @@ CASES = [
         reference=_reference,
         tolerances=_TOLERANCES,
         mutated_args=(3,),
-        tokens=_new_tokens,
+        tokens=new_tokens,
         description="GPT-2 small: one token per sequence against full KV caches (index_copy_ + masked SDPA)",
     ),
     Case(
@@ -136,7 +128,7 @@ CASES = [
         call=train_step,
         tolerances=_TOLERANCES,
         mutated_args=(4,),
-        tokens=_prompt_tokens,
+        tokens=prompt_tokens,
         description="GPT-2 small training step: forward + cross entropy, backward, AdamW (bf16)",
     ),
 ]

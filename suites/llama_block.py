@@ -18,6 +18,7 @@ from fusebench.cases.case import Case, Params, dtype_named, generator
 from fusebench.cases.variants import call_model
 from fusebench.integrations.asv_adapter import asv_benchmarks
 from suites._models.llama import BlockDecoder, LlamaBlock, LlamaConfig
+from suites._models.tokens import new_tokens, prompt_tokens
 from suites._models.training import train_inputs, train_step
 
 CONFIGS = {"llama3-8b": LlamaConfig.llama3_8b, "llama-tiny": LlamaConfig.tiny}
@@ -88,15 +89,6 @@ def _train_bytes(params: Params) -> int:
     return 8 * _weight_bytes(params) + _prefill_bytes(params)
 
 
-def _prompt_tokens(params: Params) -> int:
-    batch, length = params["tokens"]
-    return batch * length
-
-
-def _new_tokens(params: Params) -> int:
-    return params["tokens"][0]
-
-
 _TOLERANCES = {torch.bfloat16: (5e-2, 5e-2)}
 _QUICK = {"model": ["llama-tiny"], "tokens": [(2, 32)], "dtype": ["bfloat16"]}
 
@@ -110,7 +102,7 @@ CASES = [
         quick_params=_QUICK,
         reference=_reference,
         tolerances=_TOLERANCES,
-        tokens=_prompt_tokens,
+        tokens=prompt_tokens,
         description="one Llama-3-8B block over a batch of sequences (RMSNorm, rotary, GQA, SwiGLU)",
     ),
     Case(
@@ -123,7 +115,7 @@ CASES = [
         reference=_reference,
         tolerances=_TOLERANCES,
         mutated_args=(3,),
-        tokens=_new_tokens,
+        tokens=new_tokens,
         description="one Llama-3-8B block: one token per sequence against a full KV cache (enable_gqa, bool mask)",
     ),
     Case(
@@ -136,7 +128,7 @@ CASES = [
         call=train_step,
         tolerances=_TOLERANCES,
         mutated_args=(4,),
-        tokens=_prompt_tokens,
+        tokens=prompt_tokens,
         description="one Llama-3-8B block training step: forward, mean-square loss, backward, AdamW (bf16)",
     ),
 ]
