@@ -9,7 +9,9 @@ binary ops against other values, numbers and keepdim reductions, reductions, vie
 slice), and in-place updates of its arguments (whole or through a slice). Each program is printed
 as Python source, so a failure is a runnable repro. A mismatch (outputs or updated arguments not
 within tolerance of eager, or an error eager does not raise) is shrunk by hypothesis to a minimal
-program; the summary lists each minimized failure. Exit status: 1 if any mismatch was found.
+program; the summary lists each minimized failure. A program nvFuser refuses to compile is not a
+mismatch when the default fallback to torch (what a user gets, with a warning) gives eager's
+results; the summary counts those by nvFuser's error. Exit status: 1 if any mismatch was found.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -140,26 +143,39 @@ class Mismatch(AssertionError):
     """The jitted program disagreed with eager."""
 
 
-def check_program(program: Program, device: str, executors: list[str]) -> None:
-    """Runs `program` eagerly and jitted on the same inputs; raises Mismatch on a disagreement."""
+def check_program(program: Program, device: str, executors: list[str]) -> str | None:
+    """Runs `program` eagerly and jitted on the same inputs; raises Mismatch on a disagreement.
+
+    Returns the error when nvFuser refused the program and the default fallback to torch (what a
+    user gets, with a warning) gave eager's results; None otherwise."""
     fn = program.function()
     inputs = program.make_inputs(device, 0)
     eager_args, jit_args = [t.clone() for t in inputs], [t.clone() for t in inputs]
     try:
         expected = fn(*eager_args)
     except RuntimeError:
-        return  # eager rejects it (an overlapping write): nothing to compare
+        return None  # eager rejects it (an overlapping write): nothing to compare
+    refused = None
     try:
         actual = compiler.jit(fn, executors=executors, fallback=False)(*jit_args)
     except Exception as error:
-        raise Mismatch(f"{type(error).__name__}: {error}") from error
+        refused = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+        jit_args = [t.clone() for t in inputs]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                actual = compiler.jit(fn, executors=executors)(*jit_args)
+        except Exception as fallback_error:
+            raise Mismatch(f"{type(fallback_error).__name__}: {fallback_error}") from fallback_error
     for what, got, want in [("output", actual, expected), ("argument", jit_args, eager_args)]:
         for i, (g, w) in enumerate(zip(got, want, strict=True)):
             rtol, atol = TOLERANCES[w.dtype]
             try:
                 torch.testing.assert_close(g, w, rtol=rtol, atol=atol, equal_nan=True)
             except AssertionError as error:
-                raise Mismatch(f"{what} {i}: {error}") from error
+                after = f" (after nvFuser refused: {refused})" if refused else ""
+                raise Mismatch(f"{what} {i}: {error}{after}") from error
+    return refused
 
 
 @dataclass
@@ -168,11 +184,14 @@ class Summary:
 
     programs_run: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)  # (minimized program, error)
+    refused: dict[str, int] = field(default_factory=dict)  # nvFuser's error -> programs (fell back, right)
     seconds: float = 0.0
 
     def __str__(self) -> str:
         lines = [f"programs run: {self.programs_run}", f"mismatches: {len(self.failures)}",
+                 f"refused by nvFuser, right through the fallback to torch: {sum(self.refused.values())}",
                  f"seconds: {self.seconds:.1f}"]  # fmt: skip
+        lines += [f"  {count} x {error[:200]}" for error, count in sorted(self.refused.items())]
         for i, (source, error) in enumerate(self.failures):
             lines += [f"--- minimized failure {i}: {error.splitlines()[0][:300]}", source]
         return "\n".join(lines)
@@ -200,8 +219,14 @@ def fuzz(seed_value: int, count: int, device: str, executors: list[str]) -> Summ
         @given(programs())
         def run(program: Program) -> None:
             summary.programs_run += 1
+            if summary.programs_run % 100 == 0:
+                elapsed = time.perf_counter() - started
+                print(f"{summary.programs_run}/{count} programs, {len(summary.failures)} mismatches, {elapsed:.0f} s",
+                      flush=True)  # fmt: skip
             try:
-                check_program(program, device, executors)
+                refused = check_program(program, device, executors)
+                if refused is not None:
+                    summary.refused[refused] = summary.refused.get(refused, 0) + 1
             except Mismatch as error:
                 last_failure[:] = [repr(program), str(error)]  # noqa: B023 (read right after this round)
                 raise
@@ -211,6 +236,7 @@ def fuzz(seed_value: int, count: int, device: str, executors: list[str]) -> Summ
             break
         except Mismatch:
             summary.failures.append((last_failure[0], last_failure[1]))
+            print(f"mismatch (minimized): {last_failure[1].splitlines()[0][:300]}\n{last_failure[0]}", flush=True)
             current_seed += 1
     summary.seconds = time.perf_counter() - started
     return summary

@@ -33,6 +33,8 @@ import torch
 from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
 from compiler.executors.codegen import compile_trace
+from compiler.executors.nvfuser_aliasing import copied_write_backs, shares_memory, written_inputs
+from compiler.executors.nvfuser_broadcast import iteration_inputs
 from compiler.executors.nvfuser_descriptors import structure_key
 from compiler.executors.nvfuser_translate import (
     ScalarDesc,
@@ -121,8 +123,9 @@ class NvFuserRunner:
 
     def __init__(self, region: Region) -> None:
         self.region = region
-        self.by_key: dict[tuple, Any] = {}
-        self.by_descriptor: dict[tuple, Any] = {}
+        self.by_key: dict[tuple, tuple[Any, list[int]]] = {}  # -> (definition, buffers it returns to copy)
+        self.by_descriptor: dict[tuple, tuple[Any, list[int]]] = {}
+        self.written_idx = [i for i, p in enumerate(region.inputs) if p.name in region.written]
         self.shape_scalar_idx: list[int] = []
         self.seen_compile_keys: set[tuple] = set()
         self.device: int | None = None
@@ -130,11 +133,13 @@ class NvFuserRunner:
             outputs = [p for b in region.bsyms for p in b.outputs if isinstance(p, TensorProxy)]
             self.device = (outputs[0].device.index or 0) if outputs else None
 
-    def definition(self, fusion: NvFusion, args: tuple, key: tuple) -> Any:
-        """The FusionDefinition for these arguments (defined on first sight of their descriptor)."""
-        descriptors = tuple(describe(p, a) for p, a in zip(self.region.inputs, args))
-        fd = self.by_descriptor.get(descriptors)
-        if fd is None:
+    def definition(self, fusion: NvFusion, args: tuple, key: tuple) -> tuple[Any, list[int]]:
+        """The FusionDefinition for these arguments (defined on first sight of their descriptor), and
+        the inputs whose written values it returns for the runner to copy (nvfuser_aliasing.py)."""
+        iteration = iteration_inputs(self.region)
+        descriptors = tuple(describe(p, a, p.name in iteration) for p, a in zip(self.region.inputs, args))
+        entry = self.by_descriptor.get(descriptors)
+        if entry is None:
             source, fn_name, shape_scalars = fusion_source(self.region, descriptors)
             structure = structure_key(source)
             shared = fusion.executor.definitions
@@ -150,22 +155,30 @@ class NvFuserRunner:
                 fusion.executor.stats.definitions += 1
             else:
                 fusion.executor.stats.reused += 1
-            self.by_descriptor[descriptors] = fd
+            copies = written_inputs(self.region) if copied_write_backs(self.region, descriptors) else []
+            entry = self.by_descriptor[descriptors] = (fd, copies)
             self.shape_scalar_idx = [i for i, p in enumerate(self.region.inputs) if p.name in shape_scalars]
-        self.by_key[key] = fd
-        return fd
+        self.by_key[key] = entry
+        return entry
 
     def run(self, fusion: NvFusion, args: tuple, key: tuple) -> Any:
-        fd = self.by_key.get(key)
-        if fd is None:
-            fd = self.definition(fusion, args, key)
-            self.count_compilation(fusion, fd, args, key)
+        entry = self.by_key.get(key)
+        if entry is None:
+            entry = self.definition(fusion, args, key)
+            self.count_compilation(fusion, entry[0], args, key)
         elif self.shape_scalar_idx:
-            self.count_compilation(fusion, fd, args, key)
+            self.count_compilation(fusion, entry[0], args, key)
+        fd, copies = entry
         fusion.last_definition = fd
-        if self.device is not None:
-            return fd.execute(list(args), device=self.device)
-        return fd.execute(list(args))
+        outputs = fd.execute(list(args), device=self.device) if self.device is not None else fd.execute(list(args))
+        if copies:
+            for i, value in zip(copies, outputs[len(outputs) - len(copies) :]):
+                args[i].copy_(value)
+            outputs = outputs[: len(outputs) - len(copies)]
+        if self.written_idx:
+            buffers = [args[i] for i in self.written_idx]
+            outputs = [o.clone() if shares_memory(o, buffers) else o for o in outputs]
+        return outputs
 
     def count_compilation(self, fusion: NvFusion, fd: Any, args: tuple, key: tuple) -> None:
         """Counts a compilation when nvFuser has no kernel yet for this layout and these sizes.
@@ -277,8 +290,11 @@ class NvFusion:
         if not self.last_inputs:
             return None
 
+        iteration = iteration_inputs(self.region)
         return tuple(
-            layout_descriptor(p, r.shape, r.stride) if r.shape is not None else ScalarDesc(p.python_type)
+            layout_descriptor(p, r.shape, r.stride, p.name in iteration)
+            if r.shape is not None
+            else ScalarDesc(p.python_type)
             for p, r in zip(self.region.inputs, self.last_inputs)
         )
 

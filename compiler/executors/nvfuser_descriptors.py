@@ -34,9 +34,10 @@ class ScalarDesc:
     python_type: type
 
 
-def shape_spec(proxy: TensorProxy) -> tuple[int, ...]:
-    """-1 for each dim, except 1 where the trace guarantees size 1 (nvFuser broadcasts those)."""
-    return tuple(1 if isinstance(s, int) and s == 1 else -1 for s in proxy.shape)
+def shape_spec(proxy: TensorProxy, iteration: bool = False) -> tuple[int, ...]:
+    """-1 for each dim, except 1 where the trace guarantees size 1 (nvFuser broadcasts those);
+    all -1 when `iteration` (see nvfuser_broadcast.iteration_inputs)."""
+    return tuple(1 if isinstance(s, int) and s == 1 and not iteration else -1 for s in proxy.shape)
 
 
 def tensor_descriptor(
@@ -70,21 +71,24 @@ def tensor_descriptor(
     return tuple(contiguity), tuple(stride_order)
 
 
-def describe(proxy: Proxy, value: Any) -> TensorDesc | ScalarDesc:
+def describe(proxy: Proxy, value: Any, iteration: bool = False) -> TensorDesc | ScalarDesc:
     """The descriptor of an actual argument (a tensor, or a number) for the region input `proxy`."""
     if isinstance(proxy, TensorProxy):
-        return layout_descriptor(proxy, tuple(value.shape), tuple(value.stride()))
+        return layout_descriptor(proxy, tuple(value.shape), tuple(value.stride()), iteration)
     return ScalarDesc(proxy.python_type)
 
 
-def layout_descriptor(proxy: TensorProxy, sizes: Sequence[int], strides: Sequence[int]) -> TensorDesc:
-    """The descriptor of a tensor input `proxy` whose argument has these sizes and strides."""
-    spec = shape_spec(proxy)
+def layout_descriptor(
+    proxy: TensorProxy, sizes: Sequence[int], strides: Sequence[int], iteration: bool = False
+) -> TensorDesc:
+    """The descriptor of a tensor input `proxy` whose argument has these sizes and strides
+    (size-1 dims declared as iteration dims when `iteration`)."""
+    spec = shape_spec(proxy, iteration)
     contiguity, order = tensor_descriptor(spec, sizes, strides)
     return TensorDesc(spec, contiguity, order, proxy.dtype)
 
 
-def default_descriptor(proxy: Proxy) -> TensorDesc | ScalarDesc:
+def default_descriptor(proxy: Proxy, iteration: bool = False) -> TensorDesc | ScalarDesc:
     """The descriptor of a contiguous tensor with the proxy's trace shape (golden tests)."""
     if not isinstance(proxy, TensorProxy):
         return ScalarDesc(proxy.python_type)
@@ -93,7 +97,7 @@ def default_descriptor(proxy: Proxy) -> TensorDesc | ScalarDesc:
     for size in reversed(sizes):
         strides.insert(0, running)
         running *= max(size, 1)
-    return layout_descriptor(proxy, sizes, strides)
+    return layout_descriptor(proxy, sizes, strides, iteration)
 
 
 def structure_key(source: str) -> str:

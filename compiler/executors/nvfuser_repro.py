@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from compiler.core.ir import NumberProxy, Proxy, TensorProxy, value_source
+from compiler.executors.nvfuser_aliasing import copied_write_backs, written_inputs
 from compiler.executors.nvfuser_translate import ScalarDesc, TensorDesc, fusion_source
 from compiler.passes.fuse import Region
 from compiler.prims import REDUCTIONS, UNARY, Prim
@@ -185,7 +186,8 @@ def repro_script(
         else input_source(r.name, r.shape, r.stride, r.dtype, r.device, bounds.get(r.name))
         for r in records
     ]
-    written = [i for i, p in enumerate(region.inputs) for b in region.bsyms if b.sym is Prim.COPY_TO and b.args[1] is p]
+    written = written_inputs(region)
+    copied = copied_write_backs(region, descriptors)
     out_dtypes = [p.dtype for p in region.outputs] + [region.inputs[i].dtype for i in written]
     tolerances = [tolerance(d) for d in out_dtypes]
     ops = "\n".join(f"    {str(b).splitlines()[0]}" for b in region.bsyms).replace('"', "'")
@@ -215,6 +217,7 @@ def make_inputs():
 
 
 WRITTEN_INPUTS = {written}
+COPIED = {copied}  # the fusion returns the written values (the caller copies them), or writes them itself
 TOLERANCES = {tolerances}
 
 
@@ -256,8 +259,12 @@ def main():
     expected = reference(*expected_inputs) + [expected_inputs[i] for i in WRITTEN_INPUTS]
     with FusionDefinition() as fd:
         {fn_name}(fd)
-    outputs = fd.execute(inputs)
-    outputs = list(outputs) + [inputs[i] for i in WRITTEN_INPUTS]
+    outputs = list(fd.execute(inputs))
+    if COPIED:
+        for i, value in zip(WRITTEN_INPUTS, outputs[len(outputs) - len(WRITTEN_INPUTS):]):
+            inputs[i].copy_(value)
+        outputs = outputs[: len(outputs) - len(WRITTEN_INPUTS)]
+    outputs = outputs + [inputs[i] for i in WRITTEN_INPUTS]
     for k, (out, ref, (rtol, atol)) in enumerate(zip(outputs, expected, TOLERANCES)):
         torch.testing.assert_close(out, ref, rtol=rtol, atol=atol, equal_nan=True, msg=lambda m: f"output {{k}}: {{m}}")
     print(f"{region.name}: {{len(outputs)}} outputs match PyTorch")

@@ -31,6 +31,8 @@ import torch
 from compiler.core import dtypes
 from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, callee_name
+from compiler.executors.nvfuser_aliasing import copied_write_backs
+from compiler.executors.nvfuser_broadcast import Flags, expanded_unit_dims, is_unit, iteration_inputs, output_flags
 from compiler.executors.nvfuser_descriptors import (  # noqa: F401  (re-exported for callers)
     ScalarDesc,
     TensorDesc,
@@ -85,8 +87,11 @@ class Translator:
         self.used: set[str] = {"fd", "DataType"}
         self.inputs: set[str] = set()
         self.shape_scalars: set[str] = set()
+        self.flags: dict[str, Flags] = {}  # trace name -> which dims nvFuser may hold as broadcast
         for proxy, desc in zip(region.inputs, descriptors):
             self.define_input(proxy, desc)
+        self.copied = copied_write_backs(region, descriptors)  # write-backs returned, not aliased
+        self.copied_values: list[str] = []
 
     def fresh(self, base: str) -> str:
         name, k = base, 0
@@ -107,6 +112,7 @@ class Translator:
                 f"fd.define_tensor(shape={list(desc.shape)}, contiguity={list(desc.contiguity)}, "
                 f"dtype={NV_DTYPES[desc.dtype]}, stride_order={list(desc.stride_order)})"
             )
+            self.flags[proxy.name] = tuple(s == 1 for s in desc.shape)
         else:
             expr = f"fd.define_scalar(None, dtype={NV_DTYPES[SCALAR_DTYPES[desc.python_type]]})"
         self.var[proxy.name] = self.emit(proxy.name, expr)
@@ -184,10 +190,9 @@ class Translator:
     def finish(self, name: str) -> str:
         """The whole `def name(fd): ...` source, outputs added."""
         returned: set[str] = set()
-        for p in self.region.outputs:
-            var = self.tensor(p)
+        for var in [self.tensor(p) for p in self.region.outputs] + self.copied_values:
             if var in self.inputs or var in returned:
-                var = self.emit(f"{p.name}_out", f"fd.ops.set({var})")
+                var = self.emit(f"{var}_out", f"fd.ops.set({var})")
             self.lines.append(f"fd.add_output({var})")
             returned.add(var)
         body = "\n".join(f"    {line}" for line in self.lines) or "    pass"
@@ -251,6 +256,9 @@ def _reduction(op: str) -> Translate:
         a, dims = bsym.args
         compute = dtypes.compute_dtype(a.dtype)
         x = tx.compute(a, compute)
+        held = tx.flags.get(a.name, ())
+        if any(held[d] and not is_unit(a.shape[d]) for d in dims if d < len(held)):
+            x = _materialized(tx, a, tx.sizes(a.shape))
         if not dims:
             expr = f"fd.ops.set({x})"
         elif op in ("sum", "prod") and a.dtype is torch.int32:
@@ -284,6 +292,22 @@ def _slice(tx: Translator, x: str, bsym: BoundSymbol) -> str:
         f"fd.ops.slice({x}, start_indices={tx.sizes(starts)}, end_indices=[{', '.join(rendered)}], "
         f"strides={tx.sizes(steps)}, manual_normalization=True)"
     )
+
+
+def _broadcast_in_dim(tx: Translator, x: str, bsym: BoundSymbol) -> str:
+    # NOTE: a size-1 iteration dim is removed behind a segment_set before it is broadcast: a slice's
+    # by a squeeze, any other (squeeze and reshape fail on them) by a sum. See nvfuser_broadcast.py.
+    a, shape, dims = bsym.args
+    held = tx.flags.get(a.name, ())
+    removed = [i for i in expanded_unit_dims(bsym) if i < len(held) and not held[i]]
+    if removed:
+        x = tx.emit(f"{a.name}_seg", f"fd.ops.segment_set({x})")
+        if _sliced_source(tx.region, a) is not None:
+            x = tx.emit(f"{a.name}_sq", f"fd.ops.squeeze({x}, dims={removed})")
+        else:  # a sum over size-1 dims is exact
+            x = tx.emit(f"{a.name}_sq", f"fd.ops.sum({x}, dims={removed})")
+        dims = [d for i, d in enumerate(dims) if i not in removed]
+    return f"fd.ops.broadcast_in_dim({x}, shape={tx.sizes(shape)}, broadcast_dims={list(dims)})"
 
 
 def _squeeze(tx: Translator, x: str, bsym: BoundSymbol) -> str:
@@ -342,7 +366,28 @@ def _copy_to(tx: Translator, bsym: BoundSymbol) -> None:
         lambda: f"{tx.region.name}: write-back target {buffer.name} is not an input of the fusion",
         TranslationError,
     )
-    tx.lines.append(f"fd.add_output(fd.ops.set({tx.tensor(computed)}), alias_input={target})")
+    value = tx.tensor(computed)
+    if tx.copied:
+        tx.copied_values.append(value)
+        return
+    if any(tx.flags.get(computed.name, ())):
+        sizes = ", ".join(f"fd.ops.size({target}, dim={d})" for d in range(len(computed.shape)))
+        value = _materialized(tx, computed, f"[{sizes}]")
+        if computed.dtype not in (torch.bool, dtypes.compute_dtype(computed.dtype)):
+            value = tx.emit(f"{computed.name}_full_cast", f"fd.ops.cast({value}, dtype={NV_DTYPES[computed.dtype]})")
+    tx.lines.append(f"fd.add_output(fd.ops.set({value}), alias_input={target})")
+
+
+def _materialized(tx: Translator, p: TensorProxy, sizes: str) -> str:
+    # NOTE: aliasing a value with (expanded) broadcast dims to an input, or reducing over one, went
+    # wrong in nvfuser_direct 0.2.36 (see nvfuser_broadcast.py); adding zeros makes them iteration dims.
+    dtype = p.dtype
+    compute = dtypes.compute_dtype(dtype) if dtype is not torch.bool else torch.bool
+    zero = _literal(0, compute)
+    zeros = f"fd.ops.full(shape={sizes}, fill_value=fd.define_scalar({zero}, dtype={NV_DTYPES[compute]}), "
+    zeros += f"dtype={NV_DTYPES[compute]})"
+    op = "logical_or" if dtype is torch.bool else "add"
+    return tx.emit(f"{p.name}_full", f"fd.ops.{op}({tx.compute(p, compute)}, {zeros})")
 
 
 _UNARY_OPS = {p: p.value for p in UNARY} | {Prim.BITWISE_NOT: "bitwise_not"}
@@ -362,9 +407,7 @@ TRANSLATIONS: dict[Prim, Translate] = {
     Prim.PROD: _reduction("prod"),
     Prim.AMAX: _reduction("max"),
     Prim.AMIN: _reduction("min"),
-    Prim.BROADCAST_IN_DIM: _data_movement(
-        lambda tx, x, b: f"fd.ops.broadcast_in_dim({x}, shape={tx.sizes(b.args[1])}, broadcast_dims={list(b.args[2])})"
-    ),
+    Prim.BROADCAST_IN_DIM: _data_movement(_broadcast_in_dim),
     Prim.RESHAPE: _data_movement(lambda tx, x, b: f"fd.ops.reshape({x}, new_shape={tx.sizes(b.args[1])})"),
     Prim.PERMUTE: _data_movement(lambda tx, x, b: f"fd.ops.permute({x}, dims={list(b.args[1])})"),
     Prim.SLICE: _data_movement(_slice),
@@ -438,7 +481,8 @@ def fusion_source(
 ) -> tuple[str, str, set[str]]:
     """(source of `def <fn>(fd)`, fn name, names of scalar inputs used as sizes) for `region`."""
     if descriptors is None:
-        descriptors = [default_descriptor(p) for p in region.inputs]
+        iteration = iteration_inputs(region)
+        descriptors = [default_descriptor(p, p.name in iteration) for p in region.inputs]
     tx = Translator(region, descriptors)
     for bsym in region.bsyms:
         translate = TRANSLATIONS.get(bsym.sym)
@@ -448,5 +492,8 @@ def fusion_source(
             TranslationError,
         )
         translate(tx, bsym)
+        for out in bsym.outputs:
+            if isinstance(out, TensorProxy):
+                tx.flags[out.name] = output_flags(bsym, tx.flags)
     fn_name = region.name.lower().replace("nvfusion", "nvfusion_")
     return tx.finish(fn_name), fn_name, tx.shape_scalars

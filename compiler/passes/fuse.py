@@ -427,7 +427,9 @@ class _Partitioner:
             for key, p in defined.items()
             if key in self.output_ids or any(j not in inside for j in self.readers.get(key, ()))
         ]
-        return Region(f"nvFusion{number}", tuple(bsyms), tuple(inputs.values()), tuple(outputs))
+        targets = {b.args[1].name for b in self.bsyms if b.sym is Prim.COPY_TO}
+        written = frozenset(p.name for p in inputs.values() if p.name in targets)
+        return Region(f"nvFusion{number}", tuple(bsyms), tuple(inputs.values()), tuple(outputs), written)
 
 
 def partition(trace: Trace, executors: Sequence[Any]) -> Partition:

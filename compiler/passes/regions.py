@@ -132,12 +132,14 @@ class Decision:
 
 @dataclass(frozen=True)
 class Region:
-    """A fused region: its prims in trace order, the values it reads and the values it returns."""
+    """A fused region: its prims in trace order, the values it reads and the values it returns;
+    `written`: names of its inputs that the trace writes back (inside the region or after it)."""
 
     name: str
     bsyms: tuple[BoundSymbol, ...]
     inputs: tuple[Proxy, ...]
     outputs: tuple[Proxy, ...]
+    written: frozenset[str] = frozenset()
 
 
 class FusionExecutor(Protocol):

@@ -78,3 +78,25 @@ def test_decode_updates_the_caches_as_eager() -> None:
         torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
     torch.testing.assert_close(compiled_caches, eager_caches, rtol=2e-2, atol=2e-2)
     assert compiler.cache_stats(jitted).misses == 1
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+@pytest.mark.parametrize("position", [0, 1023])
+def test_token_and_position_embeddings_then_layer_norm(batch: int, position: int) -> None:
+    # GPT-2 decode's first fusion: nvFuser read garbage when the [1] position index was declared
+    # broadcast (nvfuser_direct 0.2.36, H100); now indices are declared with iteration dims.
+    torch.manual_seed(batch + position)
+    wte = torch.randn(50304, 768, device=DEVICE, dtype=torch.bfloat16)
+    wpe = torch.randn(1024, 768, device=DEVICE, dtype=torch.bfloat16)
+    weight, bias = torch.randn(768, device=DEVICE), torch.randn(768, device=DEVICE)
+
+    def first_block_input(wte, wpe, weight, bias, tokens, positions):
+        x = F.embedding(tokens, wte) + F.embedding(positions, wpe)
+        return F.layer_norm(x.float(), (768,), weight, bias)
+
+    jitted = compiler.jit(first_block_input, fallback=False)
+    for _ in range(3):
+        tokens = torch.randint(0, 50304, (batch, 1), device=DEVICE)
+        positions = torch.tensor([position], device=DEVICE)
+        args = (wte, wpe, weight, bias, tokens, positions)
+        torch.testing.assert_close(jitted(*args), first_block_input(*args), rtol=2e-2, atol=2e-2)

@@ -30,3 +30,17 @@ def test_a_planted_bug_is_found_and_minimized(monkeypatch: pytest.MonkeyPatch) -
     assert summary.failures, "the planted bug was not found"
     minimized = summary.failures[0][0]
     assert "torch.sin" in minimized and minimized.count("\n    v") <= 2, minimized
+
+
+def test_a_refusal_that_falls_back_to_the_right_result_is_counted_not_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_jit = fuzz_nvfuser.compiler.jit
+
+    def refusing_jit(fn, *, fallback=True, **options):
+        if not fallback:
+            raise RuntimeError("planted refusal")
+        return real_jit(fn, **options)
+
+    monkeypatch.setattr(fuzz_nvfuser.compiler, "jit", refusing_jit)
+    summary = fuzz_nvfuser.fuzz(2, 10, "cpu", ["torch"])
+    assert not summary.failures and summary.refused == {"RuntimeError: planted refusal": 10}, str(summary)
+    assert "10 x RuntimeError: planted refusal" in str(summary)

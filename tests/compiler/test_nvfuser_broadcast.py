@@ -1,0 +1,82 @@
+"""Size-1 dims in fusion definitions (compiler/executors/nvfuser_broadcast.py): which inputs are
+declared with iteration dims, squeezes before broadcasting a size-1 iteration dim, and write-backs
+of broadcast values materialised; each program also runs end to end on the CPU double of nvFuser
+and matches eager."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import compiler
+from compiler.executors.nvfuser import region_fusions
+from compiler.executors.nvfuser_broadcast import iteration_inputs
+from compiler.executors.nvfuser_translate import fusion_source
+from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("fake_nvfuser")
+
+
+def _fusions(fn, *args):
+    jfn = compiler.jit(fn, executors=["nvfuser", "torch"], fallback=False)
+    eager_args, jit_args = [a.clone() for a in args], [a.clone() for a in args]
+    got, want = jfn(*jit_args), fn(*eager_args)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(jit_args, eager_args)
+    fusions = region_fusions(compiler.last_traces(jfn)[-1])
+    return [(f.region, fusion_source(f.region, f.descriptors())[0]) for f in fusions]
+
+
+def embeddings_then_norm(wte, wpe, tokens, position):
+    return F.layer_norm(F.embedding(tokens, wte) + F.embedding(position, wpe), (wte.shape[1],))
+
+
+def test_indices_are_declared_with_iteration_dims():
+    wte, wpe = torch.randn(50, 16), torch.randn(20, 16)
+    for batch in (1, 3):
+        tokens, position = torch.randint(0, 50, (batch, 1)), torch.tensor([7])
+        [(region, source)] = _fusions(embeddings_then_norm, wte, wpe, tokens, position)
+        assert iteration_inputs(region) == {"tokens", "position"}
+        assert "position = fd.define_tensor(shape=[-1], contiguity=[True]" in source
+        assert "wte = fd.define_tensor(shape=[-1, -1]" in source
+
+
+def sum_written_elsewhere(a0, a1):
+    v0 = torch.sum(a0, 0)
+    a1.copy_(v0)
+    return v0, torch.neg(a0)
+
+
+def test_a_broadcast_value_written_back_is_materialised():
+    [(region, source)] = _fusions(sum_written_elsewhere, torch.randn(2), torch.randn(2))
+    assert region.written == {"a1"}
+    assert "fd.ops.full(shape=[fd.ops.size(a1, dim=0)]" in source
+    assert "alias_input=a1" in source
+
+
+def test_a_written_value_without_broadcast_dims_is_not():
+    def scale(a):
+        a.mul_(2)
+        return torch.neg(a)
+
+    [(_, source)] = _fusions(scale, torch.randn(3, 4))
+    assert "fd.ops.full" not in source
+
+
+def add_size_one_slice(a0):
+    return torch.neg(a0), a0 + a0[..., 1:2]
+
+
+def test_a_size_one_slice_is_squeezed_before_it_is_broadcast():
+    [(_, source)] = _fusions(add_size_one_slice, torch.randn(3, 5))
+    assert "fd.ops.squeeze(" in source and "fd.ops.segment_set(" in source
+
+
+def test_broadcast_size_one_inputs_are_broadcast_without_a_squeeze():
+    def bias(x, b):
+        return torch.relu(x + b)
+
+    [(region, source)] = _fusions(bias, torch.randn(4, 6), torch.randn(1, 6))
+    assert iteration_inputs(region) == set()
+    assert "fd.ops.squeeze" not in source and "shape=[1, -1]" in source
