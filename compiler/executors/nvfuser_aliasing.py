@@ -48,10 +48,13 @@ def copied_write_backs(region: Region, descriptors: Sequence[TensorDesc | Scalar
         order = list(getattr(descriptors[i], "stride_order", ()))
         if order != sorted(order, reverse=True):
             return True
-    values = {b.args[0].name for b in region.bsyms if b.sym is Prim.COPY_TO}
-    if any(p.name in values for b in region.bsyms if b.sym is not Prim.COPY_TO for p in b.inputs):
-        return True  # the written value is also used otherwise
-    if any(p.name in values for p in region.outputs):
+    # the written value flowing into a regular output (not only into other write-backs: an Adam step
+    # reads its new moments to update the parameter, and stays aliased in one kernel per parameter)
+    reused = {b.args[0].name for b in region.bsyms if b.sym is Prim.COPY_TO}
+    for b in region.bsyms:
+        if b.sym is not Prim.COPY_TO and any(p.name in reused for p in b.inputs):
+            reused.update(p.name for p in b.outputs)
+    if any(p.name in reused for p in region.outputs):
         return True
     buffers = [region.inputs[i] for i in written]
     tainted = {p.name for p in buffers}

@@ -60,6 +60,15 @@ def add_column_sums(a0, a1):
     return (torch.neg(a0),)
 
 
+def adam_like(param, moment, grad):
+    moment.mul_(0.9).add_(grad, alpha=0.1)
+    param.add_(moment, alpha=-0.01)
+
+
+def test_a_written_value_read_only_by_other_write_backs_stays_aliased():
+    assert not _copied(adam_like, torch.randn(4, 8), torch.randn(4, 8), torch.randn(4, 8))
+
+
 def test_an_elementwise_read_of_the_old_value_stays_aliased():
     assert not _copied(read_old_then_write, torch.randn(4, 8), torch.randn(4, 8))
 
