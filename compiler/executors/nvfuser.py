@@ -126,6 +126,7 @@ class NvFuserRunner:
         self.by_key: dict[tuple, tuple[Any, list[int]]] = {}  # -> (definition, buffers it returns to copy)
         self.by_descriptor: dict[tuple, tuple[Any, list[int]]] = {}
         self.written_idx = [i for i, p in enumerate(region.inputs) if p.name in region.written]
+        self.iteration = iteration_inputs(region)
         self.shape_scalar_idx: list[int] = []
         self.seen_compile_keys: set[tuple] = set()
         self.device: int | None = None
@@ -136,8 +137,7 @@ class NvFuserRunner:
     def definition(self, fusion: NvFusion, args: tuple, key: tuple) -> tuple[Any, list[int]]:
         """The FusionDefinition for these arguments (defined on first sight of their descriptor), and
         the inputs whose written values it returns for the runner to copy (nvfuser_aliasing.py)."""
-        iteration = iteration_inputs(self.region)
-        descriptors = tuple(describe(p, a, p.name in iteration) for p, a in zip(self.region.inputs, args))
+        descriptors = tuple(describe(p, a, p.name in self.iteration) for p, a in zip(self.region.inputs, args))
         entry = self.by_descriptor.get(descriptors)
         if entry is None:
             source, fn_name, shape_scalars = fusion_source(self.region, descriptors)

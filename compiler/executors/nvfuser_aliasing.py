@@ -26,11 +26,10 @@ from collections.abc import Sequence
 
 import torch
 
+from compiler.executors.nvfuser_broadcast import is_unit
 from compiler.executors.nvfuser_descriptors import ScalarDesc, TensorDesc
 from compiler.passes.fuse import Region
-from compiler.prims import BINARY, UNARY, Prim
-
-_ELEMENTWISE = frozenset(UNARY | BINARY) | {Prim.WHERE, Prim.CONVERT_ELEMENT_TYPE, Prim.POW, Prim.COPY_TO}
+from compiler.prims import ELEMENTWISE, Prim
 
 
 def written_inputs(region: Region) -> list[int]:
@@ -50,22 +49,23 @@ def copied_write_backs(region: Region, descriptors: Sequence[TensorDesc | Scalar
             return True
     # the written value flowing into a regular output (not only into other write-backs: an Adam step
     # reads its new moments to update the parameter, and stays aliased in one kernel per parameter)
-    reused = {b.args[0].name for b in region.bsyms if b.sym is Prim.COPY_TO}
-    for b in region.bsyms:
-        if b.sym is not Prim.COPY_TO and any(p.name in reused for p in b.inputs):
-            reused.update(p.name for p in b.outputs)
-    if any(p.name in reused for p in region.outputs):
+    if _reaches_an_output(region, {b.args[0].name for b in region.bsyms if b.sym is Prim.COPY_TO}):
         return True
     buffers = [region.inputs[i] for i in written]
-    tainted = {p.name for p in buffers}
-    for b in region.bsyms:
-        if b.sym is not Prim.COPY_TO and any(p.name in tainted for p in b.inputs):
-            tainted.update(p.name for p in b.outputs)
-    if not any(p.name in tainted for p in region.outputs):
+    if not _reaches_an_output(region, {p.name for p in buffers}):
         return False
-    size_one = any(all(type(s) is int and s == 1 for s in p.shape) for p in buffers)
-    elementwise = all(b.sym in _ELEMENTWISE for b in region.bsyms)
+    size_one = any(all(map(is_unit, p.shape)) for p in buffers)
+    elementwise = all(b.sym in ELEMENTWISE or b.sym is Prim.COPY_TO for b in region.bsyms)
     return size_one or not elementwise
+
+
+def _reaches_an_output(region: Region, names: set[str]) -> bool:
+    """True when a regular output of `region` is computed from one of the values `names`."""
+    reached = set(names)
+    for b in region.bsyms:
+        if b.sym is not Prim.COPY_TO and any(p.name in reached for p in b.inputs):
+            reached.update(p.name for p in b.outputs)
+    return any(p.name in reached for p in region.outputs)
 
 
 def shares_memory(output: object, buffers: Sequence[torch.Tensor]) -> bool:

@@ -24,11 +24,10 @@ from collections.abc import Mapping
 
 from compiler.core.ir import BoundSymbol, TensorProxy
 from compiler.passes.fuse import Region
-from compiler.prims import BINARY, UNARY, Prim
+from compiler.prims import ELEMENTWISE, Prim
 
 Flags = tuple[bool, ...]  # per dim: True where nvFuser may hold it as a broadcast dim
 
-_ELEMENTWISE = frozenset(UNARY | BINARY) | {Prim.WHERE, Prim.CONVERT_ELEMENT_TYPE, Prim.POW}
 _REDUCTIONS = frozenset({Prim.SUM, Prim.PROD, Prim.AMAX, Prim.AMIN})
 _INDEX_VIEWS = frozenset({Prim.RESHAPE, Prim.SQUEEZE, Prim.PERMUTE, Prim.CONVERT_ELEMENT_TYPE})
 
@@ -68,14 +67,12 @@ def output_flags(bsym: BoundSymbol, flags: Mapping[str, Flags]) -> Flags:
     """The broadcast flags of `bsym`'s (first) output, from its operands' flags."""
     out = bsym.output
     sym = bsym.sym
-    if sym in _ELEMENTWISE:
+    if sym in ELEMENTWISE:
         operands = [flags.get(a.name, _by_size(a)) for a in bsym.args if isinstance(a, TensorProxy)]
         return tuple(all(f[d] for f in operands) for d in range(len(out.shape)))
     first = bsym.args[0] if bsym.args and isinstance(bsym.args[0], TensorProxy) else None
     source = flags.get(first.name, _by_size(first)) if first is not None else ()
-    if sym in _REDUCTIONS:
-        return tuple(f for d, f in enumerate(source) if d not in bsym.args[1])
-    if sym is Prim.SQUEEZE:
+    if sym in _REDUCTIONS or sym is Prim.SQUEEZE:
         return tuple(f for d, f in enumerate(source) if d not in bsym.args[1])
     if sym is Prim.PERMUTE:
         return tuple(source[d] for d in bsym.args[1])

@@ -152,6 +152,7 @@ class _Partitioner:
         self.bsyms = list(trace.bsyms)
         self.reasons: dict[int, tuple[Reason, str]] = {}
         self.output_ids = {id(p) for p in proxies_in(trace.output)}
+        self.written = {b.args[1].name for b in self.bsyms if b.sym is Prim.COPY_TO}  # write-back targets
         self.readers: dict[int, list[int]] = {}
         for i, bsym in enumerate(self.bsyms):
             for p in bsym.inputs:
@@ -427,8 +428,7 @@ class _Partitioner:
             for key, p in defined.items()
             if key in self.output_ids or any(j not in inside for j in self.readers.get(key, ()))
         ]
-        targets = {b.args[1].name for b in self.bsyms if b.sym is Prim.COPY_TO}
-        written = frozenset(p.name for p in inputs.values() if p.name in targets)
+        written = frozenset(p.name for p in inputs.values() if p.name in self.written)
         return Region(f"nvFusion{number}", tuple(bsyms), tuple(inputs.values()), tuple(outputs), written)
 
 
