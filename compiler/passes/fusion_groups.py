@@ -119,16 +119,18 @@ class Groups:
 
     def path_via_other(self, src: int, dst: int) -> int | None:
         """A group other than src/dst on some path src -> ... -> dst, or None when there is none."""
-        stack = [(s, s) for s in self.succ[src] if s != dst]
+        succ, lo, last = self.succ, self.lo, self.hi[dst]
+        stack = [(s, s) for s in succ[src] if s != dst]
         seen = set()
         while stack:
             g, first = stack.pop()
             if g == dst:
                 return first
-            if g in seen or self.lo[g] >= self.hi[dst]:
+            if g in seen or lo[g] >= last:
                 continue  # NOTE: edges go forward in trace order, so g cannot reach dst.
             seen.add(g)
-            stack.extend((s, first) for s in self.succ[g])
+            # NOTE: entries the test above would skip when popped are not pushed (same result).
+            stack.extend((s, first) for s in succ[g] if s == dst or (s not in seen and lo[s] < last))
         return None
 
     # -- questions about the union of two groups (roots a and b) ------------------------------
