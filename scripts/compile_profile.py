@@ -22,11 +22,11 @@ GPU; `--profile N` adds the N costliest functions of the first call (cProfile, c
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import cProfile
 import io
 import pstats
-import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -35,62 +35,73 @@ from typing import Any
 import torch
 
 import compiler
+import compiler.examine
+from compiler.core.ir import Trace
 from compiler.executors import nvfuser as nvfuser_module
+from compiler.passes import PASS_OBSERVERS
 from compiler.runtime import pipeline
 from compiler.tracing import frontend
 
 PROGRAMS = ("gpt2-train", "gpt2-forward", "adam-gpt2")
-_TOOK = re.compile(r"^(\S+) \(took ([0-9.]+) ms\)$")
 
 
 class Timers:
-    """Wall time per label, accumulated by functions wrapped with `wrap`."""
+    """Wall time per step, as paths of labels: a step timed inside another is its child."""
 
     def __init__(self) -> None:
-        self.seconds: dict[str, float] = defaultdict(float)
-        self.depth = 0
+        self.seconds: dict[tuple[str, ...], float] = defaultdict(float)
+        self.stack: list[str] = []
 
     def wrap(self, label: str, fn: Callable) -> Callable:
-        """`fn`, its outermost calls timed under `label` (a nested timed call counts only once)."""
+        """`fn`, each call timed under `label` (below the steps it runs inside)."""
 
         def timed(*args: Any, **kwargs: Any) -> Any:
-            if self.depth:
-                return fn(*args, **kwargs)
-            self.depth += 1
+            self.stack.append(label)
+            path = tuple(self.stack)
+            self.seconds.setdefault(path, 0.0)  # NOTE: rows in the order the steps start
             start = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.seconds[label] += time.perf_counter() - start
-                self.depth -= 1
+                self.seconds[path] += time.perf_counter() - start
+                self.stack.pop()
 
         return timed
 
+    def observe_pass(self, name: str, trace: Trace, took_ms: float) -> None:
+        """A `PASS_OBSERVERS` entry: the pass's own record of its time, under the running step."""
+        self.seconds[(*self.stack, f"{trace.name}: {name}")] += took_ms / 1e3
 
-# (object, attribute, label): the pipeline steps that no pass provenance times.
+
+# (owner, attribute, label): the pipeline's steps that are not `@trace_pass` passes.
 def _timed_steps() -> list[tuple[Any, str, str]]:
     return [
         (frontend, "trace", "tracing"),
         (pipeline, "grad_guard", "grad guard"),
-        (pipeline, "joint", "autodiff (joint)"),
+        (pipeline, "joint", "autodiff (joint trace)"),
+        (pipeline, "split_backward", "split_backward (min-cut)"),
         (pipeline, "check_writebacks", "check_writebacks"),
         (pipeline, "compile_trace", "codegen"),
         (pipeline, "compile_prologue", "prologue codegen"),
-        (pipeline, "_partial_backward", "backward for present cotangents"),
+        (pipeline._FullBackward, "compiled", "backward compile (every cotangent)"),
+        (pipeline, "_partial_backward", "backward compile (cotangents present)"),
         (nvfuser_module.NvFuserRunner, "definition", "nvFuser definitions"),
     ]
 
 
 @contextlib.contextmanager
 def timing(timers: Timers) -> Iterator[None]:
-    """Wraps the pipeline's steps (`_timed_steps`) with `timers` while inside."""
-    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in _timed_steps()]
+    """Wraps the pipeline's steps (`_timed_steps`) with `timers` and observes every pass while inside."""
+    steps = _timed_steps()
+    originals = [getattr(owner, name) for owner, name, _ in steps]
+    PASS_OBSERVERS.append(timers.observe_pass)
     try:
-        for (owner, name, label), (_, _, original) in zip(_timed_steps(), originals):
+        for (owner, name, label), original in zip(steps, originals):
             setattr(owner, name, timers.wrap(label, original))
         yield
     finally:
-        for owner, name, original in originals:
+        PASS_OBSERVERS.remove(timers.observe_pass)
+        for (owner, name, _), original in zip(steps, originals):
             setattr(owner, name, original)
 
 
@@ -113,8 +124,10 @@ def fake_nvfuser() -> Iterator[None]:
         nvfuser_module.unavailable_reason, nvfuser_module.nvfuser_direct, executor.claim = saved
 
 
-def program(name: str, model: str, tokens: tuple[int, int], device: torch.device) -> tuple[Any, Callable]:
-    """(the jitted function, a call of it: one step of the program)."""
+def program(
+    name: str, model: str, tokens: tuple[int, int], device: torch.device, fusion: dict | None = None
+) -> tuple[Any, Callable]:
+    """(the jitted function, a call of it: one step of the program); `fusion`: FusionOptions fields."""
     executors = ["nvfuser", "sdpa", "torch"] if nvfuser_module.unavailable_reason() is None else None
     if name == "adam-gpt2":
         from suites.adam_step import BETA1, BETA2, EPS, LR, PARAMETER_SETS, STEP, adam_step
@@ -125,7 +138,7 @@ def program(name: str, model: str, tokens: tuple[int, int], device: torch.device
             return [torch.randn(shape, device=device) for shape in shapes]
 
         params, grads, exp_avgs, exp_avg_sqs = tensors(), tensors(), tensors(), [t.abs() for t in tensors()]
-        jitted = compiler.jit(adam_step, executors=executors)
+        jitted = compiler.jit(adam_step, executors=executors, fusion=fusion)
         return jitted, lambda: jitted(params, grads, exp_avgs, exp_avg_sqs, STEP, LR, BETA1, BETA2, EPS)
 
     from suites._models.gpt import GPT, GPTConfig
@@ -136,7 +149,7 @@ def program(name: str, model: str, tokens: tuple[int, int], device: torch.device
     batch, length = tokens
     ids = torch.randint(0, config.vocab_size, (batch, length + 1), device=device)
     inputs, targets = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
-    jitted = compiler.jit(gpt, executors=executors)
+    jitted = compiler.jit(gpt, executors=executors, fusion=fusion)
     if name == "gpt2-forward":
         gpt.eval().requires_grad_(False)
         return jitted, lambda: jitted(inputs)
@@ -148,33 +161,14 @@ def program(name: str, model: str, tokens: tuple[int, int], device: torch.device
     return jitted, train
 
 
-def pass_rows(jitted: Any) -> dict[str, float]:
-    """Seconds per pass, from the provenance of the entry's forward and backward traces."""
-    entry = jitted.last_entry
-    rows: dict[str, float] = defaultdict(float)
-    seen: set[int] = set()
-    for prefix, traces in (("", entry.traces), ("backward ", entry.backward_traces)):
-        for trace in traces:
-            match = _TOOK.match(trace.provenance)
-            if match is None or id(trace) in seen:
-                continue
-            seen.add(id(trace))
-            name = match.group(1)
-            # NOTE: split_backward makes both the forward and the backward; it ran once.
-            label = name if name == "split_backward" else prefix + name
-            if name == "split_backward" and label in rows:
-                continue
-            rows[label] += float(match.group(2)) / 1e3
-    return rows
-
-
 def _synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
 
 
-def measure(call: Callable, jitted: Any, device: torch.device, profile: int) -> tuple[dict[str, float], str]:
-    """(seconds per row, the cProfile listing or ''), for the first call of `call` and a second one."""
+def measure(call: Callable, jitted: Any, device: torch.device, profile: int) -> tuple[list[tuple[str, float]], str]:
+    """(rows of (label, seconds), the cProfile listing or ''): the first call of `call`, step by
+    step, and a second call for comparison. Nested steps' labels are indented below their parent."""
     timers = Timers()
     profiler = cProfile.Profile() if profile else None
     with timing(timers):
@@ -191,16 +185,21 @@ def measure(call: Callable, jitted: Any, device: torch.device, profile: int) -> 
     _synchronize(device)
     again = time.perf_counter() - start
     compile_seconds = jitted.last_entry.compile_seconds
-    rows = dict(timers.seconds)
-    rows.update(pass_rows(jitted))
-    inside_compile = ("tracing", "grad guard", "autodiff (joint)", "check_writebacks", "codegen", "prologue codegen")
-    accounted = sum(v for k, v in rows.items() if k in inside_compile or k in pass_rows(jitted))
-    rows["other compile steps"] = max(compile_seconds - accounted, 0.0)
-    rows["compile (jit miss, total)"] = compile_seconds
-    outside_compile = ("nvFuser definitions", "backward for present cotangents")
-    rows["first run (the rest)"] = max(first - compile_seconds - sum(rows.get(k, 0.0) for k in outside_compile), 0.0)
-    rows["first call, total"] = first
-    rows["second call (cache hit)"] = again
+    rows: list[tuple[str, float]] = []
+    for path, seconds in timers.seconds.items():
+        rows.append(("  " * (len(path) - 1) + path[-1], seconds))
+    # NOTE: these top-level steps run outside the jit miss (at the first run or the first backward).
+    later = {"nvFuser definitions", "backward compile (every cotangent)", "backward compile (cotangents present)"}
+    inside = sum(seconds for path, seconds in timers.seconds.items() if len(path) == 1 and path[0] not in later)
+    outside = sum(seconds for path, seconds in timers.seconds.items() if len(path) == 1 and path[0] in later)
+    rows.append(("other compile steps", max(compile_seconds - inside, 0.0)))
+    rows.append(("first run (the rest)", max(first - compile_seconds - outside, 0.0)))
+    rows += [
+        ("= compile (the jit miss)", compile_seconds),
+        ("= host-side compile (all but the run)", compile_seconds + outside),
+        ("= first call, total", first),
+        ("= second call (a cache hit)", again),
+    ]
     listing = ""
     if profiler:
         out = io.StringIO()
@@ -209,17 +208,14 @@ def measure(call: Callable, jitted: Any, device: torch.device, profile: int) -> 
     return rows, listing
 
 
-def report(rows: dict[str, float]) -> str:
-    """The rows as a table: phases in the order they ran, then the totals."""
-    totals = [k for k in rows if k.startswith(("compile (", "first call", "second call"))]
-    first = rows["first call, total"] or 1.0
-    lines = [f"{'phase':<40} {'ms':>10} {'% of first call':>16}"]
-    for label, seconds in rows.items():
-        if label in totals:
-            continue
-        lines.append(f"{label:<40} {seconds * 1e3:>10.1f} {100 * seconds / first:>15.1f}%")
-    lines.append("-" * 68)
-    lines += [f"{label:<40} {rows[label] * 1e3:>10.1f}" for label in totals]
+def report(rows: list[tuple[str, float]]) -> str:
+    """The rows as a table: steps in the order they first ran (children indented), then totals."""
+    first = dict(rows)["= first call, total"] or 1.0
+    lines = [f"{'step':<48} {'ms':>10} {'% of first call':>16}"]
+    for label, seconds in rows:
+        if label.startswith("= ") and not lines[-1].startswith(("-", "=")):
+            lines.append("-" * 76)
+        lines.append(f"{label:<48} {seconds * 1e3:>10.1f} {100 * seconds / first:>15.1f}%")
     return "\n".join(lines)
 
 
@@ -231,24 +227,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, nargs=2, default=(1, 64), metavar=("BATCH", "LENGTH"))
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--fake-nvfuser", action="store_true", help="nvFuser executor on CPU (the test fake)")
+    parser.add_argument(
+        "--fusion", nargs="*", default=[], metavar="KEY=VALUE", help="FusionOptions, e.g. merge_same_shape=False"
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="compile afresh N times; each row's minimum")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="also list N functions (cProfile)")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     with fake_nvfuser() if args.fake_nvfuser else contextlib.nullcontext():
-        jitted, call = program(args.program, args.model, tuple(args.tokens), device)
-        rows, listing = measure(call, jitted, device, args.profile)
-    fusions = sum(1 for b in jitted.last_entry.traces[-1].bsyms if getattr(b.sym, "executor", None) == "nvfuser")
-    backward = jitted.last_entry.backward_traces
-    if backward:
-        fusions_bw = sum(1 for b in backward[-1].bsyms if getattr(b.sym, "executor", None) == "nvfuser")
-        fusions_text = f"{fusions} forward + {fusions_bw} backward fusions"
-    else:
-        fusions_text = f"{fusions} fusions"
-    print(
-        f"{args.program} (model {args.model}, tokens {tuple(args.tokens)}, device {device}, "
-        f"nvFuser {'fake' if args.fake_nvfuser else 'real' if nvfuser_module.unavailable_reason() is None else 'off'}"
-        f"): {len(jitted.last_entry.traces[0].bsyms)} traced ops, {fusions_text}"
-    )
+        fusion = {key: ast.literal_eval(value) for key, value in (item.split("=", 1) for item in args.fusion)}
+        runs = []
+        for _ in range(max(args.repeat, 1)):
+            jitted, call = program(args.program, args.model, tuple(args.tokens), device, fusion)
+            runs.append(measure(call, jitted, device, args.profile))
+    rows = [(label, min(dict(r)[label] for r, _ in runs)) for label, _ in runs[0][0]]
+    listing = runs[-1][1]
+    nvfuser = "fake" if args.fake_nvfuser else "real" if nvfuser_module.unavailable_reason() is None else "off"
+    counts = f"{len(jitted.last_entry.traces[0].bsyms)} traced ops"
+    if nvfuser != "off":
+        fused = compiler.examine.stats(jitted)
+        counts += f", {fused.definitions} nvFuser definitions ({fused.reused} regions reusing one)"
+    print(f"{args.program} (model {args.model}, tokens {tuple(args.tokens)}, {device}, nvFuser {nvfuser}): {counts}")
     print(report(rows))
     if listing:
         print(listing)
