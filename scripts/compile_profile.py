@@ -1,22 +1,26 @@
-"""Where one compilation of a big program spends its time: a per-phase wall-time breakdown.
+"""Where one compilation of a big program spends its time: a per-step wall-time breakdown.
 
     PYTHONPATH=. python -m scripts.compile_profile --program gpt2-train|gpt2-forward|adam-gpt2
-        [--model small|tiny] [--tokens 1 64] [--device cpu|cuda] [--fake-nvfuser] [--profile 30]
+        [--model small|tiny] [--tokens 1 64] [--device cpu|cuda] [--fake-nvfuser]
+        [--fusion merge_same_shape=False ...] [--repeat 3] [--profile 30]
 
 Programs (the suites' own code): `gpt2-train` is suites/gpt2.py's training step through
-`compiler.jit(model)` (forward with cross entropy, then `loss.backward()` through the compiler's
-backward); `gpt2-forward` the model in eval mode, no grad; `adam-gpt2` suites/adam_step.py's
-`adam_step` over the 148 parameter tensors of GPT-2 small (or GPT-tiny's with --model tiny).
+`compiler.jit(model)` (bf16 forward with cross entropy, then `loss.backward()` through the
+compiler's backward); `gpt2-forward` the model in eval mode without grad; `adam-gpt2`
+suites/adam_step.py's `adam_step` over GPT-2 small's 148 parameter tensors (GPT-tiny's with
+--model tiny). Uses nvFuser when it can run here, or its CPU test fake with --fake-nvfuser (run
+from the repository root), so that fusion and definition building run as they do on a GPU.
 
-One jitted function is called once (its compilation) and again (a cache hit, for comparison).
-The rows are the compilation's phases: tracing, each pass as the trace it made records it
-(`# Constructed by <pass> (took N ms)`), and timers wrapped around the pipeline's other steps
-(autodiff's joint trace, code generation of each trace, the prologue, building nvFuser fusion
-definitions on a fusion's first call, compiling the backward for the cotangents a `backward()`
-provides). "first run" is the rest of the first call: running the computation, nvFuser's own
-compilation of each definition included. `--fake-nvfuser` runs the nvFuser executor on CPU
-against tests/compiler/fake_nvfuser.py, so the fusion pass and definition building run as on a
-GPU; `--profile N` adds the N costliest functions of the first call (cProfile, cumulative).
+A fresh jitted function is called once (the compilation) and once more (a cache hit). Rows, in
+the order the steps started, a step's inner steps indented below it: each pass, as it records its
+own time (`# Constructed by <pass> (took N ms)`, reported through `compiler.passes.PASS_OBSERVERS`)
+and named after the trace it made (computation, forward, backward, prologue); timers around the
+pipeline's other steps (tracing, autodiff, the min-cut split, code generation, building nvFuser
+definitions, compiling a backward on the first `backward()`); "first run (the rest)": running
+the program, nvFuser compiling its kernels included. "host-side compile" is everything but that.
+Then the slowest first runs of single fusions (definition + nvFuser compilation + run; on a GPU
+each is synchronised) and, with --profile N, cProfile's N costliest functions of the first call.
+--repeat N compiles N times and shows each row's minimum (for a busy machine).
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ class Timers:
     def __init__(self) -> None:
         self.seconds: dict[tuple[str, ...], float] = defaultdict(float)
         self.stack: list[str] = []
+        self.listing = ""  # cProfile's, when asked for
+        self.first_runs: list[tuple[str, int, int, int, float]] = []  # (fusion, ops, inputs, outputs, seconds)
 
     def wrap(self, label: str, fn: Callable) -> Callable:
         """`fn`, each call timed under `label` (below the steps it runs inside)."""
@@ -65,6 +71,25 @@ class Timers:
             finally:
                 self.seconds[path] += time.perf_counter() - start
                 self.stack.pop()
+
+        return timed
+
+    def wrap_first_runs(self, run: Callable, synchronize: Callable[[], None]) -> Callable:
+        """`NvFuserRunner.run`, each fusion's first call with new input layouts (building its
+        definition, nvFuser compiling it, running it) timed into `first_runs`."""
+
+        def timed(runner: Any, fusion: Any, args: tuple, key: tuple) -> Any:
+            if key in runner.by_key:
+                return run(runner, fusion, args, key)
+            start = time.perf_counter()
+            outputs = run(runner, fusion, args, key)
+            synchronize()
+            region = fusion.region
+            self.first_runs.append(
+                (f"#{len(self.first_runs)} {fusion.name}", len(region.bsyms), len(region.inputs),
+                 len(region.outputs), time.perf_counter() - start)
+            )  # fmt: skip
+            return outputs
 
         return timed
 
@@ -90,14 +115,17 @@ def _timed_steps() -> list[tuple[Any, str, str]]:
 
 
 @contextlib.contextmanager
-def timing(timers: Timers) -> Iterator[None]:
-    """Wraps the pipeline's steps (`_timed_steps`) with `timers` and observes every pass while inside."""
-    steps = _timed_steps()
+def timing(timers: Timers, device: torch.device) -> Iterator[None]:
+    """Wraps the pipeline's steps (`_timed_steps`) and fusions' first runs with `timers`, and
+    observes every pass, while inside."""
+    runner = nvfuser_module.NvFuserRunner
+    steps = [(runner, "run", timers.wrap_first_runs(runner.run, lambda: _synchronize(device)))]
+    steps += [(owner, name, timers.wrap(label, getattr(owner, name))) for owner, name, label in _timed_steps()]
     originals = [getattr(owner, name) for owner, name, _ in steps]
     PASS_OBSERVERS.append(timers.observe_pass)
     try:
-        for (owner, name, label), original in zip(steps, originals):
-            setattr(owner, name, timers.wrap(label, original))
+        for owner, name, replacement in steps:
+            setattr(owner, name, replacement)
         yield
     finally:
         PASS_OBSERVERS.remove(timers.observe_pass)
@@ -166,12 +194,12 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def measure(call: Callable, jitted: Any, device: torch.device, profile: int) -> tuple[list[tuple[str, float]], str]:
-    """(rows of (label, seconds), the cProfile listing or ''): the first call of `call`, step by
-    step, and a second call for comparison. Nested steps' labels are indented below their parent."""
+def measure(call: Callable, jitted: Any, device: torch.device, profile: int) -> tuple[list[tuple[str, float]], Timers]:
+    """(rows of (label, seconds), the timers): the first call of `call`, step by step, and a
+    second call for comparison. Nested steps' labels are indented below their parent."""
     timers = Timers()
     profiler = cProfile.Profile() if profile else None
-    with timing(timers):
+    with timing(timers, device):
         start = time.perf_counter()
         if profiler:
             profiler.enable()
@@ -200,12 +228,11 @@ def measure(call: Callable, jitted: Any, device: torch.device, profile: int) -> 
         ("= first call, total", first),
         ("= second call (a cache hit)", again),
     ]
-    listing = ""
     if profiler:
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(profile)
-        listing = out.getvalue()
-    return rows, listing
+        timers.listing = out.getvalue()
+    return rows, timers
 
 
 def report(rows: list[tuple[str, float]]) -> str:
@@ -241,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
             jitted, call = program(args.program, args.model, tuple(args.tokens), device, fusion)
             runs.append(measure(call, jitted, device, args.profile))
     rows = [(label, min(dict(r)[label] for r, _ in runs)) for label, _ in runs[0][0]]
-    listing = runs[-1][1]
+    last = runs[-1][1]
     nvfuser = "fake" if args.fake_nvfuser else "real" if nvfuser_module.unavailable_reason() is None else "off"
     counts = f"{len(jitted.last_entry.traces[0].bsyms)} traced ops"
     if nvfuser != "off":
@@ -249,8 +276,13 @@ def main(argv: list[str] | None = None) -> int:
         counts += f", {fused.definitions} nvFuser definitions ({fused.reused} regions reusing one)"
     print(f"{args.program} (model {args.model}, tokens {tuple(args.tokens)}, {device}, nvFuser {nvfuser}): {counts}")
     print(report(rows))
-    if listing:
-        print(listing)
+    if last.first_runs:
+        slowest = sorted(last.first_runs, key=lambda run: -run[-1])[:8]
+        print(f"\nslowest first runs of {len(last.first_runs)} fusions (definition, nvFuser compilation, run):")
+        for name, ops, inputs, outputs, seconds in slowest:
+            print(f"  {name:<20} {ops:>5} ops {inputs:>4} inputs {outputs:>4} outputs {seconds * 1e3:>10.1f} ms")
+    if last.listing:
+        print(last.listing)
     return 0
 
 
