@@ -120,14 +120,15 @@ class _Partitioner:
         if a == b or not (g.claimed[a] and g.claimed[b]):
             return a == b
         for src, dst in ((a, b), (b, a)):
+            if horizontal:
+                if g.reaches_via_other(src, dst):
+                    return False
+                continue
             via = g.path_via_other(src, dst)
             if via is not None:
-                if not horizontal:
-                    blocker = _first_line(self.bsyms[min(g.members[via])])
-                    for x in (a, b):
-                        g.refused[x].append(
-                            f"merging with its producer's region would create a cycle through `{blocker}`"
-                        )
+                blocker = _first_line(self.bsyms[min(g.members[via])])
+                for x in (a, b):
+                    g.refused[x].append(f"merging with its producer's region would create a cycle through `{blocker}`")
                 return False
         if g.conflict(a, b):
             return False
@@ -148,6 +149,7 @@ class _Partitioner:
 
     def horizontal(self, g: Groups) -> None:
         small_size, same_shape = self.options.small_region_size, self.options.merge_same_shape
+        g.track_descendants()
         changed = True
         while changed:
             changed = False

@@ -101,6 +101,8 @@ class Groups:
         self.claimed = {i: claimed[i] for i in range(n)}
         self.refused: dict[int, list[str]] = {i: [] for i in range(n)}
         self.summary = {i: Summary.of(b, self._escapes_node(i, b)) for i, b in enumerate(bsyms)}
+        # root -> the roots it reaches (bit r set for root r), once `track_descendants` was called
+        self.descendants: dict[int, int] | None = None
 
     def _escapes_node(self, i: int, bsym: BoundSymbol) -> bool:
         # NOTE: a lone node's tensors leave it when returned or read by any other node.
@@ -133,6 +135,38 @@ class Groups:
             stack.extend((s, first) for s in succ[g] if s == dst or (s not in seen and lo[s] < last))
         return None
 
+    def track_descendants(self) -> None:
+        """From now on, keep for each group the groups it reaches (a bit set over roots; `merge`
+        updates them), so `reaches_via_other` answers without searching the graph."""
+        indegree = {g: len(self.pred[g]) for g in self.members}
+        order = [g for g, count in indegree.items() if count == 0]
+        for g in order:  # NOTE: Kahn's algorithm; `order` grows while it is walked
+            for s in self.succ[g]:
+                indegree[s] -= 1
+                if indegree[s] == 0:
+                    order.append(s)
+        if len(order) < len(self.members):
+            return  # NOTE: a cycle (never made by the fusion pass): questions keep searching the graph
+        descendants: dict[int, int] = {}
+        for g in reversed(order):
+            bits = 0
+            for s in self.succ[g]:
+                bits |= (1 << s) | descendants[s]
+            descendants[g] = bits
+        self.descendants = descendants
+
+    def reaches_via_other(self, src: int, dst: int) -> bool:
+        """Whether some path src -> ... -> dst goes through another group. From the tracked
+        descendants when kept: then every such path counts, also one `path_via_other` misses by
+        pruning at a group whose first node comes after dst's last (a merged group can reach back
+        to early nodes); merging src and dst there would make a cycle."""
+        if self.descendants is None:
+            return self.path_via_other(src, dst) is not None
+        # NOTE: a path through another group leaves src for a successor that reaches dst (dst
+        # itself reaches nothing of itself: the graph is acyclic).
+        bit = 1 << dst
+        return any(self.descendants[s] & bit for s in self.succ[src])
+
     # -- questions about the union of two groups (roots a and b) ------------------------------
     def conflict(self, a: int, b: int) -> bool:
         """Whether the union would write a buffer twice or write a buffer it computes."""
@@ -140,18 +174,19 @@ class Groups:
 
     def _escaping(self, a: int, b: int) -> set[int]:
         x, y = self.summary[a], self.summary[b]
+        # NOTE: a value leaving one group stays leaving the union unless the other reads it; only
+        # those are looked at again.
+        kept = (x.escaping - y.inputs) | (y.escaping - x.inputs)
         inside = (a, b)
-        return {
-            d
-            for d in (*x.escaping, *y.escaping)
-            if d in self.output_ids or any(self.find(j) not in inside for j in self.readers.get(d, ()))
-        }
+        for d in (x.escaping & y.inputs) | (y.escaping & x.inputs):
+            if d in self.output_ids or any(self.find(j) not in inside for j in self.readers.get(d, ())):
+                kept.add(d)
+        return kept
 
     def tensor_count(self, a: int, b: int) -> int:
         """How many tensors the union would read and write."""
         x, y = self.summary[a], self.summary[b]
-        reads = {d for d in x.reads if d not in y.tensors} | {d for d in y.reads if d not in x.tensors}
-        return len(reads) + len(self._escaping(a, b))
+        return len(_reads(x, y)) + len(self._escaping(a, b))
 
     def shares_input(self, a: int, b: int) -> bool:
         """Whether the two groups read a common tensor."""
@@ -166,9 +201,9 @@ class Groups:
         x.compute_ops += y.compute_ops
         if y.numel > x.numel:
             x.shape, x.numel = y.shape, y.numel
-        x.reads = {d for d in x.reads if d not in y.tensors} | {d for d in y.reads if d not in x.tensors}
-        for mine, theirs in ((x.inputs, y.inputs), (x.defined, y.defined), (x.tensors, y.tensors)):
-            mine |= theirs
+        x.reads = _reads(x, y)
+        x.inputs, x.defined = _union(x.inputs, y.inputs), _union(x.defined, y.defined)
+        x.tensors = _union(x.tensors, y.tensors)
         x.escaping = escaping
         x.writes |= y.writes
         for s in self.succ.pop(b):
@@ -188,11 +223,36 @@ class Groups:
         self.lo[a] = min(self.lo[a], self.lo.pop(b))
         self.hi[a] = max(self.hi[a], self.hi.pop(b))
         self.refused[a] += self.refused.pop(b)
+        if self.descendants is not None:
+            self._merge_descendants(a, b)
         return a
+
+    def _merge_descendants(self, a: int, b: int) -> None:
+        # NOTE: every new path goes through the merged group: a group reaching a or b now reaches
+        # what either reached; the merged group reaches that, not itself.
+        both = (1 << a) | (1 << b)
+        merged = (self.descendants[a] | self.descendants.pop(b)) & ~both
+        self.descendants[a] = merged
+        for g, bits in self.descendants.items():
+            if bits & both:
+                self.descendants[g] = (bits & ~(1 << b)) | (1 << a) | merged
 
     def roots(self) -> list[int]:
         """The groups' roots, in trace order of their first node."""
         return sorted(self.members, key=lambda g: self.lo[g])
+
+
+def _reads(x: Summary, y: Summary) -> set[int]:
+    """The tensors the union of x's and y's groups reads from outside it."""
+    return (x.reads - y.tensors) | (y.reads - x.tensors)
+
+
+def _union(mine: set[int], theirs: set[int]) -> set[int]:
+    """mine | theirs, made by adding the smaller set to the larger (both are the merged groups' own)."""
+    if len(mine) < len(theirs):
+        mine, theirs = theirs, mine
+    mine |= theirs
+    return mine
 
 
 def _conflict(x: Summary, y: Summary) -> bool:
