@@ -28,7 +28,7 @@ def without_stop_gradients(bsyms: Sequence[BoundSymbol], output: Any) -> list[Bo
     kept: list[BoundSymbol] = []
     for bsym in bsyms:
         if replacement:
-            swap = lambda p: replacement.get(id(p), p)  # noqa: E731
+            swap = lambda p: replacement.get(id(p), p)
             bsym = bsym.replace(args=map_proxies(bsym.args, swap), kwargs=map_proxies(bsym.kwargs, swap))
         if bsym.sym is Prim.STOP_GRADIENT:
             replacement[id(bsym.output)] = bsym.args[0]
