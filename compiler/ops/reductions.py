@@ -58,6 +58,14 @@ def expand_reduced(out: TensorProxy, shape: Sequence, dims: Sequence[int]) -> Te
     return prims.broadcast_in_dim(out, list(shape), [i for i in range(len(shape)) if i not in dims])
 
 
+def stable_shift(x: TensorProxy, dims: Sequence[int]) -> TensorProxy:
+    """max(x) over `dims` behind a stop-gradient: what softmax-like ops subtract so exp cannot overflow.
+
+    Their results do not depend on the shift (its total gradient is zero), so autodiff must not
+    differentiate the amax (an equality mask and two more reductions in the backward)."""
+    return prims.stop_gradient(prims.amax(x, tuple(dims)))
+
+
 def count(shape: Sequence, dims: Sequence[int]) -> Any:
     """How many elements a reduction over `dims` combines (an int, or a NumberProxy)."""
     result: Any = 1
