@@ -1,7 +1,9 @@
 """Neural-network ops: softmax/log_softmax, layer_norm/rms_norm, nll_loss/cross_entropy, attention.
 
 Low-precision inputs (bf16/f16) are normalised and reduced in float32 and rounded once at the
-end. softmax and log_softmax subtract the row maximum first, so large logits do not overflow.
+end. softmax and log_softmax subtract the row maximum first, so large logits do not overflow; the
+maximum is behind a stop-gradient (`stable_shift`), so the backward never differentiates it.
+cross_entropy with class indices never builds the log-probabilities (see `cross_entropy`).
 Linear algebra (matmul, bmm, linear) lives in `compiler/ops/linalg.py`.
 """
 

@@ -1,4 +1,4 @@
-"""softmax, log_softmax and cross_entropy under autodiff: the max shift is a stop-gradient (no amax
+"""softmax, log_softmax, logsumexp and cross_entropy under autodiff: the max shift is a stop-gradient (no amax
 gradient in the backward), and cross_entropy with class indices never builds the [N, C]
 log-probabilities: the forward keeps per-row statistics, the backward is softmax - onehot."""
 
@@ -56,6 +56,29 @@ def test_softmax_gradients_match_eager_and_the_backward_has_no_amax_gradient(op,
     # NOTE: amax's own rule would add an equality mask and two reductions (ties and their sum).
     assert Prim.EQ not in backward and Prim.AMAX not in backward
     assert [p for p in backward if p in REDUCTIONS] == [Prim.SUM]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", ["plain", "large", "masked"])
+def test_logsumexp_gradients_match_eager_and_its_backward_reduces_nothing(case, dtype):
+    def fn(x):
+        return torch.logsumexp(x, -1), x.logsumexp((0, 1), keepdim=True)
+
+    for seed in SEEDS:
+        x = logits(5, 9, dtype=dtype, seed=seed, scale=1e4 if case == "large" else 3.0, masked=case == "masked")
+        jfn = check_gradients(fn, [x], seed=seed)
+    backward = backward_of(jfn)
+    assert Prim.AMAX not in prims_in(backward)
+    # NOTE: the keepdim output's cotangent, [1, 1], is summed to a scalar over its unit dims
+    assert [b.args[0].shape for b in backward.bsyms if b.sym in REDUCTIONS] == [(1, 1)]
+
+
+def test_logsumexp_of_rows_of_infinities_and_empty_slices_matches_eager():
+    x = torch.tensor([[-math.inf, -math.inf], [math.inf, 1.0], [2.0, -math.inf]])
+    jfn = compiler.jit(lambda x, empty: (torch.logsumexp(x, 1), torch.logsumexp(empty, 0), torch.logsumexp(x[0, 0], 0)))
+    empty = torch.empty(0, 3)
+    for got, want in zip(jfn(x, empty), (torch.logsumexp(x, 1), torch.logsumexp(empty, 0), x[0, 0])):
+        torch.testing.assert_close(got, want)
 
 
 def test_log_softmax_of_the_largest_finite_magnitudes():
