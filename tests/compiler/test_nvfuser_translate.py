@@ -9,10 +9,9 @@ import torch
 import compiler
 from compiler import prims
 from compiler.executors.nvfuser import region_fusions
+from compiler.executors.nvfuser_claims import LEFT_TO_TORCH, POLICY_TORCH
 from compiler.executors.nvfuser_repro import TORCH_SOURCE
 from compiler.executors.nvfuser_translate import (
-    LEFT_TO_TORCH,
-    POLICY_TORCH,
     TRANSLATIONS,
     TranslationError,
     fusion_source,
