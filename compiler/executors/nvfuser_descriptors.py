@@ -6,8 +6,7 @@ computed the way `nvfuser_direct.compute_tensor_descriptor` does; a symbolic sca
 
 from __future__ import annotations
 
-import io
-import tokenize
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -100,30 +99,34 @@ def default_descriptor(proxy: Proxy, iteration: bool = False) -> TensorDesc | Sc
     return layout_descriptor(proxy, sizes, strides, iteration)
 
 
+# NOTE: a string literal (left alone), or a whole identifier with the `=` that may follow it.
+_TOKEN = re.compile(r"""('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")|(?<!\w)([A-Za-z_]\w*)(\s*=(?!=))?""")
+_TARGET = re.compile(r"^[ \t]*([A-Za-z_]\w*)[ \t]*=(?!=)", re.MULTILINE)
+_DEF = re.compile(r"^def[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+
+
 def structure_key(source: str) -> str:
     """`source` (a generated `def f(fd): ...`) with its function and variables renamed in order of
     definition: two regions with the same key define the same fusion, whatever their proxies are
     called, so one FusionDefinition (and one nvFuser compilation) serves both.
 
     Renamed: the function's name and each assignment target, wherever it is read; left alone:
-    attributes (`fd.ops.add`), keyword names (`dims=`) and everything else.
+    attributes (`fd.ops.add`), keyword names (`dims=`), string literals and everything else.
     """
-    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    names: dict[str, str] = {}
-    at_line_start = True
-    for k, token in enumerate(tokens):
-        if token.type == tokenize.NAME and token.string == "def":
-            names[tokens[k + 1].string] = "fusion"
-        elif token.type == tokenize.NAME and at_line_start and tokens[k + 1].string == "=":
-            names.setdefault(token.string, f"v{len(names)}")
-        at_line_start = token.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.NL)
-    renamed = []
-    for k, token in enumerate(tokens):
-        text = token.string
-        if token.type == tokenize.NAME and text in names:
-            after_dot = k > 0 and tokens[k - 1].string == "."
-            keyword = k + 1 < len(tokens) and tokens[k + 1].string == "=" and tokens[k - 1].string in ("(", ",")
-            if not after_dot and not keyword:
-                text = names[text]
-        renamed.append((token.type, text))
-    return tokenize.untokenize(renamed)
+    names = {m.group(1): "fusion" for m in _DEF.finditer(source)}
+    for m in _TARGET.finditer(source):
+        names.setdefault(m.group(1), f"v{len(names)}")
+
+    def rename(m: re.Match) -> str:
+        new = names.get(m.group(2)) if m.group(2) else None
+        if new is None:
+            return m.group(0)
+        k = m.start() - 1
+        while k >= 0 and source[k] in " \t":
+            k -= 1
+        before = source[k] if k >= 0 else ""
+        if before == "." or (m.group(3) and before in ("(", ",")):
+            return m.group(0)  # an attribute, or a keyword argument's name
+        return new + (m.group(3) or "")
+
+    return _TOKEN.sub(rename, source)

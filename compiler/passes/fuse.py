@@ -35,6 +35,7 @@ from typing import Any
 from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy, Trace, proxies_in
 from compiler.passes import trace_pass
+from compiler.passes.fusion_groups import Groups
 from compiler.passes.regions import (  # noqa: F401  (re-exported: the fusion vocabulary)
     FUEL_ENV,
     Decision,
@@ -48,72 +49,6 @@ from compiler.passes.regions import (  # noqa: F401  (re-exported: the fusion vo
 from compiler.prims import REDUCTIONS, SHAPE_OPS, VIEWS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
 
-# ---------------------------------------------------------------------------------------------
-# The group graph
-
-
-class _Groups:
-    """Union-find over trace nodes with group-level successor/predecessor sets."""
-
-    def __init__(self, bsyms: list[BoundSymbol], edges: list[set[int]], claimed: list[bool]) -> None:
-        n = len(bsyms)
-        self.bsyms = bsyms
-        self.parent = list(range(n))
-        self.members = {i: [i] for i in range(n)}
-        self.succ = {i: set(edges[i]) for i in range(n)}
-        self.pred: dict[int, set[int]] = {i: set() for i in range(n)}
-        for i in range(n):
-            for j in edges[i]:
-                self.pred[j].add(i)
-        self.lo = {i: i for i in range(n)}
-        self.hi = {i: i for i in range(n)}
-        self.claimed = {i: claimed[i] for i in range(n)}
-        self.refused: dict[int, list[str]] = {i: [] for i in range(n)}
-
-    def find(self, i: int) -> int:
-        while self.parent[i] != i:
-            self.parent[i] = self.parent[self.parent[i]]
-            i = self.parent[i]
-        return i
-
-    def path_via_other(self, src: int, dst: int) -> int | None:
-        """A group other than src/dst on some path src -> ... -> dst, or None when there is none."""
-        stack = [(s, s) for s in self.succ[src] if s != dst]
-        seen = set()
-        while stack:
-            g, first = stack.pop()
-            if g == dst:
-                return first
-            if g in seen or self.lo[g] >= self.hi[dst]:
-                continue  # NOTE: edges go forward in trace order, so g cannot reach dst.
-            seen.add(g)
-            stack.extend((s, first) for s in self.succ[g])
-        return None
-
-    def merge(self, a: int, b: int) -> int:
-        """Merges group b into group a; returns a."""
-        for s in self.succ.pop(b):
-            self.pred[s].discard(b)
-            if s != a:
-                self.pred[s].add(a)
-                self.succ[a].add(s)
-        for p in self.pred.pop(b):
-            self.succ[p].discard(b)
-            if p != a:
-                self.succ[p].add(a)
-                self.pred[a].add(p)
-        self.succ[a].discard(a)
-        self.pred[a].discard(a)
-        self.parent[b] = a
-        self.members[a] += self.members.pop(b)
-        self.lo[a] = min(self.lo[a], self.lo.pop(b))
-        self.hi[a] = max(self.hi[a], self.hi.pop(b))
-        self.refused[a] += self.refused.pop(b)
-        return a
-
-    def roots(self) -> list[int]:
-        return sorted(self.members, key=lambda g: self.lo[g])
-
 
 def _compute_ops(bsyms: Sequence[BoundSymbol]) -> int:
     return sum(1 for b in bsyms if b.sym not in SHAPE_OPS)
@@ -125,21 +60,6 @@ def _first_line(bsym: BoundSymbol) -> str:
 
 def _is_host(bsym: BoundSymbol) -> bool:
     return not any(isinstance(p, TensorProxy) for p in (*bsym.inputs, *bsym.outputs))
-
-
-def _signature(bsyms: Sequence[BoundSymbol]) -> tuple | None:
-    """The largest concrete tensor shape a group writes (what its kernel iterates over)."""
-    best: tuple | None = None
-    best_numel = -1
-    for b in bsyms:
-        for p in b.outputs:
-            if isinstance(p, TensorProxy) and all(isinstance(s, int) for s in p.shape):
-                numel = 1
-                for s in p.shape:
-                    numel *= s
-                if numel > best_numel:
-                    best, best_numel = tuple(p.shape), numel
-    return best
 
 
 class _Partitioner:
@@ -205,29 +125,7 @@ class _Partitioner:
         return edges
 
     # -- merging ---------------------------------------------------------------------------
-    def conflicts(self, members: list[int]) -> str | None:
-        """Why these nodes cannot form one region regardless of the graph, or None."""
-        defined, written = set(), set()
-        for i in members:
-            defined.update(id(p) for p in self.bsyms[i].outputs)
-        for i in members:
-            b = self.bsyms[i]
-            if b.sym is Prim.COPY_TO:
-                buffer = id(b.args[1])
-                if buffer in written or buffer in defined:
-                    return f"a region cannot write {b.args[1].name} twice or write a buffer it computes"
-                written.add(buffer)
-        return None
-
-    def tensor_count(self, members: list[int]) -> int:
-        """How many tensors a region of these nodes would read and write."""
-        inside = set(members)
-        defined = {id(p) for i in members for p in self.bsyms[i].outputs if isinstance(p, TensorProxy)}
-        read = {id(p) for i in members for p in self.bsyms[i].inputs if isinstance(p, TensorProxy)} - defined
-        written = {d for d in defined if d in self.output_ids or any(j not in inside for j in self.readers.get(d, ()))}
-        return len(read) + len(written)
-
-    def try_merge(self, g: _Groups, a: int, b: int, horizontal: bool) -> bool:
+    def try_merge(self, g: Groups, a: int, b: int, horizontal: bool) -> bool:
         """Merges the groups of nodes a and b when that is safe; True when they end up together."""
         a, b = g.find(a), g.find(b)
         if a == b or not (g.claimed[a] and g.claimed[b]):
@@ -242,15 +140,14 @@ class _Partitioner:
                             f"merging with its producer's region would create a cycle through `{blocker}`"
                         )
                 return False
-        members = g.members[a] + g.members[b]
-        if self.conflicts(members) is not None:
+        if g.conflict(a, b):
             return False
-        if horizontal and self.tensor_count(members) > self.options.max_region_tensors:
+        if horizontal and g.tensor_count(a, b) > self.options.max_region_tensors:
             return False
         g.merge(a, b)
         return True
 
-    def dataflow(self, g: _Groups, edges: list[set[int]]) -> None:
+    def dataflow(self, g: Groups, edges: list[set[int]]) -> None:
         producers: list[list[int]] = [[] for _ in self.bsyms]
         for j, targets in enumerate(edges):
             for i in targets:
@@ -260,10 +157,8 @@ class _Partitioner:
                 for j in sorted(producers[i]):
                     self.try_merge(g, j, i, horizontal=False)
 
-    def horizontal(self, g: _Groups) -> None:
-        def inputs(root: int) -> set[int]:
-            return {id(p) for i in g.members[root] for p in self.bsyms[i].inputs if isinstance(p, TensorProxy)}
-
+    def horizontal(self, g: Groups) -> None:
+        small_size, same_shape = self.options.small_region_size, self.options.merge_same_shape
         changed = True
         while changed:
             changed = False
@@ -275,15 +170,10 @@ class _Partitioner:
                     a = g.find(a)
                     if g.find(b) != b or a == b:
                         continue
-                    ma = [self.bsyms[i] for i in g.members[a]]
-                    mb = [self.bsyms[i] for i in g.members[b]]
-                    small = min(_compute_ops(ma), _compute_ops(mb)) <= self.options.small_region_size
-                    same = (
-                        self.options.merge_same_shape
-                        and _signature(ma) is not None
-                        and _signature(ma) == _signature(mb)
-                    )
-                    if (small or same or inputs(a) & inputs(b)) and self.try_merge(g, a, b, horizontal=True):
+                    sa, sb = g.summary[a], g.summary[b]
+                    small = min(sa.compute_ops, sb.compute_ops) <= small_size
+                    same = same_shape and sa.shape is not None and sa.shape == sb.shape
+                    if (small or same or g.shares_input(a, b)) and self.try_merge(g, a, b, horizontal=True):
                         changed = True
 
     # -- finishing -------------------------------------------------------------------------
@@ -300,7 +190,7 @@ class _Partitioner:
         self.refuse_outside_writebacks(claimed)
         self.refuse_writebacks_reductions_read(claimed)
         edges = self.graph()
-        g = _Groups(self.bsyms, edges, claimed)
+        g = Groups(self.bsyms, edges, claimed, self.readers, self.output_ids)
         self.dataflow(g, edges)
         if self.options.horizontal:
             self.horizontal(g)
@@ -371,7 +261,7 @@ class _Partitioner:
                     break
                 stack.extend(k for p in self.bsyms[j].outputs for k in readers.get(id(p), []))
 
-    def drop_foreign_writebacks(self, g: _Groups, root: int) -> None:
+    def drop_foreign_writebacks(self, g: Groups, root: int) -> None:
         """Removes write-backs whose value another region computes (copy_to's contract: same region)."""
         members = g.members[root]
         defined = {id(p) for i in members for p in self.bsyms[i].outputs}
@@ -382,7 +272,7 @@ class _Partitioner:
                 g.parent[i], g.members[i], g.lo[i], g.hi[i], g.claimed[i] = i, [i], i, i, False
                 self.reasons[i] = (Reason.CYCLE, f"{bsym.args[0].name} is computed in another region")
 
-    def emit(self, g: _Groups, edges: list[set[int]], keep: set[int]) -> Partition:
+    def emit(self, g: Groups, edges: list[set[int]], keep: set[int]) -> Partition:
         unit_of = [g.find(i) if g.find(i) in keep else -1 - i for i in range(len(self.bsyms))]
         units = sorted(set(unit_of), key=lambda u: u if u >= 0 else -1 - u)
         lo = {u: (g.lo[u] if u >= 0 else -1 - u) for u in units}

@@ -7,7 +7,9 @@ gradient (integer tensors, values that no input requiring grad reaches) non-diff
 backward runs the compiled backward trace on the saved values and the outputs' cotangents.
 Autograd passes None for the cotangent of an output nothing used (it is not asked to materialise
 zeros): the backward then runs a backward trace compiled for the cotangents present, in which the
-missing ones count as zero without being built (compiled on first use, kept per pattern).
+missing ones count as zero without being built. Each pattern's backward, the one for every
+cotangent included, is compiled on first use and kept (a training step that uses only the loss
+never compiles the backward for the logits' cotangent).
 Everything that can be worked out ahead of a call is, in `CompiledAutograd.__init__`.
 """
 
@@ -28,7 +30,6 @@ class CompiledAutograd:
         self,
         name: str,
         forward: Callable[..., Any],
-        backward: Callable[..., Any],
         compile_backward: Callable[[tuple[bool, ...]], Callable[..., Any]],
         output_tree: Any,
         outputs: tuple[Proxy, ...],
@@ -41,8 +42,8 @@ class CompiledAutograd:
         self.saved_tensors = saved_tensors
         self.differentiable = differentiable
         self.cotangent_positions = [i for i, d in enumerate(differentiable) if d]
-        # which cotangents are present (not None) -> the backward compiled for them
-        self.backwards: dict[tuple[bool, ...], Callable[..., Any]] = {(True,) * len(self.cotangent_positions): backward}
+        # which cotangents are present (not None) -> the backward compiled for them, on first need
+        self.backwards: dict[tuple[bool, ...], Callable[..., Any]] = {}
         position = {id(p): i for i, p in enumerate(outputs)}
         single = isinstance(output_tree, Proxy)
         self.rebuild: Callable[[tuple], Any] = (

@@ -30,8 +30,14 @@ class CacheEntry:
     prologue_trace: Trace
     traces: list[Trace]
     compile_seconds: float
-    backward_traces: list[Trace] = field(default_factory=list)  # when the entry runs under autograd
+    backward: Callable[[], list[Trace]] | None = None  # makes backward_traces (autograd entries)
     saved: tuple = ()  # the proxies its forward saves for the backward
+
+    @property
+    def backward_traces(self) -> list[Trace]:
+        """The backward (for every output's cotangent) after each pass, or [] when the entry does
+        not run under autograd; its passes run on first need, here or at the first `backward()`."""
+        return self.backward() if self.backward is not None else []
 
 
 @dataclass

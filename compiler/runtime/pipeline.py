@@ -109,18 +109,15 @@ def _compile_autograd(
     traces.append(split.forward)
     for run_pass in computation_passes(options)[len(_PURE_PASSES) :]:
         traces.append(run_pass(traces[-1]))
-    backward_traces = [split.backward]
-    for run_pass in backward_passes(options):
-        backward_traces.append(run_pass(backward_traces[-1]))
     if options.check_writebacks:
         check_writebacks(traces[-1])
     prologue = dce(cse(prologue))
     forward_outputs, saved = split.forward.output
+    full_backward = _FullBackward(options, split.backward)
     runner = CompiledAutograd(
         getattr(fn, "__qualname__", repr(fn)),
         compile_trace(traces[-1], options.executors),
-        compile_trace(backward_traces[-1], options.executors),
-        lambda present: _partial_backward(options, full, split, present),
+        lambda present: full_backward.compiled() if all(present) else _partial_backward(options, full, split, present),
         pure.output,
         forward_outputs,
         split.differentiable,
@@ -132,9 +129,32 @@ def _compile_autograd(
         prologue_trace=prologue,
         traces=traces,
         compile_seconds=0.0,
-        backward_traces=backward_traces,
+        backward=full_backward.traces,
         saved=split.saved,
     )
+
+
+class _FullBackward:
+    """The backward for every output's cotangent: its passes run, and its code is generated, on
+    first need (a step whose unused outputs get no cotangent compiles another backward instead)."""
+
+    def __init__(self, options: Options, trace: Trace) -> None:
+        self.options = options
+        self.trace = trace
+        self._traces: list[Trace] | None = None
+
+    def traces(self) -> list[Trace]:
+        """The backward trace after each of `backward_passes`."""
+        if self._traces is None:
+            traces = [self.trace]
+            for run_pass in backward_passes(self.options):
+                traces.append(run_pass(traces[-1]))
+            self._traces = traces
+        return self._traces
+
+    def compiled(self) -> Callable:
+        """The generated code of the last trace."""
+        return compile_trace(self.traces()[-1], self.options.executors)
 
 
 def _partial_backward(options: Options, full: Joint, split: Split, present: tuple[bool, ...]) -> Callable:

@@ -73,6 +73,7 @@ class _Inputs:
         # every tensor argument: (prologue proxy, example tensor, index of the argument it was
         # merged with: the first that is the very same view of memory, or its own index)
         self.tensors: list[tuple[TensorProxy, torch.Tensor, int]] = []
+        self.views: dict[tuple, int] = {}  # _view_key(tensor) -> index of the first tensor with it
         self.passed_twice = False  # whether some tensor argument is the same view as another
 
     def _guard(self, prim: Prim, *args: Any) -> None:
@@ -84,7 +85,7 @@ class _Inputs:
         if isinstance(value, torch.Tensor):
             proxy = TensorProxy(tuple(value.shape), value.dtype, value.device, name=proxy_name)
             self._guard(Prim.CHECK_TENSOR, proxy, tuple(value.shape), value.dtype, value.device)
-            same = next((g for _, t, g in self.tensors if _same_view(t, value)), len(self.tensors))
+            same = self.views.setdefault(_view_key(value), len(self.tensors))
             self.passed_twice |= same < len(self.tensors)
             self.tensors.append((proxy, value, same if self.merge_same else len(self.tensors)))
             if self.merge_same and same < len(self.tensors) - 1:
@@ -142,19 +143,12 @@ class _Inputs:
         return seen
 
 
-def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Whether two tensors are the very same view of the same memory (reading or writing one is
-    reading or writing the other)."""
-    if a is b:
-        return True
-    return (
-        a.numel() > 0
-        and a.data_ptr() == b.data_ptr()
-        and a.shape == b.shape
-        and a.stride() == b.stride()
-        and a.dtype == b.dtype
-        and a.device == b.device
-    )
+def _view_key(t: torch.Tensor) -> tuple:
+    """Equal for two tensors exactly when they are the very same view of the same memory (reading
+    or writing one is reading or writing the other); an empty tensor is only itself."""
+    if t.numel() == 0:
+        return ("empty", id(t))
+    return (t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)
 
 
 def _memory_guards(inputs: _Inputs, context: TraceContext, recorded: list[BoundSymbol]) -> list[BoundSymbol] | None:

@@ -171,6 +171,30 @@ def test_outputs_left_out_of_the_backward_count_as_zero_cotangents():
     torch.testing.assert_close(w.grad, ew.grad)
 
 
+def test_the_backward_for_every_cotangent_compiles_only_when_needed():
+    def program(x, w):
+        h = x * w
+        return h.tanh(), h.exp()
+
+    jfn = compiler.jit(program)
+    x, w = torch.randn(8, 4, requires_grad=True), torch.randn(4, requires_grad=True)
+    first, _ = jfn(x, w)
+    assert jfn.last_entry.computation.backwards == {}  # nothing compiled for the backward yet
+    first.sum().backward()
+    assert sorted(jfn.last_entry.computation.backwards) == [(True, False)]
+    compiled_passes = [t.provenance.split(" ")[0] for t in compiler.last_backward_traces(jfn)]
+    assert compiled_passes == ["split_backward", "cse", "dce"]  # made on demand, as before
+    for trace in compiler.last_backward_traces(jfn):
+        check_trace(trace)
+    x.grad = w.grad = None
+    sum(o.sum() for o in jfn(x, w)).backward()
+    assert sorted(jfn.last_entry.computation.backwards) == [(True, False), (True, True)]
+    ex, ew = x.detach().requires_grad_(), w.detach().requires_grad_()
+    sum(o.sum() for o in program(ex, ew)).backward()
+    torch.testing.assert_close(x.grad, ex.grad)
+    torch.testing.assert_close(w.grad, ew.grad)
+
+
 def test_a_missing_cotangent_is_never_built_and_each_pattern_compiles_one_backward():
     def program(x, w):
         h = x * w

@@ -160,3 +160,25 @@ def test_reshape_of_an_elementwise_result_of_a_transpose_copies_as_eager_does():
         return y, flat
 
     check_compiled(program, torch.randn(4, 6))
+
+
+def test_tracing_merges_written_arguments_exactly_when_they_are_the_same_view():
+    def program(*tensors):
+        tensors[0].add_(1)
+        return [t.sum() for t in tensors]
+
+    def arguments() -> list:
+        torch.manual_seed(0)
+        base = torch.arange(24.0).reshape(6, 4)
+        empty = torch.empty(0)
+        same = [base, base[:], base.view(6, 4), empty, empty]
+        other = torch.randn(8)
+        others = [torch.empty(0), base.clone(), other[:4], other[4:], other.view(2, 4)[1]]
+        return same + others + [torch.randn(3) for _ in range(40)]
+
+    _, trace = compiler.tracing.frontend.trace(program, tuple(arguments()), {}, symbolic=False)
+    # base[:] and base.view(6, 4) are base, empty is empty; other[4:] and other.view(2, 4)[1] are one
+    assert len(trace.inputs) == len(arguments()) - 4
+    got, want = arguments(), arguments()
+    for result, expected in zip(compiler.jit(program)(*got), program(*want)):
+        torch.testing.assert_close(result, expected)

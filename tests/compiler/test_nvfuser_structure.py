@@ -73,4 +73,25 @@ def test_structure_key_ignores_names_and_keeps_everything_else(fake_nvfuser):  #
     assert keys[0] == keys[1] and keys[0] != keys[2]
     assert structure_key(sources[0].replace("1e-08", "1e-07")) != keys[0]
     assert structure_key(sources[0].replace("fd.ops.sqrt", "fd.ops.rsqrt")) != keys[0]
-    assert "DataType .Float" in keys[0] and "stride_order =" in keys[0]
+    assert "DataType.Float" in keys[0] and "stride_order=" in keys[0]
+
+
+def test_structure_key_renames_variables_only_where_they_are_read():
+    source = (
+        "def nvfusion_3(fd):\n"
+        "    shape = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float, stride_order=[0])\n"
+        "    t1 = fd.ops.mul(shape, fd.define_scalar(1e-05, dtype=DataType.Float))\n"
+        "    t1_out = fd.ops.reshape(t1 , new_shape=[shape, 't1'])\n"
+        "    fd.add_output(t1_out)\n"
+    )
+    key = structure_key(source)
+    assert key == (
+        "def fusion(fd):\n"
+        "    v1 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float, stride_order=[0])\n"
+        "    v2 = fd.ops.mul(v1, fd.define_scalar(1e-05, dtype=DataType.Float))\n"
+        "    v3 = fd.ops.reshape(v2 , new_shape=[v1, 't1'])\n"
+        "    fd.add_output(v3)\n"
+    )
+    renamed = source.replace("shape = fd", "x = fd").replace("(shape,", "(x,").replace("[shape,", "[x,")
+    assert structure_key(renamed) == key
+    assert structure_key(source.replace("'t1'", "'t2'")) != key

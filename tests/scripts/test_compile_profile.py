@@ -1,0 +1,41 @@
+"""scripts/compile_profile.py on CPU: each program compiles through the fake nvFuser, and the
+breakdown names the steps that ran (the numbers themselves are not checked)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from scripts import compile_profile
+
+
+@pytest.mark.parametrize(
+    ("program", "steps"),
+    [
+        ("gpt2-train", ["autodiff (joint trace)", "split_backward (min-cut)", "backward compile (cotangents present)"]),
+        ("gpt2-forward", ["computation: fuse", "prologue codegen"]),
+        ("adam-gpt2", ["computation: functionalize", "computation: fuse"]),
+    ],
+)
+def test_the_breakdown_lists_each_step_once_and_the_totals(program, steps, capsys):
+    argv = ["--program", program, "--model", "tiny", "--tokens", "1", "8", "--device", "cpu", "--fake-nvfuser"]
+    assert compile_profile.main(argv) == 0
+    out = capsys.readouterr().out
+    labels = [line[:48].strip() for line in out.splitlines()[2:] if line and not line.startswith(("-", " " * 3))]
+    for step in ["tracing", "codegen", "nvFuser definitions", *steps]:
+        assert step in labels, out
+    assert "= host-side compile (all but the run)" in labels
+    assert "slowest first runs of" in out and "nvFuser fake" in out
+
+
+def test_fusion_options_reach_the_compiled_program(capsys):
+    argv = ["--program", "adam-gpt2", "--model", "tiny", "--fake-nvfuser", "--fusion", "merge_same_shape=False"]
+    assert compile_profile.main(argv) == 0
+    apart = _fusions_run(capsys.readouterr().out)
+    assert compile_profile.main(argv[:-2]) == 0
+    assert apart > _fusions_run(capsys.readouterr().out)  # one fusion per parameter, not per shape
+
+
+def _fusions_run(out: str) -> int:
+    return int(re.search(r"slowest first runs of (\d+) fusions", out).group(1))
