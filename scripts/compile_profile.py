@@ -137,7 +137,7 @@ def timing(timers: Timers, device: torch.device) -> Iterator[None]:
 def fake_nvfuser() -> Iterator[None]:
     """The nvFuser executor on CPU against the torch-evaluated fake of nvfuser_direct."""
     # NOTE: the fake lives with the tests; run from the repository root so `tests` imports.
-    from compiler.executors.nvfuser_translate import unsupported
+    from compiler.executors.nvfuser_claims import unsupported
     from tests.compiler import fake_nvfuser as fake_api
 
     fake = fake_api.module()

@@ -110,8 +110,14 @@ class Trace:
         return trace_source(self)
 
     def python(self, **namespace: Any) -> Callable:
-        """Executes the printed source and returns the function it defines (for tests and repros)."""
-        scope: dict[str, Any] = dict(namespace)
+        """Executes the printed source and returns the function it defines (for tests and repros).
+
+        Symbols that have an implementation (fusion regions, executor ops) are bound under their
+        printed names, so an execution trace runs as printed; `namespace` adds or overrides names."""
+        scope: dict[str, Any] = {
+            b.sym.name: b.sym.impl for b in self.bsyms if isinstance(b.sym, Symbol) and b.sym.impl is not None
+        }
+        scope.update(namespace)
         exec(compile(str(self), f"<trace {self.name}>", "exec"), scope)
         return scope[self.name]
 

@@ -35,6 +35,7 @@ from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
 from compiler.executors.codegen import compile_trace
 from compiler.executors.nvfuser_aliasing import copied_write_backs, shares_memory, written_inputs
 from compiler.executors.nvfuser_broadcast import iteration_inputs
+from compiler.executors.nvfuser_claims import unsupported
 from compiler.executors.nvfuser_descriptors import structure_key
 from compiler.executors.nvfuser_translate import (
     ScalarDesc,
@@ -42,7 +43,6 @@ from compiler.executors.nvfuser_translate import (
     describe,
     fusion_source,
     layout_descriptor,
-    unsupported,
 )
 from compiler.executors.torch import TorchExecutor
 from compiler.passes.fuse import FusionOptions, Reason, Region

@@ -42,7 +42,7 @@ from compiler.executors.nvfuser_descriptors import (  # noqa: F401  (re-exported
     shape_spec,
     tensor_descriptor,
 )
-from compiler.passes.fuse import Reason, Region
+from compiler.passes.fuse import Region
 from compiler.prims import BINARY, UNARY, Prim
 
 NV_DTYPES: dict[torch.dtype, str] = {
@@ -88,6 +88,7 @@ class Translator:
         self.inputs: set[str] = set()
         self.shape_scalars: set[str] = set()
         self.flags: dict[str, Flags] = {}  # trace name -> which dims nvFuser may hold as broadcast
+        self.segmented: set[str] = set()  # trace names computed behind a segment_set
         for proxy, desc in zip(region.inputs, descriptors):
             self.define_input(proxy, desc)
         self.copied = copied_write_backs(region, descriptors)  # write-backs returned, not aliased
@@ -283,15 +284,22 @@ def _slice(tx: Translator, x: str, bsym: BoundSymbol) -> str:
     # so nvFuser's own normalisation (min(size, end) clamps) is off, and a dim kept whole ends at
     # the input's own extent: with constant ends, two slices of one input tripped an internal
     # assert in nvFuser's loop promotion (nvfuser_direct 0.2.36).
+    # NOTE: a slice that makes a size-1 dim out of a longer one read the wrong rows in nvfuser_direct
+    # 0.2.36 (on an H100 `a[-1:] * 1.5` gave `a[0] * 1.5`, bf16/f16/f32, found by GPU fuzzing);
+    # behind a segment_set (its own segment) it is right. `_broadcast_in_dim` then adds no other.
     a, starts, ends, steps = bsym.args
     rendered = []
     for d, (start, end) in enumerate(zip(starts, ends)):
         whole = type(start) is int and start == 0 and (end is a.shape[d] or (type(end) is int and end == a.shape[d]))
         rendered.append(f"fd.ops.size({x}, dim={d})" if whole else tx.size(end))
-    return (
+    sliced = (
         f"fd.ops.slice({x}, start_indices={tx.sizes(starts)}, end_indices=[{', '.join(rendered)}], "
         f"strides={tx.sizes(steps)}, manual_normalization=True)"
     )
+    if any(is_unit(s) and not is_unit(a.shape[d]) for d, s in enumerate(bsym.output.shape)):
+        tx.segmented.add(bsym.output.name)
+        return f"fd.ops.segment_set({tx.emit(f'{bsym.output.name}_slice', sliced)})"
+    return sliced
 
 
 def _broadcast_in_dim(tx: Translator, x: str, bsym: BoundSymbol) -> str:
@@ -301,7 +309,8 @@ def _broadcast_in_dim(tx: Translator, x: str, bsym: BoundSymbol) -> str:
     held = tx.flags.get(a.name, ())
     removed = [i for i in expanded_unit_dims(bsym) if i < len(held) and not held[i]]
     if removed:
-        x = tx.emit(f"{a.name}_seg", f"fd.ops.segment_set({x})")
+        if a.name not in tx.segmented:
+            x = tx.emit(f"{a.name}_seg", f"fd.ops.segment_set({x})")
         if _sliced_source(tx.region, a) is not None:
             x = tx.emit(f"{a.name}_sq", f"fd.ops.squeeze({x}, dims={removed})")
         else:  # a sum over size-1 dims is exact
@@ -315,7 +324,8 @@ def _squeeze(tx: Translator, x: str, bsym: BoundSymbol) -> str:
     # a tensor the fusion also reads another way, e.g. `(a[1:3] * 2, a[0] + 1)`; a segment_set
     # before the squeeze (a segment boundary nvFuser accepts) avoids it. Seen on an H200.
     source = _sliced_source(tx.region, bsym.args[0])
-    if source is not None and sum(any(q is source for q in b.inputs) for b in tx.region.bsyms) > 1:
+    read_elsewhere = source is not None and sum(any(q is source for q in b.inputs) for b in tx.region.bsyms) > 1
+    if read_elsewhere and bsym.args[0].name not in tx.segmented:
         x = tx.emit(f"{bsym.args[0].name}_seg", f"fd.ops.segment_set({x})")
     return f"fd.ops.squeeze({x}, dims={list(bsym.args[1])})"
 
@@ -425,55 +435,6 @@ TRANSLATIONS: dict[Prim, Translate] = {
     Prim.LINEAR: _linear,
     Prim.COPY_TO: _copy_to,
 }
-
-# Prims deliberately not translated, and why (the fusion pass reports these words).
-LEFT_TO_TORCH: dict[Prim, str] = {
-    Prim.FLOOR_DIVIDE: "nvFuser has no op with torch's floor-division rounding; runs in torch",
-    Prim.ARGMAX: "not translated (nvfuser_direct 0.2.36 exposes no argmax op we rely on); runs in torch",
-    Prim.INDEX_COPY: "index_copy is a scatter into a copy of the whole tensor; torch does it in one kernel",
-    Prim.EMPTY: "uninitialised memory needs no kernel; torch allocates it",
-    Prim.SDPA: "attention runs in the sdpa executor (torch's fused attention kernels)",
-    Prim.SDPA_FORWARD: "attention runs in the sdpa executor (torch's fused attention kernels)",
-    Prim.SDPA_BACKWARD: "attention's backward runs in the sdpa executor (torch's fused attention kernels)",
-    Prim.UNPACK_SEQUENCE: "prologue-only prim",
-    Prim.UNPACK_DICT: "prologue-only prim",
-    Prim.CHECK_TENSOR: "prologue-only prim",
-    Prim.CHECK_TYPE: "prologue-only prim",
-    Prim.CHECK_VALUE: "prologue-only prim",
-    Prim.CHECK_STRIDES: "prologue-only prim",
-    Prim.CHECK_ALIASING: "prologue-only prim",
-    Prim.CHECK_REQUIRES_GRAD: "prologue-only prim",
-    Prim.COPY_: "in-place writes are removed by functionalization before fusion",
-    Prim.SLICE_UPDATE: "writing a slice into a copy of the whole tensor; runs in torch",
-    Prim.INDEX_ADD: "an accumulating scatter into a copy of the whole tensor; runs in torch",
-    Prim.DROPOUT_NOISE: "random numbers come from torch's generator (as eager draws them); runs in torch",
-}
-# Translated, but sent to torch unless FusionOptions(matmul=True): cuBLAS is the faster GEMM.
-POLICY_TORCH: dict[Prim, str] = {
-    Prim.MATMUL: "matmul goes to torch (cuBLAS) unless FusionOptions(matmul=True)",
-    Prim.LINEAR: "linear goes to torch (cuBLAS) unless FusionOptions(matmul=True)",
-}
-
-
-def unsupported(bsym: BoundSymbol, *, matmul: bool = False) -> tuple[Reason, str] | None:
-    """Why nvFuser cannot (or should not) run `bsym` inside a fusion, or None when it can."""
-    prim = bsym.sym
-    if prim in LEFT_TO_TORCH:
-        return Reason.LEFT_TO_TORCH, LEFT_TO_TORCH[prim]
-    if prim not in TRANSLATIONS:
-        return Reason.NO_TRANSLATION, f"prims.{prim.value}"
-    if prim in POLICY_TORCH and not matmul:
-        return Reason.LEFT_TO_TORCH, POLICY_TORCH[prim]
-    for p in (*bsym.inputs, *bsym.outputs):
-        if isinstance(p, TensorProxy) and p.dtype not in NV_DTYPES:
-            return Reason.DTYPE, f"{p.name} is {p.dtype}"
-    if prim is Prim.SLICE and any(s != 1 for s in bsym.args[3]):
-        return Reason.NO_TRANSLATION, "nvFuser slices only with step 1"
-    if prim is Prim.DIV and not bsym.output.dtype.is_floating_point:
-        return Reason.DTYPE, "prims.div is translated for floating-point tensors only"
-    if prim in (Prim.SUM, Prim.PROD) and bsym.args[0].dtype is torch.bool:
-        return Reason.DTYPE, f"{prim.value} of a bool tensor"
-    return None
 
 
 def fusion_source(

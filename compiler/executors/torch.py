@@ -250,6 +250,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.SLICE: _slice,
     Prim.SQUEEZE: torch.squeeze,
     Prim.CAT: torch.cat,
+    Prim.STOP_GRADIENT: torch.Tensor.detach,
     Prim.INDEX_SELECT: torch.index_select,
     Prim.INDEX_COPY: torch.index_copy,
     Prim.INDEX_ADD: torch.index_add,

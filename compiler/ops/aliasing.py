@@ -1,7 +1,7 @@
 """Aliasing while tracing: what each tensor is a view of, and eager's memory layout where it matters.
 
 The IR's aliasing rule (`prims.VIEWS`): the output of a view prim (slice, reshape, permute,
-squeeze, broadcast_in_dim) aliases its first argument; every other prim returns a fresh tensor.
+squeeze, broadcast_in_dim, stop_gradient) aliases its first argument; every other prim returns a fresh tensor.
 `passes/functionalize.py` relies on nothing else. Eager PyTorch agrees for every view op except
 `reshape` (and `flatten`, `reshape_as`), which returns a view when the input's strides allow it
 and a copy otherwise. This module keeps the IR true to eager while tracing:
@@ -183,6 +183,8 @@ def expands(link: BoundSymbol) -> bool:
 
 def _view_layout(link: BoundSymbol, src: Strides) -> Strides | None:
     prim, a = link.sym, link.args[0]
+    if prim is Prim.STOP_GRADIENT:
+        return src
     if prim is Prim.SLICE:
         return tuple(s * step for s, step in zip(src, link.args[3]))
     if prim is Prim.PERMUTE:

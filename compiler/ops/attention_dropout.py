@@ -21,7 +21,7 @@ from compiler.core.ir import TensorProxy
 from compiler.ops.linalg import _matmul
 from compiler.ops.masks import tril
 from compiler.ops.operands import broadcast_to, to_dtype
-from compiler.ops.reductions import expand_reduced
+from compiler.ops.reductions import expand_reduced, stable_shift
 
 
 def _additive_mask(mask: TensorProxy, dtype: torch.dtype) -> TensorProxy:
@@ -34,7 +34,7 @@ def _additive_mask(mask: TensorProxy, dtype: torch.dtype) -> TensorProxy:
 def _safe_softmax(scores: TensorProxy) -> TensorProxy:
     """softmax over the last dim; a row of -inf only gives zeros."""
     last = (scores.ndim - 1,)
-    top = expand_reduced(prims.amax(scores, last), scores.shape, last)
+    top = expand_reduced(stable_shift(scores, last), scores.shape, last)
     masked_row = prims.eq(top, -math.inf)
     exps = prims.exp(prims.sub(scores, prims.where(masked_row, 0.0, top)))
     total = expand_reduced(prims.sum(exps, last), scores.shape, last)

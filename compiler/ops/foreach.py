@@ -9,7 +9,8 @@ exponents)` takes its list second. Tracing records one nested op per tensor, so 
 same elementwise prims as the loop `torch.optim(foreach=False)` runs.
 
 `torch.is_complex`, `is_floating_point`, real `conj` (the tensor itself, as in eager) and
-`detach` (no autograd here: the tensor itself) let torch.optim's step functions trace.
+`detach` (`prims.stop_gradient`: a view no gradient flows through) let torch.optim's step
+functions trace.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import torch
 
+from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
 from compiler.ops import aliasing, shape
@@ -121,9 +123,10 @@ def conj(input: TensorProxy) -> TensorProxy:
         lambda: f"conj of the complex tensor {input.name} is not supported (no complex dtypes){called_at()}",
         NotImplementedError,
     )
-    return input
+    return prims.stop_gradient(input)
 
 
 @register("torch.Tensor.detach", "torch.detach")
 def detach(input: TensorProxy) -> TensorProxy:
-    return input
+    """A view of `input` through which no gradient flows (`prims.stop_gradient`)."""
+    return prims.stop_gradient(input)

@@ -1,7 +1,9 @@
 """Neural-network ops: softmax/log_softmax, layer_norm/rms_norm, nll_loss/cross_entropy, attention.
 
 Low-precision inputs (bf16/f16) are normalised and reduced in float32 and rounded once at the
-end. softmax and log_softmax subtract the row maximum first, so large logits do not overflow.
+end. softmax and log_softmax subtract the row maximum first, so large logits do not overflow; the
+maximum is behind a stop-gradient (`stable_shift`), so the backward never differentiates it.
+cross_entropy with class indices never builds the log-probabilities (see `cross_entropy`).
 Linear algebra (matmul, bmm, linear) lives in `compiler/ops/linalg.py`.
 """
 
@@ -19,7 +21,7 @@ from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy, same_size
 from compiler.ops.attention_dropout import attention_with_dropout
 from compiler.ops.operands import broadcast_shapes, broadcast_to, to_dtype
-from compiler.ops.reductions import count, expand_reduced, reduce_dims
+from compiler.ops.reductions import count, expand_reduced, reduce_dims, stable_shift
 from compiler.ops.registry import register
 
 # ---------------------------------------------------------------------------------------------
@@ -41,7 +43,7 @@ def _shifted(x: TensorProxy, dims: tuple[int, ...]) -> TensorProxy:
     """x - max(x) over `dims`; x itself when the dims are empty (amax rejects them, nothing overflows)."""
     if count(x.shape, dims) == 0:
         return x
-    return prims.sub(x, expand_reduced(prims.amax(x, dims), x.shape, dims))
+    return prims.sub(x, expand_reduced(stable_shift(x, dims), x.shape, dims))
 
 
 def _log_softmax_compute(x: TensorProxy, dims: tuple[int, ...]) -> TensorProxy:
@@ -227,29 +229,34 @@ def _class_dim(op: str, input: TensorProxy, target: TensorProxy, class_indices: 
     return cdim
 
 
-def _picked(logp: TensorProxy, safe_target: TensorProxy, cdim: int) -> TensorProxy:
-    """logp[..., target, ...] along the class dim (torch.gather semantics through take_along_dim)."""
+def _picked(values: TensorProxy, safe_target: TensorProxy, cdim: int) -> TensorProxy:
+    """values[..., target, ...] along the class dim (torch.gather semantics through take_along_dim)."""
     shape = list(safe_target.shape)
     shape.insert(cdim, 1)
     index = prims.broadcast_in_dim(safe_target, shape, [i for i in range(len(shape)) if i != cdim])
-    return prims.squeeze(prims.take_along_dim(logp, index, cdim), [cdim])
+    return prims.squeeze(prims.take_along_dim(values, index, cdim), [cdim])
+
+
+def _targets(target: TensorProxy, ignore_index: int) -> tuple[TensorProxy, TensorProxy]:
+    """(keep mask, target with the ignored entries replaced by class 0, a valid index)."""
+    target = to_dtype(target, torch.int64)
+    keep = prims.ne(target, ignore_index)
+    return keep, prims.where(keep, target, 0)
 
 
 def _nll(
-    logp: TensorProxy, target: TensorProxy, weight: Any, ignore_index: int, cdim: int
-) -> tuple[TensorProxy, TensorProxy, TensorProxy]:
-    """(per-element loss, per-element weight, keep mask); ignored targets get loss 0 and weight 0."""
-    target = to_dtype(target, torch.int64)
-    keep = prims.ne(target, ignore_index)
-    safe_target = prims.where(keep, target, 0)
+    logp_at_target: TensorProxy, keep: TensorProxy, safe_target: TensorProxy, weight: Any
+) -> tuple[TensorProxy, TensorProxy]:
+    """(per-element loss, per-element weight) from each target's log-probability; ignored targets
+    get loss 0 and weight 0."""
+    dtype = logp_at_target.dtype
     if weight is None:
-        weights = to_dtype(keep, logp.dtype)
+        weights = to_dtype(keep, dtype)
     else:
-        flat = prims.reshape(safe_target, [count(target.shape, range(target.ndim))])
-        picked_weights = prims.reshape(prims.index_select(to_dtype(weight, logp.dtype), 0, flat), list(target.shape))
+        flat = prims.reshape(safe_target, [count(safe_target.shape, range(safe_target.ndim))])
+        picked_weights = prims.reshape(prims.index_select(to_dtype(weight, dtype), 0, flat), list(safe_target.shape))
         weights = prims.where(keep, picked_weights, 0.0)
-    loss = prims.where(keep, prims.neg(prims.mul(_picked(logp, safe_target, cdim), weights)), 0.0)
-    return loss, weights, keep
+    return prims.where(keep, prims.neg(prims.mul(logp_at_target, weights)), 0.0), weights
 
 
 def _reduce_loss(loss: TensorProxy, reduction: str, total_weight: Any) -> TensorProxy:
@@ -285,7 +292,8 @@ def nll_loss(
     cdim = _class_dim("nll_loss", input, target, class_indices=True)
     _check_weight("nll_loss", weight, input.shape[cdim])
     logp = to_dtype(input, dtypes.compute_dtype(input.dtype))
-    loss, weights, _ = _nll(logp, target, weight, ignore_index, cdim)
+    keep, safe_target = _targets(target, ignore_index)
+    loss, weights = _nll(_picked(logp, safe_target, cdim), keep, safe_target, weight)
     total = prims.sum(weights, tuple(range(weights.ndim))) if reduction == "mean" else None
     return to_dtype(_reduce_loss(loss, reduction, total), input.dtype)
 
@@ -301,7 +309,12 @@ def cross_entropy(
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Any:
-    """log_softmax over the class dim, then nll (class indices) or -sum(target * logp) (probabilities)."""
+    """log_softmax over the class dim, then nll (class indices) or -sum(target * logp) (probabilities).
+
+    With class indices and no label smoothing, the log-probability of each target is computed
+    without the [N, C] log_softmax: (x[target] - max) - log(sum(exp(x - max))), its logit gathered
+    from the input. The forward reads the logits once for the row statistics (max, sum of
+    exps) and gathers N values; the backward is softmax(x) - onehot(target), scaled."""
     reduction = _reduction("cross_entropy", size_average, reduce, reduction)
     check(
         0.0 <= label_smoothing <= 1.0,
@@ -310,24 +323,39 @@ def cross_entropy(
     )
     class_indices = isinstance(target, TensorProxy) and not dtypes.is_float(target.dtype)
     cdim = _class_dim("cross_entropy", input, target, class_indices)
-    classes = input.shape[cdim]
-    _check_weight("cross_entropy", weight, classes)
-    logp = _log_softmax_compute(to_dtype(input, dtypes.compute_dtype(input.dtype)), (cdim,))
+    _check_weight("cross_entropy", weight, input.shape[cdim])
+    x = to_dtype(input, dtypes.compute_dtype(input.dtype))
+    if class_indices and label_smoothing == 0.0:
+        keep, safe_target = _targets(target, ignore_index)
+        loss, weights = _nll(_target_log_probability(input, x, safe_target, cdim), keep, safe_target, weight)
+        total = prims.sum(weights, tuple(range(weights.ndim))) if reduction == "mean" else None
+        return to_dtype(_reduce_loss(loss, reduction, total), input.dtype)
+    logp = _log_softmax_compute(x, (cdim,))
     weight_b = None
     if weight is not None:
         weight_b = prims.broadcast_in_dim(to_dtype(weight, logp.dtype), list(logp.shape), [cdim])
     if not class_indices:
         return to_dtype(_probability_loss(logp, target, weight_b, cdim, reduction, label_smoothing), input.dtype)
-    loss, weights, keep = _nll(logp, target, weight, ignore_index, cdim)
+    keep, safe_target = _targets(target, ignore_index)
+    loss, weights = _nll(_picked(logp, safe_target, cdim), keep, safe_target, weight)
     total = prims.sum(weights, tuple(range(weights.ndim))) if reduction == "mean" else None
+    # NOTE: torch's formula: (1 - e) * nll + e / C * (-sum over classes of weight * logp).
+    spread = logp if weight_b is None else prims.mul(logp, weight_b)
+    smooth = _reduce_loss(prims.where(keep, prims.neg(prims.sum(spread, (cdim,))), 0.0), reduction, total)
     out = _reduce_loss(loss, reduction, total)
-    if label_smoothing > 0.0:
-        # NOTE: torch's formula: (1 - e) * nll + e / C * (-sum over classes of weight * logp).
-        spread = logp if weight_b is None else prims.mul(logp, weight_b)
-        smooth = prims.where(keep, prims.neg(prims.sum(spread, (cdim,))), 0.0)
-        smooth = _reduce_loss(smooth, reduction, total)
-        out = prims.add(prims.mul(out, 1.0 - label_smoothing), prims.mul(smooth, label_smoothing / classes))
+    out = prims.add(prims.mul(out, 1.0 - label_smoothing), prims.mul(smooth, label_smoothing / input.shape[cdim]))
     return to_dtype(out, input.dtype)
+
+
+def _target_log_probability(input: TensorProxy, x: TensorProxy, safe_target: TensorProxy, cdim: int) -> TensorProxy:
+    """log_softmax(x)[target] along the class dim, per element of the target, without the full
+    log_softmax: `x` is `input` in its compute dtype; the target's logit is gathered from `input`
+    (a fusion reads its own inputs' elements anywhere) and converted after the gather."""
+    dims = (cdim,)
+    top = stable_shift(x, dims)
+    log_total = prims.log(prims.sum(prims.exp(prims.sub(x, expand_reduced(top, x.shape, dims))), dims))
+    at_target = to_dtype(_picked(input, safe_target, cdim), x.dtype)
+    return prims.sub(prims.sub(at_target, top), log_total)
 
 
 def _probability_loss(

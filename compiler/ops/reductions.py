@@ -1,4 +1,4 @@
-"""Reductions: sum, prod, mean, var/std (and *_mean), amax/amin, max/min, argmax/argmin, any/all.
+"""Reductions: sum, prod, mean, logsumexp, var/std (and *_mean), amax/amin, max/min, argmax/argmin, any/all.
 
 Dims follow torch: None (and, for most reductions, an empty list) means every dim, negative dims
 count from the end, a dim listed twice is an error. `dtype=` converts the input before reducing.
@@ -11,6 +11,7 @@ norms, losses), which decompose into the same prims.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -56,6 +57,14 @@ def expand_reduced(out: TensorProxy, shape: Sequence, dims: Sequence[int]) -> Te
     if not dims:
         return out
     return prims.broadcast_in_dim(out, list(shape), [i for i in range(len(shape)) if i not in dims])
+
+
+def stable_shift(x: TensorProxy, dims: Sequence[int]) -> TensorProxy:
+    """max(x) over `dims` behind a stop-gradient: what softmax-like ops subtract so exp cannot overflow.
+
+    Their results do not depend on the shift (its total gradient is zero), so autodiff must not
+    differentiate the amax (an equality mask and two more reductions in the backward)."""
+    return prims.stop_gradient(prims.amax(x, tuple(dims)))
 
 
 def count(shape: Sequence, dims: Sequence[int]) -> Any:
@@ -138,6 +147,29 @@ def mean(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: A
     _check_floating("mean", input.dtype)
     dims = reduce_dims("mean", input, dim)
     result = to_dtype(_mean(to_dtype(input, dtypes.compute_dtype(input.dtype)), dims), input.dtype)
+    return keep_dims(result, input.shape, dims) if keepdim else result
+
+
+@register("torch.logsumexp", "torch.Tensor.logsumexp")
+def logsumexp(input: TensorProxy, dim: Any, keepdim: bool = False, *, out: Any = None) -> Any:
+    """log(sum(exp(x))) over `dim`: the max is subtracted first and added back (behind a
+    stop-gradient; an infinite max shifts by 0, as eager); integers compute in the default float."""
+    check_no_out("torch.logsumexp", out)
+    _check_tensor("logsumexp", input)
+    if not dtypes.is_float(input.dtype):
+        input = to_dtype(input, torch.get_default_dtype())
+    dims = reduce_dims("logsumexp", input, dim)
+    x = to_dtype(input, dtypes.compute_dtype(input.dtype))
+    if not dims:  # a 0-d input: the sum of one element (a copy of it)
+        result = prims.sum(x, dims)
+    elif isinstance(count(x.shape, dims), int) and count(x.shape, dims) == 0:  # amax rejects empty slices
+        result = prims.log(prims.sum(prims.exp(x), dims))
+    else:
+        top = stable_shift(x, dims)
+        top = prims.where(prims.eq(prims.abs(top), math.inf), 0.0, top)
+        shifted = prims.sub(x, expand_reduced(top, x.shape, dims))
+        result = prims.add(prims.log(prims.sum(prims.exp(shifted), dims)), top)
+    result = to_dtype(result, input.dtype)
     return keep_dims(result, input.shape, dims) if keepdim else result
 
 

@@ -10,7 +10,8 @@ How regions are formed (`partition`, pure and deterministic, so `compiler.examin
 it and say why an op was left out):
 
 1. Every prim is a node of a dataflow graph; a write-back also gets ordering edges to every
-   other reader of its buffer, so a fusion can never write a buffer before it has been read.
+   other reader of its buffer or of a view of it, so a fusion can never write a buffer before it
+   has been read.
 2. Dataflow merging: each claimed node joins its claimed producers' groups, unless the merged
    group would sit on both ends of a path through an unclaimed node (a cycle).
 3. Horizontal merging: independent groups (no path either way) merge when they share an input
@@ -45,7 +46,7 @@ from compiler.passes.regions import (  # noqa: F401  (re-exported: the fusion vo
     Region,
     fusion_executor,
 )
-from compiler.prims import REDUCTIONS, SHAPE_OPS, Prim
+from compiler.prims import REDUCTIONS, SHAPE_OPS, VIEWS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
 
 
@@ -104,9 +105,19 @@ class _Partitioner:
                     edges[j].add(i)
             for p in bsym.outputs:
                 producer[id(p)] = i
+        memory: dict[int, int] = {}  # id of a view -> id of the tensor whose memory it views
+        views_of: dict[int, list[int]] = {}
+        for bsym in self.bsyms:
+            if bsym.sym in VIEWS:
+                root = memory.get(id(bsym.args[0]), id(bsym.args[0]))
+                for p in bsym.outputs:
+                    memory[id(p)] = root
+                    views_of.setdefault(root, []).append(id(p))
         for i, bsym in enumerate(self.bsyms):
             if bsym.sym is Prim.COPY_TO:
-                for j in self.readers.get(id(bsym.args[1]), []):
+                buffer = id(bsym.args[1])
+                readers = [j for v in (buffer, *views_of.get(buffer, ())) for j in self.readers.get(v, [])]
+                for j in readers:
                     if j < i:
                         edges[j].add(i)
                     elif j > i:
@@ -200,8 +211,9 @@ class _Partitioner:
                 if g.refused[root]:
                     reason = (Reason.CYCLE, g.refused[root][0])
             else:
-                keep.add(root)
                 self.drop_foreign_writebacks(g, root)
+                if g.claimed[root]:  # else the group was only a write-back of another region's value
+                    keep.add(root)
                 continue
             for i in g.members[root]:
                 self.reasons[i] = reason

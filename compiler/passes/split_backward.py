@@ -37,6 +37,7 @@ from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace
 from compiler.passes.autodiff import Joint
 from compiler.passes.dce import dce
 from compiler.passes.mincut import INFINITE, FlowGraph
+from compiler.passes.stop_gradient import without_stop_gradients
 from compiler.prims import ELEMENTWISE, FACTORIES, RANDOM, SHAPE_OPS, Prim
 
 # Prims whose outputs the backward may recompute instead of loading them.
@@ -119,9 +120,20 @@ def _choose_saved(joint: Joint, needed: dict[str, Proxy]) -> list[Proxy]:
     return saved
 
 
+def _without_stop_gradients(joint: Joint) -> Joint:
+    """`joint` with its `stop_gradient` lines dropped: the backward is built, they only cost now."""
+    trace = joint.trace
+    returned = {id(p) for p in joint.outputs}
+    forward = trace.bsyms[: joint.forward_length]
+    dropped = sum(b.sym is Prim.STOP_GRADIENT and id(b.output) not in returned for b in forward)
+    bsyms = without_stop_gradients(trace.bsyms, joint.outputs)
+    return replace(joint, trace=trace.with_bsyms(bsyms), forward_length=joint.forward_length - dropped)
+
+
 def split_backward(joint: Joint) -> Split:
     """The forward and backward traces of `joint` (see the module)."""
     start = time.perf_counter()
+    joint = _without_stop_gradients(joint)
     trace = joint.trace
     saved = _choose_saved(joint, _needed(joint))
     forward = list(trace.bsyms[: joint.forward_length])
@@ -149,6 +161,7 @@ def split_backward(joint: Joint) -> Split:
 def backward_from_saved(joint: Joint, saved: Sequence[Proxy]) -> Trace:
     """The backward of `joint` taking `(*saved, *cotangents)`: the forward values it reads that are
     not saved are recomputed from saved ones. Raises AssertionError when `saved` is not enough."""
+    joint = _without_stop_gradients(joint)
     trace = joint.trace
     forward = trace.bsyms[: joint.forward_length]
     producer = {p.name: b for b in forward for p in b.outputs}

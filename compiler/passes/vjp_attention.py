@@ -20,7 +20,7 @@ import torch
 
 from compiler import prims
 from compiler.core.ir import BoundSymbol, TensorProxy
-from compiler.ops.reductions import expand_reduced
+from compiler.ops.reductions import expand_reduced, stable_shift
 from compiler.passes.vjp_structural import Cotangents, transpose
 from compiler.prims import Prim
 
@@ -45,7 +45,7 @@ def attention_in_prims(
     scores = prims.mul(scores, q.shape[-1] ** -0.5 if scale is None else scale)
     shape = list(scores.shape)
     scores = prims.add(scores, prims.broadcast_in_dim(mask32, shape, list(range(rank - mask.ndim, rank))))
-    peak = expand_reduced(prims.amax(scores, (rank - 1,)), shape, (rank - 1,))
+    peak = expand_reduced(stable_shift(scores, (rank - 1,)), shape, (rank - 1,))
     exps = prims.exp(prims.sub(scores, peak))
     weights = prims.div(exps, expand_reduced(prims.sum(exps, (rank - 1,)), shape, (rank - 1,)))
     out = prims.matmul(weights, v32)

@@ -8,9 +8,10 @@ chains fuse). Rules return cotangents for every tensor argument they can; the au
 the ones it needs and dead-code elimination drops the rest. Numbers never get cotangents.
 
 `NONDIFFERENTIABLE` lists the prims whose outputs carry no gradient (comparisons, bitwise ops,
-integer results, factories, guards, write-backs); `ZERO_GRADIENT` the float-valued prims whose
-gradient is zero everywhere it exists (floor, ceil, trunc, sign): their outputs still count as
-differentiable, as in eager PyTorch, where an input reached only through them gets a zero gradient.
+integer results, factories, guards, write-backs, and `stop_gradient`, eager's detach);
+`ZERO_GRADIENT` the float-valued prims whose gradient is zero everywhere it exists (floor, ceil,
+trunc, sign): their outputs still count as differentiable, as in eager PyTorch, where an input
+reached only through them gets a zero gradient.
 The structural prims (shapes, indexing, linear algebra) are in `vjp_structural.py`, attention in
 `vjp_attention.py`.
 """
@@ -36,7 +37,7 @@ NONDIFFERENTIABLE = frozenset(
     | FACTORIES
     | PROLOGUE_ONLY
     | {Prim.BITWISE_NOT, Prim.BITWISE_AND, Prim.BITWISE_OR, Prim.BITWISE_XOR, Prim.ARGMAX, Prim.FLOOR_DIVIDE}
-    | {Prim.COPY_, Prim.COPY_TO, Prim.SDPA_BACKWARD}
+    | {Prim.COPY_, Prim.COPY_TO, Prim.SDPA_BACKWARD, Prim.STOP_GRADIENT}
 )
 ZERO_GRADIENT = frozenset({Prim.FLOOR, Prim.CEIL, Prim.TRUNC, Prim.SIGN})
 

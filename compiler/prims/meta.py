@@ -40,9 +40,18 @@ def _check_same_shape(prim: Prim, tensors: list[TensorProxy], same_dtype: bool =
         )
         check(
             t.device == first.device,
-            lambda t=t: f"prims.{prim.value}: {first.name} is on {first.device} but {t.name} is on {t.device}",
+            lambda t=t: (
+                f"prims.{prim.value}: {first.name} is on {first.device} but {t.name} is on {t.device}"
+                + _DEVICE_HINT * ("cpu" in (first.device.type, t.device.type))
+            ),
             ValueError,
         )
+
+
+_DEVICE_HINT = (
+    "; eager moves a CPU tensor used with GPU tensors (a 0-d operand, an index) to the GPU, a jitted "
+    "function never moves data between devices: move it before the call, or pass a Python number"
+)
 
 
 def _number_value(x: Any) -> Any:
@@ -341,6 +350,15 @@ def _sdpa_backward_meta(
     return tuple(TensorProxy(t.shape, t.dtype, t.device) for t in (q, k, v))
 
 
+def _stop_gradient_meta(a: TensorProxy) -> TensorProxy:
+    check(
+        isinstance(a, TensorProxy),
+        lambda: f"prims.stop_gradient: expected a tensor, got {type(a).__name__} {a!r}",
+        TypeError,
+    )
+    return TensorProxy(a.shape, a.dtype, a.device)
+
+
 def _full_meta(shape: Any, value: Any, dtype: torch.dtype, device: torch.device) -> TensorProxy:
     return TensorProxy(shape, dtype, device)
 
@@ -385,6 +403,7 @@ META: dict[Prim, Callable | None] = {
     Prim.SLICE: _slice_meta,
     Prim.SQUEEZE: _squeeze_meta,
     Prim.CAT: _cat_meta,
+    Prim.STOP_GRADIENT: _stop_gradient_meta,
     Prim.INDEX_SELECT: _index_select_meta,
     Prim.INDEX_COPY: _index_update_meta(Prim.INDEX_COPY),
     Prim.INDEX_ADD: _index_update_meta(Prim.INDEX_ADD),

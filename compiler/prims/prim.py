@@ -75,6 +75,8 @@ class Prim(enum.Enum):
     SLICE = "slice"
     SQUEEZE = "squeeze"
     CAT = "cat"
+    # `stop_gradient(x)` is x (a view of it, as eager's detach), through which no gradient flows
+    STOP_GRADIENT = "stop_gradient"
     # indexing
     INDEX_SELECT = "index_select"
     INDEX_COPY = "index_copy"
@@ -137,7 +139,7 @@ PROLOGUE_ONLY = GUARDS | {Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT}
 # The IR's aliasing rule: the output of a view prim aliases its first argument (writing into one
 # changes the other); every other prim returns a fresh tensor. passes/functionalize.py relies on
 # it, and the tracer (compiler/ops/aliasing.py) keeps it true to eager PyTorch.
-VIEWS = frozenset({Prim.SLICE, Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.BROADCAST_IN_DIM})
+VIEWS = frozenset({Prim.SLICE, Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.BROADCAST_IN_DIM, Prim.STOP_GRADIENT})
 # Prims that mutate their arguments; none survives functionalization.
 INPLACE = frozenset({Prim.COPY_})
 # Prims kept by dead-code elimination even when nothing reads their outputs (unpacking checks

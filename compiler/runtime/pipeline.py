@@ -17,6 +17,7 @@ from compiler.passes.flatten import flatten
 from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
 from compiler.passes.split_backward import Split, backward_from_saved, split_backward
+from compiler.passes.stop_gradient import drop_stop_gradients
 from compiler.passes.update_in_place import update_in_place
 from compiler.runtime.autograd import CompiledAutograd
 from compiler.runtime.cache import CacheEntry
@@ -47,8 +48,9 @@ _PURE_PASSES = (functionalize, flatten, cse, dce)
 
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on the computation trace, in order: functionalize first (the others assume
-    a pure trace), then fusion when an executor fuses, and last the in-place partial updates."""
-    passes: list[Callable[[Trace], Trace]] = list(_PURE_PASSES)
+    a pure trace), the stop_gradients autodiff alone reads dropped, then fusion when an executor
+    fuses, and last the in-place partial updates."""
+    passes: list[Callable[[Trace], Trace]] = [*_PURE_PASSES, drop_stop_gradients]
     if fusion_executor(options.executors) is not None:
         passes.append(lambda trace: fuse(trace, options.executors))
     passes.append(update_in_place)

@@ -11,7 +11,7 @@ import torch
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace, TraceContext, tracing
 from compiler.executors import nvfuser as nvfuser_module
 from compiler.executors.nvfuser import NvFuserExecutor
-from compiler.executors.nvfuser_translate import unsupported
+from compiler.executors.nvfuser_claims import unsupported
 from compiler.passes.fuse import FusionOptions
 from tests.compiler import fake_nvfuser as fake_api
 

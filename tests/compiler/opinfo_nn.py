@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import torch
@@ -71,6 +72,21 @@ def _var_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(),))
 
 
+def _logsumexp_samples(make: Maker) -> Iterator[Sample]:
+    for i, x in enumerate(_reduction_inputs(make)):
+        for dim in (0, -1, (0, 2), [1, -1]):
+            yield Sample((x, dim), {"keepdim": bool(i % 2)})
+    yield Sample((make(), 0))  # 0-d: the element itself
+    yield Sample((make(0, 3), 0))  # empty slices: -inf
+    if make.is_float:
+        yield Sample((make(4, 7, low=-1000, high=1000), 1))  # exp overflows without the shift
+        x = make(3, 4)
+        x[0] = -math.inf  # a row of -inf: -inf, not nan
+        x[1, 2] = math.inf
+        x[2, 1] = -math.inf
+        yield Sample((x, 1))
+
+
 def _extremum_samples(make: Maker) -> Iterator[Sample]:
     yield from _dim_samples(make)
     yield Sample((make.small_values(6, 5), 1))  # ties
@@ -131,6 +147,7 @@ REDUCTIONS = [
     _reduction("std", _var_samples, FLOATS, f32=(1e-4, 1e-5), bf16=(2e-2, 2e-2)),
     OpCase("var_mean", (torch.var_mean,), _var_samples, FLOATS, _tolerances(f32=(1e-4, 1e-5), bf16=(2e-2, 2e-2))),
     OpCase("std_mean", (torch.std_mean,), _var_samples, FLOATS, _tolerances(f32=(1e-4, 1e-5), bf16=(2e-2, 2e-2))),
+    _reduction("logsumexp", _logsumexp_samples, f32=(1e-5, 1e-5), bf16=(2e-2, 2e-2)),
     _reduction("amax", _extremum_samples),
     _reduction("amin", _extremum_samples),
     _reduction("argmax", _argmax_samples),

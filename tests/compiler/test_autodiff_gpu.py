@@ -75,3 +75,39 @@ def test_cross_entropy_and_attention_gradients_on_cuda():
     check_gradients(attention, [q, k, v], jfn=jfn)
     backward = compiler.last_backward_traces(jfn)[-1]
     assert "sdpa_backward" in str(backward)
+
+
+def test_cross_entropy_at_a_32k_vocabulary_fuses_forward_and_backward_and_reports_kernels():
+    """bf16 logits [8192, 32000] with ignored targets: gradients against eager (in float32, scaled to
+    the gradient's size), one fusion each way, and the kernels nvFuser split each into (printed)."""
+
+    def loss(logits, target):
+        return F.cross_entropy(logits, target, ignore_index=-100)
+
+    generator = torch.Generator(device=DEVICE).manual_seed(0)
+    x = torch.randn(8192, 32000, device=DEVICE, generator=generator).mul_(3).to(torch.bfloat16)
+    target = torch.randint(0, 32000, (8192,), device=DEVICE, generator=generator)
+    target[::7] = -100
+    jfn = jit(loss)
+    mine, eager = x.clone().requires_grad_(), x.float().requires_grad_()
+    out = jfn(mine, target)
+    out.backward()
+    expected = loss(eager, target)
+    expected.backward()
+    torch.testing.assert_close(out.float(), expected, atol=1e-2, rtol=1e-2)
+    scale = eager.grad.abs().max().item()
+    torch.testing.assert_close(mine.grad.float(), eager.grad, atol=1e-2 * scale, rtol=1e-2)
+
+    forward, backward = compiler.last_traces(jfn)[-1], compiler.last_backward_traces(jfn)[-1]
+    assert fusions(forward) == 1 and outside_fusions(forward) == []
+    assert fusions(backward) == 1 and outside_fusions(backward) == []
+    print(compiler.examine.saved_for_backward(jfn))
+    kernels = {}
+    for direction, is_backward in (("forward", False), ("backward", True)):
+        (report,) = compiler.examine.segments(jfn, backward=is_backward)
+        kernels[direction] = len(report.kernels)
+        print(f"cross_entropy {direction}:\n{report}")
+    print(f"cross_entropy [8192, 32000] bf16 kernels: {kernels}")
+    # NOTE: the forward's row max and row sum of exps, then the sums over rows; the backward,
+    # softmax - onehot, is one pointwise kernel. Before the rewrite the forward took about 6.
+    assert kernels["backward"] == 1 and kernels["forward"] <= 4

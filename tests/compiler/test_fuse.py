@@ -13,6 +13,7 @@ from compiler.executors import TORCH
 from compiler.passes.fuse import FusionOptions, Reason, fuse, partition
 from compiler.prims import Prim
 from compiler.tracing.check_trace import check_trace
+from compiler.tracing.check_writebacks import check_writebacks
 from compiler.tracing.interpreter import eval_trace
 from tests.compiler.nvfuser_helpers import outside, prim_trace, region_ops, torch_fuser
 
@@ -194,6 +195,26 @@ def test_write_back_waits_for_every_earlier_reader_of_its_buffer():
     x_eager, x_fused = x.clone(), x.clone()
     torch.testing.assert_close(eval_trace(result, x_fused, y), eval_trace(trace, x_eager, y))
     torch.testing.assert_close(x_fused, x_eager)
+
+
+def test_write_back_waits_for_every_earlier_reader_of_a_view_of_its_buffer():
+    # Found by GPU fuzzing: the region took `copy_to(.., y)` along with the slice of y, which torch's
+    # slice_update read only after it (as a view of y it would have seen y's new value).
+    def program(x, y):
+        view = prims.slice(y, [1], [3], [1])
+        negated = prims.neg(view)
+        prims.copy_to(prims.slice_update(x, view, [1], [3], [1]), x)
+        prims.copy_to(prims.add(y, prims.broadcast_in_dim(prims.slice(negated, [1], [2], [1]), [3], [0])), y)
+        return negated
+
+    trace = prim_trace(program, ((3,), torch.float32), ((3,), torch.float32))
+    for size in (1, 2):
+        result, _ = fused(trace, min_region_size=size)
+        check_writebacks(result)
+        x, y = torch.randn(3), torch.randn(3)
+        eager, fused_args = (x.clone(), y.clone()), (x.clone(), y.clone())
+        torch.testing.assert_close(eval_trace(result, *fused_args), eval_trace(trace, *eager))
+        torch.testing.assert_close(fused_args, eager)
 
 
 def test_a_region_never_writes_back_a_buffer_it_computes():

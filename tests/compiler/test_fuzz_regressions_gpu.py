@@ -15,6 +15,11 @@ minimized, run with the default executors and options: each must give eager's re
   `copy_from_other` (size-1 bf16): the aliased write-back gave wrong values; such write-backs are
   now returned and copied by the runner (nvfuser_aliasing.py).
 - `amax_of_written`: a keepdim amax over an expanded broadcast dim came back unreduced.
+- `last_row_scaled`, `last_row_then_views`, `sum_into_last_row`, `last_row_shifted_bf16`: a slice
+  making a size-1 dim of a longer one read the first row instead (bf16, f16 and f32, most shapes);
+  such a slice is now its own segment (a segment_set after it).
+- `view_read_after_fused_write`: a fusion wrote `a1` back before torch read a slice of `a1`; the
+  fusion pass now orders a write-back after the readers of views of its buffer too.
 - `slice_add_bf16`, `transposed_after_write`: nvFuser raised while compiling (an internal assert in
   bfs.h, an empty RuntimeError); the executor falls back to torch with a warning.
 """
@@ -99,6 +104,36 @@ def transposed_after_write(a0: torch.Tensor) -> tuple:
     return torch.neg(a0), torch.add(a0, v2)
 
 
+def last_row_scaled(a0: torch.Tensor) -> tuple:
+    return (a0[-1:] * 1.5,)
+
+
+def last_row_then_views(a0: torch.Tensor) -> tuple:
+    a0[1:].mul_(1.5)
+    return a0.transpose(0, -1), torch.where(a0 > -2.0, a0, -2.0)
+
+
+def sum_into_last_row(a0: torch.Tensor) -> tuple:
+    v0 = torch.sum(a0, 0, keepdim=False)
+    v3 = v0.transpose(0, -1)
+    a0[1:].add_(v3)
+    return torch.neg(a0), v3
+
+
+def last_row_shifted_bf16(a0: torch.Tensor, a1: torch.Tensor) -> tuple:
+    a0[1:].add_(1.5)
+    return torch.add(a0, 3), torch.mean(a0, 1, keepdim=False)
+
+
+def view_read_after_fused_write(a0: torch.Tensor, a1: torch.Tensor) -> tuple:
+    v0 = a1[..., 1:]
+    v1 = torch.neg(v0)
+    a0[1:].copy_(v0)
+    v3 = v1[..., 1:]
+    a1.add_(v3)
+    return v1, v3
+
+
 def _transposed(a: torch.Tensor) -> torch.Tensor:
     return a.mT.contiguous().mT
 
@@ -125,6 +160,15 @@ CASES = [
     (slice_add_bf16, [((2, 1, 2), torch.bfloat16)]),
     (transposed_after_write, [((1, 1), torch.float32)]),
     (transposed_after_write, [((3, 3), torch.float32)]),
+    *[
+        (last_row_scaled, [(shape, dtype)])
+        for dtype in (torch.float32, torch.bfloat16, torch.float16)
+        for shape in ((2, 4, 4), (2, 2, 2), (3, 4, 4), (2, 16), (2, 64, 64))
+    ],
+    (last_row_then_views, [((2, 4, 4), torch.bfloat16)]),
+    (sum_into_last_row, [((2, 2, 2), torch.float32)]),
+    (last_row_shifted_bf16, [((2, 2, 2), torch.bfloat16, _transposed), ((2, 2, 2), torch.bfloat16, _transposed)]),
+    (view_read_after_fused_write, [((3,), torch.float32), ((3,), torch.float32)]),
 ]
 
 

@@ -9,10 +9,9 @@ import torch
 import compiler
 from compiler import prims
 from compiler.executors.nvfuser import region_fusions
+from compiler.executors.nvfuser_claims import LEFT_TO_TORCH, POLICY_TORCH
 from compiler.executors.nvfuser_repro import TORCH_SOURCE
 from compiler.executors.nvfuser_translate import (
-    LEFT_TO_TORCH,
-    POLICY_TORCH,
     TRANSLATIONS,
     TranslationError,
     fusion_source,
@@ -37,7 +36,7 @@ def test_translation_table_covers_every_prim_or_says_why_not():
         Prim.FLOOR_DIVIDE, Prim.ARGMAX, Prim.INDEX_COPY, Prim.EMPTY, Prim.SDPA,
         Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT, Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE,
         Prim.CHECK_STRIDES, Prim.CHECK_ALIASING, Prim.COPY_, Prim.SLICE_UPDATE, Prim.INDEX_ADD,
-        Prim.DROPOUT_NOISE, Prim.SDPA_FORWARD, Prim.SDPA_BACKWARD, Prim.CHECK_REQUIRES_GRAD,
+        Prim.DROPOUT_NOISE, Prim.SDPA_FORWARD, Prim.SDPA_BACKWARD, Prim.CHECK_REQUIRES_GRAD, Prim.STOP_GRADIENT,
     }  # fmt: skip
     assert set(POLICY_TORCH) == {Prim.MATMUL, Prim.LINEAR} and set(POLICY_TORCH) <= set(TRANSLATIONS)
     assert set(TORCH_SOURCE) == set(TRANSLATIONS)  # repro scripts can check every translated prim
@@ -176,6 +175,13 @@ def test_a_squeezed_slice_of_a_tensor_read_elsewhere_gets_a_segment_boundary():
     a = torch.randn(4, 33)
     # nvfuser_direct 0.2.36 asserts in loop promotion on this pair without the segment_set.
     both = source_of(lambda t: (t[1:3, 2:20] * 2, t[0] + 1), a)
-    assert "t2_seg = fd.ops.segment_set(t2)" in both and "fd.ops.squeeze(t2_seg, dims=[0])" in both
-    alone = source_of(lambda t: (t[0] + 1).exp(), a)
-    assert "segment_set" not in alone and "fd.ops.squeeze(" in alone
+    assert both.count("segment_set") == 1 and "fd.ops.squeeze(t2, dims=[0])" in both
+    assert "t2 = fd.ops.segment_set(t2_slice)" in both
+
+
+def test_a_slice_making_a_size_one_dim_of_a_longer_one_is_its_own_segment():
+    # nvfuser_direct 0.2.36 read the first row for `a[-1:]` (H100, bf16/f16/f32) without it.
+    for fn in (lambda t: (t[0] + 1).exp(), lambda t: (t[-1:] * 1.5).exp(), lambda t: (t[:, 3:4] * 2).exp()):
+        assert source_of(fn, torch.randn(4, 33)).count("fd.ops.segment_set(") == 1
+    for a in (torch.randn(4, 33), torch.randn(4, 1)):  # a longer slice; a dim that was size 1 already
+        assert "segment_set" not in source_of(lambda t: (t[1:3] * 2).exp(), a)

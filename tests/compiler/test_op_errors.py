@@ -180,3 +180,9 @@ def test_layer_norm_shape_mismatch_names_the_shapes() -> None:
 def test_cross_entropy_target_shape_mismatch_names_the_shapes() -> None:
     message = _raises(ValueError, F.cross_entropy, torch.randn(4, 5), torch.zeros(3, dtype=torch.int64))
     assert "(3,)" in message and "(4, 5)" in message, message
+
+
+def test_a_cpu_tensor_among_tensors_of_another_device_says_jit_never_moves_it() -> None:
+    # Eager moves a 0-d CPU operand to the GPU; here a "meta" tensor stands in for the GPU one.
+    message = _raises(ValueError, lambda a, b: a + b, torch.randn(3, device="meta"), torch.tensor(2.0))
+    assert "a is on meta" in message and "never moves data between devices" in message, message

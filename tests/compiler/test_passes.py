@@ -37,6 +37,7 @@ def test_each_pass_preserves_values_and_well_formedness(name: str, cache: str) -
         "flatten",
         "cse",
         "dce",
+        "drop_stop_gradients",
         "update_in_place",
     ]
     for trace in traces:

@@ -44,3 +44,18 @@ def test_a_refusal_that_falls_back_to_the_right_result_is_counted_not_failed(mon
     summary = fuzz_nvfuser.fuzz(2, 10, "cpu", ["torch"])
     assert not summary.failures and summary.refused == {"RuntimeError: planted refusal": 10}, str(summary)
     assert "10 x RuntimeError: planted refusal" in str(summary)
+
+
+def test_a_bf16_result_closer_to_float64_than_eager_is_told_apart_from_a_wrong_one() -> None:
+    # Fuzz seed 81 on an H100: eager rounds a0 + 1.5 to bf16 before the cancelling subtraction; a
+    # fusion keeps it in fp32 and gets float64's answer (0.1187 against eager's 0.0947).
+    program = fuzz_nvfuser.Program(inputs=[((1,), torch.bfloat16, "contiguous")])
+    program.lines = ["a0.add_(1.5)", "v1 = torch.sub(a0, 3)", "v2 = torch.neg(a0)", "a0.mul_(v1)"]
+    program.outputs = ["v2"]
+    fn, inputs = program.function(), program.make_inputs("cpu", 0)
+    eager_args = [t.clone() for t in inputs]
+    eager_outputs = fn(*eager_args)
+    assert not fuzz_nvfuser._matches_float64(fn, inputs, eager_outputs, eager_args)
+    a = inputs[0].double() + 1.5
+    fused_outputs, fused_args = [(-a).to(torch.bfloat16)], [(a * (a - 3)).to(torch.bfloat16)]
+    assert fuzz_nvfuser._matches_float64(fn, inputs, fused_outputs, fused_args)

@@ -1,0 +1,46 @@
+"""drop_stop_gradients: `stop_gradient` lines removed once differentiation no longer needs them.
+
+`prims.stop_gradient(x)` (eager's `detach`, and the max shift of softmax-like ops) only tells
+autodiff that no gradient flows through it; its value is `x`. Kept, it would stand between fusible
+prims and make the min-cut count a copy of `x`. So once the joint trace is built (and, without
+autograd, right after the pure passes), every reader of a `stop_gradient` output reads its input.
+
+Assumes: a flattened trace. Guarantees: the only `stop_gradient` lines left define values the
+trace returns (a returned detached tensor is a new tensor object, as in eager); nothing else
+reads them. Values and order of the other lines are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from compiler.core.ir import BoundSymbol, Proxy, Trace, map_proxies, proxies_in
+from compiler.passes import trace_pass
+from compiler.prims import Prim
+
+
+def without_stop_gradients(bsyms: Sequence[BoundSymbol], output: Any) -> list[BoundSymbol]:
+    """`bsyms` reading each `stop_gradient`'s input instead of its output, the lines of the
+    `stop_gradient`s that `output` does not return left out."""
+    returned = {id(p) for p in proxies_in(output)}
+    replacement: dict[int, Proxy] = {}
+    kept: list[BoundSymbol] = []
+    for bsym in bsyms:
+        if replacement:
+            swap = lambda p: replacement.get(id(p), p)
+            bsym = bsym.replace(args=map_proxies(bsym.args, swap), kwargs=map_proxies(bsym.kwargs, swap))
+        if bsym.sym is Prim.STOP_GRADIENT:
+            replacement[id(bsym.output)] = bsym.args[0]
+            if id(bsym.output) not in returned:
+                continue
+        kept.append(bsym)
+    return kept
+
+
+@trace_pass("drop_stop_gradients")
+def drop_stop_gradients(trace: Trace) -> Trace:
+    """The trace without the `stop_gradient` lines it does not need (see the module)."""
+    if not any(b.sym is Prim.STOP_GRADIENT for b in trace.bsyms):
+        return trace
+    return trace.with_bsyms(without_stop_gradients(trace.bsyms, trace.output))
