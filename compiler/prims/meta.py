@@ -42,7 +42,7 @@ def _check_same_shape(prim: Prim, tensors: list[TensorProxy], same_dtype: bool =
             t.device == first.device,
             lambda t=t: (
                 f"prims.{prim.value}: {first.name} is on {first.device} but {t.name} is on {t.device}"
-                + _DEVICE_HINT * ("cpu" in (first.device.type, t.device.type))
+                + (_DEVICE_HINT if "cpu" in (first.device.type, t.device.type) else "")
             ),
             ValueError,
         )
