@@ -72,7 +72,8 @@ class FlowGraph:
             u = self.head[e]
 
     def min_cut(self, source: int, sink: int) -> tuple[int, set[int]]:
-        """(the cut's capacity, the nodes on the source side of a minimum cut)."""
+        """(the cut's capacity, the nodes on the source side of the minimum cut closest to the
+        sink): of all minimum cuts, the one whose source side is largest."""
         total = 0
         while True:
             level = self._levels(source)
@@ -84,5 +85,17 @@ class FlowGraph:
                 if flow <= 0:
                     break
                 total += flow
-        level = self._levels(source)
-        return total, {u for u, k in enumerate(level) if k >= 0}
+        return total, set(range(len(self.adjacent))) - self._reaching(sink)
+
+    def _reaching(self, sink: int) -> set[int]:
+        """The nodes with a residual path to `sink`."""
+        seen = {sink}
+        queue = deque([sink])
+        while queue:
+            v = queue.popleft()
+            for e in self.adjacent[v]:  # e: v -> u; its pair e ^ 1 is u -> v
+                u = self.head[e]
+                if u not in seen and self.capacity[e ^ 1] > 0:
+                    seen.add(u)
+                    queue.append(u)
+        return seen

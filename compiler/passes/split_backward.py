@@ -19,6 +19,9 @@ elementwise and shape chains (GELU's tanh, a bias add) are recomputed rather tha
 their fused backward reads the inputs instead. A value that exists anyway (an input or an output)
 costs its bytes (the backward reads it); an intermediate costs twice its bytes (the forward
 writes it, the backward reads it), so a value is stored only where recomputing it would read more.
+Of equal cuts the one closest to the sink is taken (the fewest values recomputed): saving a
+residual stream's x_k costs what saving the layer output added to it does, and recomputing x_k
+from x_0 would chain every layer's recomputation into one.
 An input the forward writes into costs as an intermediate: saving it means saving a copy taken
 before the write-back.
 """
@@ -139,13 +142,20 @@ def split_backward(joint: Joint) -> Split:
     forward = list(trace.bsyms[: joint.forward_length])
     forward_saved = list(saved)
     written = {b.args[1].name for b in forward if b.sym is Prim.COPY_TO}
+    handed = {b.args[0].name for b in forward if b.sym is Prim.COPY_TO}
     context = TraceContext(reserved=trace.names())
     for i, p in enumerate(saved):
-        if p.name in written:
-            # NOTE: the write-backs overwrite this input, so the forward saves a copy taken first;
-            # the backward still calls the value by the input's name.
+        if p.name in written or p.name in handed:
+            # NOTE: the write-backs overwrite this input (or take this value into a buffer, after
+            # which the forward may not return it), so the forward saves a copy taken before the
+            # first write-back; the backward still calls the value by its own name.
             copy = TensorProxy(p.shape, p.dtype, p.device, name=context.fresh(f"{p.name}_saved"))
-            forward.insert(0, BoundSymbol(Prim.MUL, (p, True if p.dtype == torch.bool else 1), {}, copy))
+            at = (
+                0
+                if p.name in written
+                else next(k for k, b in enumerate(forward) if b.sym is Prim.COPY_TO and b.args[0].name == p.name)
+            )
+            forward.insert(at, BoundSymbol(Prim.MUL, (p, True if p.dtype == torch.bool else 1), {}, copy))
             forward_saved[i] = copy
     took = f"(took {(time.perf_counter() - start) * 1e3:.2f} ms)"
     primals = joint.trace.inputs[: _primal_count(joint)]

@@ -40,6 +40,13 @@ def test_min_cut_finds_the_cheapest_separating_edges():
     assert blocked.min_cut(0, 2) == (7, {0, 1})
 
 
+def test_of_equal_min_cuts_the_one_closest_to_the_sink_is_taken():
+    chain = FlowGraph(4)
+    for u in range(3):
+        chain.add_edge(u, u + 1, 5)
+    assert chain.min_cut(0, 3) == (5, {0, 1, 2})
+
+
 UNARY = {
     "tanh": torch.tanh,
     "sigmoid": torch.sigmoid,

@@ -103,6 +103,24 @@ def test_layer_norm_saves_reduced_statistics_not_normalized_values():
     assert [v.name for v in big] == ["x"]
 
 
+def test_a_residual_stack_saves_each_layers_input_not_a_chain_to_recompute():
+    # Saving x_k or the matmul output m_k costs the same bytes; of the equal cuts the split takes
+    # the latest one, so the backward does not recompute the residual stream x_k = x_(k-1) + m_(k-1)
+    # from x_0 across every layer (a chain that fused into one fusion spanning the whole model).
+    def stack(x: torch.Tensor, *ws: torch.Tensor) -> torch.Tensor:
+        for w in ws:
+            x = x + x @ w
+        return x.sum()
+
+    jfn = compiler.jit(stack)
+    x, ws = torch.randn(8, 16, requires_grad=True), [torch.randn(16, 16, requires_grad=True) for _ in range(4)]
+    check_gradients(stack, [x, *ws], [True] * 5, jfn=jfn)
+    backward = compiler.last_backward_traces(jfn)[0]
+    saved = {v.name for v in examine.saved_for_backward(jfn)}
+    assert len(saved) == 8  # x, the 4 weights and x_1 .. x_3
+    assert not [b for b in backward.bsyms if b.sym.value == "add" and all(p.name in saved for p in b.inputs)]
+
+
 def test_saved_for_backward_is_empty_without_a_backward():
     jfn = compiler.jit(gelu)
     jfn(torch.randn(3))
