@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python -m scripts.compile_profile --program gpt2-train|gpt2-forward|adam-gpt2
         [--model small|tiny] [--tokens 1 64] [--device cpu|cuda] [--fake-nvfuser]
-        [--fusion merge_same_shape=False ...] [--repeat 3] [--profile 30]
+        [--fusion merge_same_shape=True ...] [--repeat 3] [--profile 30]
 
 Programs (the suites' own code): `gpt2-train` is suites/gpt2.py's training step through
 `compiler.jit(model)` (bf16 forward with cross entropy, then `loss.backward()` through the
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--fake-nvfuser", action="store_true", help="nvFuser executor on CPU (the test fake)")
     parser.add_argument(
-        "--fusion", nargs="*", default=[], metavar="KEY=VALUE", help="FusionOptions, e.g. merge_same_shape=False"
+        "--fusion", nargs="*", default=[], metavar="KEY=VALUE", help="FusionOptions, e.g. merge_same_shape=True"
     )
     parser.add_argument("--repeat", type=int, default=1, help="compile afresh N times; each row's minimum")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="also list N functions (cProfile)")

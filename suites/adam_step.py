@@ -113,20 +113,14 @@ OPTIMIZER_VARIANTS = (
     _optimizer_variant("torch.optim(foreach=True)", foreach=True),
     _optimizer_variant("torch.optim(fused=True)", fused=True),
 )
-# The two fusion strategies of an optimizer step: `fusebench` merges same-shape parameters into
-# one region per shape (few large fusions); these keep one region per parameter, identical ones
-# sharing one nvFuser definition (one compilation per structure), without and with CUDA graphs.
-PER_PARAMETER_VARIANTS = (
+# The other fusion strategy of an optimizer step: `fusebench` keeps one region per parameter,
+# identical ones sharing one nvFuser definition (one compilation per structure); this merges
+# same-shape parameters into one region per shape (few large fusions, long nvFuser compiles).
+MERGED_VARIANTS = (
     Variant(
-        "fusebench(per-parameter)",
-        fusebench_prepare(None, fusion={"merge_same_shape": False}),
-        description="our compiler, one fusion per parameter (FusionOptions(merge_same_shape=False))",
-    ),
-    Variant(
-        "fusebench-cudagraphs(per-parameter)",
-        fusebench_prepare(None, fusion={"merge_same_shape": False}, cuda_graphs=True),
-        lambda device: None if device.type == "cuda" else f"CUDA graphs need a CUDA device (device is {device})",
-        "our compiler, one fusion per parameter, replayed as CUDA graphs",
+        "fusebench(merged same-shape)",
+        fusebench_prepare(None, fusion={"merge_same_shape": True}),
+        description="our compiler, same-shape parameters in one fusion (FusionOptions(merge_same_shape=True))",
     ),
 )
 
@@ -139,7 +133,7 @@ CASES = [
         params={"parameters": ["32x1024x1024", "gpt2-small"], "dtype": ["float32"]},
         quick_params={"parameters": ["4x256x256", "gpt-tiny"], "dtype": ["float32"]},
         mutated_args=(0, 2, 3),
-        extra_variants=OPTIMIZER_VARIANTS + PER_PARAMETER_VARIANTS,
+        extra_variants=OPTIMIZER_VARIANTS + MERGED_VARIANTS,
         description="one in-place Adam step over a list of parameters, and torch.optim.Adam baselines",
     )
 ]

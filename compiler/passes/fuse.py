@@ -15,9 +15,9 @@ it and say why an op was left out):
 2. Dataflow merging: each claimed node joins its claimed producers' groups, unless the merged
    group would sit on both ends of a path through an unclaimed node (a cycle).
 3. Horizontal merging: independent groups (no path either way) merge when they share an input
-   tensor, when one is small, or (`merge_same_shape`) when both iterate over the same shape (one
-   pointwise kernel can do both; this is what turns the 32 parameter updates of an Adam step
-   into one fusion). Sharing a scalar (a symbolic step number) is no reason to merge.
+   tensor, when one is small, or (`merge_same_shape`, off by default) when both iterate over the
+   same shape (the 32 parameter updates of an Adam step in one fusion, which nvFuser segments
+   into 32 kernels anyway). Sharing a scalar (a symbolic step number) is no reason to merge.
 4. Groups made only of shape ops, and groups with fewer compute ops than `min_region_size`, go
    back to torch; the fuel knob keeps only the first N regions (to bisect a bad fusion).
 

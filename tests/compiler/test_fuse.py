@@ -107,7 +107,9 @@ def test_horizontal_merging_leaves_large_unrelated_regions_apart():
     result, _ = fused(prim_trace(lambda a, b: (chain(a), chain(b)), ((4, 8), torch.float32), ((5, 8), torch.float32)))
     assert len(region_ops(result)) == 2
     result, _ = fused(prim_trace(lambda a, b: (chain(a), chain(b)), F32, F32))
-    assert len(region_ops(result)) == 1  # same shape: one pointwise kernel can do both
+    assert len(region_ops(result)) == 2  # same shape alone: nvFuser would segment them apart anyway
+    result, _ = fused(prim_trace(lambda a, b: (chain(a), chain(b)), F32, F32), merge_same_shape=True)
+    assert len(region_ops(result)) == 1
 
 
 def test_a_region_of_shape_ops_only_is_left_to_torch():

@@ -59,8 +59,11 @@ def test_a_symbolic_step_shared_by_every_region_does_not_merge_them(fake_nvfuser
     assert compiler.examine.stats(jfn).definitions == 1
 
 
-def test_same_shape_regions_merge_by_default(fake_nvfuser):  # noqa: F811
+def test_same_shape_regions_stay_apart_by_default_and_merge_when_asked(fake_nvfuser):  # noqa: F811
     jfn = _run([(8, 4)] * 4, seed=3)
+    assert len(region_fusions(compiler.last_traces(jfn)[-1])) == 4
+    assert compiler.examine.stats(jfn).definitions == 1
+    jfn = _run([(8, 4)] * 4, seed=3, merge_same_shape=True)
     assert len(region_fusions(compiler.last_traces(jfn)[-1])) == 1
 
 

@@ -30,11 +30,11 @@ def test_the_breakdown_lists_each_step_once_and_the_totals(program, steps, capsy
 
 
 def test_fusion_options_reach_the_compiled_program(capsys):
-    argv = ["--program", "adam-gpt2", "--model", "tiny", "--fake-nvfuser", "--fusion", "merge_same_shape=False"]
+    argv = ["--program", "adam-gpt2", "--model", "tiny", "--fake-nvfuser", "--fusion", "merge_same_shape=True"]
     assert compile_profile.main(argv) == 0
-    apart = _fusions_run(capsys.readouterr().out)
+    merged = _fusions_run(capsys.readouterr().out)
     assert compile_profile.main(argv[:-2]) == 0
-    assert apart > _fusions_run(capsys.readouterr().out)  # one fusion per parameter, not per shape
+    assert merged < _fusions_run(capsys.readouterr().out)  # one fusion per shape, not per parameter
 
 
 def _fusions_run(out: str) -> int:
