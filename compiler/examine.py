@@ -162,7 +162,12 @@ def cuda_graphs(jfn: JittedFunction) -> Listing:
     """For each cache entry of a `jit(..., cuda_graphs=True)` function: captures, replays, calls
     run without a graph and why."""
     check(_options(jfn, "cuda_graphs").cuda_graphs, lambda: f"{jfn!r} was not jitted with cuda_graphs=True", ValueError)
-    return Listing(f"entry {i}: {e.computation.stats}" for i, e in enumerate(jfn.entries))
+    return Listing(f"entry {i}: {_graph_stats(e.computation)}" for i, e in enumerate(jfn.entries))
+
+
+def _graph_stats(computation: Any) -> str:
+    stats = getattr(computation, "stats", None)
+    return str(stats) if stats is not None else "not graphed: a forward and backward for autograd run without graphs"
 
 
 def fusion_source_of(jfn: JittedFunction, name: str, *, backward: bool = False) -> str:

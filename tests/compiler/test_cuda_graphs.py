@@ -81,3 +81,13 @@ def test_a_returned_argument_is_the_updated_memory() -> None:
     outputs = [jfn(x) for _ in range(4)]
     torch.testing.assert_close(x, torch.full_like(x, 4.0))
     torch.testing.assert_close(outputs[-1], x)
+
+
+@pytest.mark.gpu
+def test_a_training_entry_runs_without_graphs_and_says_so() -> None:
+    x = torch.randn(16, 8, device="cuda", requires_grad=True)
+    jfn = compiler.jit(lambda t: t.sin().square().sum(), cuda_graphs=True)
+    for _ in range(3):
+        (grad,) = torch.autograd.grad(jfn(x), x)
+        torch.testing.assert_close(grad, 2 * x.sin() * x.cos())
+    assert "not graphed: a forward and backward for autograd" in str(compiler.examine.cuda_graphs(jfn))
