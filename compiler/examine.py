@@ -33,6 +33,7 @@ from compiler.executors.nvfuser_repro import ops_by_scheduler, repro_script, seg
 from compiler.executors.nvfuser_translate import fusion_source
 from compiler.passes.fuse import fusion_executor, partition
 from compiler.passes.split_backward import saved_summary
+from compiler.runtime.autograd import CompiledAutograd
 from compiler.runtime.cache import JittedFunction, called_jitted
 
 
@@ -166,8 +167,11 @@ def cuda_graphs(jfn: JittedFunction) -> Listing:
 
 
 def _graph_stats(computation: Any) -> str:
-    stats = getattr(computation, "stats", None)
-    return str(stats) if stats is not None else "not graphed: a forward and backward for autograd run without graphs"
+    if isinstance(computation, CompiledAutograd):  # a forward and, once run, each backward: graphed apart
+        parts = [f"forward: {computation.forward.stats}"]
+        parts += [f"backward: {b.stats}" for b in computation.backwards.values()]
+        return "; ".join(parts)
+    return str(computation.stats)
 
 
 def fusion_source_of(jfn: JittedFunction, name: str, *, backward: bool = False) -> str:

@@ -10,6 +10,9 @@ zeros): the backward then runs a backward trace compiled for the cotangents pres
 missing ones count as zero without being built. Each pattern's backward, the one for every
 cotangent included, is compiled on first use and kept (a training step that uses only the loss
 never compiles the backward for the logits' cotangent).
+With `jit(..., cuda_graphs=True)` the forward and each backward are `GraphedComputation`s: the
+forward lends its saved values from its graph's buffers (runtime/cuda_graphs.py `Lent`), which
+the backward borrows and releases.
 Everything that can be worked out ahead of a call is, in `CompiledAutograd.__init__`.
 """
 
@@ -35,8 +38,10 @@ class CompiledAutograd:
         outputs: tuple[Proxy, ...],
         differentiable: tuple[bool, ...],
         saved_tensors: int,
+        lends: bool = False,
     ) -> None:
         self.name = name
+        self.lends = lends  # `forward` is a GraphedComputation whose saved values are lent
         self.forward = forward
         self.compile_backward = compile_backward
         self.saved_tensors = saved_tensors
@@ -62,7 +67,10 @@ class _Function(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, runner: CompiledAutograd, *inputs: Any) -> tuple:
-        outputs, saved = runner.forward(*inputs)
+        if runner.lends:  # a CUDA-graphed forward: its saved values may be the graph's own buffers
+            (outputs, saved), ctx.lent = runner.forward.call_lending(*inputs)
+        else:
+            (outputs, saved), ctx.lent = runner.forward(*inputs), None
         ctx.runner = runner
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(*saved[: runner.saved_tensors])
@@ -85,5 +93,11 @@ class _Function(torch.autograd.Function):
         backward = runner.backwards.get(present)
         if backward is None:
             backward = runner.backwards[present] = runner.compile_backward(present)
-        grads = backward(*ctx.saved_tensors, *ctx.numbers, *(c for c in given if c is not None))
+        saved, numbers = ctx.saved_tensors, ctx.numbers  # autograd's checks of in-place changes run here
+        if ctx.lent is not None:
+            values = ctx.lent.borrow()
+            saved, numbers = values[: runner.saved_tensors], values[runner.saved_tensors :]
+        grads = backward(*saved, *numbers, *(c for c in given if c is not None))
+        if ctx.lent is not None:
+            ctx.lent.release()
         return (None, *grads)

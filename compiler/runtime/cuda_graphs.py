@@ -15,6 +15,14 @@ Outputs: a replay rewrites the graph's own output buffers, so each output that i
 an input is cloned after the replay: a result returned earlier never changes under the caller.
 Outputs that are inputs' memory (a returned view of an updated argument) are returned as they are.
 
+A training step graphs its forward and each backward apart (`lend`, `static_tail`): the
+forward's saved values are not cloned but *lent* (`Lent`) from the graph's buffers to the
+backward, so the backward reads the same addresses every step and its graph replays too; the
+cotangents are copied into static buffers (a fresh loss gradient every step). A replay that would
+overwrite buffers still lent to an earlier forward clones them for it first, so two forwards
+before their backwards stay right. A backward run again (retain_graph=True) after another replay
+raises, naming the limit, rather than read overwritten values.
+
 A computation that cannot be captured (a CPU tensor, a host synchronisation, an op that is not
 capturable) runs without graphs from then on; `reason` says why and one `CudaGraphWarning` is
 issued when capture itself failed.
@@ -23,6 +31,7 @@ issued when capture itself failed.
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -58,31 +67,88 @@ class CudaGraphStats:
         return text + (f" ({self.reason})" if self.reason else "")
 
 
-class _Graph:
-    """One captured graph with its static outputs."""
+class Lent:
+    """A graph's output buffers lent to one caller (a forward's saved values, for its backward)."""
 
-    def __init__(self, computation: Callable[..., Any], inputs: tuple) -> None:
+    def __init__(self, values: list, graph: _Graph) -> None:
+        self.values = values
+        self.graph = graph
+        self.generation = graph.generation
+        self.kept = False
+        self.released = False
+
+    def keep(self) -> None:
+        """Called before the graph overwrites the buffers: the borrower gets copies, unless done."""
+        if not self.released and not self.kept:
+            self.values = [v.clone() if isinstance(v, torch.Tensor) else v for v in self.values]
+            self.kept = True
+
+    def borrow(self) -> list:
+        """The lent values; raises RuntimeError when the graph has overwritten them since."""
+        if not self.kept and self.graph.generation != self.generation:
+            raise RuntimeError(
+                "a backward ran again (retain_graph=True) after its CUDA-graphed forward was replayed, which "
+                "overwrote the values it saved; jit(..., cuda_graphs=False) supports this"
+            )
+        return self.values
+
+    def release(self) -> None:
+        """The borrower is done (its backward ran): later replays need not copy the buffers."""
+        self.released = True
+
+
+class _Graph:
+    """One captured graph with its static outputs (and static inputs for `static` positions)."""
+
+    def __init__(self, computation: Callable[..., Any], inputs: tuple, static: range, lend: int) -> None:
+        self.static = static
+        self.buffers = [inputs[i].clone() for i in static]
+        inputs = tuple(self.buffers[static.index(i)] if i in static else a for i, a in enumerate(inputs))
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
             outputs = computation(*inputs)
         self.leaves, self.spec = pytree.tree_flatten(outputs)
-        storages = {a.untyped_storage().data_ptr() for a in inputs if isinstance(a, torch.Tensor)}
+        moving = range(len(inputs)) if not static else [i for i in range(len(inputs)) if i not in static]
+        storages = {inputs[i].untyped_storage().data_ptr() for i in moving if isinstance(inputs[i], torch.Tensor)}
+        self.lent_from = len(self.leaves) - lend
         self.clone = [
-            isinstance(leaf, torch.Tensor) and leaf.untyped_storage().data_ptr() not in storages for leaf in self.leaves
+            i < self.lent_from and isinstance(leaf, torch.Tensor) and leaf.untyped_storage().data_ptr() not in storages
+            for i, leaf in enumerate(self.leaves)
         ]
+        self.generation = 0
+        self.borrower: Callable[[], Lent | None] = lambda: None
 
-    def replay(self) -> Any:
+    def replay(self, inputs: tuple) -> tuple[Any, Lent | None]:
+        for i, buffer in zip(self.static, self.buffers):
+            buffer.copy_(inputs[i])
+        lent = self.borrower()
+        if lent is not None:
+            lent.keep()
         self.graph.replay()
+        self.generation += 1
         leaves = [leaf.clone() if clone else leaf for leaf, clone in zip(self.leaves, self.clone)]
-        return pytree.tree_unflatten(leaves, self.spec)
+        lent = None
+        if self.lent_from < len(leaves):
+            lent = Lent(leaves[self.lent_from :], self)
+            self.borrower = weakref.ref(lent)
+        return pytree.tree_unflatten(leaves, self.spec), lent
 
 
 class GraphedComputation:
-    """Runs a computation through CUDA graphs keyed by its inputs' addresses (see the module)."""
+    """Runs a computation through CUDA graphs keyed by its inputs' addresses (see the module).
 
-    def __init__(self, computation: Callable[..., Any], max_graphs: int = 8) -> None:
+    `static_tail`: the last N inputs are copied into the graph's own buffers before each replay,
+    so their addresses are not part of the key (a backward's cotangents). `lend`: the last N
+    output leaves are lent (`Lent`) instead of cloned; `call_lending` returns them.
+    """
+
+    def __init__(
+        self, computation: Callable[..., Any], max_graphs: int = 8, static_tail: int = 0, lend: int = 0
+    ) -> None:
         self.computation = computation
         self.max_graphs = max_graphs
+        self.static_tail = static_tail
+        self.lend = lend
         self.graphs: dict[tuple, _Graph] = {}
         self.warmed_up: set[tuple] = set()
         self.stats = CudaGraphStats()
@@ -91,23 +157,29 @@ class GraphedComputation:
     def key(self, inputs: tuple) -> tuple | None:
         """The address key of these inputs, or None (with `stats.reason` set) when they cannot be graphed."""
         parts = []
-        for a in inputs:
+        static_from = len(inputs) - self.static_tail
+        for i, a in enumerate(inputs):
             if isinstance(a, torch.Tensor):
                 if not a.is_cuda:
                     self.stats.reason = f"an input is on {a.device}: CUDA graphs replay CUDA work only"
                     return None
-                parts.append((a.data_ptr(), a.stride()))
+                parts.append((a.data_ptr() if i < static_from else None, a.stride()))
             else:
                 parts.append((type(a), a))
         return tuple(parts)
 
     def __call__(self, *inputs: Any) -> Any:
+        return self.call_lending(*inputs)[0]
+
+    def call_lending(self, *inputs: Any) -> tuple[Any, Lent | None]:
+        """(the result, the `Lent` holding its last `lend` output leaves when a graph ran, else None:
+        then the result holds them as ordinary tensors)."""
         graph = None if self.stats.reason is not None else self._graph(inputs)
         if graph is None:
             self.stats.ungraphed_calls += 1
-            return self.computation(*inputs)
+            return self.computation(*inputs), None
         self.stats.replays += 1
-        return graph.replay()
+        return graph.replay(inputs)
 
     def _graph(self, inputs: tuple) -> _Graph | None:
         key = self.key(inputs)
@@ -121,7 +193,8 @@ class GraphedComputation:
                 self.warmed_up.add(key)
             return None
         try:
-            graph = _Graph(self.computation, inputs)
+            static = range(len(inputs) - self.static_tail, len(inputs))
+            graph = _Graph(self.computation, inputs, static, self.lend)
         except Exception as error:  # NOTE: whatever fails capture (sync, CPU work) means "no graph here"
             first_line = (str(error).strip().splitlines() or [""])[0]
             self.stats.reason = f"capture failed: {type(error).__name__}: {first_line}"

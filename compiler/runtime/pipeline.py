@@ -114,14 +114,21 @@ def _compile_autograd(
     prologue = dce(cse(prologue))
     forward_outputs, saved = split.forward.output
     full_backward = _FullBackward(options, split.backward)
+    forward = compile_trace(traces[-1], options.executors)
+
+    def compile_backward(present: tuple[bool, ...]) -> Callable:
+        backward = full_backward.compiled() if all(present) else _partial_backward(options, full, split, present)
+        return GraphedComputation(backward, static_tail=sum(present)) if options.cuda_graphs else backward
+
     runner = CompiledAutograd(
         getattr(fn, "__qualname__", repr(fn)),
-        compile_trace(traces[-1], options.executors),
-        lambda present: full_backward.compiled() if all(present) else _partial_backward(options, full, split, present),
+        GraphedComputation(forward, lend=len(saved)) if options.cuda_graphs else forward,
+        compile_backward,
         pure.output,
         forward_outputs,
         split.differentiable,
         sum(isinstance(p, TensorProxy) for p in saved),
+        lends=options.cuda_graphs,
     )
     return CacheEntry(
         prologue=compile_prologue(prologue),

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import types
+
 import pytest
 import torch
 
 import compiler
-from compiler.runtime.cuda_graphs import GraphedComputation, unavailable_reason
+from compiler.runtime.cuda_graphs import GraphedComputation, Lent, unavailable_reason
 
 
 def update(p: torch.Tensor, m: torch.Tensor, g: torch.Tensor, lr: float):
@@ -83,11 +85,87 @@ def test_a_returned_argument_is_the_updated_memory() -> None:
     torch.testing.assert_close(outputs[-1], x)
 
 
+def test_lent_buffers_are_copied_before_an_overwrite_unless_released() -> None:
+    graph = types.SimpleNamespace(generation=0)
+    buffer = torch.arange(4.0)
+    lent = Lent([buffer, 3], graph)
+    lent.keep()  # the graph is about to overwrite `buffer`: the borrower gets a copy
+    buffer.zero_()
+    graph.generation += 1
+    assert lent.borrow()[0].tolist() == [0.0, 1.0, 2.0, 3.0] and lent.borrow()[1] == 3
+    released = Lent([buffer], graph)
+    released.release()
+    released.keep()  # released: nothing copied
+    assert released.borrow()[0] is buffer
+    graph.generation += 1  # overwritten since: a second backward must not read it
+    with pytest.raises(RuntimeError, match=r"retain_graph=True\) after its CUDA-graphed forward was replayed"):
+        released.borrow()
+
+
+def _loss(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.gelu(x @ w + b, approximate="tanh").square().mean()
+
+
 @pytest.mark.gpu
-def test_a_training_entry_runs_without_graphs_and_says_so() -> None:
-    x = torch.randn(16, 8, device="cuda", requires_grad=True)
-    jfn = compiler.jit(lambda t: t.sin().square().sum(), cuda_graphs=True)
-    for _ in range(3):
-        (grad,) = torch.autograd.grad(jfn(x), x)
-        torch.testing.assert_close(grad, 2 * x.sin() * x.cos())
-    assert "not graphed: a forward and backward for autograd" in str(compiler.examine.cuda_graphs(jfn))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_training_step_replays_its_forward_and_backward_graphs(seed: int) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(32, 64, generator=gen).cuda()
+    w, b = torch.randn(64, 48, generator=gen).cuda(), torch.randn(48, generator=gen).cuda()
+    params = [w.requires_grad_(), b.requires_grad_()]
+    eager_params = [w.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()]
+    jfn = compiler.jit(_loss, cuda_graphs=True)
+    losses = []
+    for _ in range(5):
+        x.copy_(torch.randn(32, 64, generator=gen))  # new data in the same memory
+        loss = jfn(x, *params)
+        grads = torch.autograd.grad(loss, params)
+        want = _loss(x, *eager_params)
+        want_grads = torch.autograd.grad(want, eager_params)
+        torch.testing.assert_close(loss, want)
+        for got, expected in zip(grads, want_grads):
+            torch.testing.assert_close(got, expected)
+        with torch.no_grad():  # an optimizer step: the parameters keep their memory
+            for p, e, g in zip(params, eager_params, want_grads):
+                p.sub_(0.1 * g)
+                e.sub_(0.1 * g)
+        losses.append((loss, want))
+    for loss, want in losses:  # earlier losses were not overwritten by later replays
+        torch.testing.assert_close(loss, want)
+    (entry,) = jfn.entries
+    forward = entry.computation.forward.stats
+    (backward,) = [b.stats for b in entry.computation.backwards.values()]
+    assert (forward.captures, forward.replays, forward.ungraphed_calls) == (1, 4, 1)
+    assert (backward.captures, backward.replays, backward.ungraphed_calls) == (1, 3, 2)
+    assert "forward: 1 captures, 4 replays, 1 calls without a graph; backward: 1 captures, 3 replays" in str(
+        compiler.examine.cuda_graphs(jfn)
+    )
+
+
+def _scaled_column_sums(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return (x.sum(0) * w).square().sum()  # w's gradient reads x.sum(0): a saved reduction, not x
+
+
+@pytest.mark.gpu
+def test_two_forwards_before_their_backwards_and_a_second_backward() -> None:
+    x, w = torch.randn(16, 8, device="cuda"), torch.randn(8, device="cuda", requires_grad=True)
+    jfn = compiler.jit(_scaled_column_sums, cuda_graphs=True)
+    for _ in range(3):  # warm-up, capture, replay
+        torch.autograd.grad(jfn(x, w), w)
+    values = [torch.randn(16, 8, device="cuda") for _ in range(2)]
+    losses = []
+    for value in values:  # the second replay overwrites the sums the first one saved
+        x.copy_(value)
+        losses.append(jfn(x, w))
+    for loss, value in zip(losses, values):
+        (got,) = torch.autograd.grad(loss, w)
+        (want,) = torch.autograd.grad(_scaled_column_sums(value, w), w)
+        torch.testing.assert_close(got, want)
+    x.copy_(values[0])
+    loss = jfn(x, w)
+    torch.autograd.grad(loss, w, retain_graph=True)
+    torch.autograd.grad(loss, w, retain_graph=True)  # nothing replayed in between: still right
+    jfn(x, w)
+    with pytest.raises(RuntimeError, match="retain_graph=True"):
+        torch.autograd.grad(loss, w)
+    assert compiler.examine.cuda_graphs(jfn)
