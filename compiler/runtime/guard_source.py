@@ -3,8 +3,8 @@
 A cache hit runs the entry's prologue, so each guard there is written as one `if ...: raise
 GuardFailure` line rather than a call to the torch executor's guard function: a Python call costs
 about as much as the check itself. The lines mean exactly what those functions do
-(compiler/executors/torch.py: check_tensor, check_type, check_value, unpack_sequence,
-unpack_dict with no keys); every other prologue prim stays a call. Device checks avoid building
+(compiler/executors/torch.py: check_tensor, check_type, check_value, check_requires_grad,
+unpack_sequence, unpack_dict with no keys); every other prologue prim stays a call. Device checks avoid building
 a `torch.device` per call: `is_cpu`, or `get_device()` for a CUDA index.
 """
 
@@ -70,12 +70,25 @@ def _check_value(bsym: BoundSymbol, g: Globals) -> list[str] | None:
     return [_raise(g, f"type({x.name}) is not {g.bind(type(expected), 'type')} or {x.name} != {g.source(expected)}")]
 
 
+def _check_requires_grad(bsym: BoundSymbol, g: Globals) -> list[str] | None:
+    tensors, flags = bsym.args
+    enabled = f"{g.bind(torch.is_grad_enabled, 'is_grad_enabled')}()"
+    if not tensors:
+        return []
+    if True not in flags:  # the common case: no tensor may require grad under grad mode
+        any_requires = " or ".join(f"{g.source(t)}.requires_grad" for t in tensors)
+        return [_raise(g, f"({any_requires}) and {enabled}")]
+    actual = "".join(f"{g.source(t)}.requires_grad, " for t in tensors)
+    return [_raise(g, f"not {enabled} or ({actual}) != {g.source(tuple(flags))}")]
+
+
 INLINE_GUARDS: Mapping[Prim, Callable[[BoundSymbol, Globals], list[str] | None]] = {
     Prim.UNPACK_SEQUENCE: _unpack_sequence,
     Prim.UNPACK_DICT: _unpack_dict,
     Prim.CHECK_TENSOR: _check_tensor,
     Prim.CHECK_TYPE: _check_type,
     Prim.CHECK_VALUE: _check_value,
+    Prim.CHECK_REQUIRES_GRAD: _check_requires_grad,
 }
 
 
