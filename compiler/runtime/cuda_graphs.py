@@ -40,6 +40,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 _MAX_WARMED_UP_KEYS = 4096
+_data_ptr, _stride = torch.Tensor.data_ptr, torch.Tensor.stride
 
 
 class CudaGraphWarning(UserWarning):
@@ -152,21 +153,32 @@ class GraphedComputation:
         self.graphs: dict[tuple, _Graph] = {}
         self.warmed_up: set[tuple] = set()
         self.stats = CudaGraphStats()
+        self._tensors: list[int] | None = None  # positions of the tensor inputs (see `key`)
+        self._moving = 0  # how many of them are keyed by address (not copied into static buffers)
+        self._others: list[int] = []
         self.__fusebench_source__ = getattr(computation, "__fusebench_source__", "")
 
     def key(self, inputs: tuple) -> tuple | None:
-        """The address key of these inputs, or None (with `stats.reason` set) when they cannot be graphed."""
-        parts = []
-        static_from = len(inputs) - self.static_tail
-        for i, a in enumerate(inputs):
-            if isinstance(a, torch.Tensor):
-                if not a.is_cuda:
-                    self.stats.reason = f"an input is on {a.device}: CUDA graphs replay CUDA work only"
+        """The address key of these inputs, or None (with `stats.reason` set) when they cannot be graphed.
+
+        Which inputs are tensors is worked out on the first call: the entry's guards fix each
+        input's kind and device from then on, so later calls only gather pointers and strides.
+        """
+        if self._tensors is None:
+            tensors = [i for i, a in enumerate(inputs) if isinstance(a, torch.Tensor)]
+            for i in tensors:
+                if not inputs[i].is_cuda:
+                    self.stats.reason = f"an input is on {inputs[i].device}: CUDA graphs replay CUDA work only"
                     return None
-                parts.append((a.data_ptr() if i < static_from else None, a.stride()))
-            else:
-                parts.append((type(a), a))
-        return tuple(parts)
+            static_from = len(inputs) - self.static_tail
+            self._tensors, self._moving = tensors, sum(i < static_from for i in tensors)
+            self._others = sorted(set(range(len(inputs))) - set(tensors))
+        tensors = [inputs[i] for i in self._tensors]
+        return (
+            tuple(map(_data_ptr, tensors[: self._moving])),
+            tuple(map(_stride, tensors)),
+            tuple([(type(inputs[i]), inputs[i]) for i in self._others]),
+        )
 
     def __call__(self, *inputs: Any) -> Any:
         return self.call_lending(*inputs)[0]
