@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from compiler.core.ir import Proxy, TensorProxy, map_proxies
+from compiler.runtime.cuda_graphs import GraphedComputation
 
 
 class CompiledAutograd:
@@ -38,10 +39,9 @@ class CompiledAutograd:
         outputs: tuple[Proxy, ...],
         differentiable: tuple[bool, ...],
         saved_tensors: int,
-        lends: bool = False,
     ) -> None:
         self.name = name
-        self.lends = lends  # `forward` is a GraphedComputation whose saved values are lent
+        self.lends = isinstance(forward, GraphedComputation)  # its saved values are lent, see `Lent`
         self.forward = forward
         self.compile_backward = compile_backward
         self.saved_tensors = saved_tensors

@@ -109,8 +109,11 @@ class _Graph:
         with torch.cuda.graph(self.graph):
             outputs = computation(*inputs)
         self.leaves, self.spec = pytree.tree_flatten(outputs)
-        moving = range(len(inputs)) if not static else [i for i in range(len(inputs)) if i not in static]
-        storages = {inputs[i].untyped_storage().data_ptr() for i in moving if isinstance(inputs[i], torch.Tensor)}
+        storages = {
+            a.untyped_storage().data_ptr()
+            for i, a in enumerate(inputs)
+            if isinstance(a, torch.Tensor) and i not in static  # a static buffer's memory is rewritten
+        }
         self.lent_from = len(self.leaves) - lend
         self.clone = [
             i < self.lent_from and isinstance(leaf, torch.Tensor) and leaf.untyped_storage().data_ptr() not in storages

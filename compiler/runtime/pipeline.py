@@ -128,7 +128,6 @@ def _compile_autograd(
         forward_outputs,
         split.differentiable,
         sum(isinstance(p, TensorProxy) for p in saved),
-        lends=options.cuda_graphs,
     )
     return CacheEntry(
         prologue=compile_prologue(prologue),
