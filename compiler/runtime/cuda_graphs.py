@@ -11,9 +11,15 @@ a graph). A number input that changes on every call (a step counter) therefore g
 pass it as a tensor to graph it. The first call with a key runs normally (it warms up: nvFuser compiles, cuBLAS
 initialises); the second captures and replays; later ones replay.
 
-Outputs: a replay rewrites the graph's own output buffers, so each output that is not memory of
-an input is cloned after the replay: a result returned earlier never changes under the caller.
-Outputs that are inputs' memory (a returned view of an updated argument) are returned as they are.
+Outputs: a replay rewrites the graph's own output buffers, and a result returned earlier must
+never change under its caller. So an output in the graph's memory is returned as an alias of that
+buffer (no copy), and a graph is replayed only while nobody holds such an alias any more (the
+buffers' storage use counts are back to the graph's own). Each address key keeps up to two
+*instances* of its graph, each with its own memory: the common loop `y = f(x)`, where the
+previous `y` is still alive during the call, alternates between them. When both are held (a
+caller keeping every result), the older instance is left to its holders and a new one captured,
+and the outputs found held are cloned after each replay from then on. Outputs that are inputs'
+memory (a returned view of an updated argument) are returned as they are.
 
 A training step graphs its forward and each backward apart (`lend`, `static_tail`): the
 forward's saved values are not cloned but *lent* (`Lent`) from the graph's buffers to the
@@ -40,6 +46,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 _MAX_WARMED_UP_KEYS = 4096
+_INSTANCES = 2  # graph instances per address key (see the module's "Outputs")
 _data_ptr, _stride = torch.Tensor.data_ptr, torch.Tensor.stride
 
 
@@ -98,8 +105,14 @@ class Lent:
         self.released = True
 
 
+def _use_count(storage: torch.UntypedStorage) -> int:
+    """How many tensors (and storage objects) hold this memory: torch's own count, as its CUDA-graph
+    trees read it to know whether an output is still alive."""
+    return torch._C._storage_Use_Count(storage._cdata)
+
+
 class _Graph:
-    """One captured graph with its static outputs (and static inputs for `static` positions)."""
+    """One captured graph instance with its static outputs (and static inputs for `static` positions)."""
 
     def __init__(self, computation: Callable[..., Any], inputs: tuple, static: range, lend: int) -> None:
         self.static = static
@@ -109,20 +122,39 @@ class _Graph:
         with torch.cuda.graph(self.graph):
             outputs = computation(*inputs)
         self.leaves, self.spec = pytree.tree_flatten(outputs)
+        del outputs
         storages = {
             a.untyped_storage().data_ptr()
             for i, a in enumerate(inputs)
             if isinstance(a, torch.Tensor) and i not in static  # a static buffer's memory is rewritten
         }
         self.lent_from = len(self.leaves) - lend
-        self.clone = [
+        # the output leaves in the graph's own memory: returned as aliases, see `held`
+        self.owned = [
             i < self.lent_from and isinstance(leaf, torch.Tensor) and leaf.untyped_storage().data_ptr() not in storages
             for i, leaf in enumerate(self.leaves)
         ]
+        by_address = {
+            leaf.untyped_storage().data_ptr(): leaf.untyped_storage()
+            for leaf, owned in zip(self.leaves, self.owned)
+            if owned
+        }
+        self.storages = list(by_address.values())
+        self.leaf_storage = [
+            self.storages.index(by_address[leaf.untyped_storage().data_ptr()]) if owned else -1
+            for leaf, owned in zip(self.leaves, self.owned)
+        ]
+        self.own_counts = [_use_count(storage) for storage in self.storages]  # what the graph itself holds
         self.generation = 0
         self.borrower: Callable[[], Lent | None] = lambda: None
 
-    def replay(self, inputs: tuple) -> tuple[Any, Lent | None]:
+    def held(self) -> set[int]:
+        """The output leaves whose memory a caller still holds (an alias returned by an earlier replay)."""
+        busy = {j for j, (s, own) in enumerate(zip(self.storages, self.own_counts)) if _use_count(s) > own}
+        return {i for i, j in enumerate(self.leaf_storage) if j in busy} if busy else set()
+
+    def replay(self, inputs: tuple, cloned: set[int]) -> tuple[Any, Lent | None]:
+        """Replays; the owned leaves come back as aliases, those in `cloned` as copies."""
         for i, buffer in zip(self.static, self.buffers):
             buffer.copy_(inputs[i])
         lent = self.borrower()
@@ -130,7 +162,10 @@ class _Graph:
             lent.keep()
         self.graph.replay()
         self.generation += 1
-        leaves = [leaf.clone() if clone else leaf for leaf, clone in zip(self.leaves, self.clone)]
+        leaves = [
+            (leaf.clone() if i in cloned else leaf.detach()) if owned else leaf
+            for i, (leaf, owned) in enumerate(zip(self.leaves, self.owned))
+        ]
         lent = None
         if self.lent_from < len(leaves):
             lent = Lent(leaves[self.lent_from :], self)
@@ -153,7 +188,8 @@ class GraphedComputation:
         self.max_graphs = max_graphs
         self.static_tail = static_tail
         self.lend = lend
-        self.graphs: dict[tuple, _Graph] = {}
+        self.graphs: dict[tuple, list[_Graph]] = {}  # address key -> its instances, at most _INSTANCES
+        self.cloned: set[int] = set()  # output leaves a caller kept past two calls: copied after each replay
         self.warmed_up: set[tuple] = set()
         self.stats = CudaGraphStats()
         self._tensors: list[int] | None = None  # positions of the tensor inputs (see `key`)
@@ -194,19 +230,30 @@ class GraphedComputation:
             self.stats.ungraphed_calls += 1
             return self.computation(*inputs), None
         self.stats.replays += 1
-        return graph.replay(inputs)
+        return graph.replay(inputs, self.cloned)
 
     def _graph(self, inputs: tuple) -> _Graph | None:
+        """A graph instance for these inputs that no caller's outputs hold, captured when needed."""
         key = self.key(inputs)
         if key is None:
             return None
-        graph = self.graphs.get(key)
-        if graph is not None or len(self.graphs) >= self.max_graphs:
-            return graph
-        if key not in self.warmed_up:
-            if len(self.warmed_up) < _MAX_WARMED_UP_KEYS:
-                self.warmed_up.add(key)
-            return None
+        instances = self.graphs.get(key)
+        if instances is None:
+            if len(self.graphs) >= self.max_graphs:
+                return None
+            if key not in self.warmed_up:
+                if len(self.warmed_up) < _MAX_WARMED_UP_KEYS:
+                    self.warmed_up.add(key)
+                return None
+            instances = []
+        held = []
+        for instance in instances:
+            held.append(instance.held())
+            if not held[-1]:
+                return instance
+        if len(instances) == _INSTANCES:  # every instance is held: leave the oldest to its holders
+            instances.pop(0)
+            self.cloned |= held[0]
         try:
             static = range(len(inputs) - self.static_tail, len(inputs))
             graph = _Graph(self.computation, inputs, static, self.lend)
@@ -215,6 +262,6 @@ class GraphedComputation:
             self.stats.reason = f"capture failed: {type(error).__name__}: {first_line}"
             warnings.warn(f"CUDA graph {self.stats.reason}; running without graphs", CudaGraphWarning, stacklevel=3)
             return None
-        self.graphs[key] = graph
+        self.graphs[key] = [*instances, graph]
         self.stats.captures += 1
         return graph

@@ -56,8 +56,35 @@ def test_replays_update_in_place_and_return_fresh_outputs(seed: int) -> None:
     for got, want in results:  # earlier outputs were not overwritten by later replays
         torch.testing.assert_close(got, want)
     (stats,) = [e.computation.stats for e in jfn.entries]
-    assert (stats.captures, stats.replays, stats.ungraphed_calls) == (1, 5, 1)  # warm-up, capture, replays
-    assert "1 captures, 5 replays" in str(compiler.examine.cuda_graphs(jfn))
+    # warm-up; A; B (A's outputs are kept); C, A left to `results`, outputs copied from then on
+    assert (stats.captures, stats.replays, stats.ungraphed_calls) == (3, 5, 1)
+    assert "3 captures, 5 replays" in str(compiler.examine.cuda_graphs(jfn))
+
+
+def _sin2(x: torch.Tensor) -> torch.Tensor:
+    return x.sin() * 2
+
+
+@pytest.mark.gpu
+def test_outputs_are_the_graphs_own_memory_while_nobody_keeps_them() -> None:
+    x = torch.randn(64, 33, device="cuda")
+    jfn = compiler.jit(_sin2, cuda_graphs=True)
+    addresses = []
+    for _ in range(7):  # `y` of the previous call is alive during each call: two instances alternate
+        x.copy_(torch.randn_like(x))
+        y = jfn(x)
+        torch.testing.assert_close(y, _sin2(x))
+        addresses.append(y.data_ptr())
+    (entry,) = jfn.entries
+    assert (entry.computation.stats.captures, entry.computation.stats.replays) == (2, 6)
+    assert addresses[1::2][1:] == [addresses[1]] * 2 and addresses[2::2] == [addresses[2]] * 3  # no copies
+    y.add_(1)  # the caller's result is the caller's: written in place, never overwritten by a replay
+    written = y.clone()
+    for _ in range(3):  # each result dropped at once: the instance `y` does not hold replays
+        x.copy_(torch.randn_like(x))
+        torch.testing.assert_close(jfn(x), _sin2(x))
+    torch.testing.assert_close(y, written)
+    assert entry.computation.stats.captures == 2
 
 
 @pytest.mark.gpu
@@ -116,7 +143,7 @@ def test_a_training_step_replays_its_forward_and_backward_graphs(seed: int) -> N
     eager_params = [w.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()]
     jfn = compiler.jit(_loss, cuda_graphs=True)
     losses = []
-    for _ in range(5):
+    for _ in range(8):  # each step's loss and gradients are alive during the next step's calls
         x.copy_(torch.randn(32, 64, generator=gen))  # new data in the same memory
         loss = jfn(x, *params)
         grads = torch.autograd.grad(loss, params)
@@ -129,15 +156,17 @@ def test_a_training_step_replays_its_forward_and_backward_graphs(seed: int) -> N
             for p, e, g in zip(params, eager_params, want_grads):
                 p.sub_(0.1 * g)
                 e.sub_(0.1 * g)
-        losses.append((loss, want))
+        losses.append((loss.clone(), want))
     for loss, want in losses:  # earlier losses were not overwritten by later replays
         torch.testing.assert_close(loss, want)
     (entry,) = jfn.entries
     forward = entry.computation.forward.stats
     (backward,) = [b.stats for b in entry.computation.backwards.values()]
-    assert (forward.captures, forward.replays, forward.ungraphed_calls) == (1, 4, 1)
-    assert (backward.captures, backward.replays, backward.ungraphed_calls) == (1, 3, 2)
-    assert "forward: 1 captures, 4 replays, 1 calls without a graph; backward: 1 captures, 3 replays" in str(
+    # forward: warm-up, then instances A and B alternate (the previous loss is alive); the backward
+    # reads A's or B's saved values: one graph for each, warmed up once and replayed from then on
+    assert (forward.captures, forward.replays, forward.ungraphed_calls) == (2, 7, 1)
+    assert (backward.captures, backward.replays, backward.ungraphed_calls) == (2, 5, 3)
+    assert "forward: 2 captures, 7 replays, 1 calls without a graph; backward: 2 captures, 5 replays" in str(
         compiler.examine.cuda_graphs(jfn)
     )
 
@@ -156,13 +185,13 @@ def test_two_forwards_before_their_backwards_and_a_second_backward() -> None:
     losses = []
     for value in values:  # the second replay overwrites the sums the first one saved
         x.copy_(value)
-        losses.append(jfn(x, w))
+        losses.append(jfn(x, w) * 1.0)  # (the graph's output itself is not kept: its instance replays)
     for loss, value in zip(losses, values):
         (got,) = torch.autograd.grad(loss, w)
         (want,) = torch.autograd.grad(_scaled_column_sums(value, w), w)
         torch.testing.assert_close(got, want)
     x.copy_(values[0])
-    loss = jfn(x, w)
+    loss = jfn(x, w) * 1.0
     torch.autograd.grad(loss, w, retain_graph=True)
     torch.autograd.grad(loss, w, retain_graph=True)  # nothing replayed in between: still right
     jfn(x, w)

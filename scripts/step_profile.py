@@ -1,0 +1,119 @@
+"""Where one call of a suite case spends its host time: `python -m scripts.step_profile CASE [VARIANT ...]`.
+
+For each variant (default: eager and fusebench) of the case (its first parameter combination, or
+with --quick its quick one) it prints, after warm-up:
+- device: the median of CUDA-event times of one call (the harness's device timer, no L2 flush);
+- host: the median time from the call's start to its return, the device idle before each call
+  (how long the host takes to issue the call's work);
+- the functions with the most own host time over `--profile` calls (cProfile), so a slow guard,
+  an unexpected synchronization (a large own time in a tensor method) or nvFuser's `execute` shows
+  by name.
+
+Training-step cases (a `call` such as `training_step`) are profiled as the harness times them:
+forward and backward as one call. On CPU the device column is the host time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import functools
+import pstats
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from fusebench.cases.case import Case, variants_for
+from fusebench.cases.discovery import discover
+from fusebench.cases.variants import Target
+
+
+def find_case(name: str) -> Case:
+    """The bundled case named `name` (raises KeyError listing the names when there is none)."""
+    cases = {case.name: case for suite in discover() for case in suite.cases}
+    if name not in cases:
+        raise KeyError(f"no case named {name!r}; cases: {', '.join(sorted(cases))}")
+    return cases[name]
+
+
+def first_params(grid: Any) -> dict[str, Any]:
+    """The first combination of a parameter grid."""
+    return {key: values[0] for key, values in grid.items()}
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_calls(call: Any, device: torch.device, calls: int) -> tuple[float, float]:
+    """(device median, host median) of `calls` calls, in microseconds."""
+    device_us, host_us = [], []
+    for _ in range(calls):
+        _sync(device)
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+        began = time.perf_counter()
+        call()
+        host_us.append((time.perf_counter() - began) * 1e6)
+        if device.type == "cuda":
+            end.record()
+            end.synchronize()
+            device_us.append(start.elapsed_time(end) * 1e3)
+    _sync(device)
+    return (statistics.median(device_us) if device_us else statistics.median(host_us)), statistics.median(host_us)
+
+
+def profile_calls(call: Any, device: torch.device, calls: int, top: int) -> str:
+    """The `top` functions by own time over `calls` calls (each followed by a synchronization), in
+    microseconds per call: own time, time including callees, and how often each ran per call."""
+    profiler = cProfile.Profile()
+    for _ in range(calls):
+        profiler.enable()
+        call()
+        profiler.disable()
+        _sync(device)
+    stats = pstats.Stats(profiler).stats  # (file, line, name) -> (primitive calls, calls, own, cumulative, callers)
+    rows = sorted(stats.items(), key=lambda item: -item[1][2])[:top]
+    lines = [f"{'own us':>9} {'cum us':>9} {'calls':>7}  function"]
+    for (file, line, name), (_, count, own, cumulative, _) in rows:
+        where = name if file == "~" else f"{file.split('site-packages/')[-1]}:{line}({name})"
+        lines.append(f"{own / calls * 1e6:9.1f} {cumulative / calls * 1e6:9.1f} {count / calls:7.1f}  {where}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parses the command line and prints each variant's timings and profile."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("case")
+    parser.add_argument("variants", nargs="*", default=["eager", "fusebench"])
+    parser.add_argument("--quick", action="store_true", help="the case's quick parameters")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--calls", type=int, default=50, help="timed calls per variant")
+    parser.add_argument("--profile", type=int, default=20, help="profiled calls per variant (0: none)")
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args(argv)
+
+    case = find_case(args.case)
+    device = torch.device(args.device)
+    params = first_params(case.quick_params if args.quick else case.params)
+    by_name = {variant.name: variant for variant in variants_for(case)}
+    print(f"{case.name} {params} on {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}")
+    for name in args.variants:
+        inputs = case.make_inputs(params, device, 0)
+        options = case.jit_options(params) if case.jit_options else {}
+        compiled = by_name[name].prepare(Target(case.fn, inputs, params, options, device))
+        call = functools.partial(case.run, compiled.fn, inputs)
+        for _ in range(5):
+            call()
+        device_us, host_us = time_calls(call, device, args.calls)
+        print(f"\n== {name}: device {device_us:.1f} us, host {host_us:.1f} us per call (medians of {args.calls})")
+        if args.profile:
+            print(profile_calls(call, device, args.profile, args.top))
+
+
+if __name__ == "__main__":
+    main()
