@@ -24,7 +24,9 @@ memory (a returned view of an updated argument) are returned as they are.
 A training step graphs its forward and each backward apart (`lend`, `static_tail`): the
 forward's saved values are not cloned but *lent* (`Lent`) from the graph's buffers to the
 backward, so the backward reads the same addresses every step and its graph replays too; the
-cotangents are copied into static buffers (a fresh loss gradient every step). A replay that would
+small cotangents are copied into static buffers (a fresh loss gradient every step; a large one,
+usually the same caller's buffer every step, is keyed by its address like any input, since a copy
+would cost a pass over it). A replay that would
 overwrite buffers still lent to an earlier forward clones them for it first, so two forwards
 before their backwards stay right. A backward run again (retain_graph=True) after another replay
 raises, naming the limit, rather than read overwritten values.
@@ -46,6 +48,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 _MAX_WARMED_UP_KEYS = 4096
+_COPIED_BYTES = 1 << 20  # a cotangent up to this size is copied, not keyed by address
 _INSTANCES = 2  # graph instances per address key (see the module's "Outputs")
 _data_ptr, _stride = torch.Tensor.data_ptr, torch.Tensor.stride
 
@@ -105,6 +108,31 @@ class Lent:
         self.released = True
 
 
+class _Slot(int):
+    """A leaf's position, standing in for the leaf while `_unflattener` reads a tree's structure."""
+
+
+def _unflattener(spec: pytree.TreeSpec) -> Callable[[list], Any]:
+    """`lambda leaves: <the tree>` for trees of tuples, lists and None (a computation's usual
+    result): several times faster than `pytree.tree_unflatten`, which any other tree uses."""
+
+    def source(node: Any) -> str:
+        if type(node) is _Slot:
+            return f"l[{int(node)}]"
+        if node is None:
+            return "None"
+        if type(node) is tuple:
+            return "(" + "".join(source(child) + ", " for child in node) + ")"
+        if type(node) is list:
+            return "[" + ", ".join(source(child) for child in node) + "]"
+        raise TypeError(type(node).__name__)
+
+    try:
+        return eval(f"lambda l: {source(pytree.tree_unflatten([_Slot(i) for i in range(spec.num_leaves)], spec))}")
+    except TypeError:
+        return lambda leaves: pytree.tree_unflatten(leaves, spec)
+
+
 def _use_count(storage: torch.UntypedStorage) -> int:
     """How many tensors (and storage objects) hold this memory: torch's own count, as its CUDA-graph
     trees read it to know whether an output is still alive."""
@@ -114,14 +142,15 @@ def _use_count(storage: torch.UntypedStorage) -> int:
 class _Graph:
     """One captured graph instance with its static outputs (and static inputs for `static` positions)."""
 
-    def __init__(self, computation: Callable[..., Any], inputs: tuple, static: range, lend: int) -> None:
+    def __init__(self, computation: Callable[..., Any], inputs: tuple, static: list[int], lend: int) -> None:
         self.static = static
         self.buffers = [inputs[i].clone() for i in static]
         inputs = tuple(self.buffers[static.index(i)] if i in static else a for i, a in enumerate(inputs))
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
             outputs = computation(*inputs)
-        self.leaves, self.spec = pytree.tree_flatten(outputs)
+        self.leaves, spec = pytree.tree_flatten(outputs)
+        self.unflatten = _unflattener(spec)
         del outputs
         storages = {
             a.untyped_storage().data_ptr()
@@ -170,14 +199,15 @@ class _Graph:
         if self.lent_from < len(leaves):
             lent = Lent(leaves[self.lent_from :], self)
             self.borrower = weakref.ref(lent)
-        return pytree.tree_unflatten(leaves, self.spec), lent
+        return self.unflatten(leaves), lent
 
 
 class GraphedComputation:
     """Runs a computation through CUDA graphs keyed by its inputs' addresses (see the module).
 
-    `static_tail`: the last N inputs are copied into the graph's own buffers before each replay,
-    so their addresses are not part of the key (a backward's cotangents). `lend`: the last N
+    `static_tail`: of the last N inputs (a backward's cotangents), those of at most `_COPIED_BYTES`
+    are copied into the graph's own buffers before each replay, so their addresses are not part of
+    the key. `lend`: the last N
     output leaves are lent (`Lent`) instead of cloned; `call_lending` returns them.
     """
 
@@ -193,7 +223,8 @@ class GraphedComputation:
         self.warmed_up: set[tuple] = set()
         self.stats = CudaGraphStats()
         self._tensors: list[int] | None = None  # positions of the tensor inputs (see `key`)
-        self._moving = 0  # how many of them are keyed by address (not copied into static buffers)
+        self._keyed: list[int] = []  # the tensor inputs keyed by address (not copied into static buffers)
+        self._copied: list[int] = []  # the tensor inputs copied into static buffers
         self._others: list[int] = []
         self.__fusebench_source__ = getattr(computation, "__fusebench_source__", "")
 
@@ -210,11 +241,17 @@ class GraphedComputation:
                     self.stats.reason = f"an input is on {inputs[i].device}: CUDA graphs replay CUDA work only"
                     return None
             static_from = len(inputs) - self.static_tail
-            self._tensors, self._moving = tensors, sum(i < static_from for i in tensors)
+            self._copied = [
+                i
+                for i in tensors
+                if i >= static_from and inputs[i].nbytes <= _COPIED_BYTES  # type: ignore[union-attr]
+            ]
+            self._tensors, self._keyed = tensors, [i for i in tensors if i not in self._copied]
             self._others = sorted(set(range(len(inputs))) - set(tensors))
         tensors = [inputs[i] for i in self._tensors]
+        keyed = [inputs[i] for i in self._keyed] if self._copied else tensors
         return (
-            tuple(map(_data_ptr, tensors[: self._moving])),
+            tuple(map(_data_ptr, keyed)),
             tuple(map(_stride, tensors)),
             tuple([(type(inputs[i]), inputs[i]) for i in self._others]),
         )
@@ -255,8 +292,7 @@ class GraphedComputation:
             instances.pop(0)
             self.cloned |= held[0]
         try:
-            static = range(len(inputs) - self.static_tail, len(inputs))
-            graph = _Graph(self.computation, inputs, static, self.lend)
+            graph = _Graph(self.computation, inputs, self._copied, self.lend)
         except Exception as error:  # NOTE: whatever fails capture (sync, CPU work) means "no graph here"
             first_line = (str(error).strip().splitlines() or [""])[0]
             self.stats.reason = f"capture failed: {type(error).__name__}: {first_line}"

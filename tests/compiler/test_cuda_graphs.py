@@ -7,9 +7,10 @@ import types
 
 import pytest
 import torch
+from torch.utils import _pytree as pytree
 
 import compiler
-from compiler.runtime.cuda_graphs import GraphedComputation, Lent, unavailable_reason
+from compiler.runtime.cuda_graphs import GraphedComputation, Lent, _unflattener, unavailable_reason
 
 
 def update(p: torch.Tensor, m: torch.Tensor, g: torch.Tensor, lr: float):
@@ -32,6 +33,14 @@ def test_cpu_inputs_run_without_graphs_and_say_why() -> None:
         torch.testing.assert_close(graphed(x, 2.0), x * 2.0)
     assert (graphed.stats.captures, graphed.stats.replays, graphed.stats.ungraphed_calls) == (0, 0, 3)
     assert "an input is on cpu" in str(graphed.stats)
+
+
+@pytest.mark.parametrize(
+    "tree", [((1, 2), (3, [4, 5]), None), 7, (), [1], ((1,),), types.SimpleNamespace(a=1), {"a": (1, 2)}]
+)
+def test_a_replay_rebuilds_its_result_as_the_computation_returned_it(tree: object) -> None:
+    leaves, spec = pytree.tree_flatten(tree)
+    assert _unflattener(spec)(leaves) == tree
 
 
 def _state(seed: int) -> list[torch.Tensor]:
@@ -198,3 +207,28 @@ def test_two_forwards_before_their_backwards_and_a_second_backward() -> None:
     with pytest.raises(RuntimeError, match="retain_graph=True"):
         torch.autograd.grad(loss, w)
     assert compiler.examine.cuda_graphs(jfn)
+
+
+def _gelu(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.gelu(x, approximate="tanh")
+
+
+@pytest.mark.gpu
+def test_a_large_cotangent_is_keyed_by_its_address_not_copied() -> None:
+    x = torch.randn(512, 1024, device="cuda", requires_grad=True)
+    g = torch.empty(512, 1024, device="cuda")  # 2 MiB: a copy into a static buffer would cost a pass over it
+    jfn = compiler.jit(_gelu, cuda_graphs=True)
+    for _ in range(6):
+        g.copy_(torch.randn_like(g))  # the same buffer with new values: the backward's graph reads them
+        (got,) = torch.autograd.grad(jfn(x), x, g)
+        (want,) = torch.autograd.grad(_gelu(x), x, g)
+        torch.testing.assert_close(got, want)
+    (entry,) = jfn.entries
+    (backward,) = entry.computation.backwards.values()
+    # GELU saves x itself, so the backward's key (x, g) is the same every step: one warm-up, then replays
+    assert backward._copied == [] and (backward.stats.ungraphed_calls, backward.stats.replays) == (1, 5)
+    for _ in range(3):  # a fresh cotangent each step: a new address is a new key, still right
+        fresh = torch.randn_like(g)
+        (got,) = torch.autograd.grad(jfn(x), x, fresh)
+        (want,) = torch.autograd.grad(_gelu(x), x, fresh)
+        torch.testing.assert_close(got, want)
