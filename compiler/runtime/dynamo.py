@@ -16,6 +16,7 @@ import functools
 import importlib.abc
 import importlib.machinery
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -29,10 +30,30 @@ BACKEND_NAME = "fusebench"
 _REGISTRY = "torch._dynamo.backends.registry"
 
 
+# every graph this backend compiled that is still alive, by its number (0, 1, ... in compile order)
+_graphs: weakref.WeakValueDictionary[int, JittedModule] = weakref.WeakValueDictionary()
+_compiled = 0
+
+
 def dynamo_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
     """A dynamo backend: the FX graph jitted by this compiler (with the default executors)."""
     options = make_options("constant", None)
-    return JittedModule(graph_module, lambda traced: functools.partial(compile_entry, traced, options))
+    jitted = JittedModule(graph_module, lambda traced: functools.partial(compile_entry, traced, options))
+    global _compiled
+    _graphs[_compiled] = jitted
+    _compiled += 1
+    return jitted
+
+
+def graphs_compiled() -> int:
+    """How many graphs this backend has compiled in this process."""
+    return _compiled
+
+
+def compiled_graphs(since: int = 0) -> list[JittedModule]:
+    """The graphs compiled by this backend from number `since` on (see `graphs_compiled`) that are
+    still alive, in compile order: what `compiler.examine` and `last_traces` can look into."""
+    return [_graphs[n] for n in sorted(_graphs.keys()) if n >= since and n in _graphs]
 
 
 def _register(registry: ModuleType) -> None:

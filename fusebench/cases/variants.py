@@ -229,13 +229,30 @@ FUSEBENCH_CUDAGRAPHS = Variant(
 def _prepare_fusebench_dynamo(target: Target) -> Compiled:
     from torch._dynamo.utils import counters
 
-    import compiler  # noqa: F401  (registers the "fusebench" backend)
+    import compiler
+    from compiler.runtime import dynamo
 
     torch._dynamo.reset()
-    base = counters["frames"]["ok"]
+    base, first_graph = counters["frames"]["ok"], dynamo.graphs_compiled()
     dynamic = True if target.options.get("cache") == "symbolic" else None
     _, compiled = _compile(target, lambda fn: torch.compile(fn, backend="fusebench", dynamic=dynamic))
-    return Compiled(compiled, compilations=lambda: counters["frames"]["ok"] - base)
+
+    def fusions(traces: Callable[[Any], list]) -> int | None:
+        """Fusion regions over the graphs dynamo handed to our compiler since `prepare` (their last
+        entries' `traces`), or None when none has run one."""
+        counts = [
+            count_fusions(found[-1])
+            for graph in dynamo.compiled_graphs(first_graph)
+            if graph.last_entry is not None and (found := traces(graph))
+        ]
+        return sum(counts) if counts else None
+
+    return Compiled(
+        compiled,
+        compilations=lambda: counters["frames"]["ok"] - base,
+        fusions=lambda: fusions(compiler.last_traces),
+        backward_fusions=lambda: fusions(compiler.last_backward_traces),
+    )
 
 
 FUSEBENCH_DYNAMO = Variant(

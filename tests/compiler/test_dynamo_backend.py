@@ -47,6 +47,20 @@ def test_the_backend_is_this_compiler() -> None:
     assert "prims.matmul" in str(compiler.last_traces(graphs[0])[-1])
 
 
+def test_the_graphs_the_backend_compiled_can_be_looked_into() -> None:
+    from compiler.runtime import dynamo
+
+    first = dynamo.graphs_compiled()
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: (x.sin() + 1).cos(), backend="fusebench")
+    x = torch.randn(8)
+    torch.testing.assert_close(f(x), (x.sin() + 1).cos())
+    (graph,) = dynamo.compiled_graphs(first)
+    assert dynamo.graphs_compiled() == first + 1
+    assert "prims.sin" in str(compiler.last_traces(graph)[-1])
+    assert dynamo.compiled_graphs(first + 1) == []
+
+
 def test_mlp_and_tiny_gpt_through_the_backend_match_eager() -> None:
     torch._dynamo.reset()
     torch.manual_seed(0)

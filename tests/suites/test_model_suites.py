@@ -42,6 +42,7 @@ def test_the_dynamo_backend_variant_matches_on_a_model_case() -> None:
     outcome = measure_variant(prepared, FUSEBENCH_DYNAMO, CPU_SETTINGS)
     assert outcome.status == "ok", outcome.detail
     assert outcome.tokens_per_second is not None and outcome.tokens_per_second > 0
+    assert outcome.fusions_per_call == 0  # the graphs' fusions are counted (none with CPU's executors)
 
 
 def test_a_case_whose_requirement_is_missing_is_skipped_with_the_reason() -> None:
