@@ -7,7 +7,9 @@ with --quick its quick one) it prints, after warm-up:
   (how long the host takes to issue the call's work);
 - the functions with the most own host time over `--profile` calls (cProfile), so a slow guard,
   an unexpected synchronization (a large own time in a tensor method) or nvFuser's `execute` shows
-  by name.
+  by name;
+- with `--kernels N`, on CUDA, the kernels with the most device time over N calls (torch.profiler),
+  to compare a variant's kernels with a peer's.
 
 Training-step cases (a `call` such as `training_step`) are profiled as the harness times them:
 forward and backward as one call. On CPU the device column is the host time.
@@ -85,6 +87,28 @@ def profile_calls(call: Any, device: torch.device, calls: int, top: int) -> str:
     return "\n".join(lines)
 
 
+def kernel_table(call: Any, calls: int, top: int) -> str:
+    """The `top` CUDA kernels by device time over `calls` calls (torch.profiler), in microseconds
+    per call: total, launches per call, name."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            call()
+        torch.cuda.synchronize()
+    kernels: dict[str, list[float]] = {}
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            kernels.setdefault(event.name, []).append(event.device_time)
+    rows = sorted(kernels.items(), key=lambda item: -sum(item[1]))
+    total = sum(sum(times) for _, times in rows) / calls
+    lines = [f"kernels: {sum(len(t) for _, t in rows) / calls:.0f} per call, {total:.1f} us per call in all"]
+    lines.append(f"{'us':>9} {'count':>6}  kernel")
+    for name, times in rows[:top]:
+        lines.append(f"{sum(times) / calls:9.1f} {len(times) / calls:6.1f}  {name[:150]}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parses the command line and prints each variant's timings and profile."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -95,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=50, help="timed calls per variant")
     parser.add_argument("--profile", type=int, default=20, help="profiled calls per variant (0: none)")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--kernels", type=int, default=0, help="calls profiled for a CUDA kernel table (0: none)")
     args = parser.parse_args(argv)
 
     case = find_case(args.case)
@@ -113,6 +138,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"\n== {name}: device {device_us:.1f} us, host {host_us:.1f} us per call (medians of {args.calls})")
         if args.profile:
             print(profile_calls(call, device, args.profile, args.top))
+        if args.kernels and device.type == "cuda":
+            print(kernel_table(call, args.kernels, args.top))
 
 
 if __name__ == "__main__":
