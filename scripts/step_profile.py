@@ -99,7 +99,7 @@ def kernel_table(call: Any, calls: int, top: int) -> str:
     kernels: dict[str, list[float]] = {}
     for event in prof.events():
         if event.device_type == torch.autograd.DeviceType.CUDA:
-            kernels.setdefault(event.name, []).append(event.device_time)
+            kernels.setdefault(event.name, []).append(event.time_range.elapsed_us())
     rows = sorted(kernels.items(), key=lambda item: -sum(item[1]))
     total = sum(sum(times) for _, times in rows) / calls
     lines = [f"kernels: {sum(len(t) for _, t in rows) / calls:.0f} per call, {total:.1f} us per call in all"]
