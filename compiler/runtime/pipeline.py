@@ -13,6 +13,7 @@ from compiler.executors.codegen import compile_trace
 from compiler.passes.autodiff import Joint, joint
 from compiler.passes.cse import cse
 from compiler.passes.dce import dce
+from compiler.passes.duplicate_upcasts import duplicate_upcasts
 from compiler.passes.flatten import flatten
 from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
@@ -49,10 +50,10 @@ _PURE_PASSES = (functionalize, flatten, cse, dce)
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on the computation trace, in order: functionalize first (the others assume
     a pure trace), the stop_gradients autodiff alone reads dropped, then fusion when an executor
-    fuses, and last the in-place partial updates."""
+    fuses (shared upcasts duplicated first), and last the in-place partial updates."""
     passes: list[Callable[[Trace], Trace]] = [*_PURE_PASSES, drop_stop_gradients]
     if fusion_executor(options.executors) is not None:
-        passes.append(lambda trace: fuse(trace, options.executors))
+        passes += [duplicate_upcasts, lambda trace: fuse(trace, options.executors)]
     passes.append(update_in_place)
     return passes
 
@@ -61,7 +62,7 @@ def backward_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on a backward trace (already pure and flattened)."""
     passes: list[Callable[[Trace], Trace]] = [cse, dce]
     if fusion_executor(options.executors) is not None:
-        passes.append(lambda trace: fuse(trace, options.executors))
+        passes += [duplicate_upcasts, lambda trace: fuse(trace, options.executors)]
     return passes
 
 
