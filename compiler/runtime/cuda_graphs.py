@@ -163,16 +163,18 @@ class _Graph:
             i < self.lent_from and isinstance(leaf, torch.Tensor) and leaf.untyped_storage().data_ptr() not in storages
             for i, leaf in enumerate(self.leaves)
         ]
-        by_address = {
-            leaf.untyped_storage().data_ptr(): leaf.untyped_storage()
-            for leaf, owned in zip(self.leaves, self.owned)
-            if owned
-        }
-        self.storages = list(by_address.values())
-        self.leaf_storage = [
-            self.storages.index(by_address[leaf.untyped_storage().data_ptr()]) if owned else -1
-            for leaf, owned in zip(self.leaves, self.owned)
-        ]
+        self.storages: list[torch.UntypedStorage] = []  # the owned leaves' storages, each once
+        self.leaf_storage: list[int] = []  # each leaf's position in `storages` (-1: not owned)
+        position: dict[int, int] = {}
+        for leaf, owned in zip(self.leaves, self.owned):
+            if not owned:
+                self.leaf_storage.append(-1)
+                continue
+            storage = leaf.untyped_storage()
+            if storage.data_ptr() not in position:
+                position[storage.data_ptr()] = len(self.storages)
+                self.storages.append(storage)
+            self.leaf_storage.append(position[storage.data_ptr()])
         self.own_counts = [_use_count(storage) for storage in self.storages]  # what the graph itself holds
         self.generation = 0
         self.borrower: Callable[[], Lent | None] = lambda: None

@@ -53,7 +53,7 @@ def graphs_compiled() -> int:
 def compiled_graphs(since: int = 0) -> list[JittedModule]:
     """The graphs compiled by this backend from number `since` on (see `graphs_compiled`) that are
     still alive, in compile order: what `compiler.examine` and `last_traces` can look into."""
-    return [_graphs[n] for n in sorted(_graphs.keys()) if n >= since and n in _graphs]
+    return [graph for number, graph in sorted(_graphs.items(), key=lambda item: item[0]) if number >= since]
 
 
 def _register(registry: ModuleType) -> None:

@@ -177,6 +177,15 @@ def count_fusions(trace: Any) -> int:
     return sum(1 for bsym in trace.bsyms if isinstance(bsym.sym, Symbol) and bsym.sym.executor is not None)
 
 
+def last_fusions(jitted: Any, traces: Callable[[Any], list]) -> int | None:
+    """Fusion regions in the last of `traces(jitted)` (its entry's forward or backward traces) for
+    the entry the last call used, or None when it has not run or has no such trace."""
+    if jitted.last_entry is None:
+        return None
+    found = traces(jitted)
+    return count_fusions(found[-1]) if found else None
+
+
 def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Callable[[Target], Compiled]:
     """`prepare` of a variant running our compiler with these executors and `jit` options."""
 
@@ -194,22 +203,11 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
             ),
         )
 
-        def fusions() -> int | None:
-            if jitted.last_entry is None:
-                return None
-            return count_fusions(compiler.last_traces(jitted)[-1])
-
-        def backward_fusions() -> int | None:
-            if jitted.last_entry is None:
-                return None
-            backward_traces = compiler.last_backward_traces(jitted)
-            return count_fusions(backward_traces[-1]) if backward_traces else None
-
         return Compiled(
             call,
             compilations=lambda: compiler.cache_stats(jitted).misses,
-            fusions=fusions,
-            backward_fusions=backward_fusions,
+            fusions=lambda: last_fusions(jitted, compiler.last_traces),
+            backward_fusions=lambda: last_fusions(jitted, compiler.last_backward_traces),
             program=jitted,
         )
 
@@ -238,14 +236,11 @@ def _prepare_fusebench_dynamo(target: Target) -> Compiled:
     _, compiled = _compile(target, lambda fn: torch.compile(fn, backend="fusebench", dynamic=dynamic))
 
     def fusions(traces: Callable[[Any], list]) -> int | None:
-        """Fusion regions over the graphs dynamo handed to our compiler since `prepare` (their last
-        entries' `traces`), or None when none has run one."""
-        counts = [
-            count_fusions(found[-1])
-            for graph in dynamo.compiled_graphs(first_graph)
-            if graph.last_entry is not None and (found := traces(graph))
-        ]
-        return sum(counts) if counts else None
+        """Fusion regions over the graphs dynamo handed to our compiler since `prepare`, or None
+        when none has run one (see `last_fusions`)."""
+        counts = [last_fusions(graph, traces) for graph in dynamo.compiled_graphs(first_graph)]
+        known = [count for count in counts if count is not None]
+        return sum(known) if known else None
 
     return Compiled(
         compiled,
