@@ -69,6 +69,21 @@ def time_calls(call: Any, device: torch.device, calls: int) -> tuple[float, floa
     return (statistics.median(device_us) if device_us else statistics.median(host_us)), statistics.median(host_us)
 
 
+def parse_params(pairs: list[str], grid: Any) -> dict[str, Any]:
+    """`KEY=VALUE` pairs as parameters, each value matched by its text against the grid's values
+    (raises ValueError naming the key and the values it takes)."""
+    chosen = {}
+    for pair in pairs:
+        key, _, text = pair.partition("=")
+        if key not in grid:
+            raise ValueError(f"--param {pair!r}: no parameter {key!r}; parameters: {', '.join(grid)}")
+        matches = [value for value in grid[key] if str(value) == text]
+        if not matches:
+            raise ValueError(f"--param {pair!r}: {key} takes {', '.join(map(str, grid[key]))}")
+        chosen[key] = matches[0]
+    return chosen
+
+
 def profile_calls(call: Any, device: torch.device, calls: int, top: int) -> str:
     """The `top` functions by own time over `calls` calls (each followed by a synchronization), in
     microseconds per call: own time, time including callees, and how often each ran per call."""
@@ -115,6 +130,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("case")
     parser.add_argument("variants", nargs="*", default=["eager", "fusebench"])
     parser.add_argument("--quick", action="store_true", help="the case's quick parameters")
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="KEY=VALUE", help="a parameter value (repeatable)"
+    )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--calls", type=int, default=50, help="timed calls per variant")
     parser.add_argument("--profile", type=int, default=20, help="profiled calls per variant (0: none)")
@@ -125,6 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     case = find_case(args.case)
     device = torch.device(args.device)
     params = first_params(case.quick_params if args.quick else case.params)
+    params.update(parse_params(args.param, case.quick_params if args.quick else case.params))
     by_name = {variant.name: variant for variant in variants_for(case)}
     print(f"{case.name} {params} on {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}")
     for name in args.variants:

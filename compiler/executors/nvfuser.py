@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import operator
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -199,6 +200,17 @@ class NvFuserRunner:
 # A region's callable
 
 
+_stride = torch.Tensor.stride
+
+
+def picker(positions: Sequence[int]) -> Callable[[Sequence[Any]], tuple]:
+    """`args -> (args[i] for i in positions)` as a tuple, gathered in C (`operator.itemgetter`)."""
+    if len(positions) == 1:
+        only = positions[0]
+        return lambda args: (args[only],)
+    return operator.itemgetter(*positions) if positions else lambda args: ()
+
+
 @dataclass(frozen=True)
 class InputRecord:
     """What one argument of a fusion's last call looked like."""
@@ -226,6 +238,7 @@ class NvFusion:
         inputs = region.inputs
         self._tensor_idx = [i for i, p in enumerate(inputs) if isinstance(p, TensorProxy)]
         self._sized_idx = [i for i in self._tensor_idx if any(isinstance(s, NumberProxy) for s in inputs[i].shape)]
+        self._tensors = picker(self._tensor_idx)
         self._scalar_idx = [i for i, p in enumerate(inputs) if not isinstance(p, TensorProxy)]
         self.runner: TorchRunner | NvFuserRunner = (
             NvFuserRunner(region) if executor.options.runner == "nvfuser" else TorchRunner(region)
@@ -238,7 +251,9 @@ class NvFusion:
         self.calls = 0
 
     def __call__(self, *args: Any) -> Any:
-        key = (*(args[i].stride() for i in self._tensor_idx), *(args[i].shape for i in self._sized_idx))
+        key = tuple(map(_stride, self._tensors(args)))
+        if self._sized_idx:
+            key += tuple([args[i].shape for i in self._sized_idx])
         if key != self.last_key:
             self.last_key = key
             self.last_inputs = self._records(args)

@@ -68,7 +68,7 @@ class _Function(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, runner: CompiledAutograd, *inputs: Any) -> tuple:
         if runner.lends:  # a CUDA-graphed forward: its saved values may be the graph's own buffers
-            (outputs, saved), ctx.lent = runner.forward.call_lending(*inputs)
+            (outputs, saved), ctx.lent = runner.forward.call_lending(inputs)
         else:
             (outputs, saved), ctx.lent = runner.forward(*inputs), None
         ctx.runner = runner

@@ -259,11 +259,12 @@ class GraphedComputation:
         )
 
     def __call__(self, *inputs: Any) -> Any:
-        return self.call_lending(*inputs)[0]
+        return self.call_lending(inputs)[0]
 
-    def call_lending(self, *inputs: Any) -> tuple[Any, Lent | None]:
+    def call_lending(self, inputs: tuple) -> tuple[Any, Lent | None]:
         """(the result, the `Lent` holding its last `lend` output leaves when a graph ran, else None:
-        then the result holds them as ordinary tensors)."""
+        then the result holds them as ordinary tensors). `inputs` is a tuple, not unpacked again: an
+        optimizer step passes hundreds."""
         graph = None if self.stats.reason is not None else self._graph(inputs)
         if graph is None:
             self.stats.ungraphed_calls += 1

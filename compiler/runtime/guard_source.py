@@ -6,17 +6,23 @@ about as much as the check itself. The lines mean exactly what those functions d
 (compiler/executors/torch.py: check_tensor, check_type, check_value, check_requires_grad,
 unpack_sequence, unpack_dict with no keys); every other prologue prim stays a call. Device checks avoid building
 a `torch.device` per call: `is_cpu`, or `get_device()` for a CUDA index.
+
+A run of consecutive `check_tensor` guards on fixed shapes (a list of parameters, of optimizer
+states) is first tried as ONE call to torch's C++ tensor check (`TensorChecks`), which costs about
+a tenth of the Python lines per tensor; only when it says no (or before it has learned the
+tensors' properties, on the entry's first call) do the lines themselves decide.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 
 from compiler.core.errors import GuardFailure
-from compiler.core.ir import BoundSymbol, Proxy, Trace
+from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Trace
 from compiler.executors import TORCH
 from compiler.executors.codegen import Globals, compile_trace, target_source
 from compiler.prims import Prim
@@ -54,6 +60,73 @@ def _check_tensor(bsym: BoundSymbol, g: Globals) -> list[str] | None:
         f"and {x}.shape == {g.source(tuple(shape))} and {_device_condition(x, device, g)}"
     )
     return [_raise(g, f"not ({condition})")]
+
+
+class TensorChecks:
+    """One C++ check of many tensors at once, at least as strict as their `check_tensor` lines.
+
+    torch's `TensorGuards` (the check behind torch.compile's guards) compares each tensor's exact
+    type, dispatch keys, dtype, device, requires_grad and sizes with those of example tensors.
+    `check(*tensors)` is False until `learn` has seen tensors that passed the Python lines, and
+    stays False where this torch has no such check: then the lines decide on every call.
+    """
+
+    def __init__(self) -> None:
+        self.check: Callable[..., bool] = _never
+        self.learned = False
+
+    def learn(self, *tensors: torch.Tensor) -> None:
+        """Takes these tensors (which passed the exact guards) as the examples, once."""
+        if self.learned:
+            return
+        self.learned = True
+        try:
+            from torch._C._dynamo.guards import TensorGuards
+
+            guards = TensorGuards(
+                *tensors,
+                dynamic_dims_sizes=[list(t.shape) for t in tensors],
+                dynamic_dims_strides=[[None] * t.dim() for t in tensors],
+            )
+            if guards.check(*tensors):
+                self.check = guards.check
+        except Exception:  # NOTE: a torch without this check (or with another signature): lines only
+            self.check = _never
+
+
+def _never(*tensors: Any) -> bool:
+    return False
+
+
+def tensor_check_runs(bsyms: Sequence[BoundSymbol]) -> list[list[BoundSymbol]]:
+    """The runs of consecutive `check_tensor` guards whose shapes are all plain integers (a
+    symbolic size is checked against other values, which the C++ check cannot do)."""
+    runs: list[list[BoundSymbol]] = []
+    previous = None
+    for bsym in bsyms:
+        static = bsym.sym is Prim.CHECK_TENSOR and not any(isinstance(s, NumberProxy) for s in bsym.args[1])
+        if static:
+            if previous is None:
+                runs.append([])
+            runs[-1].append(bsym)
+        previous = bsym if static else None
+    return runs
+
+
+def _checked_run(
+    heads: Mapping[int, list[BoundSymbol]], members: set[int], bsym: BoundSymbol, g: Globals
+) -> list[str] | None:
+    """A run's lines at its first guard (the C++ check, the exact lines where it says no), none at
+    the others; a `check_tensor` outside every run is its own line."""
+    run = heads.get(id(bsym))
+    if run is None:
+        return [] if id(bsym) in members else _check_tensor(bsym, g)
+    checks = g.bind(TensorChecks(), "tensor_checks")
+    names = ", ".join(g.source(b.args[0]) for b in run)
+    lines = [f"if not {checks}.check({names}):"]
+    for b in run:
+        lines += [f"  {line}" for line in _check_tensor(b, g) or []]
+    return [*lines, f"  {checks}.learn({names})"]
 
 
 def _check_type(bsym: BoundSymbol, g: Globals) -> list[str] | None:
@@ -94,4 +167,8 @@ INLINE_GUARDS: Mapping[Prim, Callable[[BoundSymbol, Globals], list[str] | None]]
 
 def compile_prologue(prologue: Trace) -> Callable[[tuple, dict], Any]:
     """The prologue as a Python function `(args, kwargs) -> computation inputs`, guards inline."""
-    return compile_trace(prologue, [TORCH], INLINE_GUARDS)
+    runs = tensor_check_runs(prologue.bsyms)
+    heads = {id(run[0]): run for run in runs}
+    members = {id(b) for run in runs for b in run[1:]}
+    inline = {**INLINE_GUARDS, Prim.CHECK_TENSOR: functools.partial(_checked_run, heads, members)}
+    return compile_trace(prologue, [TORCH], inline)

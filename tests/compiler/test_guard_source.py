@@ -1,0 +1,101 @@
+"""The prologue's inline guards (compiler/runtime/guard_source.py): the batched C++ tensor check
+accepts no call that the exact guard lines reject, and the lines still decide where it says no."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import compiler
+from compiler.core.ir import BoundSymbol, NumberProxy
+from compiler.prims import Prim
+from compiler.runtime.guard_source import TensorChecks, tensor_check_runs
+
+
+def scale_all(tensors: list[torch.Tensor], factor: float) -> list[torch.Tensor]:
+    return [t * factor for t in tensors]
+
+
+def _tensors(seed: int = 0) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.randn(3, 4, generator=gen), torch.randn(5, generator=gen), torch.randn(2, 1, 6, generator=gen)]
+
+
+def _entry(jfn: compiler.JittedFunction):  # the cache entry the last call used
+    return compiler.called_jitted(jfn, "test")
+
+
+def test_a_list_of_tensors_is_one_batched_check_that_learns_on_the_first_call() -> None:
+    jfn = compiler.jit(scale_all)
+    tensors = _tensors()
+    jfn(tensors, 2.0)
+    source = _entry(jfn).prologue.__fusebench_source__
+    assert source.count(".check(") == 1, source
+    for out, t in zip(jfn(_tensors(1), 2.0), _tensors(1)):
+        torch.testing.assert_close(out, t * 2.0)
+    checks = [v for v in _entry(jfn).prologue.__globals__.values() if isinstance(v, TensorChecks)]
+    assert len(checks) == 1 and checks[0].learned
+    assert checks[0].check(*_tensors(2)), "the C++ check should accept tensors like the examples"
+    assert compiler.cache_stats(jfn).misses == 1 and compiler.cache_stats(jfn).hits == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda ts: [ts[0], torch.randn(6), ts[2]], id="shape"),
+        pytest.param(lambda ts: [ts[0].double(), ts[1], ts[2]], id="dtype"),
+        pytest.param(lambda ts: [ts[0], ts[1], ts[2].reshape(6, 2)], id="rank"),
+        pytest.param(lambda ts: [ts[0], 3.0, ts[2]], id="not-a-tensor"),
+        pytest.param(lambda ts: [ts[0], ts[1], ts[2], ts[0]], id="length"),
+    ],
+)
+def test_a_changed_element_compiles_a_new_entry(change) -> None:
+    jfn = compiler.jit(scale_all)
+    jfn(_tensors(), 2.0)
+    jfn(_tensors(1), 2.0)  # the batched check has learned
+    changed = change(_tensors(2))
+    jfn(changed, 2.0)
+    assert compiler.cache_stats(jfn).misses == 2
+
+
+def test_what_the_lines_accept_but_the_batched_check_does_not_is_still_a_hit() -> None:
+    jfn = compiler.jit(scale_all)
+    with torch.no_grad():
+        jfn([t.requires_grad_() for t in _tensors()], 2.0)
+        jfn(_tensors(1), 2.0)  # requires_grad differs: the C++ check says no, the lines say yes
+        parameters = [torch.nn.Parameter(t, requires_grad=False) for t in _tensors(2)]
+        out = jfn(parameters, 2.0)  # another type (a Tensor subclass) and a transposed layout
+        jfn([_tensors(3)[0].t().contiguous().t(), *_tensors(3)[1:]], 2.0)
+    assert compiler.cache_stats(jfn).misses == 1 and compiler.cache_stats(jfn).hits == 3
+    for o, p in zip(out, parameters):
+        torch.testing.assert_close(o, p * 2.0)
+
+
+def test_without_torchs_check_the_lines_decide(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Missing:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise TypeError("no such check here")
+
+    monkeypatch.setattr(torch._C._dynamo.guards, "TensorGuards", Missing)
+    checks = TensorChecks()
+    checks.learn(*_tensors())
+    assert checks.learned and not checks.check(*_tensors())
+    jfn = compiler.jit(scale_all)
+    for seed in range(3):
+        for out, t in zip(jfn(_tensors(seed), 3.0), _tensors(seed)):
+            torch.testing.assert_close(out, t * 3.0)
+    jfn([torch.randn(7), *_tensors()[1:]], 3.0)
+    assert compiler.cache_stats(jfn).hits == 2 and compiler.cache_stats(jfn).misses == 2
+
+
+def test_runs_hold_consecutive_fixed_shape_checks_only() -> None:
+    jfn = compiler.jit(scale_all)
+    jfn(_tensors(), 2.0)
+    bsyms = compiler.last_prologue(jfn).bsyms
+    checks = [b for b in bsyms if b.sym is Prim.CHECK_TENSOR]
+    assert tensor_check_runs(bsyms) == [checks]
+    proxy, _, dtype, device = checks[1].args
+    sized = BoundSymbol(Prim.CHECK_TENSOR, (proxy, (NumberProxy(int, 5, name="n"),), dtype, device), {}, None)
+    other = BoundSymbol(Prim.CHECK_TYPE, (proxy, list), {}, None)
+    assert tensor_check_runs([checks[0], sized, checks[2]]) == [[checks[0]], [checks[2]]]
+    assert tensor_check_runs([checks[0], other, checks[1], checks[2]]) == [[checks[0]], checks[1:]]
