@@ -21,6 +21,7 @@ from torch.optim.adamw import adamw
 from torch.optim.sgd import sgd
 
 import compiler
+from compiler.tracing import frontend
 
 SHAPES = [(4, 3), (5,), ()]
 STEPS = 3
@@ -59,7 +60,7 @@ def _run_both(step: Callable, seed: int, count: int, capturable: bool) -> None:
     eager, jitted = _state(seed, count), _state(seed, count)
     jstep = compiler.jit(step)
     for grads in _gradients(seed, eager["params"]):
-        with torch.compiler._compile_session_context() if capturable else contextlib.nullcontext():
+        with frontend.compiling() if capturable else contextlib.nullcontext():  # as torch.compile runs it
             step([g.clone() for g in grads], **eager)
         jstep([g.clone() for g in grads], **jitted)
     _assert_states_match(jitted, eager)
