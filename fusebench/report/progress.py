@@ -1,4 +1,5 @@
-"""Progress lines on stderr: '[ 3/58] suite.case(params) variant ... 512 µs ± 3.1 µs (41 repeats)'."""
+"""Progress lines on stderr: '[ 3/58] suite.case(params) variant ... 512 µs ± 3.1 µs (41 repeats) | 4.2 s',
+the last figure being how long the whole measurement took (compilation, checks, counters included)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,12 @@ class Progress:
         self.stream.flush()
 
     def finish(self, outcome: Outcome) -> None:
-        """Ends the line with the median and spread, or the status and reason."""
+        """Ends the line with the median and spread, or the status and reason, and the measurement's duration."""
         if outcome.status == "ok" and outcome.timing is not None:
             timing = outcome.timing
             text = f"{format_seconds(timing.median)} ± {format_seconds(timing.iqr / 2)} ({timing.repeats} repeats)"
         else:
             text = status_text(outcome)
-        self.stream.write(text + "\n")
+        took = f" | {format_seconds(outcome.duration)}" if outcome.duration > 0 else ""  # none for a crash
+        self.stream.write(f"{text}{took}\n")
         self.stream.flush()
