@@ -243,42 +243,78 @@ class SegmentReport:
         return "\n".join(lines)
 
 
-def _profile(f: NvFusion) -> tuple[list[KernelInfo], str]:
-    # NOTE: nvFuser's profiler needs CUPTI to itself: after torch.profiler has run in a process
-    # (the harness counts kernels with it), cuptiSubscribe fails and nvFuser ends the whole
-    # process. So profile in a child process running the fusion's repro script.
+# Runs each repro script in the one child process, as its own `python SCRIPT --profile-json OUT`.
+_PROFILE_DRIVER = """
+import json, runpy, sys, traceback
+for script, out in json.load(open(sys.argv[1])):
+    sys.argv = [script, "--profile-json", out]
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except BaseException:
+        open(out + ".error", "w").write(traceback.format_exc())
+"""
+
+
+def _profile_all(fusions: list[NvFusion]) -> list[tuple[list[KernelInfo], str]]:
+    """Each fusion's kernels and scheduled IR, from its repro script run under nvFuser's profiler.
+
+    NOTE: nvFuser's profiler needs CUPTI to itself: after torch.profiler has run in a process
+    (the harness counts kernels with it), cuptiSubscribe fails and nvFuser ends the whole
+    process. So the scripts run in a child process: ONE for all of them, since starting Python,
+    torch and nvFuser costs seconds each time.
+    """
     with tempfile.TemporaryDirectory(prefix="fusebench-segments-") as tmp:
-        script = Path(tmp) / f"{f.name}_repro.py"
-        script.write_text(repro_script(f.region, f.last_inputs, f.descriptors(), script.name))
-        out = Path(tmp) / "profile.json"
+        jobs = []
+        for number, f in enumerate(fusions):
+            script = Path(tmp) / f"{f.name}_{number}_repro.py"
+            script.write_text(repro_script(f.region, f.last_inputs, f.descriptors(), script.name))
+            jobs.append((str(script), str(Path(tmp) / f"profile_{number}.json")))
+        (Path(tmp) / "jobs.json").write_text(json.dumps(jobs))
+        (Path(tmp) / "driver.py").write_text(_PROFILE_DRIVER)
         result = subprocess.run(
-            [sys.executable, str(script), "--profile-json", str(out)], capture_output=True, text=True, timeout=600
+            [sys.executable, str(Path(tmp) / "driver.py"), str(Path(tmp) / "jobs.json")],
+            capture_output=True,
+            text=True,
+            timeout=600 + 60 * len(jobs),
         )
-        check(
-            result.returncode == 0 and out.exists(),
-            lambda: (
-                f"profiling {f.name} in a child process failed (exit {result.returncode}):\n"
-                f"{(result.stderr or result.stdout)[-2000:]}"
-            ),
-            RuntimeError,
-        )
-        data = json.loads(out.read_text())
-    kernels = [
-        KernelInfo(k["segment"], k["scheduler"], k["time_ms"], k["bandwidth_gbs"], k["name"], k["launch"])
-        for k in data["kernels"]
-    ]
-    return kernels, data["scheduled_ir"]
+        profiles = []
+        for f, (_, out) in zip(fusions, jobs):
+            error = Path(out + ".error")
+            check(
+                Path(out).exists(),
+                lambda f=f, error=error: (
+                    f"profiling {f.name} in a child process failed (exit {result.returncode}):\n"
+                    + (error.read_text() if error.exists() else (result.stderr or result.stdout))[-2000:]
+                ),
+                RuntimeError,
+            )
+            data = json.loads(Path(out).read_text())
+            kernels = [
+                KernelInfo(k["segment"], k["scheduler"], k["time_ms"], k["bandwidth_gbs"], k["name"], k["launch"])
+                for k in data["kernels"]
+            ]
+            profiles.append((kernels, data["scheduled_ir"]))
+    return profiles
+
+
+def _same_kernels_key(f: NvFusion) -> tuple:
+    """Equal for fusions that run the same nvFuser definition on inputs of the same layouts (and
+    scalars): they run the same kernels, so one profile serves all (a model's repeated layers)."""
+    inputs = tuple((r.shape, r.stride, r.dtype, None if r.shape is not None else repr(r.value)) for r in f.last_inputs)
+    return id(f.last_definition), inputs
 
 
 def segments(jfn: JittedFunction, names: Iterable[str] | None = None, *, backward: bool = False) -> Listing:
     """For each fusion (that ran with nvFuser): kernels, scheduler, time and bandwidth per segment.
 
-    Runs each fusion's repro script (fresh random inputs with its last inputs' layouts) in a child
-    process under nvfuser_direct.PythonProfiler. Multi-kernel fusions are flagged, with the structural reason
+    Runs each fusion's repro script (fresh random inputs with its last inputs' layouts) under
+    nvfuser_direct.PythonProfiler, all in one child process, once per distinct definition and
+    input layout (identical layers share one profile). Multi-kernel fusions are flagged, with the structural reason
     the region suggests; which ops landed in which segment is exact for one kernel and inferred
     (reductions vs the rest) for several.
     """
     result = Listing()
+    chosen: list[NvFusion] = []
     wanted = None if names is None else [names] if isinstance(names, str) else list(names)
     for f in _check_names(jfn, "segments", wanted or [], "names", backward):
         if wanted is not None and f.name not in wanted:
@@ -291,7 +327,11 @@ def segments(jfn: JittedFunction, names: Iterable[str] | None = None, *, backwar
             ),
             RuntimeError,
         )
-        kernels, ir = _profile(f)
+        chosen.append(f)
+    unique = {_same_kernels_key(f): f for f in reversed(chosen)}  # the first fusion of each key
+    profiles = dict(zip(unique, _profile_all(list(unique.values()))))
+    for f in chosen:
+        kernels, ir = profiles[_same_kernels_key(f)]
         schedulers = [k.scheduler for k in sorted(kernels, key=lambda k: k.segment)]
         by_segment = ops_by_scheduler(f.region, schedulers)
         result.append(SegmentReport(f.name, kernels, by_segment, segmentation_hint(f.region), ir))

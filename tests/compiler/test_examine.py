@@ -12,8 +12,10 @@ from compiler import examine, prims
 from compiler.executors.nvfuser import region_fusions
 from compiler.executors.nvfuser_repro import ops_by_scheduler, segmentation_hint
 from compiler.passes.fuse import Reason
+from suites.adam_step import adam_step
 from tests.compiler import fake_nvfuser
 from tests.compiler.nvfuser_cases import gelu_bias_backward, split3, write_back
+from tests.compiler.nvfuser_helpers import fake_nvfuser as fake_backend  # noqa: F401 - a fixture
 
 
 def jit_torch_regions(fn, cache="constant", **fusion):
@@ -152,3 +154,25 @@ def test_fusions_and_why_not_fused_cover_the_backward_with_backward_true(tmp_pat
         jfn(x, b, q)
     with pytest.raises(RuntimeError, match="compiled no backward"):
         examine.fusions(jfn, backward=True)
+
+
+def test_segments_profiles_each_distinct_fusion_once_in_one_child(monkeypatch, fake_backend):  # noqa: F811
+    asked: list[list[str]] = []
+    kernel = examine.KernelInfo(0, "pointwise", 0.01, 100.0, "nvfuser_pointwise_f0", "grid [1] block [1]")
+
+    def profile_all(fusions):
+        asked.append([f.name for f in fusions])
+        return [([kernel], f"ir of {f.name}") for f in fusions]
+
+    monkeypatch.setattr(examine, "_profile_all", profile_all)
+    jfn = compiler.jit(adam_step, executors=["nvfuser", "torch"])  # one fusion per parameter
+    shapes = [(8, 4), (8, 4), (3,), (8, 4)]
+
+    def tensors() -> list[torch.Tensor]:
+        return [torch.randn(s) for s in shapes]
+
+    jfn(tensors(), tensors(), tensors(), [t.abs() for t in tensors()], 3, 1e-3, 0.9, 0.999, 1e-8)
+    reports = examine.segments(jfn)
+    assert len(reports) == 4 and [len(r.kernels) for r in reports] == [1, 1, 1, 1]
+    assert len(asked) == 1 and len(asked[0]) == 2, asked  # the three [8, 4] fusions share one profile
+    assert {r.scheduled_ir for r in reports} == {f"ir of {name}" for name in asked[0]}
