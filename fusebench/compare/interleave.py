@@ -90,13 +90,19 @@ def run_side(side: Side, run_args: Sequence[str], scratch: Path, round_index: in
 def interleaved_rounds(
     sides: tuple[Side, Side], run_args: Sequence[str], scratch: Path, rounds: int, report: Report
 ) -> dict[str, list[SideRun]]:
-    """Runs both sides `rounds` times, alternating which goes first; the runs of each side by label."""
+    """Runs both sides `rounds` times, alternating which goes first; the runs of each side by label.
+
+    Only the first round records the compiler's artifacts (traces, fusion definitions, nvFuser
+    segmentation, which `why` reads): they are the same every round, and profiling the
+    segmentation costs seconds per measurement on a GPU.
+    """
     runs: dict[str, list[SideRun]] = {side.label: [] for side in sides}
     for round_index in range(rounds):
         order = sides if round_index % 2 == 0 else sides[::-1]
+        round_args = list(run_args) if round_index == 0 else [*run_args, "--no-artifacts"]
         for side in order:
             report(f"round {round_index + 1}/{rounds}: {side.label} = {side.revision} ({side.commit[:8]})")
-            run = run_side(side, run_args, scratch, round_index, report)
+            run = run_side(side, round_args, scratch, round_index, report)
             status = f"failed ({run.error.splitlines()[0]})" if run.error else f"{len(run.outcomes)} measurements"
             report(f"round {round_index + 1}/{rounds}: {side.label} done in {run.seconds:.1f} s: {status}")
             runs[side.label].append(run)

@@ -166,3 +166,19 @@ def test_worktrees_are_removed_when_the_process_is_terminated(history: dict, tmp
     assert process.returncode == 130, err
     assert "interrupted" in err
     assert len(_worktrees(repo)) == 1
+
+
+def test_only_the_first_round_records_the_compilers_artifacts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls: list[tuple[str, int, list[str]]] = []
+
+    def fake_run(side: interleave.Side, run_args: list[str], scratch: Path, round_index: int, report) -> object:
+        calls.append((side.label, round_index, list(run_args)))
+        return interleave.SideRun(side.label, round_index, 0, 0.1)
+
+    monkeypatch.setattr(interleave, "run_side", fake_run)
+    sides = (interleave.Side("A", "a", "a" * 40, tmp_path), interleave.Side("B", "b", "b" * 40, tmp_path))
+    runs = interleave.interleaved_rounds(sides, ["--quick"], tmp_path, 3, lambda line: None)
+    assert [(label, r) for label, r, _ in calls] == [("A", 0), ("B", 0), ("B", 1), ("A", 1), ("A", 2), ("B", 2)]
+    assert [args for _, r, args in calls if r == 0] == [["--quick"], ["--quick"]]
+    assert all(args == ["--quick", "--no-artifacts"] for _, r, args in calls if r > 0)
+    assert [len(runs[label]) for label in "AB"] == [3, 3]
