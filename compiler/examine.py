@@ -328,10 +328,11 @@ def segments(jfn: JittedFunction, names: Iterable[str] | None = None, *, backwar
             RuntimeError,
         )
         chosen.append(f)
-    unique = {_same_kernels_key(f): f for f in reversed(chosen)}  # the first fusion of each key
+    keys = [_same_kernels_key(f) for f in chosen]
+    unique = {key: f for key, f in reversed(list(zip(keys, chosen)))}  # the first fusion of each key
     profiles = dict(zip(unique, _profile_all(list(unique.values()))))
-    for f in chosen:
-        kernels, ir = profiles[_same_kernels_key(f)]
+    for f, key in zip(chosen, keys):
+        kernels, ir = profiles[key]
         schedulers = [k.scheduler for k in sorted(kernels, key=lambda k: k.segment)]
         by_segment = ops_by_scheduler(f.region, schedulers)
         result.append(SegmentReport(f.name, kernels, by_segment, segmentation_hint(f.region), ir))

@@ -102,14 +102,14 @@ def tensor_check_runs(bsyms: Sequence[BoundSymbol]) -> list[list[BoundSymbol]]:
     """The runs of consecutive `check_tensor` guards whose shapes are all plain integers (a
     symbolic size is checked against other values, which the C++ check cannot do)."""
     runs: list[list[BoundSymbol]] = []
-    previous = None
+    in_run = False
     for bsym in bsyms:
         static = bsym.sym is Prim.CHECK_TENSOR and not any(isinstance(s, NumberProxy) for s in bsym.args[1])
+        if static and not in_run:
+            runs.append([])
         if static:
-            if previous is None:
-                runs.append([])
             runs[-1].append(bsym)
-        previous = bsym if static else None
+        in_run = static
     return runs
 
 
