@@ -4,10 +4,11 @@ Assumes: a functionalized, flattened (possibly fused) trace whose write-backs fo
 `copy_to` contract (see compiler/tracing/check_writebacks.py).
 Guarantees: each `t = index_copy(buf, ...)` (or `index_add`, `slice_update`) whose write-back is
 `copy_to(t, buf)` becomes one call that updates `buf` in place and returns it as `t`, and the
-`copy_to` is dropped, provided nothing reads `buf` or a view of it after `t` is computed (the
-old values would be gone), except returned views of `buf` made after its write-back (they read
-the new values). For a KV cache this replaces a copy of the whole cache plus a write-back of the
-whole cache by a scatter of the new rows, which is what eager PyTorch does.
+`copy_to` is dropped, provided the update's other arguments are not views of `buf` and nothing
+reads `buf` or a view of it after `t` is computed (the old values would be gone), except
+returned views of `buf` made after its write-back (they read the new values). For a KV cache
+this replaces a copy of the whole cache plus a write-back of the whole cache by a scatter of the
+new rows, which is what eager PyTorch does.
 Anything else is left as it was.
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 
 import torch
 
-from compiler.core.ir import BoundSymbol, Proxy, Symbol, Trace
+from compiler.core.ir import BoundSymbol, Proxy, Symbol, Trace, proxies_in
 from compiler.passes import trace_pass
 from compiler.prims import VIEWS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
@@ -67,6 +68,8 @@ def update_in_place(trace: Trace) -> Trace:
         if bsyms[c].args[1] is not buf or id(buf) not in inputs:
             continue
         aliases = _aliases(bsyms, buf)
+        if any(id(p) in aliases for p in proxies_in(bsym.args[1:])):
+            continue  # its value is a view of `buf`: in place, it would overwrite what it reads
         later = [k for k in range(i + 1, len(bsyms)) if k != c and k not in returned_views]
         if any(id(p) in aliases for k in later for p in bsyms[k].inputs):
             continue

@@ -91,3 +91,23 @@ def test_a_functional_update_that_is_not_written_back_is_left_alone() -> None:
     torch.testing.assert_close(jfn(cache, idx, src), f(cache, idx, src))
     assert torch.equal(cache, before)
     assert "torch.Tensor.index_copy_" not in _final_ops(jfn)
+
+
+def _copy_a_view_onto_itself(x0: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    x2.add_(x0, alpha=-0.5)
+    x3 = x0[None, ..., :2]
+    x3.copy_(x3)
+    return x0, x2
+
+
+def test_an_update_whose_value_is_a_view_of_the_buffer_stays_out_of_place() -> None:
+    # Found by test_inplace_property: the in-place form of `x3.copy_(x3)` wrote x0 from a view of
+    # x0 itself (slice, broadcast, reshape), which torch's indexed assignment refuses.
+    jfn = compiler.jit(_copy_a_view_onto_itself)
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+        x0, x2 = torch.randn(1, 6, generator=gen), torch.randn(4, 6, generator=gen)
+        want = _copy_a_view_onto_itself(x0.clone(), x2.clone())
+        torch.testing.assert_close(jfn(x0, x2), want)
+        torch.testing.assert_close((x0, x2), want)
+    assert "slice_update_" not in _final_ops(jfn)
