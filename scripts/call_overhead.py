@@ -1,6 +1,6 @@
 """Per-call host overhead of a jitted function, split into prologue, computation and wrapper.
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python scripts/call_overhead.py [--program 1-op] [--device cpu]
+    OMP_NUM_THREADS=1 PYTHONPATH=. python scripts/call_overhead.py [--program 1-op] [--device cpu] [--cuda-graphs]
 
 For each program of suites/host_overhead.py (a 4-element tensor) it prints, in microseconds per
 call (each the fastest of many batches of calls after warm-up, or with --statistic median their
@@ -75,16 +75,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=2000, help="calls per timed batch")
     parser.add_argument("--batches", type=int, default=100, help="timed batches")
     parser.add_argument("--statistic", choices=("min", "median"), default="min", help="over the batches")
+    parser.add_argument("--cuda-graphs", action="store_true", help="jit(..., cuda_graphs=True): replays (CUDA)")
     args = parser.parse_args(argv)
     x = torch.linspace(-1.0, 1.0, 4, device=args.device)
     print(
         f"torch {torch.__version__}, 4-element tensor on {args.device}, "
         f"{args.statistic} of {args.batches} batches of {args.calls} calls"
+        + (", CUDA graphs" if args.cuda_graphs else "")
     )
     columns = ("eager", "jit", "prologue", "computation", "wrapper")
     print(f"{'program':8}" + "".join(f"{name + ' µs':>16}" for name in columns) + f"{'jit/eager':>11}")
     for name in args.program or sorted(PROGRAMS):
-        row = breakdown(PROGRAMS[name], x, args.calls, args.batches, args.statistic)
+        row = breakdown(PROGRAMS[name], x, args.calls, args.batches, args.statistic, cuda_graphs=args.cuda_graphs)
         print(f"{name:8}" + "".join(f"{row[c]:16.2f}" for c in columns) + f"{row['jit'] / row['eager']:11.2f}")
     return 0
 

@@ -22,9 +22,12 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch._functorch.utils import unwrap_dead_wrappers as _unwrap_dead_wrappers
 
 from compiler.core.ir import Proxy, TensorProxy, map_proxies
 from compiler.runtime.cuda_graphs import GraphedComputation
+
+_functorch_transforms_active = torch._C._are_functorch_transforms_active
 
 
 class CompiledAutograd:
@@ -56,10 +59,15 @@ class CompiledAutograd:
             if single
             else (lambda values: map_proxies(output_tree, lambda p: values[position[id(p)]]))
         )
-        self.tensor_outputs = [isinstance(p, TensorProxy) for p in outputs]
+        # the tensor outputs that carry no gradient (integer tensors, values no input requiring grad reaches)
+        self.frozen = [i for i, p in enumerate(outputs) if isinstance(p, TensorProxy) and not differentiable[i]]
+        self.all_cotangents = (True,) * len(self.cotangent_positions)
 
     def __call__(self, *inputs: Any) -> Any:
-        return self.rebuild(_Function.apply(self, *inputs))
+        if _functorch_transforms_active():
+            return self.rebuild(_Function.apply(self, *inputs))
+        # NOTE: what `Function.apply` does without functorch transforms, less its Python layer
+        return self.rebuild(_apply(self, *_unwrap_dead_wrappers(inputs)))
 
 
 class _Function(torch.autograd.Function):
@@ -75,9 +83,8 @@ class _Function(torch.autograd.Function):
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(*saved[: runner.saved_tensors])
         ctx.numbers = saved[runner.saved_tensors :]
-        frozen = [o for o, d, t in zip(outputs, runner.differentiable, runner.tensor_outputs) if t and not d]
-        if frozen:
-            ctx.mark_non_differentiable(*frozen)
+        if runner.frozen:
+            ctx.mark_non_differentiable(*(outputs[i] for i in runner.frozen))
         return tuple(outputs)
 
     @staticmethod
@@ -89,15 +96,21 @@ class _Function(torch.autograd.Function):
                 "is compiled without autograd (create_graph=True asks for the backward's own graph)"
             )
         given = [cotangents[i] for i in runner.cotangent_positions]
-        present = tuple(c is not None for c in given)
+        present = tuple([c is not None for c in given])
         backward = runner.backwards.get(present)
         if backward is None:
             backward = runner.backwards[present] = runner.compile_backward(present)
+        if present != runner.all_cotangents:
+            given = [c for c in given if c is not None]
         saved, numbers = ctx.saved_tensors, ctx.numbers  # autograd's checks of in-place changes run here
         if ctx.lent is not None:
             values = ctx.lent.borrow()
             saved, numbers = values[: runner.saved_tensors], values[runner.saved_tensors :]
-        grads = backward(*saved, *numbers, *(c for c in given if c is not None))
+        grads = backward(*saved, *numbers, *given)
         if ctx.lent is not None:
             ctx.lent.release()
         return (None, *grads)
+
+
+# `torch._C._FunctionBase.apply` bound to `_Function`: the C call that `_Function.apply` (Python) ends in
+_apply = super(torch.autograd.Function, _Function).apply

@@ -47,10 +47,11 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from compiler.core.gather import data_ptr, picker, stride
+
 _MAX_WARMED_UP_KEYS = 4096
 _COPIED_BYTES = 1 << 20  # a cotangent up to this size is copied, not keyed by address
 _INSTANCES = 2  # graph instances per address key (see the module's "Outputs")
-_data_ptr, _stride = torch.Tensor.data_ptr, torch.Tensor.stride
 
 
 class CudaGraphWarning(UserWarning):
@@ -133,10 +134,9 @@ def _unflattener(spec: pytree.TreeSpec) -> Callable[[list], Any]:
         return lambda leaves: pytree.tree_unflatten(leaves, spec)
 
 
-def _use_count(storage: torch.UntypedStorage) -> int:
-    """How many tensors (and storage objects) hold this memory: torch's own count, as its CUDA-graph
-    trees read it to know whether an output is still alive."""
-    return torch._C._storage_Use_Count(storage._cdata)
+# How many tensors (and storage objects) hold a storage's memory, given its `_cdata`: torch's own
+# count, as its CUDA-graph trees read it to know whether an output is still alive.
+_storage_use_count = torch._C._storage_Use_Count
 
 
 class _Graph:
@@ -175,28 +175,37 @@ class _Graph:
                 position[storage.data_ptr()] = len(self.storages)
                 self.storages.append(storage)
             self.leaf_storage.append(position[storage.data_ptr()])
-        self.own_counts = [_use_count(storage) for storage in self.storages]  # what the graph itself holds
+        # NOTE: the graph keeps `storages` alive, so their StorageImpl addresses stay valid to count
+        self._cdata = [storage._cdata for storage in self.storages]
+        self.own_counts = list(map(_storage_use_count, self._cdata))  # what the graph itself holds
         self.generation = 0
-        self.borrower: Callable[[], Lent | None] = lambda: None
+        self.borrower: Callable[[], Lent | None] | None = None  # the last `Lent`, while alive
 
     def held(self) -> set[int]:
         """The output leaves whose memory a caller still holds (an alias returned by an earlier replay)."""
-        busy = {j for j, (s, own) in enumerate(zip(self.storages, self.own_counts)) if _use_count(s) > own}
-        return {i for i, j in enumerate(self.leaf_storage) if j in busy} if busy else set()
+        counts = list(map(_storage_use_count, self._cdata))
+        if counts == self.own_counts:  # the usual case, compared in C
+            return set()
+        busy = {j for j, (count, own) in enumerate(zip(counts, self.own_counts)) if count > own}
+        return {i for i, j in enumerate(self.leaf_storage) if j in busy}
 
     def replay(self, inputs: tuple, cloned: set[int]) -> tuple[Any, Lent | None]:
         """Replays; the owned leaves come back as aliases, those in `cloned` as copies."""
-        for i, buffer in zip(self.static, self.buffers):
-            buffer.copy_(inputs[i])
-        lent = self.borrower()
+        if self.static:
+            for i, buffer in zip(self.static, self.buffers):
+                buffer.copy_(inputs[i])
+        lent = self.borrower() if self.borrower is not None else None
         if lent is not None:
             lent.keep()
         self.graph.replay()
         self.generation += 1
-        leaves = [
-            (leaf.clone() if i in cloned else leaf.detach()) if owned else leaf
-            for i, (leaf, owned) in enumerate(zip(self.leaves, self.owned))
-        ]
+        if cloned:
+            leaves = [
+                (leaf.clone() if i in cloned else leaf.detach()) if owned else leaf
+                for i, (leaf, owned) in enumerate(zip(self.leaves, self.owned))
+            ]
+        else:
+            leaves = [leaf.detach() if owned else leaf for leaf, owned in zip(self.leaves, self.owned)]
         lent = None
         if self.lent_from < len(leaves):
             lent = Lent(leaves[self.lent_from :], self)
@@ -224,10 +233,10 @@ class GraphedComputation:
         self.cloned: set[int] = set()  # output leaves a caller kept past two calls: copied after each replay
         self.warmed_up: set[tuple] = set()
         self.stats = CudaGraphStats()
-        self._tensors: list[int] | None = None  # positions of the tensor inputs (see `key`)
-        self._keyed: list[int] = []  # the tensor inputs keyed by address (not copied into static buffers)
-        self._copied: list[int] = []  # the tensor inputs copied into static buffers
-        self._others: list[int] = []
+        self._tensors: Callable[[tuple], tuple] | None = None  # gathers the tensor inputs (see `key`)
+        self._keyed: Callable[[tuple], tuple] | None = None  # the tensor inputs keyed by address (not copied)
+        self._copied: list[int] = []  # positions of the tensor inputs copied into static buffers
+        self._others: Callable[[tuple], tuple] | None = None  # the number inputs, where there are any
         self.__fusebench_source__ = getattr(computation, "__fusebench_source__", "")
 
     def key(self, inputs: tuple) -> tuple | None:
@@ -248,15 +257,14 @@ class GraphedComputation:
                 for i in tensors
                 if i >= static_from and inputs[i].nbytes <= _COPIED_BYTES  # type: ignore[union-attr]
             ]
-            self._tensors, self._keyed = tensors, [i for i in tensors if i not in self._copied]
-            self._others = sorted(set(range(len(inputs))) - set(tensors))
-        tensors = [inputs[i] for i in self._tensors]
-        keyed = [inputs[i] for i in self._keyed] if self._copied else tensors
-        return (
-            tuple(map(_data_ptr, keyed)),
-            tuple(map(_stride, tensors)),
-            tuple([(type(inputs[i]), inputs[i]) for i in self._others]),
-        )
+            self._tensors = picker(tensors)
+            self._keyed = picker([i for i in tensors if i not in self._copied]) if self._copied else self._tensors
+            others = sorted(set(range(len(inputs))) - set(tensors))
+            self._others = picker(others) if others else None
+        ptrs, strides = tuple(map(data_ptr, self._keyed(inputs))), tuple(map(stride, self._tensors(inputs)))
+        if self._others is None:
+            return ptrs, strides
+        return ptrs, strides, tuple([(type(value), value) for value in self._others(inputs)])
 
     def __call__(self, *inputs: Any) -> Any:
         return self.call_lending(inputs)[0]

@@ -200,8 +200,26 @@ ops = types.SimpleNamespace(
 
 
 class _Fec:
-    def __init__(self) -> None:
+    """The executor cache that `FusionDefinition.execute` builds and then calls, as nvfuser_direct's does."""
+
+    def __init__(self, definition: FusionDefinition) -> None:
+        self.definition = definition
         self.compiled: set[tuple] = set()
+
+    def execute(
+        self, inputs: Sequence[Any], device: int | None = None, _enable_options: Any = (), _disable_options: Any = ()
+    ) -> list[Any]:
+        self.definition._check(inputs)
+        self.compiled.add(self.key(inputs))
+        env = dict(enumerate(inputs))
+        results = [(value.fn(env), alias) for value, alias in self.definition.outputs]
+        returned = []
+        for result, alias in results:
+            if alias is None:
+                returned.append(result)
+            else:
+                inputs[alias].copy_(result)
+        return returned
 
     @staticmethod
     def key(inputs: Sequence[Any]) -> tuple:
@@ -261,19 +279,9 @@ class FusionDefinition:
             assert not order or list(expected[1]) == order, "fake nvFuser: stride order mismatch"
 
     def execute(self, inputs: Sequence[Any], device: int | None = None) -> list[Any]:
-        self._check(inputs)
         if not hasattr(self, "fec"):
-            self.fec = _Fec()
-        self.fec.compiled.add(self.fec.key(inputs))
-        env = dict(enumerate(inputs))
-        results = [(value.fn(env), alias) for value, alias in self.outputs]
-        returned = []
-        for result, alias in results:
-            if alias is None:
-                returned.append(result)
-            else:
-                inputs[alias].copy_(result)
-        return returned
+            self.fec = _Fec(self)
+        return self.fec.execute(inputs, device=device)
 
 
 class PythonProfiler:

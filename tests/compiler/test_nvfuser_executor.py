@@ -147,6 +147,25 @@ def test_a_new_layout_gets_its_own_definition_and_the_old_one_is_reused(fake_nvf
     assert compiler.cache_stats(jfn).misses == 1  # strides are the fusion's business, not a retrace
 
 
+def test_after_its_first_call_a_definition_runs_through_the_executor_cache(fake_nvfuser, monkeypatch):  # noqa: F811
+    jfn = jit_fake(program)
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    jfn(a, b)
+    wrapper_calls = []
+    original = fake_nvfuser.FusionDefinition.execute
+    monkeypatch.setattr(
+        fake_nvfuser.FusionDefinition,
+        "execute",
+        lambda fd, inputs, device=None: wrapper_calls.append(1) or original(fd, inputs, device),
+    )
+    for _ in range(3):
+        torch.testing.assert_close(jfn(a, b), program(a, b))
+    assert wrapper_calls == []  # `fd.fec.execute` directly, not `fd.execute`'s Python layer
+    c = torch.randn(8, 4).t()  # a new layout: a new definition, whose first call goes through fd.execute
+    torch.testing.assert_close(jfn(a, c), program(a, c))
+    assert wrapper_calls == [1]
+
+
 def test_write_back_updates_the_buffer_in_place(fake_nvfuser):  # noqa: F811
     jfn = jit_fake(write_back)
     x, y = torch.randn(4, 8), torch.randn(4, 8)
