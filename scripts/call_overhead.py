@@ -9,7 +9,8 @@ median; the fastest is the steadier estimate on a loaded machine):
 - jit: the jitted function, the whole call;
 - prologue: the cache entry's guards alone (`entry.prologue(args, kwargs)`);
 - computation: the entry's generated computation alone (`entry.computation(*inputs)`);
-- wrapper: jit - prologue - computation (finding the entry, counting the hit, the calls between);
+- wrapper: jit - prologue - computation: what the call adds to its guards and computation run
+  apart (the call into the dispatcher, counting the hit; below zero where inlining saves more);
 - jit/eager: the ratio the host-overhead goal is stated in.
 """
 

@@ -19,6 +19,7 @@ from typing import Any
 from compiler.core.errors import GuardFailure, check, short_repr
 from compiler.core.ir import Trace
 from compiler.runtime.auto_dynamic import Recompilation, explain_all, to_make_symbolic
+from compiler.runtime.dispatch import INLINED, dispatcher, install
 
 
 @dataclass
@@ -59,8 +60,17 @@ class CacheStats:
         return max(self.misses - 1, 0)
 
 
-class JittedFunction:
-    """A callable with the wrapped function's signature that runs cached compiled traces."""
+class JittedFunction(functools.partial):
+    """A callable with the wrapped function's signature that runs cached compiled traces.
+
+    It is a `functools.partial` of its dispatcher (runtime/dispatch.py): a call goes from C
+    straight into the generated lookup of the cache entries.
+    """
+
+    def __new__(cls, fn: Callable, *args: Any, **kwargs: Any) -> JittedFunction:
+        """A partial of a new dispatcher that misses until the first entry is compiled."""
+        self = super().__new__(cls, dispatcher(lambda args, kwargs: self._beyond_inlined(args, kwargs)))
+        return self
 
     def __init__(
         self,
@@ -81,8 +91,9 @@ class JittedFunction:
         self.dynamic: frozenset[str] = frozenset()
         self.recompilations: list[Recompilation] = []
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        for entry in self.entries:
+    def _beyond_inlined(self, args: tuple, kwargs: dict) -> Any:
+        """The entries the dispatcher does not inline, tried in order; a miss when none accepts."""
+        for entry in self.entries[INLINED:]:
             try:
                 inputs = entry.prologue(args, kwargs)
             except GuardFailure:
@@ -111,6 +122,7 @@ class JittedFunction:
             entry = self._compile_entry(args, kwargs, self.dynamic)
         entry.compile_seconds = time.perf_counter() - start
         self.entries.append(entry)
+        install(self.func, self.entries, self)
         self.stats.misses += 1
         self.stats.compile_seconds.append(entry.compile_seconds)
         self.last_entry = entry

@@ -1,0 +1,128 @@
+"""The dispatcher: a jitted function's cache lookup as ONE generated Python function.
+
+A call tries each entry's guards in order and runs the computation of the first entry whose
+guards pass. Written as a loop that calls each entry's prologue, then its computation with the
+unpacked inputs, that lookup costs about as much as the guards themselves (a call, a tuple of
+inputs, a starred call, on every call). The dispatcher instead inlines the body of each
+entry's generated prologue (compiler/runtime/guard_source.py) under one `try`, and calls the
+computation with the prologue's outputs as plain positional arguments:
+
+    def dispatch(*args, **kwargs):
+      try:
+        if len(args) != 1:
+            raise _e0_GuardFailure_0
+        x, = args
+        ...
+      except _GuardFailure:
+        pass
+      else:
+        _stats.hits += 1
+        return _computation_0(x)
+      ...
+      return _rest(args, kwargs)
+
+Each entry's globals are renamed with its own prefix, so entries never share a name. A prologue
+that is not generated source (a hand-written entry) is called as a function instead. Only the
+first `INLINED` entries are inlined; `_rest` tries the others in a loop, then compiles.
+
+The jitted function (runtime/cache.py) is a `functools.partial` of the dispatcher, so a call
+reaches it through C without a Python `__call__` frame; each compilation swaps the dispatcher's
+code (`install`) and the function object stays the same.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from compiler.core.errors import GuardFailure
+
+INLINED = 8  # entries inlined; the others are tried by a loop
+INLINED_STATEMENTS = 64  # a longer computation is called: its call costs nothing next to its work
+_OWN = frozenset({"args", "kwargs", "_inputs"})  # the dispatcher's own locals
+
+
+def _generated(fn: Callable, prefix: str, scope: dict[str, Any]) -> tuple[list[str], list[ast.stmt], ast.expr] | None:
+    """(parameter names, body without the final return, returned expression) of generated function
+    `fn` (codegen's `__fusebench_source__`) with its globals renamed by `prefix` and added to
+    `scope`; None when `fn` is not generated, or its locals would clash with the dispatcher's."""
+    source = getattr(fn, "__fusebench_source__", None)
+    if source is None:
+        return None
+    function = ast.parse(source).body[0]
+    if not isinstance(function, ast.FunctionDef) or not function.body:
+        return None
+    *body, returned = function.body
+    if not isinstance(returned, ast.Return) or returned.value is None:
+        return None
+    own = {name: value for name, value in fn.__globals__.items() if name.startswith("_") and name != "__builtins__"}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in _OWN:
+            return None
+        if isinstance(node, ast.Name) and node.id in own:
+            node.id = prefix + node.id
+    scope.update({prefix + name: value for name, value in own.items()})
+    return [a.arg for a in function.args.args], body, returned.value
+
+
+def _source(statements: Sequence[ast.stmt]) -> list[str]:
+    return [line for statement in statements for line in ast.unparse(statement).splitlines()]
+
+
+def _guards(entry: Any, i: int, scope: dict[str, Any]) -> tuple[list[str], list[str] | None]:
+    """(the lines of entry `i`'s guards, the sources of the inputs they produce, or None when
+    they are one tuple `_inputs`)."""
+    parsed = _generated(entry.prologue, f"_e{i}", scope)
+    if parsed is None or parsed[0] != ["args", "kwargs"]:
+        scope[f"_prologue_{i}"] = entry.prologue
+        return [f"_inputs = _prologue_{i}(args, kwargs)"], None
+    _, body, value = parsed
+    if isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
+        return _source(body), [ast.unparse(e) for e in value.elts]
+    return [*_source(body), f"_inputs = {ast.unparse(value)}"], None
+
+
+def _run(entry: Any, i: int, inputs: list[str] | None, scope: dict[str, Any]) -> list[str]:
+    """The lines that run entry `i`'s computation on `inputs` and return its result: its body
+    inline when it is short generated code, else a call."""
+    parsed = _generated(entry.computation, f"_c{i}", scope) if inputs is not None else None
+    if parsed is None or len(parsed[1]) > INLINED_STATEMENTS or len(parsed[0]) != len(inputs):
+        scope[f"_computation_{i}"] = entry.computation
+        return [f"return _computation_{i}({', '.join(inputs) if inputs is not None else '*_inputs'})"]
+    parameters, body, value = parsed
+    bind = [f"{', '.join(parameters)}, = {', '.join(inputs)}," if parameters != inputs else ""]
+    return [line for line in bind if line] + _source(body) + [f"return {ast.unparse(value)}"]
+
+
+def dispatcher(rest: Callable[[tuple, dict], Any]) -> Callable[..., Any]:
+    """A dispatcher with no entries yet: every call is `rest(args, kwargs)`. `install` gives it
+    the code of the entries compiled since (the function object, the one a caller holds, stays)."""
+    scope: dict[str, Any] = {"_GuardFailure": GuardFailure, "_rest": rest}
+    source = "def dispatch(*args, **kwargs):\n  return _rest(args, kwargs)\n"
+    exec(compile(source, "<fusebench dispatch>", "exec"), scope)
+    return scope["dispatch"]
+
+
+def install(dispatch: Callable[..., Any], entries: Sequence[Any], owner: Any) -> None:
+    """Rewrites `dispatch` (made by `dispatcher`) to run the first of `entries` (each with
+    `prologue` and `computation`) whose guards accept the call, counting the hit in
+    `owner.stats.hits` and, when there are several entries, recording it as `owner.last_entry`;
+    it calls its `rest` when none of the first `INLINED` entries accepts."""
+    scope = dispatch.__globals__
+    scope.update(_owner=owner, _stats=owner.stats)
+    lines = ["def dispatch(*args, **kwargs):"]
+    for i, entry in enumerate(entries[:INLINED]):
+        scope[f"_entry_{i}"] = entry
+        guards, inputs = _guards(entry, i, scope)
+        lines += ["  try:", *(f"    {line}" for line in guards), "  except _GuardFailure:", "    pass", "  else:"]
+        lines += ["    _stats.hits += 1"]
+        if len(entries) > 1:
+            lines += [f"    _owner.last_entry = _entry_{i}"]
+        lines += [f"    {line}" for line in _run(entry, i, inputs, scope)]
+    lines.append("  return _rest(args, kwargs)")
+    source = "\n".join(lines) + "\n"
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<fusebench dispatch>", "exec"), scope, namespace)
+    dispatch.__code__ = namespace["dispatch"].__code__
+    dispatch.__fusebench_source__ = source
