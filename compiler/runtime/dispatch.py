@@ -33,6 +33,7 @@ code (`install`) and the function object stays the same.
 from __future__ import annotations
 
 import ast
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -48,7 +49,7 @@ def _generated(fn: Callable, prefix: str, scope: dict[str, Any]) -> tuple[list[s
     `fn` (codegen's `__fusebench_source__`) with its globals renamed by `prefix` and added to
     `scope`; None when `fn` is not generated, or its locals would clash with the dispatcher's."""
     source = getattr(fn, "__fusebench_source__", None)
-    if source is None:
+    if source is None or not isinstance(fn, types.FunctionType):  # e.g. a runner that shows its source
         return None
     function = ast.parse(source).body[0]
     if not isinstance(function, ast.FunctionDef) or not function.body:

@@ -83,6 +83,26 @@ def test_hand_written_entries_are_called() -> None:
     assert compiler.cache_stats(jfn).hits == 1
 
 
+def test_a_runner_that_carries_its_computations_source_is_called() -> None:
+    class Runner:  # like a CUDA-graph or autograd runner: the source is the wrapped computation's
+        def __init__(self, computation: Any) -> None:
+            self.computation = computation
+            self.__fusebench_source__ = computation.__fusebench_source__
+            self.calls = 0
+
+        def __call__(self, *inputs: Any) -> Any:
+            self.calls += 1
+            return self.computation(*inputs)
+
+    prologue = _generated("def prologue(args, kwargs):\n  x, = args\n  return (x,)\n")
+    runner = Runner(_generated("def computation(x):\n  t0 = _mul_1(x, 3.0)\n  return t0\n"))
+    jfn = _hand_jitted(_entry(prologue, runner))
+    x = torch.randn(3)
+    jfn(x)
+    torch.testing.assert_close(jfn(x), x * 3.0)
+    assert runner.calls == 2
+
+
 def test_inputs_bound_to_differently_named_parameters_keep_their_order() -> None:
     prologue = _generated(
         "def prologue(args, kwargs):\n  if len(args) != 2: raise _GuardFailure_0\n  a, b = args\n  return (b, a)\n"
