@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -48,3 +50,24 @@ def test_the_hand_written_fusion_definition_matches_the_reference() -> None:
         outcome = measure_variant(prepared, nvfuser, settings)
         assert outcome.status == "ok", outcome.detail
         assert outcome.kernels_per_call is not None and outcome.kernels_per_call >= 1
+
+
+@pytest.mark.gpu
+def test_kernel_counts_tear_cupti_down_and_stay_right_across_cuda_graphs() -> None:
+    from fusebench.measure.profiling import count_kernels
+
+    device = torch.device("cuda")
+    x = torch.randn(1024, device=device)
+    step = lambda: (x * 2 + 1).sin()  # three eager kernels
+    assert count_kernels(step, device) == 3
+    assert os.environ.get("TEARDOWN_CUPTI") == "1"
+    graph, static = torch.cuda.CUDAGraph(), {}
+    step()
+    torch.cuda.synchronize()
+    with torch.cuda.graph(graph):
+        static["out"] = step()
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(static["out"], (x * 2 + 1).sin())
+    assert count_kernels(step, device) == 3  # CUPTI set up again after its teardown
+    assert count_kernels(graph.replay, device) >= 1
