@@ -57,6 +57,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--alpha", type=float, default=0.01, help="significance level of the t-test on round medians (default 0.01)"
     )
+    parser.add_argument(
+        "--no-segments",
+        action="store_true",
+        help="do not profile nvFuser's kernels per fusion in the first round (GPU; faster, reasons without segments)",
+    )
     parser.add_argument("--repo", type=Path, metavar="DIR", help="the git repository (default: the current folder)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write raw samples and verdicts to PATH")
     parser.set_defaults(handler=run)
@@ -73,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     settings = DecisionSettings(min_effect=args.min_effect, alpha=args.alpha)
     repo = repository_root(args.repo or Path.cwd())
     commits = resolve_commit(repo, args.revision_a), resolve_commit(repo, args.revision_b)
-    run_args = child_run_arguments(selection, budget)
+    run_args = child_run_arguments(selection, budget, segments=not args.no_segments)
     size = "quick sizes" if selection.quick else "full sizes"
     _report(
         f"A = {args.revision_a} ({commits[0][:8]}), B = {args.revision_b} ({commits[1][:8]}) in {repo}; "
@@ -110,10 +115,11 @@ def run(args: argparse.Namespace) -> int:
     return 1 if regressed else 0
 
 
-def child_run_arguments(selection: Selection, budget: float) -> list[str]:
-    """The `fusebench run` flags that select the same measurements on each side."""
+def child_run_arguments(selection: Selection, budget: float, segments: bool = True) -> list[str]:
+    """The `fusebench run` flags that select the same measurements on each side (`segments`:
+    whether the first round profiles nvFuser's kernels per fusion for its records)."""
     arguments = ["--device", selection.device.type, "--quick" if selection.quick else "--full"]
-    arguments += ["--repeat-budget", repr(budget)]
+    arguments += ["--repeat-budget", repr(budget)] + ([] if segments else ["--no-segments"])
     for name in selection.suites:
         arguments += ["--suite", name]
     for pattern in selection.patterns:

@@ -182,3 +182,15 @@ def test_only_the_first_round_records_the_compilers_artifacts(monkeypatch: pytes
     assert [args for _, r, args in calls if r == 0] == [["--quick"], ["--quick"]]
     assert all(args == ["--quick", "--no-artifacts"] for _, r, args in calls if r > 0)
     assert [len(runs[label]) for label in "AB"] == [3, 3]
+
+
+def test_no_segments_reaches_every_run_of_both_sides() -> None:
+    from fusebench.cases.selection import selection_from_args
+    from fusebench.cli import build_parser
+    from fusebench.commands.compare import child_run_arguments
+
+    args = build_parser().parse_args(["compare", "a", "b", "--quick", "--suite", "adam_step", "--no-segments"])
+    assert args.no_segments
+    run_args = child_run_arguments(selection_from_args(args), 0.1, segments=not args.no_segments)
+    assert "--no-segments" in run_args and run_args[run_args.index("--suite") + 1] == "adam_step"
+    assert "--no-segments" not in child_run_arguments(selection_from_args(args), 0.1)
