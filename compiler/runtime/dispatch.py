@@ -40,7 +40,8 @@ from typing import Any
 from compiler.core.errors import GuardFailure
 
 INLINED = 8  # entries inlined; the others are tried by a loop
-INLINED_STATEMENTS = 64  # a longer computation is called: its call costs nothing next to its work
+INLINED_LINES = 64  # a longer prologue or computation is called: its call costs nothing next to its work,
+# and parsing it again per compilation would (an optimizer step's prologue has thousands of lines)
 _OWN = frozenset({"args", "kwargs", "_inputs"})  # the dispatcher's own locals
 
 
@@ -50,6 +51,8 @@ def _generated(fn: Callable, prefix: str, scope: dict[str, Any]) -> tuple[list[s
     `scope`; None when `fn` is not generated, or its locals would clash with the dispatcher's."""
     source = getattr(fn, "__fusebench_source__", None)
     if source is None or not isinstance(fn, types.FunctionType):  # e.g. a runner that shows its source
+        return None
+    if source.count("\n") > INLINED_LINES:
         return None
     function = ast.parse(source).body[0]
     if not isinstance(function, ast.FunctionDef) or not function.body:
@@ -88,7 +91,7 @@ def _run(entry: Any, i: int, inputs: list[str] | None, scope: dict[str, Any]) ->
     """The lines that run entry `i`'s computation on `inputs` and return its result: its body
     inline when it is short generated code, else a call."""
     parsed = _generated(entry.computation, f"_c{i}", scope) if inputs is not None else None
-    if parsed is None or len(parsed[1]) > INLINED_STATEMENTS or len(parsed[0]) != len(inputs):
+    if parsed is None or len(parsed[0]) != len(inputs):
         scope[f"_computation_{i}"] = entry.computation
         return [f"return _computation_{i}({', '.join(inputs) if inputs is not None else '*_inputs'})"]
     parameters, body, value = parsed

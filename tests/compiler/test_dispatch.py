@@ -13,7 +13,7 @@ import torch
 import compiler
 from compiler.core.errors import GuardFailure
 from compiler.runtime.cache import CacheEntry, JittedFunction
-from compiler.runtime.dispatch import INLINED, INLINED_STATEMENTS
+from compiler.runtime.dispatch import INLINED, INLINED_LINES
 
 
 def _generated(source: str) -> Any:
@@ -114,16 +114,22 @@ def test_inputs_bound_to_differently_named_parameters_keep_their_order() -> None
     assert "a, b, = b, a," in jfn.func.__fusebench_source__
 
 
-def test_a_long_computation_is_called_not_inlined() -> None:
-    lines = [f"  t{i + 1} = _mul_1(t{i}, 1.0)" for i in range(INLINED_STATEMENTS + 1)]
-    body = "\n".join(lines)
-    computation = _generated(f"def computation(t0):\n{body}\n  return t{INLINED_STATEMENTS + 1}\n")
+def test_a_long_prologue_or_computation_is_called_not_inlined() -> None:
+    lines = "\n".join(f"  t{i + 1} = _mul_1(t{i}, 1.0)" for i in range(INLINED_LINES))
+    long_computation = _generated(f"def computation(t0):\n{lines}\n  return t{INLINED_LINES}\n")
+    guards = "\n".join("  if len(args) != 1: raise _GuardFailure_0" for _ in range(INLINED_LINES))
+    long_prologue = _generated(f"def prologue(args, kwargs):\n{guards}\n  x, = args\n  return (x,)\n")
     prologue = _generated("def prologue(args, kwargs):\n  x, = args\n  return (x,)\n")
-    jfn = _hand_jitted(_entry(prologue, computation))
+    computation = _generated("def computation(x):\n  t0 = _mul_1(x, 1.0)\n  return t0\n")
     x = torch.randn(3)
-    jfn(x)
-    torch.testing.assert_close(jfn(x), x)
-    assert "_computation_0(x)" in jfn.func.__fusebench_source__
+    for entry, called in [
+        ((prologue, long_computation), "_computation_0(x)"),
+        ((long_prologue, computation), "_prologue_0("),
+    ]:
+        jfn = _hand_jitted(_entry(*entry))
+        jfn(x)
+        torch.testing.assert_close(jfn(x), x)
+        assert called in jfn.func.__fusebench_source__, jfn.func.__fusebench_source__
 
 
 def test_an_error_in_a_computation_is_raised_not_taken_for_a_guard_failure() -> None:
