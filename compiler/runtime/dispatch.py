@@ -95,8 +95,8 @@ def _run(entry: Any, i: int, inputs: list[str] | None, scope: dict[str, Any]) ->
         scope[f"_computation_{i}"] = entry.computation
         return [f"return _computation_{i}({', '.join(inputs) if inputs is not None else '*_inputs'})"]
     parameters, body, value = parsed
-    bind = [f"{', '.join(parameters)}, = {', '.join(inputs)}," if parameters != inputs else ""]
-    return [line for line in bind if line] + _source(body) + [f"return {ast.unparse(value)}"]
+    bind = [f"{', '.join(parameters)}, = {', '.join(inputs)},"] if parameters != inputs else []
+    return [*bind, *_source(body), f"return {ast.unparse(value)}"]
 
 
 def dispatcher(rest: Callable[[tuple, dict], Any]) -> Callable[..., Any]:
