@@ -7,6 +7,7 @@ compiler.last_backward_traces(jfn)  # the backward trace after each pass (when i
 compiler.last_prologue(jfn)      # the guards of the entry used last
 compiler.cache_stats(jfn)        # hits, misses (compilations), compile seconds
 compiler.examine                 # fusions, why ops were not fused, repro scripts, segmentation
+compiler.clear_fusion_cache()    # drop the nvFuser definitions (and kernels) shared process-wide
 torch.compile(model, backend="fusebench")  # dynamo captures FX graphs, this compiler compiles them
 
 Under grad mode, when a tensor input requires grad, the outputs are attached to autograd through
@@ -42,6 +43,7 @@ __all__ = [
     "Trace",
     "TracingError",
     "cache_stats",
+    "clear_fusion_cache",
     "dynamo_backend",
     "examine",
     "jit",
@@ -122,6 +124,15 @@ def last_prologue(jfn: JittedFunction) -> Trace:
 def cache_stats(jfn: JittedFunction) -> CacheStats:
     """Hits, misses (= compilations), and seconds spent compiling."""
     return jitted(jfn, "cache_stats").stats
+
+
+def clear_fusion_cache() -> None:
+    """Drops the nvFuser definitions shared by every jitted function of this process, with their
+    compiled kernels: the next compilation of any function defines and compiles its fusions afresh
+    (as the first one in a new process would). Entries already compiled keep their own."""
+    from compiler.executors.nvfuser_definitions import DEFINITIONS
+
+    DEFINITIONS.clear()
 
 
 dynamo.install()

@@ -7,6 +7,8 @@ import importlib.util
 import pytest
 import torch
 
+import compiler
+
 
 def _nvfuser_missing_reason() -> str | None:
     if not torch.cuda.is_available():
@@ -27,3 +29,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=no_nvfuser))
         elif item.get_closest_marker("gpu") and no_cuda:
             item.add_marker(pytest.mark.skip(reason=no_cuda))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_fusion_cache() -> None:
+    """Each test starts without nvFuser definitions shared from an earlier test (their counts and
+    compilations are part of what tests check)."""
+    compiler.clear_fusion_cache()

@@ -7,10 +7,11 @@ of each symbolic scalar); the region's device and shapes are guarded by the cach
 prologue. On each call it looks the definition up by the tensors' strides (plus shapes where
 the trace has symbolic sizes), so a hit costs one tuple build and one dict lookup.
 
-Definitions are shared by structure: the executor (one per jitted function) keeps each
-FusionDefinition under its source with names canonicalised (`structure_key`), so regions that
-differ only in their proxies' names, e.g. the same Adam update of every parameter of one rank
-and dtype, are defined and compiled by nvFuser once (`NvFuserStats.reused` counts the others).
+Definitions are shared by structure, process-wide (`nvfuser_definitions.py`): each
+FusionDefinition is kept under its source with names canonicalised (`structure_key`), so regions
+that differ only in their proxies' names, e.g. the same Adam update of every parameter of one rank
+and dtype, or the same fusion in a function jitted again, are defined and compiled by nvFuser once
+(`NvFuserStats.reused` counts the others).
 
 If nvFuser fails to define, compile or run a region, the region falls back to running its prims
 with torch, with one `FusionFallbackWarning` naming the fusion and the error; `fallback=False`
@@ -37,6 +38,7 @@ from compiler.executors.codegen import compile_trace
 from compiler.executors.nvfuser_aliasing import copied_write_backs, shares_memory, written_inputs
 from compiler.executors.nvfuser_broadcast import iteration_inputs
 from compiler.executors.nvfuser_claims import unsupported
+from compiler.executors.nvfuser_definitions import DEFINITIONS
 from compiler.executors.nvfuser_descriptors import structure_key
 from compiler.executors.nvfuser_translate import (
     ScalarDesc,
@@ -98,10 +100,10 @@ def fallback_default() -> bool:
 class NvFuserStats:
     """Counters of one nvFuser executor (one per jitted function)."""
 
-    definitions: int = 0
-    compilations: int = 0
+    definitions: int = 0  # FusionDefinitions this function built
+    compilations: int = 0  # kernel compilations its calls caused (none for a definition's compiled layouts)
     fallbacks: int = 0
-    reused: int = 0  # regions that found their definition already built for another region
+    reused: int = 0  # regions that found their definition already built (here or by another function)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,16 +168,15 @@ class NvFuserRunner:
         if entry is None:
             source, fn_name, shape_scalars = fusion_source(self.region, descriptors)
             structure = structure_key(source)
-            shared = fusion.executor.definitions
-            fd = shared.get(structure)
+            nvf = nvfuser_direct()
+            fd = DEFINITIONS.get(nvf, structure)
             if fd is None:
-                nvf = nvfuser_direct()
                 scope: dict[str, Any] = {"DataType": nvf.DataType}
                 exec(compile(source, f"<{self.region.name}>", "exec"), scope)
                 fd = nvf.FusionDefinition()
                 with fd:
                     scope[fn_name](fd)
-                shared[structure] = fd
+                DEFINITIONS.put(nvf, structure, fd)
                 fusion.executor.stats.definitions += 1
             else:
                 fusion.executor.stats.reused += 1
@@ -342,7 +343,6 @@ class NvFuserExecutor:
         self.options = options or FusionOptions()
         self.fallback = fallback_default() if fallback is None else bool(fallback)
         self.stats = NvFuserStats()
-        self.definitions: dict[str, Any] = {}  # structure_key(source) -> FusionDefinition
         reason = unavailable_reason() if self.options.runner == "nvfuser" else None
         check(
             reason is None,

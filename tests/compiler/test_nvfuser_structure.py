@@ -7,9 +7,12 @@ import pytest
 import torch
 
 import compiler
+from compiler.executors import nvfuser as nvfuser_module
 from compiler.executors.nvfuser import region_fusions
+from compiler.executors.nvfuser_definitions import SharedDefinitions
 from compiler.executors.nvfuser_descriptors import structure_key
 from compiler.executors.nvfuser_translate import fusion_source
+from tests.compiler import fake_nvfuser as fake_api
 from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
 
 
@@ -98,3 +101,38 @@ def test_structure_key_renames_variables_only_where_they_are_read():
     renamed = source.replace("shape = fd", "x = fd").replace("(shape,", "(x,").replace("[shape,", "[x,")
     assert structure_key(renamed) == key
     assert structure_key(source.replace("'t1'", "'t2'")) != key
+
+
+def test_a_function_jitted_again_reuses_the_definitions_and_their_kernels(fake_nvfuser):  # noqa: F811
+    shapes = [(8, 4)] * 2 + [(3,)]
+    first = compiler.examine.stats(_run(shapes, seed=5, merge_same_shape=False))
+    assert (first.definitions, first.reused, first.compilations) == (2, 1, 2)  # one kernel per structure and shape
+    again = compiler.examine.stats(_run(shapes, seed=6, merge_same_shape=False))
+    assert (again.definitions, again.reused, again.compilations) == (0, 3, 0)  # kernels compiled for `first`
+
+
+def test_clear_fusion_cache_makes_the_next_compilation_define_and_compile_afresh(fake_nvfuser):  # noqa: F811
+    shapes = [(8, 4)] * 2
+    _run(shapes, seed=7, merge_same_shape=False)
+    compiler.clear_fusion_cache()
+    stats = compiler.examine.stats(_run(shapes, seed=7, merge_same_shape=False))
+    assert (stats.definitions, stats.reused, stats.compilations) == (1, 1, 1)
+
+
+def test_another_nvfuser_module_never_sees_these_definitions(fake_nvfuser, monkeypatch):  # noqa: F811
+    _run([(8, 4)], seed=8)
+    other = fake_api.module()
+    monkeypatch.setattr(nvfuser_module, "nvfuser_direct", lambda: other)
+    assert compiler.examine.stats(_run([(8, 4)], seed=8)).definitions == 1
+
+
+def test_shared_definitions_keep_the_most_recently_used():
+    shared = SharedDefinitions(capacity=2)
+    shared.put("m", "a", 1)
+    shared.put("m", "b", 2)
+    assert shared.get("m", "a") == 1  # now the most recent
+    shared.put("m", "c", 3)
+    assert (shared.get("m", "a"), shared.get("m", "b"), shared.get("m", "c"), len(shared)) == (1, None, 3, 2)
+    assert shared.get("other module", "a") is None
+    shared.clear()
+    assert len(shared) == 0

@@ -12,6 +12,7 @@ from compiler.core.ir import BoundSymbol, Symbol, TensorProxy, Trace
 from compiler.prims import Prim
 from fusebench.cases import variants
 from fusebench.cases.variants import EAGER, THUNDER, TORCH_COMPILE, SkipVariant, Target, count_fusions
+from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
 
 CPU = torch.device("cpu")
 
@@ -62,3 +63,13 @@ def test_torch_compile_counts_its_compilations() -> None:
     assert compiled.compilations() == 1
     compiled.fn(torch.ones(6))  # a new shape: Dynamo recompiles (with a dynamic size)
     assert compiled.compilations() == 2
+
+
+def test_each_fusebench_preparation_defines_its_fusions_afresh(fake_nvfuser) -> None:  # noqa: F811
+    import compiler
+
+    prepare = variants.fusebench_prepare(["nvfuser", "torch"])
+    for _ in range(2):  # the second would reuse the first one's definitions without the reset
+        compiled = prepare(target(lambda x: (x * 2).sin()))
+        compiled.fn(torch.ones(4))
+        assert compiler.examine.stats(compiled.program).definitions == 1
