@@ -49,6 +49,10 @@ from compiler.passes.regions import (  # noqa: F401  (re-exported: the fusion vo
 from compiler.prims import REDUCTIONS, SHAPE_OPS, VIEWS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
 
+# Views a region leaves to torch when only its outputs need them (`peel_views`).
+_PEELED = frozenset({Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.SLICE, Prim.BROADCAST_IN_DIM})
+_RESIZING = frozenset({Prim.SLICE, Prim.BROADCAST_IN_DIM})
+
 
 def _compute_ops(bsyms: Sequence[BoundSymbol]) -> int:
     return sum(1 for b in bsyms if b.sym not in SHAPE_OPS)
@@ -75,9 +79,12 @@ class _Partitioner:
         self.output_ids = {id(p) for p in proxies_in(trace.output)}
         self.written = {b.args[1].name for b in self.bsyms if b.sym is Prim.COPY_TO}  # write-back targets
         self.readers: dict[int, list[int]] = {}
+        self.producer: dict[int, int] = {}
         for i, bsym in enumerate(self.bsyms):
             for p in bsym.inputs:
                 self.readers.setdefault(id(p), []).append(i)
+            for p in bsym.outputs:
+                self.producer[id(p)] = i
 
     # -- step 0: who may be fused ----------------------------------------------------------
     def classify(self, bsym: BoundSymbol) -> tuple[Reason, str] | None:
@@ -211,9 +218,10 @@ class _Partitioner:
                 if g.refused[root]:
                     reason = (Reason.CYCLE, g.refused[root][0])
             else:
-                self.drop_foreign_writebacks(g, root)
-                if g.claimed[root]:  # else the group was only a write-back of another region's value
-                    keep.add(root)
+                left = self.peel_views(g, root)
+                left = self.drop_foreign_writebacks(g, left) if left is not None else None
+                if left is not None:  # else the group was only a write-back of another region's value
+                    keep.add(left)
                 continue
             for i in g.members[root]:
                 self.reasons[i] = reason
@@ -263,16 +271,60 @@ class _Partitioner:
                     break
                 stack.extend(k for p in self.bsyms[j].outputs for k in readers.get(id(p), []))
 
-    def drop_foreign_writebacks(self, g: Groups, root: int) -> None:
-        """Removes write-backs whose value another region computes (copy_to's contract: same region)."""
+    def drop_foreign_writebacks(self, g: Groups, root: int) -> int | None:
+        """Removes write-backs whose value another region computes (copy_to's contract: same
+        region); returns the root of what is left (None when nothing is)."""
         members = g.members[root]
         defined = {id(p) for i in members for p in self.bsyms[i].outputs}
+        left: int | None = root
         for i in list(members):
             bsym = self.bsyms[i]
             if bsym.sym is Prim.COPY_TO and id(bsym.args[0]) not in defined:
-                members.remove(i)  # and it becomes a group of its own, outside every region
-                g.parent[i], g.members[i], g.lo[i], g.hi[i], g.claimed[i] = i, [i], i, i, False
+                left = g.detach(i)  # and it becomes a group of its own, outside every region
                 self.reasons[i] = (Reason.CYCLE, f"{bsym.args[0].name} is computed in another region")
+        return left
+
+    def peel_views(self, g: Groups, root: int) -> int | None:
+        """Leaves to torch the views that only make a region's outputs (a reshape or permute of a
+        value for a matmul to read): in a fusion each is one more tensor written, as torch a view.
+
+        A reshape of a permute stays (as torch it could be a copy of its own), and a slice or
+        broadcast of a value the region would not return otherwise (returning the whole
+        value would write more). Views of a buffer written back stay: as torch they would see the
+        new values. Returns the root of what is left (None when nothing is).
+        """
+        changed = True
+        left: int | None = root
+        while changed and left is not None:
+            changed = False
+            inside = set(g.members[left])
+            defined = {id(p) for i in inside for p in self.bsyms[i].outputs}
+            for i in sorted(inside, reverse=True):
+                bsym = self.bsyms[i]
+                if bsym.sym not in _PEELED or any(j in inside for j in self.readers.get(id(bsym.output), ())):
+                    continue
+                source = bsym.args[0]
+                producer = self.producer.get(id(source))
+                returned_anyway = id(source) in self.output_ids or any(
+                    j != i and j not in inside for j in self.readers.get(id(source), ())
+                )
+                if (
+                    (bsym.sym is Prim.RESHAPE and producer is not None and self.bsyms[producer].sym is Prim.PERMUTE)
+                    or (bsym.sym in _RESIZING and id(source) in defined and not returned_anyway)
+                    or self.memory_root(source) in self.written
+                ):
+                    continue
+                left = g.detach(i)
+                self.reasons[i] = (Reason.LEFT_TO_TORCH, "a view only the region's outputs need: torch makes it")
+                changed = True
+                break
+        return left
+
+    def memory_root(self, p: Proxy) -> str:
+        """The name of the tensor whose memory `p` views (p itself when it is no view)."""
+        while (i := self.producer.get(id(p))) is not None and self.bsyms[i].sym in VIEWS:
+            p = self.bsyms[i].args[0]
+        return p.name
 
     def emit(self, g: Groups, edges: list[set[int]], keep: set[int]) -> Partition:
         unit_of = [g.find(i) if g.find(i) in keep else -1 - i for i in range(len(self.bsyms))]

@@ -237,6 +237,26 @@ class Groups:
             if bits & both:
                 self.descendants[g] = (bits & ~(1 << b)) | (1 << a) | merged
 
+    def detach(self, i: int) -> int | None:
+        """Takes node i out of its group into an unclaimed group of its own; returns the root of
+        the rest (None when nothing is left). Only for after merging: the group-level summaries
+        and edges are not updated."""
+        root = self.find(i)
+        rest = [m for m in self.members[root] if m != i]
+        self.parent[i], self.members[i], self.lo[i], self.hi[i] = i, [i], i, i
+        if not rest:
+            self.claimed[i] = False
+            return None
+        new_root = root if root != i else min(rest)
+        self.claimed[new_root], self.refused[new_root] = self.claimed[root], self.refused[root]
+        if new_root != root:
+            self.refused[i] = []
+        for m in rest:
+            self.parent[m] = new_root
+        self.members[new_root], self.lo[new_root], self.hi[new_root] = rest, min(rest), max(rest)
+        self.claimed[i] = False
+        return new_root
+
     def roots(self) -> list[int]:
         """The groups' roots, in trace order of their first node."""
         return sorted(self.members, key=lambda g: self.lo[g])

@@ -19,6 +19,9 @@ elementwise and shape chains (GELU's tanh, a bias add) are recomputed rather tha
 their fused backward reads the inputs instead. A value that exists anyway (an input or an output)
 costs its bytes (the backward reads it); an intermediate costs twice its bytes (the forward
 writes it, the backward reads it), so a value is stored only where recomputing it would read more.
+An operand of a matmul or attention in both the forward and the backward is saved, not
+recomputed: the forward has it in memory anyway, and recomputing it would write it again for
+the backward's matmul to read (torch.compile saves a GELU MLP's activation so as well).
 Of equal cuts the one closest to the sink is taken (the fewest values recomputed): saving a
 residual stream's x_k costs what saving the layer output added to it does, and recomputing x_k
 from x_0 would chain every layer's recomputation into one.
@@ -46,6 +49,8 @@ from compiler.prims import ELEMENTWISE, FACTORIES, RANDOM, SHAPE_OPS, Prim
 # Prims whose outputs the backward may recompute instead of loading them.
 # NOTE: random draws are saved, never recomputed: drawing again would give other numbers.
 RECOMPUTABLE = ELEMENTWISE | SHAPE_OPS | (FACTORIES - RANDOM - {Prim.EMPTY})
+# Prims that read their operands from memory outside any fusion (cuBLAS, fused attention).
+MATERIALIZING = frozenset({Prim.MATMUL, Prim.LINEAR, Prim.SDPA, Prim.SDPA_FORWARD, Prim.SDPA_BACKWARD})
 
 
 @dataclass(frozen=True)
@@ -85,10 +90,28 @@ def _live_backward(joint: Joint) -> list[BoundSymbol]:
     return kept
 
 
+def _read_by_materializing(bsyms: Sequence[BoundSymbol]) -> set[str]:
+    """Names of the values a MATERIALIZING prim of `bsyms` reads, directly or through views."""
+    view_of = {b.output.name: b.args[0].name for b in bsyms if b.sym in SHAPE_OPS and b.sym is not Prim.CAT}
+    found = set()
+    for b in bsyms:
+        if b.sym in MATERIALIZING:
+            for p in b.inputs:
+                name = p.name
+                found.add(name)
+                while name in view_of:
+                    name = view_of[name]
+                    found.add(name)
+    return found
+
+
 def _choose_saved(joint: Joint, needed: dict[str, Proxy]) -> list[Proxy]:
     """The values to save: the min cut (the backward recomputes the rest)."""
     forward = joint.trace.bsyms[: joint.forward_length]
     producer = {p.name: b for b in forward for p in b.outputs}
+    # NOTE: a matmul's (or attention's) operand in both passes is in memory after the forward
+    # anyway; recomputing it would write it again in the backward for the matmul to read.
+    in_memory = _read_by_materializing(forward) & _read_by_materializing(_live_backward(joint))
     values: dict[str, Proxy] = {}
     stack = list(needed.values())
     while stack:  # the forward values the needed ones are computed from
@@ -109,7 +132,7 @@ def _choose_saved(joint: Joint, needed: dict[str, Proxy]) -> list[Proxy]:
         exists_anyway = (bsym is None or name in outputs) and name not in written
         cost = nbytes(p) if exists_anyway else 2 * nbytes(p)
         graph.add_edge(2 * i, 2 * i + 1, cost)
-        if bsym is None or bsym.sym not in RECOMPUTABLE:
+        if bsym is None or bsym.sym not in RECOMPUTABLE or name in in_memory:
             graph.add_edge(source, 2 * i, INFINITE)
         else:
             for q in bsym.inputs:

@@ -103,6 +103,22 @@ def test_layer_norm_saves_reduced_statistics_not_normalized_values():
     assert [v.name for v in big] == ["x"]
 
 
+def test_a_matmul_operand_in_both_passes_is_saved_not_recomputed():
+    # The GELU output is the second linear's input: the forward writes it for that matmul anyway,
+    # and the backward's weight gradient reads it; recomputing it would write it again.
+    def mlp(x, w1, w2):
+        return F.linear(gelu(F.linear(x, w1)), w2)
+
+    jfn = compiler.jit(mlp)
+    args = [torch.randn(8, 16, requires_grad=True), torch.randn(32, 16, requires_grad=True)]
+    args.append(torch.randn(16, 32, requires_grad=True))
+    check_gradients(mlp, args, [True] * 3, jfn=jfn)
+    big = {v.name: v.shape for v in examine.saved_for_backward(jfn) if v.shape == (8, 32)}
+    assert len(big) == 2  # the first linear's output (GELU's input) and the GELU output
+    computed = {p.name for b in compiler.last_backward_traces(jfn)[0].bsyms for p in b.outputs}
+    assert not computed & set(big)
+
+
 def test_a_residual_stack_saves_each_layers_input_not_a_chain_to_recompute():
     # Saving x_k or the matmul output m_k costs the same bytes; of the equal cuts the split takes
     # the latest one, so the backward does not recompute the residual stream x_k = x_(k-1) + m_(k-1)

@@ -121,6 +121,44 @@ def test_a_region_of_shape_ops_only_is_left_to_torch():
     assert set(reasons(part).values()) == {Reason.SHAPE_ONLY}
 
 
+def test_views_only_the_outputs_need_are_left_to_torch():
+    # A permute (and a reshape) of a fused value that only a matmul reads: in the region each
+    # would be one more tensor written; as torch they are views of the region's output.
+    def program(a, w):
+        h = prims.sin(prims.mul(a, 2.0))
+        return prims.matmul(prims.permute(h, [1, 0]), w), prims.reshape(h, [32])
+
+    trace = prim_trace(program, F32, ((4, 3), torch.float32))
+    result, part = fused(trace)
+    assert region_ops(result) == [["mul", "sin"]]
+    assert reasons(part)[Prim.PERMUTE] is Reason.LEFT_TO_TORCH and reasons(part)[Prim.RESHAPE] is Reason.LEFT_TO_TORCH
+    args = (torch.randn(4, 8), torch.randn(4, 3))
+    for got, want in zip(eval_trace(result, *args), eval_trace(trace, *args)):
+        torch.testing.assert_close(got, want)
+
+
+def test_views_that_would_write_more_or_copy_stay_in_the_region():
+    # A slice of a value the region does not otherwise return (returning all of it would write
+    # more), and a reshape of a permute (as torch, a copy of its own).
+    def program(a):
+        h = prims.sin(prims.mul(a, 2.0))
+        return prims.slice(h, [0, 0], [2, 8], [1, 1]), prims.reshape(prims.permute(prims.cos(a), [1, 0]), [32])
+
+    result, _ = fused(prim_trace(program, F32))
+    assert sorted(map(sorted, region_ops(result))) == [["cos", "mul", "permute", "reshape", "sin", "slice"]]
+
+
+def test_a_view_of_a_buffer_written_back_stays_in_the_region():
+    def program(a):
+        view = prims.reshape(a, [32])
+        h = prims.sin(prims.mul(a, 2.0))
+        prims.copy_to(h, a)
+        return view
+
+    _, part = fused(prim_trace(program, F32))
+    assert Prim.RESHAPE not in reasons(part)
+
+
 def test_min_region_size_controls_single_op_fusions():
     trace = prim_trace(lambda a: prims.sin(a), F32)
     result, part = fused(trace)

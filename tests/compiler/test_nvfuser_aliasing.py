@@ -43,9 +43,11 @@ def write_value_reused(a0, a2):
 
 
 def slice_of_old_value(a0):
+    # NOTE: v0 itself is not returned, so the slice stays in the fusion (a returned value's views
+    # are left to torch) and the fusion returns a view of the value it writes back.
     v0 = torch.neg(a0)
     a0.copy_(torch.neg(a0))
-    return v0, v0[..., 1:]
+    return v0[..., 1:], v0.sin()
 
 
 def size_one_read_and_written(a0):
@@ -97,3 +99,12 @@ def test_shares_memory_finds_views_of_buffers():
     buffer = torch.randn(4, 4)
     assert shares_memory(buffer[1:], [buffer]) and shares_memory(buffer.sum(0).unsqueeze(0).expand(2, 4), []) is False
     assert not shares_memory(buffer.clone(), [buffer]) and not shares_memory(3, [buffer])
+
+
+def test_a_slice_of_a_returned_old_value_is_a_view_outside_the_fusion():
+    def program(a0):
+        v0 = torch.neg(a0)
+        a0.copy_(torch.neg(a0))
+        return v0, v0[..., 1:]
+
+    assert not _copied(program, torch.randn(2))  # right (checked in _copied) with nothing to copy
