@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+
+# NOTE: before any test's profiler: kineto reads it once per process, and a kernel count after a
+# session without it finds no kernels (fusebench/measure/profiling.py).
+os.environ.setdefault("TEARDOWN_CUPTI", "1")
 
 import pytest
 import torch
