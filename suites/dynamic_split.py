@@ -10,9 +10,9 @@ keeps them as inputs from the start (one compilation). Eager has no cache and is
 Why nvFuser reports two compilations for our one definition (measured on an H100): a slice whose
 symbolic extent is 1 at run time (d0 = 1) is concretized by nvFuser as a broadcast dim, which is
 another kernel than the one every other extent shares, so d0 = 1 compiles again whatever order
-the sizes come in. Each compilation of this fusion took 0.33-0.37 s there (0.18-0.21 s of it with
-nvFuser's on-disk kernel database, so mostly nvFuser's lowering of the three resizes; a one-op
-fusion compiles in about 0.13 s), which is nearly all of a cold sequence's ~0.7 s: tracing and
+the sizes come in. Each compilation of this fusion took 0.33-0.39 s there (0.18-0.25 s with
+nvFuser's on-disk kernel database skipping NVRTC, so mostly nvFuser's lowering of the three
+resizes; a one-op fusion compiles in 0.11-0.18 s), which is nearly all of a cold sequence's ~0.7 s: tracing and
 the 20 calls take ~25 ms. Each sample starts without nvFuser's definitions (the harness clears
 the process-wide cache), as in a fresh process.
 
