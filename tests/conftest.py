@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
-import os
-
-# NOTE: before any test's profiler: kineto reads it once per process, and a kernel count after a
-# session without it finds no kernels (fusebench/measure/profiling.py).
-os.environ.setdefault("TEARDOWN_CUPTI", "1")
 
 import pytest
 import torch
 
 import compiler
+import fusebench.measure.profiling  # noqa: F401  (sets TEARDOWN_CUPTI before any test's profiler runs)
 
 
 def _nvfuser_missing_reason() -> str | None:

@@ -80,11 +80,16 @@ class _Partitioner:
         self.written = {b.args[1].name for b in self.bsyms if b.sym is Prim.COPY_TO}  # write-back targets
         self.readers: dict[int, list[int]] = {}
         self.producer: dict[int, int] = {}
+        self.memory: dict[int, Proxy] = {}  # id of a view -> the tensor whose memory it views
         for i, bsym in enumerate(self.bsyms):
             for p in bsym.inputs:
                 self.readers.setdefault(id(p), []).append(i)
             for p in bsym.outputs:
                 self.producer[id(p)] = i
+            if bsym.sym in VIEWS:
+                root = self.memory.get(id(bsym.args[0]), bsym.args[0])
+                for p in bsym.outputs:
+                    self.memory[id(p)] = root
 
     # -- step 0: who may be fused ----------------------------------------------------------
     def classify(self, bsym: BoundSymbol) -> tuple[Reason, str] | None:
@@ -103,23 +108,15 @@ class _Partitioner:
 
     # -- step 1: the graph -----------------------------------------------------------------
     def graph(self) -> list[set[int]]:
-        producer: dict[int, int] = {}
         edges: list[set[int]] = [set() for _ in self.bsyms]
         for i, bsym in enumerate(self.bsyms):
             for p in bsym.inputs:
-                j = producer.get(id(p))
+                j = self.producer.get(id(p))
                 if j is not None:
                     edges[j].add(i)
-            for p in bsym.outputs:
-                producer[id(p)] = i
-        memory: dict[int, int] = {}  # id of a view -> id of the tensor whose memory it views
         views_of: dict[int, list[int]] = {}
-        for bsym in self.bsyms:
-            if bsym.sym in VIEWS:
-                root = memory.get(id(bsym.args[0]), id(bsym.args[0]))
-                for p in bsym.outputs:
-                    memory[id(p)] = root
-                    views_of.setdefault(root, []).append(id(p))
+        for view, root in self.memory.items():
+            views_of.setdefault(id(root), []).append(view)
         for i, bsym in enumerate(self.bsyms):
             if bsym.sym is Prim.COPY_TO:
                 buffer = id(bsym.args[1])
@@ -229,10 +226,9 @@ class _Partitioner:
 
     def refuse_outside_writebacks(self, claimed: list[bool]) -> None:
         """A write-back of a value nvFuser does not compute stays with torch (it would be a copy kernel)."""
-        producer = {id(p): i for i, b in enumerate(self.bsyms) for p in b.outputs}
         for i, bsym in enumerate(self.bsyms):
             if bsym.sym is Prim.COPY_TO and claimed[i]:
-                j = producer.get(id(bsym.args[0]))
+                j = self.producer.get(id(bsym.args[0]))
                 if j is None or not claimed[j]:
                     claimed[i] = False
                     self.reasons[i] = (
@@ -311,7 +307,7 @@ class _Partitioner:
                 if (
                     (bsym.sym is Prim.RESHAPE and producer is not None and self.bsyms[producer].sym is Prim.PERMUTE)
                     or (bsym.sym in _RESIZING and id(source) in defined and not returned_anyway)
-                    or self.memory_root(source) in self.written
+                    or self.memory.get(id(source), source).name in self.written
                 ):
                     continue
                 left = g.detach(i)
@@ -319,12 +315,6 @@ class _Partitioner:
                 changed = True
                 break
         return left
-
-    def memory_root(self, p: Proxy) -> str:
-        """The name of the tensor whose memory `p` views (p itself when it is no view)."""
-        while (i := self.producer.get(id(p))) is not None and self.bsyms[i].sym in VIEWS:
-            p = self.bsyms[i].args[0]
-        return p.name
 
     def emit(self, g: Groups, edges: list[set[int]], keep: set[int]) -> Partition:
         unit_of = [g.find(i) if g.find(i) in keep else -1 - i for i in range(len(self.bsyms))]
