@@ -13,7 +13,10 @@ another kernel than the one every other extent shares, so d0 = 1 compiles again 
 the sizes come in. Each compilation of this fusion took 0.33-0.39 s there (0.18-0.25 s with
 nvFuser's on-disk kernel database skipping NVRTC, so mostly nvFuser's lowering of the three
 resizes; a one-op fusion compiles in 0.11-0.18 s), which is nearly all of a cold sequence's ~0.7 s: tracing and
-the 20 calls take ~25 ms. Each sample starts without nvFuser's definitions (the harness clears
+the 20 calls take ~25 ms. Compiling in a background thread while torch runs the region does not
+help with this nvFuser: its execute keeps the GIL while it compiles, so the caller's Python waits
+all the same (tried: 651 ms for the symbolic sequence against 620 ms compiling in the foreground,
+same H100 run). Each sample starts without nvFuser's definitions (the harness clears
 the process-wide cache), as in a fresh process.
 
 Bytes: each call reads `a` once and writes outputs of `a`'s size: 20 x 2 x size of `a`.
