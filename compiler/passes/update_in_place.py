@@ -36,6 +36,8 @@ _WIDE = (torch.complex128, torch.int64, torch.int32)  # NOTE: 16, 8 and 4 bytes
 def wide_rows(buf: torch.Tensor, dim: int, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
     """`buf` and `source` viewed with the block after `dim` as the fewest elements of up to 16 bytes
     (both contiguous there, the block's bytes and both addresses divisible by the width), or None."""
+    if buf.dim() < 2 or buf.dim() != source.dim():
+        return None
     dim %= buf.dim()
     if dim == buf.dim() - 1 or buf.numel() == 0 or source.numel() == 0 or buf.dtype != source.dtype:
         return None

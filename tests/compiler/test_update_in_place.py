@@ -153,3 +153,13 @@ def test_index_copy_moves_rows_as_wide_elements_only_where_the_layout_allows() -
     expected = shifted.clone().index_copy_(2, index, source.to(torch.float16))
     _index_copy_(shifted, 2, index, source.to(torch.float16))
     torch.testing.assert_close(shifted, expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("shape, dim", [((), 0), ((5,), 0), ((5,), -1)])
+def test_index_copy_of_a_scalar_or_a_vector_is_index_copy(shape, dim) -> None:
+    buf = torch.arange(5.0)[: shape[0]] if shape else torch.tensor(3.0)
+    index = torch.tensor([0]) if shape else torch.tensor(0)
+    source = torch.tensor([7.0]) if shape else torch.tensor(9.0)
+    assert wide_rows(buf, dim, source) is None
+    expected = buf.clone().index_copy_(dim, index, source)
+    torch.testing.assert_close(_index_copy_(buf, dim, index, source), expected)
