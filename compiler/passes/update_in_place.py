@@ -56,7 +56,8 @@ def wide_rows(buf: torch.Tensor, dim: int, source: torch.Tensor) -> tuple[torch.
 def _index_copy_(buf: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
     """`buf.index_copy_(dim, index, source)`, moving each indexed block after `dim` as elements of up
     to 16 bytes where `wide_rows` allows: ATen's kernel moves one element per thread, so a bf16 KV
-    cache's rows of 128 go as 16 elements, not 128."""
+    cache's rows of 128 go as 16 elements, not 128 (H100, kv_cache_sdpa prefill of 512 tokens: the
+    two cache updates 60.5 -> 24.3 µs, the step 178 -> 150 µs)."""
     wide = wide_rows(buf, dim, source)
     if wide is None:
         return buf.index_copy_(dim, index, source)
