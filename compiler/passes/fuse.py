@@ -289,6 +289,8 @@ class _Partitioner:
         value would write more). Views of a buffer written back stay: as torch they would see the
         new values. Returns the root of what is left (None when nothing is).
         """
+        # NOTE: peeling a view only ever makes others peelable (one reader fewer inside, one value
+        # fewer defined inside), so each pass peels all it can, until a pass peels nothing.
         changed = True
         left: int | None = root
         while changed and left is not None:
@@ -313,7 +315,8 @@ class _Partitioner:
                 left = g.detach(i)
                 self.reasons[i] = (Reason.LEFT_TO_TORCH, "a view only the region's outputs need: torch makes it")
                 changed = True
-                break
+                inside.discard(i)
+                defined.difference_update(id(p) for p in bsym.outputs)
         return left
 
     def emit(self, g: Groups, edges: list[set[int]], keep: set[int]) -> Partition:

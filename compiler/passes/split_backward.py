@@ -105,13 +105,14 @@ def _read_by_materializing(bsyms: Sequence[BoundSymbol]) -> set[str]:
     return found
 
 
-def _choose_saved(joint: Joint, needed: dict[str, Proxy]) -> list[Proxy]:
-    """The values to save: the min cut (the backward recomputes the rest)."""
+def _choose_saved(joint: Joint, needed: dict[str, Proxy], live: Sequence[BoundSymbol]) -> list[Proxy]:
+    """The values to save: the min cut (the backward recomputes the rest); `live`: the backward's
+    bound symbols the gradients need (`_live_backward`)."""
     forward = joint.trace.bsyms[: joint.forward_length]
     producer = {p.name: b for b in forward for p in b.outputs}
     # NOTE: a matmul's (or attention's) operand in both passes is in memory after the forward
     # anyway; recomputing it would write it again in the backward for the matmul to read.
-    in_memory = _read_by_materializing(forward) & _read_by_materializing(_live_backward(joint))
+    in_memory = _read_by_materializing(forward) & _read_by_materializing(live)
     values: dict[str, Proxy] = {}
     stack = list(needed.values())
     while stack:  # the forward values the needed ones are computed from
@@ -161,7 +162,8 @@ def split_backward(joint: Joint) -> Split:
     start = time.perf_counter()
     joint = _without_stop_gradients(joint)
     trace = joint.trace
-    saved = _choose_saved(joint, _needed(joint))
+    live = _live_backward(joint)
+    saved = _choose_saved(joint, _needed(joint, live), live)
     forward = list(trace.bsyms[: joint.forward_length])
     forward_saved = list(saved)
     written = {b.args[1].name for b in forward if b.sym is Prim.COPY_TO}
@@ -200,7 +202,8 @@ def backward_from_saved(joint: Joint, saved: Sequence[Proxy]) -> Trace:
     producer = {p.name: b for b in forward for p in b.outputs}
     available = {p.name for p in saved}
     recomputed: set[int] = set()
-    stack = list(_needed(joint).values())
+    live = _live_backward(joint)
+    stack = list(_needed(joint, live).values())
     while stack:
         p = stack.pop()
         if p.name in available:
@@ -216,7 +219,7 @@ def backward_from_saved(joint: Joint, saved: Sequence[Proxy]) -> Trace:
         stack.extend(bsym.inputs)
     recompute = [b for b in forward if id(b) in recomputed]
     cotangents = trace.inputs[_primal_count(joint) :]
-    backward = Trace((*saved, *cotangents), recompute + _live_backward(joint), trace.output[1], name="backward")
+    backward = Trace((*saved, *cotangents), recompute + live, trace.output[1], name="backward")
     return dce(backward)
 
 
@@ -224,10 +227,9 @@ def _primal_count(joint: Joint) -> int:
     return len(joint.trace.inputs) - sum(joint.differentiable)
 
 
-def _needed(joint: Joint) -> dict[str, Proxy]:
-    """The forward values (and inputs) the backward reads, by name."""
+def _needed(joint: Joint, backward_bsyms: Sequence[BoundSymbol]) -> dict[str, Proxy]:
+    """The forward values (and inputs) that `backward_bsyms` (`_live_backward`) read, by name."""
     trace = joint.trace
-    backward_bsyms = _live_backward(joint)
     cotangents = trace.inputs[_primal_count(joint) :]
     defined_in_backward = {p.name for b in backward_bsyms for p in b.outputs} | {p.name for p in cotangents}
     return {
