@@ -4,27 +4,36 @@ A cache hit runs the entry's prologue, so each guard there is written as one `if
 GuardFailure` line rather than a call to the torch executor's guard function: a Python call costs
 about as much as the check itself. The lines mean exactly what those functions do
 (compiler/executors/torch.py: check_tensor, check_type, check_value, check_requires_grad,
-unpack_sequence, unpack_dict with no keys); every other prologue prim stays a call. Device checks avoid building
-a `torch.device` per call: `is_cpu`, or `get_device()` for a CUDA index.
+unpack_sequence, unpack_dict with no keys); `check_aliasing` of arguments written in place is a
+`DisjointCheck` that remembers the tensors it accepted last; every other prologue prim stays a
+call. Device checks avoid building a `torch.device` per call: `is_cpu`, or `get_device()` for a
+CUDA index.
 
 A run of consecutive `check_tensor` guards on fixed shapes (a list of parameters, of optimizer
 states) is first tried as ONE call to torch's C++ tensor check (`TensorChecks`), which costs about
 a tenth of the Python lines per tensor; only when it says no (or before it has learned the
-tensors' properties, on the entry's first call) do the lines themselves decide.
+tensors' properties, on the entry's first call) do the lines themselves decide. The check compares
+`requires_grad` too, so where the entry accepts no tensor requiring grad under grad mode (the
+usual guard of a no-grad entry), a run's part of that guard moves into its lines, and the run
+learns only from tensors that do not require grad: a call the C++ check accepts cannot fail it.
 """
 
 from __future__ import annotations
 
 import functools
+import operator
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 
 from compiler.core.errors import GuardFailure
+from compiler.core.gather import data_ptr
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Trace
 from compiler.executors import TORCH
 from compiler.executors.codegen import Globals, compile_trace, target_source
+from compiler.executors.torch import check_aliasing
 from compiler.prims import Prim
 
 
@@ -71,13 +80,15 @@ class TensorChecks:
     stays False where this torch has no such check: then the lines decide on every call.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, without_grad: bool = False) -> None:
         self.check: Callable[..., bool] = _never
         self.learned = False
+        self.without_grad = without_grad  # learn only from tensors that do not require grad
 
     def learn(self, *tensors: torch.Tensor) -> None:
-        """Takes these tensors (which passed the exact guards) as the examples, once."""
-        if self.learned:
+        """Takes these tensors (which passed the exact guards) as the examples, once (with
+        `without_grad`, not from tensors of which one requires grad: it waits for others)."""
+        if self.learned or (self.without_grad and any(t.requires_grad for t in tensors)):
             return
         self.learned = True
         try:
@@ -113,19 +124,68 @@ def tensor_check_runs(bsyms: Sequence[BoundSymbol]) -> list[list[BoundSymbol]]:
     return runs
 
 
+class DisjointCheck:
+    """`check_aliasing(tensors, None, True)` (arguments an entry writes into share no storage) that
+    remembers the last tensors it accepted: a call with the very same tensor objects at the same
+    addresses (an optimizer step's parameters and states, every step) is accepted on that alone,
+    in C, without the storage of each (about a quarter of the time for a GPT-2's 592 tensors).
+    It stops remembering after `MISSES` calls in a row with other tensors (fresh tensors every call),
+    where remembering would only add work.
+    """
+
+    MISSES = 2
+
+    def __init__(self) -> None:
+        self.pointers: tuple[int, ...] = ()
+        self.refs: tuple[weakref.ref, ...] = ()
+        self.misses = 0
+
+    def __call__(self, tensors: tuple[torch.Tensor, ...]) -> None:
+        if self.misses >= self.MISSES:
+            return check_aliasing(tensors, None, True)
+        pointers = tuple(map(data_ptr, tensors))
+        if pointers == self.pointers and all(map(operator.is_, tensors, map(_dereference, self.refs))):
+            self.misses = 0
+            return None
+        check_aliasing(tensors, None, True)  # raises GuardFailure
+        self.misses += 1
+        self.pointers, self.refs = pointers, tuple(map(weakref.ref, tensors))
+        return None
+
+
+_dereference = getattr(operator, "call", weakref.ref.__call__)  # operator.call (3.11+) calls a weakref faster
+
+
+def _check_aliasing(bsym: BoundSymbol, g: Globals) -> list[str] | None:
+    tensors, groups, disjoint = bsym.args
+    if groups is not None or not disjoint:
+        return None  # the torch executor's call
+    return [f"{g.bind(DisjointCheck(), 'disjoint')}({g.source(tuple(tensors))})"]
+
+
+def _no_grad_guarded(bsyms: Sequence[BoundSymbol]) -> set[int]:
+    """The ids of the tensor proxies that a `check_requires_grad` forbids to require grad under grad mode."""
+    guards = (b for b in bsyms if b.sym is Prim.CHECK_REQUIRES_GRAD and True not in b.args[1])
+    return {id(t) for b in guards for t in b.args[0]}
+
+
 def _checked_run(
-    heads: Mapping[int, list[BoundSymbol]], members: set[int], bsym: BoundSymbol, g: Globals
+    heads: Mapping[int, list[BoundSymbol]], members: set[int], folded: set[int], bsym: BoundSymbol, g: Globals
 ) -> list[str] | None:
     """A run's lines at its first guard (the C++ check, the exact lines where it says no), none at
-    the others; a `check_tensor` outside every run is its own line."""
+    the others; a `check_tensor` outside every run is its own line. A run whose tensors are all in
+    `folded` also checks their requires_grad in its lines (see the module)."""
     run = heads.get(id(bsym))
     if run is None:
         return [] if id(bsym) in members else _check_tensor(bsym, g)
-    checks = g.bind(TensorChecks(), "tensor_checks")
+    without_grad = all(id(b.args[0]) in folded for b in run)
+    checks = g.bind(TensorChecks(without_grad), "tensor_checks")
     names = ", ".join(g.source(b.args[0]) for b in run)
     lines = [f"if not {checks}.check({names}):"]
     for b in run:
         lines += [f"  {line}" for line in _check_tensor(b, g) or []]
+    if without_grad:
+        lines += [f"  {line}" for line in _no_grad_line([b.args[0] for b in run], g)]
     return [*lines, f"  {checks}.learn({names})"]
 
 
@@ -143,14 +203,20 @@ def _check_value(bsym: BoundSymbol, g: Globals) -> list[str] | None:
     return [_raise(g, f"type({x.name}) is not {g.bind(type(expected), 'type')} or {x.name} != {g.source(expected)}")]
 
 
-def _check_requires_grad(bsym: BoundSymbol, g: Globals) -> list[str] | None:
-    tensors, flags = bsym.args
-    enabled = f"{g.bind(torch.is_grad_enabled, 'is_grad_enabled')}()"
+def _no_grad_line(tensors: Sequence[Proxy], g: Globals) -> list[str]:
+    """The guard that none of `tensors` requires grad under grad mode."""
     if not tensors:
         return []
+    any_requires = " or ".join(f"{g.source(t)}.requires_grad" for t in tensors)
+    return [_raise(g, f"({any_requires}) and {g.bind(torch.is_grad_enabled, 'is_grad_enabled')}()")]
+
+
+def _check_requires_grad(folded: set[int], bsym: BoundSymbol, g: Globals) -> list[str] | None:
+    """The requires_grad guard, less the tensors whose runs check it (`folded`, see `_checked_run`)."""
+    tensors, flags = bsym.args
     if True not in flags:  # the common case: no tensor may require grad under grad mode
-        any_requires = " or ".join(f"{g.source(t)}.requires_grad" for t in tensors)
-        return [_raise(g, f"({any_requires}) and {enabled}")]
+        return _no_grad_line([t for t in tensors if id(t) not in folded], g)
+    enabled = f"{g.bind(torch.is_grad_enabled, 'is_grad_enabled')}()"
     actual = "".join(f"{g.source(t)}.requires_grad, " for t in tensors)
     return [_raise(g, f"not {enabled} or ({actual}) != {g.source(tuple(flags))}")]
 
@@ -161,7 +227,8 @@ INLINE_GUARDS: Mapping[Prim, Callable[[BoundSymbol, Globals], list[str] | None]]
     Prim.CHECK_TENSOR: _check_tensor,
     Prim.CHECK_TYPE: _check_type,
     Prim.CHECK_VALUE: _check_value,
-    Prim.CHECK_REQUIRES_GRAD: _check_requires_grad,
+    Prim.CHECK_ALIASING: _check_aliasing,
+    Prim.CHECK_REQUIRES_GRAD: functools.partial(_check_requires_grad, set()),
 }
 
 
@@ -170,5 +237,11 @@ def compile_prologue(prologue: Trace) -> Callable[[tuple, dict], Any]:
     runs = tensor_check_runs(prologue.bsyms)
     heads = {id(run[0]): run for run in runs}
     members = {id(b) for run in runs for b in run[1:]}
-    inline = {**INLINE_GUARDS, Prim.CHECK_TENSOR: functools.partial(_checked_run, heads, members)}
+    no_grad = _no_grad_guarded(prologue.bsyms)
+    folded = {id(b.args[0]) for run in runs if all(id(b.args[0]) in no_grad for b in run) for b in run}
+    inline = {
+        **INLINE_GUARDS,
+        Prim.CHECK_TENSOR: functools.partial(_checked_run, heads, members, folded),
+        Prim.CHECK_REQUIRES_GRAD: functools.partial(_check_requires_grad, folded),
+    }
     return compile_trace(prologue, [TORCH], inline)

@@ -7,9 +7,11 @@ import pytest
 import torch
 
 import compiler
+from compiler.core.errors import GuardFailure
 from compiler.core.ir import BoundSymbol, NumberProxy
 from compiler.prims import Prim
-from compiler.runtime.guard_source import TensorChecks, tensor_check_runs
+from compiler.runtime import guard_source
+from compiler.runtime.guard_source import DisjointCheck, TensorChecks, tensor_check_runs
 
 
 def scale_all(tensors: list[torch.Tensor], factor: float) -> list[torch.Tensor]:
@@ -99,3 +101,82 @@ def test_runs_hold_consecutive_fixed_shape_checks_only() -> None:
     other = BoundSymbol(Prim.CHECK_TYPE, (proxy, list), {}, None)
     assert tensor_check_runs([checks[0], sized, checks[2]]) == [[checks[0]], [checks[2]]]
     assert tensor_check_runs([checks[0], other, checks[1], checks[2]]) == [[checks[0]], checks[1:]]
+
+
+def test_a_no_grad_entry_checks_requires_grad_in_its_runs_lines_and_learns_only_without_grad() -> None:
+    jfn = compiler.jit(scale_all)
+    with torch.no_grad():
+        jfn([t.requires_grad_() for t in _tensors()], 2.0)
+    source = _entry(jfn).prologue.__fusebench_source__
+    lines = [line for line in source.splitlines() if "requires_grad" in line]
+    assert len(lines) == 1 and lines[0].startswith("    if ("), source  # inside the run's lines only
+    checks = [v for v in _entry(jfn).prologue.__globals__.values() if isinstance(v, TensorChecks)]
+    assert not checks[0].learned, "examples that require grad are not learned from"
+    jfn(_tensors(1), 2.0)
+    assert checks[0].learned
+    out = jfn([t.requires_grad_() for t in _tensors(2)], 2.0)  # grad mode: the no-grad entry must refuse
+    assert compiler.cache_stats(jfn).misses == 2 and all(o.requires_grad for o in out)
+
+
+def _disjoint_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    calls: list[tuple] = []
+    checked = guard_source.check_aliasing
+
+    def counting(tensors: tuple, groups: tuple | None, disjoint: bool) -> None:
+        calls.append(tensors)
+        checked(tensors, groups, disjoint)
+
+    monkeypatch.setattr(guard_source, "check_aliasing", counting)
+    return calls
+
+
+def test_the_disjoint_check_accepts_the_same_tensors_again_without_reading_their_storages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _disjoint_calls(monkeypatch)
+    check = DisjointCheck()
+    a, b = torch.zeros(4), torch.zeros(4)
+    for _ in range(3):
+        check((a, b))
+    assert len(calls) == 1
+    check((a.view(4), b))  # another tensor object at the same address: checked again
+    check((a, b.clone()))  # another address
+    assert len(calls) == 3
+
+
+def test_the_disjoint_check_sees_a_tensor_moved_onto_anothers_storage() -> None:
+    check = DisjointCheck()
+    a, b = torch.zeros(8), torch.zeros(4)
+    check((a, b))
+    check((a, b))
+    b.set_(a.untyped_storage(), 4, (4,))  # the same object, now inside a's memory
+    with pytest.raises(GuardFailure):
+        check((a, b))
+
+
+def test_the_disjoint_check_stops_remembering_fresh_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _disjoint_calls(monkeypatch)
+    check = DisjointCheck()
+    for _ in range(2 + DisjointCheck.MISSES):
+        check((torch.zeros(2), torch.zeros(2)))
+    assert len(calls) == 2 + DisjointCheck.MISSES and check.misses == DisjointCheck.MISSES
+    shared = torch.zeros(4)
+    with pytest.raises(GuardFailure):
+        check((shared, shared[1:]))
+
+
+def test_an_optimizer_step_checks_its_arguments_storages_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    def step(params: list[torch.Tensor], grads: list[torch.Tensor]) -> None:
+        for p, g in zip(params, grads):
+            p.sub_(g * 0.1)
+
+    calls = _disjoint_calls(monkeypatch)
+    params, grads = _tensors(), _tensors(1)
+    expected = [p - 0.3 * g for p, g in zip(params, grads)]
+    jfn = compiler.jit(step)
+    for _ in range(3):
+        jfn(params, grads)
+    for p, e in zip(params, expected):
+        torch.testing.assert_close(p, e)
+    assert any(isinstance(v, DisjointCheck) for v in _entry(jfn).prologue.__globals__.values())
+    assert compiler.cache_stats(jfn).hits == 2 and len(calls) == 1
