@@ -128,7 +128,8 @@ class DisjointCheck:
     """`check_aliasing(tensors, None, True)` (arguments an entry writes into share no storage) that
     remembers the last tensors it accepted: a call with the very same tensor objects at the same
     addresses (an optimizer step's parameters and states, every step) is accepted on that alone,
-    in C, without the storage of each (about a quarter of the time for a GPT-2's 592 tensors).
+    in C, without the storage of each (GPT-2 Adam's 592 CUDA tensors on an H100 host: 56.9 µs
+    against `check_aliasing`'s 101.5 µs).
     It stops remembering after `MISSES` calls in a row with other tensors (fresh tensors every call),
     where remembering would only add work.
     """
