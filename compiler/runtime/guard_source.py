@@ -171,15 +171,15 @@ def _no_grad_guarded(bsyms: Sequence[BoundSymbol]) -> set[int]:
 
 
 def _checked_run(
-    heads: Mapping[int, list[BoundSymbol]], members: set[int], folded: set[int], bsym: BoundSymbol, g: Globals
+    heads: Mapping[int, list[BoundSymbol]], members: set[int], folded_runs: set[int], bsym: BoundSymbol, g: Globals
 ) -> list[str] | None:
     """A run's lines at its first guard (the C++ check, the exact lines where it says no), none at
-    the others; a `check_tensor` outside every run is its own line. A run whose tensors are all in
-    `folded` also checks their requires_grad in its lines (see the module)."""
+    the others; a `check_tensor` outside every run is its own line. A run in `folded_runs` (by the
+    id of its first guard) also checks its tensors' requires_grad in its lines (see the module)."""
     run = heads.get(id(bsym))
     if run is None:
         return [] if id(bsym) in members else _check_tensor(bsym, g)
-    without_grad = all(id(b.args[0]) in folded for b in run)
+    without_grad = id(bsym) in folded_runs
     checks = g.bind(TensorChecks(without_grad), "tensor_checks")
     names = ", ".join(g.source(b.args[0]) for b in run)
     lines = [f"if not {checks}.check({names}):"]
@@ -239,10 +239,11 @@ def compile_prologue(prologue: Trace) -> Callable[[tuple, dict], Any]:
     heads = {id(run[0]): run for run in runs}
     members = {id(b) for run in runs for b in run[1:]}
     no_grad = _no_grad_guarded(prologue.bsyms)
-    folded = {id(b.args[0]) for run in runs if all(id(b.args[0]) in no_grad for b in run) for b in run}
+    folded_runs = [run for run in runs if all(id(b.args[0]) in no_grad for b in run)]
+    folded = {id(b.args[0]) for run in folded_runs for b in run}
     inline = {
         **INLINE_GUARDS,
-        Prim.CHECK_TENSOR: functools.partial(_checked_run, heads, members, folded),
+        Prim.CHECK_TENSOR: functools.partial(_checked_run, heads, members, {id(run[0]) for run in folded_runs}),
         Prim.CHECK_REQUIRES_GRAD: functools.partial(_check_requires_grad, folded),
     }
     return compile_trace(prologue, [TORCH], inline)
