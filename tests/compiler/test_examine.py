@@ -13,6 +13,7 @@ from compiler.executors.nvfuser import region_fusions
 from compiler.executors.nvfuser_repro import ops_by_scheduler, segmentation_hint
 from compiler.passes.fuse import Reason
 from suites.adam_step import adam_step
+from suites.llm_norms import _rotary_inputs, rotary
 from tests.compiler import fake_nvfuser
 from tests.compiler.nvfuser_cases import gelu_bias_backward, split3, write_back
 from tests.compiler.nvfuser_helpers import fake_nvfuser as fake_backend  # noqa: F401 - a fixture
@@ -78,9 +79,14 @@ def fake_module(monkeypatch):
     monkeypatch.setitem(sys.modules, "nvfuser_direct", fake_nvfuser.module())
 
 
-@pytest.mark.parametrize("which", ["gelu", "write_back", "split3"])
+@pytest.mark.parametrize("which", ["gelu", "write_back", "split3", "rotary_bf16"])
 def test_repro_script_defines_checks_and_matches_pytorch(which, tmp_path, fake_module):
-    if which == "gelu":
+    # rotary_bf16: the reference holds float32 values converted to bf16 in float32, as the fusion
+    # does; eager's rounding of q * cos and rotate_half(q) * sin each differs by up to 0.06 here
+    if which == "rotary_bf16":
+        args = _rotary_inputs({"shape": (2, 4, 64, 32), "dtype": "bfloat16"}, torch.device("cpu"), 0)
+        jfn = jit_torch_regions(rotary)
+    elif which == "gelu":
         x = torch.randn(2, 3, 8)
         jfn, args = jit_torch_regions(gelu_bias_backward, cache="symbolic"), (0.1, 0.2, 0.3, 0.4, x, x, x)
     elif which == "write_back":
