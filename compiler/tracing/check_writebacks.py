@@ -6,7 +6,11 @@ aliased to `buffer`, i.e. it writes `computed` straight into the buffer's memory
   each buffer is written back at most once.
 - `computed` has `buffer`'s shape and dtype, is defined inside the trace, and, when the
   write-back sits inside an executor's region, inside that region.
-- nothing reads `computed` after the write-back (the trace output included);
+- nothing reads `computed` after the write-back (the trace output included), except when the
+  write-back sits inside a region that also returns `computed`: the region hands out a tensor
+  of its own (nvFuser's runner copies such a write-back rather than aliasing it, and clones an
+  output sharing a written buffer's memory), e.g. `a.add_(e); y = a @ w` with the matmul left
+  to torch;
 - nothing reads `buffer`, or a view of it, after the write-back, except the trace output, which
   may name `buffer` itself (the caller's tensor, holding the new value), and view prims of
   `buffer` (or of such views) outside every region that feed only the trace output: a returned
@@ -81,7 +85,9 @@ def check_writebacks(trace: Trace) -> Trace:
                 fail(f"`{_line(leaf)}` in {region.sym.name} writes back {computed.name}, computed outside that region")
             if buffer.name in written:
                 fail(f"{buffer.name} is written back twice: `{_line(written[buffer.name])}` and `{_line(leaf)}`")
-            consumed[computed.name] = written[buffer.name] = leaf
+            written[buffer.name] = leaf
+            if region is None or not any(q.name == computed.name for q in region.outputs):
+                consumed[computed.name] = leaf
         for p in leaf.outputs:
             defined_in[p.name] = region
             if leaf.sym in VIEWS:
