@@ -36,6 +36,7 @@ from compiler.core.gather import picker, stride
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
 from compiler.executors.codegen import compile_trace
 from compiler.executors.nvfuser_aliasing import copied_write_backs, shares_memory, written_inputs
+from compiler.executors.nvfuser_batch import BatchedFusion
 from compiler.executors.nvfuser_broadcast import iteration_inputs
 from compiler.executors.nvfuser_claims import unsupported
 from compiler.executors.nvfuser_definitions import DEFINITIONS
@@ -367,11 +368,25 @@ class NvFuserExecutor:
         """The callable running `region`."""
         return NvFusion(region, self)
 
+    def batch_impl(self, flat: Region, members: int) -> BatchedFusion:
+        """The callable running `members` same-structure regions as `flat`, their common region over
+        1-D inputs of all their elements (passes/batch_regions.py)."""
+        inputs = flat.inputs
+        return BatchedFusion(
+            self.region_impl(flat),
+            members,
+            len(inputs),
+            [k for k, p in enumerate(inputs) if isinstance(p, TensorProxy)],
+            [k for k, p in enumerate(inputs) if p.name in flat.written],
+        )
+
     def implementation(self, bsym: BoundSymbol) -> Callable | None:
         """nvFuser runs regions only; single prims go to the other executors."""
         return None
 
 
 def region_fusions(trace: Trace) -> Sequence[NvFusion]:
-    """The `NvFusion` callables of a fused trace, in order."""
-    return [b.sym.impl for b in trace.bsyms if isinstance(getattr(b.sym, "impl", None), NvFusion)]
+    """The `NvFusion` callables of a fused trace, in order (a batch's: the one it runs)."""
+    impls = [getattr(b.sym, "impl", None) for b in trace.bsyms]
+    impls = [impl.flat if isinstance(impl, BatchedFusion) else impl for impl in impls]
+    return [impl for impl in impls if isinstance(impl, NvFusion)]

@@ -33,6 +33,9 @@ class FusionOptions:
         share one FusionDefinition (one nvFuser compilation per structure).
     small_region_size: at most this many compute ops make a region "small" for horizontal merging.
     max_region_tensors: horizontal merging stops before a region reads and writes more tensors.
+    batch_numel: regions of the same structure that only write back into their inputs, elementwise
+        over tensors of at most this many elements, run as one fusion over their inputs laid end
+        to end (`passes/batch_regions.py`: an optimizer step's biases and norm weights); 0: never.
     fuel: keep only the first `fuel` regions (None: no limit; env FUSEBENCH_FUSION_FUEL).
     matmul: let nvFuser run matmul/linear (by default they go to torch, i.e. cuBLAS).
     runner: "nvfuser", or "torch" to run each region's prims with torch: the same partition,
@@ -44,6 +47,7 @@ class FusionOptions:
     merge_same_shape: bool = False
     small_region_size: int = 4
     max_region_tensors: int = 256
+    batch_numel: int = 16384
     fuel: int | None = None
     matmul: bool = False
     runner: str = "nvfuser"
@@ -98,6 +102,7 @@ _FIELD_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "merge_same_shape": (_is_bool, "True or False"),
     "small_region_size": (_int_at_least(0), "an int >= 0"),
     "max_region_tensors": (_int_at_least(1), "an int >= 1"),
+    "batch_numel": (_int_at_least(0), "an int >= 0"),
     "fuel": (lambda v: v is None or _int_at_least(0)(v), "None or an int >= 0"),
     "matmul": (_is_bool, "True or False"),
     "runner": (lambda v: v in ("nvfuser", "torch"), "'nvfuser' or 'torch'"),

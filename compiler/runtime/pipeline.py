@@ -11,6 +11,7 @@ from compiler.core.errors import check
 from compiler.core.ir import TensorProxy, Trace
 from compiler.executors.codegen import compile_trace
 from compiler.passes.autodiff import Joint, joint
+from compiler.passes.batch_regions import batch_regions
 from compiler.passes.cse import cse
 from compiler.passes.dce import dce
 from compiler.passes.duplicate_upcasts import duplicate_upcasts
@@ -50,10 +51,15 @@ _PURE_PASSES = (functionalize, flatten, cse, dce)
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on the computation trace, in order: functionalize first (the others assume
     a pure trace), the stop_gradients autodiff alone reads dropped, then fusion when an executor
-    fuses (shared upcasts duplicated first), and last the in-place partial updates."""
+    fuses (shared upcasts duplicated first, small same-structure regions batched after), and last
+    the in-place partial updates."""
     passes: list[Callable[[Trace], Trace]] = [*_PURE_PASSES, drop_stop_gradients]
     if fusion_executor(options.executors) is not None:
-        passes += [duplicate_upcasts, lambda trace: fuse(trace, options.executors)]
+        passes += [
+            duplicate_upcasts,
+            lambda trace: fuse(trace, options.executors),
+            lambda trace: batch_regions(trace, options.executors),
+        ]
     passes.append(update_in_place)
     return passes
 

@@ -171,7 +171,8 @@ def test_segments_profiles_each_distinct_fusion_once_in_one_child(monkeypatch, f
         return [([kernel], f"ir of {f.name}") for f in fusions]
 
     monkeypatch.setattr(examine, "_profile_all", profile_all)
-    jfn = compiler.jit(adam_step, executors=["nvfuser", "torch"])  # one fusion per parameter
+    # one fusion per parameter (not batched into one)
+    jfn = compiler.jit(adam_step, executors=["nvfuser", "torch"], fusion={"batch_numel": 0})
     shapes = [(8, 4), (8, 4), (3,), (8, 4)]
 
     def tensors() -> list[torch.Tensor]:

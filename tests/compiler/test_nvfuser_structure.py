@@ -29,6 +29,7 @@ def _state(shapes, seed: int):
 
 
 def _run(shapes, seed: int, cache: str = "constant", steps=(3,), **fusion):
+    fusion.setdefault("batch_numel", 0)  # one region per parameter: not batched (test_batch_regions.py)
     state = _state(shapes, seed)
     expected = tuple([t.clone() for t in ts] for ts in state)
     jfn = compiler.jit(adam_like, cache=cache, executors=["nvfuser", "torch"], fusion=fusion)

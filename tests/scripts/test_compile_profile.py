@@ -30,11 +30,13 @@ def test_the_breakdown_lists_each_step_once_and_the_totals(program, steps, capsy
 
 
 def test_fusion_options_reach_the_compiled_program(capsys):
-    argv = ["--program", "adam-gpt2", "--model", "tiny", "--fake-nvfuser", "--fusion", "merge_same_shape=True"]
+    argv = ["--program", "adam-gpt2", "--model", "tiny", "--fake-nvfuser", "--fusion", "batch_numel=0"]
     assert compile_profile.main(argv) == 0
-    merged = _fusions_run(capsys.readouterr().out)
+    apart = _fusions_run(capsys.readouterr().out)  # one fusion per parameter
+    assert compile_profile.main([*argv, "merge_same_shape=True"]) == 0
+    assert _fusions_run(capsys.readouterr().out) < apart  # one fusion per shape
     assert compile_profile.main(argv[:-2]) == 0
-    assert merged < _fusions_run(capsys.readouterr().out)  # one fusion per shape, not per parameter
+    assert _fusions_run(capsys.readouterr().out) < apart  # the small parameters batched
 
 
 def _fusions_run(out: str) -> int:
