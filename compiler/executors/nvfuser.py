@@ -368,13 +368,15 @@ class NvFuserExecutor:
         """The callable running `region`."""
         return NvFusion(region, self)
 
-    def batch_impl(self, flat: Region, members: int) -> BatchedFusion:
-        """The callable running `members` same-structure regions as `flat`, their common region over
-        1-D inputs of all their elements (passes/batch_regions.py)."""
+    def batch_impl(self, flat: Region, numels: Sequence[int], one_dim: bool) -> BatchedFusion:
+        """The callable running same-structure regions of `numels` elements each (1-D ones when
+        `one_dim`) as `flat`, their common region over 1-D inputs of all their elements
+        (passes/batch_regions.py)."""
         inputs = flat.inputs
         return BatchedFusion(
             self.region_impl(flat),
-            members,
+            numels,
+            one_dim,
             len(inputs),
             [k for k, p in enumerate(inputs) if isinstance(p, TensorProxy)],
             [k for k, p in enumerate(inputs) if p.name in flat.written],

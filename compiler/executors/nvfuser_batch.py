@@ -8,7 +8,7 @@ regions (same prims, same dtypes, elementwise, writing only into their inputs; f
 
     flat_j = cat(member_k input j, flattened, for every member k)   # one kernel per input
     flat fusion(flat_0, flat_1, ...)                                 # writes into the flat_j it updates
-    member_k input j <- its piece of flat_j, for every written j    # one multi-tensor copy each
+    member_k input j <- its piece of flat_j, for every written j    # one copy kernel each
 
 so a step launches a few kernels for all of them instead of one per parameter. The copies in and
 out move each small tensor twice more; below `FusionOptions.batch_numel` elements that is cheaper
@@ -22,8 +22,11 @@ from typing import Any
 
 import torch
 
-# NOTE: torch's C++ helpers behind DDP's bucket flattening (torch._utils._flatten_dense_tensors):
-# one call each for all members, where a Python loop of views would cost ~1 µs per tensor.
+# NOTE: 1-D members (biases, norm weights) are gathered by `torch.cat` and scattered back by
+# `torch.split_with_sizes_copy(out=...)`, neither making a view per member; others go through
+# torch's C++ helpers behind DDP's bucket flattening, which view each member (98 CUDA tensors of
+# GPT-2 small on an H100 host: cat 26 µs and split_with_sizes_copy 30 µs of host time, against
+# 72 µs to flatten and 212 µs to view and copy back).
 _flatten = torch._C._nn.flatten_dense_tensors
 _unflatten = torch._C._nn.unflatten_dense_tensors
 
@@ -37,12 +40,20 @@ class BatchedFusion:
     """
 
     def __init__(
-        self, flat: Callable[..., Any], members: int, width: int, tensors: Sequence[int], written: Sequence[int]
+        self,
+        flat: Callable[..., Any],
+        numels: Sequence[int],
+        one_dim: bool,
+        width: int,
+        tensors: Sequence[int],
+        written: Sequence[int],
     ) -> None:
-        """`flat`: the fusion over 1-D inputs; `width`: inputs per member, of which `tensors` are
-        tensors (the others scalars) and `written` are written back."""
+        """`flat`: the fusion over 1-D inputs; `numels`: each member's elements; `one_dim`: every
+        member's tensors are 1-D; `width`: inputs per member, of which `tensors` are tensors (the
+        others scalars) and `written` are written back."""
         self.flat = flat
-        self.members = members
+        self.numels = list(numels)
+        self.one_dim = one_dim
         self.width = width
         self.tensors = list(tensors)
         self.written = list(written)
@@ -51,12 +62,16 @@ class BatchedFusion:
         width = self.width
         flat_args = list(args[:width])
         columns = {j: args[j::width] for j in self.tensors}
+        gather = torch.cat if self.one_dim else _flatten
         for j, column in columns.items():
-            flat_args[j] = _flatten(column)
+            flat_args[j] = gather(column)
         self.flat(*flat_args)
         for j in self.written:
             column = columns[j]
-            torch._foreach_copy_(column, _unflatten(flat_args[j], column))
+            if self.one_dim:
+                torch.split_with_sizes_copy(flat_args[j], self.numels, out=column)
+            else:
+                torch._foreach_copy_(column, _unflatten(flat_args[j], column))
 
     def __repr__(self) -> str:
-        return f"<batch of {self.members} regions: {self.flat!r}>"
+        return f"<batch of {len(self.numels)} regions: {self.flat!r}>"

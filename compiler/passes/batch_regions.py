@@ -106,7 +106,9 @@ def _movable(bsyms: Sequence[BoundSymbol], indices: list[int], memory: _Memory) 
 def _batch(members: Sequence[BoundSymbol], name: str, fuser: Any) -> BoundSymbol:
     regions = [_region(b) for b in members]
     first = regions[0]
-    numel = sum(size_product(next(p for p in r.inputs if isinstance(p, TensorProxy)).shape) for r in regions)
+    shapes = [next(p for p in r.inputs if isinstance(p, TensorProxy)).shape for r in regions]
+    numels = [size_product(shape) for shape in shapes]
+    numel = sum(numels)
 
     flat: dict[str, TensorProxy] = {}
 
@@ -126,7 +128,7 @@ def _batch(members: Sequence[BoundSymbol], name: str, fuser: Any) -> BoundSymbol
         for b in first.bsyms
     )
     region = Region(name, bsyms, tuple(to_flat(p) for p in first.inputs), (), first.written)
-    impl = fuser.batch_impl(region, len(members))
+    impl = fuser.batch_impl(region, numels, all(len(shape) == 1 for shape in shapes))
     args = tuple(p for r in regions for p in r.inputs)
     return BoundSymbol(Symbol(name, impl, fuser.name), args, {}, (), tuple(members))
 

@@ -69,6 +69,25 @@ def test_non_contiguous_parameters_are_read_and_written_through_their_strides():
     assert top_level(jfn) == ["nvBatch0"]
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_strided_vectors_take_the_one_dimensional_path(seed):
+    def vectors(shapes, generator):
+        return [torch.randn(2 * s[0], generator=generator)[::2] for s in shapes]  # 1-D, stride 2
+
+    shapes = [(7,), (3,), (16,)]
+    gen = torch.Generator().manual_seed(seed)
+    state = tuple(vectors(shapes, gen) for _ in range(3)) + ([t.abs() for t in vectors(shapes, gen)],)
+    expected = copy.deepcopy(state)
+    jfn = compiler.jit(adam_step, executors=["nvfuser", "torch"], fusion={"runner": "torch"})
+    jfn(*state, 3, *HYPER)
+    adam_step(*expected, 3, *HYPER)
+    for got, want in zip(state, expected):
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-7)
+    (batch,) = [b for b in compiler.last_traces(jfn)[-1].bsyms if b.sym.name == "nvBatch0"]
+    assert batch.sym.impl.one_dim and batch.sym.impl.numels == [7, 3, 16]
+
+
 def test_a_symbolic_step_shared_by_the_members_batches_them(fake_nvfuser):  # noqa: F811
     shapes = [(8, 4), (3,), (6,)]
     jfn = compiler.jit(adam_step, cache="symbolic", executors=["nvfuser", "torch"])
