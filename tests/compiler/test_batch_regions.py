@@ -174,3 +174,26 @@ def test_a_region_returning_values_is_not_batched():
     torch.testing.assert_close(jfn(a, b), (b * 3.0).exp())
     torch.testing.assert_close(a, want_a)
     assert not any(name.startswith("nvBatch") for name in top_level(jfn))
+
+
+@pytest.mark.nvfuser
+@pytest.mark.parametrize("cuda_graphs", [False, True])
+def test_gpt_tiny_adam_on_the_gpu_with_new_gradients_every_step(cuda_graphs):
+    shapes = PARAMETER_SETS["gpt-tiny"]
+    state = tuple([t.cuda() for t in ts] for ts in adam_state(shapes, seed=5))
+    expected = copy.deepcopy(state)
+    jfn = compiler.jit(adam_step, cuda_graphs=cuda_graphs)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for i in range(1, 6):
+        step = 3 if cuda_graphs else i  # a graph holds its scalars: a new step number captures again
+        for g, eg in zip(state[1], expected[1]):  # new values in the same memory, as a backward writes them
+            g.copy_(torch.randn(g.shape, device="cuda", generator=gen))
+            eg.copy_(g)
+        jfn(*state, step, *HYPER)
+        adam_step(*expected, step, *HYPER)
+        for got, want in zip(state, expected):
+            for g, w in zip(got, want):
+                torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
+    assert "nvBatch0" in top_level(jfn)
+    if cuda_graphs:
+        assert sum(e.computation.stats.replays for e in jfn.entries) >= 3
