@@ -57,14 +57,14 @@ class BatchedFusion:
         self.width = width
         self.tensors = list(tensors)
         self.written = list(written)
+        self._gather = torch.cat if one_dim else _flatten
 
     def __call__(self, *args: Any) -> None:
         width = self.width
         flat_args = list(args[:width])
         columns = {j: args[j::width] for j in self.tensors}
-        gather = torch.cat if self.one_dim else _flatten
         for j, column in columns.items():
-            flat_args[j] = gather(column)
+            flat_args[j] = self._gather(column)
         self.flat(*flat_args)
         for j in self.written:
             column = columns[j]

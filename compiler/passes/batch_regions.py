@@ -86,16 +86,24 @@ class _Memory:
 
 
 def _movable(bsyms: Sequence[BoundSymbol], indices: list[int], memory: _Memory) -> list[int]:
-    """The indices (the first, then each later one that can move up to it) of one batch."""
-    chosen = [indices[0]]
-    read, written = set(memory.reads(bsyms[indices[0]])), set(memory.writes(bsyms[indices[0]]))
-    members = set(indices)
+    """The indices (the first, then each later one that can move up to it) of one batch: a later
+    one moves past every bound symbol between, members left in place included."""
+    first = indices[0]
+    chosen = [first]
+    read, written = set(memory.reads(bsyms[first])), set(memory.writes(bsyms[first]))  # the chosen
+    passed_read: set[str] = set()
+    passed_written: set[str] = set()
+    seen = first + 1
     for i in indices[1:]:
+        for b in bsyms[seen:i]:  # not chosen: what it reads and writes stays where it is
+            passed_read |= memory.reads(b)
+            passed_written |= memory.writes(b)
+        seen = i + 1
         mine_read, mine_written = memory.reads(bsyms[i]), memory.writes(bsyms[i])
-        passed = [b for j, b in enumerate(bsyms[chosen[0] + 1 : i], chosen[0] + 1) if j not in members]
-        others_read = read.union(*(memory.reads(b) for b in passed))
-        others_written = written.union(*(memory.writes(b) for b in passed))
+        others_read, others_written = read | passed_read, written | passed_written
         if mine_read & others_written or mine_written & (others_read | others_written):
+            passed_read |= mine_read
+            passed_written |= mine_written
             continue
         chosen.append(i)
         read |= mine_read

@@ -197,3 +197,30 @@ def test_gpt_tiny_adam_on_the_gpu_with_new_gradients_every_step(cuda_graphs):
     assert "nvBatch0" in top_level(jfn)
     if cuda_graphs:
         assert sum(e.computation.stats.replays for e in jfn.entries) >= 3
+
+
+class _Accesses:
+    """A stand-in for batch_regions._Memory: what each (named) bound symbol reads and writes."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def reads(self, bsym):
+        return set(self.table[bsym][0])
+
+    def writes(self, bsym):
+        return set(self.table[bsym][1])
+
+
+def test_a_member_left_in_place_is_passed_like_any_other_bound_symbol():
+    from compiler.passes.batch_regions import _movable
+
+    accesses = {
+        "r0": ({"a", "e"}, {"a"}),
+        "floor_divide": ({"e"}, {"k"}),
+        "rb": ({"b", "k", "c"}, {"b"}),  # reads k: stays after floor_divide
+        "rc": ({"c", "e"}, {"c"}),  # writes c, which rb (left in place) reads first
+        "rd": ({"d", "e"}, {"d"}),
+    }
+    order = list(accesses)
+    assert _movable(order, [0, 2, 3, 4], _Accesses(accesses)) == [0, 4]
