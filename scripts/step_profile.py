@@ -12,7 +12,9 @@ with --quick its quick one) it prints, after warm-up:
   to compare a variant's kernels with a peer's.
 
 Training-step cases (a `call` such as `training_step`) are profiled as the harness times them:
-forward and backward as one call. On CPU the device column is the host time.
+forward and backward as one call; with `--backward`, the backward alone (the forward runs once,
+then each call computes the gradients again from its output). On CPU the device column is the
+host time.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import torch
 
 from fusebench.cases.case import Case, variants_for
 from fusebench.cases.discovery import discover
+from fusebench.cases.training import backward_of_step, training_step
 from fusebench.cases.variants import Target
 
 
@@ -138,9 +141,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", type=int, default=20, help="profiled calls per variant (0: none)")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--kernels", type=int, default=0, help="calls profiled for a CUDA kernel table (0: none)")
+    parser.add_argument("--backward", action="store_true", help="a training step's backward alone")
     args = parser.parse_args(argv)
 
     case = find_case(args.case)
+    if args.backward and case.call is not training_step:
+        parser.error(f"--backward: {case.name} is not a training step (its call is not training_step)")
     device = torch.device(args.device)
     params = first_params(case.quick_params if args.quick else case.params)
     params.update(parse_params(args.param, case.quick_params if args.quick else case.params))
@@ -150,7 +156,10 @@ def main(argv: list[str] | None = None) -> None:
         inputs = case.make_inputs(params, device, 0)
         options = case.jit_options(params) if case.jit_options else {}
         compiled = by_name[name].prepare(Target(case.fn, inputs, params, options, device))
-        call = functools.partial(case.run, compiled.fn, inputs)
+        if args.backward:
+            call = backward_of_step(compiled.fn, inputs)
+        else:
+            call = functools.partial(case.run, compiled.fn, inputs)
         for _ in range(5):
             call()
         device_us, host_us = time_calls(call, device, args.calls)

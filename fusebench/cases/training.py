@@ -46,3 +46,15 @@ def training_step(fn: Callable[..., Any], args: tuple) -> tuple[torch.Tensor, tu
 def forward_of_step(fn: Callable[..., Any], args: tuple) -> Any:
     """Only the forward part of `training_step`: `fn(*inputs)` under grad mode."""
     return fn(*args[:-1])
+
+
+def backward_of_step(fn: Callable[..., Any], args: tuple) -> Callable[[], tuple[torch.Tensor, ...]]:
+    """Only the backward part of `training_step`, to time it alone: runs the forward once, and
+    returns a call that computes the same gradients from that output again each time
+    (`retain_graph=True`: the forward's saved values stay for the next call)."""
+    *inputs, cotangent = args
+    output = fn(*inputs)
+    if not (isinstance(output, torch.Tensor) and output.requires_grad):
+        raise NotImplementedError("the forward returned no autograd graph: it has no backward to time")
+    wrt = _inputs_requiring_grad(tuple(inputs))
+    return lambda: torch.autograd.grad(output, wrt, cotangent, retain_graph=True)

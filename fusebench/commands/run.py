@@ -19,6 +19,7 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from fusebench.measure.workers import devices_from, run_units
 from fusebench.report.progress import Progress
 from fusebench.report.scoreboard import rows_from_outcomes
 from fusebench.report.summary import render_summary
-from fusebench.report.table import render
+from fusebench.report.table import format_seconds, render
 
 DEFAULT_BUDGET_S = {"cpu": 0.2, "cuda": 1.0}
 Unit = tuple[Group, Variant]
@@ -87,6 +88,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Measures every selected (case, params, variant) and prints the summary table."""
+    started = time.perf_counter()
     selection = selection_from_args(args)
     budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
     check(budget > 0, lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds", FusebenchError)
@@ -117,6 +119,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         settings = _settings(args, selection.device, budget, peak)
         outcomes = _in_process(args, units, run_info, settings)
+    took = format_seconds(time.perf_counter() - started)
+    where = args.devices or selection.device
+    print(f"fusebench run: {len(units)} measurements done in {took} on {where}", file=sys.stderr)
     print(render(outcomes))
     print(f"\nresults: {result_path(args.results, run_info)}")
     if args.json:
@@ -220,7 +225,14 @@ def _in_workers(
             progress.finish(outcome)
 
     lock = threading.Lock()
-    run_units(worker_args, devices, range(len(units)), answer, lambda line: _print_locked(lock, line))
+    run_units(
+        worker_args,
+        devices,
+        range(len(units)),
+        answer,
+        lambda line: _print_locked(lock, line),
+        group_of=lambda index: id(units[index][0]),
+    )
     return [by_unit[index] for index in range(len(units))]
 
 

@@ -9,9 +9,11 @@ Layout under the results folder, as `asv run` writes it (so `asv publish` and `a
                           stats_q_25, stats_q_75, stats_number, stats_repeat, samples, profile],
          results: {benchmark name: [one value per column, trailing nulls dropped]}}
 A parametrized benchmark's `result` is a flat list over itertools.product(*params), params being
-lists of `repr`s. fusebench records every metric as a benchmark '<suite>.<case>.<metric>' whose
-last parameter is `variant`, and adds a top-level "fusebench" key (ASV ignores unknown keys)
-with each measurement's status and reason and the parameter names.
+lists of `repr`s, each in natural order ('4' before '16'), whatever order the measurements came in
+(several workers' results land in the order they finish: the file is the same either way).
+fusebench records every metric as a benchmark '<suite>.<case>.<metric>' whose last parameter
+is `variant`, and adds a top-level "fusebench" key (ASV ignores unknown keys) with each
+measurement's status and reason and the parameter names.
 
 Writes merge into the existing file of the same commit and environment and are atomic; processes
 take turns through the lock file `<results>/.fusebench.lock` (several GPUs' workers share one file).
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,12 +255,22 @@ def _document(run: RunInfo, benchmarks: dict[str, _Benchmark], statuses: dict) -
     }
 
 
+def _axes(combos: Any, axes: list[list[str]]) -> list[list[str]]:
+    """`axes` widened by the values of `combos`, each axis in natural order."""
+    values = [set(axis) for axis in axes]
+    for combo in combos:
+        for axis, value in zip(values, combo):
+            axis.add(value)
+    return [sorted(axis, key=_natural) for axis in values]
+
+
+def _natural(text: str) -> list[Any]:
+    """Sort key: runs of digits compare as numbers ("(4, 64)" before "(16, 512)", 'x2' before 'x10')."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text)]
+
+
 def _result_row(benchmark: _Benchmark) -> list[Any]:
-    axes: list[list[str]] = [[] for _ in benchmark.param_names]
-    for combo in benchmark.points:
-        for axis, value in zip(axes, combo):
-            if value not in axis:
-                axis.append(value)
+    axes = _axes(benchmark.points, [[] for _ in benchmark.param_names])
     points = [benchmark.points.get(combo) for combo in itertools.product(*axes)]
     stats = [p.stats if p else None for p in points]
     started = [p.started_at for p in points if p and p.started_at is not None]
@@ -314,14 +327,11 @@ def _update_benchmarks_json(path: Path, benchmarks: dict[str, _Benchmark]) -> No
     descriptions = _read_benchmarks_json(path)
     for name, benchmark in benchmarks.items():
         metric = split_benchmark_name(name)[2]
-        axes = [[] for _ in benchmark.param_names]
+        axes: list[list[str]] = [[] for _ in benchmark.param_names]
         old = descriptions.get(name)
         if old and old.get("param_names") == benchmark.param_names and old.get("version") == benchmark.version:
             axes = [list(axis) for axis in old["params"]]
-        for combo in benchmark.points:
-            for axis, value in zip(axes, combo):
-                if value not in axis:
-                    axis.append(value)
+        axes = _axes(benchmark.points, axes)
         descriptions[name] = _description(name, metric, benchmark.param_names, axes, benchmark.version)
     atomic_write_json(path, {**descriptions, "version": BENCHMARKS_API_VERSION}, indent=4)
 

@@ -8,7 +8,10 @@ case prints cannot garble the answers. Its stdout and stderr are forwarded here 
 prefixed with its device.
 
 Each device has a thread that hands the next unit of one shared queue to its worker (so a fast
-GPU takes more units) and waits for the answer. When the pipe ends without one, the worker died
+GPU takes more units) and waits for the answer. The queue keeps a worker on the group of units it
+is on (one case and parameters: their inputs and reference are made once per worker), gives a
+worker that needs a new group one no other worker is on, and only when every group left is taken
+lets it join one. When the pipe ends without one, the worker died
 measuring that unit (a segfault or abort in nvFuser, a CUDA error that ended it): the unit is
 `crashed`, with the signal or exit status and the last lines of the worker's output, and a fresh
 worker takes the next unit.
@@ -19,13 +22,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import queue
 import signal
 import subprocess
 import sys
 import threading
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,13 +67,56 @@ def devices_from(spec: str, cuda_count: int) -> list[Device]:
     return devices
 
 
+class UnitQueue:
+    """The units left to measure, shared by the devices' threads; `take` hands out the next one for
+    a worker, keeping each worker on its group (`group_of(unit)`) while the group has units left."""
+
+    def __init__(self, units: Sequence[int], group_of: Callable[[int], Hashable]) -> None:
+        self._pending = list(units)
+        self._group = {unit: group_of(unit) for unit in units}
+        self._on: dict[Hashable, Hashable] = {}  # worker -> the group it is on
+        self._workers_on: Counter[Hashable] = Counter()  # group -> how many workers are on it
+        self._lock = threading.Lock()
+
+    def take(self, worker: Hashable) -> int | None:
+        """The next unit for `worker`: of its group if any is left, else the first of a group no worker
+        is on, else the first left; None when none is left."""
+        with self._lock:
+            if not self._pending:
+                self._leave(worker)
+                return None
+            group = self._on.get(worker)
+            unit = next((u for u in self._pending if self._group[u] == group), None)
+            if unit is None:
+                unit = next((u for u in self._pending if not self._workers_on[self._group[u]]), self._pending[0])
+                self._leave(worker)
+                self._on[worker] = self._group[unit]
+                self._workers_on[self._group[unit]] += 1
+            self._pending.remove(unit)
+            return unit
+
+    def restart(self, worker: Hashable) -> None:
+        """`worker`'s process was replaced: it is on no group any more (a fresh one prepares anew)."""
+        with self._lock:
+            self._leave(worker)
+
+    def _leave(self, worker: Hashable) -> None:
+        group = self._on.pop(worker, None)
+        if group is not None:
+            self._workers_on[group] -= 1
+
+
 def run_units(
-    worker_args: Sequence[str], devices: Sequence[Device], units: Sequence[int], answer: Answer, report: Report
+    worker_args: Sequence[str],
+    devices: Sequence[Device],
+    units: Sequence[int],
+    answer: Answer,
+    report: Report,
+    group_of: Callable[[int], Hashable] = lambda unit: unit,
 ) -> None:
-    """Measures `units` over one worker per device; calls `answer` once per unit as it finishes."""
-    pending: queue.Queue[int] = queue.Queue()
-    for unit in units:
-        pending.put(unit)
+    """Measures `units` over one worker per device; calls `answer` once per unit as it finishes.
+    Units of one `group_of` (the same prepared inputs) go to the same worker where they can."""
+    pending = UnitQueue(units, group_of)
     errors: list[BaseException] = []
 
     def serve(device: Device) -> None:
@@ -153,25 +198,21 @@ class _Worker:
         self.answers.close()
 
 
-def _serve(worker_args: Sequence[str], device: Device, pending: queue.Queue, answer: Answer, report: Report) -> None:
+def _serve(worker_args: Sequence[str], device: Device, pending: UnitQueue, answer: Answer, report: Report) -> None:
     worker: _Worker | None = None
     try:
-        while True:
-            try:
-                unit = pending.get_nowait()
-            except queue.Empty:
-                return
+        while (unit := pending.take(device.label)) is not None:
             worker = worker or _Worker(worker_args, device, report)
             result = worker.measure(unit)
             if result is None:
                 answer(unit, device.label, None, worker.crash_detail())
+            else:
+                answer(unit, device.label, result, "")
+            if result is None or result.get("worker_exits"):
+                # NOTE: it died, or ended itself after a CUDA error, which poisons its context
                 worker.close()
                 worker = None
-                continue
-            answer(unit, device.label, result, "")
-            if result.get("worker_exits"):  # NOTE: it ended itself after a CUDA error, which poisons its context
-                worker.close()
-                worker = None
+                pending.restart(device.label)
     finally:
         if worker is not None:
             worker.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -104,10 +105,10 @@ def test_asv_reads_the_files(tmp_path: Path) -> None:
     (loaded,) = list(iter_results(str(tmp_path)))  # finds machine.json and the result file
     name = "gelu_backward.gelu_bias_backward.time_call"
     params = loaded.get_result_params(name)
-    assert params == [["(2, 8, 64)"], ["'float32'", "'bfloat16'"], ["'eager'"]]
-    assert loaded.get_result_value(name, params) == [2.0, 5.0]
-    assert loaded.get_result_samples(name, params) == [[3.0, 1.0, 2.0], [5.0]]
-    assert loaded.get_result_stats(name, params)[0]["q_25"] == 1.5
+    assert params == [["(2, 8, 64)"], ["'bfloat16'", "'float32'"], ["'eager'"]]
+    assert loaded.get_result_value(name, params) == [5.0, 2.0]
+    assert loaded.get_result_samples(name, params) == [[5.0], [3.0, 1.0, 2.0]]
+    assert loaded.get_result_stats(name, params)[1]["q_25"] == 1.5
     assert loaded.commit_hash == RUN.revision.commit and loaded.env_name == RUN.env_name
     conf = SimpleNamespace(results_dir=str(tmp_path), benchmark_dir="suites")
     benchmarks = Benchmarks.load(conf)
@@ -115,7 +116,22 @@ def test_asv_reads_the_files(tmp_path: Path) -> None:
     assert benchmarks[name]["param_names"] == ["shape", "dtype", "variant"]
     assert benchmarks["gelu_backward.gelu_bias_backward.track_bandwidth_gbs"]["unit"] == "GB/s"
     assert name in loaded.get_result_keys(benchmarks)  # versions agree, so publish/compare use it
-    assert Results.load(str(result_path(tmp_path, RUN))).get_result_value(name, params) == [2.0, 5.0]
+    assert Results.load(str(result_path(tmp_path, RUN))).get_result_value(name, params) == [5.0, 2.0]
+
+
+def test_the_files_do_not_depend_on_the_order_measurements_arrive_in(tmp_path: Path) -> None:
+    # several workers' results land in the order they finish
+    combos = itertools.product(("torch.compile", "eager"), ("float32", "bfloat16"))
+    outcomes = [ok(variant, dtype, [1.0 + i]) for i, (variant, dtype) in enumerate(combos)]
+    first, second = tmp_path / "first", tmp_path / "second"
+    for outcome in outcomes:
+        write_outcomes(first, RUN, [outcome])
+    for outcome in reversed(outcomes):
+        write_outcomes(second, RUN, [outcome])
+    for relative in (result_path(Path(), RUN), Path("benchmarks.json")):
+        assert (first / relative).read_text() == (second / relative).read_text()
+    params = json.loads((first / "benchmarks.json").read_text())["gelu_backward.gelu_bias_backward.time_call"]["params"]
+    assert params[1:] == [["'bfloat16'", "'float32'"], ["'eager'", "'torch.compile'"]]
 
 
 def test_writes_merge_into_the_same_commit_and_environment(tmp_path: Path) -> None:

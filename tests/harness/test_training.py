@@ -92,3 +92,18 @@ def test_backward_metrics_are_recorded_only_for_ok_outcomes() -> None:
 def test_a_forward_part_needs_a_call() -> None:
     with pytest.raises(CaseError, match="forward_call is set but call is not"):
         tiny_case(forward_call=forward_of_step)
+
+
+def test_the_backward_alone_gives_the_steps_gradients_each_call() -> None:
+    from compiler import jit
+    from fusebench.cases.training import backward_of_step
+
+    x, cotangent = step_inputs({"n": 16}, "cpu", 0)
+    (expected,) = training_step(gelu_tanh, (x, cotangent))[1]
+    for fn in (gelu_tanh, jit(gelu_tanh)):
+        backward = backward_of_step(fn, (x, cotangent))
+        for _ in range(3):  # the forward's saved values stay for every call
+            (gradient,) = backward()
+            torch.testing.assert_close(gradient, expected)
+    with pytest.raises(NotImplementedError, match="no autograd graph"):
+        backward_of_step(gelu_tanh, (x.detach(), cotangent))

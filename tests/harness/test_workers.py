@@ -22,6 +22,7 @@ from fusebench.history.revision import Revision
 from fusebench.measure.machine import machine_info
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.stats import summarize
+from fusebench.measure.workers import UnitQueue
 from fusebench.report.report import build_report, load_inputs
 from fusebench.report.scoreboard import rows_from_frame
 from tests.harness.fakes import tiny_case, variant_from
@@ -136,3 +137,21 @@ def test_recording_a_crash_keeps_the_other_variants_of_its_benchmark(tmp_path: P
     times = frame[frame.metric == "time_call"].set_index("variant")
     assert sorted(times.index) == ["eager", "fusebench"]
     assert times.loc["eager", "value"] == pytest.approx(1.5e-6) and times.loc["fusebench", "status"] == "crashed"
+
+
+def test_the_queue_keeps_each_worker_on_its_group_of_units() -> None:
+    # units 0-2 are one case and parameters, 3-5 another, 6 a third: inputs are prepared once per worker and group
+    queue = UnitQueue(range(7), lambda unit: unit // 3)
+    assert [queue.take("a"), queue.take("b")] == [0, 3]  # b starts the group nobody is on
+    assert [queue.take("a"), queue.take("b"), queue.take("b")] == [1, 4, 5]
+    assert queue.take("b") == 6  # its group is done: the next group nobody is on
+    assert queue.take("b") == 2  # only a's group is left: b joins it
+    assert queue.take("a") is None and queue.take("b") is None
+
+
+def test_a_restarted_worker_takes_a_group_nobody_is_on() -> None:
+    queue = UnitQueue(range(6), lambda unit: unit // 2)
+    assert [queue.take("a"), queue.take("b")] == [0, 2]
+    queue.restart("a")  # its process died: group 0 is free again, and a fresh process prepares anew
+    assert queue.take("c") == 1
+    assert queue.take("a") == 4
