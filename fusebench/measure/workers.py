@@ -63,6 +63,8 @@ def devices_from(spec: str, cuda_count: int) -> list[Device]:
         kind, _, index = name.partition(":")
         if kind != "cuda" or not index.isdigit() or int(index) >= cuda_count:
             raise ValueError(f"--devices: {name!r} is not 'cpu' or 'cuda:N' with N below the {cuda_count} GPUs here")
+        if names.index(name) != number:
+            raise ValueError(f"--devices: {name} is named twice: one worker per GPU (two would share its time)")
         devices.append(Device(name, "cuda", {"CUDA_VISIBLE_DEVICES": index}))
     return devices
 

@@ -22,7 +22,7 @@ from fusebench.history.revision import Revision
 from fusebench.measure.machine import machine_info
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.stats import summarize
-from fusebench.measure.workers import UnitQueue
+from fusebench.measure.workers import UnitQueue, devices_from
 from fusebench.report.report import build_report, load_inputs
 from fusebench.report.scoreboard import rows_from_frame
 from tests.harness.fakes import tiny_case, variant_from
@@ -123,6 +123,16 @@ def test_bad_devices_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureF
     argv = ["run", "--suites", str(_suite(tmp_path)), "--device", "cpu", "--results", str(tmp_path)]
     assert main([*argv, "--devices", "tpu:0"]) == 2
     assert "--devices: 'tpu:0' is not 'cpu' or 'cuda:N'" in capsys.readouterr().err
+
+
+def test_a_gpu_named_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="cuda:1 is named twice: one worker per GPU"):
+        devices_from("cuda:0,cuda:1,cuda:1", cuda_count=2)
+    assert [d.label for d in devices_from("cpu,cpu", cuda_count=0)] == ["cpu#0", "cpu#1"]
+    assert [d.env for d in devices_from("all", cuda_count=2)] == [
+        {"CUDA_VISIBLE_DEVICES": "0"},
+        {"CUDA_VISIBLE_DEVICES": "1"},
+    ]
 
 
 def test_recording_a_crash_keeps_the_other_variants_of_its_benchmark(tmp_path: Path) -> None:
