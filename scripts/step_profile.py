@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--kernels", type=int, default=0, help="calls profiled for a CUDA kernel table (0: none)")
     parser.add_argument("--backward", action="store_true", help="a training step's backward alone")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # flags may come between the case and its variants
 
     case = find_case(args.case)
     if args.backward and case.call is not training_step:
