@@ -284,8 +284,12 @@ CASES = [
         call=training_step,
         forward_call=forward_of_step,
         # NOTE: errors compound through two layer norms, attention and the MLP (eager bfloat16 on
-        # CPU is off by up to 5% of a gradient's magnitude at the quick size).
-        tolerances={torch.bfloat16: (4e-2, 8e-2)},
+        # CPU is off by up to 5% of a gradient's magnitude at the quick size). At the full size the
+        # first layer norm's bias gradient sums 8192 tokens' bf16 gradients that went through
+        # attention: eager bfloat16 itself was off by up to 0.153 there on an H100 (seeds 0-2, values
+        # up to 10), reaching the former atol of 0.08 on top of the 4% rtol; our compiler's result
+        # went 0.002 past it on an H200. atol 0.16 gives both twice eager's observed excess.
+        tolerances={torch.bfloat16: (4e-2, 1.6e-1)},
         description="pre-norm GPT block (layer norms, causal SDPA, GELU MLP, residuals), forward and backward",
     ),
 ]
