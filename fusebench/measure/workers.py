@@ -52,6 +52,10 @@ def devices_from(spec: str, cuda_count: int) -> list[Device]:
     A GPU worker sees only its GPU (CUDA_VISIBLE_DEVICES), as cuda:0: every worker records the
     same environment, so all results merge into one ASV history.
     """
+    if spec == "all" and cuda_count == 0:
+        raise ValueError(
+            "--devices all: no GPU is visible here (torch.cuda.device_count() is 0); for CPU workers use cpu,cpu"
+        )
     names = [f"cuda:{i}" for i in range(cuda_count)] if spec == "all" else [s.strip() for s in spec.split(",")]
     if not names or not all(names):
         raise ValueError(f"--devices {spec!r}: expected 'all' or a comma-separated list like cuda:0,cuda:1")

@@ -129,6 +129,8 @@ def test_a_gpu_named_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="cuda:1 is named twice: one worker per GPU"):
         devices_from("cuda:0,cuda:1,cuda:1", cuda_count=2)
     assert [d.label for d in devices_from("cpu,cpu", cuda_count=0)] == ["cpu#0", "cpu#1"]
+    with pytest.raises(ValueError, match="--devices all: no GPU is visible here"):
+        devices_from("all", cuda_count=0)
     assert [d.env for d in devices_from("all", cuda_count=2)] == [
         {"CUDA_VISIBLE_DEVICES": "0"},
         {"CUDA_VISIBLE_DEVICES": "1"},
