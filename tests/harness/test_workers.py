@@ -119,6 +119,50 @@ def test_two_cpu_workers_share_the_units_and_merge_into_one_history(
     assert "1/4" in err and "4/4" in err
 
 
+LOGGING_SUITE = """
+import os
+
+import torch
+
+from fusebench.cases import Case, Compiled, Variant
+
+
+def inputs(params, device, seed):
+    with open(os.environ["FUSEBENCH_PREPARE_LOG"], "a") as log:
+        log.write(f"{params['n']} {os.getpid()}\\n")
+    return (torch.ones(params["n"], device=device),)
+
+
+VARIANTS = tuple(Variant(name, lambda target: Compiled(target.fn)) for name in ("a", "b", "c"))
+CASES = [
+    Case(name="double", fn=lambda x: x * 2, make_inputs=inputs, bytes_moved=lambda p: 8 * p["n"], params={"n": [4, 8]},
+         extra_variants=VARIANTS)
+]
+"""
+
+
+def test_two_workers_start_on_different_cases_and_keep_to_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2 parameter sets x 3 variants over 2 workers: each worker starts on its own set (one FIFO
+    # queue gave both workers the first set's first units, so both made its inputs)
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "logged.py").write_text(textwrap.dedent(LOGGING_SUITE))
+    log = tmp_path / "prepared.txt"
+    monkeypatch.setenv("FUSEBENCH_PREPARE_LOG", str(log))
+    argv = ["run", "--suites", str(suites), "--variant", "a,b,c", "--devices", "cpu,cpu", "--repeat-budget", "0.01"]
+    status = main([*argv, "--results", str(tmp_path / "results")])
+    out, err = capsys.readouterr()
+    assert status == 0, out + err
+    prepared = [line.split() for line in log.read_text().splitlines()]  # (n, worker pid), in order
+    first = {}
+    for n, pid in prepared:
+        first.setdefault(pid, n)
+    assert sorted(first.values()) == ["4", "8"], prepared
+    assert len({tuple(p) for p in prepared}) == len(prepared) <= 3, prepared  # no worker made the same inputs twice
+
+
 def test_bad_devices_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     argv = ["run", "--suites", str(_suite(tmp_path)), "--device", "cpu", "--results", str(tmp_path)]
     assert main([*argv, "--devices", "tpu:0"]) == 2
