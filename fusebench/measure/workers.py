@@ -11,10 +11,10 @@ Each device has a thread that hands the next unit of one shared queue to its wor
 GPU takes more units) and waits for the answer. The queue keeps a worker on the group of units it
 is on (one case and parameters: their inputs and reference are made once per worker), gives a
 worker that needs a new group one no other worker is on, and only when every group left is taken
-lets it join one. When the pipe ends without one, the worker died
-measuring that unit (a segfault or abort in nvFuser, a CUDA error that ended it): the unit is
-`crashed`, with the signal or exit status and the last lines of the worker's output, and a fresh
-worker takes the next unit.
+lets it join one. When a worker's pipe ends without an answer, the worker died measuring that
+unit (a segfault or abort in nvFuser, a CUDA error that ended it): the unit is `crashed`, with the
+signal or exit status and the last lines of the worker's output, and a fresh worker takes the next
+unit.
 """
 
 from __future__ import annotations
