@@ -8,8 +8,10 @@ parameters, a decoder writing the same KV caches) replay without any copy, and i
 land in the callers' tensors exactly as the computation's own write-backs do; new addresses or
 new values are captured again (at most `max_graphs` per entry; beyond that the call runs without
 a graph). A number input that changes on every call (a step counter) therefore gets no replays:
-pass it as a tensor to graph it. The first call with a key runs normally (it warms up: nvFuser compiles, cuBLAS
-initialises); the second captures and replays; later ones replay.
+pass it as a tensor to graph it. When a few calls in a row differ from the one before only in
+such numbers, one `CudaGraphWarning` names them, and the entry's stats say so. The first call
+with a key runs normally (it warms up: nvFuser compiles, cuBLAS initialises); the second captures
+and replays; later ones replay.
 
 Outputs: a replay rewrites the graph's own output buffers, and a result returned earlier must
 never change under its caller. So an output in the graph's memory is returned as an alias of that
@@ -38,6 +40,7 @@ issued when capture itself failed.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 import weakref
 from collections.abc import Callable
@@ -54,8 +57,11 @@ _COPIED_BYTES = 1 << 20  # a cotangent up to this size is copied, not keyed by a
 _INSTANCES = 2  # graph instances per address key (see the module's "Outputs")
 
 
+_NUMBER_CHANGES = 3  # calls in a row that differ from the one before only in number inputs, before the warning
+
+
 class CudaGraphWarning(UserWarning):
-    """A computation could not be captured as a CUDA graph; it runs without one."""
+    """A computation could not be captured as a CUDA graph, or its calls cannot replay one."""
 
 
 def unavailable_reason() -> str | None:
@@ -72,10 +78,13 @@ class CudaGraphStats:
     captures: int = 0
     replays: int = 0
     ungraphed_calls: int = 0
-    reason: str | None = None
+    reason: str | None = None  # why it runs without graphs from now on
+    changing: str | None = None  # the number inputs whose new values keep it from replaying
 
     def __str__(self) -> str:
         text = f"{self.captures} captures, {self.replays} replays, {self.ungraphed_calls} calls without a graph"
+        if self.changing:
+            text += f" (number inputs that change from call to call: {self.changing})"
         return text + (f" ({self.reason})" if self.reason else "")
 
 
@@ -237,6 +246,10 @@ class GraphedComputation:
         self._keyed: Callable[[tuple], tuple] | None = None  # the tensor inputs keyed by address (not copied)
         self._copied: list[int] = []  # positions of the tensor inputs copied into static buffers
         self._others: Callable[[tuple], tuple] | None = None  # the number inputs, where there are any
+        self._other_positions: list[int] = []
+        self._input_count = 0
+        self._last_key: tuple | None = None
+        self._number_changes = 0  # calls in a row whose key differed from the last only in numbers
         self.__fusebench_source__ = getattr(computation, "__fusebench_source__", "")
 
     def key(self, inputs: tuple) -> tuple | None:
@@ -261,6 +274,7 @@ class GraphedComputation:
             self._keyed = picker([i for i in tensors if i not in self._copied]) if self._copied else self._tensors
             others = sorted(set(range(len(inputs))) - set(tensors))
             self._others = picker(others) if others else None
+            self._other_positions, self._input_count = others, len(inputs)
         ptrs, strides = tuple(map(data_ptr, self._keyed(inputs))), tuple(map(stride, self._tensors(inputs)))
         if self._others is None:
             return ptrs, strides
@@ -268,6 +282,24 @@ class GraphedComputation:
 
     def __call__(self, *inputs: Any) -> Any:
         return self.call_lending(inputs)[0]
+
+    def _note_numbers(self, key: tuple) -> None:
+        """Counts a new key that differs from the last call's only in number inputs; at
+        `_NUMBER_CHANGES` in a row, warns once, naming them (a graph bakes numbers in)."""
+        last, self._last_key = self._last_key, key
+        changed = changed_numbers(last, key)
+        self._number_changes = self._number_changes + 1 if changed else 0
+        if self._number_changes < _NUMBER_CHANGES or self.stats.changing is not None:
+            return
+        names = input_names(self.computation, self._input_count)
+        self.stats.changing = ", ".join(names[self._other_positions[i]] for i in changed)
+        warnings.warn(
+            f"CUDA graphs: the number inputs {self.stats.changing} took new values on each of the last "
+            f"{_NUMBER_CHANGES} calls, and a graph replays the numbers it was captured with, so these calls ran "
+            "without one; pass such inputs as 0-d CUDA tensors to replay one graph",
+            CudaGraphWarning,
+            stacklevel=4,
+        )
 
     def call_lending(self, inputs: tuple) -> tuple[Any, Lent | None]:
         """(the result, the `Lent` holding its last `lend` output leaves when a graph ran, else None:
@@ -287,6 +319,7 @@ class GraphedComputation:
             return None
         instances = self.graphs.get(key)
         if instances is None:
+            self._note_numbers(key)
             if len(self.graphs) >= self.max_graphs:
                 return None
             if key not in self.warmed_up:
@@ -312,3 +345,21 @@ class GraphedComputation:
         self.graphs[key] = [*instances, graph]
         self.stats.captures += 1
         return graph
+
+
+def changed_numbers(last: tuple | None, key: tuple) -> list[int]:
+    """The indices of the number inputs that differ between two address keys that are otherwise
+    the same (same pointers and strides); [] when anything else differs or there are no numbers."""
+    if last is None or len(key) < 3 or len(last) < 3 or last[:2] != key[:2]:
+        return []
+    return [i for i, (before, now) in enumerate(zip(last[2], key[2])) if before != now]
+
+
+def input_names(computation: Callable[..., Any], count: int) -> list[str]:
+    """The parameter names of `computation` (a generated computation names its inputs), or
+    'input N' where it has no usable signature."""
+    try:
+        names = [repr(name) for name in inspect.signature(computation).parameters]
+    except (TypeError, ValueError):
+        names = []
+    return names if len(names) >= count else [f"input {i}" for i in range(count)]

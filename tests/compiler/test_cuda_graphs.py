@@ -10,7 +10,15 @@ import torch
 from torch.utils import _pytree as pytree
 
 import compiler
-from compiler.runtime.cuda_graphs import GraphedComputation, Lent, _unflattener, unavailable_reason
+from compiler.runtime.cuda_graphs import (
+    CudaGraphWarning,
+    GraphedComputation,
+    Lent,
+    _unflattener,
+    changed_numbers,
+    input_names,
+    unavailable_reason,
+)
 
 
 def update(p: torch.Tensor, m: torch.Tensor, g: torch.Tensor, lr: float):
@@ -107,6 +115,32 @@ def test_new_addresses_capture_again() -> None:
             torch.testing.assert_close(state[0], eager[0])
     (stats,) = [e.computation.stats for e in jfn.entries]
     assert (stats.captures, stats.replays) == (2, 4)
+
+
+@pytest.mark.gpu
+def test_a_number_that_changes_every_call_is_named_once_and_the_results_stay_right() -> None:
+    jfn = compiler.jit(update, cuda_graphs=True)
+    state = _state(4)
+    eager = [t.clone() for t in state]
+    with pytest.warns(CudaGraphWarning, match=r"number inputs 'lr' took new values") as caught:
+        for step in range(8):
+            lr = 1e-2 * (step + 1)  # a new learning rate every call, as a schedule would give
+            torch.testing.assert_close(jfn(*state, lr), update(*eager, lr))
+            torch.testing.assert_close(state[0], eager[0])
+    assert len([w for w in caught if issubclass(w.category, CudaGraphWarning)]) == 1
+    stats = [e.computation.stats for e in jfn.entries]  # lr constant in the first entry, symbolic in the second
+    assert [s.replays for s in stats] == [0, 0]
+    assert "number inputs that change from call to call: 'lr'" in str(stats[-1])
+
+
+def test_only_keys_that_differ_in_numbers_alone_count_as_changing_numbers() -> None:
+    key = ((1, 2), ((3, 1), (1,)), ((float, 0.1), (int, 4)))
+    assert changed_numbers(None, key) == []
+    assert changed_numbers(key, ((1, 2), ((3, 1), (1,)), ((float, 0.2), (int, 4)))) == [0]
+    assert changed_numbers(key, ((1, 9), ((3, 1), (1,)), ((float, 0.2), (int, 5)))) == []  # another address
+    assert changed_numbers(key[:2], key[:2]) == []  # no number inputs
+    assert input_names(update, 4) == ["'p'", "'m'", "'g'", "'lr'"]
+    assert input_names(len, 2) == ["input 0", "input 1"]
 
 
 @pytest.mark.gpu
