@@ -34,13 +34,19 @@ def training_step(fn: Callable[..., Any], args: tuple) -> tuple[torch.Tensor, tu
     autograd graph (a variant that cannot differentiate the function).
     """
     *inputs, cotangent = args
+    output = _differentiable_forward(fn, inputs)
+    gradients = torch.autograd.grad(output, _inputs_requiring_grad(tuple(inputs)), cotangent)
+    return output.detach(), gradients
+
+
+def _differentiable_forward(fn: Callable[..., Any], inputs: list) -> torch.Tensor:
+    """`fn(*inputs)`, which must carry an autograd graph (NotImplementedError otherwise)."""
     output = fn(*inputs)
     if not (isinstance(output, torch.Tensor) and output.requires_grad):
         raise NotImplementedError(
             "the forward returned no autograd graph: training steps are not supported by this variant"
         )
-    gradients = torch.autograd.grad(output, _inputs_requiring_grad(tuple(inputs)), cotangent)
-    return output.detach(), gradients
+    return output
 
 
 def forward_of_step(fn: Callable[..., Any], args: tuple) -> Any:
@@ -53,8 +59,6 @@ def backward_of_step(fn: Callable[..., Any], args: tuple) -> Callable[[], tuple[
     returns a call that computes the same gradients from that output again each time
     (`retain_graph=True`: the forward's saved values stay for the next call)."""
     *inputs, cotangent = args
-    output = fn(*inputs)
-    if not (isinstance(output, torch.Tensor) and output.requires_grad):
-        raise NotImplementedError("the forward returned no autograd graph: it has no backward to time")
+    output = _differentiable_forward(fn, inputs)
     wrt = _inputs_requiring_grad(tuple(inputs))
     return lambda: torch.autograd.grad(output, wrt, cotangent, retain_graph=True)
