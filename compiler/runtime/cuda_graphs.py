@@ -8,10 +8,10 @@ parameters, a decoder writing the same KV caches) replay without any copy, and i
 land in the callers' tensors exactly as the computation's own write-backs do; new addresses or
 new values are captured again (at most `max_graphs` per entry; beyond that the call runs without
 a graph). A number input that changes on every call (a step counter) therefore gets no replays:
-pass it as a tensor to graph it. When a few calls in a row differ from the one before only in
-such numbers, one `CudaGraphWarning` names them, and the entry's stats say so. The first call
-with a key runs normally (it warms up: nvFuser compiles, cuBLAS initialises); the second captures
-and replays; later ones replay.
+pass it as a tensor to graph it. When a few calls in a row that find no graph differ from the
+previous such call only in those numbers, one `CudaGraphWarning` names them, and the entry's stats
+say so. The first call with a key runs normally (it warms up: nvFuser compiles, cuBLAS
+initialises); the second captures and replays; later ones replay.
 
 Outputs: a replay rewrites the graph's own output buffers, and a result returned earlier must
 never change under its caller. So an output in the graph's memory is returned as an alias of that
@@ -57,7 +57,7 @@ _COPIED_BYTES = 1 << 20  # a cotangent up to this size is copied, not keyed by a
 _INSTANCES = 2  # graph instances per address key (see the module's "Outputs")
 
 
-_NUMBER_CHANGES = 3  # calls in a row that differ from the one before only in number inputs, before the warning
+_NUMBER_CHANGES = 3  # calls finding no graph, each differing from the one before only in numbers, to warn
 
 
 class CudaGraphWarning(UserWarning):
@@ -249,7 +249,7 @@ class GraphedComputation:
         self._other_positions: list[int] = []
         self._input_count = 0
         self._last_key: tuple | None = None
-        self._number_changes = 0  # calls in a row whose key differed from the last only in numbers
+        self._number_changes = 0  # new keys in a row that differed from the last new key only in numbers
         self.__fusebench_source__ = getattr(computation, "__fusebench_source__", "")
 
     def key(self, inputs: tuple) -> tuple | None:
@@ -284,8 +284,9 @@ class GraphedComputation:
         return self.call_lending(inputs)[0]
 
     def _note_numbers(self, key: tuple) -> None:
-        """Counts a new key that differs from the last call's only in number inputs; at
-        `_NUMBER_CHANGES` in a row, warns once, naming them (a graph bakes numbers in)."""
+        """Counts a new key that differs from the last new key only in number inputs; at
+        `_NUMBER_CHANGES` in a row, warns once, naming them (a graph bakes numbers in). Called
+        only for keys without a graph, so replays pay nothing."""
         last, self._last_key = self._last_key, key
         changed = changed_numbers(last, key)
         self._number_changes = self._number_changes + 1 if changed else 0
@@ -294,9 +295,9 @@ class GraphedComputation:
         names = input_names(self.computation, self._input_count)
         self.stats.changing = ", ".join(names[self._other_positions[i]] for i in changed)
         warnings.warn(
-            f"CUDA graphs: the number inputs {self.stats.changing} took new values on each of the last "
-            f"{_NUMBER_CHANGES} calls, and a graph replays the numbers it was captured with, so these calls ran "
-            "without one; pass such inputs as 0-d CUDA tensors to replay one graph",
+            f"CUDA graphs: the number inputs {self.stats.changing} took new values in {_NUMBER_CHANGES} calls in a "
+            "row that found no graph to replay, and a graph replays the numbers it was captured with, so these "
+            "calls ran without one; pass such inputs as 0-d CUDA tensors to replay one graph",
             CudaGraphWarning,
             stacklevel=4,
         )
