@@ -16,14 +16,18 @@ tensors' properties, on the entry's first call) do the lines themselves decide. 
 `requires_grad` too, so where the entry accepts no tensor requiring grad under grad mode (the
 usual guard of a no-grad entry), a run's part of that guard moves into its lines, and the run
 learns only from tensors that do not require grad: a call the C++ check accepts cannot fail it.
+A `check_strides` of a run's tensor (every tensor of a CUDA-graphed entry) moves into the run the
+same way: the C++ check compares that tensor's strides, and its line does too.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -61,13 +65,15 @@ def _device_condition(x: str, device: torch.device, g: Globals) -> str:
     return f"{x}.device == {g.bind(device, 'device')}"
 
 
-def _check_tensor(bsym: BoundSymbol, g: Globals) -> list[str] | None:
+def _check_tensor(bsym: BoundSymbol, g: Globals, strides: tuple | None = None) -> list[str] | None:
     proxy, shape, dtype, device = bsym.args
     x = g.source(proxy)
     condition = (
         f"isinstance({x}, {g.bind(torch.Tensor, 'Tensor')}) and {x}.dtype is {g.bind(dtype, 'dtype')} "
         f"and {x}.shape == {g.source(tuple(shape))} and {_device_condition(x, device, g)}"
     )
+    if strides is not None:
+        condition += f" and {x}.stride() == {g.source(tuple(strides))}"
     return [_raise(g, f"not ({condition})")]
 
 
@@ -77,13 +83,15 @@ class TensorChecks:
     torch's `TensorGuards` (the check behind torch.compile's guards) compares each tensor's exact
     type, dispatch keys, dtype, device, requires_grad and sizes with those of example tensors.
     `check(*tensors)` is False until `learn` has seen tensors that passed the Python lines, and
-    stays False where this torch has no such check: then the lines decide on every call.
+    stays False where this torch has no such check: then the lines decide on every call. It
+    compares the strides of the tensors flagged in `exact_strides` too (those the lines guard).
     """
 
-    def __init__(self, without_grad: bool = False) -> None:
+    def __init__(self, without_grad: bool = False, exact_strides: Sequence[bool] = ()) -> None:
         self.check: Callable[..., bool] = _never
         self.learned = False
         self.without_grad = without_grad  # learn only from tensors that do not require grad
+        self.exact_strides = tuple(exact_strides)
 
     def learn(self, *tensors: torch.Tensor) -> None:
         """Takes these tensors (which passed the exact guards) as the examples, once (with
@@ -97,7 +105,10 @@ class TensorChecks:
             guards = TensorGuards(
                 *tensors,
                 dynamic_dims_sizes=[list(t.shape) for t in tensors],
-                dynamic_dims_strides=[[None] * t.dim() for t in tensors],
+                dynamic_dims_strides=[
+                    list(t.stride()) if exact else [None] * t.dim()
+                    for t, exact in itertools.zip_longest(tensors, self.exact_strides[: len(tensors)])
+                ],
             )
             if guards.check(*tensors):
                 self.check = guards.check
@@ -129,39 +140,49 @@ class DisjointCheck:
     remembers the last tensors it accepted: a call with the very same tensor objects at the same
     addresses (an optimizer step's parameters and states, every step) is accepted on that alone,
     in C, without the storage of each (GPT-2 Adam's 592 CUDA tensors on an H100 host: 56.9 µs
-    against `check_aliasing`'s 101.5 µs).
+    against `check_aliasing`'s 101.5 µs). `by_address`: the prologue guards every tensor's shape
+    and strides, so the same addresses mean the same memory whatever the tensor objects, and the
+    check compares addresses alone.
     It stops remembering after `MISSES` calls in a row with other tensors (fresh tensors every call),
     where remembering would only add work.
     """
 
     MISSES = 2
 
-    def __init__(self) -> None:
+    def __init__(self, by_address: bool = False) -> None:
         self.pointers: tuple[int, ...] = ()
         self.refs: tuple[weakref.ref, ...] = ()
         self.misses = 0
+        self.by_address = by_address
 
     def __call__(self, tensors: tuple[torch.Tensor, ...]) -> None:
         if self.misses >= self.MISSES:
             return check_aliasing(tensors, None, True)
         pointers = tuple(map(data_ptr, tensors))
-        if pointers == self.pointers and all(map(operator.is_, tensors, map(_dereference, self.refs))):
+        if pointers == self.pointers and (
+            self.by_address or all(map(operator.is_, tensors, map(_dereference, self.refs)))
+        ):
             self.misses = 0
             return None
         check_aliasing(tensors, None, True)  # raises GuardFailure
         self.misses += 1
-        self.pointers, self.refs = pointers, tuple(map(weakref.ref, tensors))
+        self.pointers = pointers
+        if not self.by_address:
+            self.refs = tuple(map(weakref.ref, tensors))
         return None
 
 
 _dereference = getattr(operator, "call", weakref.ref.__call__)  # operator.call (3.11+) calls a weakref faster
 
 
-def _check_aliasing(bsym: BoundSymbol, g: Globals) -> list[str] | None:
+def _check_aliasing(laid_out: set[int], bsym: BoundSymbol, g: Globals) -> list[str] | None:
+    """A `DisjointCheck`; one that trusts addresses alone where every tensor's shape and strides
+    are guarded (`laid_out`: ids of their proxies)."""
     tensors, groups, disjoint = bsym.args
     if groups is not None or not disjoint:
         return None  # the torch executor's call
-    return [f"{g.bind(DisjointCheck(), 'disjoint')}({g.source(tuple(tensors))})"]
+    check = DisjointCheck(by_address=all(id(t) in laid_out for t in tensors))
+    return [f"{g.bind(check, 'disjoint')}({g.source(tuple(tensors))})"]
 
 
 def _no_grad_guarded(bsyms: Sequence[BoundSymbol]) -> set[int]:
@@ -170,21 +191,30 @@ def _no_grad_guarded(bsyms: Sequence[BoundSymbol]) -> set[int]:
     return {id(t) for b in guards for t in b.args[0]}
 
 
-def _checked_run(
-    heads: Mapping[int, list[BoundSymbol]], members: set[int], folded_runs: set[int], bsym: BoundSymbol, g: Globals
-) -> list[str] | None:
+@dataclass(frozen=True)
+class _Runs:
+    """The runs of a prologue's `check_tensor` guards (`tensor_check_runs`) and what they take over."""
+
+    heads: Mapping[int, list[BoundSymbol]]  # id of a run's first guard -> the run
+    members: set[int]  # ids of the other guards of the runs
+    folded: set[int]  # ids of the first guards of the runs that check requires_grad (see the module)
+    strided: Mapping[int, tuple]  # id of a run's tensor proxy -> the strides a `check_strides` guards
+
+
+def _checked_run(runs: _Runs, bsym: BoundSymbol, g: Globals) -> list[str] | None:
     """A run's lines at its first guard (the C++ check, the exact lines where it says no), none at
-    the others; a `check_tensor` outside every run is its own line. A run in `folded_runs` (by the
-    id of its first guard) also checks its tensors' requires_grad in its lines (see the module)."""
-    run = heads.get(id(bsym))
+    the others; a `check_tensor` outside every run is its own line. A folded run also checks its
+    tensors' requires_grad in its lines, a run's strided tensors their strides (see the module)."""
+    run = runs.heads.get(id(bsym))
     if run is None:
-        return [] if id(bsym) in members else _check_tensor(bsym, g)
-    without_grad = id(bsym) in folded_runs
-    checks = g.bind(TensorChecks(without_grad), "tensor_checks")
+        return [] if id(bsym) in runs.members else _check_tensor(bsym, g)
+    without_grad = id(bsym) in runs.folded
+    exact = [id(b.args[0]) in runs.strided for b in run]
+    checks = g.bind(TensorChecks(without_grad, exact if any(exact) else ()), "tensor_checks")
     names = ", ".join(g.source(b.args[0]) for b in run)
     lines = [f"if not {checks}.check({names}):"]
     for b in run:
-        lines += [f"  {line}" for line in _check_tensor(b, g) or []]
+        lines += [f"  {line}" for line in _check_tensor(b, g, runs.strided.get(id(b.args[0]))) or []]
     if without_grad:
         lines += [f"  {line}" for line in _no_grad_line([b.args[0] for b in run], g)]
     return [*lines, f"  {checks}.learn({names})"]
@@ -228,22 +258,38 @@ INLINE_GUARDS: Mapping[Prim, Callable[[BoundSymbol, Globals], list[str] | None]]
     Prim.CHECK_TENSOR: _check_tensor,
     Prim.CHECK_TYPE: _check_type,
     Prim.CHECK_VALUE: _check_value,
-    Prim.CHECK_ALIASING: _check_aliasing,
+    Prim.CHECK_ALIASING: functools.partial(_check_aliasing, set()),
     Prim.CHECK_REQUIRES_GRAD: functools.partial(_check_requires_grad, set()),
 }
 
 
+def _check_strides(runs: _Runs, bsym: BoundSymbol, g: Globals) -> list[str] | None:
+    """Nothing for a tensor whose run checks its strides; else the torch executor's call."""
+    return [] if id(bsym.args[0]) in runs.strided else None
+
+
 def compile_prologue(prologue: Trace) -> Callable[[tuple, dict], Any]:
     """The prologue as a Python function `(args, kwargs) -> computation inputs`, guards inline."""
-    runs = tensor_check_runs(prologue.bsyms)
-    heads = {id(run[0]): run for run in runs}
-    members = {id(b) for run in runs for b in run[1:]}
+    found = tensor_check_runs(prologue.bsyms)
+    in_runs = {id(b.args[0]) for run in found for b in run}
     no_grad = _no_grad_guarded(prologue.bsyms)
-    folded_runs = [run for run in runs if all(id(b.args[0]) in no_grad for b in run)]
+    folded_runs = [run for run in found if all(id(b.args[0]) in no_grad for b in run)]
     folded = {id(b.args[0]) for run in folded_runs for b in run}
+    runs = _Runs(
+        heads={id(run[0]): run for run in found},
+        members={id(b) for run in found for b in run[1:]},
+        folded={id(run[0]) for run in folded_runs},
+        strided={
+            id(b.args[0]): tuple(b.args[1])
+            for b in prologue.bsyms
+            if b.sym is Prim.CHECK_STRIDES and id(b.args[0]) in in_runs
+        },
+    )
     inline = {
         **INLINE_GUARDS,
-        Prim.CHECK_TENSOR: functools.partial(_checked_run, heads, members, {id(run[0]) for run in folded_runs}),
+        Prim.CHECK_TENSOR: functools.partial(_checked_run, runs),
+        Prim.CHECK_STRIDES: functools.partial(_check_strides, runs),
         Prim.CHECK_REQUIRES_GRAD: functools.partial(_check_requires_grad, folded),
+        Prim.CHECK_ALIASING: functools.partial(_check_aliasing, set(runs.strided)),
     }
     return compile_trace(prologue, [TORCH], inline)

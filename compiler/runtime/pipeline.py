@@ -78,7 +78,9 @@ def compile_entry(
     """Traces `fn` on these arguments (the numbers named in `dynamic` symbolic) and compiles a cache
     entry for them (a forward and a backward when grad mode is on and a tensor input requires grad)."""
     symbolic = options.cache == "symbolic"
-    prologue, computation = frontend.trace(fn, args, kwargs, symbolic=symbolic, dynamic=dynamic)
+    prologue, computation = frontend.trace(
+        fn, args, kwargs, symbolic=symbolic, dynamic=dynamic, exact_strides=options.cuda_graphs
+    )
     prologue, requires_grad, leaf = grad_guard(prologue, args, kwargs)
     if any(requires_grad):
         return _compile_autograd(fn, options, prologue, computation, requires_grad, leaf)
@@ -91,7 +93,7 @@ def compile_entry(
     computation = compile_trace(traces[-1], options.executors)
     return CacheEntry(
         prologue=compile_prologue(prologue),
-        computation=GraphedComputation(computation) if options.cuda_graphs else computation,
+        computation=GraphedComputation(computation, strides_guarded=True) if options.cuda_graphs else computation,
         prologue_trace=prologue,
         traces=traces,
         compile_seconds=0.0,
@@ -129,7 +131,7 @@ def _compile_autograd(
 
     runner = CompiledAutograd(
         getattr(fn, "__qualname__", repr(fn)),
-        GraphedComputation(forward, lend=len(saved)) if options.cuda_graphs else forward,
+        GraphedComputation(forward, lend=len(saved), strides_guarded=True) if options.cuda_graphs else forward,
         compile_backward,
         pure.output,
         forward_outputs,

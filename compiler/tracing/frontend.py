@@ -19,6 +19,7 @@ between arguments exactly as the traced call did: merged arguments stay one tens
 the trace writes into an argument, the others do not overlap it (arguments overlapping in other
 ways are rejected while tracing). `check_strides` guards the input layouts that reshape's
 aliasing was decided on (compiler/ops/aliasing.py). Pure functions get none of these guards.
+With `exact_strides` (a CUDA-graphed entry) every tensor argument's strides are guarded too.
 """
 
 from __future__ import annotations
@@ -277,18 +278,41 @@ def compiling() -> Iterator[None]:
 
 
 def trace(
-    fn: Callable, args: tuple, kwargs: dict, *, symbolic: bool, dynamic: frozenset[str] = frozenset()
+    fn: Callable,
+    args: tuple,
+    kwargs: dict,
+    *,
+    symbolic: bool,
+    dynamic: frozenset[str] = frozenset(),
+    exact_strides: bool = False,
 ) -> tuple[Trace, Trace]:
     """Traces `fn(*args, **kwargs)`; returns (prologue trace, computation trace).
 
     symbolic: every int/float/bool argument is a symbolic input; otherwise only those whose input
-    name is in `dynamic`, the others being baked in."""
-    traced = _trace(fn, args, kwargs, symbolic, dynamic, merge_same=False)
-    return traced if traced is not None else _trace(fn, args, kwargs, symbolic, dynamic, merge_same=True)
+    name is in `dynamic`, the others being baked in. exact_strides: the prologue also guards every
+    tensor input's strides (a CUDA-graphed entry, whose graphs bake them in)."""
+    traced = _trace(fn, args, kwargs, symbolic, dynamic, False, exact_strides)
+    return traced if traced is not None else _trace(fn, args, kwargs, symbolic, dynamic, True, exact_strides)
+
+
+def _stride_guards(inputs: _Inputs, memory_guards: list[BoundSymbol]) -> list[BoundSymbol]:
+    """`check_strides` of every tensor input that the memory guards do not check already."""
+    guarded = {id(b.args[0]) for b in memory_guards if b.sym is Prim.CHECK_STRIDES}
+    return [
+        BoundSymbol(Prim.CHECK_STRIDES, (p, tuple(t.stride())), {}, None)
+        for i, (p, t, g) in enumerate(inputs.tensors)
+        if g == i and id(p) not in guarded
+    ]
 
 
 def _trace(
-    fn: Callable, args: tuple, kwargs: dict, symbolic: bool, dynamic: frozenset[str], merge_same: bool
+    fn: Callable,
+    args: tuple,
+    kwargs: dict,
+    symbolic: bool,
+    dynamic: frozenset[str],
+    merge_same: bool,
+    exact_strides: bool,
 ) -> tuple[Trace, Trace] | None:
     context = TraceContext()
     args_proxy, kwargs_proxy = Proxy(context.claim("args")), Proxy(context.claim("kwargs"))
@@ -313,6 +337,8 @@ def _trace(
     memory_guards = _memory_guards(inputs, context, recorded)
     if memory_guards is None:
         return None
+    if exact_strides:
+        memory_guards += _stride_guards(inputs, memory_guards)
     computation_inputs = tuple(inputs.computation_inputs)
     prologue = Trace(
         (args_proxy, kwargs_proxy),

@@ -266,3 +266,17 @@ def test_a_large_cotangent_is_keyed_by_its_address_not_copied() -> None:
         (got,) = torch.autograd.grad(jfn(x), x, fresh)
         (want,) = torch.autograd.grad(_gelu(x), x, fresh)
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.gpu
+def test_the_same_memory_with_other_strides_is_another_entry_not_a_stale_replay() -> None:
+    square = torch.randn(64, 64, device="cuda")
+    jfn = compiler.jit(_sin2, cuda_graphs=True)
+    for _ in range(3):
+        torch.testing.assert_close(jfn(square), _sin2(square))
+    for _ in range(3):  # the same address and shape: a graph keyed by address alone would replay
+        torch.testing.assert_close(jfn(square.t()), _sin2(square.t()))
+    first, second = jfn.entries
+    assert "layout of x: expected (64, 1), got (1, 64)" in str(compiler.examine.recompilations(jfn))
+    assert first.computation.strides_guarded and first.computation.key((square,))[1] is None
+    assert (second.computation.stats.captures, second.computation.stats.replays) == (1, 2)

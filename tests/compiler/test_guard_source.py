@@ -12,6 +12,7 @@ from compiler.core.ir import BoundSymbol, NumberProxy
 from compiler.prims import Prim
 from compiler.runtime import guard_source
 from compiler.runtime.guard_source import DisjointCheck, TensorChecks, tensor_check_runs
+from compiler.tracing import frontend
 
 
 def scale_all(tensors: list[torch.Tensor], factor: float) -> list[torch.Tensor]:
@@ -180,3 +181,59 @@ def test_an_optimizer_step_checks_its_arguments_storages_once(monkeypatch: pytes
         torch.testing.assert_close(p, e)
     assert any(isinstance(v, DisjointCheck) for v in _entry(jfn).prologue.__globals__.values())
     assert compiler.cache_stats(jfn).hits == 2 and len(calls) == 1
+
+
+def _strided_prologue(fn, *args: object):
+    """The compiled prologue of `fn` traced on `args` with exact strides (a CUDA-graphed entry's)."""
+    prologue, _ = frontend.trace(fn, args, {}, symbolic=False, exact_strides=True)
+    return guard_source.compile_prologue(prologue)
+
+
+@pytest.mark.parametrize("learned", [False, True], ids=["lines", "batched-check"])
+def test_exact_strides_reject_another_layout_of_the_same_shape(learned: bool) -> None:
+    prologue = _strided_prologue(scale_all, _tensors(), 2.0)
+    source = prologue.__fusebench_source__
+    assert source.count(".check(") == 1 and source.count(".stride() ==") == 3, source
+    assert "check_strides" not in source, "the run's lines check the strides"
+    if learned:
+        prologue((_tensors(1), 2.0), {})
+    checks = [v for v in prologue.__globals__.values() if isinstance(v, TensorChecks)]
+    assert checks[0].learned == learned
+    square = torch.randn(4, 4)
+    prologue, _ = frontend.trace(scale_all, ([square, torch.randn(5)], 2.0), {}, symbolic=False, exact_strides=True)
+    prologue = guard_source.compile_prologue(prologue)
+    if learned:
+        prologue(([torch.randn(4, 4), torch.randn(5)], 2.0), {})
+    with pytest.raises(GuardFailure):
+        prologue(([square.t(), torch.randn(5)], 2.0), {})  # same shape, same memory, other strides
+    with pytest.raises(GuardFailure):
+        prologue(([torch.randn(4, 8)[:, ::2], torch.randn(5)], 2.0), {})
+    assert len(prologue(([torch.randn(4, 4), torch.randn(5)], 2.0), {})) == 2
+
+
+def test_the_batched_check_learns_exact_strides_only_where_asked() -> None:
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    checks = TensorChecks(exact_strides=[True, False])
+    checks.learn(a, b)
+    assert checks.check(a, b.t()) and not checks.check(a.t(), b)
+
+
+def test_a_strided_optimizer_step_checks_disjointness_by_address_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    def step(params: list[torch.Tensor], grads: list[torch.Tensor]) -> None:
+        for p, g in zip(params, grads):
+            p.sub_(g * 0.1)
+
+    calls = _disjoint_calls(monkeypatch)
+    params, grads = _tensors(), _tensors(1)
+    prologue = _strided_prologue(step, params, grads)
+    (check,) = [v for v in prologue.__globals__.values() if isinstance(v, DisjointCheck)]
+    assert check.by_address
+    prologue((params, grads), {})
+    prologue(([p.view(p.shape) for p in params], grads), {})  # other tensor objects, the same memory
+    assert len(calls) == 1
+    with pytest.raises(GuardFailure):  # the same address, other strides: the stride guard refuses
+        prologue(([params[0].t(), *params[1:]], grads), {})
+    shared = torch.zeros(2 * 3 * 4 + 5)
+    overlapping = [shared[:12].view(3, 4), shared[12:17], shared[:12].view(2, 1, 6)]
+    with pytest.raises(GuardFailure):
+        prologue((overlapping, grads), {})
