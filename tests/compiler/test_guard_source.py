@@ -166,11 +166,12 @@ def test_the_disjoint_check_stops_remembering_fresh_tensors(monkeypatch: pytest.
         check((shared, shared[1:]))
 
 
-def test_an_optimizer_step_checks_its_arguments_storages_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    def step(params: list[torch.Tensor], grads: list[torch.Tensor]) -> None:
-        for p, g in zip(params, grads):
-            p.sub_(g * 0.1)
+def step(params: list[torch.Tensor], grads: list[torch.Tensor]) -> None:
+    for p, g in zip(params, grads):
+        p.sub_(g * 0.1)
 
+
+def test_an_optimizer_step_checks_its_arguments_storages_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _disjoint_calls(monkeypatch)
     params, grads = _tensors(), _tensors(1)
     expected = [p - 0.3 * g for p, g in zip(params, grads)]
@@ -219,10 +220,6 @@ def test_the_batched_check_learns_exact_strides_only_where_asked() -> None:
 
 
 def test_a_strided_optimizer_step_checks_disjointness_by_address_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    def step(params: list[torch.Tensor], grads: list[torch.Tensor]) -> None:
-        for p, g in zip(params, grads):
-            p.sub_(g * 0.1)
-
     calls = _disjoint_calls(monkeypatch)
     params, grads = _tensors(), _tensors(1)
     prologue = _strided_prologue(step, params, grads)
