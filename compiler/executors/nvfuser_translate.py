@@ -327,7 +327,15 @@ def _squeeze(tx: Translator, x: str, bsym: BoundSymbol) -> str:
     read_elsewhere = source is not None and sum(any(q is source for q in b.inputs) for b in tx.region.bsyms) > 1
     if read_elsewhere and bsym.args[0].name not in tx.segmented:
         x = tx.emit(f"{bsym.args[0].name}_seg", f"fd.ops.segment_set({x})")
-    return f"fd.ops.squeeze({x}, dims={list(bsym.args[1])})"
+    # NOTE: nvFuser squeezes broadcast dims only; a size-1 iteration dim that is not a slice's (a
+    # gather's along an index declared with iteration dims, see nvfuser_broadcast.py) is summed
+    # away, which is exact. Seen on an H200: cross-entropy under dynamo, whose targets come in.
+    a, dims = bsym.args
+    held = tx.flags.get(a.name, ())
+    iteration = any(d < len(held) and not held[d] for d in dims)
+    if source is None and iteration and a.dtype is not torch.bool:
+        return f"fd.ops.sum({x}, dims={list(dims)})"
+    return f"fd.ops.squeeze({x}, dims={list(dims)})"
 
 
 def _sliced_source(region: Region, p: TensorProxy) -> TensorProxy | None:

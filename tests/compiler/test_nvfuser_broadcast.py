@@ -80,3 +80,15 @@ def test_broadcast_size_one_inputs_are_broadcast_without_a_squeeze():
     [(region, source)] = _fusions(bias, torch.randn(4, 6), torch.randn(1, 6))
     assert iteration_inputs(region) == set()
     assert "fd.ops.squeeze" not in source and "shape=[1, -1]" in source
+
+
+def negative_log_likelihood(logits, targets):
+    return -torch.gather(logits.reshape(-1, logits.shape[-1]).log_softmax(-1), 1, targets).squeeze(1).mean()
+
+
+def test_a_gathers_size_one_dim_along_an_index_input_is_summed_away_not_squeezed():
+    logits, targets = torch.randn(2, 4, 9), torch.randint(0, 9, (8, 1))
+    [(region, source)] = _fusions(negative_log_likelihood, logits, targets)
+    assert iteration_inputs(region) == {"targets"}
+    gathered = next(line for line in source.splitlines() if "fd.ops.gather(" in line).split(" = ")[0].strip()
+    assert f"fd.ops.sum({gathered}, dims=[1])" in source and "fd.ops.squeeze(" not in source, source
