@@ -306,8 +306,7 @@ def _broadcast_in_dim(tx: Translator, x: str, bsym: BoundSymbol) -> str:
     # NOTE: a size-1 iteration dim is removed behind a segment_set before it is broadcast: a slice's
     # by a squeeze, any other (squeeze and reshape fail on them) by a sum. See nvfuser_broadcast.py.
     a, shape, dims = bsym.args
-    held = tx.flags.get(a.name, ())
-    removed = [i for i in expanded_unit_dims(bsym) if i < len(held) and not held[i]]
+    removed = _iteration_dims(tx, a, expanded_unit_dims(bsym))
     if removed:
         if a.name not in tx.segmented:
             x = tx.emit(f"{a.name}_seg", f"fd.ops.segment_set({x})")
@@ -331,11 +330,15 @@ def _squeeze(tx: Translator, x: str, bsym: BoundSymbol) -> str:
     # gather's along an index declared with iteration dims, see nvfuser_broadcast.py) is summed
     # away, which is exact. Seen on an H200: cross-entropy under dynamo, whose targets come in.
     a, dims = bsym.args
-    held = tx.flags.get(a.name, ())
-    iteration = any(d < len(held) and not held[d] for d in dims)
-    if source is None and iteration and a.dtype is not torch.bool:
+    if source is None and _iteration_dims(tx, a, dims) and a.dtype is not torch.bool:
         return f"fd.ops.sum({x}, dims={list(dims)})"
     return f"fd.ops.squeeze({x}, dims={list(dims)})"
+
+
+def _iteration_dims(tx: Translator, a: TensorProxy, dims: Sequence[int]) -> list[int]:
+    """Those of `dims` that nvFuser surely holds as iteration dims of `a` (see nvfuser_broadcast.py)."""
+    held = tx.flags.get(a.name, ())
+    return [d for d in dims if d < len(held) and not held[d]]
 
 
 def _sliced_source(region: Region, p: TensorProxy) -> TensorProxy | None:

@@ -107,7 +107,7 @@ class TensorChecks:
                 dynamic_dims_sizes=[list(t.shape) for t in tensors],
                 dynamic_dims_strides=[
                     list(t.stride()) if exact else [None] * t.dim()
-                    for t, exact in itertools.zip_longest(tensors, self.exact_strides[: len(tensors)])
+                    for t, exact in zip(tensors, self.exact_strides or itertools.repeat(False))
                 ],
             )
             if guards.check(*tensors):
@@ -210,7 +210,7 @@ def _checked_run(runs: _Runs, bsym: BoundSymbol, g: Globals) -> list[str] | None
         return [] if id(bsym) in runs.members else _check_tensor(bsym, g)
     without_grad = id(bsym) in runs.folded
     exact = [id(b.args[0]) in runs.strided for b in run]
-    checks = g.bind(TensorChecks(without_grad, exact if any(exact) else ()), "tensor_checks")
+    checks = g.bind(TensorChecks(without_grad, exact), "tensor_checks")
     names = ", ".join(g.source(b.args[0]) for b in run)
     lines = [f"if not {checks}.check({names}):"]
     for b in run:
