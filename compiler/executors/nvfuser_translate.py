@@ -312,8 +312,8 @@ def _broadcast_in_dim(tx: Translator, x: str, bsym: BoundSymbol) -> str:
             x = tx.emit(f"{a.name}_seg", f"fd.ops.segment_set({x})")
         if _sliced_source(tx.region, a) is not None:
             x = tx.emit(f"{a.name}_sq", f"fd.ops.squeeze({x}, dims={removed})")
-        else:  # a sum over size-1 dims is exact
-            x = tx.emit(f"{a.name}_sq", f"fd.ops.sum({x}, dims={removed})")
+        else:
+            x = tx.emit(f"{a.name}_sq", _sum_unit_dims(x, tx.movable(a)[1], removed))
         dims = [d for i, d in enumerate(dims) if i not in removed]
     return f"fd.ops.broadcast_in_dim({x}, shape={tx.sizes(shape)}, broadcast_dims={list(dims)})"
 
@@ -330,9 +330,24 @@ def _squeeze(tx: Translator, x: str, bsym: BoundSymbol) -> str:
     # gather's along an index declared with iteration dims, see nvfuser_broadcast.py) is summed
     # away, which is exact. Seen on an H200: cross-entropy under dynamo, whose targets come in.
     a, dims = bsym.args
-    if source is None and _iteration_dims(tx, a, dims) and a.dtype is not torch.bool:
-        return f"fd.ops.sum({x}, dims={list(dims)})"
+    if source is None and _iteration_dims(tx, a, dims):
+        return _sum_unit_dims(x, tx.movable(a)[1], list(dims))
     return f"fd.ops.squeeze({x}, dims={list(dims)})"
+
+
+# NOTE: nvFuser has no bf16/fp16 (nor bool) addition: its reduction of such a tensor fails to
+# compile (NVRTC: no operator "+" for __bfloat; seen on an H100, dynamo's bf16 cross-entropy).
+_SUM_IN = {torch.bfloat16: torch.float32, torch.float16: torch.float32, torch.bool: torch.int32}
+
+
+def _sum_unit_dims(x: str, dtype: torch.dtype, dims: list[int]) -> str:
+    """`x` (held as `dtype`) without its size-1 `dims`, as a sum over them: exact, one element
+    each. Summed in f32 (bf16, fp16) or int32 (bool) and cast back where nvFuser cannot add `dtype`."""
+    wider = _SUM_IN.get(dtype)
+    if wider is None:
+        return f"fd.ops.sum({x}, dims={dims})"
+    summed = f"fd.ops.sum(fd.ops.cast({x}, dtype={NV_DTYPES[wider]}), dims={dims})"
+    return f"fd.ops.cast({summed}, dtype={NV_DTYPES[dtype]})"
 
 
 def _iteration_dims(tx: Translator, a: TensorProxy, dims: Sequence[int]) -> list[int]:

@@ -1,6 +1,6 @@
 """Models on a GPU with nvFuser: dropout draws as eager CUDA dropout does, and the GPT-2-style and
 Llama-style models' outputs and gradients match eager (bf16 and float32), through compiler.jit
-and the dynamo backend.
+and the dynamo backend, with no fusion falling back to torch.
 
 Run with `python3 -m pytest -m nvfuser tests/compiler/test_models_gpu.py -q` on the GPU machine;
 skipped with a reason without CUDA or nvfuser_direct.
@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import compiler
+from compiler.executors.nvfuser import FALLBACK_ENV
 from suites._models.gpt import GPT, Decoder, GPTConfig
 from suites._models.llama import LlamaBlock, LlamaConfig
 
@@ -39,7 +40,9 @@ def test_dropout_draws_as_eager_cuda_dropout(dtype: torch.dtype) -> None:
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("through", ["jit", "dynamo"])
-def test_gpt_and_llama_outputs_and_gradients_match_eager(dtype: torch.dtype, through: str) -> None:
+def test_gpt_and_llama_outputs_and_gradients_match_eager(dtype: torch.dtype, through: str, monkeypatch) -> None:
+    # NOTE: a fusion nvFuser fails raises here (the dynamo backend's jit reads the variable).
+    monkeypatch.setenv(FALLBACK_ENV, "0")
     torch._dynamo.reset()
     torch.manual_seed(0)
     tolerance = {"rtol": 2e-2, "atol": 2e-2} if dtype == torch.bfloat16 else {"rtol": 1e-3, "atol": 1e-4}

@@ -86,9 +86,34 @@ def negative_log_likelihood(logits, targets):
     return -torch.gather(logits.reshape(-1, logits.shape[-1]).log_softmax(-1), 1, targets).squeeze(1).mean()
 
 
+def _gathered(source: str) -> str:
+    return next(line for line in source.splitlines() if "fd.ops.gather(" in line).split(" = ")[0].strip()
+
+
 def test_a_gathers_size_one_dim_along_an_index_input_is_summed_away_not_squeezed():
     logits, targets = torch.randn(2, 4, 9), torch.randint(0, 9, (8, 1))
     [(region, source)] = _fusions(negative_log_likelihood, logits, targets)
     assert iteration_inputs(region) == {"targets"}
-    gathered = next(line for line in source.splitlines() if "fd.ops.gather(" in line).split(" = ")[0].strip()
-    assert f"fd.ops.sum({gathered}, dims=[1])" in source and "fd.ops.squeeze(" not in source, source
+    assert f"fd.ops.sum({_gathered(source)}, dims=[1])" in source and "fd.ops.squeeze(" not in source, source
+
+
+@pytest.mark.parametrize(("dtype", "low"), [(torch.bfloat16, "BFloat16"), (torch.float16, "Half")])
+def test_a_low_precision_size_one_dim_is_summed_in_f32_and_cast_back(dtype, low):
+    # nvFuser cannot add bf16 values (its reduction fails to compile); the fake refuses the same.
+    def pick(x, targets):
+        return torch.gather(x, 1, targets).squeeze(1) * 2
+
+    x, targets = torch.randn(8, 9, dtype=dtype), torch.randint(0, 9, (8, 1))
+    [(_, source)] = _fusions(pick, x, targets)
+    summed = f"fd.ops.sum(fd.ops.cast({_gathered(source)}, dtype=DataType.Float), dims=[1])"
+    assert f"fd.ops.cast({summed}, dtype=DataType.{low})" in source, source
+
+
+def test_a_bool_size_one_dim_is_summed_in_int32_and_cast_back():
+    def pick(mask, targets, x):
+        return torch.where(torch.gather(mask, 1, targets).squeeze(1), x, 0.0)
+
+    mask, targets, x = torch.rand(8, 9) > 0.5, torch.randint(0, 9, (8, 1)), torch.randn(8)
+    [(_, source)] = _fusions(pick, mask, targets, x)
+    summed = f"fd.ops.sum(fd.ops.cast({_gathered(source)}, dtype=DataType.Int32), dims=[1])"
+    assert f"fd.ops.cast({summed}, dtype=DataType.Bool)" in source, source
