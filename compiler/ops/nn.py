@@ -20,6 +20,7 @@ from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy, same_size
 from compiler.ops.attention_dropout import attention_with_dropout
+from compiler.ops.grouped_query import grouped_rows_attention, kv_groups, repeat_kv_heads, rows_attend_alone
 from compiler.ops.operands import broadcast_shapes, broadcast_to, to_dtype
 from compiler.ops.reductions import count, expand_reduced, reduce_dims, stable_shift
 from compiler.ops.registry import register
@@ -414,28 +415,14 @@ def scaled_dot_product_attention(
             TypeError,
         )
     if enable_gqa and key.ndim >= 3 and not same_size(key.shape[-3], query.shape[-3]):
-        key, value = _repeat_kv_heads(query, key), _repeat_kv_heads(query, value)
+        groups = kv_groups(query, key)
+        if rows_attend_alone(attn_mask, is_causal, dropout_p):
+            return grouped_rows_attention(query, key, value, attn_mask, scale, groups)
+        heads = query.shape[-3]
+        key, value = repeat_kv_heads(key, heads, groups), repeat_kv_heads(value, heads, groups)
     if dropout_p > 0.0:
         return attention_with_dropout(*_broadcast_batch(query, key, value), attn_mask, dropout_p, is_causal, scale)
     return prims.sdpa(*_broadcast_batch(query, key, value), attn_mask, bool(is_causal), scale)
-
-
-def _repeat_kv_heads(query: TensorProxy, kv: TensorProxy) -> TensorProxy:
-    """Grouped-query attention: each key/value head repeated for the query heads of its group."""
-    heads, kv_heads = query.shape[-3], kv.shape[-3]
-    check(
-        heads % kv_heads == 0,
-        lambda: (
-            f"scaled_dot_product_attention: with enable_gqa the query heads ({heads}) must be a multiple of "
-            f"the key/value heads ({kv_heads}){called_at()}"
-        ),
-        ValueError,
-    )
-    groups = heads // kv_heads
-    d = kv.ndim - 3
-    expanded = [*kv.shape[: d + 1], groups, *kv.shape[d + 1 :]]
-    out = prims.broadcast_in_dim(kv, expanded, [i for i in range(len(expanded)) if i != d + 1])
-    return prims.reshape(out, [*kv.shape[:d], heads, *kv.shape[d + 1 :]])
 
 
 def _broadcast_batch(query: TensorProxy, key: TensorProxy, value: TensorProxy) -> tuple[TensorProxy, ...]:
