@@ -13,6 +13,7 @@ trace and of each fusion definition come with it.
 from __future__ import annotations
 
 import difflib
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,26 +108,26 @@ def _segment_changes(record_a: dict[str, Any], record_b: dict[str, Any]) -> str:
     """'nvFusion0 split into reduction + 2 pointwise segments' for each fusion with more kernels at B."""
     fusions_a, fusions_b = record_a.get("fusions", {}), record_b.get("fusions", {})
     notes = []
-    for name, fusion in fusions_b.items():
-        before, after = fusions_a.get(name, {}).get("schedulers"), fusion.get("schedulers")
+    for name, source in _pairs(record_a, record_b).items():
+        before, after = fusions_a[source].get("schedulers"), fusions_b[name].get("schedulers")
         if before is None or after is None or len(before) == len(after):
             continue
         counts = Counter(after)
         kinds = " + ".join(f"{n} {kind}" if n > 1 else kind for kind, n in counts.items())
         verb = "split into" if len(after) > len(before) else "now runs as"
-        notes.append(f"{name} {verb} {kinds} segment{'s' if len(after) > 1 else ''}")
+        notes.append(f"{_named(name, source)} {verb} {kinds} segment{'s' if len(after) > 1 else ''}")
     return ", ".join(notes)
 
 
 def _fusion_changes(record_a: dict[str, Any], record_b: dict[str, Any]) -> str:
-    """Which fusions split, merged, appeared or went from A to B, matching fusions by their ops."""
-    fusions_a = {name: f.get("ops", []) for name, f in record_a.get("fusions", {}).items()}
-    fusions_b = {name: f.get("ops", []) for name, f in record_b.get("fusions", {}).items()}
-    owner_b = {op: name for name, ops in fusions_b.items() for op in ops}
-    owner_a = {op: name for name, ops in fusions_a.items() for op in ops}
+    """Which fusions split, merged, appeared or went from A to B, matching fusions by their ops
+    (proxy names left out, so a fusion the trace merely renumbered is the same fusion)."""
+    fusions_a, fusions_b = _anonymous_ops(record_a), _anonymous_ops(record_b)
+    for name, source in _twins(fusions_a, fusions_b).items():
+        del fusions_a[source], fusions_b[name]
     notes = []
     for name, ops in fusions_a.items():
-        owners = Counter(owner_b.get(op) for op in ops)
+        owners = _owners(ops, fusions_b)
         fused = {owner: n for owner, n in owners.items() if owner is not None}
         if len(fused) > 1 or (fused and None in owners):
             pieces = [f"{owner} ({n} ops)" for owner, n in fused.items()]
@@ -135,9 +136,60 @@ def _fusion_changes(record_a: dict[str, Any], record_b: dict[str, Any]) -> str:
         elif not fused and ops:
             notes.append(f"{name} ({len(ops)} ops) no longer fused")
     for name, ops in fusions_b.items():
-        sources = {owner_a.get(op) for op in ops}
+        sources = set(_owners(ops, fusions_a))
         if len(sources - {None}) > 1:
             notes.append(f"{' + '.join(sorted(s for s in sources if s))} merged into {name}")
         elif sources == {None} and ops:
             notes.append(f"{name} ({len(ops)} ops) newly fused")
     return ", ".join(notes)
+
+
+_PROXY = re.compile(r"\bt\d+\b")
+
+
+def _anonymous_ops(record: dict[str, Any]) -> dict[str, list[str]]:
+    """Each fusion's ops with the trace's numbered proxies (`t12`) as `t`: another op before a
+    fusion renumbers its proxies, not its ops."""
+    return {name: [_PROXY.sub("t", op) for op in f.get("ops", [])] for name, f in record.get("fusions", {}).items()}
+
+
+def _twins(fusions_a: dict[str, list[str]], fusions_b: dict[str, list[str]]) -> dict[str, str]:
+    """B name -> A name for fusions with the same ops in the same order (in order of appearance)."""
+    twins: dict[str, str] = {}
+    unpaired = dict(fusions_a)
+    for name, ops in fusions_b.items():
+        source = next((a for a, a_ops in unpaired.items() if a_ops == ops), None)
+        if source is not None:
+            twins[name] = source
+            del unpaired[source]
+    return twins
+
+
+def _pairs(record_a: dict[str, Any], record_b: dict[str, Any]) -> dict[str, str]:
+    """B name -> A name of the same fusion: the twin by ops, else the same name when neither side's
+    fusion of that name has a twin."""
+    twins = _twins(_anonymous_ops(record_a), _anonymous_ops(record_b))
+    taken = set(twins.values())
+    names_a = set(record_a.get("fusions", {}))
+    same = {n: n for n in record_b.get("fusions", {}) if n not in twins and n in names_a and n not in taken}
+    return twins | same
+
+
+def _named(name: str, source: str) -> str:
+    return name if name == source else f"{name} (A's {source})"
+
+
+def _owners(ops: list[str], fusions: dict[str, list[str]]) -> Counter:
+    """How many of `ops` each of `fusions` holds (None: held by none), each op of `fusions` counted
+    once and given first to the fusion sharing the most of `ops` (a common op such as a cast
+    belongs with the rest of its fusion)."""
+    wanted = Counter(ops)
+    shared = {name: sum((wanted & Counter(f_ops)).values()) for name, f_ops in fusions.items()}
+    pools = {name: Counter(fusions[name]) for name in sorted(fusions, key=lambda n: -shared[n])}
+    owners: Counter = Counter()
+    for op in ops:
+        owner = next((name for name, pool in pools.items() if pool[op] > 0), None)
+        if owner is not None:
+            pools[owner][op] -= 1
+        owners[owner] += 1
+    return owners

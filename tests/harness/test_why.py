@@ -13,6 +13,7 @@ import pytest
 from fusebench.cli import main
 from fusebench.compare.comparison import compare_runs, explain_changes
 from fusebench.compare.interleave import SideRun
+from fusebench.compare.why import explain
 from fusebench.history.regressions import Regression
 from fusebench.report.why import regression_why, why_section
 
@@ -101,3 +102,45 @@ def test_compare_notes_and_json_hold_the_reason_and_the_diffs(runs: dict) -> Non
     explain_changes(comparisons)
     assert comparisons[0].notes().startswith("fusion count 1→2: nvFusion0 (6 ops) split into")
     assert comparisons[0].why is not None and comparisons[0].why.changes["fusions_per_call"] == [1, 2]
+
+
+def _files(fusions: dict[str, list[str]], schedulers: dict[str, list[str]], kernels: int) -> dict:
+    record = {
+        "fusions": {n: {"ops": ops, "schedulers": schedulers[n]} for n, ops in fusions.items()},
+        "measurement": {"fusions_per_call": len(fusions), "kernels_per_call": kernels},
+    }
+    return {"record.json.txt": json.dumps(record)}
+
+
+def _cast(out: int, x: int) -> str:
+    return f"t{out} = prims.convert_element_type(t{x}, torch.float32)"
+
+
+def test_a_fusion_gone_ahead_of_others_is_the_only_change_not_a_cascade_of_renamed_splits() -> None:
+    # A: the key/value repeat (nvFusion0), then a norm (nvFusion1) and an activation (nvFusion2); B
+    # drops the repeat, so the trace renumbers every later proxy and fusion.
+    repeat = ["t5 = prims.broadcast_in_dim(t3, [2, 4], [0])", "t6 = prims.mul(t5, 1)"]
+    norm_a = [_cast(9, 8), "t10 = prims.mul(t9, t9)", "t11 = prims.sum(t10, (1,))"]
+    norm_b = [_cast(7, 6), "t8 = prims.mul(t7, t7)", "t9 = prims.sum(t8, (1,))"]
+    act_a, act_b = [_cast(14, 13), "t15 = prims.neg(t14)"], [_cast(12, 11), "t13 = prims.neg(t12)"]
+    a = _files(
+        {"nvFusion0": repeat, "nvFusion1": norm_a, "nvFusion2": act_a},
+        {"nvFusion0": ["pointwise"], "nvFusion1": ["reduction"], "nvFusion2": ["pointwise"]},
+        kernels=3,
+    )
+    b = _files({"nvFusion0": norm_b, "nvFusion1": act_b}, {"nvFusion0": ["reduction"], "nvFusion1": ["pointwise"]}, 2)
+    explanation = explain(a, b)
+    assert explanation is not None
+    assert explanation.reason == "kernels 3→2; fusion count 3→2: nvFusion0 (2 ops) no longer fused", explanation.reason
+
+
+def test_a_renumbered_fusion_that_split_is_named_with_its_name_at_a() -> None:
+    a = _files(
+        {"nvFusion0": ["t1 = prims.exp(x)"], "nvFusion1": [_cast(4, 3)]},
+        {"nvFusion0": ["pointwise"], "nvFusion1": ["pointwise"]},
+        kernels=2,
+    )
+    b = _files({"nvFusion0": [_cast(2, 1)]}, {"nvFusion0": ["pointwise", "reduction"]}, kernels=3)
+    reason = explain(a, b).reason  # type: ignore[union-attr]
+    assert reason.startswith("kernels 2→3: nvFusion0 (A's nvFusion1) split into pointwise + reduction segments"), reason
+    assert "fusion count 2→1: nvFusion0 (1 ops) no longer fused" in reason, reason
