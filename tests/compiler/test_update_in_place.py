@@ -9,6 +9,7 @@ import torch.nn.functional as F
 import compiler
 from compiler import prims
 from compiler.core.ir import TensorProxy, Trace, TraceContext, tracing
+from compiler.passes import update_in_place as update_in_place_module
 from compiler.passes.update_in_place import _index_copy_, update_in_place, wide_rows
 from compiler.prims import Prim
 from compiler.tracing.check_trace import check_trace
@@ -124,19 +125,42 @@ def _index_copy_case(shape, dim, dtype, seed):
     return buf, index, source
 
 
+@pytest.fixture(params=["wide rows from 0 bytes", "wide rows from the default size"])
+def wide_from(request, monkeypatch) -> int:
+    """Runs a test with every source taking the wide path where the layout allows, then with the
+    default size limit (these small sources then take plain index_copy_)."""
+    if request.param == "wide rows from 0 bytes":
+        monkeypatch.setattr(update_in_place_module, "WIDE_MIN_BYTES", 0)
+    return update_in_place_module.WIDE_MIN_BYTES
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.int8, torch.bool, torch.float64])
 @pytest.mark.parametrize(
     "shape, dim", [((2, 3, 16, 8), 2), ((2, 3, 16, 8), 0), ((4, 6, 5), 1), ((5, 7), 0), ((3, 4, 1, 16), 1), ((6, 3), 1)]
 )
-def test_the_in_place_index_copy_writes_what_index_copy_writes(shape, dim, dtype, seed) -> None:
+def test_the_in_place_index_copy_writes_what_index_copy_writes(shape, dim, dtype, seed, wide_from) -> None:
     buf, index, source = _index_copy_case(shape, dim, dtype, seed)
     expected = buf.clone().index_copy_(dim, index, source)
     assert _index_copy_(buf, dim, index, source) is buf
     torch.testing.assert_close(buf, expected, rtol=0, atol=0)
 
 
-def test_index_copy_moves_rows_as_wide_elements_only_where_the_layout_allows() -> None:
+def test_a_source_under_the_size_limit_is_copied_without_looking_for_wide_rows(monkeypatch) -> None:
+    def refuse(*args):
+        raise AssertionError("wide_rows was consulted for a small source")
+
+    monkeypatch.setattr(update_in_place_module, "wide_rows", refuse)
+    buf, index, source = _index_copy_case((2, 3, 16, 8), 2, torch.bfloat16, 0)
+    expected = buf.clone().index_copy_(2, index, source)
+    torch.testing.assert_close(_index_copy_(buf, 2, index, source), expected, rtol=0, atol=0)
+    monkeypatch.setattr(update_in_place_module, "WIDE_MIN_BYTES", source.numel() * source.element_size())
+    with pytest.raises(AssertionError, match="consulted"):
+        _index_copy_(buf, 2, index, source)
+
+
+def test_index_copy_moves_rows_as_wide_elements_only_where_the_layout_allows(monkeypatch) -> None:
+    monkeypatch.setattr(update_in_place_module, "WIDE_MIN_BYTES", 0)
     buf, index, source = _index_copy_case((2, 3, 16, 8), 2, torch.bfloat16, 0)  # rows of 16 bytes
     assert [t.dtype for t in wide_rows(buf, 2, source)] == [torch.complex128] * 2
     assert wide_rows(buf, 3, source) is None  # the last dim: one element per index
