@@ -335,8 +335,9 @@ def _squeeze(tx: Translator, x: str, bsym: BoundSymbol) -> str:
     return f"fd.ops.squeeze({x}, dims={list(dims)})"
 
 
-# NOTE: nvFuser has no bf16/fp16 (nor bool) addition: its reduction of such a tensor fails to
-# compile (NVRTC: no operator "+" for __bfloat; seen on an H100, dynamo's bf16 cross-entropy).
+# NOTE: nvFuser has no bf16/fp16 addition: its reduction of such a tensor fails to compile (NVRTC:
+# no operator "+" for __bfloat; seen on an H100, dynamo's bf16 cross-entropy). A sum of bools is
+# not a bool, so bools are summed as int32.
 _SUM_IN = {torch.bfloat16: torch.float32, torch.float16: torch.float32, torch.bool: torch.int32}
 
 

@@ -19,7 +19,6 @@ from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy, same_size
 from compiler.core.proxies import size_product
-from compiler.ops.operands import broadcast_shapes, broadcast_to
 
 
 def kv_groups(query: TensorProxy, key: TensorProxy) -> int:
@@ -47,22 +46,16 @@ def rows_attend_alone(attn_mask: TensorProxy | None, is_causal: bool, dropout_p:
     return (len(shape) < 2 or same_size(shape[-2], 1)) and (len(shape) < 3 or same_size(shape[-3], 1))
 
 
-def grouped_rows_attention(
-    query: TensorProxy,
-    key: TensorProxy,
-    value: TensorProxy,
-    attn_mask: TensorProxy | None,
-    scale: float | None,
-    groups: int,
-) -> TensorProxy:
-    """Attention of each key/value head with its group's query heads as rows (see the module)."""
-    *_, heads, rows, dim = query.shape
-    kv_heads = key.shape[-3]
-    folded = prims.reshape(query, [*query.shape[:-3], kv_heads, size_product([groups, rows]), dim])
-    batch = broadcast_shapes(folded.shape[:-2], key.shape[:-2], value.shape[:-2])
-    q, k, v = (broadcast_to(t, [*batch, *t.shape[-2:]]) for t in (folded, key, value))
-    out = prims.sdpa(q, k, v, attn_mask, False, scale)
-    return prims.reshape(out, [*batch[:-1], heads, rows, value.shape[-1]])
+def fold_groups(query: TensorProxy, kv_heads: int, groups: int) -> TensorProxy:
+    """q (..., heads, rows, d) as (..., kv heads, groups * rows, d): each group's query heads as the
+    rows of one attention with its key/value head (see the module)."""
+    *batch, _, rows, dim = query.shape
+    return prims.reshape(query, [*batch, kv_heads, size_product([groups, rows]), dim])
+
+
+def unfold_groups(out: TensorProxy, heads: int, rows: int) -> TensorProxy:
+    """The folded attention's (..., kv heads, groups * rows, dv) as (..., heads, rows, dv)."""
+    return prims.reshape(out, [*out.shape[:-3], heads, rows, out.shape[-1]])
 
 
 def repeat_kv_heads(kv: TensorProxy, heads: int, groups: int) -> TensorProxy:

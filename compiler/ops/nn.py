@@ -20,7 +20,7 @@ from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy, same_size
 from compiler.ops.attention_dropout import attention_with_dropout
-from compiler.ops.grouped_query import grouped_rows_attention, kv_groups, repeat_kv_heads, rows_attend_alone
+from compiler.ops.grouped_query import fold_groups, kv_groups, repeat_kv_heads, rows_attend_alone, unfold_groups
 from compiler.ops.operands import broadcast_shapes, broadcast_to, to_dtype
 from compiler.ops.reductions import count, expand_reduced, reduce_dims, stable_shift
 from compiler.ops.registry import register
@@ -416,9 +416,11 @@ def scaled_dot_product_attention(
         )
     if enable_gqa and key.ndim >= 3 and not same_size(key.shape[-3], query.shape[-3]):
         groups = kv_groups(query, key)
-        if rows_attend_alone(attn_mask, is_causal, dropout_p):
-            return grouped_rows_attention(query, key, value, attn_mask, scale, groups)
         heads = query.shape[-3]
+        if rows_attend_alone(attn_mask, is_causal, dropout_p):
+            folded = fold_groups(query, key.shape[-3], groups)
+            out = prims.sdpa(*_broadcast_batch(folded, key, value), attn_mask, False, scale)
+            return unfold_groups(out, heads, query.shape[-2])
         key, value = repeat_kv_heads(key, heads, groups), repeat_kv_heads(value, heads, groups)
     if dropout_p > 0.0:
         return attention_with_dropout(*_broadcast_batch(query, key, value), attn_mask, dropout_p, is_causal, scale)

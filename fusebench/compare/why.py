@@ -184,8 +184,8 @@ def _owners(ops: list[str], fusions: dict[str, list[str]]) -> Counter:
     once and given first to the fusion sharing the most of `ops` (a common op such as a cast
     belongs with the rest of its fusion)."""
     wanted = Counter(ops)
-    shared = {name: sum((wanted & Counter(f_ops)).values()) for name, f_ops in fusions.items()}
-    pools = {name: Counter(fusions[name]) for name in sorted(fusions, key=lambda n: -shared[n])}
+    counts = {name: Counter(f_ops) for name, f_ops in fusions.items()}
+    pools = {name: counts[name] for name in sorted(counts, key=lambda n: -sum((wanted & counts[n]).values()))}
     owners: Counter = Counter()
     for op in ops:
         owner = next((name for name, pool in pools.items() if pool[op] > 0), None)

@@ -154,7 +154,7 @@ def test_a_source_under_the_size_limit_is_copied_without_looking_for_wide_rows(m
     buf, index, source = _index_copy_case((2, 3, 16, 8), 2, torch.bfloat16, 0)
     expected = buf.clone().index_copy_(2, index, source)
     torch.testing.assert_close(_index_copy_(buf, 2, index, source), expected, rtol=0, atol=0)
-    monkeypatch.setattr(update_in_place_module, "WIDE_MIN_BYTES", source.numel() * source.element_size())
+    monkeypatch.setattr(update_in_place_module, "WIDE_MIN_BYTES", source.nbytes)
     with pytest.raises(AssertionError, match="consulted"):
         _index_copy_(buf, 2, index, source)
 
