@@ -19,16 +19,9 @@ import torch
 from compiler import prims
 from compiler.core.ir import TensorProxy
 from compiler.ops.linalg import _matmul
-from compiler.ops.masks import tril
+from compiler.ops.masks import additive_mask, tril
 from compiler.ops.operands import broadcast_to, to_dtype
 from compiler.ops.reductions import expand_reduced, stable_shift
-
-
-def _additive_mask(mask: TensorProxy, dtype: torch.dtype) -> TensorProxy:
-    """A bool mask (True: attend) as 0 / -inf in `dtype`; a float mask as it is."""
-    if mask.dtype != torch.bool:
-        return to_dtype(mask, dtype)
-    return prims.where(mask, prims.full(list(mask.shape), 0.0, dtype, mask.device), -math.inf)
 
 
 def _safe_softmax(scores: TensorProxy) -> TensorProxy:
@@ -60,7 +53,7 @@ def attention_with_dropout(
     if is_causal:
         attn_mask = tril(prims.full([rows, cols], True, torch.bool, query.device))
     if attn_mask is not None:
-        scores = prims.add(scores, broadcast_to(_additive_mask(attn_mask, compute), scores.shape))
+        scores = prims.add(scores, broadcast_to(additive_mask(attn_mask, compute), scores.shape))
     weights = _safe_softmax(scores)
     if dropout_p >= 1.0:
         weights = prims.mul(weights, 0.0)

@@ -1,7 +1,9 @@
-"""Triangular masks: triu and tril, as `where` over a comparison of row and column indices."""
+"""Masks: triu and tril, as `where` over a comparison of row and column indices; attention's bool
+masks as the additive masks attention kernels take."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -9,7 +11,7 @@ import torch
 from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
-from compiler.ops.operands import broadcast_to
+from compiler.ops.operands import broadcast_to, to_dtype
 from compiler.ops.registry import register
 
 
@@ -41,3 +43,15 @@ def tril(input: TensorProxy, diagonal: int = 0, *, out: Any = None) -> Any:
     """The elements on and below the `diagonal`-th diagonal; the others are zero."""
     check(out is None, lambda: f"torch.tril: out= is not supported{called_at()}", NotImplementedError)
     return _triangle("tril", input, diagonal, keep_upper=False)
+
+
+def additive_mask(mask: TensorProxy, dtype: torch.dtype) -> TensorProxy:
+    """A bool attention mask (True: attend) as 0 / -inf in `dtype`; a float mask converted to `dtype`.
+
+    This is the conversion `F.scaled_dot_product_attention` does itself on each call for a bool
+    mask (outside cuDNN, which takes -65504 for -inf in some torch releases; the two agree wherever
+    a row keeps one key).
+    """
+    if mask.dtype != torch.bool:
+        return to_dtype(mask, dtype)
+    return prims.where(mask, prims.full(list(mask.shape), 0.0, dtype, mask.device), -math.inf)

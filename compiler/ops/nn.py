@@ -21,6 +21,7 @@ from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy, same_size
 from compiler.ops.attention_dropout import attention_with_dropout
 from compiler.ops.grouped_query import fold_groups, kv_groups, repeat_kv_heads, rows_attend_alone, unfold_groups
+from compiler.ops.masks import additive_mask
 from compiler.ops.operands import broadcast_shapes, broadcast_to, to_dtype
 from compiler.ops.reductions import count, expand_reduced, reduce_dims, stable_shift
 from compiler.ops.registry import register
@@ -414,6 +415,10 @@ def scaled_dot_product_attention(
             lambda: f"scaled_dot_product_attention: attn_mask must be bool or {query.dtype}{called_at()}",
             TypeError,
         )
+        # NOTE: torch turns a bool mask into an additive one inside each attention call (two kernels
+        # and their host time, per layer); here it happens once per mask, in a fusion, shared by
+        # every attention that reads it.
+        attn_mask = additive_mask(attn_mask, query.dtype)
     if enable_gqa and key.ndim >= 3 and not same_size(key.shape[-3], query.shape[-3]):
         groups = kv_groups(query, key)
         heads = query.shape[-3]
