@@ -103,6 +103,13 @@ def python_source(
             lines += [f"  {line}" for line in inlined]
             continue
         impl = implementation(bsym, executors)
+        # An implementation may carry its own source form (`inline_source(bsym, globals)`: lines, or
+        # None to keep the call), which spares a Python call per line on the hot path.
+        render = getattr(impl, "inline_source", None)
+        inlined = render(bsym, g) if render is not None else None
+        if inlined is not None:
+            lines += [f"  {line}" for line in inlined]
+            continue
         hint = bsym.sym.value if isinstance(bsym.sym, Prim) else "region"
         args = [g.source(a) for a in bsym.args] + [f"{k}={g.source(v)}" for k, v in bsym.kwargs.items()]
         call = f"{g.bind(impl, hint)}({', '.join(args)})"

@@ -72,7 +72,39 @@ def _broadcast_in_dim(a: torch.Tensor, shape: Sequence[int], broadcast_dims: Seq
 
 
 def _slice(a: torch.Tensor, starts: Sequence, ends: Sequence, steps: Sequence) -> torch.Tensor:
-    return a[tuple(slice(s, e, st) for s, e, st in zip(starts, ends, steps))]
+    # NOTE: one narrow per dim that changes: indexing with a slice per dim makes a view per dim,
+    # whole ones included (a model's q/k/v split paid three views for one). prims.slice's bounds
+    # satisfy 0 <= start <= end <= size.
+    out = a
+    for dim, (start, end, step) in enumerate(zip(starts, ends, steps)):
+        if step != 1:
+            out = out[(slice(None),) * dim + (slice(start, end, step),)]
+        elif start != 0 or end != out.shape[dim]:
+            out = out.narrow(dim, start, end - start)
+    return a.view_as(a) if out is a else out
+
+
+def _slice_source(bsym: Any, g: Any) -> list[str] | None:
+    """`_slice` as one line of narrows, one per dim the slice changes (its bounds are known when
+    the trace is compiled); None, keeping the call, for strided slices and whole-tensor ones."""
+    a, starts, ends, steps = bsym.args
+    expr = a.name
+    for dim, (size, start, end, step) in enumerate(zip(a.shape, starts, ends, steps)):
+        if step != 1:
+            return None
+        if _is_int(start, 0) and (end is size or (isinstance(size, int) and _is_int(end, size))):
+            continue
+        static = isinstance(start, int) and isinstance(end, int)
+        length = str(end - start) if static else f"{g.source(end)} - {g.source(start)}"
+        expr += f".narrow({dim}, {g.source(start)}, {length})"
+    return None if expr == a.name else [f"{bsym.output.name} = {expr}"]
+
+
+def _is_int(value: Any, expected: int) -> bool:
+    return isinstance(value, int) and value == expected
+
+
+_slice.inline_source = _slice_source  # type: ignore[attr-defined]
 
 
 def _argmax(a: torch.Tensor, dim: int | None) -> torch.Tensor:
