@@ -27,7 +27,8 @@ from compiler.prims import ELEMENTWISE, REDUCTIONS, SHAPE_OPS, Prim
 _FUSIBLE_READERS = ELEMENTWISE | REDUCTIONS | SHAPE_OPS
 
 
-def _is_upcast(bsym: BoundSymbol) -> bool:
+def is_upcast(bsym: BoundSymbol) -> bool:
+    """Whether `bsym` converts a tensor to a wider dtype."""
     if bsym.sym is not Prim.CONVERT_ELEMENT_TYPE:
         return False
     source, dtype = bsym.args[0], bsym.args[1]
@@ -47,7 +48,7 @@ def duplicate_upcasts(trace: Trace) -> Trace:
         if bsym.sym in _FUSIBLE_READERS:
             for name in {p.name for p in bsym.inputs}:
                 fusible_readers[name] = fusible_readers.get(name, 0) + 1
-    shared = {b.output.name: b for b in trace.bsyms if _is_upcast(b) and fusible_readers.get(b.output.name, 0) > 1}
+    shared = {b.output.name: b for b in trace.bsyms if is_upcast(b) and fusible_readers.get(b.output.name, 0) > 1}
     if not shared:
         return trace.with_bsyms(list(trace.bsyms))
     context = TraceContext(reserved=trace.names())

@@ -35,6 +35,7 @@ from typing import Any
 from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy, Trace, proxies_in
 from compiler.passes import trace_pass
+from compiler.passes.duplicate_upcasts import is_upcast
 from compiler.passes.fusion_groups import Groups
 from compiler.passes.regions import (  # noqa: F401  (re-exported: the fusion vocabulary)
     FUEL_ENV,
@@ -200,6 +201,7 @@ class _Partitioner:
         self.dataflow(g, edges)
         if self.options.horizontal:
             self.horizontal(g)
+        self.sink_upcasts(g)
         keep = set()
         for root in g.roots():
             if not g.claimed[root]:
@@ -266,6 +268,22 @@ class _Partitioner:
                     )
                     break
                 stack.extend(k for p in self.bsyms[j].outputs for k in readers.get(id(p), []))
+
+    def sink_upcasts(self, g: Groups) -> None:
+        """Moves a widening conversion whose readers are all in one other region into that region.
+
+        Dataflow merging puts a conversion in its producer's region (merged first); when only
+        another region reads it, the producer would write the wide value (a bf16 residual as
+        float32, in every block of a transformer) for the reader to read again. Moved, the
+        producer writes the narrow value, and the reader converts it as it loads it.
+        """
+        for i, bsym in enumerate(self.bsyms):
+            home = g.find(i)
+            if not (g.claimed[home] and is_upcast(bsym)) or id(bsym.output) in self.output_ids:
+                continue
+            targets = {g.find(j) for j in self.readers.get(id(bsym.output), ())}
+            if len(targets) == 1 and home not in targets and g.claimed[next(iter(targets))]:
+                g.move(i, targets.pop())
 
     def drop_foreign_writebacks(self, g: Groups, root: int) -> int | None:
         """Removes write-backs whose value another region computes (copy_to's contract: same

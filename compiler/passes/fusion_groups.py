@@ -257,6 +257,15 @@ class Groups:
         self.claimed[i] = False
         return new_root
 
+    def move(self, i: int, root: int) -> None:
+        """Moves node i into the group whose root is `root`. Only for after merging, like `detach`."""
+        self.detach(i)
+        for table in (self.members, self.lo, self.hi, self.refused):
+            table.pop(i, None)
+        self.parent[i] = root
+        self.members[root].append(i)
+        self.lo[root], self.hi[root] = min(self.lo[root], i), max(self.hi[root], i)
+
     def roots(self) -> list[int]:
         """The groups' roots, in trace order of their first node."""
         return sorted(self.members, key=lambda g: self.lo[g])

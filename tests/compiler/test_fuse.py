@@ -313,3 +313,25 @@ def test_a_region_with_a_reduction_never_reads_and_writes_one_buffer():
         writes = {s.args[1].name for s in region.subsymbols if s.sym is Prim.COPY_TO}
         reads = {p.name for s in region.subsymbols if s.sym is not Prim.COPY_TO for p in s.inputs}
         assert not (sums and writes & reads), str(trace)
+
+
+def test_an_upcast_only_a_later_region_reads_moves_into_that_region():
+    # h (bf16) is computed by one region; h.float() is read only by the residual add after a
+    # matmul: the first region writes h, not a float32 copy of it, and the add converts h itself.
+    def block(x, w):
+        h = prims.convert_element_type(prims.add(prims.convert_element_type(x, torch.float32), 1.0), torch.bfloat16)
+        up = prims.convert_element_type(h, torch.float32)
+        projected = prims.convert_element_type(prims.matmul(h, w), torch.float32)
+        return prims.convert_element_type(prims.add(up, projected), torch.bfloat16)
+
+    bf16 = ((4, 8), torch.bfloat16)
+    trace = prim_trace(block, bf16, ((8, 8), torch.bfloat16))
+    result, _ = fused(trace)
+    regions = [b for b in result.bsyms if getattr(b.sym, "executor", None) == "nvfuser"]
+    assert [[p.dtype for p in r.outputs] for r in regions] == [[torch.bfloat16], [torch.bfloat16]]
+    assert region_ops(result) == [
+        ["convert_element_type", "add", "convert_element_type"],
+        ["convert_element_type"] * 2 + ["add", "convert_element_type"],
+    ]
+    x, w = torch.randn(4, 8).bfloat16(), torch.randn(8, 8).bfloat16()
+    torch.testing.assert_close(eval_trace(result, x, w), eval_trace(trace, x, w))
