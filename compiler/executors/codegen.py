@@ -99,14 +99,12 @@ def python_source(
     for bsym in trace.bsyms:
         rule = inline.get(bsym.sym) if inline and isinstance(bsym.sym, Prim) else None
         inlined = rule(bsym, g) if rule is not None else None
-        if inlined is not None:
-            lines += [f"  {line}" for line in inlined]
-            continue
-        impl = implementation(bsym, executors)
-        # An implementation may carry its own source form (`inline_source(bsym, globals)`: lines, or
-        # None to keep the call), which spares a Python call per line on the hot path.
-        render = getattr(impl, "inline_source", None)
-        inlined = render(bsym, g) if render is not None else None
+        if inlined is None:
+            impl = implementation(bsym, executors)
+            # An implementation may carry its own source form (`inline_source(bsym, globals)`: lines,
+            # or None to keep the call), which spares a Python call per line on the hot path.
+            render = getattr(impl, "inline_source", None)
+            inlined = render(bsym, g) if render is not None else None
         if inlined is not None:
             lines += [f"  {line}" for line in inlined]
             continue

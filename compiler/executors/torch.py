@@ -72,16 +72,7 @@ def _broadcast_in_dim(a: torch.Tensor, shape: Sequence[int], broadcast_dims: Seq
 
 
 def _slice(a: torch.Tensor, starts: Sequence, ends: Sequence, steps: Sequence) -> torch.Tensor:
-    # NOTE: one narrow per dim that changes: indexing with a slice per dim makes a view per dim,
-    # whole ones included (a model's q/k/v split paid three views for one). prims.slice's bounds
-    # satisfy 0 <= start <= end <= size.
-    out = a
-    for dim, (start, end, step) in enumerate(zip(starts, ends, steps)):
-        if step != 1:
-            out = out[(slice(None),) * dim + (slice(start, end, step),)]
-        elif start != 0 or end != out.shape[dim]:
-            out = out.narrow(dim, start, end - start)
-    return a.view_as(a) if out is a else out
+    return a[tuple(slice(s, e, st) for s, e, st in zip(starts, ends, steps))]
 
 
 def _slice_source(bsym: Any, g: Any) -> list[str] | None:

@@ -278,12 +278,14 @@ class _Partitioner:
         producer writes the narrow value, and the reader converts it as it loads it.
         """
         for i, bsym in enumerate(self.bsyms):
-            home = g.find(i)
-            if not (g.claimed[home] and is_upcast(bsym)) or id(bsym.output) in self.output_ids:
+            if not is_upcast(bsym) or id(bsym.output) in self.output_ids or not g.claimed[g.find(i)]:
                 continue
             targets = {g.find(j) for j in self.readers.get(id(bsym.output), ())}
-            if len(targets) == 1 and home not in targets and g.claimed[next(iter(targets))]:
-                g.move(i, targets.pop())
+            if len(targets) != 1:
+                continue
+            (target,) = targets
+            if target != g.find(i) and g.claimed[target]:
+                g.move(i, target)
 
     def drop_foreign_writebacks(self, g: Groups, root: int) -> int | None:
         """Removes write-backs whose value another region computes (copy_to's contract: same
