@@ -7,7 +7,15 @@ import math
 import torch
 
 from fusebench.cases import dtype_named
-from suites import adam_step, dynamic_split, gelu_backward, host_overhead, kv_cache_sdpa, training_steps
+from suites import (
+    adam_step,
+    dynamic_lengths,
+    dynamic_split,
+    gelu_backward,
+    host_overhead,
+    kv_cache_sdpa,
+    training_steps,
+)
 
 
 def case(module, name: str):
@@ -57,6 +65,12 @@ def test_dynamic_split_and_host_overhead() -> None:
     split = case(dynamic_split, "dynamic_split").bytes_moved
     assert split({"shape": (2, 4, 32), "dtype": "float32", "cache": "constant"}) == 20 * 2 * 256 * 4
     assert case(host_overhead, "one_op").bytes_moved({"numel": 4}) == 32
+
+
+def test_dynamic_lengths_reads_x_and_the_weights_and_writes_x_per_call() -> None:
+    lengths = case(dynamic_lengths, "dynamic_lengths").bytes_moved
+    # lengths 2..21 (sum 230), batch 1, 2 channels, hidden 3: x read and written, 2*3*2 + 3 + 2 weights
+    assert lengths({"shape": (1, 2, 3), "step": 1, "dtype": "float32"}) == (2 * 230 * 2 + 20 * 17) * 4
 
 
 def test_llm_norms_read_their_inputs_and_write_their_outputs_once() -> None:
