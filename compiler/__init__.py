@@ -71,9 +71,10 @@ def jit(
 
     cache: "constant" bakes numbers and shapes into each entry; "symbolic" keeps int/float/bool
         arguments as symbolic inputs and guards only the branches taken on them.
-    automatic_dynamic: under "constant", a number whose baked-in value made a call miss is
-        symbolic from the next compilation on (at most two compilations for a changing size);
-        `compiler.examine.recompilations(jfn)` says which guard failed on which input.
+    automatic_dynamic: a number (under "constant") whose baked-in value made a call miss, and a
+        tensor argument's size (in either mode) that made a call miss, are symbolic from the next
+        compilation on (at most two compilations for a changing size; sizes 0 and 1 keep entries
+        of their own); `compiler.examine.recompilations(jfn)` says which guard failed on which input.
     cuda_graphs: replay each cache entry's computation as CUDA graphs, one per set of input
         addresses (compiler/runtime/cuda_graphs.py); raises ValueError where CUDA is unavailable.
     executors: executor names in priority order (torch is always the fallback); None picks
@@ -86,12 +87,13 @@ def jit(
         callable(fn), lambda: f"jit(fn={short_repr(fn)}): expected a callable (a function or an nn.Module)", TypeError
     )
     options = make_options(cache, executors, fusion, fallback, automatic_dynamic, cuda_graphs)
-    automatic = options.cache == "constant" and options.automatic_dynamic
     if isinstance(fn, torch.nn.Module):
         make_entry = lambda traced: functools.partial(compile_entry, traced, options)
-        jfn = JittedModule(fn, make_entry, automatic_dynamic=automatic)
+        jfn = JittedModule(fn, make_entry, automatic_dynamic=options.automatic_dynamic)
     else:
-        jfn = JittedFunction(fn, functools.partial(compile_entry, fn, options), automatic_dynamic=automatic)
+        jfn = JittedFunction(
+            fn, functools.partial(compile_entry, fn, options), automatic_dynamic=options.automatic_dynamic
+        )
     jfn.options = options  # NOTE: compiler.examine replays the fusion pass with these executors.
     return jfn
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import threading
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,8 @@ class TraceContext:
         self._counters: dict[str, int] = {}
         self._scopes: list[list[Any]] = [[]]
         self.producers: dict[int, Any] = {}
+        # id of a guard recorded by a NumberProxy's `__index__` -> (the caller's frame, its instruction)
+        self._index_guards: dict[int, tuple[Any, int]] = {}
 
     @property
     def bsyms(self) -> list[Any]:
@@ -56,6 +59,24 @@ class TraceContext:
         if isinstance(bsym.sym, enum.Enum):  # a Prim (ops are Symbols: their prims are recorded too)
             for p in bsym.outputs:
                 self.producers.setdefault(id(p), bsym)
+
+    def note_index_guard(self, frame: types.FrameType) -> None:
+        """Marks the guard just recorded as asked for by `__index__`, called from `frame`."""
+        self._index_guards[id(self._scopes[-1][-1])] = (frame, frame.f_lasti)
+
+    def drop_argument_parser_guards(self, frame: types.FrameType, proxies: set[int]) -> None:
+        """Drops the guards that `__index__` recorded at `frame`'s current instruction (a call of a
+        torch function) on the proxies (ids) it passes: torch's argument parser converts an int
+        argument with `__index__` before it hands the call, with the proxies themselves, to the
+        tracing mode, so the value it asked for is not a condition of the program."""
+        scope = self._scopes[-1]
+        while scope:
+            where = self._index_guards.get(id(scope[-1]))
+            if where is None or where[0] is not frame or where[1] != frame.f_lasti:
+                return
+            if id(scope[-1].args[0]) not in proxies:
+                return
+            del self._index_guards[id(scope.pop())]
 
     @contextlib.contextmanager
     def scope(self) -> Iterator[list[Any]]:

@@ -9,6 +9,7 @@ and comparisons on it are recorded as prims, and asking for its concrete value (
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import torch
 
 from compiler.core import dtypes
-from compiler.core.context import fresh_name
+from compiler.core.context import current, fresh_name
 from compiler.core.errors import TracingError, called_at
 
 
@@ -257,7 +258,11 @@ class NumberProxy(Proxy):
         check_int = self.python_type in (int, bool)
         if not check_int:
             raise TypeError(f"a float ({self.name}) cannot be used as an index{called_at()}")
-        return int(self._guarded())
+        value = int(self._guarded())
+        context = current()
+        if context is not None:  # see TraceContext.drop_argument_parser_guards
+            context.note_index_guard(sys._getframe(1))
+        return value
 
     def __int__(self) -> int:
         return int(self._guarded())

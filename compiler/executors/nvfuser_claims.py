@@ -26,6 +26,7 @@ LEFT_TO_TORCH: dict[Prim, str] = {
     Prim.SDPA_BACKWARD: "attention's backward runs in the sdpa executor (torch's fused attention kernels)",
     Prim.UNPACK_SEQUENCE: "prologue-only prim",
     Prim.UNPACK_DICT: "prologue-only prim",
+    Prim.SIZE: "prologue-only prim",
     Prim.CHECK_TENSOR: "prologue-only prim",
     Prim.CHECK_TYPE: "prologue-only prim",
     Prim.CHECK_VALUE: "prologue-only prim",

@@ -190,10 +190,23 @@ def check_aliasing(tensors: tuple, groups: tuple | None, disjoint: bool) -> None
         raise GuardFailure
 
 
+def shape_matches(actual: Sequence[int], shape: Sequence[int | None]) -> bool:
+    """Whether sizes `actual` fit the guarded `shape`: equal where it holds a size, at least 2 where
+    it holds None (a symbolic size; sizes 0 and 1 get entries of their own, as in torch.compile)."""
+    if None not in shape:
+        return tuple(actual) == tuple(shape)
+    return len(actual) == len(shape) and all(a >= 2 if s is None else a == s for a, s in zip(actual, shape))
+
+
 def check_tensor(t: Any, shape: tuple, dtype: torch.dtype, device: torch.device) -> None:
-    """Guard: `t` is a tensor of exactly this shape, dtype and device."""
-    if not (isinstance(t, torch.Tensor) and t.dtype is dtype and t.shape == shape and t.device == device):
+    """Guard: `t` is a tensor of this shape (see `shape_matches`), dtype and device."""
+    if not (isinstance(t, torch.Tensor) and t.dtype is dtype and shape_matches(t.shape, shape) and t.device == device):
         raise GuardFailure
+
+
+def size(t: torch.Tensor, dim: int) -> int:
+    """Prologue: the size of tensor argument `t` along `dim` (a symbolic size of the computation)."""
+    return t.shape[dim]
 
 
 def check_type(x: Any, expected: type) -> None:
@@ -295,6 +308,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.COPY_: copy_,
     Prim.UNPACK_SEQUENCE: unpack_sequence,
     Prim.UNPACK_DICT: unpack_dict,
+    Prim.SIZE: size,
     Prim.CHECK_TENSOR: check_tensor,
     Prim.CHECK_TYPE: check_type,
     Prim.CHECK_VALUE: check_value,

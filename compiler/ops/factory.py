@@ -208,12 +208,18 @@ def arange(
     if dtype is None:
         is_float = any(isinstance(v, float) for v in values)
         dtype = torch.get_default_dtype() if is_float else torch.int64
+    check(values[2] != 0, lambda: f"torch.arange: step must be nonzero{called_at()}", ValueError)
+    if not dtype.is_floating_point and isinstance(end, NumberProxy) and end.python_type is int:
+        # A symbolic int end (a range over a symbolic size) gives a symbolic length; start and step
+        # are specialised, and whether the range is empty is guarded.
+        start, step = int(start), int(step)
+        length = (end - (start - step + (1 if step > 0 else -1))) // step
+        return prims.iota(length if length > 0 else 0, start, step, dtype, _device(device))
     if not dtype.is_floating_point:
         # NOTE: torch truncates the bounds of an integer range to integers before sizing it.
         start, end, step = (int(v) for v in (start, end, step))
         values = [start, end, step]
-    check(values[2] != 0, lambda: f"torch.arange: step must be nonzero{called_at()}", ValueError)
-    # NOTE: the length decides the output shape, so symbolic bounds are specialised (guarded).
+    # NOTE: the length decides the output shape, so other symbolic bounds are specialised (guarded).
     length = max(0, math.ceil((float(end) - float(start)) / float(step)))
     return prims.iota(
         length,

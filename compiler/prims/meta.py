@@ -429,4 +429,5 @@ META: dict[Prim, Callable | None] = {
     # Built by the frontend, which knows the element proxies; there is nothing to infer.
     Prim.UNPACK_SEQUENCE: None,
     Prim.UNPACK_DICT: None,
+    Prim.SIZE: None,
 }

@@ -106,6 +106,9 @@ class Prim(enum.Enum):
     # prologue: unpacking arguments and guards
     UNPACK_SEQUENCE = "unpack_sequence"
     UNPACK_DICT = "unpack_dict"
+    # `size(t, dim)`: a tensor argument's size along `dim`, where the computation takes it as a
+    # symbolic size (automatic dynamic); `check_tensor` holds None there
+    SIZE = "size"
     CHECK_TENSOR = "check_tensor"
     CHECK_TYPE = "check_type"
     CHECK_VALUE = "check_value"
@@ -135,7 +138,7 @@ GUARDS = frozenset(
     {Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE, Prim.CHECK_STRIDES, Prim.CHECK_ALIASING,
      Prim.CHECK_REQUIRES_GRAD}
 )  # fmt: skip
-PROLOGUE_ONLY = GUARDS | {Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT}
+PROLOGUE_ONLY = GUARDS | {Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT, Prim.SIZE}
 # The IR's aliasing rule: the output of a view prim aliases its first argument (writing into one
 # changes the other); every other prim returns a fresh tensor. passes/functionalize.py relies on
 # it, and the tracer (compiler/ops/aliasing.py) keeps it true to eager PyTorch.

@@ -13,7 +13,11 @@ takes the same branches reuses that entry. The results stay exact: a symbolic nu
 ever used by the computation through the prims that depend on it, and every condition the
 trace took on it is a prologue guard.
 
-Tensor sizes are reported (kind "size") but stay static: the frontend has no symbolic input sizes.
+Tensor sizes the same way, in both cache modes: a dim of a tensor argument whose size an entry
+rejected (same dtype, device and rank) is symbolic in every later compilation ('x.size(0)'), for
+the sizes of at least 2 (a size of 0 or 1 still gets its own entry, whose broadcasting differs).
+The computation takes it as an int input, so the ops on it record their shape conditions as
+guards like those on any symbolic number.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from compiler import prims
 from compiler.core.errors import GuardFailure
 from compiler.core.ir import BoundSymbol, Proxy, Trace, map_proxies
 from compiler.prims import GUARDS, Prim
+from compiler.tracing.frontend import size_name
 
 _NUMBERS = (int, float, bool)
 _UNPACKS = (Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT)
@@ -72,19 +77,23 @@ def _value(x: Any, env: dict[str, Any]) -> Any:
     return map_proxies(x, lambda p: env[p.name])
 
 
+class Shape(tuple):
+    """A guarded shape, printed with '≥2' for its symbolic sizes (None)."""
+
+    def __repr__(self) -> str:
+        sizes = ["≥2" if s is None else repr(s) for s in self]
+        return f"({sizes[0]},)" if len(sizes) == 1 else f"({', '.join(sizes)})"
+
+
 def _tensor_miss(entry: int, bsym: BoundSymbol, t: Any) -> GuardMiss:
     proxy, shape, dtype, device = bsym.args
     name, line = proxy.name, str(bsym).splitlines()[0]
     if not isinstance(t, torch.Tensor):
         return GuardMiss(entry, "type", name, torch.Tensor, type(t), line)
-    for kind, expected, actual in (
-        ("dtype", dtype, t.dtype),
-        ("device", device, t.device),
-        ("size", tuple(shape), tuple(t.shape)),
-    ):
+    for kind, expected, actual in (("dtype", dtype, t.dtype), ("device", device, t.device)):
         if expected != actual:
             return GuardMiss(entry, kind, name, expected, actual, line)
-    return GuardMiss(entry, "size", name, tuple(shape), tuple(t.shape), line)
+    return GuardMiss(entry, "size", name, Shape(shape), tuple(t.shape), line)
 
 
 def _miss(entry: int, bsym: BoundSymbol, env: dict[str, Any], arguments: set[str]) -> GuardMiss:
@@ -118,8 +127,11 @@ def explain(entry: int, prologue: Trace, args: tuple, kwargs: dict) -> list[Guar
     env: dict[str, Any] = {p.name: v for p, v in zip(prologue.inputs, (args, kwargs))}
     arguments = {p.name for b in prologue.bsyms if b.sym in _UNPACKS for p in b.outputs}
     misses: list[GuardMiss] = []
+    rejected: set[str] = set()  # tensors whose check_tensor failed: their sizes are not read
     for bsym in prologue.bsyms:
         if any(p.name not in env for p in bsym.inputs):
+            continue
+        if bsym.sym is Prim.SIZE and bsym.args[0].name in rejected:
             continue
         try:
             output = prims.evaluate(bsym.sym, _value(bsym.args, env))
@@ -127,6 +139,8 @@ def explain(entry: int, prologue: Trace, args: tuple, kwargs: dict) -> list[Guar
             misses.append(_miss(entry, bsym, env, arguments))
             if bsym.sym in _UNPACKS:
                 return misses
+            if bsym.sym is Prim.CHECK_TENSOR:
+                rejected.add(bsym.args[0].name)
             continue
         except Exception as error:  # NOTE: a guard or number arithmetic reading a value of another type
             subject = str(bsym.output) if bsym.output is not None else ", ".join(p.name for p in bsym.inputs)
@@ -149,9 +163,16 @@ def explain_all(prologues: Sequence[Trace], args: tuple, kwargs: dict) -> list[G
 
 
 def to_make_symbolic(misses: Iterable[GuardMiss]) -> set[str]:
-    """The number arguments (by input name) whose baked-in value an entry rejected."""
-    return {
-        m.input
-        for m in misses
-        if m.kind == "value" and type(m.expected) in _NUMBERS and type(m.actual) is type(m.expected)
-    }
+    """The number arguments (by input name) whose baked-in value an entry rejected, and the tensor
+    sizes ('x.size(0)', `frontend.size_name`) an entry of the same rank rejected."""
+    symbolic = set()
+    for m in misses:
+        if m.kind == "value" and type(m.expected) in _NUMBERS and type(m.actual) is type(m.expected):
+            symbolic.add(m.input)
+        elif m.kind == "size" and len(m.expected) == len(m.actual):
+            symbolic.update(
+                size_name(m.input, dim)
+                for dim, (expected, actual) in enumerate(zip(m.expected, m.actual))
+                if expected is not None and expected != actual
+            )
+    return symbolic

@@ -36,9 +36,13 @@ _compiled = 0
 
 
 def dynamo_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
-    """A dynamo backend: the FX graph jitted by this compiler (with the default executors)."""
+    """A dynamo backend: the FX graph jitted by this compiler (with the default executors and
+    automatic dynamic: a dynamic graph's size arguments, and its tensors' sizes, become symbolic
+    in the graph's second entry instead of one entry per value)."""
     options = make_options("constant", None)
-    jitted = JittedModule(graph_module, lambda traced: functools.partial(compile_entry, traced, options))
+    make_entry = lambda traced: functools.partial(compile_entry, traced, options)
+    jitted = JittedModule(graph_module, make_entry, automatic_dynamic=options.automatic_dynamic)
+    jitted.options = options  # NOTE: as compiler.jit sets it: compiler.examine reads it
     global _compiled
     _graphs[_compiled] = jitted
     _compiled += 1

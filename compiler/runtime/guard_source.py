@@ -4,7 +4,7 @@ A cache hit runs the entry's prologue, so each guard there is written as one `if
 GuardFailure` line rather than a call to the torch executor's guard function: a Python call costs
 about as much as the check itself. The lines mean exactly what those functions do
 (compiler/executors/torch.py: check_tensor, check_type, check_value, check_requires_grad,
-unpack_sequence, unpack_dict with no keys); `check_aliasing` of arguments written in place is a
+unpack_sequence, unpack_dict with no keys, size); `check_aliasing` of arguments written in place is a
 `DisjointCheck` that remembers the tensors it accepted last; every other prologue prim stays a
 call. Device checks avoid building a `torch.device` per call: `is_cpu`, or `get_device()` for a
 CUDA index.
@@ -34,7 +34,7 @@ import torch
 
 from compiler.core.errors import GuardFailure
 from compiler.core.gather import data_ptr
-from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Trace
+from compiler.core.ir import BoundSymbol, Proxy, Trace
 from compiler.executors import TORCH
 from compiler.executors.codegen import Globals, compile_trace, target_source
 from compiler.executors.torch import check_aliasing
@@ -65,12 +65,20 @@ def _device_condition(x: str, device: torch.device, g: Globals) -> str:
     return f"{x}.device == {g.bind(device, 'device')}"
 
 
+def _shape_condition(x: str, shape: tuple, g: Globals) -> str:
+    """`x.shape == shape`, or where `shape` holds None (a symbolic size), its rank and each size."""
+    if None not in shape:
+        return f"{x}.shape == {g.source(shape)}"
+    sizes = (f"{x}.shape[{d}] {'>= 2' if s is None else f'== {s}'}" for d, s in enumerate(shape))
+    return " and ".join([f"{x}.dim() == {len(shape)}", *sizes])
+
+
 def _check_tensor(bsym: BoundSymbol, g: Globals, strides: tuple | None = None) -> list[str] | None:
     proxy, shape, dtype, device = bsym.args
     x = g.source(proxy)
     condition = (
         f"isinstance({x}, {g.bind(torch.Tensor, 'Tensor')}) and {x}.dtype is {g.bind(dtype, 'dtype')} "
-        f"and {x}.shape == {g.source(tuple(shape))} and {_device_condition(x, device, g)}"
+        f"and {_shape_condition(x, tuple(shape), g)} and {_device_condition(x, device, g)}"
     )
     if strides is not None:
         condition += f" and {x}.stride() == {g.source(tuple(strides))}"
@@ -121,12 +129,12 @@ def _never(*tensors: Any) -> bool:
 
 
 def tensor_check_runs(bsyms: Sequence[BoundSymbol]) -> list[list[BoundSymbol]]:
-    """The runs of consecutive `check_tensor` guards whose shapes are all plain integers (a
-    symbolic size is checked against other values, which the C++ check cannot do)."""
+    """The runs of consecutive `check_tensor` guards whose shapes are all plain integers (the C++
+    check takes a symbolic size for any size, where the guard wants at least 2)."""
     runs: list[list[BoundSymbol]] = []
     in_run = False
     for bsym in bsyms:
-        static = bsym.sym is Prim.CHECK_TENSOR and not any(isinstance(s, NumberProxy) for s in bsym.args[1])
+        static = bsym.sym is Prim.CHECK_TENSOR and None not in bsym.args[1]
         if static and not in_run:
             runs.append([])
         if static:
@@ -220,6 +228,11 @@ def _checked_run(runs: _Runs, bsym: BoundSymbol, g: Globals) -> list[str] | None
     return [*lines, f"  {checks}.learn({names})"]
 
 
+def _size(bsym: BoundSymbol, g: Globals) -> list[str] | None:
+    tensor, dim = bsym.args
+    return [f"{bsym.output.name} = {g.source(tensor)}.shape[{dim}]"]
+
+
 def _check_type(bsym: BoundSymbol, g: Globals) -> list[str] | None:
     x, expected = bsym.args
     return [_raise(g, f"type({g.source(x)}) is not {g.bind(expected, 'type')}")]
@@ -255,6 +268,7 @@ def _check_requires_grad(folded: set[int], bsym: BoundSymbol, g: Globals) -> lis
 INLINE_GUARDS: Mapping[Prim, Callable[[BoundSymbol, Globals], list[str] | None]] = {
     Prim.UNPACK_SEQUENCE: _unpack_sequence,
     Prim.UNPACK_DICT: _unpack_dict,
+    Prim.SIZE: _size,
     Prim.CHECK_TENSOR: _check_tensor,
     Prim.CHECK_TYPE: _check_type,
     Prim.CHECK_VALUE: _check_value,

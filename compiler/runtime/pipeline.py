@@ -34,7 +34,8 @@ from compiler.tracing.check_writebacks import check_writebacks
 @dataclass(frozen=True)
 class Options:
     """What `jit` was asked for. `check_writebacks` validates the final trace's write-backs;
-    `automatic_dynamic` (cache="constant" only) makes rejected numbers symbolic on recompilation;
+    `automatic_dynamic` makes rejected numbers (cache="constant") and tensor sizes symbolic on
+    recompilation;
     `cuda_graphs` replays each entry's computation as CUDA graphs (runtime/cuda_graphs.py)."""
 
     cache: str

@@ -8,7 +8,9 @@ dtype and device, each number's type (symbolic) or value (constant), each baked-
 every condition a branch took on a NumberProxy (recorded as `check_value` while tracing, moved to
 the prologue together with the number arithmetic it depends on). In constant mode, the numbers
 named in `dynamic` (input names; automatic dynamic, compiler/runtime/auto_dynamic.py) are
-symbolic all the same.
+symbolic all the same. In either mode, a tensor size named in `dynamic` ('x.size(1)', see
+`size_name`) is symbolic when it is at least 2: the computation takes it as an int input, which
+the prologue reads with `size`, and `check_tensor` holds None for it (any size of at least 2).
 
 In-place ops are recorded as they happen (`prims.copy_`, see ops/inplace.py); the
 functionalization pass makes the computation pure. When the function writes into an argument
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -43,6 +46,7 @@ from compiler.core.ir import (
     TensorProxy,
     Trace,
     TraceContext,
+    current,
     proxies_in,
     tracing,
 )
@@ -58,7 +62,47 @@ class _TracingMode(TorchFunctionMode):
     """Routes every torch function called while tracing (factories included) to the ops table."""
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
-        return proxies.HOOKS.dispatch(func, args, kwargs or {})
+        kwargs = kwargs or {}
+        context = current()
+        if context is not None:
+            numbers = {id(p) for p in proxies_in((args, kwargs)) if isinstance(p, NumberProxy)}
+            if numbers:
+                context.drop_argument_parser_guards(sys._getframe(1), numbers)
+        return proxies.HOOKS.dispatch(func, args, kwargs)
+
+
+# torch functions whose argument parser takes a number argument only as a Python number (not
+# through `__index__`, as it does for sizes): called with a NumberProxy while tracing, they go
+# straight to the ops table (`torch.arange(n)` over a symbolic size n).
+_NUMBER_PARAMETERS = ("arange", "full")
+
+
+def _number_parameters_bypass(name: str, original: Callable) -> Callable:
+    def bypass(*args: Any, **kwargs: Any) -> Any:
+        if current() is not None and any(isinstance(p, NumberProxy) for p in proxies_in((args, kwargs))):
+            return proxies.HOOKS.dispatch(original, args, kwargs)
+        return original(*args, **kwargs)
+
+    bypass.__name__ = bypass.__qualname__ = name
+    bypass.__wrapped__ = original
+    return bypass
+
+
+@contextlib.contextmanager
+def _numbers_past_the_argument_parser() -> Iterator[None]:
+    """Installs the bypasses of `_NUMBER_PARAMETERS` on `torch` for the block (a no-op when they
+    are installed already: a trace inside a trace)."""
+    originals = {name: getattr(torch, name) for name in _NUMBER_PARAMETERS}
+    if any(hasattr(fn, "__wrapped__") for fn in originals.values()):
+        yield
+        return
+    for name, original in originals.items():
+        setattr(torch, name, _number_parameters_bypass(name, original))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(torch, name, original)
 
 
 class _Inputs:
@@ -84,8 +128,10 @@ class _Inputs:
         """(the prologue's proxy for `value`, what the traced function receives instead of it)."""
         proxy_name = self.context.claim(name)
         if isinstance(value, torch.Tensor):
-            proxy = TensorProxy(tuple(value.shape), value.dtype, value.device, name=proxy_name)
-            self._guard(Prim.CHECK_TENSOR, proxy, tuple(value.shape), value.dtype, value.device)
+            shape = self.shape(value, proxy_name)
+            proxy = TensorProxy(shape, value.dtype, value.device, name=proxy_name)
+            spec = tuple(None if isinstance(s, NumberProxy) else s for s in shape)
+            self._guard(Prim.CHECK_TENSOR, proxy, spec, value.dtype, value.device)
             same = self.views.setdefault(_view_key(value), len(self.tensors))
             self.passed_twice |= same < len(self.tensors)
             self.tensors.append((proxy, value, same if self.merge_same else len(self.tensors)))
@@ -93,6 +139,10 @@ class _Inputs:
                 return proxy, self.tensors[same][0]
             aliasing.register_input(self.context, proxy, value)
             self.computation_inputs.append(proxy)
+            for dim, s in enumerate(shape):
+                if isinstance(s, NumberProxy):
+                    self.prologue.append(BoundSymbol(Prim.SIZE, (proxy, dim), {}, s))
+                    self.computation_inputs.append(s)
             return proxy, proxy
         if type(value) in _NUMBERS:
             proxy = NumberProxy(type(value), value, name=proxy_name)
@@ -119,6 +169,16 @@ class _Inputs:
             "tensors, int/float/bool, None, strings, dtypes, devices, and tuples/lists/dicts of those"
         )
 
+    def shape(self, tensor: torch.Tensor, name: str) -> tuple:
+        """The traced shape of tensor argument `name`: a symbolic size (`NumberProxy`) for each dim
+        named in `dynamic` (`size_name`) whose size is at least 2, the size itself elsewhere."""
+        return tuple(
+            NumberProxy(int, n, name=self.context.claim(f"{name}_size{dim}"))
+            if n >= 2 and size_name(name, dim) in self.dynamic
+            else n
+            for dim, n in enumerate(tensor.shape)
+        )
+
     def sequence(self, proxy: Proxy, values: Any, name: str) -> list:
         """Unpacks a tuple/list proxy; returns what the traced function sees for each element."""
         at = len(self.prologue)
@@ -142,6 +202,11 @@ class _Inputs:
             elements.append(element)
         self.prologue.insert(at, BoundSymbol(Prim.UNPACK_DICT, (proxy, tuple(values)), {}, tuple(elements)))
         return seen
+
+
+def size_name(name: str, dim: int) -> str:
+    """How `dynamic` names the size of tensor input `name` along `dim`: 'x.size(1)'."""
+    return f"{name}.size({dim})"
 
 
 def _view_key(t: torch.Tensor) -> tuple:
@@ -329,7 +394,7 @@ def _trace(
 
     # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
-    with tracing(context), _TracingMode(), compiling():
+    with tracing(context), _TracingMode(), compiling(), _numbers_past_the_argument_parser():
         output = fn(*fn_args, **fn_kwargs)
     _check_output(output)
 

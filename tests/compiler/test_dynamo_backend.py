@@ -76,3 +76,24 @@ def test_mlp_and_tiny_gpt_through_the_backend_match_eager() -> None:
     assert set(out) == {"logits", "loss"}
     torch.testing.assert_close(out["logits"], expected["logits"])
     torch.testing.assert_close(out["loss"], expected["loss"])
+
+
+def test_a_dynamic_graph_compiles_twice_for_every_length_and_can_be_examined() -> None:
+    from compiler.runtime import dynamo
+    from suites.dynamic_lengths import norm_mlp
+
+    torch._dynamo.reset()
+    g = torch.Generator().manual_seed(0)
+    weights = [torch.randn(64, 32, generator=g) * 0.1, torch.randn(64, generator=g)]
+    weights += [torch.randn(32, 64, generator=g) * 0.1, torch.randn(32, generator=g)]
+    since = dynamo.graphs_compiled()
+    compiled = torch.compile(norm_mlp, backend="fusebench")
+    for length in (3, 5, 7, 9, 11, 13):
+        x = torch.randn(2, length, 32, generator=g)
+        torch.testing.assert_close(compiled(x, *weights), norm_mlp(x, *weights))
+    # dynamo's static graph, then its dynamic one, whose length argument and x's size our entries
+    # make symbolic on their first miss: not one entry per length
+    static, dynamic = dynamo.compiled_graphs(since)
+    assert compiler.cache_stats(static).misses == 1 and compiler.cache_stats(dynamic).misses == 2
+    (recompilation,) = compiler.examine.recompilations(dynamic)
+    assert any(name.endswith(".size(1)") for name in recompilation.made_symbolic)

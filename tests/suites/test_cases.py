@@ -1,5 +1,6 @@
 """Every bundled case at quick sizes: eager (and each case's own baselines) match the reference;
-our compiler either matches it or says what it does not support; dynamic_split's compilations."""
+our compiler either matches it or says what it does not support; dynamic_split's and dynamic_lengths'
+compilations."""
 
 from __future__ import annotations
 
@@ -50,6 +51,15 @@ def test_dynamic_split_compiles_twice_with_constants_and_once_symbolically() -> 
         assert outcome.status == "ok", outcome.detail
         recompilations[params["cache"]] = outcome.recompilations
     assert recompilations == {"constant": 1, "symbolic": 0}  # automatic dynamic: 2 compilations vs 1
+
+
+def test_dynamic_lengths_compiles_twice_for_twenty_lengths() -> None:
+    (suite,) = [s for s in discover() if s.name == "dynamic_lengths"]
+    (case,) = suite.cases
+    (params,) = case.grid(quick=True)
+    outcome = measure_variant(prepare_case(suite.name, case, params, CPU_SETTINGS), FUSEBENCH, CPU_SETTINGS)
+    assert outcome.status == "ok", outcome.detail
+    assert outcome.recompilations == 1  # automatic dynamic: the length is symbolic from the second call
 
 
 def test_host_overhead_stays_runnable_as_a_module(capsys: pytest.CaptureFixture) -> None:
