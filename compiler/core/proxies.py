@@ -295,13 +295,18 @@ _NUMBER_OPS = {
     "ge": ("__ge__", None),
 }
 _IDENTITIES = {"add": 0, "sub": 0, "mul": 1, "div": 1, "floor_divide": 1}
+# comparisons of an int with itself, known without recording a guard
+_REFLEXIVE = {"eq": True, "le": True, "ge": True, "ne": False, "lt": False, "gt": False}
 
 
 def _number_op(prim_name: str, a: Any, b: Any) -> Any:
-    """Records `prim_name(a, b)` on numbers, folding `x + 0`, `x * 1` and friends to `x`."""
+    """Records `prim_name(a, b)` on numbers, folding `x + 0`, `x * 1` and friends to `x`, and an
+    int compared with itself to its answer."""
     numbers = (int, float, bool, NumberProxy)
     if not isinstance(b, numbers) or not isinstance(a, numbers):
         return NotImplemented
+    if a is b and prim_name in _REFLEXIVE and a.python_type is int:
+        return _REFLEXIVE[prim_name]
     identity = _IDENTITIES.get(prim_name)
     if (
         identity is not None

@@ -245,3 +245,17 @@ def test_a_kv_cache_decode_over_changing_batches_and_cache_lengths_updates_in_pl
         ("cache_0.size(0)", "cache_1.size(0)", "x.size(0)"),
         ("cache_0.size(2)", "cache_1.size(2)"),
     ]
+
+
+def test_a_size_compared_with_itself_records_no_guard() -> None:
+    def clamp_rows(x):
+        n = x.shape[0]
+        assert (n == n, n <= n, n >= n, n != n, n < n, n > n) == (True, True, True, False, False, False)
+        return x[: min(n, n)] * 2
+
+    jfn = compiler.jit(clamp_rows)
+    for n in (3, 4, 5):
+        x = torch.randn(n, 2)
+        torch.testing.assert_close(jfn(x), x * 2)
+    assert compiler.cache_stats(jfn).misses == 2
+    assert "(x_size0, x_size0)" not in str(compiler.last_prologue(jfn))
