@@ -76,7 +76,7 @@ def backward_passes(options: Options) -> list[Callable[[Trace], Trace]]:
 def compile_entry(
     fn: Callable, options: Options, args: tuple, kwargs: dict, dynamic: frozenset[str] = frozenset()
 ) -> CacheEntry:
-    """Traces `fn` on these arguments (the numbers named in `dynamic` symbolic) and compiles a cache
+    """Traces `fn` on these arguments (the numbers and sizes named in `dynamic` symbolic) and compiles a cache
     entry for them (a forward and a backward when grad mode is on and a tensor input requires grad)."""
     symbolic = options.cache == "symbolic"
     prologue, computation = frontend.trace(

@@ -18,10 +18,12 @@ import torch.nn.functional as F
 import compiler
 from compiler.core import proxies
 from compiler.ops import OPS, resolve
+from compiler.runtime.pipeline import compile_entry, make_options
 from compiler.tracing import frontend
 from compiler.tracing.check_trace import check_trace
+from compiler.tracing.frontend import size_name
 from tests.compiler import opinfo_elementwise, opinfo_foreach, opinfo_indexing, opinfo_models, opinfo_nn, opinfo_shape
-from tests.compiler.opinfo import as_function, iter_calls, run_case
+from tests.compiler.opinfo import as_function, assert_matches, iter_calls, run_case, samples_for
 
 # Eager PyTorch warns on some samples on purpose (zero degrees of freedom, x.T on 3-D tensors, ...).
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -111,6 +113,32 @@ def test_reductions_and_norms_over_symbolic_sizes_compile_once() -> None:
     assert compiler.cache_stats(jfn).misses == 1
     for trace in compiler.last_traces(jfn):
         check_trace(trace)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_op_matches_eager_with_every_input_size_symbolic(case: Any) -> None:
+    """Each sample traced with every tensor size symbolic (automatic dynamic's entries) matches eager,
+    or declines (an in-place write through a reshape whose aliasing needs concrete sizes); declining
+    is safe: automatic dynamic then keeps the sizes constant (compiler/runtime/cache.py)."""
+    dtype = torch.float32 if torch.float32 in case.dtypes else case.dtypes[0]
+    options = make_options("constant", None)
+    checked = declined = 0
+    for sample in samples_for(case, dtype, seed=0):
+        for variant in case.variants:
+            fn, tensors = as_function(variant, sample)
+            expected = fn(*[t.clone() for t in tensors])
+            sizes = frozenset(size_name(f"arg{i}", d) for i, t in enumerate(tensors) for d in range(t.dim()))
+            try:
+                entry = compile_entry(fn, options, tuple(tensors), {}, sizes)
+            except NotImplementedError as error:
+                assert "reshaped" in str(error), error
+                declined += 1
+                continue
+            got = entry.computation(*entry.prologue(tuple(t.clone() for t in tensors), {}))
+            if case.compare_values:
+                assert_matches(got, expected, case)
+            checked += 1
+    assert checked + declined > 0, f"{case.name} has no samples for {dtype}"
 
 
 def test_tracing_trace_with_symbolic_sizes_passes_check_trace() -> None:
