@@ -170,6 +170,7 @@ def _chunk_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(6, 4, transposed=True), 2, 1))
     yield Sample((make(2, 5), 4, -1))  # more chunks than elements along dim 0
     yield Sample((make(5), 1))
+    yield Sample((make(0, 3), 3))  # an empty dim: `chunks` empty pieces, as torch gives
 
 
 def _narrow_samples(make: Maker) -> Iterator[Sample]:

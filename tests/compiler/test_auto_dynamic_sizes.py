@@ -259,3 +259,20 @@ def test_a_size_compared_with_itself_records_no_guard() -> None:
         torch.testing.assert_close(jfn(x), x * 2)
     assert compiler.cache_stats(jfn).misses == 2
     assert "(x_size0, x_size0)" not in str(compiler.last_prologue(jfn))
+
+
+def test_chunks_and_splits_of_a_symbolic_size_guard_the_number_of_pieces_only() -> None:
+    def halves_and_pairs(x):
+        first, second = x.chunk(2, 0)  # two pieces for every size of at least 2
+        return first.sum(0), second.sum(0), [p.sum(0) for p in x.split(4, 0)]
+
+    jfn = compiler.jit(halves_and_pairs)
+    for n in (3, 5, 6, 8, 7, 12, 9, 11, 2):
+        x = torch.randn(n, 3)
+        got, want = jfn(x), halves_and_pairs(x)
+        torch.testing.assert_close(got[:2], want[:2])
+        assert len(got[2]) == len(want[2])
+        torch.testing.assert_close(got[2], want[2])
+    # 3 (static), then one entry per number of split(4) pieces: 2 (5..8), 3 (9..12), 1 (2)
+    assert compiler.cache_stats(jfn).misses == 4
+    assert "check_value(x_size0" not in str(compiler.last_prologue(jfn))
