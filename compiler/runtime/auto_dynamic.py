@@ -110,7 +110,7 @@ def _miss(entry: int, bsym: BoundSymbol, env: dict[str, Any], arguments: set[str
         kind = "value" if name in arguments else "branch"
         return GuardMiss(entry, kind, name, bsym.args[1], actual, line)
     if bsym.sym is Prim.CHECK_STRIDES:
-        return GuardMiss(entry, "layout", name, bsym.args[1], actual.stride(), line)
+        return GuardMiss(entry, "layout", name, _value(bsym.args[1], env), actual.stride(), line)
     if bsym.sym is Prim.CHECK_ALIASING:
         return GuardMiss(entry, "aliasing", ", ".join(p.name for p in first), "as traced", "different", line)
     if bsym.sym is Prim.UNPACK_SEQUENCE:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import inspect
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,6 +232,8 @@ class GraphedComputation:
     the key. `lend`: the last N output leaves are lent (`Lent`) instead of cloned; `call_lending`
     returns them. `strides_guarded`: the entry's guards fix every tensor input's strides (a graphed
     entry's prologue does, see `frontend.trace(exact_strides=True)`), so the key leaves them out.
+    `sizes`: the names of the number inputs that are symbolic tensor sizes (automatic dynamic), which
+    the changing-numbers warning advises on apart.
     """
 
     def __init__(
@@ -241,9 +243,11 @@ class GraphedComputation:
         static_tail: int = 0,
         lend: int = 0,
         strides_guarded: bool = False,
+        sizes: frozenset[str] = frozenset(),
     ) -> None:
         self.computation = computation
         self.strides_guarded = strides_guarded
+        self.sizes = sizes
         self.max_graphs = max_graphs
         self.static_tail = static_tail
         self.lend = lend
@@ -305,14 +309,9 @@ class GraphedComputation:
         if self._number_changes < _NUMBER_CHANGES or self.stats.changing is not None:
             return
         names = input_names(self.computation, self._input_count)
-        self.stats.changing = ", ".join(names[self._other_positions[i]] for i in changed)
-        warnings.warn(
-            f"CUDA graphs: the number inputs {self.stats.changing} took new values in {_NUMBER_CHANGES} calls in a "
-            "row that found no graph to replay, and a graph replays the numbers it was captured with, so these "
-            "calls ran without one; pass such inputs as 0-d CUDA tensors to replay one graph",
-            CudaGraphWarning,
-            stacklevel=4,
-        )
+        changing = [names[self._other_positions[i]] for i in changed]
+        self.stats.changing = ", ".join(changing)
+        warnings.warn(changing_numbers_message(changing, self.sizes), CudaGraphWarning, stacklevel=4)
 
     def call_lending(self, inputs: tuple) -> tuple[Any, Lent | None]:
         """(the result, the `Lent` holding its last `lend` output leaves when a graph ran, else None:
@@ -358,6 +357,24 @@ class GraphedComputation:
         self.graphs[key] = [*instances, graph]
         self.stats.captures += 1
         return graph
+
+
+def changing_numbers_message(names: Sequence[str], sizes: frozenset[str]) -> str:
+    """The warning for number inputs (`names`, as `input_names` gives them) that took new values in
+    calls in a row that found no graph; where all are symbolic tensor sizes (`sizes`, plain names),
+    it says so and advises fixed sizes instead of 0-d tensors."""
+    listed = ", ".join(names)
+    if all(name.strip("'") in sizes for name in names):
+        return (
+            f"CUDA graphs: the tensor sizes {listed} took new values in {_NUMBER_CHANGES} calls in a row that found "
+            "no graph to replay, and a graph is captured for one set of sizes (on its second call), so these calls "
+            "ran without one; pad inputs to a few fixed sizes to replay graphs"
+        )
+    return (
+        f"CUDA graphs: the number inputs {listed} took new values in {_NUMBER_CHANGES} calls in a row that found no "
+        "graph to replay, and a graph replays the numbers it was captured with, so these calls ran without one; "
+        "pass such inputs as 0-d CUDA tensors to replay one graph"
+    )
 
 
 def changed_numbers(last: tuple | None, key: tuple) -> list[int]:

@@ -21,6 +21,7 @@ from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
 from compiler.passes.split_backward import Split, backward_from_saved, split_backward
 from compiler.passes.stop_gradient import drop_stop_gradients
 from compiler.passes.update_in_place import update_in_place
+from compiler.prims import Prim
 from compiler.runtime.autograd import CompiledAutograd
 from compiler.runtime.cache import CacheEntry
 from compiler.runtime.cuda_graphs import GraphedComputation
@@ -94,7 +95,11 @@ def compile_entry(
     computation = compile_trace(traces[-1], options.executors)
     return CacheEntry(
         prologue=compile_prologue(prologue),
-        computation=GraphedComputation(computation, strides_guarded=True) if options.cuda_graphs else computation,
+        computation=(
+            GraphedComputation(computation, strides_guarded=True, sizes=_sizes(prologue))
+            if options.cuda_graphs
+            else computation
+        ),
         prologue_trace=prologue,
         traces=traces,
         compile_seconds=0.0,
@@ -132,7 +137,11 @@ def _compile_autograd(
 
     runner = CompiledAutograd(
         getattr(fn, "__qualname__", repr(fn)),
-        GraphedComputation(forward, lend=len(saved), strides_guarded=True) if options.cuda_graphs else forward,
+        (
+            GraphedComputation(forward, lend=len(saved), strides_guarded=True, sizes=_sizes(prologue))
+            if options.cuda_graphs
+            else forward
+        ),
         compile_backward,
         pure.output,
         forward_outputs,
@@ -185,6 +194,11 @@ def _partial_backward(options: Options, full: Joint, split: Split, present: tupl
     for run_pass in backward_passes(options):
         trace = run_pass(trace)
     return compile_trace(trace, options.executors)
+
+
+def _sizes(prologue: Trace) -> frozenset[str]:
+    """The names of the computation's number inputs that are symbolic tensor sizes (`prims.size`)."""
+    return frozenset(b.output.name for b in prologue.bsyms if b.sym is Prim.SIZE)
 
 
 def make_options(

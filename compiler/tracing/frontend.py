@@ -53,6 +53,7 @@ from compiler.core.ir import (
 from compiler.core.memory import overlapping
 from compiler.ops import aliasing
 from compiler.prims import GUARDS, INPLACE, Prim
+from compiler.tracing.dense_strides import dense_strides
 
 _NUMBERS = (int, float, bool)
 _BAKED_TYPES = (type(None), str, torch.dtype, torch.device, type(Ellipsis))
@@ -108,11 +109,16 @@ def _numbers_past_the_argument_parser() -> Iterator[None]:
 class _Inputs:
     """Builds the input proxies and the prologue's unpacking and guard bound symbols."""
 
-    def __init__(self, context: TraceContext, symbolic: bool, merge_same: bool, dynamic: frozenset[str]) -> None:
+    def __init__(
+        self, context: TraceContext, symbolic: bool, merge_same: bool, dynamic: frozenset[str], exact_strides: bool
+    ) -> None:
         self.context = context
         self.symbolic = symbolic
         self.dynamic = dynamic
         self.merge_same = merge_same
+        self.exact_strides = exact_strides
+        # id of a tensor input with symbolic sizes -> its strides written in them (dense_strides.py)
+        self.strides: dict[int, tuple] = {}
         self.prologue: list[BoundSymbol] = []
         self.computation_inputs: list[Proxy] = []
         # every tensor argument: (prologue proxy, example tensor, index of the argument it was
@@ -143,6 +149,8 @@ class _Inputs:
                 if isinstance(s, NumberProxy):
                     self.prologue.append(BoundSymbol(Prim.SIZE, (proxy, dim), {}, s))
                     self.computation_inputs.append(s)
+            if self.exact_strides and any(isinstance(s, NumberProxy) for s in shape):
+                self.strides[id(proxy)] = dense_strides(shape, value.stride(), value.shape, self._multiply)
             return proxy, proxy
         if type(value) in _NUMBERS:
             proxy = NumberProxy(type(value), value, name=proxy_name)
@@ -168,6 +176,18 @@ class _Inputs:
             f"argument {name} of type {type(value).__name__} is not supported: jitted functions take "
             "tensors, int/float/bool, None, strings, dtypes, devices, and tuples/lists/dicts of those"
         )
+
+    def _multiply(self, a: Any, b: Any) -> Any:
+        """a * b, recorded in the prologue where either is symbolic."""
+        if type(a) is int and type(b) is int:
+            return a * b
+        if type(a) is int and a == 1:
+            return b
+        if type(b) is int and b == 1:
+            return a
+        product = NumberProxy(int, getattr(a, "value", a) * getattr(b, "value", b), name=self.context.fresh("i"))
+        self.prologue.append(BoundSymbol(Prim.MUL, (a, b), {}, product))
+        return product
 
     def shape(self, tensor: torch.Tensor, name: str) -> tuple:
         """The traced shape of tensor argument `name`: a symbolic size (`NumberProxy`) for each dim
@@ -361,10 +381,11 @@ def trace(
 
 
 def _stride_guards(inputs: _Inputs, memory_guards: list[BoundSymbol]) -> list[BoundSymbol]:
-    """`check_strides` of every tensor input that the memory guards do not check already."""
+    """`check_strides` of every tensor input that the memory guards do not check already (strides
+    written in the symbolic sizes they follow, see dense_strides.py)."""
     guarded = {id(b.args[0]) for b in memory_guards if b.sym is Prim.CHECK_STRIDES}
     return [
-        BoundSymbol(Prim.CHECK_STRIDES, (p, tuple(t.stride())), {}, None)
+        BoundSymbol(Prim.CHECK_STRIDES, (p, inputs.strides.get(id(p), tuple(t.stride()))), {}, None)
         for i, (p, t, g) in enumerate(inputs.tensors)
         if g == i and id(p) not in guarded
     ]
@@ -381,7 +402,7 @@ def _trace(
 ) -> tuple[Trace, Trace] | None:
     context = TraceContext()
     args_proxy, kwargs_proxy = Proxy(context.claim("args")), Proxy(context.claim("kwargs"))
-    inputs = _Inputs(context, symbolic, merge_same, dynamic)
+    inputs = _Inputs(context, symbolic, merge_same, dynamic, exact_strides)
     names = _parameter_names(fn, len(args))
     at = len(inputs.prologue)
     arg_elements, fn_args = [], []

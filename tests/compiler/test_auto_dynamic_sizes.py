@@ -16,6 +16,7 @@ from compiler.executors.torch import shape_matches
 from compiler.prims import Prim
 from compiler.runtime.auto_dynamic import explain, to_make_symbolic
 from compiler.runtime.guard_source import compile_prologue, tensor_check_runs
+from compiler.tracing import frontend
 from suites._models.gpt import GPT, GPTConfig
 from suites._models.llama import BlockDecoder, LlamaBlock, LlamaConfig
 from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
@@ -276,3 +277,39 @@ def test_chunks_and_splits_of_a_symbolic_size_guard_the_number_of_pieces_only() 
     # 3 (static), then one entry per number of split(4) pieces: 2 (5..8), 3 (9..12), 1 (2)
     assert compiler.cache_stats(jfn).misses == 4
     assert "check_value(x_size0" not in str(compiler.last_prologue(jfn))
+
+
+@pytest.mark.parametrize(
+    ("make", "written"),
+    [
+        pytest.param(lambda n: torch.randn(2, n), "(x_size1, 1)", id="contiguous"),
+        pytest.param(lambda n: torch.randn(2, 1, n), "(x_size2, x_size2, 1)", id="size-1-dim"),
+        pytest.param(lambda n: torch.randn(n, 2).T, "(1, x_size0)", id="transposed"),
+        pytest.param(lambda n: torch.randn(2, 1).expand(2, n), "(1, 0)", id="expanded"),
+    ],
+)
+def test_a_graphed_entry_guards_dense_strides_in_its_symbolic_sizes(make, written: str) -> None:
+    """A CUDA-graphed entry (exact_strides) accepts every size of a dense layout, no other layout."""
+    prologue, _ = frontend.trace(lambda x: x * 2, (make(7),), {}, symbolic=False, dynamic=_X_SIZES, exact_strides=True)
+    assert f"prims.check_strides(x, {written})" in str(prologue)
+    guards = compile_prologue(prologue)
+    for n in (2, 7, 30):
+        guards((make(n),), {})
+    x = make(9)
+    reverse = tuple(reversed(range(x.dim())))
+    for other in (x.contiguous(), x.permute(reverse).contiguous().permute(reverse)):  # row- and column-major
+        if other.stride() != x.stride():
+            with pytest.raises(compiler.GuardFailure):
+                guards((other,), {})
+            assert [m.kind for m in explain(0, prologue, (other,), {})] == ["layout"]
+
+
+_X_SIZES = frozenset({"x.size(0)", "x.size(1)", "x.size(2)"})
+
+
+def test_a_layout_that_is_not_dense_keeps_its_strides() -> None:
+    x = torch.randn(3, 14)[:, ::2]
+    prologue, _ = frontend.trace(lambda x: x * 2, (x,), {}, symbolic=False, dynamic=_X_SIZES, exact_strides=True)
+    assert "prims.check_strides(x, (14, 2))" in str(prologue)
+    (miss,) = explain(0, prologue, (torch.randn(3, 18)[:, ::2],), {})
+    assert (miss.kind, miss.expected, miss.actual) == ("layout", (14, 2), (18, 2))

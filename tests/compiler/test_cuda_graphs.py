@@ -10,12 +10,15 @@ import torch
 from torch.utils import _pytree as pytree
 
 import compiler
+from compiler.core.ir import NumberProxy
+from compiler.prims import Prim
 from compiler.runtime.cuda_graphs import (
     CudaGraphWarning,
     GraphedComputation,
     Lent,
     _unflattener,
     changed_numbers,
+    changing_numbers_message,
     input_names,
     unavailable_reason,
 )
@@ -141,6 +144,27 @@ def test_only_keys_that_differ_in_numbers_alone_count_as_changing_numbers() -> N
     assert changed_numbers(key[:2], key[:2]) == []  # no number inputs
     assert input_names(update, 4) == ["'p'", "'m'", "'g'", "'lr'"]
     assert input_names(len, 2) == ["input 0", "input 1"]
+
+
+def test_changing_sizes_are_told_apart_from_changing_numbers() -> None:
+    sizes = changing_numbers_message(["'x_size1'"], frozenset({"x_size1"}))
+    assert "tensor sizes 'x_size1' took new values" in sizes and "fixed sizes" in sizes and "0-d" not in sizes
+    mixed = changing_numbers_message(["'lr'", "'x_size1'"], frozenset({"x_size1"}))
+    assert "number inputs 'lr', 'x_size1' took new values" in mixed and "0-d CUDA tensors" in mixed
+
+
+@pytest.mark.gpu
+def test_graphed_entries_over_changing_lengths_compile_twice_and_replay_each_length() -> None:
+    jfn = compiler.jit(lambda x, w: (x @ w).softmax(-1) * x.shape[1], cuda_graphs=True)
+    w = torch.randn(16, 16, device="cuda")
+    inputs = {n: torch.randn(2, n, 16, device="cuda") for n in (5, 9, 12)}
+    for _ in range(3):  # a length's graph is captured on its second call and replayed after
+        for x in inputs.values():
+            torch.testing.assert_close(jfn(x, w), (x @ w).softmax(-1) * x.shape[1])
+    assert compiler.cache_stats(jfn).misses == 2  # the dim-1 size is symbolic, its strides too
+    (strides,) = [b.args[1] for b in jfn.entries[1].prologue_trace.bsyms if b.sym is Prim.CHECK_STRIDES]
+    assert isinstance(strides[0], NumberProxy) and strides[1:] == (16, 1)  # (16 * x_size1, 16, 1)
+    assert jfn.entries[1].computation.stats.replays >= 2
 
 
 @pytest.mark.gpu
