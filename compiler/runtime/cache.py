@@ -89,6 +89,7 @@ class JittedFunction(functools.partial):
         self.last_entry: CacheEntry | None = None
         self.automatic_dynamic = automatic_dynamic
         self.dynamic: frozenset[str] = frozenset()
+        self.kept_constant: frozenset[str] = frozenset()  # names that could not be traced symbolic
         self.recompilations: list[Recompilation] = []
 
     def _beyond_inlined(self, args: tuple, kwargs: dict) -> Any:
@@ -108,7 +109,7 @@ class JittedFunction(functools.partial):
         symbolic: set[str] = set()
         if self.entries:
             misses = explain_all([e.prologue_trace for e in self.entries], args, kwargs)
-            symbolic = to_make_symbolic(misses) - self.dynamic if self.automatic_dynamic else set()
+            symbolic = to_make_symbolic(misses) - self.dynamic - self.kept_constant if self.automatic_dynamic else set()
             call = self.stats.hits + self.stats.misses + 1
             self.recompilations.append(Recompilation(call, misses, tuple(sorted(symbolic))))
         try:
@@ -117,8 +118,10 @@ class JittedFunction(functools.partial):
         except Exception:
             if not symbolic:
                 raise
-            # NOTE: the function cannot be traced with these numbers symbolic: they stay constant.
+            # NOTE: the function cannot be traced with these numbers or sizes symbolic: they stay
+            # constant, and later misses on them do not try again.
             self.recompilations[-1].made_symbolic = ()
+            self.kept_constant |= symbolic
             entry = self._compile_entry(args, kwargs, self.dynamic)
         entry.compile_seconds = time.perf_counter() - start
         self.entries.append(entry)

@@ -140,7 +140,13 @@ def test_a_number_that_cannot_be_traced_symbolically_stays_constant() -> None:
 
     x = torch.randn(4)
     jfn = compiler.jit(scaled)
+    traced = []
+    compile_entry = jfn._compile_entry
+    jfn._compile_entry = lambda args, kwargs, dynamic: traced.append(dynamic) or compile_entry(args, kwargs, dynamic)
     for n in (1, 2, 3, 2):
         _assert_all_close(jfn(x, n), scaled(x, n))
     assert compiler.cache_stats(jfn).misses == 3
     assert all(not r.made_symbolic for r in compiler.examine.recompilations(jfn))
+    # n is tried symbolic once (call 2), then kept constant without trying again (call 3)
+    assert traced == [frozenset(), frozenset({"n"}), frozenset(), frozenset()]
+    assert jfn.kept_constant == {"n"}
