@@ -86,6 +86,7 @@ def _number_parameters_bypass(name: str, original: Callable) -> Callable:
 
     bypass.__name__ = bypass.__qualname__ = name
     bypass.__wrapped__ = original
+    bypass.fusebench_bypass = True
     return bypass
 
 
@@ -94,7 +95,7 @@ def _numbers_past_the_argument_parser() -> Iterator[None]:
     """Installs the bypasses of `_NUMBER_PARAMETERS` on `torch` for the block (a no-op when they
     are installed already: a trace inside a trace)."""
     originals = {name: getattr(torch, name) for name in _NUMBER_PARAMETERS}
-    if any(hasattr(fn, "__wrapped__") for fn in originals.values()):
+    if any(getattr(fn, "fusebench_bypass", False) for fn in originals.values()):
         yield
         return
     for name, original in originals.items():

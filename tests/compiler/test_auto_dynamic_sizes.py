@@ -313,3 +313,15 @@ def test_a_layout_that_is_not_dense_keeps_its_strides() -> None:
     assert "prims.check_strides(x, (14, 2))" in str(prologue)
     (miss,) = explain(0, prologue, (torch.randn(3, 18)[:, ::2],), {})
     assert (miss.kind, miss.expected, miss.actual) == ("layout", (14, 2), (18, 2))
+
+
+def test_torch_arange_and_full_are_themselves_again_after_tracing_even_when_it_fails() -> None:
+    arange, full = torch.arange, torch.full
+
+    def fails(x):
+        assert torch.arange is not arange  # the bypass is installed while tracing
+        raise ValueError("stop")
+
+    with pytest.raises(ValueError, match="stop"):
+        compiler.jit(fails)(torch.randn(3))
+    assert torch.arange is arange and torch.full is full
