@@ -185,7 +185,7 @@ def test_only_rejected_dims_of_the_same_rank_become_symbolic() -> None:
     assert to_make_symbolic(explain(0, prologue, (torch.randn(3, 7, dtype=torch.float64),), {})) == set()
 
 
-def test_symbolic_sizes_through_generated_fusion_definitions(fake_nvfuser) -> None:  # noqa: F811
+def test_symbolic_sizes_through_generated_fusion_definitions(fake_nvfuser, tmp_path) -> None:  # noqa: F811
     w, b = _weights(1)
     jfn = compiler.jit(norm_mlp, executors=["nvfuser", "torch"], fusion={"min_region_size": 1})
     with warnings.catch_warnings():
@@ -195,6 +195,13 @@ def test_symbolic_sizes_through_generated_fusion_definitions(fake_nvfuser) -> No
             torch.testing.assert_close(jfn(x, w, b), norm_mlp(x, w, b))
     assert compiler.cache_stats(jfn).misses == 2
     assert compiler.examine.stats(jfn).definitions >= 1
+    # what a user inspects of a fusion over symbolic sizes: its inputs as last called, a repro
+    listing = str(compiler.examine.fusions(jfn))
+    assert "x: torch.float32 [2, 4, 8]" in listing and "x_size1: int = 4" in listing
+    assert "cpu f32[2, x_size1, 6]" in listing
+    script = compiler.examine.repro(jfn, "nvFusion0", tmp_path / "repro.py").read_text()
+    assert "x_size1 = fd.define_scalar(None, dtype=DataType.Int)" in script
+    assert "shape=[2, x_size1, 8]" in script
 
 
 @pytest.mark.nvfuser
