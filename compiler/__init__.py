@@ -62,6 +62,7 @@ def jit(
     fallback: bool | None = None,
     automatic_dynamic: bool = True,
     cuda_graphs: bool = False,
+    dynamic: Sequence[str] = (),
 ) -> JittedFunction:
     """Compiles `fn` on first call (and whenever no cache entry's guards accept the arguments).
 
@@ -75,6 +76,10 @@ def jit(
         tensor argument's size (in either mode) that made a call miss, are symbolic from the next
         compilation on (at most two compilations for a changing size; sizes 0 and 1 keep entries
         of their own); `compiler.examine.recompilations(jfn)` says which guard failed on which input.
+    dynamic: inputs symbolic from the first compilation on, as automatic dynamic makes them after
+        a miss: number arguments by name ('n') and tensor sizes ('x.size(1)'; a size below 2 at a
+        compilation stays constant in that entry). A name that is not an input of `fn` raises
+        ValueError at the first call, listing the names there are.
     cuda_graphs: replay each cache entry's computation as CUDA graphs, one per set of input
         addresses (compiler/runtime/cuda_graphs.py); raises ValueError where CUDA is unavailable.
     executors: executor names in priority order (torch is always the fallback); None picks
@@ -86,14 +91,13 @@ def jit(
     check(
         callable(fn), lambda: f"jit(fn={short_repr(fn)}): expected a callable (a function or an nn.Module)", TypeError
     )
-    options = make_options(cache, executors, fusion, fallback, automatic_dynamic, cuda_graphs)
+    options = make_options(cache, executors, fusion, fallback, automatic_dynamic, cuda_graphs, dynamic)
+    caching = {"automatic_dynamic": options.automatic_dynamic, "dynamic": options.dynamic}
     if isinstance(fn, torch.nn.Module):
         make_entry = lambda traced: functools.partial(compile_entry, traced, options)
-        jfn = JittedModule(fn, make_entry, automatic_dynamic=options.automatic_dynamic)
+        jfn = JittedModule(fn, make_entry, **caching)
     else:
-        jfn = JittedFunction(
-            fn, functools.partial(compile_entry, fn, options), automatic_dynamic=options.automatic_dynamic
-        )
+        jfn = JittedFunction(fn, functools.partial(compile_entry, fn, options), **caching)
     jfn.options = options  # NOTE: compiler.examine replays the fusion pass with these executors.
     return jfn
 

@@ -29,8 +29,8 @@ from typing import Any
 import torch
 
 from compiler import prims
-from compiler.core.errors import GuardFailure
-from compiler.core.ir import BoundSymbol, Proxy, Trace, map_proxies
+from compiler.core.errors import GuardFailure, check
+from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, map_proxies
 from compiler.prims import GUARDS, Prim
 from compiler.tracing.frontend import size_name
 
@@ -160,6 +160,35 @@ def explain(entry: int, prologue: Trace, args: tuple, kwargs: dict) -> list[Guar
 def explain_all(prologues: Sequence[Trace], args: tuple, kwargs: dict) -> list[GuardMiss]:
     """The misses of every entry (numbered from 0 in cache order) on one call."""
     return [miss for i, prologue in enumerate(prologues) for miss in explain(i, prologue, args, kwargs)]
+
+
+def symbolic_candidates(prologue: Trace) -> list[str]:
+    """What automatic dynamic and `jit(dynamic=...)` can name in an entry with this prologue: each
+    number argument's input name and each tensor argument's sizes ('x.size(1)'), in order."""
+    names: list[str] = []
+    for bsym in prologue.bsyms:
+        if bsym.sym in _UNPACKS:
+            for p in bsym.output:
+                if isinstance(p, TensorProxy):
+                    names += [size_name(p.name, d) for d in range(p.ndim)]
+                elif isinstance(p, NumberProxy):
+                    names.append(p.name)
+    return names
+
+
+def check_requested(requested: Iterable[str], prologue: Trace, function: str) -> None:
+    """Raises ValueError when a name given to `jit(dynamic=...)` is not among the first entry's
+    `symbolic_candidates`, naming it and those candidates."""
+    candidates = symbolic_candidates(prologue)
+    unknown = sorted(set(requested) - set(candidates))
+    check(
+        not unknown,
+        lambda: (
+            f"jit(dynamic=...): {', '.join(map(repr, unknown))} names no number argument or tensor size of "
+            f"{function}; it has {', '.join(candidates) or 'none'}"
+        ),
+        ValueError,
+    )
 
 
 def to_make_symbolic(misses: Iterable[GuardMiss]) -> set[str]:

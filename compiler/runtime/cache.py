@@ -18,7 +18,7 @@ from typing import Any
 
 from compiler.core.errors import GuardFailure, check, short_repr
 from compiler.core.ir import Trace
-from compiler.runtime.auto_dynamic import Recompilation, explain_all, to_make_symbolic
+from compiler.runtime.auto_dynamic import Recompilation, check_requested, explain_all, to_make_symbolic
 from compiler.runtime.dispatch import INLINED, dispatcher, install
 
 
@@ -78,9 +78,12 @@ class JittedFunction(functools.partial):
         compile_entry: Callable[[tuple, dict, frozenset[str]], CacheEntry],
         *,
         automatic_dynamic: bool = False,
+        dynamic: frozenset[str] = frozenset(),
     ) -> None:
-        """`compile_entry(args, kwargs, dynamic)` traces and compiles with the numbers named in
-        `dynamic` symbolic; `automatic_dynamic` grows that set from the guards that failed."""
+        """`compile_entry(args, kwargs, dynamic)` traces and compiles with the numbers and sizes
+        named in `dynamic` symbolic; `dynamic` starts as given (`jit(dynamic=...)`, checked against
+        the inputs at the first compilation) and `automatic_dynamic` grows it from the guards that
+        failed."""
         functools.update_wrapper(self, fn)
         self.fn = fn
         self._compile_entry = compile_entry
@@ -88,7 +91,8 @@ class JittedFunction(functools.partial):
         self.stats = CacheStats()
         self.last_entry: CacheEntry | None = None
         self.automatic_dynamic = automatic_dynamic
-        self.dynamic: frozenset[str] = frozenset()
+        self.dynamic: frozenset[str] = frozenset(dynamic)
+        self.requested = frozenset(dynamic)
         self.kept_constant: frozenset[str] = frozenset()  # names that could not be traced symbolic
         self.recompilations: list[Recompilation] = []
 
@@ -124,6 +128,8 @@ class JittedFunction(functools.partial):
             self.kept_constant |= symbolic
             entry = self._compile_entry(args, kwargs, self.dynamic)
         entry.compile_seconds = time.perf_counter() - start
+        if not self.entries and self.requested:
+            check_requested(self.requested, entry.prologue_trace, getattr(self.fn, "__qualname__", repr(self.fn)))
         self.entries.append(entry)
         install(self.func, self.entries, self)
         self.stats.misses += 1

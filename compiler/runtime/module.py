@@ -26,6 +26,7 @@ class JittedModule(JittedFunction):
         make_compile_entry: Callable[[Callable], Callable[..., CacheEntry]],
         *,
         automatic_dynamic: bool = False,
+        dynamic: frozenset[str] = frozenset(),
     ) -> None:
         self.module = module
         self.layout = ModuleLayout(module)
@@ -35,7 +36,7 @@ class JittedModule(JittedFunction):
 
         traced.__signature__ = forward_signature(module)
         traced.__qualname__ = traced.__name__ = f"{type(module).__name__}.forward"
-        super().__init__(traced, make_compile_entry(traced), automatic_dynamic=automatic_dynamic)
+        super().__init__(traced, make_compile_entry(traced), automatic_dynamic=automatic_dynamic, dynamic=dynamic)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         state = self.layout.read()

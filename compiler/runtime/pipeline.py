@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,7 @@ class Options:
     check_writebacks: bool = True
     automatic_dynamic: bool = True
     cuda_graphs: bool = False
+    dynamic: frozenset[str] = frozenset()
 
 
 _PURE_PASSES = (functionalize, flatten, cse, dce)
@@ -196,6 +198,9 @@ def _partial_backward(options: Options, full: Joint, split: Split, present: tupl
     return compile_trace(trace, options.executors)
 
 
+_DYNAMIC_NAME = re.compile(r"[A-Za-z_]\w*(\.size\(\d+\))?")
+
+
 def _sizes(prologue: Trace) -> frozenset[str]:
     """The names of the computation's number inputs that are symbolic tensor sizes (`prims.size`)."""
     return frozenset(b.output.name for b in prologue.bsyms if b.sym is Prim.SIZE)
@@ -208,6 +213,7 @@ def make_options(
     fallback: bool | None = None,
     automatic_dynamic: bool = True,
     cuda_graphs: bool = False,
+    dynamic: Sequence[str] = (),
 ) -> Options:
     """Validated options."""
     check(
@@ -225,6 +231,14 @@ def make_options(
             lambda n=name, v=value: f"jit({n}={v!r}): expected True or False" + (" or None" if n == "fallback" else ""),
             TypeError,
         )
+    check(
+        not isinstance(dynamic, str) and all(isinstance(n, str) and _DYNAMIC_NAME.fullmatch(n) for n in dynamic),
+        lambda: (
+            f"jit(dynamic={dynamic!r}): expected a list of input names: a number argument ('n') or a tensor "
+            "argument's size ('x.size(1)')"
+        ),
+        TypeError,
+    )
     graphs_unavailable = cuda_graphs_unavailable() if cuda_graphs else None
     check(graphs_unavailable is None, lambda: f"jit(cuda_graphs=True): {graphs_unavailable}", ValueError)
     fusion_options = FusionOptions.from_any(fusion)
@@ -235,4 +249,5 @@ def make_options(
         fusion=fusion_options,
         automatic_dynamic=automatic_dynamic,
         cuda_graphs=cuda_graphs,
+        dynamic=frozenset(dynamic),
     )

@@ -332,3 +332,34 @@ def test_torch_arange_and_full_are_themselves_again_after_tracing_even_when_it_f
     with pytest.raises(ValueError, match="stop"):
         compiler.jit(fails)(torch.randn(3))
     assert torch.arange is arange and torch.full is full
+
+
+def test_sizes_and_numbers_named_dynamic_are_symbolic_from_the_first_compilation() -> None:
+    def scaled(x, w, b, n):
+        return norm_mlp(x, w, b) * n
+
+    w, b = _weights(0)
+    jfn = compiler.jit(scaled, dynamic=["x.size(1)", "n"])
+    for length, n in ((3, 1), (5, 2), (9, 3), (2, 4)):
+        x = torch.randn(2, length, 8)
+        torch.testing.assert_close(jfn(x, w, b, n), scaled(x, w, b, n))
+    assert compiler.cache_stats(jfn).misses == 1 and compiler.examine.recompilations(jfn) == []
+    config = GPTConfig.tiny()
+    model = GPT(config).eval()
+    jmodel = compiler.jit(model, dynamic=["tokens.size(1)"])
+    with torch.no_grad():
+        for length in (4, 7, 12):
+            tokens = torch.randint(0, config.vocab_size, (2, length))
+            torch.testing.assert_close(jmodel(tokens)["logits"], model(tokens)["logits"])
+    assert compiler.cache_stats(jmodel).misses == 1
+
+
+def test_a_dynamic_name_that_is_not_an_input_is_an_error_listing_the_inputs() -> None:
+    jfn = compiler.jit(lambda x, n: x * n, dynamic=["y.size(0)", "x.size(3)"])
+    with pytest.raises(ValueError, match=r"'x.size\(3\)', 'y.size\(0\)' names no number argument or tensor size"):
+        jfn(torch.randn(2, 3), 2)
+    with pytest.raises(ValueError, match=r"it has x.size\(0\), x.size\(1\), n"):
+        jfn(torch.randn(2, 3), 2)
+    for bad in ("x.size(1)", ["x.shape[1]"], [1]):
+        with pytest.raises(TypeError, match=r"expected a list of input names"):
+            compiler.jit(lambda x: x, dynamic=bad)
