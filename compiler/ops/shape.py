@@ -217,14 +217,15 @@ def split(tensor: TensorProxy, split_size_or_sections: Any, dim: int = 0) -> tup
     size = tensor.shape[d]
     if isinstance(split_size_or_sections, (int, NumberProxy)):
         chunk = split_size_or_sections
+        positive = bool(chunk > 0)
         check(
-            bool(chunk > 0) or bool(size == 0),
+            positive or bool(size == 0),
             lambda: f"split: split_size must be positive, got {chunk}{called_at()}",
             ValueError,
         )
         # NOTE: the number of pieces is guarded, not the sizes it comes from (symbolic sizes and
         # split sizes stay symbolic where they give the same number of pieces)
-        count = max(1, int((size + (chunk - 1)) // chunk)) if bool(chunk > 0) else 1
+        count = max(1, int((size + (chunk - 1)) // chunk)) if positive else 1
         sections = [chunk] * (count - 1) + [size - chunk * (count - 1)]
     else:
         sections = list(split_size_or_sections)
@@ -258,13 +259,13 @@ def split_with_sizes(tensor: TensorProxy, split_sizes: Sequence, dim: int = 0) -
 
 @register("torch.chunk", "torch.Tensor.chunk")
 def chunk(input: TensorProxy, chunks: int, dim: int = 0) -> tuple:
-    check(int(chunks) > 0, lambda: f"chunk: chunks must be positive, got {chunks}{called_at()}", ValueError)
+    chunks = int(chunks)
+    check(chunks > 0, lambda: f"chunk: chunks must be positive, got {chunks}{called_at()}", ValueError)
     d = canonical_dim(dim, input.ndim)
-    size, chunks = input.shape[d], int(chunks)
+    size = input.shape[d]
     if bool(size == 0):
         return tuple(_slice_dim(input, d, 0, 0) for _ in range(chunks))  # as torch: `chunks` empty pieces
-    step = (size + (chunks - 1)) // chunks  # ceil(size / chunks), symbolic where the size is
-    return split(input, step if bool(step >= 1) else 1, d)
+    return split(input, (size + (chunks - 1)) // chunks, d)  # pieces of ceil(size / chunks), at least 1
 
 
 @register("torch.narrow", "torch.Tensor.narrow")

@@ -92,7 +92,6 @@ class JittedFunction(functools.partial):
         self.last_entry: CacheEntry | None = None
         self.automatic_dynamic = automatic_dynamic
         self.dynamic: frozenset[str] = frozenset(dynamic)
-        self.requested = frozenset(dynamic)
         self.kept_constant: frozenset[str] = frozenset()  # names that could not be traced symbolic
         self.recompilations: list[Recompilation] = []
 
@@ -128,8 +127,8 @@ class JittedFunction(functools.partial):
             self.kept_constant |= symbolic
             entry = self._compile_entry(args, kwargs, self.dynamic)
         entry.compile_seconds = time.perf_counter() - start
-        if not self.entries and self.requested:
-            check_requested(self.requested, entry.prologue_trace, getattr(self.fn, "__qualname__", repr(self.fn)))
+        if not self.entries and self.dynamic:  # before a first entry, `dynamic` is what jit was given
+            check_requested(self.dynamic, entry.prologue_trace, getattr(self.fn, "__qualname__", repr(self.fn)))
         self.entries.append(entry)
         install(self.func, self.entries, self)
         self.stats.misses += 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -198,9 +197,6 @@ def _partial_backward(options: Options, full: Joint, split: Split, present: tupl
     return compile_trace(trace, options.executors)
 
 
-_DYNAMIC_NAME = re.compile(r"[A-Za-z_]\w*(\.size\(\d+\))?")
-
-
 def _sizes(prologue: Trace) -> frozenset[str]:
     """The names of the computation's number inputs that are symbolic tensor sizes (`prims.size`)."""
     return frozenset(b.output.name for b in prologue.bsyms if b.sym is Prim.SIZE)
@@ -231,8 +227,10 @@ def make_options(
             lambda n=name, v=value: f"jit({n}={v!r}): expected True or False" + (" or None" if n == "fallback" else ""),
             TypeError,
         )
+    pattern = frontend.DYNAMIC_NAME
+    named = not isinstance(dynamic, str) and all(isinstance(n, str) and pattern.fullmatch(n) for n in dynamic)
     check(
-        not isinstance(dynamic, str) and all(isinstance(n, str) and _DYNAMIC_NAME.fullmatch(n) for n in dynamic),
+        named,
         lambda: (
             f"jit(dynamic={dynamic!r}): expected a list of input names: a number argument ('n') or a tensor "
             "argument's size ('x.size(1)')"

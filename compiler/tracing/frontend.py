@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import re
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -228,6 +229,10 @@ class _Inputs:
 def size_name(name: str, dim: int) -> str:
     """How `dynamic` names the size of tensor input `name` along `dim`: 'x.size(1)'."""
     return f"{name}.size({dim})"
+
+
+# what `dynamic` can hold: a number input's name, or a tensor input's size (`size_name`)
+DYNAMIC_NAME = re.compile(r"[A-Za-z_]\w*(\.size\(\d+\))?")
 
 
 def _view_key(t: torch.Tensor) -> tuple:
