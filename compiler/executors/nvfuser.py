@@ -126,15 +126,17 @@ class _Definition:
     """A FusionDefinition as one region runs it.
 
     `copies`: the inputs whose written values it returns for the runner to copy
-    (nvfuser_aliasing.py). `execute(inputs)`: `fd.execute` until nvFuser has built the
-    definition's executor cache, then that cache's own `execute`, which skips the Python wrapper's
-    checks (about 3 µs of host time per call on an H100 machine).
+    (nvfuser_aliasing.py). `taken`: the region inputs it takes (None: all; a scalar input the
+    definition does not read is left out, see nvfuser_translate.py). `execute(inputs)`:
+    `fd.execute` until nvFuser has built the definition's executor cache, then that cache's own
+    `execute`, which skips the Python wrapper's checks (about 3 µs of host time per call on an
+    H100 machine).
     """
 
-    __slots__ = ("copies", "device", "execute", "fd")
+    __slots__ = ("copies", "device", "execute", "fd", "taken")
 
-    def __init__(self, fd: Any, copies: list[int], device: int | None) -> None:
-        self.fd, self.copies, self.device = fd, copies, device
+    def __init__(self, fd: Any, copies: list[int], device: int | None, taken: list[int] | None = None) -> None:
+        self.fd, self.copies, self.device, self.taken = fd, copies, device, taken
         self.execute: Callable[[list], list] = self._first_execute
 
     def _first_execute(self, inputs: list) -> list:
@@ -167,7 +169,7 @@ class NvFuserRunner:
         descriptors = tuple(describe(p, a, p.name in self.iteration) for p, a in zip(self.region.inputs, args))
         entry = self.by_descriptor.get(descriptors)
         if entry is None:
-            source, fn_name, shape_scalars = fusion_source(self.region, descriptors)
+            source, fn_name, shape_scalars, taken = fusion_source(self.region, descriptors)
             structure = structure_key(source)
             nvf = nvfuser_direct()
             fd = DEFINITIONS.get(nvf, structure)
@@ -182,7 +184,8 @@ class NvFuserRunner:
             else:
                 fusion.executor.stats.reused += 1
             copies = written_inputs(self.region) if copied_write_backs(self.region, descriptors) else []
-            entry = self.by_descriptor[descriptors] = _Definition(fd, copies, self.device)
+            every = len(taken) == len(self.region.inputs)
+            entry = self.by_descriptor[descriptors] = _Definition(fd, copies, self.device, None if every else taken)
             self.shape_scalar_idx = [i for i, p in enumerate(self.region.inputs) if p.name in shape_scalars]
         self.by_key[key] = entry
         return entry
@@ -191,12 +194,12 @@ class NvFuserRunner:
         entry = self.by_key.get(key)
         if entry is None:
             entry = self.definition(fusion, args, key)
-            self.count_compilation(fusion, entry.fd, args, key)
+            self.count_compilation(fusion, entry, args, key)
         elif self.shape_scalar_idx:
-            self.count_compilation(fusion, entry.fd, args, key)
+            self.count_compilation(fusion, entry, args, key)
         fd, copies = entry.fd, entry.copies
         fusion.last_definition = fd
-        outputs = entry.execute(list(args))
+        outputs = entry.execute(list(args) if entry.taken is None else [args[i] for i in entry.taken])
         if copies:
             for i, value in zip(copies, outputs[len(outputs) - len(copies) :]):
                 args[i].copy_(value)
@@ -206,16 +209,18 @@ class NvFuserRunner:
             outputs = [o.clone() if shares_memory(o, buffers) else o for o in outputs]
         return outputs
 
-    def count_compilation(self, fusion: NvFusion, fd: Any, args: tuple, key: tuple) -> None:
+    def count_compilation(self, fusion: NvFusion, entry: _Definition, args: tuple, key: tuple) -> None:
         """Counts a compilation when nvFuser has no kernel yet for this layout and these sizes.
 
         Only new layouts, and new values of scalars that set sizes (slice bounds, reshape sizes),
         can need a new kernel, so only those calls ask nvFuser (`fec.is_compiled`).
         """
+        fd = entry.fd
         compile_key = (id(fd), key, *(args[i] for i in self.shape_scalar_idx))
         if compile_key in self.seen_compile_keys:
             return
-        if not hasattr(fd, "fec") or not fd.fec.is_compiled(list(args)):
+        taken = list(args) if entry.taken is None else [args[i] for i in entry.taken]
+        if not hasattr(fd, "fec") or not fd.fec.is_compiled(taken):
             fusion.executor.stats.compilations += 1
         if len(self.seen_compile_keys) < _MAX_SEEN_COMPILE_KEYS:
             self.seen_compile_keys.add(compile_key)

@@ -195,7 +195,7 @@ def repro_script(
     script_name: str = "repro.py",
 ) -> str:
     """A standalone script (torch + nvfuser_direct only) that defines, checks and times the fusion."""
-    definition, fn_name, _ = fusion_source(region, descriptors)
+    definition, fn_name, _, taken = fusion_source(region, descriptors)
     bounds = index_bounds(region)
     builders = [
         repr(r.value)
@@ -234,6 +234,7 @@ def make_inputs():
 
 
 WRITTEN_INPUTS = {written}
+DEFINITION_INPUTS = {taken}  # the inputs the definition takes (a number it does not read is left out)
 COPIED = {copied}  # the fusion returns the written values (the caller copies them), or writes them itself
 TOLERANCES = {tolerances}
 
@@ -252,10 +253,14 @@ def median_ms(fn, repeats=30):
     return statistics.median(times)
 
 
+def execute(fd, inputs):
+    return fd.execute([inputs[i] for i in DEFINITION_INPUTS])
+
+
 def profile(fd, inputs, path):
     """Writes each kernel's segment, scheduler, time and bandwidth, and the scheduled IR, as JSON."""
     with PythonProfiler() as prof:
-        fd.execute(inputs)
+        execute(fd, inputs)
     kernels = [
         dict(segment=int(k.segment_id), scheduler=str(k.scheduler), time_ms=float(k.time_ms),
              bandwidth_gbs=float(k.effective_bandwidth_gbs), name=str(k.name),
@@ -276,7 +281,7 @@ def main():
     expected = reference(*expected_inputs) + [expected_inputs[i] for i in WRITTEN_INPUTS]
     with FusionDefinition() as fd:
         {fn_name}(fd)
-    outputs = list(fd.execute(inputs))
+    outputs = list(execute(fd, inputs))
     if COPIED:
         for i, value in zip(WRITTEN_INPUTS, outputs[len(outputs) - len(WRITTEN_INPUTS):]):
             inputs[i].copy_(value)
@@ -286,8 +291,8 @@ def main():
         torch.testing.assert_close(out, ref, rtol=rtol, atol=atol, equal_nan=True, msg=lambda m: f"output {{k}}: {{m}}")
     print(f"{region.name}: {{len(outputs)}} outputs match PyTorch")
     fresh = make_inputs()
-    fd.execute(fresh)
-    print(f"{region.name}: {{median_ms(lambda: fd.execute(fresh)):.4f}} ms (median, CUDA events, L2 flushed)")
+    execute(fd, fresh)
+    print(f"{region.name}: {{median_ms(lambda: execute(fd, fresh)):.4f}} ms (median, CUDA events, L2 flushed)")
     if args.profile_json:
         profile(fd, fresh, args.profile_json)
 

@@ -5,34 +5,21 @@ The source is a function `def nvfusion0(fd): ...` that calls `fd.define_tensor`,
 GPU, compared as text in CPU golden tests, and pasted verbatim into repro scripts. Nothing here
 imports nvFuser.
 
-Conventions of the generated code:
-- Inputs come in region order: tensors as `define_tensor` with the descriptor of the actual
-  argument (size-1 dims as broadcast `1`, others symbolic `-1`, contiguity and stride order as
-  nvFuser's `compute_tensor_descriptor` computes them); symbolic numbers as
-  `define_scalar(None, dtype=...)`.
-- bf16/fp16 values are computed in fp32: an op on them upcasts its operands, and its result is
-  held in fp32 and only cast down where a bf16/fp16 value is needed (a region output, a
-  write-back, an op that is not arithmetic). Round trips `f32 -> bf16 -> f32` inside a region
-  are dropped, as torch.compile and thunder do.
-- Python numbers become `define_scalar(value, dtype=...)` typed like the tensor they meet;
-  symbolic scalars are cast to that dtype once.
-- A write-back `copy_to(computed, buffer)` becomes `fd.add_output(fd.ops.set(computed),
-  alias_input=buffer)`: the fusion writes into the buffer, and no copy kernel is needed.
+The Translator that holds the definition being written, and the conventions of the code it
+writes, are in nvfuser_translator.py; this module has the table of per-prim translations.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import NamedTuple
 
 import torch
 
 from compiler.core import dtypes
 from compiler.core.errors import check
-from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, callee_name
-from compiler.executors.nvfuser_aliasing import copied_write_backs
-from compiler.executors.nvfuser_broadcast import Flags, expanded_unit_dims, is_unit, iteration_inputs, output_flags
+from compiler.core.ir import BoundSymbol, TensorProxy, callee_name
+from compiler.executors.nvfuser_broadcast import expanded_unit_dims, is_unit, iteration_inputs, output_flags
 from compiler.executors.nvfuser_descriptors import (  # noqa: F401  (re-exported for callers)
     ScalarDesc,
     TensorDesc,
@@ -42,163 +29,16 @@ from compiler.executors.nvfuser_descriptors import (  # noqa: F401  (re-exported
     shape_spec,
     tensor_descriptor,
 )
+from compiler.executors.nvfuser_translator import (  # noqa: F401  (re-exported for callers)
+    LOW_PRECISION,
+    NV_DTYPES,
+    SCALAR_DTYPES,
+    TranslationError,
+    Translator,
+    literal,
+)
 from compiler.passes.fuse import Region
 from compiler.prims import BINARY, UNARY, Prim
-
-NV_DTYPES: dict[torch.dtype, str] = {
-    torch.float64: "DataType.Double",
-    torch.float32: "DataType.Float",
-    torch.float16: "DataType.Half",
-    torch.bfloat16: "DataType.BFloat16",
-    torch.int64: "DataType.Int",
-    torch.int32: "DataType.Int32",
-    torch.bool: "DataType.Bool",
-}
-SCALAR_DTYPES: dict[type, torch.dtype] = {bool: torch.bool, int: torch.int64, float: torch.float64}
-LOW_PRECISION = frozenset({torch.float16, torch.bfloat16})
-
-
-class TranslationError(RuntimeError):
-    """A region cannot be written as a fusion definition."""
-
-
-# ---------------------------------------------------------------------------------------------
-# The translator
-
-
-def _literal(value: Any, dtype: torch.dtype) -> str:
-    if dtype is torch.bool:
-        return repr(bool(value))
-    if dtype.is_floating_point:
-        value = float(value)
-        return repr(value) if math.isfinite(value) else f'float("{value}")'
-    return repr(int(value))
-
-
-class Translator:
-    """Writes the body of one fusion definition, one prim at a time."""
-
-    def __init__(self, region: Region, descriptors: Sequence[TensorDesc | ScalarDesc]) -> None:
-        self.region = region
-        self.lines: list[str] = []
-        self.var: dict[str, str] = {}  # trace name -> variable holding it in its own dtype
-        self.f32: dict[str, str] = {}  # bf16/fp16 trace name -> variable holding it in fp32
-        self.casts: dict[tuple[str, torch.dtype], str] = {}
-        self.used: set[str] = {"fd", "DataType"}
-        self.inputs: set[str] = set()
-        self.shape_scalars: set[str] = set()
-        self.flags: dict[str, Flags] = {}  # trace name -> which dims nvFuser may hold as broadcast
-        self.segmented: set[str] = set()  # trace names computed behind a segment_set
-        for proxy, desc in zip(region.inputs, descriptors):
-            self.define_input(proxy, desc)
-        self.copied = copied_write_backs(region, descriptors)  # write-backs returned, not aliased
-        self.copied_values: list[str] = []
-
-    def fresh(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.used:
-            k += 1
-            name = f"{base}_{k}"
-        self.used.add(name)
-        return name
-
-    def emit(self, base: str, expr: str) -> str:
-        name = self.fresh(base)
-        self.lines.append(f"{name} = {expr}")
-        return name
-
-    def define_input(self, proxy: Proxy, desc: TensorDesc | ScalarDesc) -> None:
-        if isinstance(desc, TensorDesc):
-            expr = (
-                f"fd.define_tensor(shape={list(desc.shape)}, contiguity={list(desc.contiguity)}, "
-                f"dtype={NV_DTYPES[desc.dtype]}, stride_order={list(desc.stride_order)})"
-            )
-            self.flags[proxy.name] = tuple(s == 1 for s in desc.shape)
-        else:
-            expr = f"fd.define_scalar(None, dtype={NV_DTYPES[SCALAR_DTYPES[desc.python_type]]})"
-        self.var[proxy.name] = self.emit(proxy.name, expr)
-        self.inputs.add(self.var[proxy.name])
-
-    # -- values ---------------------------------------------------------------------------
-    def tensor(self, p: TensorProxy) -> str:
-        """The variable holding `p` in its own dtype (cast down from fp32 on first need)."""
-        if p.name not in self.var:
-            check(
-                p.name in self.f32,
-                lambda: f"{self.region.name}: {p.name} is used before it is defined",
-                TranslationError,
-            )
-            self.var[p.name] = self.emit(p.name, f"fd.ops.cast({self.f32[p.name]}, dtype={NV_DTYPES[p.dtype]})")
-        return self.var[p.name]
-
-    def held_f32(self, p: TensorProxy) -> bool:
-        """True when `p` (bf16/fp16) exists only in fp32 so far."""
-        return p.name in self.f32 and p.name not in self.var
-
-    def compute(self, p: TensorProxy, dtype: torch.dtype) -> str:
-        """`p` as an operand of arithmetic done in `dtype` (fp32 for bf16/fp16 values)."""
-        if p.dtype in LOW_PRECISION and dtype is torch.float32:
-            if p.name not in self.f32:
-                self.f32[p.name] = self.emit(f"{p.name}_f32", f"fd.ops.cast({self.tensor(p)}, dtype=DataType.Float)")
-            return self.f32[p.name]
-        return self.tensor(p)
-
-    def operand(self, x: Any, dtype: torch.dtype) -> str:
-        """A tensor, symbolic scalar or Python number as an operand of arithmetic in `dtype`."""
-        if isinstance(x, TensorProxy):
-            return self.compute(x, dtype)
-        natural = SCALAR_DTYPES[x.python_type if isinstance(x, NumberProxy) else type(x)]
-        target = dtype if dtypes.category(natural) <= dtypes.category(dtype) else natural
-        if not isinstance(x, NumberProxy):
-            return f"fd.define_scalar({_literal(x, target)}, dtype={NV_DTYPES[target]})"
-        if target is natural:
-            return self.var[x.name]
-        key = (x.name, target)
-        if key not in self.casts:
-            self.casts[key] = self.emit(
-                f"{x.name}_{dtypes.short_name(target)}", f"fd.ops.cast({self.var[x.name]}, dtype={NV_DTYPES[target]})"
-            )
-        return self.casts[key]
-
-    def size(self, value: Any) -> str:
-        """A size or index; a symbolic one is a scalar input (recorded as a shape scalar)."""
-        if isinstance(value, NumberProxy):
-            self.shape_scalars.add(value.name)
-            return self.var[value.name]
-        return repr(int(value))
-
-    def sizes(self, values: Sequence[Any]) -> str:
-        """A list of sizes / indices (see `size`)."""
-        return f"[{', '.join(self.size(v) for v in values)}]"
-
-    def define(self, p: TensorProxy, expr: str, held: torch.dtype) -> None:
-        """Binds `p` to `expr`, a value of dtype `held` (fp32 for a bf16/fp16 `p` computed in fp32)."""
-        if held == p.dtype:
-            self.var[p.name] = self.emit(p.name, expr)
-        else:
-            self.f32[p.name] = self.emit(f"{p.name}_f32", expr)
-
-    def alias(self, p: TensorProxy, var: str, in_f32: bool) -> None:
-        """Binds `p` to an existing variable (no line emitted)."""
-        (self.f32 if in_f32 else self.var)[p.name] = var
-
-    def movable(self, p: TensorProxy) -> tuple[str, torch.dtype]:
-        """`p` for a data-movement op: the fp32 copy when only that exists, else `p` itself."""
-        if self.held_f32(p):
-            return self.f32[p.name], torch.float32
-        return self.tensor(p), p.dtype
-
-    def finish(self, name: str) -> str:
-        """The whole `def name(fd): ...` source, outputs added."""
-        returned: set[str] = set()
-        for var in [self.tensor(p) for p in self.region.outputs] + self.copied_values:
-            if var in self.inputs or var in returned:
-                var = self.emit(f"{var}_out", f"fd.ops.set({var})")
-            self.lines.append(f"fd.add_output({var})")
-            returned.add(var)
-        body = "\n".join(f"    {line}" for line in self.lines) or "    pass"
-        return f"def {name}(fd):\n{body}\n"
-
 
 Translate = Callable[[Translator, BoundSymbol], None]
 
@@ -315,7 +155,14 @@ def _broadcast_in_dim(tx: Translator, x: str, bsym: BoundSymbol) -> str:
         else:
             x = tx.emit(f"{a.name}_sq", _sum_unit_dims(x, tx.movable(a)[1], removed))
         dims = [d for i, d in enumerate(dims) if i not in removed]
-    return f"fd.ops.broadcast_in_dim({x}, shape={tx.sizes(shape)}, broadcast_dims={list(dims)})"
+    # NOTE: a dim the operand has as an iteration dim keeps the operand's size: written as that
+    # size (not the trace's number), constant and symbolic sizes give one definition (module doc).
+    held = tx.flags.get(a.name, ())
+    kept = [k for k in range(len(a.shape)) if k not in removed]
+    iterated = [not is_unit(a.shape[k]) and not (k < len(held) and held[k]) for k in kept]
+    own = {d: i for i, d in enumerate(dims) if iterated[i]}
+    sizes = [f"fd.ops.size({x}, dim={own[d]})" if d in own else tx.size(s) for d, s in enumerate(shape)]
+    return f"fd.ops.broadcast_in_dim({x}, shape=[{', '.join(sizes)}], broadcast_dims={list(dims)})"
 
 
 def _squeeze(tx: Translator, x: str, bsym: BoundSymbol) -> str:
@@ -420,7 +267,7 @@ def _materialized(tx: Translator, p: TensorProxy, sizes: str) -> str:
     # wrong in nvfuser_direct 0.2.36 (see nvfuser_broadcast.py); adding zeros makes them iteration dims.
     dtype = p.dtype
     compute = dtypes.compute_dtype(dtype) if dtype is not torch.bool else torch.bool
-    zero = _literal(0, compute)
+    zero = literal(0, compute)
     zeros = f"fd.ops.full(shape={sizes}, fill_value=fd.define_scalar({zero}, dtype={NV_DTYPES[compute]}), "
     zeros += f"dtype={NV_DTYPES[compute]})"
     op = "logical_or" if dtype is torch.bool else "add"
@@ -464,10 +311,17 @@ TRANSLATIONS: dict[Prim, Translate] = {
 }
 
 
-def fusion_source(
-    region: Region, descriptors: Sequence[TensorDesc | ScalarDesc] | None = None
-) -> tuple[str, str, set[str]]:
-    """(source of `def <fn>(fd)`, fn name, names of scalar inputs used as sizes) for `region`."""
+class FusionSource(NamedTuple):
+    """A region's fusion definition as source."""
+
+    source: str  # `def <fn_name>(fd): ...`
+    fn_name: str
+    shape_scalars: set[str]  # names of the scalar inputs it uses as sizes
+    taken: list[int]  # the region inputs it takes, in order (not the scalar inputs it does not read)
+
+
+def fusion_source(region: Region, descriptors: Sequence[TensorDesc | ScalarDesc] | None = None) -> FusionSource:
+    """The fusion definition of `region` for inputs of these descriptors (defaults: the region's own)."""
     if descriptors is None:
         iteration = iteration_inputs(region)
         descriptors = [default_descriptor(p, p.name in iteration) for p in region.inputs]
@@ -484,4 +338,5 @@ def fusion_source(
             if isinstance(out, TensorProxy):
                 tx.flags[out.name] = output_flags(bsym, tx.flags)
     fn_name = region.name.lower().replace("nvfusion", "nvfusion_")
-    return tx.finish(fn_name), fn_name, tx.shape_scalars
+    source = tx.finish(fn_name)
+    return FusionSource(source, fn_name, tx.shape_scalars, tx.taken)

@@ -19,6 +19,7 @@ from compiler.runtime.guard_source import compile_prologue, tensor_check_runs
 from compiler.tracing import frontend
 from suites._models.gpt import GPT, GPTConfig
 from suites._models.llama import BlockDecoder, LlamaBlock, LlamaConfig
+from suites.dynamic_lengths import norm_mlp as suite_block
 from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
 
 
@@ -194,14 +195,36 @@ def test_symbolic_sizes_through_generated_fusion_definitions(fake_nvfuser, tmp_p
             x = torch.randn(2, n, 8)
             torch.testing.assert_close(jfn(x, w, b), norm_mlp(x, w, b))
     assert compiler.cache_stats(jfn).misses == 2
-    assert compiler.examine.stats(jfn).definitions >= 1
+    # the symbolic entry reuses the static entry's layer norm (its broadcasts keep their operand's
+    # sizes); the other fusion divides by the length, a constant 3 in the static entry's
+    fusions = compiler.examine.fusions(jfn)
+    stats = compiler.examine.stats(jfn)
+    assert len(fusions) == 2 and (stats.definitions, stats.reused) == (3, 1)
     # what a user inspects of a fusion over symbolic sizes: its inputs as last called, a repro
-    listing = str(compiler.examine.fusions(jfn))
+    listing = str(fusions)
     assert "x: torch.float32 [2, 4, 8]" in listing and "x_size1: int = 4" in listing
     assert "cpu f32[2, x_size1, 6]" in listing
     script = compiler.examine.repro(jfn, "nvFusion0", tmp_path / "repro.py").read_text()
-    assert "x_size1 = fd.define_scalar(None, dtype=DataType.Int)" in script
-    assert "shape=[2, x_size1, 8]" in script
+    assert "define_scalar(None" not in script and "DEFINITION_INPUTS = [0]" in script
+    assert "shape=[fd.ops.size(t1, dim=0), fd.ops.size(t1, dim=1), 8]" in script
+    assert "def reference(x, x_size1):" in script
+
+
+def test_the_symbolic_entry_reuses_every_definition_of_the_static_entry(fake_nvfuser) -> None:  # noqa: F811
+    # suites/dynamic_lengths.py's block: nothing in its fusions depends on the length but the
+    # broadcasts' sizes, which are their operands' own, so the second entry builds no definition
+    torch.manual_seed(3)
+    weights = (torch.randn(32, 8), torch.randn(32), torch.randn(8, 32), torch.randn(8))
+    jfn = compiler.jit(suite_block, executors=["nvfuser", "torch"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FusionFallbackWarning)
+        for n in (4, 6, 9):
+            x = torch.randn(2, n, 8)
+            torch.testing.assert_close(jfn(x, *weights), suite_block(x, *weights))
+    fusions = compiler.examine.fusions(jfn)
+    stats = compiler.examine.stats(jfn)
+    assert compiler.cache_stats(jfn).misses == 2 and len(fusions) >= 2
+    assert (stats.definitions, stats.reused) == (len(fusions), len(fusions))
 
 
 @pytest.mark.nvfuser

@@ -79,7 +79,7 @@ def fake_module(monkeypatch):
     monkeypatch.setitem(sys.modules, "nvfuser_direct", fake_nvfuser.module())
 
 
-@pytest.mark.parametrize("which", ["gelu", "write_back", "split3", "rotary_bf16"])
+@pytest.mark.parametrize("which", ["gelu", "write_back", "split3", "rotary_bf16", "symbolic_size"])
 def test_repro_script_defines_checks_and_matches_pytorch(which, tmp_path, fake_module):
     # rotary_bf16: the reference holds float32 values converted to bf16 in float32, as the fusion
     # does; eager's rounding of q * cos and rotate_half(q) * sin each differs by up to 0.06 here
@@ -91,6 +91,14 @@ def test_repro_script_defines_checks_and_matches_pytorch(which, tmp_path, fake_m
         jfn, args = jit_torch_regions(gelu_bias_backward, cache="symbolic"), (0.1, 0.2, 0.3, 0.4, x, x, x)
     elif which == "write_back":
         jfn, args = jit_torch_regions(write_back), (torch.randn(4, 8), torch.randn(4, 8))
+    elif which == "symbolic_size":  # the size is a region input the definition does not take
+        jfn = compiler.jit(
+            lambda x: x - x.amax(-1, keepdim=True),
+            dynamic=["x.size(0)"],
+            executors=["nvfuser"],
+            fusion={"runner": "torch", "min_region_size": 1},
+        )
+        args = (torch.randn(5, 8),)
     else:
         jfn, args = jit_torch_regions(split3, cache="symbolic"), (torch.randn(8, 16, 64), 3, 8)
     jfn(*args)
@@ -111,7 +119,8 @@ def test_repro_script_defines_checks_and_matches_pytorch(which, tmp_path, fake_m
     fd = scope["FusionDefinition"]()
     with fd:
         scope["nvfusion_0"](fd)
-    got = fd.execute(inputs)
+    got = scope["execute"](fd, inputs)
+    assert scope["DEFINITION_INPUTS"] == ([0] if which == "symbolic_size" else list(range(len(inputs))))
     assert not scope["COPIED"]  # write_back's buffer is written by the fusion itself
     for g, w in zip(got, expected):
         torch.testing.assert_close(g, w)
