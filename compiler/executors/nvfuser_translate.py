@@ -99,7 +99,7 @@ def _reduction(op: str) -> Translate:
         x = tx.compute(a, compute)
         held = tx.flags.get(a.name, ())
         if any(held[d] and not is_unit(a.shape[d]) for d in dims if d < len(held)):
-            x = _materialized(tx, a, tx.sizes(a.shape))
+            x = _materialized(tx, a, tx.extents_of(a.shape))
         if not dims:
             expr = f"fd.ops.set({x})"
         elif op in ("sum", "prod") and a.dtype is torch.int32:
@@ -161,7 +161,7 @@ def _broadcast_in_dim(tx: Translator, x: str, bsym: BoundSymbol) -> str:
     kept = [k for k in range(len(a.shape)) if k not in removed]
     iterated = [not is_unit(a.shape[k]) and not (k < len(held) and held[k]) for k in kept]
     own = {d: i for i, d in enumerate(dims) if iterated[i]}
-    sizes = [f"fd.ops.size({x}, dim={own[d]})" if d in own else tx.size(s) for d, s in enumerate(shape)]
+    sizes = [f"fd.ops.size({x}, dim={own[d]})" if d in own else tx.extent(s) for d, s in enumerate(shape)]
     return f"fd.ops.broadcast_in_dim({x}, shape=[{', '.join(sizes)}], broadcast_dims={list(dims)})"
 
 
@@ -222,7 +222,8 @@ def _cat(tx: Translator, bsym: BoundSymbol) -> None:
 def _full(tx: Translator, bsym: BoundSymbol) -> None:
     shape, value, dtype, _device = bsym.args
     fill = tx.operand(value, dtypes.compute_dtype(dtype))
-    tx.define(bsym.output, f"fd.ops.full(shape={tx.sizes(shape)}, fill_value={fill}, dtype={NV_DTYPES[dtype]})", dtype)
+    expr = f"fd.ops.full(shape={tx.extents_of(shape)}, fill_value={fill}, dtype={NV_DTYPES[dtype]})"
+    tx.define(bsym.output, expr, dtype)
 
 
 def _iota(tx: Translator, bsym: BoundSymbol) -> None:

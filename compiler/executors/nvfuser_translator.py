@@ -6,10 +6,14 @@ Conventions of the generated code:
   nvFuser's `compute_tensor_descriptor` computes them); symbolic numbers as
   `define_scalar(None, dtype=...)`, except those the definition does not read
   (`nvfuser_translate.FusionSource.taken` says which region inputs it takes).
-- A size that a broadcast keeps from its operand is the operand's own (`fd.ops.size`), not the
-  number the trace holds: a definition traced with constant sizes and one traced with symbolic
-  sizes are then the same text, so automatic dynamic's second entry reuses the first entry's
-  compiled definitions (a layer norm's fusion over a length that became symbolic).
+- Tensor sizes are read from tensors (`fd.ops.size`), not written as the numbers the trace holds:
+  a size that a broadcast keeps is its operand's; a broadcast's new dims, a `full`'s shape and a
+  materialised broadcast take the size of the first input tensor dim that has it (`extent`).
+  A definition traced with constant sizes and one traced with symbolic sizes are then the same
+  text, so automatic dynamic's second entry reuses the first entry's compiled definitions (a
+  layer norm with weights over a length that became symbolic). Reshapes, slices and `iota` keep
+  the trace's numbers: read from a tensor, a reshape's sizes would make nvFuser treat a static
+  reshape as a dynamic one.
 - bf16/fp16 values are computed in fp32: an op on them upcasts its operands, and its result is
   held in fp32 and only cast down where a bf16/fp16 value is needed (a region output, a
   write-back, an op that is not arithmetic). Round trips `f32 -> bf16 -> f32` inside a region
@@ -83,10 +87,16 @@ class Translator:
         self.flags: dict[str, Flags] = {}  # trace name -> which dims nvFuser may hold as broadcast
         self.segmented: set[str] = set()  # trace names computed behind a segment_set
         self.scalar_inputs: dict[str, int] = {}  # variable of a scalar input -> its region input index
+        self.extents: dict[tuple[str, Any], str] = {}  # a size (`_extent_key`) -> an input dim of that size
         for index, (proxy, desc) in enumerate(zip(region.inputs, descriptors)):
             self.define_input(proxy, desc)
             if not isinstance(desc, TensorDesc):
                 self.scalar_inputs[self.var[proxy.name]] = index
+                continue
+            for d, size in enumerate(proxy.shape):
+                key = _extent_key(size)
+                if key is not None and key not in self.extents:
+                    self.extents[key] = f"fd.ops.size({self.var[proxy.name]}, dim={d})"
         self.copied = copied_write_backs(region, descriptors)  # write-backs returned, not aliased
         self.copied_values: list[str] = []
 
@@ -167,6 +177,16 @@ class Translator:
         """A list of sizes / indices (see `size`)."""
         return f"[{', '.join(self.size(v) for v in values)}]"
 
+    def extent(self, value: Any) -> str:
+        """A tensor's size: the size of the first input tensor dim that has it, where one has it
+        (the same text for a constant size and for the symbolic size it becomes), else as `size`."""
+        key = _extent_key(value)
+        return self.extents[key] if key in self.extents else self.size(value)
+
+    def extents_of(self, values: Sequence[Any]) -> str:
+        """A shape (see `extent`)."""
+        return f"[{', '.join(self.extent(v) for v in values)}]"
+
     def define(self, p: TensorProxy, expr: str, held: torch.dtype) -> None:
         """Binds `p` to `expr`, a value of dtype `held` (fp32 for a bf16/fp16 `p` computed in fp32)."""
         if held == p.dtype:
@@ -202,3 +222,11 @@ class Translator:
         """Whether a line other than `var`'s definition reads `var`."""
         pattern = re.compile(rf"\b{re.escape(var)}\b")
         return any(pattern.search(line) for line in self.lines if not line.startswith(f"{var} = "))
+
+
+def _extent_key(size: Any) -> tuple[str, Any] | None:
+    """What identifies a size across a region's tensors: a symbolic size's name, a constant's value
+    (None for 0 and 1, which stay constants: automatic dynamic never makes them symbolic)."""
+    if isinstance(size, NumberProxy):
+        return ("symbolic", size.name)
+    return ("constant", int(size)) if int(size) >= 2 else None

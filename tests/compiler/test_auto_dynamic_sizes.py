@@ -206,7 +206,7 @@ def test_symbolic_sizes_through_generated_fusion_definitions(fake_nvfuser, tmp_p
     assert "cpu f32[2, x_size1, 6]" in listing
     script = compiler.examine.repro(jfn, "nvFusion0", tmp_path / "repro.py").read_text()
     assert "define_scalar(None" not in script and "DEFINITION_INPUTS = [0]" in script
-    assert "shape=[fd.ops.size(t1, dim=0), fd.ops.size(t1, dim=1), 8]" in script
+    assert "shape=[fd.ops.size(t1, dim=0), fd.ops.size(t1, dim=1), fd.ops.size(x, dim=2)]" in script
     assert "def reference(x, x_size1):" in script
 
 
@@ -225,6 +225,25 @@ def test_the_symbolic_entry_reuses_every_definition_of_the_static_entry(fake_nvf
     stats = compiler.examine.stats(jfn)
     assert compiler.cache_stats(jfn).misses == 2 and len(fusions) >= 2
     assert (stats.definitions, stats.reused) == (len(fusions), len(fusions))
+
+
+def test_a_gpt_over_a_new_length_builds_only_its_embedding_definition_again(fake_nvfuser) -> None:  # noqa: F811
+    # the layer norms broadcast their weights over (batch, length): those sizes are read from the
+    # residual stream's tensor, so only the embedding's fusion (its reshape and its iota over the
+    # length keep the trace's numbers) is a new definition of the symbolic entry
+    torch.manual_seed(0)
+    config = GPTConfig.tiny()
+    model = GPT(config).eval()
+    jmodel = compiler.jit(model, executors=["nvfuser", "torch"])
+    built = []
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", FusionFallbackWarning)
+        for length in (5, 16, 33):
+            tokens = torch.randint(0, config.vocab_size, (2, length))
+            torch.testing.assert_close(jmodel(tokens)["logits"], model(tokens)["logits"], atol=1e-4, rtol=1e-4)
+            built.append(compiler.examine.stats(jmodel).definitions)
+    assert compiler.cache_stats(jmodel).misses == 2
+    assert built[1] - built[0] == 1 and built[2] == built[1]
 
 
 @pytest.mark.nvfuser

@@ -131,7 +131,7 @@ def nvfusion_0(fd):
     b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16, stride_order=[0, 1])
     t0 = fd.ops.cast(a, dtype=DataType.Float)
     t1 = fd.ops.mul(t0, fd.define_scalar(2.0, dtype=DataType.Float))
-    t3_f32 = fd.ops.broadcast_in_dim(t1, shape=[fd.ops.size(t1, dim=0), 8], broadcast_dims=[0, 1])
+    t3_f32 = fd.ops.broadcast_in_dim(t1, shape=[fd.ops.size(t1, dim=0), fd.ops.size(b, dim=1)], broadcast_dims=[0, 1])
     t5 = fd.ops.cast(b, dtype=DataType.Float)
     t6 = fd.ops.add(t3_f32, t5)
     t9 = fd.ops.sin(t6)
