@@ -30,6 +30,7 @@ import contextlib
 import inspect
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -87,25 +88,42 @@ def _number_parameters_bypass(name: str, original: Callable) -> Callable:
 
     bypass.__name__ = bypass.__qualname__ = name
     bypass.__wrapped__ = original
-    bypass.fusebench_bypass = True
     return bypass
 
 
-@contextlib.contextmanager
-def _numbers_past_the_argument_parser() -> Iterator[None]:
-    """Installs the bypasses of `_NUMBER_PARAMETERS` on `torch` for the block (a no-op when they
-    are installed already: a trace inside a trace)."""
-    originals = {name: getattr(torch, name) for name in _NUMBER_PARAMETERS}
-    if any(getattr(fn, "fusebench_bypass", False) for fn in originals.values()):
-        yield
-        return
-    for name, original in originals.items():
-        setattr(torch, name, _number_parameters_bypass(name, original))
-    try:
-        yield
-    finally:
-        for name, original in originals.items():
-            setattr(torch, name, original)
+class _Bypasses:
+    """The bypasses of `_NUMBER_PARAMETERS`, installed on `torch` while any thread traces.
+
+    Traces in several threads (or a trace inside a trace) share one installation: the first to
+    enter installs, the last to leave restores torch's own functions; before, a trace that ended
+    restored them under another thread's trace, whose `torch.arange(n)` then had a constant n.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.tracing = 0
+        self.originals: dict[str, Callable] = {}
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """The bypasses, installed on `torch` for the block."""
+        with self.lock:
+            if self.tracing == 0:
+                self.originals = {name: getattr(torch, name) for name in _NUMBER_PARAMETERS}
+                for name, original in self.originals.items():
+                    setattr(torch, name, _number_parameters_bypass(name, original))
+            self.tracing += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.tracing -= 1
+                if self.tracing == 0:
+                    for name, original in self.originals.items():
+                        setattr(torch, name, original)
+
+
+_BYPASSES = _Bypasses()
 
 
 class _Inputs:
@@ -421,7 +439,7 @@ def _trace(
 
     # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
-    with tracing(context), _TracingMode(), compiling(), _numbers_past_the_argument_parser():
+    with tracing(context), _TracingMode(), compiling(), _BYPASSES.installed():
         output = fn(*fn_args, **fn_kwargs)
     _check_output(output)
 

@@ -4,7 +4,10 @@ matches eager."""
 
 from __future__ import annotations
 
+import threading
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
@@ -374,6 +377,47 @@ def test_torch_arange_and_full_are_themselves_again_after_tracing_even_when_it_f
     with pytest.raises(ValueError, match="stop"):
         compiler.jit(fails)(torch.randn(3))
     assert torch.arange is arange and torch.full is full
+
+
+def test_a_trace_ending_in_one_thread_leaves_the_bypass_to_a_trace_in_another() -> None:
+    arange = torch.arange
+    a_tracing, b_tracing, a_done = threading.Event(), threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def a(x):
+        a_tracing.set()
+        assert b_tracing.wait(10)
+        return x * 2
+
+    def b(x):
+        b_tracing.set()
+        assert a_done.wait(10)  # a's trace has ended: torch.arange must still take a symbolic size
+        return x + torch.arange(x.shape[0])
+
+    jb = compiler.jit(b, dynamic=["x.size(0)"])
+
+    def run(fn: Callable[[], Any], done: threading.Event | None = None) -> None:
+        try:
+            fn()
+        except BaseException as error:  # the test asserts there were none
+            errors.append(error)
+        finally:
+            if done is not None:
+                done.set()
+
+    ta = threading.Thread(target=run, args=(lambda: compiler.jit(a)(torch.randn(3)), a_done))
+    ta.start()
+    assert a_tracing.wait(10)
+    tb = threading.Thread(target=run, args=(lambda: jb(torch.randn(4)),))
+    tb.start()
+    ta.join(10)
+    tb.join(10)
+    assert not errors, errors
+    for n in (5, 9):
+        x = torch.randn(n)
+        torch.testing.assert_close(jb(x), x + torch.arange(n))
+    assert compiler.cache_stats(jb).misses == 1  # the arange's length stayed symbolic
+    assert torch.arange is arange  # restored once both traces ended
 
 
 def test_sizes_and_numbers_named_dynamic_are_symbolic_from_the_first_compilation() -> None:
