@@ -91,39 +91,65 @@ def _number_parameters_bypass(name: str, original: Callable) -> Callable:
     return bypass
 
 
-class _Bypasses:
-    """The bypasses of `_NUMBER_PARAMETERS`, installed on `torch` while any thread traces.
+class _SharedPatch:
+    """A change to `torch` that traces share: the first to enter makes it (`make` returns how to
+    undo it), the last to leave undoes it, whatever the threads (and traces inside traces).
 
-    Traces in several threads (or a trace inside a trace) share one installation: the first to
-    enter installs, the last to leave restores torch's own functions; before, a trace that ended
-    restored them under another thread's trace, whose `torch.arange(n)` then had a constant n.
+    Before, each trace saved what it found and put it back when it ended: a trace that ended while
+    another thread traced undid the change under it (torch's own `arange` refused that trace's
+    symbolic size), or put back the other's change for good (`torch.compiler.is_compiling()` stayed
+    True after both had ended).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, make: Callable[[], Callable[[], None]]) -> None:
+        self.make = make
         self.lock = threading.Lock()
-        self.tracing = 0
-        self.originals: dict[str, Callable] = {}
+        self.entered = 0
+        self.undo: Callable[[], None] | None = None
 
     @contextlib.contextmanager
-    def installed(self) -> Iterator[None]:
-        """The bypasses, installed on `torch` for the block."""
+    def applied(self) -> Iterator[None]:
+        """The change, made for the block."""
         with self.lock:
-            if self.tracing == 0:
-                self.originals = {name: getattr(torch, name) for name in _NUMBER_PARAMETERS}
-                for name, original in self.originals.items():
-                    setattr(torch, name, _number_parameters_bypass(name, original))
-            self.tracing += 1
+            if self.entered == 0:
+                self.undo = self.make()
+            self.entered += 1
         try:
             yield
         finally:
             with self.lock:
-                self.tracing -= 1
-                if self.tracing == 0:
-                    for name, original in self.originals.items():
-                        setattr(torch, name, original)
+                self.entered -= 1
+                if self.entered == 0 and self.undo is not None:
+                    self.undo()
+                    self.undo = None
 
 
-_BYPASSES = _Bypasses()
+def _install_bypasses() -> Callable[[], None]:
+    """Installs the bypasses of `_NUMBER_PARAMETERS` on `torch`; returns how to remove them."""
+    originals = {name: getattr(torch, name) for name in _NUMBER_PARAMETERS}
+    for name, original in originals.items():
+        setattr(torch, name, _number_parameters_bypass(name, original))
+
+    def undo() -> None:
+        for name, original in originals.items():
+            setattr(torch, name, original)
+
+    return undo
+
+
+def _set_compiling_flag() -> Callable[[], None]:
+    """Sets torch's "compiling" flag (see `compiling`); returns how to put it back."""
+    previous = torch.compiler._is_compiling_flag
+    torch.compiler._is_compiling_flag = True
+
+    def undo() -> None:
+        torch.compiler._is_compiling_flag = previous
+
+    return undo
+
+
+_BYPASSES = _SharedPatch(_install_bypasses)
+_COMPILING = _SharedPatch(_set_compiling_flag)
 
 
 class _Inputs:
@@ -371,19 +397,14 @@ def _check_output(value: Any) -> None:
         )
 
 
-@contextlib.contextmanager
-def compiling() -> Iterator[None]:
-    """`torch.compiler.is_compiling()` is True inside the block, as while torch.compile traces.
+def compiling() -> contextlib.AbstractContextManager[None]:
+    """`torch.compiler.is_compiling()` is True inside the block, as while torch.compile traces
+    (shared by the traces of every thread: `_SharedPatch`).
 
     NOTE: torch reads the module global `torch.compiler._is_compiling_flag` (torch 2.11 to 2.13;
     2.13's `_compile_session_context` sets the same flag, 2.11 has no such helper).
     """
-    previous = torch.compiler._is_compiling_flag
-    torch.compiler._is_compiling_flag = True
-    try:
-        yield
-    finally:
-        torch.compiler._is_compiling_flag = previous
+    return _COMPILING.applied()
 
 
 def trace(
@@ -439,7 +460,7 @@ def _trace(
 
     # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
-    with tracing(context), _TracingMode(), compiling(), _BYPASSES.installed():
+    with tracing(context), _TracingMode(), compiling(), _BYPASSES.applied():
         output = fn(*fn_args, **fn_kwargs)
     _check_output(output)
 

@@ -379,7 +379,7 @@ def test_torch_arange_and_full_are_themselves_again_after_tracing_even_when_it_f
     assert torch.arange is arange and torch.full is full
 
 
-def test_a_trace_ending_in_one_thread_leaves_the_bypass_to_a_trace_in_another() -> None:
+def test_a_trace_ending_in_one_thread_leaves_its_torch_changes_to_a_trace_in_another() -> None:
     arange = torch.arange
     a_tracing, b_tracing, a_done = threading.Event(), threading.Event(), threading.Event()
     errors: list[BaseException] = []
@@ -392,6 +392,7 @@ def test_a_trace_ending_in_one_thread_leaves_the_bypass_to_a_trace_in_another() 
     def b(x):
         b_tracing.set()
         assert a_done.wait(10)  # a's trace has ended: torch.arange must still take a symbolic size
+        assert torch.compiler.is_compiling()
         return x + torch.arange(x.shape[0])
 
     jb = compiler.jit(b, dynamic=["x.size(0)"])
@@ -418,6 +419,7 @@ def test_a_trace_ending_in_one_thread_leaves_the_bypass_to_a_trace_in_another() 
         torch.testing.assert_close(jb(x), x + torch.arange(n))
     assert compiler.cache_stats(jb).misses == 1  # the arange's length stayed symbolic
     assert torch.arange is arange  # restored once both traces ended
+    assert not torch.compiler.is_compiling()  # each trace set it; the last one to end put it back
 
 
 def test_sizes_and_numbers_named_dynamic_are_symbolic_from_the_first_compilation() -> None:
