@@ -65,12 +65,20 @@ class BoundSymbol:
     @property
     def inputs(self) -> list[Proxy]:
         """The proxies this line reads, in order (with repeats)."""
-        return [*proxies_in(self.args), *proxies_in(self.kwargs)]
+        found = self.__dict__.get("_inputs")
+        if found is None:  # NOTE: found once per line (it is frozen); passes ask for it many times
+            found = (*proxies_in(self.args), *proxies_in(self.kwargs))
+            object.__setattr__(self, "_inputs", found)
+        return list(found)
 
     @property
     def outputs(self) -> list[Proxy]:
         """The proxies this line defines."""
-        return list(proxies_in(self.output))
+        found = self.__dict__.get("_outputs")
+        if found is None:
+            found = tuple(proxies_in(self.output))
+            object.__setattr__(self, "_outputs", found)
+        return list(found)
 
     def replace(self, **changes: Any) -> BoundSymbol:
         """A copy with some fields changed."""

@@ -344,16 +344,27 @@ NumberProxy.__abs__ = _number_abs
 
 def proxies_in(value: Any) -> Iterator[Proxy]:
     """The proxies inside a (nested tuple / list / dict / slice) value, in order."""
+    found: list[Proxy] = []
+    _collect(value, found)
+    return iter(found)
+
+
+def _collect(value: Any, found: list[Proxy]) -> None:
+    # NOTE: a list filled by plain recursion, not nested generators: passes ask every line of a
+    # trace for its proxies, and a generator per nesting level was the compiler's hottest code.
     if isinstance(value, Proxy):
-        yield value
+        found.append(value)
     elif isinstance(value, (tuple, list)):
         for item in value:
-            yield from proxies_in(item)
+            if isinstance(item, Proxy):
+                found.append(item)
+            elif isinstance(item, (tuple, list, dict, slice)):
+                _collect(item, found)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from proxies_in(item)
+            _collect(item, found)
     elif isinstance(value, slice):
-        yield from proxies_in((value.start, value.stop, value.step))
+        _collect((value.start, value.stop, value.step), found)
 
 
 def map_proxies(value: Any, fn: Callable[[Proxy], Any]) -> Any:

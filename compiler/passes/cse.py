@@ -46,7 +46,8 @@ def cse(trace: Trace) -> Trace:
         return map_proxies(value, lambda p: replacement.get(id(p), p))
 
     for bsym in trace.bsyms:
-        bsym = bsym.replace(args=substitute(bsym.args), kwargs=substitute(bsym.kwargs))
+        if replacement and any(id(p) in replacement for p in bsym.inputs):
+            bsym = bsym.replace(args=substitute(bsym.args), kwargs=substitute(bsym.kwargs))
         owned = any(id(p) in written_back for p in bsym.outputs)
         if isinstance(bsym.sym, Prim) and bsym.sym not in _NEVER_MERGED and not owned:
             # NOTE: a view of a buffer after its write-back sees other contents than before it.
