@@ -117,6 +117,11 @@ class Prim(enum.Enum):
     # which tensor inputs take part in autograd (requires_grad under grad mode)
     CHECK_REQUIRES_GRAD = "check_requires_grad"
 
+    # NOTE: members are singletons, so identity is their equality; hashing by identity (a C slot)
+    # instead of Enum's Python-level hash of the name halves every lookup in the tables and
+    # categories keyed by Prim, which the passes do for each line of a trace.
+    __hash__ = object.__hash__
+
 
 UNARY = frozenset(
     {Prim.NEG, Prim.ABS, Prim.EXP, Prim.EXP2, Prim.LOG, Prim.LOG1P, Prim.SQRT, Prim.RSQRT, Prim.SIN,
