@@ -102,6 +102,12 @@ def _argmax(a: torch.Tensor, dim: int | None) -> torch.Tensor:
     return torch.argmax(a, dim)
 
 
+def _cumsum(a: torch.Tensor, dim: int, reverse: bool) -> torch.Tensor:
+    if reverse:
+        return torch.cumsum(a.flip(dim), dim).flip(dim)
+    return torch.cumsum(a, dim)
+
+
 def _sdpa(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> torch.Tensor:
     return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
 
@@ -283,6 +289,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.AMAX: _reduce(torch.amax),
     Prim.AMIN: _reduce(torch.amin),
     Prim.ARGMAX: _argmax,
+    Prim.CUMSUM: _cumsum,
     Prim.BROADCAST_IN_DIM: _broadcast_in_dim,
     Prim.RESHAPE: torch.reshape,
     Prim.PERMUTE: torch.permute,

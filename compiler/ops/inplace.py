@@ -61,6 +61,7 @@ for _name, _dunders in (
     ("lerp", ()),
     ("masked_fill", ()),
     ("index_copy", ()),
+    ("cumsum", ()),
 ):
     _inplace(_name, getattr(torch.Tensor, _name), dunders=_dunders)
 

@@ -310,6 +310,20 @@ def _arg_extremum(
     return keep_dims(out, input.shape, (d,)) if keepdim else out
 
 
+@register("torch.cumsum", "torch.Tensor.cumsum")
+def cumsum(input: TensorProxy, dim: Any, *, dtype: torch.dtype | None = None, out: Any = None) -> TensorProxy:
+    """torch.cumsum: running sums along `dim`, in `dtype` (default: the input's, int64 for integers and bools)."""
+    check_no_out("torch.cumsum", out)
+    _check_tensor("torch.cumsum", input)
+    d = canonical_dim(dim, input.ndim)
+    if dtype is None:
+        dtype = input.dtype if dtypes.is_float(input.dtype) or input.dtype.is_complex else torch.int64
+    x = to_dtype(input, dtype)
+    if input.ndim == 0:  # a 0-d tensor is its own running sum; the result is a new tensor
+        return prims.reshape(prims.cumsum(prims.reshape(x, [1]), 0, False), [])
+    return prims.cumsum(x, d, False)
+
+
 @register("torch.argmax", "torch.Tensor.argmax")
 def argmax(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
     """torch.argmax: the first index of the maximum (NaN counts as the maximum), over all or one dim."""

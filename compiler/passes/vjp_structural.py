@@ -137,6 +137,12 @@ def _linear(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
     return result
 
 
+def _cumsum(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    """Each element reaches the running sums after it: the gradient runs the other way."""
+    a, dim, reverse = bsym.args
+    return [(a, prims.cumsum(g, dim, not reverse))]
+
+
 STRUCTURAL_RULES: dict[Prim, Callable[[BoundSymbol, TensorProxy], Cotangents]] = {
     Prim.BROADCAST_IN_DIM: _broadcast_in_dim,
     Prim.RESHAPE: _reshape,
@@ -149,6 +155,7 @@ STRUCTURAL_RULES: dict[Prim, Callable[[BoundSymbol, TensorProxy], Cotangents]] =
     Prim.INDEX_ADD: _index_add,
     Prim.SLICE_UPDATE: _slice_update,
     Prim.TAKE_ALONG_DIM: _take_along_dim,
+    Prim.CUMSUM: _cumsum,
     Prim.MATMUL: _matmul,
     Prim.LINEAR: _linear,
 }

@@ -128,6 +128,15 @@ def _argmax_meta(a: TensorProxy, dim: int | None) -> TensorProxy:
     return TensorProxy(shape, torch.int64, a.device)
 
 
+def _cumsum_meta(a: TensorProxy, dim: int, reverse: bool) -> TensorProxy:
+    check(
+        isinstance(dim, int) and 0 <= dim < a.ndim and isinstance(reverse, bool),
+        lambda: f"prims.cumsum: dim {dim!r} must be a dim of {a.name} (rank {a.ndim}), reverse a bool",
+        ValueError,
+    )
+    return TensorProxy(a.shape, a.dtype, a.device)
+
+
 def _broadcast_in_dim_meta(a: TensorProxy, shape: Any, broadcast_dims: Any) -> TensorProxy:
     check(
         len(broadcast_dims) == a.ndim and list(broadcast_dims) == sorted(set(broadcast_dims)),
@@ -397,6 +406,7 @@ META: dict[Prim, Callable | None] = {
     Prim.CONVERT_ELEMENT_TYPE: _convert_meta,
     **{p: _reduction_meta(p) for p in REDUCTIONS - {Prim.ARGMAX}},
     Prim.ARGMAX: _argmax_meta,
+    Prim.CUMSUM: _cumsum_meta,
     Prim.BROADCAST_IN_DIM: _broadcast_in_dim_meta,
     Prim.RESHAPE: _reshape_meta,
     Prim.PERMUTE: _permute_meta,

@@ -68,6 +68,8 @@ class Prim(enum.Enum):
     AMAX = "amax"
     AMIN = "amin"
     ARGMAX = "argmax"
+    # scans
+    CUMSUM = "cumsum"  # (a, dim, reverse): running sums along dim, from its end when reverse
     # shapes
     BROADCAST_IN_DIM = "broadcast_in_dim"
     RESHAPE = "reshape"

@@ -92,6 +92,15 @@ def _extremum_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make.small_values(6, 5), 1))  # ties
 
 
+def _cumsum_samples(make: Maker) -> Iterator[Sample]:
+    for x in _reduction_inputs(make):
+        for dim in (0, -1, 1):
+            yield Sample((x, dim))
+    yield Sample((make(4, 6), 1), {"dtype": torch.float64})
+    yield Sample((make(1, 5), 0))
+    yield Sample((make(), 0))
+
+
 def _argmax_samples(make: Maker) -> Iterator[Sample]:
     for i, x in enumerate([*_reduction_inputs(make), make.small_values(6, 5)]):
         yield Sample((x,))
@@ -151,6 +160,7 @@ REDUCTIONS = [
     _reduction("amax", _extremum_samples),
     _reduction("amin", _extremum_samples),
     _reduction("argmax", _argmax_samples),
+    _reduction("cumsum", _cumsum_samples, f32=(1e-5, 1e-5), bf16=(1.6e-2, 5e-2)),
     _reduction("argmin", _argmax_samples),
     _reduction("max", _max_samples),
     _reduction("min", _max_samples),

@@ -192,3 +192,12 @@ def test_slices_that_do_not_tile_their_input():
     for seed in range(2):
         check_gradients(gaps_and_overlaps, [randn(3, 7, seed=seed)], seed=seed)
         check_gradients(lambda a: torch.split(a, [2, 3, 2], dim=1)[1].cos(), [randn(3, 7, seed=seed)], seed=seed)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_cumsum_gradients_run_the_sums_the_other_way(dtype):
+    for seed in range(3):
+        x = randn(4, 6, 5, dtype=dtype, seed=seed)
+        check_gradients(lambda t: (t.cumsum(1) * t).sum(-1), [x], seed=seed)
+        check_gradients(lambda t: torch.cumsum(t.transpose(0, 2), -1).exp(), [x], seed=seed)
+        check_gradients(lambda t: t[:, :1].cumsum(1) + t.cumsum(0), [x], seed=seed)
