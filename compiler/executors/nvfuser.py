@@ -139,6 +139,10 @@ class _Definition:
         self.fd, self.copies, self.device, self.taken = fd, copies, device, taken
         self.execute: Callable[[list], list] = self._first_execute
 
+    def taken_from(self, args: tuple) -> list:
+        """The region's arguments this definition takes, in order."""
+        return list(args) if self.taken is None else [args[i] for i in self.taken]
+
     def _first_execute(self, inputs: list) -> list:
         outputs = self.fd.execute(inputs, device=self.device) if self.device is not None else self.fd.execute(inputs)
         cache = getattr(self.fd, "fec", None)
@@ -199,7 +203,7 @@ class NvFuserRunner:
             self.count_compilation(fusion, entry, args, key)
         fd, copies = entry.fd, entry.copies
         fusion.last_definition = fd
-        outputs = entry.execute(list(args) if entry.taken is None else [args[i] for i in entry.taken])
+        outputs = entry.execute(entry.taken_from(args))
         if copies:
             for i, value in zip(copies, outputs[len(outputs) - len(copies) :]):
                 args[i].copy_(value)
@@ -219,8 +223,7 @@ class NvFuserRunner:
         compile_key = (id(fd), key, *(args[i] for i in self.shape_scalar_idx))
         if compile_key in self.seen_compile_keys:
             return
-        taken = list(args) if entry.taken is None else [args[i] for i in entry.taken]
-        if not hasattr(fd, "fec") or not fd.fec.is_compiled(taken):
+        if not hasattr(fd, "fec") or not fd.fec.is_compiled(entry.taken_from(args)):
             fusion.executor.stats.compilations += 1
         if len(self.seen_compile_keys) < _MAX_SEEN_COMPILE_KEYS:
             self.seen_compile_keys.add(compile_key)

@@ -214,7 +214,8 @@ class Translator:
             returned.add(var)
         unread = {var for var in self.scalar_inputs if not self._read(var)}
         self.lines = [line for line in self.lines if line.split(" = ", 1)[0] not in unread]
-        self.taken = [i for i in range(len(self.region.inputs)) if i not in {self.scalar_inputs[v] for v in unread}]
+        dropped = {self.scalar_inputs[var] for var in unread}
+        self.taken = [i for i in range(len(self.region.inputs)) if i not in dropped]
         body = "\n".join(f"    {line}" for line in self.lines) or "    pass"
         return f"def {name}(fd):\n{body}\n"
 

@@ -83,13 +83,20 @@ def _check_tensor(op: str, input: Any) -> None:
     )
 
 
+def _in_accumulating_dtype(input: TensorProxy, dtype: Any) -> TensorProxy:
+    """`input` in `dtype` when one is given, else integers and bools in int64 (torch's sum, prod and
+    cumsum), floats as they are."""
+    if dtype is not None:
+        return to_dtype(input, dtype)
+    if not dtypes.is_float(input.dtype) and not input.dtype.is_complex:
+        return to_dtype(input, torch.int64)
+    return input
+
+
 def _accumulating(op: str, prim_fn: Callable, input: TensorProxy, dim: Any, keepdim: bool, dtype: Any) -> Any:
     """sum / prod: integers and bools accumulate in int64, low-precision floats in float32."""
     _check_tensor(op, input)
-    if dtype is not None:
-        input = to_dtype(input, dtype)
-    elif not dtypes.is_float(input.dtype) and not input.dtype.is_complex:
-        input = to_dtype(input, torch.int64)
+    input = _in_accumulating_dtype(input, dtype)
     dims = reduce_dims(op, input, dim)
     result_dtype = input.dtype
     out = prim_fn(to_dtype(input, dtypes.compute_dtype(result_dtype)), dims)
@@ -316,9 +323,7 @@ def cumsum(input: TensorProxy, dim: Any, *, dtype: torch.dtype | None = None, ou
     check_no_out("torch.cumsum", out)
     _check_tensor("torch.cumsum", input)
     d = canonical_dim(dim, input.ndim)
-    if dtype is None:
-        dtype = input.dtype if dtypes.is_float(input.dtype) or input.dtype.is_complex else torch.int64
-    x = to_dtype(input, dtype)
+    x = _in_accumulating_dtype(input, dtype)
     if input.ndim == 0:  # a 0-d tensor is its own running sum; the result is a new tensor
         return prims.reshape(prims.cumsum(prims.reshape(x, [1]), 0, False), [])
     return prims.cumsum(x, d, False)
