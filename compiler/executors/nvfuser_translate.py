@@ -19,6 +19,7 @@ import torch
 from compiler.core import dtypes
 from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, TensorProxy, callee_name
+from compiler.core.proxies import same_size
 from compiler.executors.nvfuser_broadcast import expanded_unit_dims, is_unit, iteration_inputs, output_flags
 from compiler.executors.nvfuser_descriptors import (  # noqa: F401  (re-exported for callers)
     ScalarDesc,
@@ -117,6 +118,18 @@ def _data_movement(render: Callable[[Translator, str, BoundSymbol], str]) -> Tra
         tx.define(bsym.output, render(tx, x, bsym), held)
 
     return translate
+
+
+def _take_along_dim(tx: Translator, x: str, bsym: BoundSymbol) -> str:
+    # NOTE: nvFuser's take_along_axis fuses with the ops around it, where its gather (torch.gather
+    # semantics) runs as its own ATen segment: three kernels for a cross_entropy's target logits.
+    # On nvfuser_direct 0.2.36 take_along_axis takes only what it ran right on an H100: an index
+    # of the input's sizes off `dim` (a smaller one fails its shape inference) and an input that
+    # the fusion reads (gathering from a value computed inside failed an internal assert).
+    a, index, dim = bsym.args
+    exact = all(same_size(i, s) for d, (i, s) in enumerate(zip(index.shape, a.shape)) if d != dim)
+    read = any(a is p for p in tx.region.inputs)
+    return f"fd.ops.{'take_along_axis' if exact and read else 'gather'}({x}, {tx.tensor(index)}, {dim})"
 
 
 def _slice(tx: Translator, x: str, bsym: BoundSymbol) -> str:
@@ -301,9 +314,7 @@ TRANSLATIONS: dict[Prim, Translate] = {
     Prim.INDEX_SELECT: _data_movement(
         lambda tx, x, b: f"fd.ops.index_select({x}, {tx.tensor(b.args[2])}, dim={b.args[1]})"
     ),
-    # NOTE: torch.gather semantics (index may be smaller than the input off `dim`) is nvFuser's
-    # gather; take_along_axis failed shape inference for such outputs on nvfuser_direct 0.2.36.
-    Prim.TAKE_ALONG_DIM: _data_movement(lambda tx, x, b: f"fd.ops.gather({x}, {tx.tensor(b.args[1])}, {b.args[2]})"),
+    Prim.TAKE_ALONG_DIM: _data_movement(_take_along_dim),
     Prim.FULL: _full,
     Prim.IOTA: _iota,
     Prim.MATMUL: _matmul,

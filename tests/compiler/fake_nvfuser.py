@@ -132,6 +132,14 @@ def _slice(
     return Val(run, arg.dtype, True)
 
 
+def _take_along_axis(a: torch.Tensor, index: torch.Tensor, dim: int) -> torch.Tensor:
+    # NOTE: like nvFuser's, the index must have the input's sizes off `dim` (gather takes smaller).
+    off = [d for d in range(a.ndim) if d != dim]
+    if [index.shape[d] for d in off] != [a.shape[d] for d in off]:
+        raise RuntimeError(f"take_along_axis: index {tuple(index.shape)} does not match {tuple(a.shape)} off dim {dim}")
+    return torch.gather(a, dim, index)
+
+
 def _iota(length: Any, start: Any, step: Any, dtype: torch.dtype) -> Val:
     def run(env: dict) -> Any:
         return _get(start, env) + _get(step, env) * torch.arange(int(_get(length, env)), dtype=dtype)
@@ -187,6 +195,9 @@ ops = types.SimpleNamespace(
     size=lambda arg, dim: Val(lambda env: _get(arg, env).shape[dim], torch.int64, False),
     gather=lambda arg, index, dim: Val(
         lambda env: torch.gather(_get(arg, env), dim, _get(index, env)), arg.dtype, True
+    ),
+    take_along_axis=lambda arg, index, dim: Val(
+        lambda env: _take_along_axis(_get(arg, env), _get(index, env), dim), arg.dtype, True
     ),
     full=lambda shape, fill_value, dtype: Val(
         lambda env: torch.full(_sizes(shape, env), _get(fill_value, env), dtype=dtype), dtype, True

@@ -87,7 +87,8 @@ def negative_log_likelihood(logits, targets):
 
 
 def _gathered(source: str) -> str:
-    return next(line for line in source.splitlines() if "fd.ops.gather(" in line).split(" = ")[0].strip()
+    ops = ("fd.ops.gather(", "fd.ops.take_along_axis(")
+    return next(line for line in source.splitlines() if any(op in line for op in ops)).split(" = ")[0].strip()
 
 
 def test_a_gathers_size_one_dim_along_an_index_input_is_summed_away_not_squeezed():
@@ -117,3 +118,21 @@ def test_a_bool_size_one_dim_is_summed_in_int32_and_cast_back():
     [(_, source)] = _fusions(pick, mask, targets, x)
     summed = f"fd.ops.sum(fd.ops.cast({_gathered(source)}, dtype=DataType.Int32), dims=[1])"
     assert f"fd.ops.cast({summed}, dtype=DataType.Bool)" in source, source
+
+
+def test_take_along_axis_for_an_input_and_an_index_of_its_sizes_else_gather():
+    # take_along_axis fuses with the ops around it; gather is nvFuser's own ATen segment. On an H100
+    # take_along_axis failed for an index smaller off `dim` and for a value computed in the fusion.
+    def pick(x, index):
+        return torch.gather(x, 1, index) * 2
+
+    def pick_computed(x, index):
+        return torch.gather(x.exp(), 1, index)
+
+    x = torch.randn(6, 9)
+    [(_, exact)] = _fusions(pick, x, torch.randint(0, 9, (6, 4)))
+    [(_, smaller)] = _fusions(pick, x, torch.randint(0, 9, (5, 4)))
+    [(_, computed)] = _fusions(pick_computed, x, torch.randint(0, 9, (6, 4)))
+    assert "fd.ops.take_along_axis(x, " in exact and "fd.ops.gather(" not in exact, exact
+    for source in (smaller, computed):
+        assert "fd.ops.gather(" in source and "fd.ops.take_along_axis(" not in source, source
