@@ -108,6 +108,14 @@ def _cumsum(a: torch.Tensor, dim: int, reverse: bool) -> torch.Tensor:
     return torch.cumsum(a, dim)
 
 
+def _argsort(a: torch.Tensor, dim: int, descending: bool, stable: bool) -> torch.Tensor:
+    return torch.sort(a, dim=dim, descending=descending, stable=stable).indices
+
+
+def _topk(a: torch.Tensor, k: int, dim: int, largest: bool, sorted: bool) -> torch.Tensor:
+    return torch.topk(a, k, dim=dim, largest=largest, sorted=sorted).indices
+
+
 def _sdpa(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> torch.Tensor:
     return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
 
@@ -290,6 +298,8 @@ IMPLS: dict[Prim, Callable] = {
     Prim.AMIN: _reduce(torch.amin),
     Prim.ARGMAX: _argmax,
     Prim.CUMSUM: _cumsum,
+    Prim.ARGSORT: _argsort,
+    Prim.TOPK: _topk,
     Prim.BROADCAST_IN_DIM: _broadcast_in_dim,
     Prim.RESHAPE: torch.reshape,
     Prim.PERMUTE: torch.permute,

@@ -26,6 +26,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     reductions,
     repeat,
     shape,
+    sorting,
 )
 from compiler.ops.registry import OPS, Op, dispatch, register, resolve, torch_name
 

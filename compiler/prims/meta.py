@@ -137,6 +137,26 @@ def _cumsum_meta(a: TensorProxy, dim: int, reverse: bool) -> TensorProxy:
     return TensorProxy(a.shape, a.dtype, a.device)
 
 
+def _argsort_meta(a: TensorProxy, dim: int, descending: bool, stable: bool) -> TensorProxy:
+    check(
+        isinstance(dim, int) and 0 <= dim < a.ndim and isinstance(descending, bool) and isinstance(stable, bool),
+        lambda: f"prims.argsort: dim {dim!r} must be a dim of {a.name} (rank {a.ndim}), descending and stable bools",
+        ValueError,
+    )
+    return TensorProxy(a.shape, torch.int64, a.device)
+
+
+def _topk_meta(a: TensorProxy, k: Any, dim: int, largest: bool, sorted: bool) -> TensorProxy:
+    check(
+        isinstance(dim, int) and 0 <= dim < a.ndim and isinstance(largest, bool) and isinstance(sorted, bool),
+        lambda: f"prims.topk: dim {dim!r} must be a dim of {a.name} (rank {a.ndim}), largest and sorted bools",
+        ValueError,
+    )
+    shape = list(a.shape)
+    shape[dim] = k
+    return TensorProxy(shape, torch.int64, a.device)
+
+
 def _broadcast_in_dim_meta(a: TensorProxy, shape: Any, broadcast_dims: Any) -> TensorProxy:
     check(
         len(broadcast_dims) == a.ndim and list(broadcast_dims) == sorted(set(broadcast_dims)),
@@ -407,6 +427,8 @@ META: dict[Prim, Callable | None] = {
     **{p: _reduction_meta(p) for p in REDUCTIONS - {Prim.ARGMAX}},
     Prim.ARGMAX: _argmax_meta,
     Prim.CUMSUM: _cumsum_meta,
+    Prim.ARGSORT: _argsort_meta,
+    Prim.TOPK: _topk_meta,
     Prim.BROADCAST_IN_DIM: _broadcast_in_dim_meta,
     Prim.RESHAPE: _reshape_meta,
     Prim.PERMUTE: _permute_meta,

@@ -70,6 +70,9 @@ class Prim(enum.Enum):
     ARGMAX = "argmax"
     # scans
     CUMSUM = "cumsum"  # (a, dim, reverse): running sums along dim, from its end when reverse
+    # orderings: int64 indices along a dim (the values are a take_along_dim of them)
+    ARGSORT = "argsort"  # (a, dim, descending, stable): torch.sort's indices
+    TOPK = "topk"  # (a, k, dim, largest, sorted): torch.topk's indices
     # shapes
     BROADCAST_IN_DIM = "broadcast_in_dim"
     RESHAPE = "reshape"

@@ -101,6 +101,43 @@ def _cumsum_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(), 0))
 
 
+def _sort_samples(make: Maker) -> Iterator[Sample]:
+    for i, x in enumerate(_reduction_inputs(make)):
+        yield Sample((x,))
+        yield Sample((x, 0, bool(i % 2)))
+        yield Sample((x,), {"dim": 1, "descending": True, "stable": True})
+    ties = make.small_values(6, 5)
+    yield Sample((ties,), {"dim": 1, "stable": True})
+    yield Sample((ties,), {"dim": 0, "descending": True, "stable": True})
+    yield Sample((make(1, 5), 0))
+    yield Sample((make(),))
+    if make.is_float:
+        x = make(4, 5)
+        x[1, 3] = x[2, 0] = float("nan")
+        yield Sample((x, 1))
+        yield Sample((x, 0, True))
+
+
+def _topk_samples(make: Maker) -> Iterator[Sample]:
+    for i, x in enumerate(_reduction_inputs(make)):
+        yield Sample((x, 3))
+        yield Sample((x, 2, 0, bool(i % 2)))
+        yield Sample((x, 1), {"dim": -1, "largest": False})
+    yield Sample((make(4, 6), 6, 1))
+    yield Sample((make(4, 6), 0, 1))
+    yield Sample((make(4, 6), 4), {"sorted": False})
+    yield Sample((make(), 1))
+    if make.is_float:
+        x = make(4, 5)
+        x[1, 3] = float("nan")
+        yield Sample((x, 2))
+
+
+def _msort_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(5, 3),))
+    yield Sample((make(5, 3, noncontiguous=True),))
+
+
 def _argmax_samples(make: Maker) -> Iterator[Sample]:
     for i, x in enumerate([*_reduction_inputs(make), make.small_values(6, 5)]):
         yield Sample((x,))
@@ -162,6 +199,10 @@ REDUCTIONS = [
     _reduction("argmax", _argmax_samples),
     _reduction("cumsum", _cumsum_samples, f32=(1e-5, 1e-5), bf16=(1.6e-2, 5e-2)),
     _reduction("argmin", _argmax_samples),
+    _reduction("sort", _sort_samples),
+    _reduction("argsort", _sort_samples),
+    _reduction("topk", _topk_samples),
+    _reduction("msort", _msort_samples),
     _reduction("max", _max_samples),
     _reduction("min", _max_samples),
     _reduction("any", _logical_reduction_samples),

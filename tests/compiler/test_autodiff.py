@@ -201,3 +201,12 @@ def test_cumsum_gradients_run_the_sums_the_other_way(dtype):
         check_gradients(lambda t: (t.cumsum(1) * t).sum(-1), [x], seed=seed)
         check_gradients(lambda t: torch.cumsum(t.transpose(0, 2), -1).exp(), [x], seed=seed)
         check_gradients(lambda t: t[:, :1].cumsum(1) + t.cumsum(0), [x], seed=seed)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_sort_and_topk_gradients_reach_the_elements_they_picked(dtype):
+    for seed in range(3):
+        x = randn(4, 6, 5, dtype=dtype, seed=seed)
+        check_gradients(lambda t: torch.sort(t, dim=1, descending=True).values * t, [x], seed=seed)
+        check_gradients(lambda t: t.topk(2, dim=-1).values.exp(), [x], seed=seed)
+        check_gradients(lambda t: t.transpose(0, 2).topk(3, dim=0, largest=False)[0].cos(), [x], seed=seed)

@@ -107,6 +107,8 @@ BAD_DIMS = [
     ("var", lambda x: x.var(5), "dim 5", "rank 2"),
     ("amax", lambda x: x.amax(-3), "dim -3", "rank 2"),
     ("argmax", lambda x: x.argmax(2), "dim 2", "rank 2"),
+    ("sort", lambda x: x.sort(2), "dim 2", "rank 2"),
+    ("topk", lambda x: x.topk(1, dim=-3), "dim -3", "rank 2"),
     ("max", lambda x: x.max(dim=2), "dim 2", "rank 2"),
     ("softmax", lambda x: x.softmax(-3), "dim -3", "rank 2"),
     ("log_softmax", lambda x: F.log_softmax(x, dim=2), "dim 2", "rank 2"),
