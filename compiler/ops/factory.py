@@ -1,4 +1,4 @@
-"""Factory ops: zeros, ones, full, empty, arange, and the *_like variants.
+"""Factory ops: zeros, ones, full, empty, arange, linspace, and the *_like variants.
 
 Sizes may be NumberProxy values; dtypes and devices default as in torch (the default dtype,
 the default device).
@@ -7,6 +7,7 @@ the default device).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -15,6 +16,8 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy
+from compiler.ops.elementwise import where
+from compiler.ops.operands import Promotion, elementwise, to_dtype
 from compiler.ops.registry import register
 from compiler.ops.shape import _sizes
 
@@ -228,3 +231,130 @@ def arange(
         dtype,
         _device(device),
     )
+
+
+def _on_host(compute: Callable[[], torch.Tensor]) -> Any:
+    """The Python number `compute` gives: torch on CPU scalars at trace time, as eager computes it."""
+    with torch._C.DisableTorchFunction():  # NOTE: not traced, even where the tracing mode is active
+        return compute().item()
+
+
+def _rounded(x: TensorProxy, dtype: torch.dtype | None) -> TensorProxy:
+    """`x` rounded to `dtype` and back (unchanged when `dtype` is None)."""
+    return x if dtype is None else to_dtype(to_dtype(x, dtype), x.dtype)
+
+
+def _multiply_add(base: Any, step: Any, count: TensorProxy, rounded: torch.dtype | None, fused: bool) -> TensorProxy:
+    """base + step * count as torch's linspace kernels round it: bf16 and f16 round the product to
+    `rounded` first (their arithmetic rounds each operation); integer dtypes, truncated afterwards,
+    round once as the fused multiply-add eager's kernels compile to (CUDA, and CPUs with FMA) does."""
+
+    def add(a: Any, b: Any) -> Any:
+        return elementwise(prims.add, a, b)
+
+    def sub(a: Any, b: Any) -> Any:
+        return elementwise(prims.sub, a, b)
+
+    def mul(a: Any, b: Any) -> Any:
+        return elementwise(prims.mul, a, b)
+
+    if not fused:
+        return add(base, _rounded(mul(step, count), rounded))
+    # step = high + low where high * count is exact (Veltkamp's split; counts below 2**27); base +
+    # high * count is summed exactly (Knuth's two-sum) before low * count joins it, so the result
+    # is rounded once in all but extremely rare cases.
+    scaled = mul(134217729.0, step)
+    high = sub(scaled, sub(scaled, step))
+    product = mul(high, count)
+    total = add(base, product)
+    back = sub(total, base)
+    error = add(sub(base, sub(total, back)), sub(product, back))
+    return add(total, add(error, mul(sub(step, high), count)))
+
+
+def _linspace_bound(name: str, value: Any, dtype: torch.dtype, compute: torch.dtype) -> Any:
+    """linspace's `start` or `end` rounded to `dtype` (as torch converts it), in `compute`: a Python
+    number, or a 0-d tensor."""
+    check(
+        not isinstance(value, complex) and not (isinstance(value, TensorProxy) and value.dtype.is_complex),
+        lambda: f"torch.linspace: complex bounds are not supported{called_at()}",
+        NotImplementedError,
+    )
+    if isinstance(value, TensorProxy):
+        check(
+            value.ndim == 0,
+            lambda: f"torch.linspace: a tensor {name} must be 0-d, got shape {tuple(value.shape)}{called_at()}",
+            ValueError,
+        )
+        return to_dtype(to_dtype(value, dtype), compute)
+    check(
+        isinstance(value, (int, float, bool, NumberProxy)),
+        lambda: f"torch.linspace: {name} must be a number or a 0-d tensor, got {type(value).__name__}{called_at()}",
+        TypeError,
+    )
+    # NOTE: a symbolic bound is specialised (guarded): the rounding below needs its value.
+    value = value.python_type(value) if isinstance(value, NumberProxy) else value
+    if dtype.is_floating_point:
+        fits = not math.isfinite(value) or abs(value) <= torch.finfo(dtype).max
+    else:  # as torch converts: unsigned dtypes take negative values down to -max (they wrap)
+        info = torch.iinfo(dtype)
+        fits = (-info.max if info.min == 0 else info.min) <= value <= info.max
+    check(
+        fits,
+        lambda: f"torch.linspace: {name} {value!r} cannot be converted to {dtype} without overflow{called_at()}",
+        ValueError,
+    )
+    source = torch.float64 if isinstance(value, float) else torch.int64
+    return _on_host(lambda: torch.tensor(value, dtype=source).to(dtype))
+
+
+@register("torch.linspace")
+def linspace(
+    start: Any,
+    end: Any,
+    steps: Any,
+    *,
+    out: Any = None,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Any:
+    """torch.linspace: start + i * step in the first half, end - (steps - 1 - i) * step in the second."""
+    _check_factory_kwargs("torch.linspace", out, layout, pin_memory)
+    dtype = dtype or torch.get_default_dtype()
+    check(
+        dtype != torch.bool and not dtype.is_complex,
+        lambda: f"torch.linspace: dtype {dtype} is not supported (floating and integer dtypes are){called_at()}",
+        NotImplementedError,
+    )
+    check(
+        isinstance(steps, (int, NumberProxy)) and not isinstance(steps, bool) and bool(steps >= 0),
+        lambda: f"torch.linspace: steps must be a non-negative int, got {steps!r}{called_at()}",
+        ValueError,
+    )
+    device = _device(device)
+    # torch computes the step in the dtype (in float64 for integer dtypes), the values in its compute dtype.
+    step_dtype = dtype if dtype.is_floating_point else torch.float64
+    compute = dtypes.compute_dtype(step_dtype)
+    rounded = step_dtype if step_dtype != compute else None
+    lo = _linspace_bound("start", start, dtype, compute)
+    hi = _linspace_bound("end", end, dtype, compute)
+    if steps == 1:
+        if isinstance(lo, TensorProxy):
+            return to_dtype(prims.broadcast_in_dim(lo, [1], []), dtype)
+        return _full("torch.linspace", [1], lo, dtype, device)
+    if isinstance(lo, TensorProxy) or isinstance(hi, TensorProxy) or isinstance(steps, NumberProxy):
+        span = elementwise(prims.sub, hi, lo)
+        span = span if isinstance(span, TensorProxy) else prims.full([], span, compute, device)
+        step = _rounded(elementwise(prims.div, _rounded(span, rounded), steps - 1), rounded)
+    else:  # rounded as torch rounds it: (end - start) / (steps - 1) in the step's dtype
+        step = _on_host(lambda: (torch.tensor(hi, dtype=step_dtype) - torch.tensor(lo, dtype=step_dtype)) / (steps - 1))
+    index = prims.iota(steps, 0, 1, torch.int64, device)
+    fused = not dtype.is_floating_point
+    head = _multiply_add(lo, step, to_dtype(index, compute), rounded, fused)
+    remaining = to_dtype(elementwise(prims.sub, steps - 1, index), compute)
+    tail = _multiply_add(hi, elementwise(prims.neg, step), remaining, rounded, fused)
+    first_half = elementwise(prims.lt, index, steps // 2, promotion=Promotion.ALWAYS_BOOL)
+    return to_dtype(where(first_half, head, tail), dtype)

@@ -77,7 +77,7 @@ class _TracingMode(TorchFunctionMode):
 # torch functions whose argument parser takes a number argument only as a Python number (not
 # through `__index__`, as it does for sizes): called with a NumberProxy while tracing, they go
 # straight to the ops table (`torch.arange(n)` over a symbolic size n).
-_NUMBER_PARAMETERS = ("arange", "full")
+_NUMBER_PARAMETERS = ("arange", "full", "linspace")
 
 
 def _number_parameters_bypass(name: str, original: Callable) -> Callable:

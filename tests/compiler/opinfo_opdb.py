@@ -73,6 +73,8 @@ SAME_SAMPLES: dict[str, tuple[Callable, ...]] = {
     "div": (torch.divide,),
     "clamp": (method("clip"),),
     "where": (torch.where,),
+    # NOTE: op_db's einsum samples are (operands, equation); its op is a lambda reaching nothing
+    "einsum": (reaching(torch.einsum, lambda tensors, equation: torch.einsum(equation, tensors)),),
     "nn.functional.relu": (torch.relu, method("relu")),
     "nn.functional.scaled_dot_product_attention": (F.scaled_dot_product_attention,),
     "nn.functional.dropout": (

@@ -1,4 +1,4 @@
-"""Op cases: shape ops, basic indexing, index_select/index_copy/gather, factories."""
+"""Op cases: shape ops, basic indexing, index_select/index_copy/gather, factories, einsum."""
 
 from __future__ import annotations
 
@@ -299,6 +299,16 @@ def _arange_samples(make: Maker) -> Iterator[Sample]:
         yield Sample((3, 3))
 
 
+def _linspace_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((0, 1, 5), {"dtype": make.dtype})
+    yield Sample((-2.5, 7, 37), {"dtype": make.dtype})  # both halves, a float start truncated for int64
+    yield Sample((3, -4.5, 2), {"dtype": make.dtype, "device": "cpu"})
+    yield Sample((1.5, 3, 1), {"dtype": make.dtype})
+    yield Sample((1, 3, 0), {"dtype": make.dtype})
+    if make.dtype == torch.float32:
+        yield Sample((-1, 1, 8))  # the default dtype
+
+
 FACTORIES = [
     OpCase("zeros", (torch.zeros,), _sized_samples, ALL),
     OpCase("ones", (torch.ones,), _sized_samples, ALL),
@@ -309,6 +319,23 @@ FACTORIES = [
     OpCase("empty_like", (torch.empty_like,), _like_samples, ALL, compare_values=False),
     OpCase("full_like", (torch.full_like,), _full_like_samples, ALL),
     OpCase("arange", (torch.arange,), _arange_samples, ALL),
+    OpCase("linspace", (torch.linspace,), _linspace_samples, ALL),
 ]
 
-CASES = SHAPE + JOIN_SPLIT + INDEXING + FACTORIES
+# ---------------------------------------------------------------------------------------------
+# einsum (tests/compiler/test_einsum_linspace.py has more)
+
+
+def _einsum_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample(("ij,jk->ik", make(3, 4), make(4, 5, transposed=True)))
+    yield Sample(("bhqd,bhkd->bhqk", make(2, 2, 3, 4), make(2, 2, 5, 4)))
+    yield Sample(("i,j->ij", make(3), make(4, noncontiguous=True)))
+    yield Sample(("ii->i", make(3, 3)))
+    yield Sample(("...ij,...jk", make(2, 1, 3, 4), make(5, 4, 2)))  # broadcast batch dims, implicit output
+    yield Sample(("ij,jk,kl->il", [make(2, 3), make(3, 4), make(4, 2)]))  # the operands as one list
+    yield Sample(("ij->", make(3, 4)))
+
+
+EINSUM = [OpCase("einsum", (torch.einsum,), _einsum_samples, ALL)]
+
+CASES = SHAPE + JOIN_SPLIT + INDEXING + FACTORIES + EINSUM
