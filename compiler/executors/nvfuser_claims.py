@@ -40,6 +40,7 @@ LEFT_TO_TORCH: dict[Prim, str] = {
     Prim.SLICE_UPDATE: "writing a slice into a copy of the whole tensor; runs in torch",
     Prim.INDEX_ADD: "an accumulating scatter into a copy of the whole tensor; runs in torch",
     Prim.DROPOUT_NOISE: "random numbers come from torch's generator (as eager draws them); runs in torch",
+    Prim.RANDOM_VALUES: "random numbers come from torch's generator (as eager draws them); runs in torch",
 }
 # Translated, but sent to torch unless FusionOptions(matmul=True): cuBLAS is the faster GEMM.
 POLICY_TORCH: dict[Prim, str] = {

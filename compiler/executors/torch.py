@@ -149,6 +149,13 @@ def dropout_noise(shape: Sequence[int], p: float, dtype: torch.dtype, device: to
     return torch.native_dropout(ones, p, True)[0]
 
 
+def random_values(shape: Sequence[int], distribution: str, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """torch.randn / torch.rand values: the same generator calls as eager makes, so a seeded program
+    draws the same numbers compiled as eager."""
+    draw = torch.randn if distribution == "normal" else torch.rand
+    return draw(shape, dtype=dtype, device=device)
+
+
 def copy_to(computed: torch.Tensor, buffer: torch.Tensor) -> None:
     """Write-back: stores `computed` into `buffer` (an input the caller observes)."""
     buffer.copy_(computed)
@@ -321,6 +328,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.EMPTY: lambda shape, dtype, device: torch.empty(shape, dtype=dtype, device=device),
     Prim.IOTA: _iota,
     Prim.DROPOUT_NOISE: dropout_noise,
+    Prim.RANDOM_VALUES: random_values,
     Prim.COPY_TO: copy_to,
     Prim.COPY_: copy_,
     Prim.UNPACK_SEQUENCE: unpack_sequence,

@@ -1,4 +1,5 @@
-"""Random ops: dropout, drawing from torch's default generator as eager PyTorch does.
+"""Random ops: dropout, randn, rand and their *_like forms, drawing from torch's default generator
+as eager PyTorch does.
 
 `prims.dropout_noise` makes the tensor eager dropout multiplies by (0 with probability p, else
 1 / (1 - p)) with the same generator calls, so under the same seed a compiled program drops the
@@ -10,12 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
+from compiler.ops.factory import _check_factory_kwargs, _device
 from compiler.ops.operands import elementwise
 from compiler.ops.registry import register
+from compiler.ops.shape import _sizes
 
 
 @register("torch.nn.functional.dropout", "torch.dropout")
@@ -38,3 +43,60 @@ def dropout(input: TensorProxy, p: float = 0.5, training: bool = True, inplace: 
         return elementwise(prims.mul, input, 0.0)
     noise = prims.dropout_noise(list(input.shape), float(p), input.dtype, input.device)
     return prims.mul(input, noise)
+
+
+def _random_values(name: str, distribution: str, shape: list, dtype: Any, device: Any, generator: Any) -> TensorProxy:
+    check(
+        generator is None,
+        lambda: (
+            f"{name}: generator= is not supported (the compiled program draws from torch's default "
+            f"generator, as eager does without one){called_at()}"
+        ),
+        NotImplementedError,
+    )
+    check(
+        dtypes.is_float(dtype),
+        lambda: f"{name}: expected a floating point dtype, got {dtype} (as in torch){called_at()}",
+        TypeError,
+    )
+    return prims.random_values(shape, distribution, dtype, _device(device))
+
+
+def _draw(name: str, distribution: str) -> None:
+    @register(f"torch.{name}")
+    def op(
+        *size: Any,
+        generator: Any = None,
+        out: Any = None,
+        dtype: Any = None,
+        layout: Any = None,
+        device: Any = None,
+        requires_grad: bool = False,
+        pin_memory: bool = False,
+    ) -> TensorProxy:
+        _check_factory_kwargs(f"torch.{name}", out, layout, pin_memory)
+        shape = _sizes(size)
+        dtype = dtype or torch.get_default_dtype()
+        return _random_values(f"torch.{name}", distribution, shape, dtype, device, generator)
+
+    @register(f"torch.{name}_like")
+    def like(
+        input: TensorProxy,
+        *,
+        generator: Any = None,
+        dtype: Any = None,
+        layout: Any = None,
+        device: Any = None,
+        requires_grad: bool = False,
+        memory_format: Any = None,
+        pin_memory: bool = False,
+    ) -> TensorProxy:
+        _check_factory_kwargs(f"torch.{name}_like", None, layout, pin_memory)
+        shape = list(input.shape)
+        return _random_values(
+            f"torch.{name}_like", distribution, shape, dtype or input.dtype, device or input.device, generator
+        )
+
+
+_draw("randn", "normal")
+_draw("rand", "uniform")

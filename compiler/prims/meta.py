@@ -16,7 +16,7 @@ import torch
 from compiler.core import dtypes
 from compiler.core.errors import check
 from compiler.core.ir import NumberProxy, TensorProxy, same_size, size_product
-from compiler.prims.prim import BINARY, COMPARISONS, NUMBER_IMPLS, REDUCTIONS, UNARY, Prim
+from compiler.prims.prim import BINARY, COMPARISONS, DISTRIBUTIONS, NUMBER_IMPLS, REDUCTIONS, UNARY, Prim
 
 
 def _check_same_shape(prim: Prim, tensors: list[TensorProxy], same_dtype: bool = True) -> None:
@@ -404,6 +404,18 @@ def _dropout_noise_meta(shape: Any, p: float, dtype: torch.dtype, device: torch.
     return TensorProxy(shape, dtype, device)
 
 
+def _random_values_meta(shape: Any, distribution: str, dtype: torch.dtype, device: torch.device) -> TensorProxy:
+    check(
+        distribution in DISTRIBUTIONS and dtypes.is_float(dtype),
+        lambda: (
+            f"prims.random_values: distribution must be one of {DISTRIBUTIONS} and dtype a floating dtype, "
+            f"got {distribution!r} and {dtype}"
+        ),
+        ValueError,
+    )
+    return TensorProxy(shape, dtype, device)
+
+
 def _guard_meta(*args: Any) -> None:
     return None
 
@@ -450,6 +462,7 @@ META: dict[Prim, Callable | None] = {
     Prim.EMPTY: _empty_meta,
     Prim.IOTA: _iota_meta,
     Prim.DROPOUT_NOISE: _dropout_noise_meta,
+    Prim.RANDOM_VALUES: _random_values_meta,
     Prim.COPY_TO: _copy_to_meta,
     Prim.COPY_: _copy__meta,
     Prim.CHECK_TENSOR: _guard_meta,

@@ -101,6 +101,9 @@ class Prim(enum.Enum):
     IOTA = "iota"
     # random: `dropout_noise(shape, p, dtype, device)` draws from torch's default generator
     DROPOUT_NOISE = "dropout_noise"
+    # random: `random_values(shape, distribution, dtype, device)`, "normal" (torch.randn) or
+    # "uniform" (torch.rand) values drawn from torch's default generator
+    RANDOM_VALUES = "random_values"
     # a copy of a tensor with a strided region replaced (the functional form of writing a slice)
     SLICE_UPDATE = "slice_update"
     # in-place: `copy_(target, value)` overwrites `target`, seen through every alias of it. Only
@@ -141,9 +144,10 @@ BINARY = frozenset(
 ELEMENTWISE = UNARY | BINARY | {Prim.WHERE, Prim.CONVERT_ELEMENT_TYPE}
 REDUCTIONS = frozenset({Prim.SUM, Prim.PROD, Prim.AMAX, Prim.AMIN, Prim.ARGMAX})
 SHAPE_OPS = frozenset({Prim.BROADCAST_IN_DIM, Prim.RESHAPE, Prim.PERMUTE, Prim.SLICE, Prim.SQUEEZE, Prim.CAT})
-FACTORIES = frozenset({Prim.FULL, Prim.EMPTY, Prim.IOTA, Prim.DROPOUT_NOISE})
+FACTORIES = frozenset({Prim.FULL, Prim.EMPTY, Prim.IOTA, Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES})
 # Prims whose every call draws new random numbers: never merged, never recomputed, kept in order.
-RANDOM = frozenset({Prim.DROPOUT_NOISE})
+RANDOM = frozenset({Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES})
+DISTRIBUTIONS = ("normal", "uniform")  # of prims.random_values: torch.randn's, torch.rand's
 GUARDS = frozenset(
     {Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE, Prim.CHECK_STRIDES, Prim.CHECK_ALIASING,
      Prim.CHECK_REQUIRES_GRAD}

@@ -49,6 +49,22 @@ def _dropout_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(2, 5), 1.0, True))
 
 
+def _random_samples(make: Maker) -> Iterator[Sample]:
+    # NOTE: the test seeds torch before each call: compiled draws must equal eager's.
+    yield Sample((2, 3), {"dtype": make.dtype})
+    yield Sample(((4, 1, 5),), {"dtype": make.dtype})
+    yield Sample(([2, 0, 3],), {"dtype": make.dtype})
+    yield Sample(((),), {"dtype": make.dtype})
+    if make.dtype == torch.float32:
+        yield Sample((3, 2))  # the default dtype
+
+
+def _random_like_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 4),))
+    yield Sample((make(2, 5, noncontiguous=True),))
+    yield Sample((make(),), {"dtype": torch.float64})
+
+
 def _addmm_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(4), make(3, 5), make(5, 4)))
     yield Sample((make(3, 4), make(3, 5, noncontiguous=True), make(5, 4)), {"beta": 2, "alpha": 3})
@@ -96,6 +112,10 @@ CASES = [
     ),
     OpCase("repeat", (method("repeat"),), _repeat_samples, ALL),
     OpCase("dropout", (F.dropout, torch.dropout), _dropout_samples, FLOATS),
+    OpCase("randn", (torch.randn,), _random_samples, FLOATS),
+    OpCase("rand", (torch.rand,), _random_samples, FLOATS),
+    OpCase("randn_like", (torch.randn_like,), _random_like_samples, FLOATS),
+    OpCase("rand_like", (torch.rand_like,), _random_like_samples, FLOATS),
     OpCase("addmm", (torch.addmm, method("addmm")), _addmm_samples, FLOATS),
     OpCase("pad", (F.pad, torch._C._nn.pad), _pad_samples, ALL),
     OpCase("new_zeros", (method("new_zeros"),), _new_samples, ALL),

@@ -24,7 +24,8 @@ def test_every_prim_has_a_vjp_rule_or_is_declared_nondifferentiable():
         | GUARDS
         | {Prim.BITWISE_NOT, Prim.BITWISE_AND, Prim.BITWISE_OR, Prim.BITWISE_XOR, Prim.ARGMAX, Prim.FLOOR_DIVIDE}
         | {Prim.ARGSORT, Prim.TOPK}
-        | {Prim.FULL, Prim.EMPTY, Prim.IOTA, Prim.DROPOUT_NOISE, Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT}
+        | {Prim.FULL, Prim.EMPTY, Prim.IOTA, Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES}
+        | {Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT}
         | {Prim.SIZE}
         | {Prim.COPY_, Prim.COPY_TO, Prim.SDPA_BACKWARD, Prim.STOP_GRADIENT}
     ) == NONDIFFERENTIABLE

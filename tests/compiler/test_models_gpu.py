@@ -39,6 +39,21 @@ def test_dropout_draws_as_eager_cuda_dropout(dtype: torch.dtype) -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_randn_and_rand_draw_as_eager_on_cuda(dtype: torch.dtype) -> None:
+    x = torch.randn(257, 129, device=DEVICE, dtype=dtype)
+
+    def noisy(x):
+        return x * torch.randn_like(x) + torch.rand(129, device=x.device, dtype=x.dtype), F.dropout(x, 0.2)
+
+    jitted = compiler.jit(noisy, fallback=False)
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        compiled = jitted(x)
+        torch.manual_seed(seed)
+        torch.testing.assert_close(compiled, noisy(x))  # other draws would be far off
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("through", ["jit", "dynamo"])
 def test_gpt_and_llama_outputs_and_gradients_match_eager(dtype: torch.dtype, through: str, monkeypatch) -> None:
     # NOTE: a fusion nvFuser fails raises here (the dynamo backend's jit reads the variable).
