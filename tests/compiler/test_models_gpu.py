@@ -43,14 +43,18 @@ def test_randn_and_rand_draw_as_eager_on_cuda(dtype: torch.dtype) -> None:
     x = torch.randn(257, 129, device=DEVICE, dtype=dtype)
 
     def noisy(x):
-        return x * torch.randn_like(x) + torch.rand(129, device=x.device, dtype=x.dtype), F.dropout(x, 0.2)
+        noise = torch.randn_like(x)
+        return noise, x * noise + torch.rand(129, device=x.device, dtype=x.dtype), F.dropout(x, 0.2)
 
     jitted = compiler.jit(noisy, fallback=False)
     for seed in (0, 1):
         torch.manual_seed(seed)
         compiled = jitted(x)
         torch.manual_seed(seed)
-        torch.testing.assert_close(compiled, noisy(x))  # other draws would be far off
+        expected = noisy(x)
+        assert torch.equal(compiled[0], expected[0])  # the very same draws
+        # NOTE: the fusion rounds x * noise + rand once (bf16: eager rounds twice), hence atol.
+        torch.testing.assert_close(compiled[1:], expected[1:], atol=1e-2, rtol=1.6e-2)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
