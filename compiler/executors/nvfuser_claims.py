@@ -19,6 +19,7 @@ LEFT_TO_TORCH: dict[Prim, str] = {
     Prim.FLOOR_DIVIDE: "nvFuser has no op with torch's floor-division rounding; runs in torch",
     Prim.ARGMAX: "not translated (nvfuser_direct 0.2.36 exposes no argmax op we rely on); runs in torch",
     Prim.CUMSUM: "a scan: not translated (nvFuser schedules no scan we rely on); runs in torch",
+    Prim.CUMPROD: "a scan: not translated (nvFuser schedules no scan we rely on); runs in torch",
     Prim.ARGSORT: "a sort: nvFuser has none; runs in torch (the values' gather can fuse)",
     Prim.TOPK: "a selection: nvFuser has none; runs in torch (the values' gather can fuse)",
     Prim.INDEX_COPY: "index_copy is a scatter into a copy of the whole tensor; torch does it in one kernel",

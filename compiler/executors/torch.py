@@ -305,6 +305,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.AMIN: _reduce(torch.amin),
     Prim.ARGMAX: _argmax,
     Prim.CUMSUM: _cumsum,
+    Prim.CUMPROD: torch.cumprod,
     Prim.ARGSORT: _argsort,
     Prim.TOPK: _topk,
     Prim.BROADCAST_IN_DIM: _broadcast_in_dim,

@@ -62,6 +62,7 @@ for _name, _dunders in (
     ("masked_fill", ()),
     ("index_copy", ()),
     ("cumsum", ()),
+    ("cumprod", ()),
 ):
     _inplace(_name, getattr(torch.Tensor, _name), dunders=_dunders)
 

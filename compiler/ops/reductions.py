@@ -329,6 +329,18 @@ def cumsum(input: TensorProxy, dim: Any, *, dtype: torch.dtype | None = None, ou
     return prims.cumsum(x, d, False)
 
 
+@register("torch.cumprod", "torch.Tensor.cumprod")
+def cumprod(input: TensorProxy, dim: Any, *, dtype: torch.dtype | None = None, out: Any = None) -> TensorProxy:
+    """torch.cumprod: running products along `dim`, in `dtype` (default: the input's, int64 for integers and bools)."""
+    check_no_out("torch.cumprod", out)
+    _check_tensor("torch.cumprod", input)
+    d = canonical_dim(dim, input.ndim)
+    x = _in_accumulating_dtype(input, dtype)
+    if input.ndim == 0:  # a 0-d tensor is its own running product; the result is a new tensor
+        return prims.reshape(prims.cumprod(prims.reshape(x, [1]), 0), [])
+    return prims.cumprod(x, d)
+
+
 @register("torch.argmax", "torch.Tensor.argmax")
 def argmax(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
     """torch.argmax: the first index of the maximum (NaN counts as the maximum), over all or one dim."""

@@ -158,6 +158,21 @@ def _prod(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
     return [(a, prims.mul(expand_reduced(g, a.shape, dims), others))]
 
 
+def _cumprod(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    """Element j reaches the running products from j on, as the product of the others in each.
+    Before a slice's first zero that is the reverse running sum of g * out, over a_j; at the first
+    zero it is that sum over the running products with the zero taken as 1; after it, 0."""
+    a, dim = bsym.args
+    zero = prims.eq(a, 0.0)
+    zeros_so_far = prims.cumsum(prims.convert_element_type(zero, a.dtype), dim, False)
+    before = prims.eq(zeros_so_far, 0.0)
+    first = prims.bitwise_and(zero, prims.eq(zeros_so_far, 1.0))
+    ahead = prims.div(prims.cumsum(prims.mul(g, bsym.output), dim, True), prims.where(before, a, 1.0))
+    skipping = prims.cumprod(prims.where(first, 1.0, a), dim)
+    at_first = prims.cumsum(prims.mul(g, skipping), dim, True)
+    return [(a, prims.where(before, ahead, prims.where(first, at_first, 0.0)))]
+
+
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 _ELEMENTWISE_RULES: dict[Prim, Rule] = {
@@ -196,6 +211,7 @@ _ELEMENTWISE_RULES: dict[Prim, Rule] = {
     Prim.AMAX: _amax_amin,
     Prim.AMIN: _amax_amin,
     Prim.PROD: _prod,
+    Prim.CUMPROD: _cumprod,
 }
 
 # The VJP table: prim -> rule. Every prim is here, in NONDIFFERENTIABLE, or rewritten before

@@ -137,6 +137,15 @@ def _cumsum_meta(a: TensorProxy, dim: int, reverse: bool) -> TensorProxy:
     return TensorProxy(a.shape, a.dtype, a.device)
 
 
+def _cumprod_meta(a: TensorProxy, dim: int) -> TensorProxy:
+    check(
+        isinstance(dim, int) and 0 <= dim < a.ndim,
+        lambda: f"prims.cumprod: dim {dim!r} must be a dim of {a.name} (rank {a.ndim})",
+        ValueError,
+    )
+    return TensorProxy(a.shape, a.dtype, a.device)
+
+
 def _argsort_meta(a: TensorProxy, dim: int, descending: bool, stable: bool) -> TensorProxy:
     check(
         isinstance(dim, int) and 0 <= dim < a.ndim and isinstance(descending, bool) and isinstance(stable, bool),
@@ -439,6 +448,7 @@ META: dict[Prim, Callable | None] = {
     **{p: _reduction_meta(p) for p in REDUCTIONS - {Prim.ARGMAX}},
     Prim.ARGMAX: _argmax_meta,
     Prim.CUMSUM: _cumsum_meta,
+    Prim.CUMPROD: _cumprod_meta,
     Prim.ARGSORT: _argsort_meta,
     Prim.TOPK: _topk_meta,
     Prim.BROADCAST_IN_DIM: _broadcast_in_dim_meta,

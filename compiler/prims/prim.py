@@ -70,6 +70,7 @@ class Prim(enum.Enum):
     ARGMAX = "argmax"
     # scans
     CUMSUM = "cumsum"  # (a, dim, reverse): running sums along dim, from its end when reverse
+    CUMPROD = "cumprod"  # (a, dim): running products along dim
     # orderings: int64 indices along a dim (the values are a take_along_dim of them)
     ARGSORT = "argsort"  # (a, dim, descending, stable): torch.sort's indices
     TOPK = "topk"  # (a, k, dim, largest, sorted): torch.topk's indices

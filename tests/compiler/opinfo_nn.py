@@ -101,6 +101,18 @@ def _cumsum_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(), 0))
 
 
+def _cumprod_samples(make: Maker) -> Iterator[Sample]:
+    kw = {"low": 0.5, "high": 1.5} if make.is_float else {"low": -2, "high": 3}
+    for x in _reduction_inputs(make, **kw):
+        for dim in (0, -1, 1):
+            yield Sample((x, dim))
+    with_zeros = make.small_values(4, 6)  # zeros and signs
+    yield Sample((with_zeros, 1))
+    yield Sample((make(4, 6, **kw), 1), {"dtype": torch.float64})
+    yield Sample((make(1, 5, **kw), 0))
+    yield Sample((make(**kw), 0))
+
+
 def _sort_samples(make: Maker) -> Iterator[Sample]:
     for i, x in enumerate(_reduction_inputs(make)):
         yield Sample((x,))
@@ -198,6 +210,7 @@ REDUCTIONS = [
     _reduction("amin", _extremum_samples),
     _reduction("argmax", _argmax_samples),
     _reduction("cumsum", _cumsum_samples, f32=(1e-5, 1e-5), bf16=(1.6e-2, 5e-2)),
+    _reduction("cumprod", _cumprod_samples, f32=(1e-5, 1e-5), bf16=(1.6e-2, 5e-2)),
     _reduction("argmin", _argmax_samples),
     _reduction("sort", _sort_samples),
     _reduction("argsort", _sort_samples),

@@ -210,3 +210,16 @@ def test_sort_and_topk_gradients_reach_the_elements_they_picked(dtype):
         check_gradients(lambda t: torch.sort(t, dim=1, descending=True).values * t, [x], seed=seed)
         check_gradients(lambda t: t.topk(2, dim=-1).values.exp(), [x], seed=seed)
         check_gradients(lambda t: t.transpose(0, 2).topk(3, dim=0, largest=False)[0].cos(), [x], seed=seed)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_cumprod_gradients_with_and_without_zeros(dtype):
+    # NOTE: before a slice's first zero, at it, and after it (the rule's three cases), also with
+    # two zeros in a slice; a rule dividing by the input everywhere gives NaN or inf there.
+    for seed in range(3):
+        x = randn(4, 6, 5, dtype=dtype, seed=seed)
+        check_gradients(lambda t: (t.cumprod(1) * t).sum(-1), [x], seed=seed)
+        holes = x.clone()
+        holes[0, 2, :] = holes[1, 0, 1] = holes[2, 3, 4] = holes[2, 5, 4] = 0.0
+        check_gradients(lambda t: t.cumprod(1).sin(), [holes], seed=seed)
+        check_gradients(lambda t: torch.cumprod(t.transpose(0, 2), -1) * 2, [holes], seed=seed)

@@ -37,8 +37,8 @@ def _fft(x: torch.Tensor) -> torch.Tensor:
     return torch.fft.fft(y)
 
 
-def _cumprod(x: torch.Tensor) -> torch.Tensor:
-    return x.cumprod(0) + 1
+def _logcumsumexp(x: torch.Tensor) -> torch.Tensor:
+    return x.logcumsumexp(0) + 1
 
 
 def _cummax(x: torch.Tensor) -> torch.Tensor:
@@ -56,7 +56,7 @@ def test_unsupported_function_names_it_and_the_calling_line() -> None:
 
 @pytest.mark.parametrize(
     ("fn", "name", "text"),
-    [(_cumprod, "torch.Tensor.cumprod", "x.cumprod(0)"), (_cummax, "torch.Tensor.cummax", ".cummax(0)")],
+    [(_logcumsumexp, "torch.Tensor.logcumsumexp", "x.logcumsumexp(0)"), (_cummax, "torch.Tensor.cummax", ".cummax(0)")],
 )
 def test_unsupported_method_names_it_and_the_calling_line(fn: Callable, name: str, text: str) -> None:
     message = _raises(NotImplementedError, fn, torch.randn(4, 3))
