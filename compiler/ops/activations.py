@@ -1,4 +1,4 @@
-"""Activation functions: sigmoid, SiLU, GELU (erf and tanh), ReLU, written with prims.
+"""Activation functions (sigmoid, SiLU, GELU, ReLU, softplus, ELU family, GLU, ...) written with prims.
 
 Each computes in its float compute dtype (bf16/f16 in float32) and rounds once at the end.
 """
@@ -14,8 +14,9 @@ import torch
 from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
-from compiler.ops.operands import Promotion, check_no_out, elementwise, result_dtypes, to_dtype
+from compiler.ops.operands import Promotion, canonical_dim, check_no_out, elementwise, result_dtypes, to_dtype
 from compiler.ops.registry import register
+from compiler.ops.shape import narrow
 
 
 def _float_unary(x: TensorProxy, body: Callable[[Any], Any]) -> Any:
@@ -71,3 +72,126 @@ def relu(input: TensorProxy, inplace: bool = False) -> Any:
     # NOTE: a where, not maximum(x, 0), so the gradient at exactly 0 is 0 as eager's threshold_backward
     # gives (maximum's rule splits a tie in halves); NaN stays NaN.
     return elementwise(lambda x: prims.where(prims.le(x, 0), 0, x), input)
+
+
+def _float_input(name: str, input: TensorProxy) -> TensorProxy:
+    """`input`, checked to be a floating tensor (eager has no integer kernel for `name`)."""
+    check(
+        input.dtype.is_floating_point,
+        lambda: f"{name} needs a floating tensor, got {input.dtype}{called_at()}",
+        TypeError,
+    )
+    return input
+
+
+def _softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
+    # NOTE: exp never sees values past `threshold`, so the branch where() drops never overflows (nor
+    # its gradient); a where, not minimum(scaled, threshold), whose gradient would halve at a tie.
+    scaled = prims.mul(x, beta)
+    linear = prims.gt(scaled, threshold)
+    soft = prims.div(prims.log1p(prims.exp(prims.where(linear, 0.0, scaled))), beta)
+    return prims.where(linear, x, soft)
+
+
+@register("torch.nn.functional.softplus")
+def softplus(input: TensorProxy, beta: float = 1.0, threshold: float = 20.0) -> Any:
+    """log1p(exp(beta * x)) / beta, and x itself where beta * x exceeds `threshold`."""
+    return _float_unary(_float_input("softplus", input), lambda x: _softplus(x, beta, threshold))
+
+
+@register("torch.nn.functional.logsigmoid")
+def logsigmoid(input: TensorProxy) -> Any:
+    """log(sigmoid(x)) as min(x, 0) - log1p(exp(-|x|)), which never overflows."""
+    return _float_unary(
+        _float_input("logsigmoid", input),
+        lambda x: prims.sub(prims.minimum(x, 0.0), prims.log1p(prims.exp(prims.neg(prims.abs(x))))),
+    )
+
+
+@register("torch.nn.functional.mish")
+def mish(input: TensorProxy, inplace: bool = False) -> Any:
+    """x * tanh(softplus(x))."""
+    check(not inplace, lambda: f"mish(inplace=True) is not supported{called_at()}", NotImplementedError)
+    return _float_unary(_float_input("mish", input), lambda x: prims.mul(x, prims.tanh(_softplus(x))))
+
+
+# NOTE: hardsigmoid, hardswish and the ELUs pick their pieces with where, not minimum/maximum (whose
+# gradient halves at a tie), so the gradient at a kink is eager's; NaN falls through to a NaN piece.
+
+
+def _hardsigmoid(x: Any) -> Any:
+    middle = prims.div(prims.add(x, 3.0), 6.0)
+    return prims.where(prims.le(x, -3.0), 0.0, prims.where(prims.ge(x, 3.0), 1.0, middle))
+
+
+def _hardswish(x: Any) -> Any:
+    middle = prims.div(prims.mul(x, prims.add(x, 3.0)), 6.0)
+    # NOTE: x * 0 below -3, as eager's x * relu6(x + 3) / 6: -inf gives NaN there.
+    return prims.where(prims.le(x, -3.0), prims.mul(x, 0.0), prims.where(prims.lt(x, 3.0), middle, x))
+
+
+@register("torch.nn.functional.hardsigmoid")
+def hardsigmoid(input: TensorProxy, inplace: bool = False) -> Any:
+    """min(max(x + 3, 0), 6) / 6."""
+    check(not inplace, lambda: f"hardsigmoid(inplace=True) is not supported{called_at()}", NotImplementedError)
+    return _float_unary(_float_input("hardsigmoid", input), _hardsigmoid)
+
+
+@register("torch.nn.functional.hardswish")
+def hardswish(input: TensorProxy, inplace: bool = False) -> Any:
+    """x * min(max(x + 3, 0), 6) / 6."""
+    check(not inplace, lambda: f"hardswish(inplace=True) is not supported{called_at()}", NotImplementedError)
+    return _float_unary(_float_input("hardswish", input), _hardswish)
+
+
+def _elu(x: Any, alpha: float, scale: float = 1.0, input_scale: float = 1.0) -> Any:
+    # NOTE: exp sees only non-positive values, so the branch where() drops never overflows.
+    non_positive = prims.le(x, 0.0)
+    exp = prims.exp(prims.mul(prims.where(non_positive, x, 0.0), input_scale))
+    return prims.where(non_positive, prims.mul(prims.sub(exp, 1.0), alpha * scale), prims.mul(x, scale))
+
+
+@register("torch.nn.functional.elu")
+def elu(input: TensorProxy, alpha: float = 1.0, inplace: bool = False) -> Any:
+    """x where x > 0, else alpha * (exp(x) - 1)."""
+    check(not inplace, lambda: f"elu(inplace=True) is not supported{called_at()}", NotImplementedError)
+    return _float_unary(_float_input("elu", input), lambda x: _elu(x, alpha))
+
+
+@register("torch.nn.functional.celu")
+def celu(input: TensorProxy, alpha: float = 1.0, inplace: bool = False) -> Any:
+    """x where x > 0, else alpha * (exp(x / alpha) - 1)."""
+    check(not inplace, lambda: f"celu(inplace=True) is not supported{called_at()}", NotImplementedError)
+    check(alpha != 0, lambda: f"celu: alpha must not be 0{called_at()}", ValueError)
+    return _float_unary(_float_input("celu", input), lambda x: _elu(x, alpha, input_scale=1.0 / alpha))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@register("torch.nn.functional.selu")
+def selu(input: TensorProxy, inplace: bool = False) -> Any:
+    """scale * elu(x, alpha) with the self-normalising constants."""
+    check(not inplace, lambda: f"selu(inplace=True) is not supported{called_at()}", NotImplementedError)
+    return _float_unary(_float_input("selu", input), lambda x: _elu(x, _SELU_ALPHA, scale=_SELU_SCALE))
+
+
+@register("torch.nn.functional.glu")
+def glu(input: TensorProxy, dim: int = -1) -> Any:
+    """a * sigmoid(b), where a and b are the two halves of `input` along `dim`."""
+    check(
+        input.ndim > 0, lambda: f"glu does not support 0-d tensors: dim must have an even size{called_at()}", ValueError
+    )
+    _float_input("glu", input)
+    d = canonical_dim(dim, input.ndim)
+    size = input.shape[d]
+    check(
+        bool(size % 2 == 0),
+        lambda: f"glu: the halved dim {d} must have an even size, got {size}{called_at()}",
+        ValueError,
+    )
+    half = size // 2
+    a, b = narrow(input, d, 0, half), narrow(input, d, half, half)
+    compute, result = result_dtypes([input], Promotion.INT_TO_FLOAT)
+    return to_dtype(prims.mul(to_dtype(a, compute), _sigmoid(to_dtype(b, compute))), result)

@@ -6,6 +6,7 @@ float32 and rounds once at the end, as torch does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -445,3 +446,52 @@ def masked_fill(input: TensorProxy, mask: TensorProxy, value: Any) -> Any:
     else:
         fill = to_dtype(value, input.dtype)
     return prims.where(broadcast_to(mask, shape), fill, broadcast_to(input, shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# logaddexp, nan_to_num
+
+
+def _logaddexp(a: Any, b: Any) -> Any:
+    # NOTE: as eager, equal infinities give themselves (inf - inf would make the formula NaN).
+    both_inf = prims.bitwise_and(prims.eq(a, b), prims.eq(prims.abs(a), math.inf))
+    stable = prims.add(prims.maximum(a, b), prims.log1p(prims.exp(prims.neg(prims.abs(prims.sub(a, b))))))
+    return prims.where(both_inf, a, stable)
+
+
+@register("torch.logaddexp", "torch.Tensor.logaddexp")
+def logaddexp(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any:
+    """log(exp(input) + exp(other)), computed without overflow."""
+    check_no_out("torch.logaddexp", out)
+    check(
+        dtypes.is_float(result_dtypes([input, other], Promotion.DEFAULT)[1]),
+        lambda: f"torch.logaddexp needs a floating operand{called_at()}",
+        TypeError,
+    )
+    return elementwise(_logaddexp, input, other)
+
+
+@register("torch.nan_to_num", "torch.Tensor.nan_to_num")
+def nan_to_num(
+    input: TensorProxy,
+    nan: float | None = 0.0,
+    posinf: float | None = None,
+    neginf: float | None = None,
+    *,
+    out: Any = None,
+) -> Any:
+    """NaN, inf and -inf replaced (by default with 0 and the dtype's largest and lowest finite values)."""
+    check_no_out("torch.nan_to_num", out)
+    if not dtypes.is_float(input.dtype):
+        return copy(input)
+    info = torch.finfo(input.dtype)
+    nan = 0.0 if nan is None else nan
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+
+    def body(x: Any) -> Any:
+        x = prims.where(prims.eq(x, math.inf), posinf, x)
+        x = prims.where(prims.eq(x, -math.inf), neginf, x)
+        return prims.where(prims.ne(x, x), nan, x)
+
+    return elementwise(body, input)

@@ -97,6 +97,89 @@ def _nan_samples(make: Maker) -> Iterator[Sample]:
 
 UNARY.append(OpCase("isnan_with_nans", (torch.isnan, method("isnan")), _nan_samples, FLOATS))
 
+
+def _edges(make: Maker, *values: float) -> torch.Tensor:
+    """A 1-d tensor of the dtype under test holding `values`, then random values."""
+    return torch.cat([torch.tensor(values, dtype=make.dtype), make(6)])
+
+
+_INF, _NAN = math.inf, math.nan
+
+
+def _softplus_samples(make: Maker) -> Iterator[Sample]:
+    yield from _activation_samples(make)
+    yield Sample((_edges(make, -100, -30, 0, 19.5, 20, 20.5, 30, 100, _INF, -_INF, _NAN),))
+    yield Sample((make(3, 4, low=-10, high=10, transposed=True),), {"beta": 2.0, "threshold": 5.0})
+    yield Sample((_edges(make, 2.4, 2.5, 2.6, -3),), {"beta": 2, "threshold": 5})  # beta * x near the threshold
+    yield Sample((make(2, 5, low=-5, high=5),), {"beta": 0.5})
+
+
+def _logsigmoid_samples(make: Maker) -> Iterator[Sample]:
+    yield from _activation_samples(make)
+    yield Sample((_edges(make, -100, -20, -1e-3, 0, 1e-3, 20, 100, _INF, -_INF, _NAN),))
+
+
+def _saturating_samples(make: Maker) -> Iterator[Sample]:
+    """Activation samples plus the tails, the kinks at -3, 0, 3 and the infinities."""
+    yield from _activation_samples(make)
+    yield Sample((_edges(make, -100, -3, -1, 0, 1, 3, 100, _INF, -_INF, _NAN),))
+
+
+def _inplace_false(fn: Callable) -> Callable:
+    return named(f"{fn.__name__}_inplace_false", functools.partial(fn, inplace=False))
+
+
+def _celu_samples(make: Maker) -> Iterator[Sample]:
+    yield from _saturating_samples(make)
+    yield Sample((make(3, 4, low=-8, high=4, transposed=True),), {"alpha": 2.0})
+    yield Sample((make(5, low=-8, high=4),), {"alpha": 0.5})
+
+
+def _elu_samples(make: Maker) -> Iterator[Sample]:
+    yield from _saturating_samples(make)
+    yield Sample((make(3, 4, low=-8, high=4, transposed=True),), {"alpha": 0.3})
+
+
+def _glu_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 8),))
+    yield Sample((make(4, 6, 3, noncontiguous=True),), {"dim": 1})
+    yield Sample((make(6, 5, transposed=True), 0))
+    yield Sample((make(2, 4, low=-60, high=60), -2))
+    yield Sample((make(0, 4),))
+    yield Sample((make(3, 0),))
+
+
+UNARY += [
+    OpCase("softplus", (F.softplus,), _softplus_samples, FLOATS),
+    OpCase("logsigmoid", (F.logsigmoid,), _logsigmoid_samples, FLOATS),
+    OpCase("mish", (F.mish, _inplace_false(F.mish)), _saturating_samples, FLOATS),
+    OpCase("hardsigmoid", (F.hardsigmoid, _inplace_false(F.hardsigmoid)), _saturating_samples, FLOATS),
+    OpCase("hardswish", (F.hardswish, _inplace_false(F.hardswish)), _saturating_samples, FLOATS),
+    OpCase("celu", (F.celu, _inplace_false(F.celu)), _celu_samples, FLOATS),
+    OpCase("elu", (F.elu, _inplace_false(F.elu)), _elu_samples, FLOATS),
+    OpCase("selu", (F.selu, _inplace_false(F.selu)), _saturating_samples, FLOATS),
+    OpCase("glu", (F.glu,), _glu_samples, FLOATS),
+]
+
+
+def _nan_to_num_samples(make: Maker) -> Iterator[Sample]:
+    yield from unary_samples(make)
+    if not make.is_float:
+        yield Sample((make(3, 4),), {"nan": 1.0, "posinf": 2.0, "neginf": -2.0})
+        return
+    x = _edges(make, _NAN, _INF, -_INF, 0, -1.5, _NAN)
+    yield Sample((x,))
+    yield Sample((x,), {"nan": 1.5, "posinf": 1e4, "neginf": -1e4})
+    yield Sample((x, None, -7.0))  # nan=None is 0, posinf given positionally
+    yield Sample((x,), {"neginf": 3.0})
+    t = make(4, 6)
+    t[0, 1], t[2, 3], t[3, 0] = _NAN, _INF, -_INF
+    yield Sample((t.mT,))
+    yield Sample((torch.tensor(_INF, dtype=make.dtype),))
+
+
+UNARY.append(OpCase("nan_to_num", (torch.nan_to_num, method("nan_to_num")), _nan_to_num_samples, ALL))
+
 # ---------------------------------------------------------------------------------------------
 # Binary
 
@@ -214,6 +297,14 @@ def _bitwise_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(3, 4), make(4, dtype=torch.bool)))
 
 
+def _logaddexp_samples(make: Maker) -> Iterator[Sample]:
+    """Tensor operands (torch.logaddexp takes no numbers), far apart, and every pair of infinities."""
+    yield from binary_samples(make, scalars=False)
+    yield Sample((make(3, 4, low=-100, high=100), make(4, low=-100, high=100)))
+    edges = torch.tensor([_INF, -_INF, 0.0, -100.0, 100.0, _NAN], dtype=make.dtype)
+    yield Sample((edges[:, None], edges))  # all 36 pairs, by broadcasting
+
+
 BITWISE_DTYPES = (torch.int64, torch.bool)
 
 BINARY = [
@@ -246,6 +337,7 @@ BINARY = [
     OpCase("rpow", (_reflected(operator.pow, "rpow"),), _rpow_samples, FLOATS),
     _binary("maximum", sampler=lambda make: binary_samples(make, scalars=False)),
     _binary("minimum", sampler=lambda make: binary_samples(make, scalars=False)),
+    _binary("logaddexp", dtypes=FLOATS, sampler=lambda make: _logaddexp_samples(make)),
     *(
         _binary(name, (dunder,), sampler=_comparison_samples)
         for name, dunder in (

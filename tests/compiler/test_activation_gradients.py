@@ -1,0 +1,78 @@
+"""Gradients of softplus, logsigmoid, mish, glu and logaddexp against eager autograd, f32 and bf16;
+those of the piecewise activations at their kinks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.compiler.autodiff_util import check_gradients
+from tests.compiler.test_autodiff import DTYPES, randn
+
+SEEDS = range(3)
+SHAPES = [(3, 6), (2, 4, 16)]  # even at both ends: glu halves the first or last dim
+
+
+def softplus_beta(x: torch.Tensor) -> torch.Tensor:
+    """beta * x crosses the threshold for some of the values of randn * 4."""
+    return F.softplus(x * 4, beta=2.0, threshold=3.0)
+
+
+def logsigmoid(x: torch.Tensor) -> torch.Tensor:
+    """F.logsigmoid under its own name (the builtin's __name__ is log_sigmoid)."""
+    return F.logsigmoid(x)
+
+
+def glu_first_dim(x: torch.Tensor) -> torch.Tensor:
+    return F.glu(x.transpose(0, -1), dim=0)
+
+
+UNARY: list[Callable] = [F.softplus, softplus_beta, logsigmoid, F.mish, F.glu, glu_first_dim]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("fn", UNARY, ids=lambda f: f.__name__)
+def test_unary_activation_gradients(fn: Callable, shape: tuple, dtype: torch.dtype) -> None:
+    for seed in SEEDS:
+        check_gradients(fn, [randn(*shape, dtype=dtype, seed=seed) * 3], seed=seed)
+
+
+@pytest.mark.parametrize("fn", [F.softplus, softplus_beta, logsigmoid, F.mish], ids=lambda f: f.__name__)
+def test_gradients_in_the_tails(fn: Callable) -> None:
+    """Where exp would overflow, the gradient stays finite and matches eager."""
+    # 20 and 0.375 reach the thresholds of softplus and softplus_beta exactly
+    x = torch.tensor([-100.0, -30.0, -5.0, 0.0, 0.375, 0.5, 19.0, 20.0, 21.0, 30.0, 100.0])
+    check_gradients(fn, [x])
+
+
+def celu_alpha_2(x: torch.Tensor) -> torch.Tensor:
+    return F.celu(x, alpha=2.0)
+
+
+@pytest.mark.parametrize(
+    "fn", [F.hardsigmoid, F.hardswish, F.elu, F.celu, celu_alpha_2, F.selu], ids=lambda f: f.__name__
+)
+def test_gradients_at_the_kinks(fn: Callable) -> None:
+    """At -3, 0 and 3 exactly the gradient is eager's (a where, not a tie of minimum/maximum, picks it)."""
+    x = torch.tensor([-100.0, -4.0, -3.0, -1.5, 0.0, 1.5, 3.0, 4.0, 100.0])
+    check_gradients(fn, [x])
+
+
+def test_logaddexp_gradient_of_equal_operands() -> None:
+    """Equal operands share the gradient in halves, as in eager."""
+    a = torch.tensor([0.0, 1.0, -2.0, 50.0])
+    check_gradients(torch.logaddexp, [a, a.clone()])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(("a_shape", "b_shape"), [((3, 5), (3, 5)), ((2, 1, 16), (4, 1))], ids=str)
+def test_logaddexp_gradients(a_shape: tuple, b_shape: tuple, dtype: torch.dtype) -> None:
+    for seed in SEEDS:
+        a = randn(*a_shape, dtype=dtype, seed=seed) * 3
+        b = randn(*b_shape, dtype=dtype, seed=seed + 10) * 3
+        check_gradients(torch.logaddexp, [a, b], seed=seed)
+        check_gradients(lambda a, b: a.logaddexp(b), [a, b], seed=seed)
