@@ -1,9 +1,12 @@
 """Embedding lookups, as `index_select` on the rows of the weight (so its gradient is
-`index_select`'s: rows added back with index_add)."""
+`index_select`'s: rows added back with index_add), and one-hot encodings (an index compared with
+an iota over the classes)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import torch
 
 from compiler import prims
 from compiler.core import dtypes
@@ -46,3 +49,37 @@ def embedding(
     flat = prims.reshape(input, [size_product(input.shape)]) if input.ndim != 1 else input
     rows = prims.index_select(weight, 0, flat)
     return prims.reshape(rows, [*input.shape, weight.shape[1]]) if input.ndim != 1 else rows
+
+
+@register("torch.nn.functional.one_hot")
+def one_hot(tensor: TensorProxy, num_classes: int = -1) -> TensorProxy:
+    """int64 one-hot rows over `num_classes` classes for an int64 index tensor (a new last dim).
+
+    num_classes must be given: torch's default (-1) takes the largest index + 1, a shape that
+    depends on the values. An index outside [0, num_classes) gives a row of zeros where eager
+    raises (the compiled program does not read the values to check them)."""
+    check(
+        isinstance(tensor, TensorProxy) and tensor.dtype == torch.int64,
+        lambda: (
+            f"one_hot: expected an int64 index tensor, got {getattr(tensor, 'dtype', type(tensor).__name__)}"
+            + called_at()
+        ),
+        TypeError,
+    )
+    check(
+        not (isinstance(num_classes, int) and num_classes == -1),
+        lambda: (
+            "one_hot: num_classes=-1 (the largest index + 1) gives a shape that depends on the index values; "
+            f"pass num_classes{called_at()}"
+        ),
+        NotImplementedError,
+    )
+    check(
+        isinstance(num_classes, int) and num_classes >= 0,
+        lambda: f"one_hot: num_classes must be a non-negative int, got {num_classes!r}{called_at()}",
+        ValueError,
+    )
+    shape = [*tensor.shape, num_classes]
+    rows = prims.broadcast_in_dim(tensor, shape, list(range(tensor.ndim)))
+    classes = prims.broadcast_in_dim(prims.iota(num_classes, 0, 1, torch.int64, tensor.device), shape, [tensor.ndim])
+    return prims.convert_element_type(prims.eq(rows, classes), torch.int64)

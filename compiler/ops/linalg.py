@@ -16,7 +16,7 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy, same_size, size_product
-from compiler.ops.elementwise import add
+from compiler.ops.elementwise import add, mul
 from compiler.ops.operands import broadcast_shapes, broadcast_to, check_no_out, to_dtype
 from compiler.ops.registry import register
 
@@ -141,7 +141,27 @@ def linear(input: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = N
 def addmm(input: Any, mat1: TensorProxy, mat2: TensorProxy, *, beta: Any = 1, alpha: Any = 1, out: Any = None) -> Any:
     """beta * input + alpha * (mat1 @ mat2), with input broadcast to the product's shape."""
     check_no_out("torch.addmm", out)
-    product = mm(mat1, mat2)
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
+
+
+@register("torch.outer", "torch.Tensor.outer", "torch.ger", "torch.Tensor.ger")
+def outer(input: TensorProxy, vec2: TensorProxy, *, out: Any = None) -> Any:
+    """torch.outer: input[i] * vec2[j] of two 1-D tensors (dtypes promoted as in mul)."""
+    check_no_out("torch.outer", out)
+    check(
+        isinstance(input, TensorProxy) and isinstance(vec2, TensorProxy) and input.ndim == 1 and vec2.ndim == 1,
+        lambda: (
+            f"outer: expected two 1-D tensors, got shapes {getattr(input, 'shape', input)} and "
+            f"{getattr(vec2, 'shape', vec2)}{called_at()}"
+        ),
+        ValueError,
+    )
+    return mul(prims.broadcast_in_dim(input, [input.shape[0], 1], [0]), vec2)
+
+
+def _scaled_sum(input: Any, product: TensorProxy, beta: Any, alpha: Any) -> TensorProxy:
+    """beta * input + alpha * product (addmm): scaled and added in float32 for bf16/f16,
+    rounded once; input is ignored (NaN included) when beta is 0, as torch does."""
     compute = dtypes.compute_dtype(product.dtype)  # scaled and added in float32, rounded once, as torch does
     scaled = to_dtype(product, compute)
     if not (isinstance(alpha, int) and alpha == 1):

@@ -93,6 +93,7 @@ CASES: list[Case] = [
     Case("gather", lambda a, i: torch.gather(a.exp(), 1, i), _args(X, _i(4, 5, low=0, high=33))),
     Case("take_along_axis", lambda a, i: torch.gather(a, 1, i) * 2, _args(X, _i(4, 5, low=0, high=33))),
     Case("gather_smaller_index", lambda a, i: torch.gather(a, 1, i) * 2, _args(X, _i(3, 5, low=0, high=33))),
+    Case("flip_roll_diff", lambda a: (a.flip(1) * 2, a.roll(3, 1) + 1, torch.diff(a.exp(), dim=1)), _args(X)),
     Case("topk_values", lambda a: (torch.topk(a, 3).values * 2, torch.sort(a, 0).values.exp()), _args(X)),
     Case("gather_squeeze_bf16", lambda a, i: torch.gather(a, 1, i).squeeze(1) * 2, _args(_f(4, 33, dtype=torch.bfloat16), _i(4, 1, low=0, high=33))),
     Case("gather_squeeze_bool", lambda m, i, a: torch.where(torch.gather(m, 1, i).squeeze(1), a, 0.0), _args(_b(4, 33), _i(4, 1, low=0, high=33), _f(4))),

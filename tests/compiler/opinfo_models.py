@@ -71,6 +71,18 @@ def _addmm_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(1, 4), make(3, 2), make(2, 4, transposed=True)), {"beta": 0})
 
 
+def _outer_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3), make(4)))
+    yield Sample((make(5, noncontiguous=True), make(1)))
+    yield Sample((make(3), make(2, dtype=torch.float64)))  # promoted as mul
+
+
+def _one_hot_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make.index(5, 4), 5))
+    yield Sample((make.index(3, 2, 3), 4))
+    yield Sample((make.index(3), 3))
+
+
 def _pad_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(3, 4), (1, 2)))
     yield Sample((make(2, 3, 4, noncontiguous=True), (0, 1, 2, 0)), {"value": 5})
@@ -117,6 +129,8 @@ CASES = [
     OpCase("randn_like", (torch.randn_like,), _random_like_samples, FLOATS),
     OpCase("rand_like", (torch.rand_like,), _random_like_samples, FLOATS),
     OpCase("addmm", (torch.addmm, method("addmm")), _addmm_samples, FLOATS),
+    OpCase("outer", (torch.outer, method("outer"), torch.ger, method("ger")), _outer_samples, ALL),
+    OpCase("one_hot", (F.one_hot,), _one_hot_samples, (torch.int64,)),
     OpCase("pad", (F.pad, torch._C._nn.pad), _pad_samples, ALL),
     OpCase("new_zeros", (method("new_zeros"),), _new_samples, ALL),
     OpCase("new_ones", (method("new_ones"),), _new_samples, ALL),

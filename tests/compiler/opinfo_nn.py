@@ -399,3 +399,172 @@ NN += [
 ]
 
 CASES = REDUCTIONS + NN
+
+# ---------------------------------------------------------------------------------------------
+# Vector norms, normalize, cosine_similarity
+
+
+def _with_zero_row(make: Maker) -> torch.Tensor:
+    x = make(4, 6)
+    x[1] = 0  # an all-zero row: norm 0, count 0
+    return x
+
+
+def _vector_norm_samples(make: Maker) -> Iterator[Sample]:
+    for ord in (2, 1, math.inf, -math.inf, 0, 3, 0.5):
+        for i, x in enumerate(_reduction_inputs(make)):
+            yield Sample((x, ord))
+            yield Sample((x, ord, -1 if i else (0, 2), bool(i % 2)))
+        yield Sample((_with_zero_row(make), ord, 1))
+        yield Sample((make(), ord))  # 0-d
+    yield Sample((make(3, 4),), {"dim": [0, 1], "keepdim": True})
+    yield Sample((make(3, 4), 2.5, 1), {"dtype": torch.float64})
+
+
+def _norm_samples(make: Maker) -> Iterator[Sample]:
+    for p in ("fro", 2, 1, math.inf, -math.inf, 0, 3.0):
+        for i, x in enumerate(_reduction_inputs(make)):
+            yield Sample((x, p))
+            yield Sample((x, p, -1 if i else (0, 1), bool(i % 2)))
+        yield Sample((_with_zero_row(make),), {"p": p, "dim": 1})
+    yield Sample((make(3, 4),))
+    yield Sample((make(),))
+    yield Sample((make(3, 4), 2, 1), {"dtype": torch.float64})
+
+
+def _normalize_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(4, 6),))
+    yield Sample((_with_zero_row(make),), {"dim": 1})  # a zero row stays zero (the norm clamps to eps)
+    yield Sample((make(3, 5, 6, noncontiguous=True),), {"p": 1.0, "dim": 2})
+    yield Sample((make(3, 6, transposed=True), math.inf, 0))
+    yield Sample((make(4, 6, low=-1e-3, high=1e-3), 2.0, -1, 0.1))  # norms below eps
+    yield Sample((make(5), 3.0, 0))
+
+
+def _cosine_similarity_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(4, 6), make(4, 6)))
+    yield Sample((make(3, 5, 6, noncontiguous=True), make(3, 5, 6, transposed=True)), {"dim": -1})
+    yield Sample((make(4, 6), make(1, 6)))  # broadcasting
+    yield Sample((make(2, 1, 6), make(3, 6)), {"dim": 2})
+    yield Sample((_with_zero_row(make), make(4, 6)))  # a zero vector: similarity 0
+    yield Sample((make(4, 6, low=-1e-9, high=1e-9), make(4, 6)), {"eps": 1e-6})  # norms below eps
+    yield Sample((make(6), make(6)), {"dim": 0})
+
+
+NORMS_TOL = _tolerances(f32=(1e-4, 1e-5), bf16=(2e-2, 3e-2))
+NORMS_AND_LOSSES = [
+    OpCase("linalg.vector_norm", (torch.linalg.vector_norm,), _vector_norm_samples, FLOATS, NORMS_TOL),
+    OpCase("norm", (torch.norm, method("norm")), _norm_samples, FLOATS, NORMS_TOL),
+    OpCase("F.normalize", (F.normalize,), _normalize_samples, FLOATS, NORMS_TOL),
+    OpCase(
+        "cosine_similarity",
+        (F.cosine_similarity, torch.cosine_similarity),
+        _cosine_similarity_samples,
+        FLOATS,
+        NORMS_TOL,
+    ),
+]
+CASES += NORMS_AND_LOSSES
+
+# ---------------------------------------------------------------------------------------------
+# Pointwise losses
+
+
+REDUCTIONS_MODES = ("mean", "sum", "none")
+
+
+def _regression_samples(make: Maker, weighted: bool = True) -> Iterator[Sample]:
+    for reduction in REDUCTIONS_MODES:
+        yield Sample((make(4, 6), make(4, 6)), {"reduction": reduction})
+        yield Sample((make(3, 5, 6, noncontiguous=True), make(3, 5, 6, transposed=True)), {"reduction": reduction})
+        if weighted:
+            yield Sample((make(4, 6), make(4, 6)), {"reduction": reduction, "weight": make(4, 6, low=0.1, high=2)})
+    yield Sample((make(), make()))  # 0-d
+    yield Sample((make(4, 6), make(4, 6)), {"size_average": False})  # the legacy arguments
+    if make.dtype == torch.bfloat16:
+        yield Sample((make(4, 6), make(4, 6, dtype=torch.float32)))  # promotes to float32
+
+
+def _l1_samples(make: Maker) -> Iterator[Sample]:
+    # NOTE: no weight=: torch 2.13's F.l1_loss drops it on the __torch_function__ path (proxies).
+    yield from _regression_samples(make, weighted=False)
+
+
+def _smooth_l1_samples(make: Maker) -> Iterator[Sample]:
+    yield from _regression_samples(make, weighted=False)
+    for beta in (0.0, 0.5, 3.0):
+        yield Sample((make(4, 6), make(4, 6)), {"beta": beta, "reduction": "none"})
+
+
+def _huber_samples(make: Maker) -> Iterator[Sample]:
+    for reduction in REDUCTIONS_MODES:
+        yield Sample((make(4, 6), make(4, 6)), {"reduction": reduction, "delta": 0.5})
+        yield Sample((make(3, 6, transposed=True), make(3, 6)), {"reduction": reduction})
+        yield Sample((make(4, 6), make(4, 6)), {"reduction": reduction, "weight": make(4, 6, low=0.1, high=2)})
+    yield Sample((make(), make()), {"delta": 3.0})
+
+
+def _probabilities(make: Maker, *shape: int, **kw: bool) -> torch.Tensor:
+    return make(*shape, low=0.0, high=1.0, **kw)
+
+
+def _bce_with_logits_samples(make: Maker) -> Iterator[Sample]:
+    for reduction in REDUCTIONS_MODES:
+        yield Sample((make(4, 6), _probabilities(make, 4, 6)), {"reduction": reduction})
+        yield Sample(
+            (make(3, 5, 6, noncontiguous=True), _probabilities(make, 3, 5, 6, transposed=True)),
+            {"reduction": reduction, "weight": make(5, 6, low=0.1, high=2)},
+        )
+        yield Sample(
+            (make(4, 6), _probabilities(make, 4, 6)),
+            {"reduction": reduction, "pos_weight": make(6, low=0.1, high=3), "weight": make(1, 6, low=0.1, high=2)},
+        )
+    yield Sample((make(4, 6, low=-1000, high=1000), _probabilities(make, 4, 6)))  # exp overflows naively
+    yield Sample((make(4, 6, low=-100, high=100), _probabilities(make, 4, 6)), {"reduction": "none"})
+    yield Sample((make(), _probabilities(make)))
+
+
+def _bce_samples(make: Maker) -> Iterator[Sample]:
+    for reduction in REDUCTIONS_MODES:
+        yield Sample((_probabilities(make, 4, 6), _probabilities(make, 4, 6)), {"reduction": reduction})
+        yield Sample(
+            (_probabilities(make, 3, 6, transposed=True), _probabilities(make, 3, 6, noncontiguous=True)),
+            {"reduction": reduction, "weight": make(3, 6, low=0.1, high=2)},
+        )
+    x = _probabilities(make, 4, 6)
+    x[0, :3] = 0.0  # log(0) clamps to -100
+    x[1, :3] = 1.0
+    yield Sample((x, _probabilities(make, 4, 6)))
+    yield Sample((_probabilities(make), _probabilities(make)))
+
+
+def _kl_div_samples(make: Maker) -> Iterator[Sample]:
+    for reduction in ("batchmean", "sum", "none", "mean"):
+        log_p = torch.log_softmax(make(4, 6), 1)
+        yield Sample((log_p, torch.softmax(make(4, 6), 1)), {"reduction": reduction})
+        yield Sample((log_p, torch.log_softmax(make(4, 6), 1)), {"reduction": reduction, "log_target": True})
+    target = _probabilities(make, 3, 6, noncontiguous=True)
+    target[:, ::2] = 0.0  # zero targets contribute 0 (xlogy), not nan
+    yield Sample((make(3, 6, transposed=True), target), {"reduction": "batchmean"})
+    yield Sample((make(3, 6), target), {"reduction": "none"})
+    yield Sample((make(2, 3, 6), _probabilities(make, 3, 6)), {"reduction": "batchmean"})  # broadcasting
+    yield Sample((make(), _probabilities(make)), {"reduction": "batchmean"})  # 0-d: no batch to divide by
+
+
+LOSSES_TOL = _tolerances(f32=(1e-5, 1e-4), bf16=(2e-2, 5e-2))
+NORMS_AND_LOSSES += [
+    OpCase("mse_loss", (F.mse_loss,), _regression_samples, FLOATS, LOSSES_TOL),
+    OpCase("l1_loss", (F.l1_loss,), _l1_samples, FLOATS, LOSSES_TOL),
+    OpCase("smooth_l1_loss", (F.smooth_l1_loss,), _smooth_l1_samples, FLOATS, LOSSES_TOL),
+    OpCase("huber_loss", (F.huber_loss,), _huber_samples, FLOATS, LOSSES_TOL),
+    OpCase(
+        "binary_cross_entropy_with_logits",
+        (F.binary_cross_entropy_with_logits,),
+        _bce_with_logits_samples,
+        FLOATS,
+        LOSSES_TOL,
+    ),
+    OpCase("binary_cross_entropy", (F.binary_cross_entropy,), _bce_samples, FLOATS, LOSSES_TOL),
+    OpCase("kl_div", (F.kl_div,), _kl_div_samples, FLOATS, LOSSES_TOL),
+]
+CASES += NORMS_AND_LOSSES[-7:]

@@ -338,4 +338,54 @@ def _einsum_samples(make: Maker) -> Iterator[Sample]:
 
 EINSUM = [OpCase("einsum", (torch.einsum,), _einsum_samples, ALL)]
 
-CASES = SHAPE + JOIN_SPLIT + INDEXING + FACTORIES + EINSUM
+# ---------------------------------------------------------------------------------------------
+# flip, roll, tile, diff
+
+
+def _flip_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 4, 5), (0, 2)))
+    yield Sample((make(3, 4, noncontiguous=True), [-1]))
+    yield Sample((make(2, 5, transposed=True), (0, 1)))
+    yield Sample((make(1, 4), (0,)))
+    yield Sample((make(4), ()))
+    yield Sample((make(), ()))
+
+
+def _varargs_flip_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 4, 5),))
+
+
+def _roll_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 4, 5), 2, 1))
+    yield Sample((make(3, 4, 5), (1, -3), (0, 2)))
+    yield Sample((make(3, 4, noncontiguous=True), 7))  # flattened, more than the size
+    yield Sample((make(4, 2, transposed=True), -5, 0))
+    yield Sample((make(4), 0, 0))
+
+
+def _tile_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3), (2,)))
+    yield Sample((make(2, 3, noncontiguous=True), (2, 1, 3)))
+    yield Sample((make(3), (2, 2)))
+    yield Sample((make(), (3,)))
+
+
+def _diff_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 6),))
+    yield Sample((make(4, 5, noncontiguous=True),), {"n": 2, "dim": 0})
+    yield Sample((make(3, 4),), {"dim": 1, "prepend": make(3, 1), "append": make(3, 2)})
+    yield Sample((make(5),), {"n": 7})  # more differences than elements: empty
+    yield Sample((make(4, 3) > 0,), {"dim": 0})
+
+
+REARRANGE = [
+    OpCase("flip", (torch.flip, method("flip")), _flip_samples, ALL),
+    OpCase("flip_varargs", (named("Tensor.flip(*dims)", lambda x: x.flip(2, 0)),), _varargs_flip_samples, ALL),
+    OpCase("fliplr", (torch.fliplr, method("fliplr")), lambda make: [Sample((make(3, 4, 2),))], ALL),
+    OpCase("flipud", (torch.flipud, method("flipud")), lambda make: [Sample((make(3, 4),))], ALL),
+    OpCase("roll", (torch.roll, method("roll")), _roll_samples, ALL),
+    OpCase("tile", (torch.tile, method("tile")), _tile_samples, ALL),
+    OpCase("diff", (torch.diff, method("diff")), _diff_samples, ALL),
+]
+
+CASES = SHAPE + JOIN_SPLIT + INDEXING + FACTORIES + EINSUM + REARRANGE

@@ -223,3 +223,15 @@ def test_cumprod_gradients_with_and_without_zeros(dtype):
         holes[0, 2, :] = holes[1, 0, 1] = holes[2, 3, 4] = holes[2, 5, 4] = 0.0
         check_gradients(lambda t: t.cumprod(1).sin(), [holes], seed=seed)
         check_gradients(lambda t: torch.cumprod(t.transpose(0, 2), -1) * 2, [holes], seed=seed)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_rearrangement_and_product_gradients(dtype):
+    # flip (index_select), roll (slices joined), tile (repeat), diff (slices subtracted), outer
+    for seed in range(3):
+        x = randn(4, 6, 5, dtype=dtype, seed=seed)
+        check_gradients(lambda t: t.flip(0, 2) * t, [x], seed=seed)
+        check_gradients(lambda t: torch.roll(t, (2, -1), (1, 2)).sin() + t.roll(3), [x], seed=seed)
+        check_gradients(lambda t: t.tile(2, 1).cos(), [x], seed=seed)
+        check_gradients(lambda t: torch.diff(t, n=2, dim=1, prepend=t[:, :1] * 2).exp(), [x], seed=seed)
+        check_gradients(lambda a, b: torch.outer(a, b).tanh(), [x[0, 0], x[1, :, 0]], seed=seed)

@@ -108,6 +108,8 @@ BAD_DIMS = [
     ("amax", lambda x: x.amax(-3), "dim -3", "rank 2"),
     ("argmax", lambda x: x.argmax(2), "dim 2", "rank 2"),
     ("sort", lambda x: x.sort(2), "dim 2", "rank 2"),
+    ("flip", lambda x: x.flip(0, 2), "dim 2", "rank 2"),
+    ("roll", lambda x: x.roll(1, -3), "dim -3", "rank 2"),
     ("topk", lambda x: x.topk(1, dim=-3), "dim -3", "rank 2"),
     ("max", lambda x: x.max(dim=2), "dim 2", "rank 2"),
     ("softmax", lambda x: x.softmax(-3), "dim -3", "rank 2"),

@@ -50,6 +50,13 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
         )
         for flag in ("scale_grad_by_freq=True", "sparse=True")
     },
+    ("nn.functional.one_hot", "F.one_hot", "num_classes=-1"): (
+        "num_classes=-1 takes the largest index + 1: a shape that depends on values, refused (NotImplementedError)"
+    ),
+    **{
+        ("norm.nuc", variant, "'nuc'"): "the nuclear norm (a matrix norm) is refused (NotImplementedError)"
+        for variant in ("torch.norm", "Tensor.norm")
+    },
 }
 if DEVICE != "cpu":
     KNOWN_FAILURES[
