@@ -317,28 +317,28 @@ def _arg_extremum(
     return keep_dims(out, input.shape, (d,)) if keepdim else out
 
 
+def _scan(op: str, scan: Callable, input: TensorProxy, dim: Any, dtype: Any, out: Any) -> TensorProxy:
+    """`scan(x, d)` along `dim` of `input` in `dtype` (default: the input's, int64 for integers and
+    bools); a 0-d tensor is scanned as one element and the result is a new tensor."""
+    check_no_out(op, out)
+    _check_tensor(op, input)
+    d = canonical_dim(dim, input.ndim)
+    x = _in_accumulating_dtype(input, dtype)
+    if input.ndim == 0:
+        return prims.reshape(scan(prims.reshape(x, [1]), 0), [])
+    return scan(x, d)
+
+
 @register("torch.cumsum", "torch.Tensor.cumsum")
 def cumsum(input: TensorProxy, dim: Any, *, dtype: torch.dtype | None = None, out: Any = None) -> TensorProxy:
     """torch.cumsum: running sums along `dim`, in `dtype` (default: the input's, int64 for integers and bools)."""
-    check_no_out("torch.cumsum", out)
-    _check_tensor("torch.cumsum", input)
-    d = canonical_dim(dim, input.ndim)
-    x = _in_accumulating_dtype(input, dtype)
-    if input.ndim == 0:  # a 0-d tensor is its own running sum; the result is a new tensor
-        return prims.reshape(prims.cumsum(prims.reshape(x, [1]), 0, False), [])
-    return prims.cumsum(x, d, False)
+    return _scan("torch.cumsum", lambda x, d: prims.cumsum(x, d, False), input, dim, dtype, out)
 
 
 @register("torch.cumprod", "torch.Tensor.cumprod")
 def cumprod(input: TensorProxy, dim: Any, *, dtype: torch.dtype | None = None, out: Any = None) -> TensorProxy:
     """torch.cumprod: running products along `dim`, in `dtype` (default: the input's, int64 for integers and bools)."""
-    check_no_out("torch.cumprod", out)
-    _check_tensor("torch.cumprod", input)
-    d = canonical_dim(dim, input.ndim)
-    x = _in_accumulating_dtype(input, dtype)
-    if input.ndim == 0:  # a 0-d tensor is its own running product; the result is a new tensor
-        return prims.reshape(prims.cumprod(prims.reshape(x, [1]), 0), [])
-    return prims.cumprod(x, d)
+    return _scan("torch.cumprod", prims.cumprod, input, dim, dtype, out)
 
 
 @register("torch.argmax", "torch.Tensor.argmax")
