@@ -67,17 +67,52 @@ def _available(backend: str) -> bool:
     return not missing
 
 
+def kv_groups(q: torch.Tensor, k: torch.Tensor) -> int:
+    """How many query heads share each key/value head: 1 unless k has fewer heads than q
+    (grouped-query attention)."""
+    return 1 if q.ndim < 3 or k.shape[-3] == q.shape[-3] else q.shape[-3] // k.shape[-3]
+
+
+def repeat_heads(t: torch.Tensor, groups: int) -> torch.Tensor:
+    """Each key/value head repeated for the `groups` query heads it serves (torch's enable_gqa order)."""
+    return t.repeat_interleave(groups, dim=-3)
+
+
+def sum_heads(t: torch.Tensor, groups: int) -> torch.Tensor:
+    """The gradient of repeated heads summed back onto each key/value head (in float32)."""
+    return t.unflatten(-3, (-1, groups)).sum(-3, dtype=torch.float32).to(t.dtype)
+
+
+def _choice(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> int | None:
+    """torch's backend choice for these tensors (enable_gqa where k has fewer heads), None if it fails."""
+    try:
+        gqa = kv_groups(q, k) > 1
+        return int(_ATEN._fused_sdp_choice(q, k, v, attn_mask, _NO_DROPOUT, is_causal, scale=scale, enable_gqa=gqa))
+    except (RuntimeError, AttributeError, TypeError):
+        return None
+
+
+def attention(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> torch.Tensor:
+    """`F.scaled_dot_product_attention`; k and v may have fewer heads than q. FlashAttention and
+    cuDNN read each key/value head once for its group of query heads; for any other backend (which
+    would repeat them anyway, or run the math path) the heads are repeated first."""
+    groups = kv_groups(q, k)
+    if groups > 1 and _choice(q, k, v, attn_mask, is_causal, scale) not in (_FLASH, _CUDNN):
+        k, v, groups = repeat_heads(k, groups), repeat_heads(v, groups), 1
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=groups > 1
+    )
+
+
 def attention_backend(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: Any, is_causal: bool, scale: Any
 ) -> str | None:
     """The backend whose fused forward and backward run this attention ("flash", "efficient",
-    "cudnn", "cpu_flash"), or None for the recompute path."""
+    "cudnn", "cpu_flash"), or None for the recompute path (and for grouped-query attention that
+    no fused kernel takes with its own heads: its callers repeat the heads)."""
     if not (q.ndim == k.ndim == v.ndim == 4):
         return None
-    try:
-        choice = int(_ATEN._fused_sdp_choice(q, k, v, attn_mask, _NO_DROPOUT, is_causal, scale=scale))
-    except (RuntimeError, AttributeError):
-        return None
+    choice = _choice(q, k, v, attn_mask, is_causal, scale)
     backend = None
     if q.device.type == "cpu":
         backend = "cpu_flash" if choice == _FLASH else None
@@ -89,12 +124,17 @@ def attention_backend(
             backend = None
         if backend == "cudnn" and attn_mask is not None:
             backend = None
+    if kv_groups(q, k) > 1 and backend == "efficient":
+        backend = None
     return backend if backend is not None and _available(backend) else None
 
 
 def attention_forward(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> tuple:
     """(attention's output, logsumexp of its scores: float32 of shape q.shape[:-1])."""
     backend = attention_backend(q, k, v, attn_mask, is_causal, scale)
+    groups = kv_groups(q, k)
+    if groups > 1 and backend is None:
+        return attention_forward(q, repeat_heads(k, groups), repeat_heads(v, groups), attn_mask, is_causal, scale)
     rows = q.shape[:-1]
     if backend == "flash":
         result = _op(backend, 0)(q, k, v, _NO_DROPOUT, is_causal, False, scale=scale)
@@ -118,6 +158,11 @@ def attention_backward(
 ) -> tuple:
     """(dq, dk, dv) of attention from the output's cotangent and the forward's output and logsumexp."""
     backend = attention_backend(q, k, v, attn_mask, is_causal, scale)
+    groups = kv_groups(q, k)
+    if groups > 1 and backend is None:
+        k, v = repeat_heads(k, groups), repeat_heads(v, groups)
+        dq, dk, dv = attention_backward(grad, q, k, v, attn_mask, is_causal, scale, out, logsumexp)
+        return dq, sum_heads(dk, groups), sum_heads(dv, groups)
     rows_q, rows_k = q.shape[-2], k.shape[-2]
     if backend == "flash":
         seed = _placeholder(q.device)

@@ -14,18 +14,18 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from compiler.core.ir import BoundSymbol
-from compiler.executors.attention import attention_backward, attention_forward
+from compiler.executors.attention import attention, attention_backward, attention_forward
 from compiler.prims import Prim
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 def fused_attention(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> torch.Tensor:
-    """Attention through torch's fused kernels (torch chooses the backend)."""
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+    """Attention through torch's fused kernels (torch chooses the backend; k and v may have fewer
+    heads than q)."""
+    return attention(q, k, v, attn_mask, is_causal, scale)
 
 
 class SdpaExecutor:

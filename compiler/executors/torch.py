@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from compiler import prims
 from compiler.core.errors import GuardFailure
 from compiler.core.memory import overlapping
-from compiler.executors.attention import attention_backward, attention_forward
+from compiler.executors.attention import attention, attention_backward, attention_forward
 from compiler.prims import NUMBER_IMPLS, Prim
 
 
@@ -114,10 +114,6 @@ def _argsort(a: torch.Tensor, dim: int, descending: bool, stable: bool) -> torch
 
 def _topk(a: torch.Tensor, k: int, dim: int, largest: bool, sorted: bool) -> torch.Tensor:
     return torch.topk(a, k, dim=dim, largest=largest, sorted=sorted).indices
-
-
-def _sdpa(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> torch.Tensor:
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
 
 
 def check_requires_grad(tensors: tuple, flags: tuple) -> None:
@@ -322,7 +318,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.TAKE_ALONG_DIM: lambda a, index, dim: torch.gather(a, dim, index),
     Prim.MATMUL: torch.matmul,
     Prim.LINEAR: F.linear,
-    Prim.SDPA: _sdpa,
+    Prim.SDPA: attention,
     Prim.SDPA_FORWARD: attention_forward,
     Prim.SDPA_BACKWARD: attention_backward,
     Prim.FULL: lambda shape, value, dtype, device: torch.full(shape, value, dtype=dtype, device=device),

@@ -9,8 +9,12 @@ query heads are the rows of ONE attention with their key/value head:
     q (..., heads, rows, d) -> (..., kv heads, g * rows, d)     # a view when rows == 1 (decode)
     attention(q, k, v)      -> (..., kv heads, g * rows, dv) -> (..., heads, rows, dv)
 
-so keys and values are read once per group. Otherwise each key/value head is repeated g times,
-which copies keys and values into g times their size before the attention reads them.
+so keys and values are read once per group. Otherwise (a causal mask, a mask that differs by row
+or head) the attention prim takes keys and values with their own heads: its executors run torch's
+kernels that read one key/value head for each group of query heads (cuDNN and FlashAttention do,
+`executors/attention.py`) and repeat the heads at run time only for a kernel that cannot. With
+dropout (attention in prims) each key/value head is repeated g times in the trace, which copies
+keys and values into g times their size before the attention reads them.
 """
 
 from __future__ import annotations

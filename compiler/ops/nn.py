@@ -426,13 +426,20 @@ def scaled_dot_product_attention(
             folded = fold_groups(query, key.shape[-3], groups)
             out = prims.sdpa(*_broadcast_batch(folded, key, value), attn_mask, False, scale)
             return unfold_groups(out, heads, query.shape[-2])
+        if dropout_p == 0.0:
+            grouped = _broadcast_batch(query, key, value, keep_heads=True)
+            return prims.sdpa(*grouped, attn_mask, bool(is_causal), scale)
         key, value = repeat_kv_heads(key, heads, groups), repeat_kv_heads(value, heads, groups)
     if dropout_p > 0.0:
         return attention_with_dropout(*_broadcast_batch(query, key, value), attn_mask, dropout_p, is_causal, scale)
     return prims.sdpa(*_broadcast_batch(query, key, value), attn_mask, bool(is_causal), scale)
 
 
-def _broadcast_batch(query: TensorProxy, key: TensorProxy, value: TensorProxy) -> tuple[TensorProxy, ...]:
-    """q, k, v with their batch dims (all but the last two) broadcast to one shape, as torch does."""
-    batch = broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
-    return tuple(broadcast_to(t, [*batch, *t.shape[-2:]]) for t in (query, key, value))
+def _broadcast_batch(
+    query: TensorProxy, key: TensorProxy, value: TensorProxy, *, keep_heads: bool = False
+) -> tuple[TensorProxy, ...]:
+    """q, k, v with their batch dims (all but the last two) broadcast to one shape, as torch does;
+    with `keep_heads`, all but the last three: each keeps its own heads (grouped-query attention)."""
+    kept = 3 if keep_heads else 2
+    batch = broadcast_shapes(query.shape[:-kept], key.shape[:-kept], value.shape[:-kept])
+    return tuple(broadcast_to(t, [*batch, *t.shape[-kept:]]) for t in (query, key, value))

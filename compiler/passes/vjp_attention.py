@@ -19,7 +19,8 @@ from collections.abc import Callable, Collection
 import torch
 
 from compiler import prims
-from compiler.core.ir import BoundSymbol, TensorProxy
+from compiler.core.ir import BoundSymbol, TensorProxy, same_size
+from compiler.ops.grouped_query import kv_groups, repeat_kv_heads
 from compiler.ops.reductions import expand_reduced, stable_shift
 from compiler.passes.vjp_structural import Cotangents, transpose
 from compiler.prims import Prim
@@ -38,8 +39,13 @@ def _attention_with_statistics(bsym: BoundSymbol, live: Collection[str]) -> Tens
 def attention_in_prims(
     q: TensorProxy, k: TensorProxy, v: TensorProxy, mask: TensorProxy, scale: float | None
 ) -> TensorProxy:
-    """softmax(q k^T * scale + mask) v in float32 prims, for a float `mask` (no causal masking)."""
+    """softmax(q k^T * scale + mask) v in float32 prims, for a float `mask` (no causal masking);
+    k and v with fewer heads than q (grouped-query attention) are repeated for each group."""
     rank, dtype = q.ndim, q.dtype
+    if rank >= 3 and not same_size(k.shape[-3], q.shape[-3]):
+        heads = q.shape[-3]
+        groups = kv_groups(q, k)
+        k, v = repeat_kv_heads(k, heads, groups), repeat_kv_heads(v, heads, groups)
     q32, k32, v32, mask32 = (_float32(t) for t in (q, k, v, mask))
     scores = prims.matmul(q32, transpose(k32))
     scores = prims.mul(scores, q.shape[-1] ** -0.5 if scale is None else scale)

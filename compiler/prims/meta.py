@@ -352,7 +352,24 @@ def _sdpa_meta(
         ValueError,
     )
     check(q.dtype == k.dtype == v.dtype, lambda: "prims.sdpa: q, k, v must share a dtype", TypeError)
+    if q.ndim >= 3:
+        heads, kv_heads = q.shape[-3], k.shape[-3]
+        check(
+            same_size(kv_heads, v.shape[-3]) and (same_size(heads, kv_heads) or _divides(kv_heads, heads)),
+            lambda: (
+                f"prims.sdpa: q's heads ({heads}) must be k's and v's ({kv_heads}, {v.shape[-3]}) "
+                "or a multiple of them (grouped-query attention)"
+            ),
+            ValueError,
+        )
     return TensorProxy((*q.shape[:-1], v.shape[-1]), q.dtype, q.device)
+
+
+def _divides(a: Any, b: Any) -> bool:
+    """Whether size a divides size b (assumed where either is symbolic: the frontend checked it)."""
+    if not (isinstance(a, int) and isinstance(b, int)):
+        return True
+    return a > 0 and b % a == 0
 
 
 def _sdpa_forward_meta(

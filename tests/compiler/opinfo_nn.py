@@ -373,6 +373,10 @@ def _sdpa_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((q, k, v), {"attn_mask": make(5, 6, dtype=torch.bool)})
     yield Sample((q, k, v), {"attn_mask": make(2, 1, 5, 6), "scale": 0.3})
     yield Sample((make(4, 8), make(6, 8), make(6, 8)), {"scale": 1.0})
+    grouped_q, grouped_k, grouped_v = make(2, 4, 5, 8), make(2, 2, 6, 8), make(2, 2, 6, 4)  # enable_gqa
+    yield Sample((grouped_q, grouped_k, grouped_v), {"is_causal": True, "enable_gqa": True})
+    yield Sample((grouped_q, grouped_k, grouped_v), {"attn_mask": make(5, 6, dtype=torch.bool), "enable_gqa": True})
+    yield Sample((make(2, 4, 1, 8), grouped_k, grouped_v), {"enable_gqa": True})
 
 
 def _matmul_method(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

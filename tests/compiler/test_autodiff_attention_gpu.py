@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import compiler
-from compiler.executors.attention import OPS, attention_backend
+from compiler.executors.attention import OPS, attention_backend, repeat_heads
 from tests.compiler.autodiff_util import AtenOps, check_gradients
 
 pytestmark = pytest.mark.gpu
@@ -32,6 +32,10 @@ def causal(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
+def grouped_causal(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+
 def plain(q, k, v):
     return F.scaled_dot_product_attention(q, k, v)
 
@@ -40,9 +44,12 @@ def masked(q, k, v, mask):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
-def qkv(dtype, rows=128, keys=128, seed=0):
+def qkv(dtype, rows=128, keys=128, seed=0, kv_heads=4, head_dim=64):
     generator = torch.Generator(device=DEVICE).manual_seed(seed)
-    return [torch.randn(2, 4, n, 64, device=DEVICE, dtype=dtype, generator=generator) for n in (rows, keys, keys)]
+    return [
+        torch.randn(2, heads, n, head_dim, device=DEVICE, dtype=dtype, generator=generator)
+        for heads, n in ((4, rows), (kv_heads, keys), (kv_heads, keys))
+    ]
 
 
 def check_backend(backend, fn, args, requires_grad=None):
@@ -55,7 +62,7 @@ def check_backend(backend, fn, args, requires_grad=None):
             pytest.skip(f"eager has no {backend} kernel here: {str(error).splitlines()[0]}")
         q, k, v = args[:3]
         mask = args[3] if len(args) > 3 else None
-        assert attention_backend(q, k, v, mask, fn is causal, None) == backend
+        assert attention_backend(q, k, v, mask, fn in (causal, grouped_causal), None) == backend
         jfn = check_gradients(fn, args, requires_grad, jfn=jit(fn))
         assert "sdpa_forward" in str(compiler.last_traces(jfn)[-1])
         inputs = [a.detach().clone().requires_grad_(a.is_floating_point()) for a in args[:3]] + list(args[3:])
@@ -64,6 +71,7 @@ def check_backend(backend, fn, args, requires_grad=None):
             out.backward(torch.randn_like(out))
     forward, backward = OPS[backend]
     assert backward in ops.names and forward not in ops.names, ops.names
+    assert "repeat_interleave" not in ops.names, ops.names
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
@@ -87,3 +95,19 @@ def test_default_choice_and_a_mask_that_requires_grad():
     assert "sdpa_backward" in str(compiler.last_backward_traces(jfn)[-1])
     mask = torch.randn(256, 256, device=DEVICE, dtype=torch.bfloat16)
     check_gradients(masked, [q, k, v, mask], [True, True, True, True], jfn=jit(masked))
+
+
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("backend", ["flash", "cudnn"])
+def test_grouped_query_causal_attention_reads_each_kv_head_once_in_flash_and_cudnn(backend, dtype, head_dim):
+    # 4 query heads over 1 key/value head: forward and backward kernels take k and v unrepeated
+    check_backend(backend, grouped_causal, qkv(dtype, rows=256, keys=256, kv_heads=1, head_dim=head_dim))
+
+
+def test_grouped_query_attention_in_float32_repeats_the_heads_for_efficient_attention():
+    q, k, v = qkv(torch.float32, rows=96, keys=96, kv_heads=2)
+    assert attention_backend(q, k, v, None, True, None) is None
+    assert attention_backend(q, repeat_heads(k, 2), repeat_heads(v, 2), None, True, None) == "efficient"
+    jfn = check_gradients(grouped_causal, [q, k, v], jfn=jit(grouped_causal))
+    assert "sdpa_backward" in str(compiler.last_backward_traces(jfn)[-1])

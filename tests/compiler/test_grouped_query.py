@@ -1,5 +1,7 @@
 """Grouped-query attention (enable_gqa) against eager: a group's query heads become one attention's
-rows where each row attends on its own (no key/value copy), else keys and values are repeated."""
+rows where each row attends on its own; otherwise the attention prim takes the key/value heads
+unrepeated (the executor repeats them only for a kernel that cannot read them grouped), and with
+dropout they are repeated in the trace."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import compiler
+from compiler.executors import attention
 from compiler.prims import Prim
 from tests.compiler.autodiff_util import check_gradients
 
@@ -56,19 +59,62 @@ def test_a_groups_query_heads_attend_as_rows_of_one_kv_head(seed, dtype, rows, m
     assert attended_kv_heads(jfn) == [2]
 
 
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize(
     ("mask", "causal"),
-    [(torch.rand(5, 7) > 0.3, False), (torch.rand(2, 8, 1, 7) > 0.3, False), (None, True)],
-    ids=["rows_differ", "heads_differ", "causal"],
+    [
+        (lambda g: torch.rand(5, 7, generator=g) > 0.3, False),
+        (lambda g: torch.rand(2, 8, 1, 7, generator=g) > 0.3, False),
+        (lambda g: torch.randn(2, 8, 5, 7, generator=g), False),  # a float mask per head
+        (None, True),
+    ],
+    ids=["rows_differ", "heads_differ", "float_heads_differ", "causal"],
 )
-def test_masks_that_differ_by_row_or_head_and_causal_attention_repeat_the_kv_heads(mask, causal):
-    if mask is not None:
-        mask[..., 0] = True
-    rows = mask.shape[-2] if mask is not None else 5
-    q, k, v = randn(2, 8, rows, 16, seed=0), randn(2, 2, 7, 16, seed=1), randn(2, 2, 7, 16, seed=2)
+def test_masks_that_differ_by_row_or_head_and_causal_attention_read_unrepeated_kv_heads(seed, mask, causal):
+    m = None if mask is None else mask(torch.Generator().manual_seed(seed))
+    if m is not None and m.dtype == torch.bool:
+        m[..., 0] = True
+    q, k, v = randn(2, 8, 5, 16, seed=seed), randn(2, 2, 7, 16, seed=seed + 1), randn(2, 2, 7, 16, seed=seed + 2)
     jfn = compiler.jit(gqa)
-    torch.testing.assert_close(jfn(q, k, v, mask, causal), gqa(q, k, v, mask, causal))
-    assert attended_kv_heads(jfn) == [8]
+    torch.testing.assert_close(jfn(q, k, v, m, causal), gqa(q, k, v, m, causal))
+    assert attended_kv_heads(jfn) == [2]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(("causal", "mask"), [(True, None), (False, "rows"), (False, "float")])
+def test_gradients_of_unrepeated_kv_heads_match_eager(seed, causal, mask):
+    q, k, v = randn(2, 8, 5, 16, seed=seed), randn(2, 2, 7, 16, seed=seed + 1), randn(2, 2, 7, 16, seed=seed + 2)
+    m = {None: None, "rows": torch.rand(5, 7, generator=torch.Generator().manual_seed(seed)) > 0.3}.get(mask)
+    if mask == "rows":
+        m[..., 0] = True
+    if mask == "float":
+        m = randn(2, 1, 5, 7, seed=seed + 3)
+    check_gradients(gqa, [q, k, v, m, causal], [True, True, True, False, False])
+
+
+def test_a_float_mask_that_requires_grad_differentiates_grouped_heads_in_prims():
+    q, k, v = randn(2, 8, 5, 16, seed=0), randn(2, 2, 7, 16, seed=1), randn(2, 2, 7, 16, seed=2)
+    check_gradients(gqa, [q, k, v, randn(2, 8, 5, 7, seed=3)], [True, True, True, True])
+
+
+def test_a_value_head_dim_no_fused_kernel_takes_repeats_the_heads_at_run_time():
+    # FlashAttention needs v's head dim equal to q's: torch picks its math path, for which the
+    # executor repeats the key/value heads (forward and backward) before calling it.
+    q, k, v = randn(2, 8, 5, 16, seed=0), randn(2, 2, 7, 16, seed=1), randn(2, 2, 7, 12, seed=2)
+    assert attention.attention_backend(q, k, v, None, True, None) is None
+    torch.testing.assert_close(compiler.jit(gqa)(q, k, v, None, True), gqa(q, k, v, None, True))
+    check_gradients(gqa, [q, k, v, None, True], [True, True, True, False, False])
+
+
+def test_with_dropout_the_kv_heads_are_repeated_in_the_trace():
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True, enable_gqa=True)
+
+    q, k, v = randn(2, 8, 5, 16, seed=0), randn(2, 2, 7, 16, seed=1), randn(2, 2, 7, 16, seed=2)
+    torch.manual_seed(4)
+    expected = attend(q, k, v)
+    torch.manual_seed(4)
+    torch.testing.assert_close(compiler.jit(attend)(q, k, v), expected)
 
 
 def test_batch_dims_broadcast_and_three_dim_inputs():
