@@ -40,6 +40,8 @@ LEFT_TO_TORCH: dict[Prim, str] = {
     Prim.COPY_: "in-place writes are removed by functionalization before fusion",
     Prim.SLICE_UPDATE: "writing a slice into a copy of the whole tensor; runs in torch",
     Prim.INDEX_ADD: "an accumulating scatter into a copy of the whole tensor; runs in torch",
+    Prim.SCATTER: "a scatter into a copy of the whole tensor (repeated positions: torch's rule); runs in torch",
+    Prim.SCATTER_REDUCE: "an accumulating scatter into a copy of the whole tensor; runs in torch",
     Prim.DROPOUT_NOISE: "random numbers come from torch's generator (as eager draws them); runs in torch",
     Prim.RANDOM_VALUES: "random numbers come from torch's generator (as eager draws them); runs in torch",
 }

@@ -38,6 +38,7 @@ TORCH_SOURCE: dict[Prim, Callable[[list[str]], str]] = {
     **{p: _call(f"torch.{p.value}") for p in UNARY},
     **{p: (lambda a, op=op: f"({a[0]} {op} {a[1]})") for p, op in _OPERATORS.items()},
     Prim.FMOD: _call("_fmod"),
+    Prim.ATAN2: _call("_atan2"),
     Prim.MAXIMUM: _call("_maximum"),
     Prim.MINIMUM: _call("_minimum"),
     Prim.WHERE: _call("torch.where"),
@@ -77,6 +78,10 @@ def _minimum(a, b):
 
 def _fmod(a, b):
     return torch.fmod(*_tensors(a, b))
+
+
+def _atan2(a, b):
+    return torch.atan2(*_tensors(a, b))
 
 
 def _reduce(fn, a, dims):

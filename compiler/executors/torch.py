@@ -49,6 +49,13 @@ def _fmod(a: Any, b: Any) -> Any:
     return torch.fmod(a, b)
 
 
+def _atan2(a: Any, b: Any) -> Any:
+    # NOTE: torch.atan2 takes tensors only; a number operand is a scalar of the tensor's dtype.
+    like = a if isinstance(a, torch.Tensor) else b
+    a, b = (x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=like.dtype, device=like.device) for x in (a, b))
+    return torch.atan2(a, b)
+
+
 def _reduce(fn: Callable) -> Callable:
     def reduce(a: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
         return fn(a, tuple(dims)) if dims else a.clone()
@@ -268,6 +275,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.COS: torch.cos,
     Prim.TANH: torch.tanh,
     Prim.ERF: torch.erf,
+    Prim.ERFINV: torch.erfinv,
     Prim.RECIPROCAL: torch.reciprocal,
     Prim.FLOOR: torch.floor,
     Prim.CEIL: torch.ceil,
@@ -282,6 +290,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.REMAINDER: operator.mod,
     Prim.FMOD: _fmod,
     Prim.POW: operator.pow,
+    Prim.ATAN2: _atan2,
     Prim.MAXIMUM: _maximum,
     Prim.MINIMUM: _minimum,
     Prim.EQ: operator.eq,
@@ -316,6 +325,10 @@ IMPLS: dict[Prim, Callable] = {
     Prim.INDEX_ADD: torch.index_add,
     Prim.SLICE_UPDATE: slice_update,
     Prim.TAKE_ALONG_DIM: lambda a, index, dim: torch.gather(a, dim, index),
+    Prim.SCATTER: torch.scatter,
+    Prim.SCATTER_REDUCE: lambda a, dim, index, src, reduce, include_self: torch.scatter_reduce(
+        a, dim, index, src, reduce, include_self=include_self
+    ),
     Prim.MATMUL: torch.matmul,
     Prim.LINEAR: F.linear,
     Prim.SDPA: attention,

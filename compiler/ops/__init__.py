@@ -29,8 +29,10 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     rearrange,
     reductions,
     repeat,
+    scatter,
     shape,
     sorting,
+    special,
 )
 from compiler.ops.registry import OPS, Op, dispatch, register, resolve, torch_name
 

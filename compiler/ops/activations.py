@@ -10,12 +10,14 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
+from compiler.ops.inplace import apply_in_place
 from compiler.ops.operands import Promotion, canonical_dim, check_no_out, elementwise, result_dtypes, to_dtype
-from compiler.ops.registry import register
+from compiler.ops.registry import register, torch_name
 from compiler.ops.shape import narrow
 
 
@@ -24,6 +26,12 @@ def _float_unary(x: TensorProxy, body: Callable[[Any], Any]) -> Any:
     compute, result = result_dtypes([x], Promotion.INT_TO_FLOAT)
     y = body(to_dtype(x, compute))
     return to_dtype(y, result)
+
+
+def _in_place(fn: Callable, input: TensorProxy, *args: Any) -> TensorProxy:
+    """An activation's `inplace=True`, as eager: `input` (and every view of it) overwritten with
+    `fn(input, *args)`; returns `input` itself."""
+    return apply_in_place(fn, input, args, {}, f"{torch_name(fn)}(inplace=True)")
 
 
 def _sigmoid(x: Any) -> Any:
@@ -39,7 +47,8 @@ def sigmoid(input: TensorProxy, *, out: Any = None) -> Any:
 
 @register("torch.nn.functional.silu")
 def silu(input: TensorProxy, inplace: bool = False) -> Any:
-    check(not inplace, lambda: f"silu(inplace=True) is not supported{called_at()}", NotImplementedError)
+    if inplace:
+        return _in_place(F.silu, input)
     return _float_unary(input, lambda x: prims.mul(x, _sigmoid(x)))
 
 
@@ -67,7 +76,8 @@ def gelu(input: TensorProxy, approximate: str = "none") -> Any:
 
 @register("torch.relu", "torch.Tensor.relu", "torch.nn.functional.relu")
 def relu(input: TensorProxy, inplace: bool = False) -> Any:
-    check(not inplace, lambda: f"relu(inplace=True) is not supported{called_at()}", NotImplementedError)
+    if inplace:
+        return _in_place(F.relu, input)
     check(input.dtype != torch.bool, lambda: f"relu is not defined for bool tensors{called_at()}", TypeError)
     # NOTE: a where, not maximum(x, 0), so the gradient at exactly 0 is 0 as eager's threshold_backward
     # gives (maximum's rule splits a tie in halves); NaN stays NaN.
@@ -111,7 +121,8 @@ def logsigmoid(input: TensorProxy) -> Any:
 @register("torch.nn.functional.mish")
 def mish(input: TensorProxy, inplace: bool = False) -> Any:
     """x * tanh(softplus(x))."""
-    check(not inplace, lambda: f"mish(inplace=True) is not supported{called_at()}", NotImplementedError)
+    if inplace:
+        return _in_place(F.mish, input)
     return _float_unary(_float_input("mish", input), lambda x: prims.mul(x, prims.tanh(_softplus(x))))
 
 
@@ -133,14 +144,16 @@ def _hardswish(x: Any) -> Any:
 @register("torch.nn.functional.hardsigmoid")
 def hardsigmoid(input: TensorProxy, inplace: bool = False) -> Any:
     """min(max(x + 3, 0), 6) / 6."""
-    check(not inplace, lambda: f"hardsigmoid(inplace=True) is not supported{called_at()}", NotImplementedError)
+    if inplace:
+        return _in_place(F.hardsigmoid, input)
     return _float_unary(_float_input("hardsigmoid", input), _hardsigmoid)
 
 
 @register("torch.nn.functional.hardswish")
 def hardswish(input: TensorProxy, inplace: bool = False) -> Any:
     """x * min(max(x + 3, 0), 6) / 6."""
-    check(not inplace, lambda: f"hardswish(inplace=True) is not supported{called_at()}", NotImplementedError)
+    if inplace:
+        return _in_place(F.hardswish, input)
     return _float_unary(_float_input("hardswish", input), _hardswish)
 
 
@@ -154,14 +167,16 @@ def _elu(x: Any, alpha: float, scale: float = 1.0, input_scale: float = 1.0) -> 
 @register("torch.nn.functional.elu")
 def elu(input: TensorProxy, alpha: float = 1.0, inplace: bool = False) -> Any:
     """x where x > 0, else alpha * (exp(x) - 1)."""
-    check(not inplace, lambda: f"elu(inplace=True) is not supported{called_at()}", NotImplementedError)
+    if inplace:
+        return _in_place(F.elu, input, alpha)
     return _float_unary(_float_input("elu", input), lambda x: _elu(x, alpha))
 
 
 @register("torch.nn.functional.celu")
 def celu(input: TensorProxy, alpha: float = 1.0, inplace: bool = False) -> Any:
     """x where x > 0, else alpha * (exp(x / alpha) - 1)."""
-    check(not inplace, lambda: f"celu(inplace=True) is not supported{called_at()}", NotImplementedError)
+    if inplace:
+        return _in_place(F.celu, input, alpha)
     check(alpha != 0, lambda: f"celu: alpha must not be 0{called_at()}", ValueError)
     return _float_unary(_float_input("celu", input), lambda x: _elu(x, alpha, input_scale=1.0 / alpha))
 
@@ -173,7 +188,8 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 @register("torch.nn.functional.selu")
 def selu(input: TensorProxy, inplace: bool = False) -> Any:
     """scale * elu(x, alpha) with the self-normalising constants."""
-    check(not inplace, lambda: f"selu(inplace=True) is not supported{called_at()}", NotImplementedError)
+    if inplace:
+        return _in_place(F.selu, input)
     return _float_unary(_float_input("selu", input), lambda x: _elu(x, _SELU_ALPHA, scale=_SELU_SCALE))
 
 

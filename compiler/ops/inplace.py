@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from compiler import prims
 from compiler.core.errors import called_at, check
@@ -30,18 +31,30 @@ from compiler.ops.writes import same_shape, write
 # x.op_(...) == x.copy_(x.op(...)) with eager's checks
 
 
+def apply_in_place(functional: Callable, self: TensorProxy, args: tuple, kwargs: dict, what: str) -> TensorProxy:
+    """Overwrites `self` (and every view of it) with `functional(self, *args, **kwargs)`; returns `self`.
+
+    The write behind every `x.op_(...)`, `torch.op_(x, ...)` and activation `inplace=True`, with
+    eager's checks (named `what` in errors): no argument overlaps `self`, the result keeps `self`'s
+    shape and casts to its dtype.
+    """
+    aliasing.check_no_overlap(self, (*args, *kwargs.values()), what)
+    return write(self, dispatch(functional, (self, *args), kwargs), what)
+
+
+def _register_inplace(names: list[str], functional: Callable, what: str) -> None:
+    @register(*names)
+    def op(self: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
+        return apply_in_place(functional, self, args, kwargs, what)
+
+    op.__name__ = what.rsplit(".", 1)[-1]
+
+
 def _inplace(name: str, functional: Callable, *, function: bool = False, dunders: tuple[str, ...] = ()) -> None:
     names = [f"torch.Tensor.{name}_", *(f"torch.Tensor.{d}" for d in dunders)]
     if function:
         names.append(f"torch.{name}_")
-    what = f"torch.Tensor.{name}_"
-
-    @register(*names)
-    def op(self: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
-        aliasing.check_no_overlap(self, (*args, *kwargs.values()), what)
-        return write(self, dispatch(functional, (self, *args), kwargs), what)
-
-    op.__name__ = f"{name}_"
+    _register_inplace(names, functional, f"torch.Tensor.{name}_")
 
 
 for _name, _dunders in (
@@ -63,14 +76,29 @@ for _name, _dunders in (
     ("index_copy", ()),
     ("cumsum", ()),
     ("cumprod", ()),
+    ("scatter", ()),
+    ("scatter_add", ()),
+    ("scatter_reduce", ()),
 ):
     _inplace(_name, getattr(torch.Tensor, _name), dunders=_dunders)
 
 for _name in (
     "clamp", "clamp_min", "clamp_max", "sqrt", "rsqrt", "neg", "exp", "exp2", "log", "log1p", "abs",
-    "relu", "sigmoid", "tanh", "sin", "cos", "erf", "reciprocal", "floor", "ceil", "trunc",
+    "relu", "sigmoid", "tanh", "sin", "cos", "erf", "reciprocal", "floor", "ceil", "trunc", "logit", "xlogy",
 ):  # fmt: skip
     _inplace(_name, getattr(torch.Tensor, _name), function=True)
+
+for _name in ("atan2", "arctan2", "hypot", "erfinv"):
+    _inplace(_name, getattr(torch.Tensor, _name))
+
+# The in-place spellings of activations that have no Tensor method (F.relu_ is torch.relu_, above;
+# F.selu_ is torch.selu_, F.celu_ torch.celu_).
+for _spelling, _functional in (
+    ("torch.selu_", F.selu),
+    ("torch.celu_", F.celu),
+    ("torch.nn.functional.elu_", F.elu),
+):
+    _register_inplace([_spelling], _functional, _spelling)
 
 
 @register("torch.Tensor.zero_", "torch.zero_")

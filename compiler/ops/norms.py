@@ -1,4 +1,5 @@
-"""Vector norms: linalg.vector_norm, torch.norm / Tensor.norm, F.normalize, cosine_similarity.
+"""Vector norms: linalg.vector_norm, torch.norm / Tensor.norm, F.normalize, cosine_similarity; and
+group_norm (F.group_norm, torch.group_norm, nn.GroupNorm), a normalisation like layer_norm's.
 
 bf16/f16 inputs accumulate in float32 and round once to the input dtype (or `dtype=`). Where a norm
 is zero, autodiff must give torch's gradient (0, not the 0 * inf = NaN of differentiating sqrt or
@@ -14,9 +15,9 @@ from typing import Any
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
-from compiler.core.ir import TensorProxy
+from compiler.core.ir import TensorProxy, same_size, size_product
 from compiler.ops.operands import Promotion, broadcast_shapes, broadcast_to, canonical_dim, result_dtypes, to_dtype
-from compiler.ops.reductions import expand_reduced, keep_dims, reduce_dims
+from compiler.ops.reductions import count, expand_reduced, keep_dims, reduce_dims
 from compiler.ops.registry import register
 
 
@@ -136,3 +137,103 @@ def cosine_similarity(x1: TensorProxy, x2: TensorProxy, dim: int = 1, eps: float
         clamped = prims.add(n, prims.stop_gradient(prims.sub(prims.maximum(n, eps), n)))
         units.append(prims.div(x, expand_reduced(clamped, shape, dims)))
     return to_dtype(prims.sum(prims.mul(*units), dims), result)
+
+
+# ---------------------------------------------------------------------------------------------
+# group_norm
+
+
+def _check_group_norm(op: str, input: Any, num_groups: Any, weight: Any, bias: Any) -> None:
+    check(
+        isinstance(input, TensorProxy) and dtypes.is_float(input.dtype),
+        lambda: f"{op}: expected a floating point input, got {getattr(input, 'dtype', input)!r}{called_at()}",
+        TypeError,
+    )
+    check(
+        input.ndim >= 2,
+        lambda: f"{op}: expected an input of shape (N, C, *) with at least 2 dims, got {input.ndim}{called_at()}",
+        ValueError,
+    )
+    check(
+        isinstance(num_groups, int) and not isinstance(num_groups, bool) and num_groups > 0,
+        lambda: f"{op}: num_groups must be a positive int, got {num_groups!r}{called_at()}",
+        ValueError,
+    )
+    channels = input.shape[1]
+    check(
+        bool(channels % num_groups == 0),
+        lambda: (
+            f"{op}: the number of channels {channels} (input shape {tuple(input.shape)}) is not divisible by "
+            f"num_groups={num_groups}{called_at()}"
+        ),
+        ValueError,
+    )
+    for name, param in (("weight", weight), ("bias", bias)):
+        check(
+            param is None
+            or (isinstance(param, TensorProxy) and param.ndim == 1 and same_size(param.shape[0], channels)),
+            lambda name=name, param=param: (
+                f"{op}: {name} must be a 1-D tensor with one entry per channel ({channels}), got "
+                f"{getattr(param, 'shape', param)}{called_at()}"
+            ),
+            ValueError,
+        )
+
+
+def _group_norm(input: TensorProxy, num_groups: int, weight: Any, bias: Any, eps: float) -> TensorProxy:
+    """Normalises each group of C / num_groups channels (and every spatial element) of each sample to
+    zero mean and unit biased variance, then scales and shifts each channel by weight and bias.
+    bf16/f16 inputs are normalised in float32 and rounded once, as eager does."""
+    x = to_dtype(input, dtypes.compute_dtype(input.dtype))
+    shape = list(x.shape)
+    grouped_shape = [shape[0], num_groups, shape[1] // num_groups, *shape[2:]]
+    grouped = prims.reshape(x, grouped_shape)
+    dims = tuple(range(2, len(grouped_shape)))
+    n = count(grouped_shape, dims)
+    mean = expand_reduced(prims.div(prims.sum(grouped, dims), n), grouped_shape, dims)
+    centered = prims.sub(grouped, mean)
+    variance = prims.div(prims.sum(prims.mul(centered, centered), dims), n)
+    rstd = prims.rsqrt(prims.add(variance, eps))
+    out = prims.reshape(prims.mul(centered, expand_reduced(rstd, grouped_shape, dims)), shape)
+    if weight is not None:
+        out = prims.mul(out, prims.broadcast_in_dim(to_dtype(weight, x.dtype), shape, [1]))
+    if bias is not None:
+        out = prims.add(out, prims.broadcast_in_dim(to_dtype(bias, x.dtype), shape, [1]))
+    return to_dtype(out, input.dtype)
+
+
+@register("torch.nn.functional.group_norm")
+def group_norm(
+    input: TensorProxy,
+    num_groups: int,
+    weight: TensorProxy | None = None,
+    bias: TensorProxy | None = None,
+    eps: float = 1e-5,
+) -> TensorProxy:
+    """F.group_norm (nn.GroupNorm's forward): see `_group_norm`; like eager, refuses an input with one
+    value per group and channel (ValueError)."""
+    _check_group_norm("group_norm", input, num_groups, weight, bias)
+    per_channel = size_product([input.shape[0] * input.shape[1] // num_groups, *input.shape[2:]])
+    check(
+        not bool(per_channel == 1),
+        lambda: (
+            f"group_norm: expected more than 1 value per channel when training, got input size "
+            f"{[input.shape[0] * input.shape[1] // num_groups, num_groups, *input.shape[2:]]}{called_at()}"
+        ),
+        ValueError,
+    )
+    return _group_norm(input, num_groups, weight, bias, eps)
+
+
+@register("torch.group_norm")
+def torch_group_norm(
+    input: TensorProxy,
+    num_groups: int,
+    weight: TensorProxy | None = None,
+    bias: TensorProxy | None = None,
+    eps: float = 1e-5,
+    cudnn_enabled: bool = True,
+) -> TensorProxy:
+    """torch.group_norm: see `_group_norm` (`cudnn_enabled` picks eager's kernel, not the result)."""
+    _check_group_norm("group_norm", input, num_groups, weight, bias)
+    return _group_norm(input, num_groups, weight, bias, eps)

@@ -12,8 +12,8 @@ integer results, factories, guards, write-backs, and `stop_gradient`, eager's de
 `ZERO_GRADIENT` the float-valued prims whose gradient is zero everywhere it exists (floor, ceil,
 trunc, sign): their outputs still count as differentiable, as in eager PyTorch, where an input
 reached only through them gets a zero gradient.
-The structural prims (shapes, indexing, linear algebra) are in `vjp_structural.py`, attention in
-`vjp_attention.py`.
+The structural prims (shapes, indexing, linear algebra) are in `vjp_structural.py`, the scatters
+in `vjp_scatter.py`, attention in `vjp_attention.py`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from compiler import prims
 from compiler.core.ir import BoundSymbol, TensorProxy
 from compiler.ops.reductions import expand_reduced
 from compiler.passes.vjp_attention import ATTENTION_RULES, FORWARD_REWRITES
+from compiler.passes.vjp_scatter import SCATTER_RULES
 from compiler.passes.vjp_structural import STRUCTURAL_RULES
 from compiler.prims import COMPARISONS, FACTORIES, PROLOGUE_ONLY, Prim
 
@@ -89,6 +90,19 @@ def _pow_base(g: Any, a: Any, b: Any, out: Any) -> Any:
 
 def _pow_exponent(g: Any, a: Any, b: Any, out: Any) -> Any:
     return prims.mul(g, prims.mul(out, prims.log(a)))
+
+
+def _atan2_reciprocal(a: Any, b: Any) -> Any:
+    denominator = prims.add(_square(a), _square(b))
+    return prims.where(prims.eq(denominator, 0.0), 0.0, prims.reciprocal(denominator))
+
+
+# NOTE: eager's atan2_backward: g * x * r for y and g * -y * r for x, in that order, with r = 1 / (y² + x²)
+# and 0 where y² + x² is 0 (at the origin, or where both squares underflow).
+_atan2 = _binary(
+    lambda g, a, b, out: prims.mul(prims.mul(g, b), _atan2_reciprocal(a, b)),
+    lambda g, a, b, out: prims.mul(prims.mul(g, prims.neg(a)), _atan2_reciprocal(a, b)),
+)
 
 
 def _extremum(pick: Prim) -> Rule:
@@ -174,6 +188,7 @@ def _cumprod(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
 
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
 
 _ELEMENTWISE_RULES: dict[Prim, Rule] = {
     Prim.NEG: _unary(lambda g, a, out: prims.neg(g)),
@@ -188,6 +203,7 @@ _ELEMENTWISE_RULES: dict[Prim, Rule] = {
     Prim.COS: _unary(lambda g, a, out: prims.neg(prims.mul(g, prims.sin(a)))),
     Prim.TANH: _unary(lambda g, a, out: prims.mul(g, prims.sub(1.0, _square(out)))),
     Prim.ERF: _unary(lambda g, a, out: prims.mul(g, prims.mul(prims.exp(prims.neg(_square(a))), _TWO_OVER_SQRT_PI))),
+    Prim.ERFINV: _unary(lambda g, a, out: prims.mul(g, prims.mul(prims.exp(_square(out)), _HALF_SQRT_PI))),
     Prim.RECIPROCAL: _unary(lambda g, a, out: prims.neg(prims.mul(g, _square(out)))),
     **{p: (lambda bsym, g: []) for p in ZERO_GRADIENT},
     Prim.ADD: _binary(lambda g, a, b, out: g, lambda g, a, b, out: g),
@@ -203,6 +219,7 @@ _ELEMENTWISE_RULES: dict[Prim, Rule] = {
         lambda g, a, b, out: g, lambda g, a, b, out: prims.neg(prims.mul(g, prims.trunc(prims.div(a, b))))
     ),
     Prim.POW: _binary(_pow_base, _pow_exponent),
+    Prim.ATAN2: _atan2,
     Prim.MAXIMUM: _extremum(Prim.GT),
     Prim.MINIMUM: _extremum(Prim.LT),
     Prim.WHERE: _where,
@@ -216,5 +233,5 @@ _ELEMENTWISE_RULES: dict[Prim, Rule] = {
 
 # The VJP table: prim -> rule. Every prim is here, in NONDIFFERENTIABLE, or rewritten before
 # differentiation (`FORWARD_REWRITES`: attention) (tests/compiler/test_autodiff_rules.py).
-VJP: dict[Prim, Rule] = {**_ELEMENTWISE_RULES, **STRUCTURAL_RULES, **ATTENTION_RULES}
+VJP: dict[Prim, Rule] = {**_ELEMENTWISE_RULES, **STRUCTURAL_RULES, **SCATTER_RULES, **ATTENTION_RULES}
 REWRITTEN = frozenset(FORWARD_REWRITES)

@@ -16,41 +16,17 @@ import torch
 from compiler.core import dtypes
 from compiler.core.errors import check
 from compiler.core.ir import NumberProxy, TensorProxy, same_size, size_product
-from compiler.prims.prim import BINARY, COMPARISONS, DISTRIBUTIONS, NUMBER_IMPLS, REDUCTIONS, UNARY, Prim
-
-
-def _check_same_shape(prim: Prim, tensors: list[TensorProxy], same_dtype: bool = True) -> None:
-    first = tensors[0]
-    for t in tensors[1:]:
-        check(
-            len(t.shape) == len(first.shape) and builtins.all(map(same_size, t.shape, first.shape)),
-            lambda t=t: (
-                f"prims.{prim.value}: {first.name} has shape {first.shape} but {t.name} has "
-                f"shape {t.shape}; prims do not broadcast"
-            ),
-            ValueError,
-        )
-        check(
-            not same_dtype or t.dtype == first.dtype,
-            lambda t=t: (
-                f"prims.{prim.value}: {first.name} is {first.dtype} but {t.name} is "
-                f"{t.dtype}; prims do not promote types"
-            ),
-            TypeError,
-        )
-        check(
-            t.device == first.device,
-            lambda t=t: (
-                f"prims.{prim.value}: {first.name} is on {first.device} but {t.name} is on {t.device}"
-                + (_DEVICE_HINT if "cpu" in (first.device.type, t.device.type) else "")
-            ),
-            ValueError,
-        )
-
-
-_DEVICE_HINT = (
-    "; eager moves a CPU tensor used with GPU tensors (a 0-d operand, an index) to the GPU, a jitted "
-    "function never moves data between devices: move it before the call, or pass a Python number"
+from compiler.prims.meta_checks import check_same_shape
+from compiler.prims.meta_linalg import LINALG_META
+from compiler.prims.prim import (
+    BINARY,
+    COMPARISONS,
+    DISTRIBUTIONS,
+    NUMBER_IMPLS,
+    REDUCTIONS,
+    SCATTER_REDUCTIONS,
+    UNARY,
+    Prim,
 )
 
 
@@ -74,7 +50,7 @@ def _elementwise_meta(prim: Prim) -> Callable:
                 lambda a=a: f"prims.{prim.value}: expected tensors and numbers, got {type(a).__name__} {a!r}",
                 TypeError,
             )
-        _check_same_shape(prim, tensors)
+        check_same_shape(prim, tensors)
         dtype = torch.bool if prim in COMPARISONS else tensors[0].dtype
         return TensorProxy(tensors[0].shape, dtype, tensors[0].device)
 
@@ -92,8 +68,8 @@ def _where_meta(condition: Any, a: Any, b: Any) -> Any:
     )
     data = [x for x in (a, b) if isinstance(x, TensorProxy)]
     check(bool(data), lambda: "prims.where: at least one of the two branches must be a tensor", TypeError)
-    _check_same_shape(Prim.WHERE, tensors, same_dtype=False)
-    _check_same_shape(Prim.WHERE, data)
+    check_same_shape(Prim.WHERE, tensors, same_dtype=False)
+    check_same_shape(Prim.WHERE, data)
     return TensorProxy(tensors[0].shape, data[0].dtype, tensors[0].device)
 
 
@@ -291,7 +267,7 @@ def _index_update_meta(prim: Prim) -> Callable:
 
 def _slice_update_meta(a: TensorProxy, value: TensorProxy, starts: Any, ends: Any, steps: Any) -> TensorProxy:
     region = _slice_meta(a, starts, ends, steps)
-    _check_same_shape(Prim.SLICE_UPDATE, [region, value])
+    check_same_shape(Prim.SLICE_UPDATE, [region, value])
     return TensorProxy(a.shape, a.dtype, a.device)
 
 
@@ -304,105 +280,45 @@ def _take_along_dim_meta(a: TensorProxy, index: TensorProxy, dim: int) -> Tensor
     return TensorProxy(index.shape, a.dtype, a.device)
 
 
-def _matmul_meta(a: TensorProxy, b: TensorProxy) -> TensorProxy:
-    check(
-        a.ndim >= 2 and a.ndim == b.ndim,
-        lambda: f"prims.matmul: {a.name} and {b.name} need the same rank >= 2",
-        ValueError,
-    )
-    check(
-        a.dtype == b.dtype,
-        lambda: f"prims.matmul: {a.name} is {a.dtype} but {b.name} is {b.dtype}",
-        TypeError,
-    )
-    for i in range(a.ndim - 2):
+def _scatter_meta(prim: Prim) -> Callable:
+    def meta(a: TensorProxy, dim: int, index: TensorProxy, src: TensorProxy, *mode: Any) -> TensorProxy:
         check(
-            same_size(a.shape[i], b.shape[i]),
-            lambda: f"prims.matmul: batch dims of {a.name} and {b.name} differ",
-            ValueError,
-        )
-    check(
-        same_size(a.shape[-1], b.shape[-2]),
-        lambda: f"prims.matmul: {a.name} {a.shape} @ {b.name} {b.shape}: inner sizes differ",
-        ValueError,
-    )
-    return TensorProxy((*a.shape[:-1], b.shape[-1]), a.dtype, a.device)
-
-
-def _linear_meta(a: TensorProxy, w: TensorProxy, bias: TensorProxy | None) -> TensorProxy:
-    check(
-        w.ndim == 2 and same_size(a.shape[-1], w.shape[1]),
-        lambda: f"prims.linear: {a.name} {a.shape} does not match weight {w.name} {w.shape}",
-        ValueError,
-    )
-    check(
-        a.dtype == w.dtype and (bias is None or bias.dtype == a.dtype),
-        lambda: "prims.linear: operands must share a dtype",
-        TypeError,
-    )
-    return TensorProxy((*a.shape[:-1], w.shape[0]), a.dtype, a.device)
-
-
-def _sdpa_meta(
-    q: TensorProxy, k: TensorProxy, v: TensorProxy, attn_mask: Any, is_causal: bool, scale: Any
-) -> TensorProxy:
-    check(
-        q.ndim >= 2 and k.ndim == q.ndim and v.ndim == q.ndim,
-        lambda: "prims.sdpa: q, k, v must share a rank >= 2",
-        ValueError,
-    )
-    check(q.dtype == k.dtype == v.dtype, lambda: "prims.sdpa: q, k, v must share a dtype", TypeError)
-    if q.ndim >= 3:
-        heads, kv_heads = q.shape[-3], k.shape[-3]
-        check(
-            same_size(kv_heads, v.shape[-3]) and (same_size(heads, kv_heads) or _divides(kv_heads, heads)),
+            isinstance(dim, int) and 0 <= dim < a.ndim and index.ndim == src.ndim == a.ndim,
             lambda: (
-                f"prims.sdpa: q's heads ({heads}) must be k's and v's ({kv_heads}, {v.shape[-3]}) "
-                "or a multiple of them (grouped-query attention)"
+                f"prims.{prim.value}: dim {dim!r} must be a dim of {a.name} (rank {a.ndim}), and {index.name} and "
+                f"{src.name} of its rank (got {index.ndim}, {src.ndim})"
             ),
             ValueError,
         )
-    return TensorProxy((*q.shape[:-1], v.shape[-1]), q.dtype, q.device)
+        check(
+            index.dtype == torch.int64 and src.dtype == a.dtype,
+            lambda: (
+                f"prims.{prim.value}: {index.name} must be int64 (got {index.dtype}) and {src.name} {a.name}'s "
+                f"{a.dtype} (got {src.dtype})"
+            ),
+            TypeError,
+        )
+        check_same_shape(prim, [index, src], same_dtype=False)
+        check(
+            src.device == a.device,
+            lambda: f"prims.{prim.value}: {a.name} is on {a.device} but {src.name} is on {src.device}",
+            ValueError,
+        )
+        for d in range(a.ndim):
+            check(
+                d == dim or builtins.bool(index.shape[d] <= a.shape[d]),
+                lambda d=d: f"prims.{prim.value}: {index.name} {index.shape} exceeds {a.name} {a.shape} in dim {d}",
+                ValueError,
+            )
+        if prim is Prim.SCATTER_REDUCE:
+            check(
+                len(mode) == 2 and mode[0] in SCATTER_REDUCTIONS and isinstance(mode[1], bool),
+                lambda: f"prims.scatter_reduce: reduce must be one of {SCATTER_REDUCTIONS} and include_self a bool",
+                ValueError,
+            )
+        return TensorProxy(a.shape, a.dtype, a.device)
 
-
-def _divides(a: Any, b: Any) -> bool:
-    """Whether size a divides size b (assumed where either is symbolic: the frontend checked it)."""
-    if not (isinstance(a, int) and isinstance(b, int)):
-        return True
-    return a > 0 and b % a == 0
-
-
-def _sdpa_forward_meta(
-    q: TensorProxy, k: TensorProxy, v: TensorProxy, attn_mask: Any, is_causal: bool, scale: Any
-) -> tuple[TensorProxy, TensorProxy]:
-    output = _sdpa_meta(q, k, v, attn_mask, is_causal, scale)
-    return output, TensorProxy(q.shape[:-1], torch.float32, q.device)
-
-
-def _sdpa_backward_meta(
-    grad: TensorProxy,
-    q: TensorProxy,
-    k: TensorProxy,
-    v: TensorProxy,
-    attn_mask: Any,
-    is_causal: bool,
-    scale: Any,
-    out: TensorProxy,
-    logsumexp: TensorProxy,
-) -> tuple[TensorProxy, TensorProxy, TensorProxy]:
-    output = _sdpa_meta(q, k, v, attn_mask, is_causal, scale)
-    _check_same_shape(Prim.SDPA_BACKWARD, [output, grad, out])
-    check(
-        logsumexp.dtype == torch.float32
-        and len(logsumexp.shape) == q.ndim - 1
-        and all(same_size(a, b) for a, b in zip(logsumexp.shape, q.shape)),
-        lambda: (
-            f"prims.sdpa_backward: logsumexp {logsumexp.name} is {logsumexp.type_string()}, "
-            f"expected float32 of shape {list(q.shape[:-1])}"
-        ),
-        ValueError,
-    )
-    return tuple(TensorProxy(t.shape, t.dtype, t.device) for t in (q, k, v))
+    return meta
 
 
 def _stop_gradient_meta(a: TensorProxy) -> TensorProxy:
@@ -447,18 +363,19 @@ def _guard_meta(*args: Any) -> None:
 
 
 def _copy_to_meta(computed: TensorProxy, buffer: TensorProxy) -> None:
-    _check_same_shape(Prim.COPY_TO, [buffer, computed])
+    check_same_shape(Prim.COPY_TO, [buffer, computed])
     return None
 
 
 def _copy__meta(target: TensorProxy, value: TensorProxy) -> None:
-    _check_same_shape(Prim.COPY_, [target, value])
+    check_same_shape(Prim.COPY_, [target, value])
     return None
 
 
 # The meta table: prim -> function inferring the output proxies (shape, dtype, device) from the
 # arguments; `None` marks prims the frontend builds itself.
 META: dict[Prim, Callable | None] = {
+    **LINALG_META,
     **{p: _elementwise_meta(p) for p in UNARY | BINARY},
     Prim.WHERE: _where_meta,
     Prim.CONVERT_ELEMENT_TYPE: _convert_meta,
@@ -480,11 +397,8 @@ META: dict[Prim, Callable | None] = {
     Prim.INDEX_ADD: _index_update_meta(Prim.INDEX_ADD),
     Prim.SLICE_UPDATE: _slice_update_meta,
     Prim.TAKE_ALONG_DIM: _take_along_dim_meta,
-    Prim.MATMUL: _matmul_meta,
-    Prim.LINEAR: _linear_meta,
-    Prim.SDPA: _sdpa_meta,
-    Prim.SDPA_FORWARD: _sdpa_forward_meta,
-    Prim.SDPA_BACKWARD: _sdpa_backward_meta,
+    Prim.SCATTER: _scatter_meta(Prim.SCATTER),
+    Prim.SCATTER_REDUCE: _scatter_meta(Prim.SCATTER_REDUCE),
     Prim.FULL: _full_meta,
     Prim.EMPTY: _empty_meta,
     Prim.IOTA: _iota_meta,

@@ -33,6 +33,7 @@ class Prim(enum.Enum):
     COS = "cos"
     TANH = "tanh"
     ERF = "erf"
+    ERFINV = "erfinv"
     RECIPROCAL = "reciprocal"
     FLOOR = "floor"
     CEIL = "ceil"
@@ -48,6 +49,7 @@ class Prim(enum.Enum):
     REMAINDER = "remainder"
     FMOD = "fmod"
     POW = "pow"
+    ATAN2 = "atan2"  # (y, x): the angle of the point (x, y), as torch.atan2(input=y, other=x)
     MAXIMUM = "maximum"
     MINIMUM = "minimum"
     EQ = "eq"
@@ -88,6 +90,11 @@ class Prim(enum.Enum):
     INDEX_COPY = "index_copy"
     INDEX_ADD = "index_add"
     TAKE_ALONG_DIM = "take_along_dim"
+    # scatters along a dim (gather's inverse); index and src share one shape, of a's rank
+    SCATTER = "scatter"  # (a, dim, index, src): torch.scatter, src written into a copy of a
+    # (a, dim, index, src, reduce, include_self): torch.scatter_reduce, reduce in "sum", "prod",
+    # "mean", "amax", "amin"
+    SCATTER_REDUCE = "scatter_reduce"
     # linear algebra and attention
     MATMUL = "matmul"
     LINEAR = "linear"
@@ -134,13 +141,13 @@ class Prim(enum.Enum):
 
 UNARY = frozenset(
     {Prim.NEG, Prim.ABS, Prim.EXP, Prim.EXP2, Prim.LOG, Prim.LOG1P, Prim.SQRT, Prim.RSQRT, Prim.SIN,
-     Prim.COS, Prim.TANH, Prim.ERF, Prim.RECIPROCAL, Prim.FLOOR, Prim.CEIL, Prim.TRUNC, Prim.SIGN,
-     Prim.BITWISE_NOT}
+     Prim.COS, Prim.TANH, Prim.ERF, Prim.ERFINV, Prim.RECIPROCAL, Prim.FLOOR, Prim.CEIL, Prim.TRUNC,
+     Prim.SIGN, Prim.BITWISE_NOT}
 )  # fmt: skip
 COMPARISONS = frozenset({Prim.EQ, Prim.NE, Prim.LT, Prim.LE, Prim.GT, Prim.GE})
 BINARY = frozenset(
     {Prim.ADD, Prim.SUB, Prim.MUL, Prim.DIV, Prim.FLOOR_DIVIDE, Prim.REMAINDER, Prim.FMOD, Prim.POW,
-     Prim.MAXIMUM, Prim.MINIMUM, Prim.BITWISE_AND, Prim.BITWISE_OR, Prim.BITWISE_XOR}
+     Prim.ATAN2, Prim.MAXIMUM, Prim.MINIMUM, Prim.BITWISE_AND, Prim.BITWISE_OR, Prim.BITWISE_XOR}
 ) | COMPARISONS  # fmt: skip
 ELEMENTWISE = UNARY | BINARY | {Prim.WHERE, Prim.CONVERT_ELEMENT_TYPE}
 REDUCTIONS = frozenset({Prim.SUM, Prim.PROD, Prim.AMAX, Prim.AMIN, Prim.ARGMAX})
@@ -149,6 +156,7 @@ FACTORIES = frozenset({Prim.FULL, Prim.EMPTY, Prim.IOTA, Prim.DROPOUT_NOISE, Pri
 # Prims whose every call draws new random numbers: never merged, never recomputed, kept in order.
 RANDOM = frozenset({Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES})
 DISTRIBUTIONS = ("normal", "uniform")  # of prims.random_values: torch.randn's, torch.rand's
+SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")  # prims.scatter_reduce's `reduce`
 GUARDS = frozenset(
     {Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE, Prim.CHECK_STRIDES, Prim.CHECK_ALIASING,
      Prim.CHECK_REQUIRES_GRAD}
@@ -169,6 +177,13 @@ def _sign(x: Any) -> Any:
     return x if x != x else (x > 0) - (x < 0)  # NaN stays NaN
 
 
+def _erfinv(x: Any) -> float:
+    # NOTE: Python's math has no erfinv; torch's float64 kernel gives the value eager gives a 0-d tensor.
+    import torch
+
+    return torch.erfinv(torch.tensor(float(x), dtype=torch.float64)).item()
+
+
 def _fmod(a: Any, b: Any) -> Any:
     return math.fmod(a, b) if isinstance(a, float) or isinstance(b, float) else int(math.fmod(a, b))
 
@@ -187,6 +202,7 @@ NUMBER_IMPLS: dict[Prim, Callable] = {
     Prim.COS: math.cos,
     Prim.TANH: math.tanh,
     Prim.ERF: math.erf,
+    Prim.ERFINV: _erfinv,
     Prim.RECIPROCAL: lambda x: 1 / x,
     Prim.FLOOR: math.floor,
     Prim.CEIL: math.ceil,
@@ -201,6 +217,7 @@ NUMBER_IMPLS: dict[Prim, Callable] = {
     Prim.REMAINDER: operator.mod,
     Prim.FMOD: _fmod,
     Prim.POW: operator.pow,
+    Prim.ATAN2: math.atan2,
     Prim.MAXIMUM: builtins.max,
     Prim.MINIMUM: builtins.min,
     Prim.EQ: operator.eq,

@@ -151,7 +151,7 @@ ops = types.SimpleNamespace(
     **{
         name: _elementwise(getattr(torch, name))
         for name in ("abs", "exp", "exp2", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf")
-        + ("reciprocal", "floor", "ceil", "trunc", "sign", "bitwise_not")
+        + ("erfinv", "reciprocal", "floor", "ceil", "trunc", "sign", "bitwise_not")
     },
     neg=_elementwise(torch.neg),
     logical_not=_elementwise(torch.logical_not, arithmetic=False, out_dtype=torch.bool),
@@ -162,6 +162,7 @@ ops = types.SimpleNamespace(
     remainder=_elementwise(_like(torch.remainder)),
     fmod=_elementwise(_like(torch.fmod)),
     pow=_elementwise(_like(torch.pow)),
+    atan2=_elementwise(_like(torch.atan2)),
     maximum=_elementwise(_like(torch.maximum)),
     minimum=_elementwise(_like(torch.minimum)),
     bitwise_and=_elementwise(_like(torch.bitwise_and)),

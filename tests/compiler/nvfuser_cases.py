@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 
 from compiler import prims
 
@@ -68,6 +69,7 @@ CASES: list[Case] = [
     Case("remainder_fmod", lambda a, b: (torch.remainder(a, b), torch.fmod(a, b)), _args(X, POS)),
     Case("int_remainder", lambda a, b: torch.remainder(a, b), _args(_i(4, 33), _i(4, 33, low=1))),
     Case("pow", lambda a, b: torch.pow(a, b) + a**3, _args(POS, Y)),
+    Case("atan2_erfinv", lambda a, b: (torch.atan2(a, b), prims.atan2(a, 0.5), torch.erfinv(torch.tanh(a))), _args(X, Y)),
     Case("max_min", lambda a, b: (torch.maximum(a, b), torch.minimum(a, b)), _args(X, Y)),
     Case("comparisons", lambda a, b: (a == b, a != b, a < b, a <= b, a > b, a >= b), _args(X, _f(4, 33))),
     Case("bitwise_int", lambda a, b: (a & b, a | b, a ^ b), _args(_i(4, 33), _i(4, 33))),
@@ -94,6 +96,11 @@ CASES: list[Case] = [
     Case("take_along_axis", lambda a, i: torch.gather(a, 1, i) * 2, _args(X, _i(4, 5, low=0, high=33))),
     Case("gather_smaller_index", lambda a, i: torch.gather(a, 1, i) * 2, _args(X, _i(3, 5, low=0, high=33))),
     Case("flip_roll_diff", lambda a: (a.flip(1) * 2, a.roll(3, 1) + 1, torch.diff(a.exp(), dim=1)), _args(X)),
+    Case("group_norm", lambda a, w, b: F.group_norm(a * 2, 2, w, b).exp(), _args(_f(4, 6, 11), _f(6), _f(6))),
+    Case("group_norm_bf16", lambda a, w, b: F.group_norm(a, 3, w, b), _args(_f(2, 6, 5, 7, dtype=torch.bfloat16), _f(6, dtype=torch.bfloat16), _f(6, dtype=torch.bfloat16))),
+    Case("hypot_logit_xlogy", lambda a, b: (torch.hypot(a, b), torch.logit(a.sigmoid(), eps=1e-6), torch.xlogy(a, b.abs())), _args(X, Y)),
+    Case("scatter_add_between", lambda a, i, s: torch.scatter_add(a * 2, 1, i, s.exp()).sin(), _args(X, _i(4, 5, low=0, high=33), _f(4, 5))),
+    Case("silu_inplace", lambda a: F.silu(a * 2, inplace=True) + 1, _args(X)),
     Case("topk_values", lambda a: (torch.topk(a, 3).values * 2, torch.sort(a, 0).values.exp()), _args(X)),
     Case("gather_squeeze_bf16", lambda a, i: torch.gather(a, 1, i).squeeze(1) * 2, _args(_f(4, 33, dtype=torch.bfloat16), _i(4, 1, low=0, high=33))),
     Case("gather_squeeze_bool", lambda m, i, a: torch.where(torch.gather(m, 1, i).squeeze(1), a, 0.0), _args(_b(4, 33), _i(4, 1, low=0, high=33), _f(4))),

@@ -24,6 +24,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.int64]
 ENTRIES = [info for info in op_db if info.inplace_variant is not None and info.inplace_variant in OPS]
+# Entries whose CPU kernel rounds a bfloat16 intermediate where the compiler (and eager on CUDA) rounds
+# once: compared at bfloat16's tolerance in test_ops (opinfo.TOLERANCES) instead of float32's.
+ROUNDED_IN_BETWEEN = {"logit": "eager's CPU logit rounds x / (1 - x) to bfloat16 before the log"}
 
 
 class _Slot:
@@ -87,8 +90,9 @@ def test_inplace_variant_matches_eager(info: Any, dtype: torch.dtype) -> None:
         jit_args = [t.clone() for t in tensors]
         actual = compiler.jit(fn)(*jit_args)
         where = f"{info.name}{info.variant_test_name}({sample})"
-        assert_same(actual, expected, exact=False, what=where)
-        assert_same(jit_args, eager_args, exact=False, what=f"{where}, arguments")
+        exact = 1.6e-2 if dtype == torch.bfloat16 and info.name in ROUNDED_IN_BETWEEN else False
+        assert_same(actual, expected, exact=exact, what=where)
+        assert_same(jit_args, eager_args, exact=exact, what=f"{where}, arguments")
         checked += 1
     if checked == 0:
         pytest.skip("eager rejects every sample in place")

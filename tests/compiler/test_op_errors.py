@@ -125,6 +125,8 @@ BAD_DIMS = [
     ("permute", lambda x: x.permute(0, 2), "dim 2", "rank 2"),
     ("gather", lambda x: x.gather(2, torch.zeros_like(x, dtype=torch.int64)), "dim 2", "rank 2"),
     ("index_select", lambda x: x.index_select(-3, x.argmax(0)), "dim -3", "rank 2"),
+    ("scatter", lambda x: x.scatter(2, torch.zeros_like(x, dtype=torch.int64), x), "dim 2", "rank 2"),
+    ("scatter_reduce", lambda x: x.scatter_reduce(-3, x.argmax(0, True), x, "amax"), "dim -3", "rank 2"),
     ("0-d sum", lambda x: x.sum().sum(1), "dim 1", "rank 0"),
 ]
 

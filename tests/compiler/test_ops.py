@@ -22,7 +22,17 @@ from compiler.runtime.pipeline import compile_entry, make_options
 from compiler.tracing import frontend
 from compiler.tracing.check_trace import check_trace
 from compiler.tracing.frontend import size_name
-from tests.compiler import opinfo_elementwise, opinfo_foreach, opinfo_indexing, opinfo_models, opinfo_nn, opinfo_shape
+from tests.compiler import (
+    opinfo_elementwise,
+    opinfo_foreach,
+    opinfo_group_norm,
+    opinfo_indexing,
+    opinfo_models,
+    opinfo_nn,
+    opinfo_scatter,
+    opinfo_shape,
+    opinfo_special,
+)
 from tests.compiler.opinfo import as_function, assert_matches, iter_calls, run_case, samples_for
 
 # Eager PyTorch warns on some samples on purpose (zero degrees of freedom, x.T on 3-D tensors, ...).
@@ -35,6 +45,9 @@ CASES = (
     + opinfo_foreach.CASES
     + opinfo_indexing.CASES
     + opinfo_models.CASES
+    + opinfo_group_norm.CASES
+    + opinfo_scatter.CASES
+    + opinfo_special.CASES
 )
 
 # Registered torch callables that no sample reaches, each with the reason. Keep it short.

@@ -1,0 +1,160 @@
+"""Activations with `inplace=True` and their in-place spellings (torch.relu_, torch.selu_, F.elu_, ...)
+against eager: the input and its views are overwritten, the call returns the input itself, gradients
+through a non-leaf match, and eager's error for a leaf that requires grad is kept."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import compiler
+from tests.compiler.autodiff_util import check_gradients
+from tests.compiler.inplace_util import check_compiled
+
+SEEDS = range(3)
+
+# name -> an in-place call on a tensor, returning what the call returns.
+INPLACE: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "F.relu": lambda t: F.relu(t, inplace=True),
+    "F.silu": lambda t: F.silu(t, inplace=True),
+    "F.mish": lambda t: F.mish(t, inplace=True),
+    "F.hardsigmoid": lambda t: F.hardsigmoid(t, inplace=True),
+    "F.hardswish": lambda t: F.hardswish(t, inplace=True),
+    "F.elu": lambda t: F.elu(t, 0.5, inplace=True),
+    "F.celu": lambda t: F.celu(t, alpha=2.0, inplace=True),
+    "F.selu": lambda t: F.selu(t, inplace=True),
+    "torch.relu_": torch.relu_,
+    "F.relu_": F.relu_,
+    "Tensor.relu_": lambda t: t.relu_(),
+    "torch.selu_": torch.selu_,
+    "torch.celu_": lambda t: torch.celu_(t, 0.5),
+    "F.elu_": lambda t: F.elu_(t, alpha=1.5),
+}
+
+
+def _x(seed: int, *shape: int) -> torch.Tensor:
+    # NOTE: values beyond -3 and 3 reach the flat parts of hardsigmoid and hardswish
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)) * 4
+
+
+def _programs(call: Callable) -> list[Callable]:
+    """`call` on an input (views of it read afterwards), on an intermediate, and on views of both."""
+
+    def on_input(x):
+        row = x[1]
+        result = call(x)
+        return result is x, row * 1, result + 0
+
+    def on_intermediate(x):
+        y = x * 1.5
+        result = call(y)
+        return result is y, y, x
+
+    def on_view_of_input(x):
+        view = x[:, 1:4]
+        result = call(view)
+        return result is view, x + 0
+
+    def on_transposed_intermediate(x):
+        y = x - 0.25
+        call(y.t())
+        return y
+
+    return [on_input, on_intermediate, on_view_of_input, on_transposed_intermediate]
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE))
+def test_inplace_activation_matches_eager(name: str) -> None:
+    for seed in SEEDS:
+        for program in _programs(INPLACE[name]):
+            check_compiled(program, _x(seed, 4, 6), exact=False)
+
+
+def test_inplace_activation_returns_the_input_object() -> None:
+    x = _x(0, 3, 5)
+    expected = torch.relu(x)
+    assert compiler.jit(lambda t: F.silu(F.relu(t, inplace=True), inplace=True))(x) is x
+    torch.testing.assert_close(x, F.silu(expected))
+
+
+def test_integer_relu_in_place() -> None:
+    check_compiled(lambda t: (F.relu(t, inplace=True), t[0] * 2), torch.arange(-6, 6).reshape(3, 4))
+
+
+class _Net(nn.Module):
+    """A torchvision-style block: activations applied in place to the outputs of layers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Linear(6, 8), nn.ReLU(inplace=True), nn.Linear(8, 8), nn.SiLU(inplace=True), nn.Linear(8, 5)
+        )
+        self.head = nn.Sequential(nn.Hardswish(inplace=True), nn.Linear(5, 5), nn.SELU(inplace=True))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.body(x)
+        return self.head(y) + y
+
+
+def test_module_with_inplace_activations_matches_eager() -> None:
+    torch.manual_seed(0)
+    model = _Net()
+    twin = copy.deepcopy(model)
+    jitted = compiler.jit(twin)
+    for seed in SEEDS:
+        x = _x(seed, 7, 6)
+        with torch.no_grad():
+            torch.testing.assert_close(jitted(x), model(x))
+        # gradients of the parameters and of the input, through the in-place activations
+        model.zero_grad()
+        twin.zero_grad()
+        x_eager, x_jit = x.clone().requires_grad_(), x.clone().requires_grad_()
+        cotangent = _x(seed + 20, 7, 5)
+        model(x_eager).backward(cotangent)
+        jitted(x_jit).backward(cotangent)
+        torch.testing.assert_close(x_jit.grad, x_eager.grad)
+        for (name, p), q in zip(model.named_parameters(), twin.parameters(), strict=True):
+            torch.testing.assert_close(q.grad, p.grad, msg=lambda m, name=name: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE))
+def test_gradients_through_an_inplace_activation_of_a_non_leaf(name: str) -> None:
+    call = INPLACE[name]
+
+    def fn(x, w):
+        y = x * w
+        call(y[:, 1:])
+        return y * 2
+
+    for seed in SEEDS:
+        check_gradients(fn, [_x(seed, 4, 6), _x(seed + 10, 6)], seed=seed)
+
+
+@pytest.mark.parametrize("name", ["F.relu", "F.silu", "F.celu", "torch.selu_", "F.elu_"])
+def test_leaf_that_requires_grad_raises_as_eager(name: str) -> None:
+    call = INPLACE[name]
+    x = torch.randn(3, 4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad") as eager:
+        call(x)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad") as compiled:
+        compiler.jit(call)(x)
+    with pytest.raises(RuntimeError) as add_:
+        compiler.jit(lambda t: t.add_(1))(x)
+    assert str(compiled.value) == str(add_.value) == str(eager.value)
+    with torch.no_grad():  # no autograd, no error: the leaf is overwritten as in eager
+        y = x.detach().clone()
+        compiler.jit(call)(x)
+        torch.testing.assert_close(x.detach(), call(y))
+
+
+def test_inplace_on_an_expanded_view_is_refused_as_eager() -> None:
+    x = torch.randn(1, 4)
+    with pytest.raises(RuntimeError):
+        F.silu(x.expand(3, 4), inplace=True)
+    with pytest.raises(RuntimeError, match="silu"):
+        compiler.jit(lambda t: F.silu(t.expand(3, 4), inplace=True))(x)
