@@ -84,6 +84,76 @@ def relu(input: TensorProxy, inplace: bool = False) -> Any:
     return elementwise(lambda x: prims.where(prims.le(x, 0), 0, x), input)
 
 
+# NOTE: leaky_relu, hardtanh, relu6 and threshold pick their pieces with where, not minimum/maximum
+# (whose gradient halves at a tie): at a boundary the gradient is eager's. NaN fails every
+# comparison, so it falls through to x and stays NaN (its gradient is x's, as in eager).
+
+
+def _scalar_for(name: str, input: TensorProxy, value: Any) -> Any:
+    """A scalar argument of `name` as eager applies it to `input`: integer tensors take a float
+    truncated toward zero (Scalar.to<int64_t>(): hardtanh(x, -1.5, 2.5) of int64 clamps to [-1, 2])."""
+    check(input.dtype != torch.bool, lambda: f"{name} is not defined for bool tensors{called_at()}", TypeError)
+    if input.dtype.is_floating_point or not isinstance(value, float):
+        return value
+    check(
+        math.isfinite(value) and -(2**63) <= value < 2**63,
+        lambda: f"{name}: {value} cannot be converted to {input.dtype} without overflow{called_at()}",
+        RuntimeError,
+    )
+    return int(value)
+
+
+@register("torch.nn.functional.leaky_relu")
+def leaky_relu(input: TensorProxy, negative_slope: float = 0.01, inplace: bool = False) -> Any:
+    """x where x > 0, else x * negative_slope (0 itself takes the slope's gradient, as eager)."""
+    if inplace:
+        return _in_place(F.leaky_relu, input, negative_slope)
+    return _float_unary(
+        _float_input("leaky_relu", input),
+        lambda x: prims.where(prims.gt(x, 0.0), x, prims.mul(x, negative_slope)),
+    )
+
+
+def _hardtanh(name: str, input: TensorProxy, min_val: Any, max_val: Any) -> Any:
+    low, high = _scalar_for(name, input, min_val), _scalar_for(name, input, max_val)
+    # NOTE: eager clamps, so a NaN bound makes every value NaN; adding NaN keeps the wheres' gradient,
+    # which is eager's hardtanh_backward (a comparison with NaN is false).
+    nan_bound = any(isinstance(b, float) and math.isnan(b) for b in (low, high))
+
+    def body(x: Any) -> Any:
+        y = prims.where(prims.le(x, low), low, prims.where(prims.ge(x, high), high, x))
+        return prims.add(y, math.nan) if nan_bound else y
+
+    return elementwise(body, input)
+
+
+@register("torch.nn.functional.hardtanh")
+def hardtanh(input: TensorProxy, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Any:
+    """min_val where x <= min_val, max_val where x >= max_val, else x; integer tensors stay integer."""
+    check(not min_val > max_val, lambda: f"hardtanh: min_val cannot be greater than max_val{called_at()}", ValueError)
+    if inplace:
+        return _in_place(F.hardtanh, input, min_val, max_val)
+    return _hardtanh("hardtanh", input, min_val, max_val)
+
+
+@register("torch.nn.functional.relu6")
+def relu6(input: TensorProxy, inplace: bool = False) -> Any:
+    """hardtanh(x, 0, 6): 0 and 6 themselves get a zero gradient, as eager."""
+    if inplace:
+        return _in_place(F.relu6, input)
+    return _hardtanh("relu6", input, 0, 6)
+
+
+@register("torch.threshold", "torch.nn.functional.threshold")
+def threshold(input: TensorProxy, threshold: float, value: float, inplace: bool = False) -> Any:
+    """value where x <= threshold, else x (whose gradient passes only where x > threshold)."""
+    if inplace:
+        return _in_place(F.threshold, input, threshold, value)
+    bound, fill = _scalar_for("threshold", input, threshold), _scalar_for("threshold", input, value)
+    # NOTE: bfloat16 and float16 compare in float32, as eager: the threshold is not rounded first.
+    return elementwise(lambda x: prims.where(prims.le(x, bound), fill, x), input)
+
+
 def _float_input(name: str, input: TensorProxy) -> TensorProxy:
     """`input`, checked to be a floating tensor (eager has no integer kernel for `name`)."""
     check(

@@ -92,13 +92,23 @@ for _name in ("atan2", "arctan2", "hypot", "erfinv"):
     _inplace(_name, getattr(torch.Tensor, _name))
 
 # The in-place spellings of activations that have no Tensor method (F.relu_ is torch.relu_, above;
-# F.selu_ is torch.selu_, F.celu_ torch.celu_).
+# F.selu_ is torch.selu_, F.celu_ torch.celu_, F.threshold_ torch.threshold_).
 for _spelling, _functional in (
     ("torch.selu_", F.selu),
     ("torch.celu_", F.celu),
     ("torch.nn.functional.elu_", F.elu),
+    ("torch.nn.functional.leaky_relu_", F.leaky_relu),
+    ("torch.threshold_", F.threshold),
 ):
     _register_inplace([_spelling], _functional, _spelling)
+
+
+@register("torch.nn.functional.hardtanh_")
+def hardtanh_(self: TensorProxy, min_val: Any = -1.0, max_val: Any = 1.0) -> TensorProxy:
+    # NOTE: unlike F.hardtanh, eager's hardtanh_ takes min_val > max_val and clamps: every value
+    # becomes max_val (with a zero gradient), which is hardtanh between max_val and max_val.
+    low = max_val if min_val > max_val else min_val
+    return apply_in_place(F.hardtanh, self, (low, max_val), {}, "torch.nn.functional.hardtanh_")
 
 
 @register("torch.Tensor.zero_", "torch.zero_")

@@ -100,6 +100,7 @@ CASES: list[Case] = [
     Case("group_norm_bf16", lambda a, w, b: F.group_norm(a, 3, w, b), _args(_f(2, 6, 5, 7, dtype=torch.bfloat16), _f(6, dtype=torch.bfloat16), _f(6, dtype=torch.bfloat16))),
     Case("hypot_logit_xlogy", lambda a, b: (torch.hypot(a, b), torch.logit(a.sigmoid(), eps=1e-6), torch.xlogy(a, b.abs())), _args(X, Y)),
     Case("scatter_add_between", lambda a, i, s: torch.scatter_add(a * 2, 1, i, s.exp()).sin(), _args(X, _i(4, 5, low=0, high=33), _f(4, 5))),
+    Case("clipping_activations", lambda a: (F.leaky_relu(a, 0.2), F.hardtanh(a * 3, -2.0, 2.0), F.relu6(a * 8), F.threshold(a, 0.1, -1.0)), _args(X)),
     Case("silu_inplace", lambda a: F.silu(a * 2, inplace=True) + 1, _args(X)),
     Case("topk_values", lambda a: (torch.topk(a, 3).values * 2, torch.sort(a, 0).values.exp()), _args(X)),
     Case("gather_squeeze_bf16", lambda a, i: torch.gather(a, 1, i).squeeze(1) * 2, _args(_f(4, 33, dtype=torch.bfloat16), _i(4, 1, low=0, high=33))),

@@ -76,6 +76,7 @@ SAME_SAMPLES: dict[str, tuple[Callable, ...]] = {
     # NOTE: op_db's einsum samples are (operands, equation); its op is a lambda reaching nothing
     "einsum": (reaching(torch.einsum, lambda tensors, equation: torch.einsum(equation, tensors)),),
     "nn.functional.relu": (torch.relu, method("relu")),
+    "nn.functional.threshold": (torch.threshold,),
     "nn.functional.scaled_dot_product_attention": (F.scaled_dot_product_attention,),
     "nn.functional.dropout": (
         F.dropout,

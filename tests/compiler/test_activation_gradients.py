@@ -1,5 +1,6 @@
 """Gradients of softplus, logsigmoid, mish, glu and logaddexp against eager autograd, f32 and bf16;
-those of the piecewise activations at their kinks."""
+those of the piecewise activations at their kinks, and of the clipping ones (leaky_relu, hardtanh,
+relu6, threshold) at their boundaries and at NaN."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import compiler
 from tests.compiler.autodiff_util import check_gradients
 from tests.compiler.test_autodiff import DTYPES, randn
 
@@ -76,3 +78,57 @@ def test_logaddexp_gradients(a_shape: tuple, b_shape: tuple, dtype: torch.dtype)
         b = randn(*b_shape, dtype=dtype, seed=seed + 10) * 3
         check_gradients(torch.logaddexp, [a, b], seed=seed)
         check_gradients(lambda a, b: a.logaddexp(b), [a, b], seed=seed)
+
+
+def leaky_relu_slope_2(x: torch.Tensor) -> torch.Tensor:
+    return F.leaky_relu(x, 0.2)
+
+
+def hardtanh_wide(x: torch.Tensor) -> torch.Tensor:
+    return F.hardtanh(x, -2.0, 3.0)
+
+
+def threshold_above_value(x: torch.Tensor) -> torch.Tensor:
+    """The fill value 3 is above the threshold 1: the gradient follows x, not the result."""
+    return F.threshold(x, 1.0, 3.0)
+
+
+def threshold_at_zero(x: torch.Tensor) -> torch.Tensor:
+    return torch.threshold(x, 0.0, -0.5)
+
+
+CLIPPING: list[Callable] = [
+    F.leaky_relu,
+    leaky_relu_slope_2,
+    F.hardtanh,
+    hardtanh_wide,
+    F.relu6,
+    threshold_above_value,
+    threshold_at_zero,
+]
+# Every boundary of CLIPPING's functions, exactly, and values on either side.
+BOUNDARIES = torch.tensor([-100.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 6.0, 7.0, 100.0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("fn", CLIPPING, ids=lambda f: f.__name__)
+def test_clipping_activation_gradients_with_boundary_points(fn: Callable, dtype: torch.dtype) -> None:
+    """At each boundary exactly the gradient is eager's: leaky_relu's slope at 0, hardtanh's and
+    relu6's 0 at both bounds, threshold's 0 at the threshold."""
+    for seed in SEEDS:
+        x = randn(4, len(BOUNDARIES), dtype=dtype, seed=seed) * 4
+        x[seed] = BOUNDARIES.to(dtype)
+        check_gradients(fn, [x], seed=seed)
+
+
+@pytest.mark.parametrize("fn", CLIPPING, ids=lambda f: f.__name__)
+def test_clipping_activation_gradient_of_nan_is_eager_s(fn: Callable) -> None:
+    """NaN stays NaN; its gradient is x's (hardtanh, relu6, threshold) or the slope (leaky_relu)."""
+    x = torch.tensor([float("nan"), -1.0, 0.0, 2.0, float("nan")])
+    grads = []
+    for call in (fn, compiler.jit(fn)):
+        leaf = x.clone().requires_grad_()
+        y = call(leaf)
+        grads.append((y, *torch.autograd.grad(y, leaf, torch.arange(1.0, 6.0))))
+    for got, want in zip(grads[1], grads[0], strict=True):
+        torch.testing.assert_close(got, want, equal_nan=True)

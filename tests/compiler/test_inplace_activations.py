@@ -28,12 +28,22 @@ INPLACE: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "F.elu": lambda t: F.elu(t, 0.5, inplace=True),
     "F.celu": lambda t: F.celu(t, alpha=2.0, inplace=True),
     "F.selu": lambda t: F.selu(t, inplace=True),
+    "F.leaky_relu": lambda t: F.leaky_relu(t, 0.2, inplace=True),
+    "F.hardtanh": lambda t: F.hardtanh(t, -2.0, 2.5, inplace=True),
+    "F.relu6": lambda t: F.relu6(t, inplace=True),
+    "F.threshold": lambda t: F.threshold(t, 0.5, -1.0, inplace=True),
     "torch.relu_": torch.relu_,
     "F.relu_": F.relu_,
     "Tensor.relu_": lambda t: t.relu_(),
     "torch.selu_": torch.selu_,
     "torch.celu_": lambda t: torch.celu_(t, 0.5),
     "F.elu_": lambda t: F.elu_(t, alpha=1.5),
+    "F.leaky_relu_": lambda t: F.leaky_relu_(t, 0.1),
+    "F.hardtanh_": F.hardtanh_,
+    "F.hardtanh_ min_val > max_val": lambda t: F.hardtanh_(t, 2.0, 1.0),  # eager clamps: max_val everywhere
+    # NOTE: a value above the threshold: the gradient still follows x, not the result
+    "torch.threshold_": lambda t: torch.threshold_(t, 1.0, 3.0),
+    "F.threshold_": lambda t: F.threshold_(t, -0.5, 0.0),
 }
 
 
@@ -82,8 +92,28 @@ def test_inplace_activation_returns_the_input_object() -> None:
     torch.testing.assert_close(x, F.silu(expected))
 
 
-def test_integer_relu_in_place() -> None:
-    check_compiled(lambda t: (F.relu(t, inplace=True), t[0] * 2), torch.arange(-6, 6).reshape(3, 4))
+INTEGER = {
+    "F.relu": lambda t: F.relu(t, inplace=True),
+    "F.relu6": lambda t: F.relu6(t, inplace=True),
+    "F.hardtanh": lambda t: F.hardtanh(t, -2.5, 3.5, inplace=True),  # integers truncate the bounds: [-2, 3]
+    "F.hardtanh_": F.hardtanh_,
+    "F.threshold": lambda t: F.threshold(t, 1, -4, inplace=True),
+    "torch.threshold_": lambda t: torch.threshold_(t, -1.5, 5.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INTEGER))
+def test_integer_activation_in_place(name: str) -> None:
+    call = INTEGER[name]
+    check_compiled(lambda t: (call(t), t[0] * 2), torch.arange(-6, 6).reshape(3, 4))
+    check_compiled(lambda t: (call(t[:, 1:]), t + 0), torch.arange(-6, 9).reshape(3, 5) * 2)
+
+
+def test_leaky_relu_of_integers_is_refused_as_eager() -> None:
+    with pytest.raises(NotImplementedError):
+        F.leaky_relu(torch.arange(3), inplace=True)
+    with pytest.raises(TypeError, match="leaky_relu needs a floating tensor"):
+        compiler.jit(lambda t: F.leaky_relu(t, inplace=True))(torch.arange(3))
 
 
 class _Net(nn.Module):
@@ -101,9 +131,22 @@ class _Net(nn.Module):
         return self.head(y) + y
 
 
-def test_module_with_inplace_activations_matches_eager() -> None:
+class _ClippingNet(_Net):
+    """The same block with the clipping activations in place (the Linear(8, 8) scaled up so that
+    ReLU6 and Hardtanh clip)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body[1], self.body[3] = nn.LeakyReLU(0.2, inplace=True), nn.ReLU6(inplace=True)
+        with torch.no_grad():
+            self.body[2].weight.mul_(8)
+        self.head[0], self.head[2] = nn.Hardtanh(-0.5, 1.5, inplace=True), nn.Threshold(0.1, -1.0, inplace=True)
+
+
+@pytest.mark.parametrize("net", [_Net, _ClippingNet], ids=lambda c: c.__name__)
+def test_module_with_inplace_activations_matches_eager(net: type[nn.Module]) -> None:
     torch.manual_seed(0)
-    model = _Net()
+    model = net()
     twin = copy.deepcopy(model)
     jitted = compiler.jit(twin)
     for seed in SEEDS:
@@ -135,7 +178,9 @@ def test_gradients_through_an_inplace_activation_of_a_non_leaf(name: str) -> Non
         check_gradients(fn, [_x(seed, 4, 6), _x(seed + 10, 6)], seed=seed)
 
 
-@pytest.mark.parametrize("name", ["F.relu", "F.silu", "F.celu", "torch.selu_", "F.elu_"])
+@pytest.mark.parametrize(
+    "name", ["F.relu", "F.silu", "F.celu", "torch.selu_", "F.elu_", "F.leaky_relu", "F.hardtanh_", "torch.threshold_"]
+)
 def test_leaf_that_requires_grad_raises_as_eager(name: str) -> None:
     call = INPLACE[name]
     x = torch.randn(3, 4, requires_grad=True)

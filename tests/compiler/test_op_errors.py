@@ -192,3 +192,24 @@ def test_a_cpu_tensor_among_tensors_of_another_device_says_jit_never_moves_it() 
     # Eager moves a 0-d CPU operand to the GPU; here a "meta" tensor stands in for the GPU one.
     message = _raises(ValueError, lambda a, b: a + b, torch.randn(3, device="meta"), torch.tensor(2.0))
     assert "a is on meta" in message and "never moves data between devices" in message, message
+
+
+def _leaky_relu_of_integers(x: torch.Tensor) -> torch.Tensor:
+    return F.leaky_relu(x + 1)
+
+
+def test_activations_refuse_what_eager_refuses_naming_the_line() -> None:
+    message = _raises(TypeError, _leaky_relu_of_integers, torch.arange(4))
+    assert "leaky_relu" in message and "torch.int64" in message, message
+    assert _line_of(_leaky_relu_of_integers, "F.leaky_relu") in message, message
+    for fn in (F.relu6, F.hardtanh, lambda x: F.threshold(x, 0, 1)):
+        message = _raises(TypeError, fn, torch.tensor([True, False]))
+        assert "bool" in message, message
+    with pytest.raises(ValueError, match="min_val cannot be greater than max_val"):
+        F.hardtanh(torch.randn(3), 2.0, 1.0)
+    message = _raises(ValueError, lambda x: F.hardtanh(x, 2.0, 1.0, inplace=True), torch.randn(3))
+    assert "min_val cannot be greater than max_val" in message, message
+    with pytest.raises(RuntimeError, match="without overflow"):
+        F.threshold(torch.arange(3), float("nan"), 1.0)
+    message = _raises(RuntimeError, lambda x: F.threshold(x, float("nan"), 1.0), torch.arange(3))
+    assert "threshold" in message and "without overflow" in message, message

@@ -23,6 +23,7 @@ from compiler.tracing import frontend
 from compiler.tracing.check_trace import check_trace
 from compiler.tracing.frontend import size_name
 from tests.compiler import (
+    opinfo_activations,
     opinfo_elementwise,
     opinfo_foreach,
     opinfo_group_norm,
@@ -48,6 +49,7 @@ CASES = (
     + opinfo_group_norm.CASES
     + opinfo_scatter.CASES
     + opinfo_special.CASES
+    + opinfo_activations.CASES
 )
 
 # Registered torch callables that no sample reaches, each with the reason. Keep it short.
