@@ -43,17 +43,19 @@ def _minimum(a: Any, b: Any) -> Any:
     return torch.minimum(a, b)
 
 
+def _tensor_like(x: Any, like: torch.Tensor) -> torch.Tensor:
+    """`x`, or the number `x` as a 0-d tensor of `like`'s dtype and device (for torch functions
+    that take no number in that place)."""
+    return x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=like.dtype, device=like.device)
+
+
 def _fmod(a: Any, b: Any) -> Any:
-    if not isinstance(a, torch.Tensor):
-        a = torch.tensor(a, dtype=b.dtype, device=b.device)
-    return torch.fmod(a, b)
+    return torch.fmod(_tensor_like(a, b), b)
 
 
 def _atan2(a: Any, b: Any) -> Any:
     # NOTE: torch.atan2 takes tensors only; a number operand is a scalar of the tensor's dtype.
-    like = a if isinstance(a, torch.Tensor) else b
-    a, b = (x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=like.dtype, device=like.device) for x in (a, b))
-    return torch.atan2(a, b)
+    return torch.atan2(_tensor_like(a, b), _tensor_like(b, a))
 
 
 def _reduce(fn: Callable) -> Callable:
