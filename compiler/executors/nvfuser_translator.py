@@ -39,6 +39,7 @@ from compiler.core.ir import NumberProxy, Proxy, TensorProxy
 from compiler.executors.nvfuser_aliasing import copied_write_backs
 from compiler.executors.nvfuser_broadcast import Flags
 from compiler.executors.nvfuser_descriptors import ScalarDesc, TensorDesc
+from compiler.executors.nvfuser_layouts import output_orders, stride_order
 from compiler.passes.fuse import Region
 
 NV_DTYPES: dict[torch.dtype, str] = {
@@ -98,6 +99,7 @@ class Translator:
                 if key is not None and key not in self.extents:
                     self.extents[key] = f"fd.ops.size({self.var[proxy.name]}, dim={d})"
         self.copied = copied_write_backs(region, descriptors)  # write-backs returned, not aliased
+        self.orders = output_orders(region, descriptors)  # outputs laid out as eager would, not row-major
         self.copied_values: list[str] = []
 
     def fresh(self, base: str) -> str:
@@ -207,8 +209,11 @@ class Translator:
     def finish(self, name: str) -> str:
         """The whole `def name(fd): ...` source, outputs added, scalar inputs it does not read left out."""
         returned: set[str] = set()
-        for var in [self.tensor(p) for p in self.region.outputs] + self.copied_values:
-            if var in self.inputs or var in returned:
+        outputs = [(self.tensor(p), self.orders.get(p.name)) for p in self.region.outputs]
+        for var, order in outputs + [(var, None) for var in self.copied_values]:
+            if order is not None and var not in self.inputs:
+                var = self.emit(f"{var}_out", f"fd.ops.stride_order({var}, {stride_order(order)})")
+            elif var in self.inputs or var in returned:
                 var = self.emit(f"{var}_out", f"fd.ops.set({var})")
             self.lines.append(f"fd.add_output({var})")
             returned.add(var)

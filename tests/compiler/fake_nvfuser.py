@@ -31,11 +31,26 @@ DataType = types.SimpleNamespace(
 _LOW = (torch.float16, torch.bfloat16)
 
 
+def _laid_out(t: torch.Tensor, stride_order: Sequence[int]) -> torch.Tensor:
+    """A copy of `t` whose strides rank its dims as `stride_order` does (larger = outer)."""
+    outer_first = sorted(range(t.dim()), key=lambda d: -stride_order[d])
+    dense = t.permute(outer_first).contiguous()
+    return dense.permute([outer_first.index(d) for d in range(t.dim())])
+
+
 class Val:
     """A value of the fusion graph: `fn(env)` computes it from the execute() inputs."""
 
-    def __init__(self, fn: Callable[[dict], Any], dtype: torch.dtype | None, is_tensor: bool, index: int = -1) -> None:
+    def __init__(
+        self,
+        fn: Callable[[dict], Any],
+        dtype: torch.dtype | None,
+        is_tensor: bool,
+        index: int = -1,
+        laid_out: bool = False,
+    ) -> None:
         self.fn, self.dtype, self.is_tensor, self.index = fn, dtype, is_tensor, index
+        self.laid_out = laid_out  # a `stride_order` result: returned in its order, not row-major
 
 
 def _get(x: Any, env: dict) -> Any:
@@ -179,6 +194,7 @@ ops = types.SimpleNamespace(
     ),
     cast=lambda arg, dtype: _cast(arg, dtype),
     set=lambda arg: Val(lambda env: _get(arg, env).clone(), arg.dtype, True),
+    stride_order=lambda arg, order: Val(lambda env: _laid_out(_get(arg, env), order), arg.dtype, True, laid_out=True),
     sum=_reduction(torch.sum),
     prod=_reduction(torch.prod),
     max=_reduction(torch.amax),
@@ -224,11 +240,11 @@ class _Fec:
         self.definition._check(inputs)
         self.compiled.add(self.key(inputs))
         env = dict(enumerate(inputs))
-        results = [(value.fn(env), alias) for value, alias in self.definition.outputs]
+        results = [(value.fn(env), alias, value.laid_out) for value, alias in self.definition.outputs]
         returned = []
-        for result, alias in results:
+        for result, alias, laid_out in results:
             if alias is None:
-                returned.append(result)
+                returned.append(result if laid_out else result.contiguous())  # nvFuser's default: row-major
             else:
                 inputs[alias].copy_(result)
         return returned
