@@ -83,13 +83,55 @@ def sum_heads(t: torch.Tensor, groups: int) -> torch.Tensor:
     return t.unflatten(-3, (-1, groups)).sum(-3, dtype=torch.float32).to(t.dtype)
 
 
+# What torch's choice reads besides the tensors: the backends enabled (`sdpa_kernel` sets them),
+# their priority order, determinism. Getters missing from a torch build are left out.
+_SETTINGS = tuple(
+    getattr(torch._C, name)
+    for name in (
+        "_get_flash_sdp_enabled",
+        "_get_mem_efficient_sdp_enabled",
+        "_get_cudnn_sdp_enabled",
+        "_get_math_sdp_enabled",
+        "_get_fa3_sdp_enabled",
+        "_get_overrideable_sdp_enabled",
+        "_get_sdp_priority_order",
+        "are_deterministic_algorithms_enabled",
+    )
+    if hasattr(torch._C, name)
+)
+_CHOICES: dict[tuple, int | None] = {}  # _choice_key -> torch's choice
+_MAX_CHOICES = 4096
+
+
+def _describe(t: Any) -> Any:
+    if not isinstance(t, torch.Tensor):
+        return t
+    return (t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.requires_grad)
+
+
+def _choice_key(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> tuple:
+    """Everything `aten._fused_sdp_choice` decides on: the tensors' shapes, strides, dtypes,
+    devices and requires_grad, the flags, grad mode and the global settings."""
+    tensors = tuple(_describe(t) for t in (q, k, v, attn_mask))
+    settings = tuple(tuple(value) if isinstance(value, list) else value for value in (get() for get in _SETTINGS))
+    return (*tensors, is_causal, scale, torch.is_grad_enabled(), *settings)
+
+
 def _choice(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> int | None:
-    """torch's backend choice for these tensors (enable_gqa where k has fewer heads), None if it fails."""
+    """torch's backend choice for these tensors (enable_gqa where k has fewer heads), None if it
+    fails. Remembered per `_choice_key`: asking torch costs ~24 us of host time per call on an H100
+    machine, the key a few."""
+    key = _choice_key(q, k, v, attn_mask, is_causal, scale)
+    if key in _CHOICES:
+        return _CHOICES[key]
     try:
         gqa = kv_groups(q, k) > 1
-        return int(_ATEN._fused_sdp_choice(q, k, v, attn_mask, _NO_DROPOUT, is_causal, scale=scale, enable_gqa=gqa))
+        choice = int(_ATEN._fused_sdp_choice(q, k, v, attn_mask, _NO_DROPOUT, is_causal, scale=scale, enable_gqa=gqa))
     except (RuntimeError, AttributeError, TypeError):
-        return None
+        choice = None
+    if len(_CHOICES) < _MAX_CHOICES:
+        _CHOICES[key] = choice
+    return choice
 
 
 def attention(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> torch.Tensor:

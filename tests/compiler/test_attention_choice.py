@@ -1,0 +1,82 @@
+"""torch's attention backend choice, remembered per layout and settings (executors/attention.py)."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from compiler.executors import attention
+
+
+@pytest.fixture
+def asked(monkeypatch):
+    """Counts the calls that reach `aten._fused_sdp_choice`, starting from an empty memory."""
+    calls: list[int] = []
+
+    def choice(*args, **kwargs):
+        calls.append(1)
+        return torch.ops.aten._fused_sdp_choice(*args, **kwargs)
+
+    monkeypatch.setattr(attention, "_CHOICES", {})
+    monkeypatch.setattr(attention, "_ATEN", types.SimpleNamespace(_fused_sdp_choice=choice))
+    return calls
+
+
+def _qkv(dtype=torch.float32, kv_heads=4):
+    return torch.randn(2, 4, 16, 8, dtype=dtype), *(torch.randn(2, kv_heads, 16, 8, dtype=dtype) for _ in range(2))
+
+
+def test_the_same_layout_asks_torch_once(asked):
+    q, k, v = _qkv()
+    first = attention._choice(q, k, v, None, True, None)
+    q2, k2, v2 = _qkv()  # other tensors, same layout
+    assert [attention._choice(q2, k2, v2, None, True, None) for _ in range(3)] == [first] * 3
+    assert len(asked) == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["transposed query", "requires_grad", "dtype", "grouped heads", "not causal", "scale", "mask", "no grad"],
+)
+def test_anything_torch_decides_on_asks_again(change, asked):
+    q, k, v = _qkv()
+    attention._choice(q, k, v, None, True, None)
+    mask, causal, scale = None, True, None
+    if change == "transposed query":
+        q = q.transpose(1, 2).contiguous().transpose(1, 2)
+    elif change == "requires_grad":
+        q.requires_grad_()
+    elif change == "dtype":
+        q, k, v = _qkv(torch.float64)
+    elif change == "grouped heads":
+        q, k, v = _qkv(kv_heads=2)
+    elif change == "not causal":
+        causal = False
+    elif change == "scale":
+        scale = 0.5
+    elif change == "mask":
+        mask, causal = torch.ones(16, 16, dtype=torch.bool).tril(), False
+    with torch.set_grad_enabled(change != "no grad"):
+        attention._choice(q, k, v, mask, causal, scale)
+    assert len(asked) == 2
+
+
+def test_sdpa_kernel_settings_are_part_of_the_key(asked):
+    q, k, v = _qkv()
+    outside = attention._choice(q, k, v, None, True, None)
+    with sdpa_kernel([SDPBackend.MATH]):
+        assert attention._choice(q, k, v, None, True, None) == SDPBackend.MATH.value
+    assert attention._choice(q, k, v, None, True, None) == outside
+    assert outside == torch.ops.aten._fused_sdp_choice(q, k, v, None, 0.0, True)
+    assert len(asked) == 2
+
+
+def test_the_memory_is_bounded(asked, monkeypatch):
+    monkeypatch.setattr(attention, "_MAX_CHOICES", 3)
+    for length in range(1, 7):
+        q = torch.randn(1, 2, length, 8)
+        attention._choice(q, q, q, None, False, None)
+    assert len(attention._CHOICES) == 3 and len(asked) == 6
