@@ -2,13 +2,13 @@
 
 Assumes: a functionalized, flattened (possibly fused) trace whose write-backs follow the
 `copy_to` contract (see compiler/tracing/check_writebacks.py).
-Guarantees: each `t = index_copy(buf, ...)` (or `index_add`, `slice_update`) whose write-back is
-`copy_to(t, buf)` becomes one call that updates `buf` in place and returns it as `t`, and the
-`copy_to` is dropped, provided the update's other arguments are not views of `buf` and nothing
-reads `buf` or a view of it after `t` is computed (the old values would be gone), except
-returned views of `buf` made after its write-back (they read the new values). For a KV cache
-this replaces a copy of the whole cache plus a write-back of the whole cache by a scatter of the
-new rows, which is what eager PyTorch does.
+Guarantees: each `t = index_copy(buf, ...)` (or `index_add`, `slice_update`, `scatter`,
+`scatter_reduce`) whose write-back is `copy_to(t, buf)` becomes one call that updates `buf` in
+place and returns it as `t`, and the `copy_to` is dropped, provided the update's other
+arguments are not views of `buf` and nothing reads `buf` or a view of it after `t` is computed
+(the old values would be gone), except returned views of `buf` made after its write-back (they
+read the new values). For a KV cache this replaces a copy of the whole cache plus a write-back
+of the whole cache by a scatter of the new rows, which is what eager PyTorch does.
 Anything else is left as it was.
 """
 
@@ -74,11 +74,19 @@ def _index_copy_(buf: torch.Tensor, dim: int, index: torch.Tensor, source: torch
     return buf
 
 
+def _scatter_reduce_(
+    buf: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, include_self: bool
+) -> torch.Tensor:
+    return buf.scatter_reduce_(dim, index, src, reduce, include_self=include_self)
+
+
 # prim -> (printed name, in-place implementation taking the prim's arguments and returning buf)
 IN_PLACE: dict[Prim, tuple[str, Callable]] = {
     Prim.INDEX_COPY: ("index_copy_", _index_copy_),
     Prim.INDEX_ADD: ("torch.Tensor.index_add_", torch.Tensor.index_add_),
     Prim.SLICE_UPDATE: ("slice_update_", _slice_update_),
+    Prim.SCATTER: ("torch.Tensor.scatter_", torch.Tensor.scatter_),
+    Prim.SCATTER_REDUCE: ("scatter_reduce_", _scatter_reduce_),
 }
 _SYMBOLS = {prim: Symbol(name, impl) for prim, (name, impl) in IN_PLACE.items()}
 

@@ -187,3 +187,31 @@ def test_index_copy_of_a_scalar_or_a_vector_is_index_copy(shape, dim) -> None:
     assert wide_rows(buf, dim, source) is None
     expected = buf.clone().index_copy_(dim, index, source)
     torch.testing.assert_close(_index_copy_(buf, dim, index, source), expected)
+
+
+def scatter_rows(buf: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    buf.scatter_(1, index, src)
+    return buf.sum(1)
+
+
+def scatter_add_rows(buf: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    buf.scatter_reduce_(1, index, src, "sum", include_self=True)
+    return buf.amax(1)
+
+
+@pytest.mark.parametrize(("fn", "op"), [(scatter_rows, "torch.Tensor.scatter_"), (scatter_add_rows, "scatter_reduce_")])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_scatter_into_a_written_back_buffer_runs_in_place_and_matches_eager(fn, op, seed) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    jfn = compiler.jit(fn)
+    for rows in (1, 4):
+        buf = torch.randn(rows, 8, generator=gen)
+        index = torch.stack([torch.randperm(8, generator=gen)[:3] for _ in range(rows)])
+        src = torch.randn(rows, 3, generator=gen)
+        buf_eager = buf.clone()
+        address = buf.data_ptr()
+        torch.testing.assert_close(jfn(buf, index, src), fn(buf_eager, index, src))
+        torch.testing.assert_close(buf, buf_eager)
+        assert buf.data_ptr() == address
+    ops = _final_ops(jfn)
+    assert op in ops and "prims.copy_to" not in ops, ops
