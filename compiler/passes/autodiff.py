@@ -111,7 +111,10 @@ class _Backward:
     The cotangents of a value are summed when its producer is visited (all its readers come later
     in the forward, so they have all been visited by then). Cotangents that are slices of it
     written into zeros (`slice_update`) and tile it along one dim, as the pieces of a `split` or
-    `chunk` do, are joined with one `cat` instead of summing full-size tensors of zeros.
+    `chunk` do, are joined with one `cat` instead of summing full-size tensors of zeros; slices
+    written into zeros that do not cover it all, next to other cotangents (a chunk's halves of
+    a tensor also read whole, as rotary embedding does), are written one after the other into
+    one buffer of zeros (which `update_fresh` then writes in place).
     """
 
     def __init__(self, live: set[str], context: TraceContext) -> None:
@@ -136,22 +139,47 @@ class _Backward:
             return None
         if len(parts) > 1:
             joined = self._tiles(parts)
-            parts = [joined] if joined is not None else parts
+            parts = [joined] if joined is not None else self._chained(parts)
         result = parts[0]
         for g in parts[1:]:
             result = prims.add(result, g)
         self.parts[name] = [result]
         return result
 
+    def _slice_of_zeros(self, g: TensorProxy) -> BoundSymbol | None:
+        """The `slice_update` that wrote `g` into zeros, or None."""
+        update = self.context.producers.get(id(g))
+        if update is None or update.sym is not Prim.SLICE_UPDATE:
+            return None
+        base = self.context.producers.get(id(update.args[0]))
+        return update if base is not None and base.sym is Prim.FULL and base.args[1] == 0 else None
+
+    def _chained(self, parts: list[TensorProxy]) -> list[TensorProxy]:
+        """`parts` with the slices written into zeros at disjoint places (a chunk's halves, one of
+        them also read whole) written one after the other into the first one's zeros: one buffer
+        instead of several full-size ones summed (the sum is the same: each element has one)."""
+        chain: list[BoundSymbol] = []
+        rest: list[TensorProxy] = []
+        for g in parts:
+            update = self._slice_of_zeros(g)
+            if update is None or not all(_disjoint(update, other) for other in chain):
+                rest.append(g)
+                continue
+            chain.append(update)
+        if len(chain) < 2:
+            return parts
+        result = chain[0].output
+        for update in chain[1:]:
+            _, value, starts, ends, steps = update.args
+            result = prims.slice_update(result, value, starts, ends, steps)
+        return [result, *rest]
+
     def _tiles(self, parts: list[TensorProxy]) -> TensorProxy | None:
         """cat of the slices when `parts` are slices written into zeros that tile one dim, else None."""
         pieces = []
         for g in parts:
-            update = self.context.producers.get(id(g))
-            if update is None or update.sym is not Prim.SLICE_UPDATE:
-                return None
-            base = self.context.producers.get(id(update.args[0]))
-            if base is None or base.sym is not Prim.FULL or base.args[1] != 0:
+            update = self._slice_of_zeros(g)
+            if update is None:
                 return None
             _, value, starts, ends, steps = update.args
             moved = [d for d in range(g.ndim) if not (_same(starts[d], 0) and _same(ends[d], g.shape[d]))]
@@ -178,6 +206,20 @@ class _Backward:
         self.reached.update(p.name for p in bsym.inputs if p.name in self.live)
         for p, g in VJP[bsym.sym](bsym, self.total(out.name)):
             self.add(p, g)
+
+
+def _disjoint(a: BoundSymbol, b: BoundSymbol) -> bool:
+    """Whether two step-1 slice updates write no element in common: along some dim one ends where
+    (or before) the other starts."""
+    (_, _, starts_a, ends_a, steps_a), (_, _, starts_b, ends_b, steps_b) = a.args, b.args
+    if any(step != 1 for step in (*steps_a, *steps_b)):
+        return False
+    return any(_at_most(ends_a[d], starts_b[d]) or _at_most(ends_b[d], starts_a[d]) for d in range(len(starts_a)))
+
+
+def _at_most(a: Any, b: Any) -> bool:
+    """Whether `a <= b` is known without recording a guard."""
+    return _same(a, b) or (type(a) is int and type(b) is int and a <= b)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -20,6 +20,7 @@ from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
 from compiler.passes.split_backward import Split, backward_from_saved, split_backward
 from compiler.passes.stop_gradient import drop_stop_gradients
+from compiler.passes.update_fresh import update_fresh
 from compiler.passes.update_in_place import update_in_place
 from compiler.prims import Prim
 from compiler.runtime.autograd import CompiledAutograd
@@ -55,7 +56,7 @@ def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on the computation trace, in order: functionalize first (the others assume
     a pure trace), the stop_gradients autodiff alone reads dropped, then fusion when an executor
     fuses (shared upcasts duplicated first, small same-structure regions batched after), and last
-    the in-place partial updates."""
+    the in-place partial updates (of written-back inputs, then of dead temporaries)."""
     passes: list[Callable[[Trace], Trace]] = [*_PURE_PASSES, drop_stop_gradients]
     if fusion_executor(options.executors) is not None:
         passes += [
@@ -63,7 +64,7 @@ def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
             lambda trace: fuse(trace, options.executors),
             lambda trace: batch_regions(trace, options.executors),
         ]
-    passes.append(update_in_place)
+    passes += [update_in_place, update_fresh]
     return passes
 
 
@@ -72,6 +73,7 @@ def backward_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     passes: list[Callable[[Trace], Trace]] = [cse, dce]
     if fusion_executor(options.executors) is not None:
         passes += [duplicate_upcasts, lambda trace: fuse(trace, options.executors)]
+    passes.append(update_fresh)
     return passes
 
 

@@ -39,6 +39,7 @@ def test_each_pass_preserves_values_and_well_formedness(name: str, cache: str) -
         "dce",
         "drop_stop_gradients",
         "update_in_place",
+        "update_fresh",
     ]
     for trace in traces:
         check_trace(trace)

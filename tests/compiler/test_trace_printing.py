@@ -46,7 +46,7 @@ def computation(x, y):
 """
 
 GOLDEN_FINAL = """\
-# Constructed by update_in_place (took N ms)
+# Constructed by update_fresh (took N ms)
 import torch
 from compiler import prims
 
@@ -84,7 +84,7 @@ def test_every_trace_starts_with_its_provenance_and_pass_timing() -> None:
     jfn(torch.randn(2, 3), torch.randn(3))
     headers = [str(t).splitlines()[0] for t in compiler.last_traces(jfn)]
     assert headers[0] == "# Constructed by tracing"
-    names = ("functionalize", "flatten", "cse", "dce", "drop_stop_gradients", "update_in_place")
+    names = ("functionalize", "flatten", "cse", "dce", "drop_stop_gradients", "update_in_place", "update_fresh")
     assert len(headers) == 1 + len(names)
     for header, name in zip(headers[1:], names):
         assert re.fullmatch(rf"# Constructed by {name} \(took [0-9.]+ ms\)", header)

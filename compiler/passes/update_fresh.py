@@ -1,0 +1,88 @@
+"""update_fresh: a partial update of a temporary buffer that nothing reads afterwards is done in
+that buffer's memory, not in a copy of it.
+
+Assumes: a functionalized, flattened (possibly fused) trace.
+Guarantees: each `t = slice_update(buf, ...)` (or `index_add`, `index_copy`, `scatter`,
+`scatter_reduce`) whose `buf` is a temporary of this trace (made by `full`, inside a region or
+not, or by another such update) and is neither read after `t` (nor any view of it, nor a region
+output fed by it) nor returned, becomes its in-place form (`slice_update_fresh`, ...), which
+writes into `buf` and returns it. Updates whose other arguments are views of `buf` keep the
+copy. Anything else is left as it was.
+
+The torch executor's functional updates copy `buf` whole and write into the copy. The autodiff
+writes gradients into zeros: a slice's (the halves of a rotary embedding's `chunk`, chained into
+one buffer), an `index_select`'s or embedding's (`index_add` into zeros of the table's size), a
+scatter's. Without this pass each of those copies a full-size buffer of zeros first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from compiler.core.ir import BoundSymbol, Proxy, Symbol, Trace, proxies_in
+from compiler.passes import trace_pass
+from compiler.passes.update_in_place import IN_PLACE, _aliases
+from compiler.prims import Prim
+
+
+def _into_own_memory(update: Callable) -> Callable:
+    """`update(buf, ...)` in place, copying `buf` first if it came back with dims that share
+    memory (an expanded tensor), where writing in place would write one element many times."""
+
+    def fresh(buf: torch.Tensor, *args: Any) -> torch.Tensor:
+        if any(stride == 0 and size > 1 for stride, size in zip(buf.stride(), buf.shape)):
+            buf = buf.clone()
+        return update(buf, *args)
+
+    return fresh
+
+
+# prim -> the in-place form, printed as e.g. `slice_update_fresh`
+FRESH: dict[Prim, Symbol] = {
+    prim: Symbol(f"{name.rsplit('.', 1)[-1].rstrip('_')}_fresh", _into_own_memory(impl))
+    for prim, (name, impl) in IN_PLACE.items()
+}
+_FRESH_SYMBOLS = frozenset(FRESH.values())
+
+
+def _made_fresh(bsym: BoundSymbol, p: Proxy) -> bool:
+    """Whether `bsym` makes `p` as new memory of its own: `full`, a `full` a region returns, or
+    an update (a functional one copies; an in-place one wrote into a fresh buffer)."""
+    if bsym.sym is Prim.FULL or bsym.sym in FRESH or bsym.sym in _FRESH_SYMBOLS:
+        return True
+    if isinstance(bsym.sym, Symbol) and bsym.subsymbols:
+        returned = {id(out) for out in bsym.outputs}
+        fulls = [sub for sub in bsym.subsymbols if sub.sym is Prim.FULL and id(sub.output) in returned]
+        made = next((sub for sub in fulls if sub.output is p), None)
+        # NOTE: two returned fulls alike might come back as one tensor: neither is written in place
+        return made is not None and not any(sub is not made and repr(sub.args) == repr(made.args) for sub in fulls)
+    return False
+
+
+@trace_pass("update_fresh")
+def update_fresh(trace: Trace) -> Trace:
+    """The trace with partial updates of dead temporaries done in their own memory."""
+    bsyms = list(trace.bsyms)
+    producer: dict[int, BoundSymbol] = {}
+    for bsym in bsyms:
+        for p in bsym.outputs:
+            producer[id(p)] = bsym
+    returned = {id(p) for p in proxies_in(trace.output)}
+    for i, bsym in enumerate(bsyms):
+        if bsym.sym not in FRESH:
+            continue
+        buf = bsym.args[0]
+        made = producer.get(id(buf))
+        if made is None or not _made_fresh(made, buf):
+            continue
+        aliases = _aliases(bsyms, buf)
+        if aliases & returned or any(id(p) in aliases for p in proxies_in(bsym.args[1:])):
+            continue
+        if any(id(p) in aliases for later in bsyms[i + 1 :] for p in later.inputs):
+            continue
+        bsyms[i] = BoundSymbol(FRESH[bsym.sym], bsym.args, {}, bsym.output, (bsym,))
+        producer[id(bsym.output)] = bsyms[i]
+    return trace.with_bsyms(bsyms)

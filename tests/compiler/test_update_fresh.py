@@ -1,0 +1,139 @@
+"""update_fresh: slices written into temporaries nothing reads afterwards, in place; and the
+autodiff's chain of a chunk's slice gradients that it turns into such writes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import compiler
+from compiler.passes.update_fresh import FRESH
+from compiler.prims import Prim
+from tests.compiler.autodiff_util import check_gradients
+from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
+
+
+def _ops(trace) -> list[str]:
+    return [str(b).split("(")[0].split(" = ")[-1] for b in trace.bsyms]
+
+
+def halves_into_zeros(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    z = torch.zeros(a.shape[0], a.shape[1] + b.shape[1], dtype=a.dtype)
+    z[:, : a.shape[1]] = a
+    z[:, a.shape[1] :] = b
+    return z * 2
+
+
+def zeros_read_again(a: torch.Tensor) -> torch.Tensor:
+    z = torch.zeros(a.shape[0], a.shape[1] + 2, dtype=a.dtype)
+    w = z.clone()
+    w[:, :-2] = a
+    return w + z.sum()  # z is read after the update: its memory must stay zeros
+
+
+def rotary(q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    first, second = q.chunk(2, dim=-1)
+    return q * cos + torch.cat((-second, first), dim=-1) * sin
+
+
+def three_pieces(x: torch.Tensor) -> torch.Tensor:
+    _, b, c = x.split([1, 2, 3], dim=1)  # b and c each read alone, the whole read too
+    return x.sin() + b.exp().sum() + (c * 3).sum()
+
+
+def test_writes_into_zeros_are_done_in_their_memory():
+    a, b = torch.randn(3, 2), torch.randn(3, 4)
+    jfn = compiler.jit(halves_into_zeros, executors=["torch"])
+    torch.testing.assert_close(jfn(a, b), halves_into_zeros(a, b))
+    ops = _ops(compiler.last_traces(jfn)[-1])
+    assert ops.count("slice_update_fresh") == 2 and "prims.slice_update" not in ops, ops
+
+
+def test_a_temporary_read_after_the_update_keeps_its_copy():
+    a = torch.randn(3, 4)
+    jfn = compiler.jit(zeros_read_again, executors=["torch"])
+    torch.testing.assert_close(jfn(a), zeros_read_again(a))
+    ops = _ops(compiler.last_traces(jfn)[-1])
+    assert "prims.slice_update" in ops and "slice_update_fresh" not in ops, ops
+
+
+def test_an_updated_input_is_never_written_in_its_memory():
+    def update_copy(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        y = x + 0  # not fresh for the pass: an add, not a full
+        y[0] = v
+        return y
+
+    x, v = torch.randn(3, 4), torch.randn(4)
+    before = x.clone()
+    jfn = compiler.jit(update_copy, executors=["torch"])
+    torch.testing.assert_close(jfn(x, v), update_copy(before, v))
+    torch.testing.assert_close(x, before)
+    assert "slice_update_fresh" not in _ops(compiler.last_traces(jfn)[-1])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 8), (1, 1, 1, 4), (2, 1, 4, 6)])
+def test_rotary_backward_chains_its_halves_into_one_buffer_and_matches_eager(seed, shape):
+    g = torch.Generator().manual_seed(seed)
+    b, h, s, d = shape
+    q = torch.randn(b, s, h, d, generator=g).transpose(1, 2)  # [b, h, s, d], not contiguous
+    cos, sin = torch.randn(shape[-2:], generator=g), torch.randn(shape[-2:], generator=g)
+    check_gradients(rotary, (q, cos, sin), seed=seed)
+    jfn = compiler.jit(rotary, executors=["torch"])
+    jfn(q.clone().requires_grad_(), cos, sin).sum().backward()
+    ops = _ops(compiler.last_backward_traces(jfn)[-1])
+    assert ops.count("slice_update_fresh") == 2 and "prims.slice_update" not in ops, ops
+
+
+def test_rotary_backward_in_bf16_through_fused_regions(fake_nvfuser):  # noqa: F811
+    q = torch.randn(2, 4, 6, 8, dtype=torch.bfloat16)
+    cos, sin = torch.randn(6, 8, dtype=torch.bfloat16), torch.randn(6, 8, dtype=torch.bfloat16)
+    jfn = compiler.jit(rotary, executors=["nvfuser", "torch"])
+    got_q = q.clone().requires_grad_()
+    want_q = q.clone().requires_grad_()
+    grad = torch.randn(2, 4, 6, 8, dtype=torch.bfloat16)
+    jfn(got_q, cos, sin).backward(grad)
+    rotary(want_q, cos, sin).backward(grad)
+    torch.testing.assert_close(got_q.grad, want_q.grad)
+    ops = _ops(compiler.last_backward_traces(jfn)[-1])
+    assert ops.count("slice_update_fresh") == 2 and "prims.slice_update" not in ops, ops
+
+
+def embedding_bag(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    return F.embedding(ids, table).tanh().sum(1)
+
+
+def scatter_rows(x: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    return x.scatter(1, index, src).exp()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_an_embedding_gradient_is_added_into_its_zeros_in_place(seed):
+    g = torch.Generator().manual_seed(seed)
+    table, ids = torch.randn(11, 6, generator=g), torch.randint(0, 11, (4, 5), generator=g)
+    check_gradients(embedding_bag, (table, ids), [True, False], seed=seed)
+    jfn = compiler.jit(embedding_bag, executors=["torch"])
+    jfn(table.clone().requires_grad_(), ids).sum().backward()
+    ops = _ops(compiler.last_backward_traces(jfn)[-1])
+    assert "index_add_fresh" in ops and "prims.index_add" not in ops, ops
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_scatter_gradient_matches_eager(seed):
+    g = torch.Generator().manual_seed(seed)
+    x, src = torch.randn(3, 8, generator=g), torch.randn(3, 2, generator=g)
+    index = torch.stack([torch.randperm(8, generator=g)[:2] for _ in range(3)])
+    check_gradients(scatter_rows, (x, index, src), [True, False, True], seed=seed)
+
+
+def test_split_pieces_read_alone_chain_and_match_eager():
+    x = torch.randn(2, 6)
+    check_gradients(three_pieces, (x,), seed=0)
+
+
+def test_an_expanded_buffer_is_copied_before_the_write():
+    buf = torch.zeros(1, 4).expand(3, 4)
+    out = FRESH[Prim.SLICE_UPDATE].impl(buf, torch.ones(3, 2), [0, 0], [3, 2], [1, 1])
+    torch.testing.assert_close(out, torch.tensor([[1.0, 1, 0, 0]] * 3))
+    assert buf.sum() == 0
