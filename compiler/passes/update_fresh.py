@@ -3,16 +3,18 @@ that buffer's memory, not in a copy of it.
 
 Assumes: a functionalized, flattened (possibly fused) trace.
 Guarantees: each `t = slice_update(buf, ...)` (or `index_add`, `index_copy`, `scatter`,
-`scatter_reduce`) whose `buf` is a temporary of this trace (made by `full`, inside a region or
-not, or by another such update) and is neither read after `t` (nor any view of it, nor a region
-output fed by it) nor returned, becomes its in-place form (`slice_update_fresh`, ...), which
-writes into `buf` and returns it. Updates whose other arguments are views of `buf` keep the
-copy. Anything else is left as it was.
+`scatter_reduce`) whose `buf` is a temporary of this trace (the result of arithmetic, a
+reduction, a matmul or `full`, inside a region or not, or of another such update) and is
+neither read after `t` (nor any view of it, nor a region output fed by it) nor returned,
+becomes its in-place form (`slice_update_fresh`, ...), which writes into `buf` and returns it.
+Updates whose other arguments are views of `buf` keep the copy. Anything else is left as it was.
 
 The torch executor's functional updates copy `buf` whole and write into the copy. The autodiff
 writes gradients into zeros: a slice's (the halves of a rotary embedding's `chunk`, chained into
 one buffer), an `index_select`'s or embedding's (`index_add` into zeros of the table's size), a
-scatter's. Without this pass each of those copies a full-size buffer of zeros first.
+scatter's. A program's own in-place write into a tensor it computed (`y = x * 2; y[:, 0] = 0`)
+is functionalized into such an update too. Without this pass each of those copies the whole
+buffer first; eager PyTorch does none of these copies.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import torch
 from compiler.core.ir import BoundSymbol, Proxy, Symbol, Trace, proxies_in
 from compiler.passes import trace_pass
 from compiler.passes.update_in_place import IN_PLACE, _aliases
-from compiler.prims import Prim
+from compiler.prims import ELEMENTWISE, REDUCTIONS, Prim
 
 
 def _into_own_memory(update: Callable) -> Callable:
@@ -48,17 +50,29 @@ FRESH: dict[Prim, Symbol] = {
 _FRESH_SYMBOLS = frozenset(FRESH.values())
 
 
+# Prims whose result is always new memory, run by torch or returned by a region: arithmetic
+# (not a dtype conversion, which returns its operand when the dtype is already right), reductions,
+# matrix products and `full`.
+_NEW_MEMORY = (ELEMENTWISE - {Prim.CONVERT_ELEMENT_TYPE}) | REDUCTIONS | {Prim.MATMUL, Prim.LINEAR, Prim.FULL}
+
+
 def _made_fresh(bsym: BoundSymbol, p: Proxy) -> bool:
-    """Whether `bsym` makes `p` as new memory of its own: `full`, a `full` a region returns, or
-    an update (a functional one copies; an in-place one wrote into a fresh buffer)."""
-    if bsym.sym is Prim.FULL or bsym.sym in FRESH or bsym.sym in _FRESH_SYMBOLS:
+    """Whether `bsym` makes `p` as new memory of its own: a `_NEW_MEMORY` prim, also one whose
+    result a region returns, or an update (a functional one copies; an in-place one wrote into a
+    fresh buffer)."""
+    if bsym.sym in _NEW_MEMORY or bsym.sym in FRESH or bsym.sym in _FRESH_SYMBOLS:
         return True
     if isinstance(bsym.sym, Symbol) and bsym.subsymbols:
+        made = next((sub for sub in bsym.subsymbols if sub.output is p), None)
+        if made is None or made.sym not in _NEW_MEMORY:
+            return False
+        # NOTE: two returned results computed alike might come back as one tensor: neither is
+        # written in place
         returned = {id(out) for out in bsym.outputs}
-        fulls = [sub for sub in bsym.subsymbols if sub.sym is Prim.FULL and id(sub.output) in returned]
-        made = next((sub for sub in fulls if sub.output is p), None)
-        # NOTE: two returned fulls alike might come back as one tensor: neither is written in place
-        return made is not None and not any(sub is not made and repr(sub.args) == repr(made.args) for sub in fulls)
+        return not any(
+            sub is not made and id(sub.output) in returned and sub.sym is made.sym and repr(sub.args) == repr(made.args)
+            for sub in bsym.subsymbols
+        )
     return False
 
 

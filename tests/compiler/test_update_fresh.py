@@ -25,11 +25,16 @@ def halves_into_zeros(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return z * 2
 
 
-def zeros_read_again(a: torch.Tensor) -> torch.Tensor:
-    z = torch.zeros(a.shape[0], a.shape[1] + 2, dtype=a.dtype)
-    w = z.clone()
-    w[:, :-2] = a
-    return w + z.sum()  # z is read after the update: its memory must stay zeros
+def read_again(a: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    y = a * 2
+    w = y.index_copy(0, index, src)
+    return w + y  # y is read after the update: its memory must keep its values
+
+
+def written_into_its_result(x: torch.Tensor) -> torch.Tensor:
+    y = x * 2
+    y[:, 0] = 0  # a program's own write into a tensor it computed
+    return y.exp()
 
 
 def rotary(q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -51,25 +56,32 @@ def test_writes_into_zeros_are_done_in_their_memory():
 
 
 def test_a_temporary_read_after_the_update_keeps_its_copy():
-    a = torch.randn(3, 4)
-    jfn = compiler.jit(zeros_read_again, executors=["torch"])
-    torch.testing.assert_close(jfn(a), zeros_read_again(a))
+    a, index, src = torch.randn(4, 3), torch.tensor([2, 0]), torch.randn(2, 3)
+    jfn = compiler.jit(read_again, executors=["torch"])
+    torch.testing.assert_close(jfn(a, index, src), read_again(a, index, src))
     ops = _ops(compiler.last_traces(jfn)[-1])
-    assert "prims.slice_update" in ops and "slice_update_fresh" not in ops, ops
+    assert "prims.index_copy" in ops and "index_copy_fresh" not in ops, ops
 
 
-def test_an_updated_input_is_never_written_in_its_memory():
-    def update_copy(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        y = x + 0  # not fresh for the pass: an add, not a full
-        y[0] = v
-        return y
+@pytest.mark.parametrize("executors", [["torch"], ["nvfuser", "torch"]])
+def test_a_write_into_a_computed_tensor_is_done_in_its_memory(executors, fake_nvfuser):  # noqa: F811
+    x = torch.randn(3, 4)
+    jfn = compiler.jit(written_into_its_result, executors=executors, fusion={"min_region_size": 1})
+    torch.testing.assert_close(jfn(x), written_into_its_result(x))
+    ops = _ops(compiler.last_traces(jfn)[-1])
+    assert "slice_update_fresh" in ops and "prims.slice_update" not in ops, ops
 
-    x, v = torch.randn(3, 4), torch.randn(4)
+
+def test_an_input_is_never_written_in_its_memory():
+    def update_copy(x: torch.Tensor, index: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return x.index_copy(0, index, v)
+
+    x, index, v = torch.randn(3, 4), torch.tensor([1]), torch.randn(1, 4)
     before = x.clone()
     jfn = compiler.jit(update_copy, executors=["torch"])
-    torch.testing.assert_close(jfn(x, v), update_copy(before, v))
+    torch.testing.assert_close(jfn(x, index, v), update_copy(before, index, v))
     torch.testing.assert_close(x, before)
-    assert "slice_update_fresh" not in _ops(compiler.last_traces(jfn)[-1])
+    assert "index_copy_fresh" not in _ops(compiler.last_traces(jfn)[-1])
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -137,3 +149,22 @@ def test_an_expanded_buffer_is_copied_before_the_write():
     out = FRESH[Prim.SLICE_UPDATE].impl(buf, torch.ones(3, 2), [0, 0], [3, 2], [1, 1])
     torch.testing.assert_close(out, torch.tensor([[1.0, 1, 0, 0]] * 3))
     assert buf.sum() == 0
+
+
+@pytest.mark.nvfuser
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_on_real_nvfuser_region_results_are_written_in_place_and_match_eager(dtype):
+    x = torch.randn(64, 48, device="cuda", dtype=dtype)
+    jfn = compiler.jit(written_into_its_result, executors=["nvfuser", "torch"], fallback=False)
+    torch.testing.assert_close(jfn(x), written_into_its_result(x))
+    assert "slice_update_fresh" in _ops(compiler.last_traces(jfn)[-1])
+    q = torch.randn(2, 64, 4, 32, device="cuda", dtype=dtype).transpose(1, 2)
+    cos, sin = (torch.randn(64, 32, device="cuda", dtype=dtype) for _ in range(2))
+    grad = torch.randn(2, 4, 64, 32, device="cuda", dtype=dtype)
+    got_q, want_q = q.clone().requires_grad_(), q.float().requires_grad_()  # the reference in float32
+    jrotary = compiler.jit(rotary, executors=["nvfuser", "torch"], fallback=False)
+    jrotary(got_q, cos, sin).backward(grad)
+    rotary(want_q, cos.float(), sin.float()).backward(grad.float())
+    tolerance = {"atol": 5e-2, "rtol": 2e-2} if dtype is torch.bfloat16 else {}
+    torch.testing.assert_close(got_q.grad.float(), want_q.grad, **tolerance)
+    assert _ops(compiler.last_backward_traces(jrotary)[-1]).count("slice_update_fresh") == 2
