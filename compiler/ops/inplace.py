@@ -79,6 +79,10 @@ for _name, _dunders in (
     ("scatter", ()),
     ("scatter_add", ()),
     ("scatter_reduce", ()),
+    ("addmm", ()),
+    ("addmv", ()),
+    ("addr", ()),
+    ("baddbmm", ()),
 ):
     _inplace(_name, getattr(torch.Tensor, _name), dunders=_dunders)
 

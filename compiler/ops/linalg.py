@@ -1,4 +1,5 @@
-"""Linear algebra: matmul (and @), bmm, mm, linear.
+"""Linear algebra: matmul (and @), bmm, mm, mv, dot, linear, and the scaled sums addmm, addmv,
+addr, baddbmm, addbmm.
 
 `prims.matmul` takes operands of one rank >= 2 with equal batch dims; `matmul` here does the rest
 of torch's rules: 1-D operands gain (and lose) a dim, batch dims broadcast, and a batched left
@@ -11,6 +12,8 @@ Imported by `compiler/ops/nn.py`, which registers it with the other nn ops.
 from __future__ import annotations
 
 from typing import Any
+
+import torch
 
 from compiler import prims
 from compiler.core import dtypes
@@ -95,13 +98,17 @@ def mm(input: TensorProxy, mat2: TensorProxy, *, out: Any = None) -> Any:
 def bmm(input: TensorProxy, mat2: TensorProxy, *, out: Any = None) -> Any:
     """torch.bmm: batched products of 3-D tensors with equal batch sizes (no broadcasting)."""
     check_no_out("torch.bmm", out)
-    _check_operands("bmm", input, mat2, ranks=(3,))
+    _check_batches("bmm", input, mat2)
+    return prims.matmul(input, mat2)
+
+
+def _check_batches(op: str, a: Any, b: Any) -> None:
+    _check_operands(op, a, b, ranks=(3,))
     check(
-        same_size(input.shape[0], mat2.shape[0]),
-        lambda: f"bmm: batch sizes differ: {input.shape[0]} and {mat2.shape[0]} (bmm does not broadcast){called_at()}",
+        same_size(a.shape[0], b.shape[0]),
+        lambda: f"{op}: batch sizes differ: {a.shape[0]} and {b.shape[0]} ({op} does not broadcast){called_at()}",
         ValueError,
     )
-    return prims.matmul(input, mat2)
 
 
 @register("torch.nn.functional.linear")
@@ -144,6 +151,71 @@ def addmm(input: Any, mat1: TensorProxy, mat2: TensorProxy, *, beta: Any = 1, al
     return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
 
 
+@register("torch.mv", "torch.Tensor.mv")
+def mv(input: TensorProxy, vec: TensorProxy, *, out: Any = None) -> Any:
+    """torch.mv: a matrix times a vector."""
+    check_no_out("torch.mv", out)
+    check(
+        getattr(input, "ndim", None) == 2 and getattr(vec, "ndim", None) == 1,
+        lambda: (
+            f"mv: expected a matrix and a vector, got shapes {getattr(input, 'shape', input)} and "
+            f"{getattr(vec, 'shape', vec)}{called_at()}"
+        ),
+        ValueError,
+    )
+    _check_operands("mv", input, vec)
+    return _matmul(input, vec)
+
+
+@register("torch.dot", "torch.Tensor.dot", "torch.vdot", "torch.Tensor.vdot")
+def dot(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any:
+    """torch.dot (and vdot, the same for real tensors): the sum of products of two 1-D tensors."""
+    check_no_out("torch.dot", out)
+    _check_operands("dot", input, other, ranks=(1,))
+    return _matmul(input, other)
+
+
+@register("torch.addmv", "torch.Tensor.addmv")
+def addmv(input: Any, mat: TensorProxy, vec: TensorProxy, *, beta: Any = 1, alpha: Any = 1, out: Any = None) -> Any:
+    """beta * input + alpha * (mat @ vec)."""
+    check_no_out("torch.addmv", out)
+    return _scaled_sum(input, mv(mat, vec), beta, alpha)
+
+
+@register("torch.addr", "torch.Tensor.addr")
+def addr(input: Any, vec1: TensorProxy, vec2: TensorProxy, *, beta: Any = 1, alpha: Any = 1, out: Any = None) -> Any:
+    """beta * input + alpha * outer(vec1, vec2)."""
+    check_no_out("torch.addr", out)
+    product = outer(vec1, vec2)
+    compute = dtypes.compute_dtype(product.dtype)  # NOTE: bf16 products in float32, rounded once, as torch does
+    wide = outer(to_dtype(vec1, compute), to_dtype(vec2, compute)) if compute != product.dtype else product
+    return _scaled_sum(input, wide, beta, alpha, product.dtype)
+
+
+@register("torch.baddbmm", "torch.Tensor.baddbmm")
+def baddbmm(
+    input: Any, batch1: TensorProxy, batch2: TensorProxy, *, beta: Any = 1, alpha: Any = 1, out: Any = None
+) -> Any:
+    """beta * input + alpha * bmm(batch1, batch2), input broadcast to the products' shape (the
+    scores of attention with an additive bias, as Bloom and GPT-NeoX write them)."""
+    check_no_out("torch.baddbmm", out)
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
+
+
+@register("torch.addbmm", "torch.Tensor.addbmm")
+def addbmm(
+    input: Any, batch1: TensorProxy, batch2: TensorProxy, *, beta: Any = 1, alpha: Any = 1, out: Any = None
+) -> Any:
+    """beta * input + alpha * the sum over the batch of bmm(batch1, batch2): one (n, b*k) @ (b*k, m)
+    product, so the batch is summed inside the matmul's accumulation, as torch does."""
+    check_no_out("torch.addbmm", out)
+    _check_batches("addbmm", batch1, batch2)
+    batch, rows, inner = batch1.shape
+    left = prims.reshape(prims.permute(batch1, [1, 0, 2]), [rows, size_product([batch, inner])])
+    right = prims.reshape(batch2, [size_product([batch, inner]), batch2.shape[2]])
+    return _scaled_sum(input, prims.matmul(left, right), beta, alpha)
+
+
 @register("torch.outer", "torch.Tensor.outer", "torch.ger", "torch.Tensor.ger")
 def outer(input: TensorProxy, vec2: TensorProxy, *, out: Any = None) -> Any:
     """torch.outer: input[i] * vec2[j] of two 1-D tensors (dtypes promoted as in mul)."""
@@ -159,14 +231,19 @@ def outer(input: TensorProxy, vec2: TensorProxy, *, out: Any = None) -> Any:
     return mul(prims.broadcast_in_dim(input, [input.shape[0], 1], [0]), vec2)
 
 
-def _scaled_sum(input: Any, product: TensorProxy, beta: Any, alpha: Any) -> TensorProxy:
+def _scaled_sum(
+    input: Any, product: TensorProxy, beta: Any, alpha: Any, dtype: torch.dtype | None = None
+) -> TensorProxy:
     """beta * input + alpha * product (addmm): scaled and added in float32 for bf16/f16,
-    rounded once; input is ignored (NaN included) when beta is 0, as torch does."""
+    rounded once to `dtype` (default: the product's); input is ignored (NaN included) when beta is
+    0, as torch does (it then gets no gradient, where eager gives it zeros)."""
+    if not product.dtype.is_floating_point:  # NOTE: torch converts alpha and beta to the integer type
+        alpha, beta = (int(x) if isinstance(x, float) else x for x in (alpha, beta))
     compute = dtypes.compute_dtype(product.dtype)  # scaled and added in float32, rounded once, as torch does
     scaled = to_dtype(product, compute)
     if not (isinstance(alpha, int) and alpha == 1):
         scaled = prims.mul(scaled, alpha)
-    if not (isinstance(beta, int) and beta == 0):  # NOTE: torch ignores input (NaN included) when beta is 0
+    if not (isinstance(beta, (int, float)) and beta == 0):  # NOTE: torch ignores input (NaN included) when beta is 0
         term = to_dtype(broadcast_to(input, product.shape), compute)
         scaled = prims.add(scaled, term if isinstance(beta, int) and beta == 1 else prims.mul(term, beta))
-    return to_dtype(scaled, product.dtype)
+    return to_dtype(scaled, product.dtype if dtype is None else dtype)

@@ -1,4 +1,5 @@
-"""Op cases for the ops transformer models add: embedding, triangular masks, repeats, addmm,
+"""Op cases for the ops transformer models add: embedding, triangular masks, repeats, addmm (and
+mv, dot, addmv, addr, baddbmm, addbmm),
 constant padding, new_* factories, indexing with several index tensors, and dropout where it
 draws nothing (eval mode, p=0, p=1; seeded draws are compared in test_model_ops.py)."""
 
@@ -71,6 +72,42 @@ def _addmm_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(1, 4), make(3, 2), make(2, 4, transposed=True)), {"beta": 0})
 
 
+def _mv_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 5), make(5)))
+    yield Sample((make(4, 2, transposed=True), make(2, noncontiguous=True)))
+    yield Sample((make(1, 1), make(1)))
+
+
+def _dot_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(5), make(5)))
+    yield Sample((make(3, noncontiguous=True), make(3)))
+    yield Sample((make(1), make(1)))
+
+
+def _addmv_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3), make(3, 5), make(5)))
+    yield Sample((make(1), make(4, 2, transposed=True), make(2)), {"beta": 2, "alpha": -1})
+    yield Sample((make(3).fill_(float("nan")), make(3, 2), make(2)), {"beta": 0})  # input ignored
+
+
+def _addr_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 4), make(3), make(4)))
+    yield Sample((make(4), make(2, noncontiguous=True), make(4)), {"beta": 0.5, "alpha": 2})
+
+
+def _baddbmm_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3, 5), make(2, 3, 4), make(2, 4, 5)))
+    yield Sample((make(1, 1, 5), make(3, 2, 4, noncontiguous=True), make(3, 4, 5)), {"beta": 2, "alpha": 0.5})
+    yield Sample((make(2, 3, 1).fill_(float("nan")), make(2, 3, 2), make(2, 2, 1)), {"beta": 0})
+    yield Sample((make(1, 3, 3), make(1, 3, 4), make(1, 4, 3, transposed=True)))
+
+
+def _addbmm_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 5), make(2, 3, 4), make(2, 4, 5)))
+    yield Sample((make(5), make(4, 3, 2, noncontiguous=True), make(4, 2, 5)), {"beta": -1, "alpha": 2})
+    yield Sample((make(2, 2), make(1, 2, 3), make(1, 3, 2)), {"beta": 0})
+
+
 def _outer_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(3), make(4)))
     yield Sample((make(5, noncontiguous=True), make(1)))
@@ -130,6 +167,14 @@ CASES = [
     OpCase("rand_like", (torch.rand_like,), _random_like_samples, FLOATS),
     OpCase("addmm", (torch.addmm, method("addmm")), _addmm_samples, FLOATS),
     OpCase("outer", (torch.outer, method("outer"), torch.ger, method("ger")), _outer_samples, ALL),
+    OpCase("mv", (torch.mv, method("mv")), _mv_samples, FLOATS),
+    OpCase("dot", (torch.dot, method("dot"), torch.vdot, method("vdot")), _dot_samples, FLOATS),
+    OpCase("addmv", (torch.addmv, method("addmv")), _addmv_samples, FLOATS),
+    OpCase("addr", (torch.addr, method("addr")), _addr_samples, FLOATS),
+    OpCase("baddbmm", (torch.baddbmm, method("baddbmm")), _baddbmm_samples, FLOATS),
+    # NOTE: eager addbmm on the CPU adds one batch at a time, rounding to bf16 after each (on CUDA it
+    # is one matmul over all batches, as here): up to a few bf16 ulps apart
+    OpCase("addbmm", (torch.addbmm, method("addbmm")), _addbmm_samples, FLOATS, {torch.bfloat16: (5e-2, 1e-2)}),
     OpCase("one_hot", (F.one_hot,), _one_hot_samples, (torch.int64,)),
     OpCase("pad", (F.pad, torch._C._nn.pad), _pad_samples, ALL),
     OpCase("new_zeros", (method("new_zeros"),), _new_samples, ALL),

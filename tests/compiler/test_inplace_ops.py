@@ -49,6 +49,10 @@ INPLACE_CALLS = {
     "itruediv": lambda t, o: operator.itruediv(t, 2),
     "ipow": lambda t, o: operator.ipow(t, 2),
     "chained": lambda t, o: t.mul_(0.9).add_(o, alpha=0.1).clamp_(-1, 1),
+    "addmm_": lambda t, o: t.addmm_(o, o.T @ t, beta=0.5, alpha=0.1),
+    "addr_": lambda t, o: t.addr_(o[:, 0], o[0], alpha=-2),
+    "addmv_": lambda t, o: t[0].addmv_(o.T, o[:, 0]),
+    "baddbmm_": lambda t, o: t.unsqueeze(0).baddbmm_(o.unsqueeze(0), (o.T @ t).unsqueeze(0), beta=2),
 }
 
 
