@@ -20,7 +20,7 @@ from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy, same_size, size_product
 from compiler.ops.elementwise import add, mul
-from compiler.ops.operands import broadcast_shapes, broadcast_to, check_no_out, to_dtype
+from compiler.ops.operands import Promotion, broadcast_shapes, broadcast_to, check_no_out, result_dtypes, to_dtype
 from compiler.ops.registry import register
 
 
@@ -186,10 +186,8 @@ def addmv(input: Any, mat: TensorProxy, vec: TensorProxy, *, beta: Any = 1, alph
 def addr(input: Any, vec1: TensorProxy, vec2: TensorProxy, *, beta: Any = 1, alpha: Any = 1, out: Any = None) -> Any:
     """beta * input + alpha * outer(vec1, vec2)."""
     check_no_out("torch.addr", out)
-    product = outer(vec1, vec2)
-    compute = dtypes.compute_dtype(product.dtype)  # NOTE: bf16 products in float32, rounded once, as torch does
-    wide = outer(to_dtype(vec1, compute), to_dtype(vec2, compute)) if compute != product.dtype else product
-    return _scaled_sum(input, wide, beta, alpha, product.dtype)
+    compute, result = result_dtypes([vec1, vec2], Promotion.DEFAULT)  # NOTE: bf16 products in float32, as torch
+    return _scaled_sum(input, outer(to_dtype(vec1, compute), to_dtype(vec2, compute)), beta, alpha, result)
 
 
 @register("torch.baddbmm", "torch.Tensor.baddbmm")

@@ -26,7 +26,7 @@ import torch
 
 from compiler.core.ir import BoundSymbol, Proxy, Symbol, Trace, proxies_in
 from compiler.passes import trace_pass
-from compiler.passes.update_in_place import IN_PLACE, _aliases
+from compiler.passes.update_in_place import IN_PLACE, overwritable
 from compiler.prims import ELEMENTWISE, REDUCTIONS, Prim
 
 
@@ -92,10 +92,8 @@ def update_fresh(trace: Trace) -> Trace:
         made = producer.get(id(buf))
         if made is None or not _made_fresh(made, buf):
             continue
-        aliases = _aliases(bsyms, buf)
-        if aliases & returned or any(id(p) in aliases for p in proxies_in(bsym.args[1:])):
-            continue
-        if any(id(p) in aliases for later in bsyms[i + 1 :] for p in later.inputs):
+        aliases = overwritable(bsyms, i, buf)
+        if aliases is None or aliases & returned:
             continue
         bsyms[i] = BoundSymbol(FRESH[bsym.sym], bsym.args, {}, bsym.output, (bsym,))
         producer[id(bsym.output)] = bsyms[i]

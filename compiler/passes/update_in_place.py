@@ -14,7 +14,7 @@ Anything else is left as it was.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import torch
@@ -104,6 +104,19 @@ def _aliases(bsyms: list[BoundSymbol], buf: Proxy) -> set[int]:
     return aliases
 
 
+def overwritable(bsyms: list[BoundSymbol], i: int, buf: Proxy, skipped: Collection[int] = ()) -> set[int] | None:
+    """The ids of `buf` and its aliases when `bsyms[i]`, an update of `buf`, may run in `buf`'s
+    memory: none of its other arguments is a view of `buf` (in place, it would overwrite what it
+    reads) and no line after it, but those at `skipped` indices, reads `buf` or an alias; else None."""
+    aliases = _aliases(bsyms, buf)
+    if any(id(p) in aliases for p in proxies_in(bsyms[i].args[1:])):
+        return None
+    later = (k for k in range(i + 1, len(bsyms)) if k not in skipped)
+    if any(id(p) in aliases for k in later for p in bsyms[k].inputs):
+        return None
+    return aliases
+
+
 @trace_pass("update_in_place")
 def update_in_place(trace: Trace) -> Trace:
     """The trace with eligible partial updates of written-back inputs done in place."""
@@ -119,11 +132,7 @@ def update_in_place(trace: Trace) -> Trace:
         buf = bsym.args[0]
         if bsyms[c].args[1] is not buf or id(buf) not in inputs:
             continue
-        aliases = _aliases(bsyms, buf)
-        if any(id(p) in aliases for p in proxies_in(bsym.args[1:])):
-            continue  # its value is a view of `buf`: in place, it would overwrite what it reads
-        later = [k for k in range(i + 1, len(bsyms)) if k != c and k not in returned_views]
-        if any(id(p) in aliases for k in later for p in bsyms[k].inputs):
+        if overwritable(bsyms, i, buf, {c} | returned_views) is None:
             continue
         bsyms[i] = BoundSymbol(_SYMBOLS[bsym.sym], bsym.args, {}, bsym.output, (bsym,))
         dropped.add(c)
