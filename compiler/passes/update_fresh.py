@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from compiler.core.ir import BoundSymbol, Proxy, Symbol, Trace, proxies_in
+from compiler.core.ir import BoundSymbol, Proxy, Symbol, TensorProxy, Trace, proxies_in
 from compiler.passes import trace_pass
 from compiler.passes.update_in_place import IN_PLACE, overwritable
 from compiler.prims import ELEMENTWISE, REDUCTIONS, Prim
@@ -51,20 +51,28 @@ _FRESH_SYMBOLS = frozenset(FRESH.values())
 
 
 # Prims whose result is always new memory, run by torch or returned by a region: arithmetic
-# (not a dtype conversion, which returns its operand when the dtype is already right), reductions,
+# (a dtype conversion only where the dtype changes: else it returns its operand), reductions,
 # matrix products and `full`.
 _NEW_MEMORY = (ELEMENTWISE - {Prim.CONVERT_ELEMENT_TYPE}) | REDUCTIONS | {Prim.MATMUL, Prim.LINEAR, Prim.FULL}
+
+
+def _new_memory(bsym: BoundSymbol) -> bool:
+    """Whether `bsym`'s result is always memory of its own."""
+    if bsym.sym is Prim.CONVERT_ELEMENT_TYPE:
+        source = bsym.args[0]
+        return isinstance(source, TensorProxy) and source.dtype != bsym.output.dtype
+    return bsym.sym in _NEW_MEMORY
 
 
 def _made_fresh(bsym: BoundSymbol, p: Proxy) -> bool:
     """Whether `bsym` makes `p` as new memory of its own: a `_NEW_MEMORY` prim, also one whose
     result a region returns, or an update (a functional one copies; an in-place one wrote into a
     fresh buffer)."""
-    if bsym.sym in _NEW_MEMORY or bsym.sym in FRESH or bsym.sym in _FRESH_SYMBOLS:
+    if _new_memory(bsym) or bsym.sym in FRESH or bsym.sym in _FRESH_SYMBOLS:
         return True
     if isinstance(bsym.sym, Symbol) and bsym.subsymbols:
         made = next((sub for sub in bsym.subsymbols if sub.output is p), None)
-        if made is None or made.sym not in _NEW_MEMORY:
+        if made is None or not _new_memory(made):
             return False
         # NOTE: two returned results computed alike might come back as one tensor: neither is
         # written in place

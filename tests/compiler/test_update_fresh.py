@@ -63,13 +63,29 @@ def test_a_temporary_read_after_the_update_keeps_its_copy():
     assert "prims.index_copy" in ops and "index_copy_fresh" not in ops, ops
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # bf16: a region ends in a conversion
 @pytest.mark.parametrize("executors", [["torch"], ["nvfuser", "torch"]])
-def test_a_write_into_a_computed_tensor_is_done_in_its_memory(executors, fake_nvfuser):  # noqa: F811
-    x = torch.randn(3, 4)
+def test_a_write_into_a_computed_tensor_is_done_in_its_memory(executors, dtype, fake_nvfuser):  # noqa: F811
+    x = torch.randn(3, 4, dtype=dtype)
     jfn = compiler.jit(written_into_its_result, executors=executors, fusion={"min_region_size": 1})
     torch.testing.assert_close(jfn(x), written_into_its_result(x))
     ops = _ops(compiler.last_traces(jfn)[-1])
     assert "slice_update_fresh" in ops and "prims.slice_update" not in ops, ops
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_conversion_is_new_memory_only_when_the_dtype_changes(dtype):
+    def write_converted(x: torch.Tensor) -> torch.Tensor:
+        y = x.to(torch.float32)  # x itself when x is float32: the write then goes into x
+        y[:, 0] = 0
+        return y
+
+    x = torch.randn(3, 4, dtype=dtype)
+    eager_x = x.clone()
+    jfn = compiler.jit(write_converted, executors=["torch"])
+    torch.testing.assert_close(jfn(x), write_converted(eager_x))
+    torch.testing.assert_close(x, eager_x)
+    assert ("slice_update_fresh" in _ops(compiler.last_traces(jfn)[-1])) == (dtype is torch.float64)
 
 
 def test_an_input_is_never_written_in_its_memory():
