@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
 import torch
 
 import compiler
 import fusebench.measure.profiling  # noqa: F401  (sets TEARDOWN_CUPTI before any test's profiler runs)
+from compiler.executors.nvfuser_kernel_db import KERNEL_DB_ENV
 
 
 def _nvfuser_missing_reason() -> str | None:
@@ -30,6 +32,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=no_nvfuser))
         elif item.get_closest_marker("gpu") and no_cuda:
             item.add_marker(pytest.mark.skip(reason=no_cuda))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _kernel_db_in_a_temporary_directory(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """nvFuser's on-disk kernels (executors/nvfuser_kernel_db.py) go to this session's temporary
+    directory, not the user's cache, unless the environment already says where (or off)."""
+    os.environ.setdefault(KERNEL_DB_ENV, str(tmp_path_factory.mktemp("nvfuser_kernel_db")))
 
 
 @pytest.fixture(autouse=True)

@@ -41,6 +41,7 @@ from compiler.executors.nvfuser_broadcast import iteration_inputs
 from compiler.executors.nvfuser_claims import unsupported
 from compiler.executors.nvfuser_definitions import DEFINITIONS
 from compiler.executors.nvfuser_descriptors import structure_key
+from compiler.executors.nvfuser_kernel_db import compiling
 from compiler.executors.nvfuser_translate import (
     ScalarDesc,
     TensorDesc,
@@ -90,6 +91,11 @@ def unavailable_reason() -> str | None:
 def nvfuser_direct() -> Any:
     """The `nvfuser_direct` module (imported on first use)."""
     return importlib.import_module("nvfuser_direct")
+
+
+def nvfuser_version() -> str:
+    """The installed nvfuser_direct's version ('m.n.p+git<sha>')."""
+    return str(nvfuser_direct().version())
 
 
 def fallback_default() -> bool:
@@ -143,13 +149,25 @@ class _Definition:
         """The region's arguments this definition takes, in order."""
         return list(args) if self.taken is None else [args[i] for i in self.taken]
 
-    def _first_execute(self, inputs: list) -> list:
-        outputs = self.fd.execute(inputs, device=self.device) if self.device is not None else self.fd.execute(inputs)
+    def _first_execute(self, inputs: list, **options: Any) -> list:
+        if self.device is not None:
+            options["device"] = self.device
+        outputs = self.fd.execute(inputs, **options)
         cache = getattr(self.fd, "fec", None)
         if cache is not None:
             device = self.device
             self.execute = cache.execute if device is None else functools.partial(cache.execute, device=device)
         return outputs
+
+    def execute_compiling(self, inputs: list) -> list:
+        """`execute` for a call that may compile a kernel: with nvFuser's on-disk kernel database
+        (nvfuser_kernel_db.py) when it is on."""
+        with compiling(nvfuser_version()) as enable:
+            if not enable:
+                return self.execute(inputs)
+            if getattr(self.fd, "fec", None) is None:
+                return self._first_execute(inputs, _enable_options=enable)
+            return self.execute(inputs, _enable_options=enable)
 
 
 class NvFuserRunner:
@@ -196,14 +214,16 @@ class NvFuserRunner:
 
     def run(self, fusion: NvFusion, args: tuple, key: tuple) -> Any:
         entry = self.by_key.get(key)
+        compiles = False
         if entry is None:
             entry = self.definition(fusion, args, key)
-            self.count_compilation(fusion, entry, args, key)
+            compiles = self.count_compilation(fusion, entry, args, key)
         elif self.shape_scalar_idx:
-            self.count_compilation(fusion, entry, args, key)
+            compiles = self.count_compilation(fusion, entry, args, key)
         fd, copies = entry.fd, entry.copies
         fusion.last_definition = fd
-        outputs = entry.execute(entry.taken_from(args))
+        taken = entry.taken_from(args)
+        outputs = entry.execute_compiling(taken) if compiles else entry.execute(taken)
         if copies:
             for i, value in zip(copies, outputs[len(outputs) - len(copies) :]):
                 args[i].copy_(value)
@@ -213,8 +233,9 @@ class NvFuserRunner:
             outputs = [o.clone() if shares_memory(o, buffers) else o for o in outputs]
         return outputs
 
-    def count_compilation(self, fusion: NvFusion, entry: _Definition, args: tuple, key: tuple) -> None:
-        """Counts a compilation when nvFuser has no kernel yet for this layout and these sizes.
+    def count_compilation(self, fusion: NvFusion, entry: _Definition, args: tuple, key: tuple) -> bool:
+        """Counts a compilation when nvFuser has no kernel yet for this layout and these sizes
+        (and says whether it has none).
 
         Only new layouts, and new values of scalars that set sizes (slice bounds, reshape sizes),
         can need a new kernel, so only those calls ask nvFuser (`fec.is_compiled`).
@@ -222,11 +243,13 @@ class NvFuserRunner:
         fd = entry.fd
         compile_key = (id(fd), key, *(args[i] for i in self.shape_scalar_idx))
         if compile_key in self.seen_compile_keys:
-            return
-        if not hasattr(fd, "fec") or not fd.fec.is_compiled(entry.taken_from(args)):
+            return False
+        compiles = not hasattr(fd, "fec") or not fd.fec.is_compiled(entry.taken_from(args))
+        if compiles:
             fusion.executor.stats.compilations += 1
         if len(self.seen_compile_keys) < _MAX_SEEN_COMPILE_KEYS:
             self.seen_compile_keys.add(compile_key)
+        return compiles
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ GPU probe (scripts/nvfuser_probe.py) checks the real API.
 
 from __future__ import annotations
 
+import os
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -227,6 +228,10 @@ ops = types.SimpleNamespace(
 )
 
 
+# (enable options, $TMPDIR) of each execute, in order: what the kernel-database tests look at
+executed: list[tuple[tuple[str, ...], str | None]] = []
+
+
 class _Fec:
     """The executor cache that `FusionDefinition.execute` builds and then calls, as nvfuser_direct's does."""
 
@@ -239,6 +244,7 @@ class _Fec:
     ) -> list[Any]:
         self.definition._check(inputs)
         self.compiled.add(self.key(inputs))
+        executed.append((tuple(_enable_options), os.environ.get("TMPDIR")))
         env = dict(enumerate(inputs))
         results = [(value.fn(env), alias, value.laid_out) for value, alias in self.definition.outputs]
         returned = []
@@ -306,10 +312,10 @@ class FusionDefinition:
             assert list(expected[0]) == contiguity, "fake nvFuser: contiguity mismatch"
             assert not order or list(expected[1]) == order, "fake nvFuser: stride order mismatch"
 
-    def execute(self, inputs: Sequence[Any], device: int | None = None) -> list[Any]:
+    def execute(self, inputs: Sequence[Any], device: int | None = None, _enable_options: Any = ()) -> list[Any]:
         if not hasattr(self, "fec"):
             self.fec = _Fec(self)
-        return self.fec.execute(inputs, device=device)
+        return self.fec.execute(inputs, device=device, _enable_options=_enable_options)
 
 
 class PythonProfiler:

@@ -10,6 +10,7 @@ import torch
 
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace, TraceContext, tracing
 from compiler.executors import nvfuser as nvfuser_module
+from compiler.executors import nvfuser_kernel_db as kernel_db
 from compiler.executors.nvfuser import NvFuserExecutor
 from compiler.executors.nvfuser_claims import unsupported
 from compiler.passes.fuse import FusionOptions
@@ -50,6 +51,8 @@ def outside(trace: Trace) -> list[str]:
 def fake_nvfuser(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Makes runner="nvfuser" work on CPU against the torch-evaluated fake of nvfuser_direct."""
     fake = fake_api.module()
+    monkeypatch.setattr(kernel_db, "_tried", True)  # the on-disk kernel database off: no slot taken
+    monkeypatch.setattr(kernel_db, "_slot", None)
     monkeypatch.setattr(nvfuser_module, "unavailable_reason", lambda: None)
     monkeypatch.setattr(nvfuser_module, "nvfuser_direct", lambda: fake)
     monkeypatch.setattr(NvFuserExecutor, "claim", lambda self, bsym: unsupported(bsym, matmul=self.options.matmul))
