@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,20 +107,33 @@ def slot(version: str) -> Path | None:
     return _slot
 
 
+_env_lock = threading.Lock()
+_inside = 0  # calls inside `compiling` now (threads may compile at once)
+_tmpdir_before: str | None = None
+
+
 @contextlib.contextmanager
 def compiling(version: str) -> Iterator[list[str]]:
     """Around an nvFuser call that may compile: the enable options to pass it (`["kernel_db"]`,
-    or none when the database is off), with `TMPDIR` pointing at this process's slot meanwhile."""
+    or none when the database is off), with `TMPDIR` pointing at this process's slot meanwhile
+    (set by the first of concurrent calls, restored by the last)."""
+    global _inside, _tmpdir_before
     where = slot(version)
     if where is None:
         yield []
         return
-    before = os.environ.get("TMPDIR")
-    os.environ["TMPDIR"] = str(where)
+    with _env_lock:
+        if _inside == 0:
+            _tmpdir_before = os.environ.get("TMPDIR")
+            os.environ["TMPDIR"] = str(where)
+        _inside += 1
     try:
         yield ["kernel_db"]
     finally:
-        if before is None:
-            del os.environ["TMPDIR"]
-        else:
-            os.environ["TMPDIR"] = before
+        with _env_lock:
+            _inside -= 1
+            if _inside == 0:
+                if _tmpdir_before is None:
+                    os.environ.pop("TMPDIR", None)
+                else:
+                    os.environ["TMPDIR"] = _tmpdir_before

@@ -125,6 +125,17 @@ def test_compiling_points_tmpdir_at_the_slot_only_meanwhile(fresh_slot, monkeypa
     assert os.environ.get("TMPDIR") == tmpdir_before
 
 
+def test_overlapping_calls_restore_tmpdir_once_the_last_one_ends(fresh_slot, monkeypatch):
+    monkeypatch.setenv("TMPDIR", "/some/tmp")
+    first, second = kernel_db.compiling("1.0"), kernel_db.compiling("1.0")
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # NOTE: the first to start ends first (two threads)
+    assert Path(os.environ["TMPDIR"]).name == "slot_0"
+    second.__exit__(None, None, None)
+    assert os.environ["TMPDIR"] == "/some/tmp"
+
+
 def test_compiling_is_a_no_op_when_off(monkeypatch):
     monkeypatch.setattr(kernel_db, "_tried", True)
     monkeypatch.setattr(kernel_db, "_slot", None)
