@@ -42,6 +42,11 @@ def region_ops(trace: Trace) -> list[list[str]]:
     return [[b.sym.value for b in r.subsymbols] for r in trace.bsyms if getattr(r.sym, "executor", None) == "nvfuser"]
 
 
+def printed_ops(trace: Trace) -> list[str]:
+    """Each line's callee as the trace prints it (`nvFusion0`, `prims.add`, `slice_update_fresh`)."""
+    return [str(b).split("(")[0].split(" = ")[-1] for b in trace.bsyms]
+
+
 def outside(trace: Trace) -> list[str]:
     """The prim names left outside every region."""
     return [b.sym.value for b in trace.bsyms if not isinstance(b, BoundSymbol) or not b.subsymbols]

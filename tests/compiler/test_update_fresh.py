@@ -12,10 +12,7 @@ from compiler.passes.update_fresh import FRESH
 from compiler.prims import Prim
 from tests.compiler.autodiff_util import check_gradients
 from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
-
-
-def _ops(trace) -> list[str]:
-    return [str(b).split("(")[0].split(" = ")[-1] for b in trace.bsyms]
+from tests.compiler.nvfuser_helpers import printed_ops as _ops
 
 
 def halves_into_zeros(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -14,6 +14,7 @@ from compiler.passes.update_in_place import _index_copy_, update_in_place, wide_
 from compiler.prims import Prim
 from compiler.tracing.check_trace import check_trace
 from compiler.tracing.interpreter import eval_trace
+from tests.compiler.nvfuser_helpers import printed_ops
 
 
 def kv_step(q, k_cache, v_cache, idx, k_new, v_new):
@@ -38,7 +39,7 @@ def _kv_inputs(position):
 
 
 def _final_ops(jfn) -> list[str]:
-    return [str(b).split("(")[0].split(" = ")[-1] for b in compiler.last_traces(jfn)[-1].bsyms]
+    return printed_ops(compiler.last_traces(jfn)[-1])
 
 
 def test_index_copy_into_a_written_cache_runs_in_place_and_matches_eager() -> None:
