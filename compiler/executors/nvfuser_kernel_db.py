@@ -13,8 +13,8 @@ the process exits), so processes that run one after another reuse one slot and c
 `$TMPDIR/nvfuser_kernel_db` the first time a compilation asks for it, so `compiling()` sets
 `TMPDIR` to the slot during each call that may compile and hands the call the `kernel_db` option;
 other calls run as before. The database is keyed by the nvFuser and CUDA versions (a directory
-each), and a slot whose database lists more than `MAX_KERNELS` kernels is emptied before use (nvFuser
-reads every kernel's source when it opens it, and never evicts).
+each), and a slot whose database holds more than `MAX_BYTES` is emptied before use: nvFuser never
+evicts, and reads every kernel's source (each with its runtime headers) when it opens it.
 
 Environment: `FUSEBENCH_NVFUSER_KERNEL_DB=0` turns it off; a path puts the slots there instead of
 `$XDG_CACHE_HOME/fusebench/nvfuser_kernel_db` (default `~/.cache/...`).
@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 KERNEL_DB_ENV = "FUSEBENCH_NVFUSER_KERNEL_DB"
-MAX_KERNELS = 2000
+MAX_BYTES = 256 << 20
 MAX_SLOTS = 64
 _DB_DIR = "nvfuser_kernel_db"  # NOTE: the directory nvFuser opens under the temporary directory
 
@@ -55,18 +55,17 @@ def root(version: str) -> Path | None:
     return base / f"nvfuser-{version}-cuda-{torch.version.cuda or 'none'}"
 
 
-def _kernels_listed(slot: Path) -> int:
+def _bytes_held(slot: Path) -> int:
     try:
-        with open(slot / _DB_DIR / "db.csv") as listing:
-            return max(sum(1 for _ in listing) - 1, 0)  # NOTE: less the header line
+        return sum(entry.stat().st_size for entry in os.scandir(slot / _DB_DIR) if entry.is_file())
     except OSError:
         return 0
 
 
-def take_slot(directory: Path, max_kernels: int = MAX_KERNELS) -> tuple[Path, int] | None:
+def take_slot(directory: Path, max_bytes: int = MAX_BYTES) -> tuple[Path, int] | None:
     """The first `slot_<k>` under `directory` no other process holds, locked for this process:
     (the slot, the lock's file descriptor), or None when every slot is taken or the directory
-    cannot be written. A slot listing more than `max_kernels` kernels is emptied first."""
+    cannot be written. A slot holding more than `max_bytes` is emptied first."""
     try:
         import fcntl
     except ImportError:  # NOTE: no POSIX file locks (Windows): no slot is safe
@@ -86,7 +85,7 @@ def take_slot(directory: Path, max_kernels: int = MAX_KERNELS) -> tuple[Path, in
         except OSError:  # held by another process
             os.close(fd)
             continue
-        if _kernels_listed(slot) > max_kernels:
+        if _bytes_held(slot) > max_bytes:
             shutil.rmtree(slot / _DB_DIR, ignore_errors=True)
         slot.mkdir(exist_ok=True)
         return slot, fd

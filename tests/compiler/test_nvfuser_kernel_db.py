@@ -90,19 +90,20 @@ def test_a_forked_child_takes_a_slot_of_its_own(fresh_slot):
     assert kernel_db.slot("1.0") == parent
 
 
-def _listing(slot: Path, kernels: int) -> Path:
+def _database(slot: Path, kernel_bytes: int) -> Path:
     db = slot / "nvfuser_kernel_db"
     db.mkdir(parents=True)
-    lines = ["kernel_signature,compile_args,kernel_code_file,cubin_file"]
-    lines += [f"k{i},-arch,kernel_{i}.cu,kernel_{i}.cubin" for i in range(kernels)]
-    (db / "db.csv").write_text("\n".join(lines) + "\n")
+    (db / "db.csv").write_text(
+        "kernel_signature,compile_args,kernel_code_file,cubin_file\nk0,-arch,kernel_0.cu,kernel_0.cubin\n"
+    )
+    (db / "kernel_0.cu").write_bytes(b"x" * kernel_bytes)
     return db
 
 
-@pytest.mark.parametrize(("kernels", "kept"), [(3, True), (4, False)])
-def test_a_slot_listing_too_many_kernels_is_emptied(tmp_path, kernels, kept):
-    db = _listing(tmp_path / "slot_0", kernels)
-    slot, fd = kernel_db.take_slot(tmp_path, max_kernels=3)
+@pytest.mark.parametrize(("kernel_bytes", "kept"), [(100, True), (5000, False)])
+def test_a_slot_holding_too_many_bytes_is_emptied(tmp_path, kernel_bytes, kept):
+    db = _database(tmp_path / "slot_0", kernel_bytes)
+    slot, fd = kernel_db.take_slot(tmp_path, max_bytes=4096)
     os.close(fd)
     assert slot == tmp_path / "slot_0" and db.exists() == kept
 
