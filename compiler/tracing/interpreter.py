@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from compiler import prims
 from compiler.core.ir import BoundSymbol, Proxy, Trace, map_proxies
 from compiler.prims import Prim
+
+_CONTIGUOUS = "torch.Tensor.contiguous"
 
 
 def _run(bsym: BoundSymbol, env: dict[str, Any]) -> None:
@@ -17,6 +21,10 @@ def _run(bsym: BoundSymbol, env: dict[str, Any]) -> None:
     kwargs = map_proxies(bsym.kwargs, lambda p: env[p.name])
     if isinstance(bsym.sym, Prim):
         output = prims.evaluate(bsym.sym, args)
+    elif bsym.sym.name == _CONTIGUOUS and bsym.subsymbols:
+        # NOTE: its copy (`x * 1`) is row-major by the trace's layout model, as eager's; torch
+        # would keep x's layout, and a later reshape of it would copy where the trace views
+        output = torch.empty_like(args[0], memory_format=torch.contiguous_format).copy_(args[0])
     elif bsym.sym.impl is not None:
         output = bsym.sym.impl(*args, **kwargs)
     else:

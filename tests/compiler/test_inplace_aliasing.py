@@ -89,6 +89,21 @@ def test_contiguous_input_reshape_writes_reach_the_input():
     check_compiled(program, torch.randn(6, 4).t())  # non-contiguous: eager's reshape copies
 
 
+def test_writes_through_a_view_of_a_contiguous_copy_reach_the_copy():
+    # found by test_inplace_property: the reference interpreter copied `.contiguous()` in x's
+    # permuted layout, so its reshape copied too and the last write missed x4
+    def program(x0):
+        x3 = x0.permute(1, 0)
+        x3.add_(x3, alpha=-0.5)
+        x4 = x3.contiguous()
+        x5 = x4.reshape(-1)
+        x5.add_(x5, alpha=-0.5)
+        return x3, x4, x5
+
+    check_compiled(program, torch.randn(4, 6))
+    check_compiled(program, torch.randn(6, 4).t())
+
+
 def test_stride_guards_only_when_the_trace_writes():
     def pure(x):
         return x.reshape(-1) * 2
