@@ -25,7 +25,7 @@ def test_each_fusion_gets_its_host_time_and_executes_per_call(fake_nvfuser):  # 
     assert lines[0].startswith("nvFuser fusions:") and f"over {len(fusions)} executes" in lines[0], table
     rows = lines[2:]
     assert len(rows) == len(fusions) == 2, table
-    for row, bsym in zip(sorted(rows, key=lambda r: r.split()[3]), sorted(fusions, key=lambda b: str(b.sym))):
+    for row, bsym in zip(sorted(rows, key=lambda r: r.split()[2]), sorted(fusions, key=lambda b: str(b.sym))):
         us, per_call, name, prims = row.split(maxsplit=3)
         assert float(us) > 0 and float(per_call) == 1.0 and name == str(bsym.sym), table
         assert prims == f"({len(bsym.subsymbols)} prims)", table
