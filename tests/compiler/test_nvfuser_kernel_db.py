@@ -150,7 +150,6 @@ def scaled_sum(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def test_only_calls_that_compile_ask_for_the_database(fake_nvfuser_fixture, monkeypatch, fresh_slot):  # noqa: F811
-    monkeypatch.setattr(kernel_db, "_tried", False)  # the fake fixture turned it off: on again
     monkeypatch.delenv("TMPDIR", raising=False)
     fake_nvfuser.executed.clear()
     jfn = compiler.jit(scaled_sum)
