@@ -140,7 +140,14 @@ def _slice(tx: Translator, x: str, bsym: BoundSymbol) -> str:
     # NOTE: a slice that makes a size-1 dim out of a longer one read the wrong rows in nvfuser_direct
     # 0.2.36 (on an H100 `a[-1:] * 1.5` gave `a[0] * 1.5`, bf16/f16/f32, found by GPU fuzzing);
     # behind a segment_set (its own segment) it is right. `_broadcast_in_dim` then adds no other.
+    # NOTE: nvfuser_direct 0.2.36 fails an exact-mapping assert in lowering (fusion.cpp:1020,
+    # `Invalid domains to map: iS{getMetaData(T2).logical_size[0]}, iS{i5}`) on a slice of a tensor
+    # computed from a broadcast when the fusion also cats (a rotary backward:
+    # `cat(u[..., 16:], -u[..., :16])` of `u = grad * sin`; on an H100, with symbolic sizes,
+    # however the ends are spelled). Behind a segment_set (the slices' own segment) it compiles.
     a, starts, ends, steps = bsym.args
+    if _has_cat(tx.region) and _from_broadcast(tx.region, a):
+        x = tx.segment(a, x)
     rendered = []
     for d, (start, end) in enumerate(zip(starts, ends)):
         whole = type(start) is int and start == 0 and (end is a.shape[d] or (type(end) is int and end == a.shape[d]))
@@ -221,6 +228,26 @@ def _sliced_source(region: Region, p: TensorProxy) -> TensorProxy | None:
     """The tensor `p` was sliced from inside `region`, or None."""
     producer = next((b for b in region.bsyms if any(q is p for q in b.outputs)), None)
     return producer.args[0] if producer is not None and producer.sym is Prim.SLICE else None
+
+
+def _has_cat(region: Region) -> bool:
+    """Whether `region` has a cat."""
+    return any(b.sym is Prim.CAT for b in region.bsyms)
+
+
+def _from_broadcast(region: Region, p: TensorProxy) -> bool:
+    """Whether `p` is computed inside `region` from a broadcast (through any number of prims)."""
+    producers = {q.name: b for b in region.bsyms for q in b.outputs}
+    seen, todo = set(), [p.name]
+    while todo:
+        b = producers.get(todo.pop())
+        if b is None or id(b) in seen:
+            continue
+        if b.sym is Prim.BROADCAST_IN_DIM:
+            return True
+        seen.add(id(b))
+        todo.extend(q.name for q in b.inputs if isinstance(q, TensorProxy))
+    return False
 
 
 def _cat(tx: Translator, bsym: BoundSymbol) -> None:

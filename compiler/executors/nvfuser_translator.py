@@ -87,6 +87,7 @@ class Translator:
         self.shape_scalars: set[str] = set()
         self.flags: dict[str, Flags] = {}  # trace name -> which dims nvFuser may hold as broadcast
         self.segmented: set[str] = set()  # trace names computed behind a segment_set
+        self.segment_sets: dict[str, str] = {}  # trace name -> a segment_set of it (see `segment`)
         self.scalar_inputs: dict[str, int] = {}  # variable of a scalar input -> its region input index
         self.extents: dict[tuple[str, Any], str] = {}  # a size (`_extent_key`) -> an input dim of that size
         for index, (proxy, desc) in enumerate(zip(region.inputs, descriptors)):
@@ -109,6 +110,12 @@ class Translator:
             name = f"{base}_{k}"
         self.used.add(name)
         return name
+
+    def segment(self, p: TensorProxy, x: str) -> str:
+        """`x` (the variable holding `p`) behind one segment_set, shared by every reader that asks."""
+        if p.name not in self.segment_sets:
+            self.segment_sets[p.name] = self.emit(f"{p.name}_seg", f"fd.ops.segment_set({x})")
+        return self.segment_sets[p.name]
 
     def emit(self, base: str, expr: str) -> str:
         name = self.fresh(base)

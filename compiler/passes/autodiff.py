@@ -138,8 +138,12 @@ class _Backward:
         if not parts:
             return None
         if len(parts) > 1:
-            joined = self._tiles(parts)
-            parts = [joined] if joined is not None else self._chained(parts)
+            slices = [g for g in parts if self._slice_of_zeros(g) is not None]
+            joined = self._tiles(slices) if len(slices) > 1 else None
+            if joined is not None:  # NOTE: a rotary's halves: one cat (fused) plus the other terms
+                parts = [joined, *(g for g in parts if all(g is not s for s in slices))]
+            else:
+                parts = self._chained(parts)
         result = parts[0]
         for g in parts[1:]:
             result = prims.add(result, g)

@@ -187,3 +187,19 @@ def test_a_slice_making_a_size_one_dim_of_a_longer_one_is_its_own_segment():
         assert source_of(fn, torch.randn(4, 33)).count("fd.ops.segment_set(") == 1
     for a in (torch.randn(4, 33), torch.randn(4, 1)):  # a longer slice; a dim that was size 1 already
         assert "segment_set" not in source_of(lambda t: (t[1:3] * 2).exp(), a)
+
+
+def test_slices_of_a_broadcast_product_that_are_cat_share_one_segment_boundary():
+    # nvfuser_direct 0.2.36 fails an exact-mapping assert in lowering on this (a rotary backward's
+    # shape, H100) without the segment_set; slices of an input (the forward's) need none.
+    def rotated(g, sin):
+        u = g * sin
+        return torch.cat((u[..., 4:], -u[..., :4]), dim=-1) + g
+
+    source = source_of(rotated, torch.randn(2, 3, 8), torch.randn(3, 8))
+    assert source.count("fd.ops.segment_set(") == 1 and "t1_seg = fd.ops.segment_set(t1)" in source, source
+    assert source.count("fd.ops.slice(t1_seg,") == 2, source
+    forward = source_of(
+        lambda q, c: torch.cat((-q[..., 4:], q[..., :4]), dim=-1) * c, torch.randn(2, 3, 8), torch.randn(3, 8)
+    )
+    assert "segment_set" not in forward, forward
