@@ -120,7 +120,8 @@ def split3_section() -> None:
     print(
         f"[split3] 20 split sizes in {seconds:.2f} s: traces={cache.misses}  fusions="
         f"{len(region_fusions(compiler.last_traces(jfn)[-1]))}  FusionDefinitions={stats.definitions}  "
-        f"nvFuser compilations={stats.compilations}  fallbacks={stats.fallbacks}  all outputs match eager"
+        f"nvFuser compilations={stats.compilations}  deferred={stats.deferred}  fallbacks={stats.fallbacks}  "
+        "all outputs match eager"
     )
 
 

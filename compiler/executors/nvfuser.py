@@ -41,6 +41,7 @@ from compiler.executors.nvfuser_broadcast import iteration_inputs
 from compiler.executors.nvfuser_claims import unsupported
 from compiler.executors.nvfuser_definitions import DEFINITIONS
 from compiler.executors.nvfuser_descriptors import structure_key
+from compiler.executors.nvfuser_edge_sizes import EdgeSizes
 from compiler.executors.nvfuser_kernel_db import compiling
 from compiler.executors.nvfuser_translate import (
     ScalarDesc,
@@ -111,6 +112,7 @@ class NvFuserStats:
     compilations: int = 0  # kernel compilations its calls caused (none for a definition's compiled layouts)
     fallbacks: int = 0
     reused: int = 0  # regions that found their definition already built (here or by another function)
+    deferred: int = 0  # calls run with torch: edge sizes met for the first time (nvfuser_edge_sizes.py)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -181,6 +183,7 @@ class NvFuserRunner:
         self.iteration = iteration_inputs(region)
         self.shape_scalar_idx: list[int] = []
         self.seen_compile_keys: set[tuple] = set()
+        self.edge_sizes = EdgeSizes(region)
         self.device: int | None = None
         if not any(isinstance(p, TensorProxy) for p in region.inputs):
             outputs = [p for b in region.bsyms for p in b.outputs if isinstance(p, TensorProxy)]
@@ -220,6 +223,9 @@ class NvFuserRunner:
             compiles = self.count_compilation(fusion, entry, args, key)
         elif self.shape_scalar_idx:
             compiles = self.count_compilation(fusion, entry, args, key)
+        if compiles is None:  # edge sizes met for the first time: torch runs this call (nvfuser_edge_sizes.py)
+            fusion.executor.stats.deferred += 1
+            return fusion.torch_runner().fn(*args)
         fd, copies = entry.fd, entry.copies
         fusion.last_definition = fd
         taken = entry.taken_from(args)
@@ -233,9 +239,10 @@ class NvFuserRunner:
             outputs = [o.clone() if shares_memory(o, buffers) else o for o in outputs]
         return outputs
 
-    def count_compilation(self, fusion: NvFusion, entry: _Definition, args: tuple, key: tuple) -> bool:
+    def count_compilation(self, fusion: NvFusion, entry: _Definition, args: tuple, key: tuple) -> bool | None:
         """Counts a compilation when nvFuser has no kernel yet for this layout and these sizes
-        (and says whether it has none).
+        (and says whether it has none); None, counting nothing, when that kernel would be for
+        edge sizes this definition meets for the first time (nvfuser_edge_sizes.py).
 
         Only new layouts, and new values of scalars that set sizes (slice bounds, reshape sizes),
         can need a new kernel, so only those calls ask nvFuser (`fec.is_compiled`).
@@ -245,6 +252,8 @@ class NvFuserRunner:
         if compile_key in self.seen_compile_keys:
             return False
         compiles = not hasattr(fd, "fec") or not fd.fec.is_compiled(entry.taken_from(args))
+        if compiles and self.shape_scalar_idx and self.edge_sizes.first_sight(fd, args):
+            return None
         if compiles:
             fusion.executor.stats.compilations += 1
         if len(self.seen_compile_keys) < _MAX_SEEN_COMPILE_KEYS:

@@ -132,7 +132,8 @@ def test_split3_defines_one_fusion_for_twenty_split_sizes(fake_nvfuser):  # noqa
     stats = compiler.examine.stats(jfn)
     assert compiler.cache_stats(jfn).misses == 1
     assert stats.definitions == 1
-    assert stats.compilations == 20  # the fake compiles per input shape; real nvFuser reuses kernels
+    # the fake compiles per input shape (real nvFuser reuses kernels); d0 = 1 first ran with torch
+    assert (stats.compilations, stats.deferred) == (19, 1)
 
 
 def test_a_new_layout_gets_its_own_definition_and_the_old_one_is_reused(fake_nvfuser):  # noqa: F811

@@ -93,7 +93,9 @@ def test_split3_compiles_one_definition_for_twenty_split_sizes():
     stats = examine.stats(jfn)
     assert compiler.cache_stats(jfn).misses == 1 and fusion_count(jfn) == 1
     assert stats.definitions == 1
-    assert stats.compilations <= 2, stats  # README: at most one extra kernel compilation
+    # nvFuser's kernel for d0 = 1 (an extent of 1, concretized as a broadcast) is another than for
+    # every other d0: that first call runs with torch, and only the shared kernel is compiled
+    assert (stats.compilations, stats.deferred) == (1, 1), stats
 
 
 @pytest.mark.parametrize("cache", ["constant", "symbolic"])
