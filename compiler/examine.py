@@ -4,7 +4,7 @@
     compiler.examine.why_not_fused(jfn)    # every op outside a fusion, with the reason
     compiler.examine.repro(jfn, "nvFusion0", "repro.py")   # standalone torch + nvfuser_direct script
     compiler.examine.segments(jfn)         # kernels per fusion, scheduler, time, bandwidth (GPU)
-    compiler.examine.stats(jfn)            # definitions / compilations / fallbacks of the nvFuser executor
+    compiler.examine.stats(jfn)            # nvFuser definitions / compilations / fallbacks / deferred calls
     compiler.examine.saved_for_backward(jfn)  # what the forward keeps for the backward (name, shape, dtype, bytes)
     compiler.examine.recompilations(jfn)   # per recompilation: which guard failed on which input, old vs new
     compiler.examine.cuda_graphs(jfn)      # per cache entry: CUDA graphs captured and replayed (cuda_graphs=True)
@@ -146,7 +146,8 @@ def why_not_fused(jfn: JittedFunction, *, backward: bool = False) -> Listing:
 
 
 def stats(jfn: JittedFunction) -> NvFuserStats:
-    """Definitions, compilations and fallbacks counted by the jitted function's nvFuser executor."""
+    """Definitions, compilations, fallbacks and deferred calls (nvfuser_edge_sizes.py) counted by the
+    jitted function's nvFuser executor."""
     executor = fusion_executor(_options(jfn, "stats").executors)
     check(executor is not None, lambda: "this function has no nvFuser executor", ValueError)
     return executor.stats
