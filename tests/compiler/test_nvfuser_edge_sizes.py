@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import compiler
 from compiler.executors.nvfuser import region_fusions
@@ -71,3 +73,18 @@ def test_the_pattern_comes_from_the_region_inputs_and_unknown_sizes_defer_nothin
     assert edges.first_sight(object(), (a, 1, 9, 40))  # another definition meets it for the first time
     unknown = Region(region.name, region.bsyms, region.inputs[:1], region.outputs)  # d0 and the ends unknown
     assert EdgeSizes(unknown).pattern((a,)) is None and not EdgeSizes(unknown).first_sight(definition, (a,))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=6))
+def test_any_sequence_of_split_sizes_matches_eager_and_defers_each_edge_pattern_once(fake_nvfuser, sizes):  # noqa: F811
+    compiler.clear_fusion_cache()  # each example starts without the definitions (and kernels) of the last
+    jfn = jit_fake(split3)
+    a = torch.randn(2, 3, 6)
+    for d0, d1 in sizes:
+        for got, want in zip(jfn(a, d0, d1), split3(a, d0, d1)):
+            torch.testing.assert_close(got, want)
+    # each split's edge sizes: which of its three parts (and so their results) are 0 or 1 wide;
+    # the fake compiles per shape, so every pattern met for the first time is deferred, once
+    patterns = {tuple((i, n) for i, n in enumerate((d0, d1, 6 - d0 - d1)) if n <= 1) for d0, d1 in sizes}
+    assert compiler.examine.stats(jfn).deferred == len(patterns - {()})
