@@ -12,6 +12,7 @@ parameters are what each variant's first step must give.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -28,17 +29,39 @@ def train_inputs(model: nn.Module, *batch: torch.Tensor) -> tuple:
     return (model, *batch, optimizer, parameters)
 
 
+Slot = tuple[nn.Module, str, torch.Tensor, int]  # module, name, its own parameter, index in model.parameters()
+# model -> (its number of parameters, its slots with the modules held weakly: a slot of the model
+# itself must not keep the model, the dictionary's key, alive)
+_SLOTS: weakref.WeakKeyDictionary[nn.Module, tuple[int, list[tuple[weakref.ref, str, torch.Tensor, int]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _slots(model: nn.Module, count: int) -> list[Slot]:
+    """The model's parameter slots (a tied parameter's slots share an index), found once per model
+    and again when a slot holds another parameter than it did or `count` (the parameters given)
+    changed: walking the modules every step cost ~0.56 ms of host time per GPT-2 small step on our
+    CPU machine, the same for every variant."""
+    found, held = _SLOTS.get(model, (-1, []))
+    slots = [(module(), name, p, i) for module, name, p, i in held]
+    if found != count or any(m is None or m._parameters.get(name) is not p for m, name, p, _ in slots):
+        by_id = {id(p): i for i, p in enumerate(model.parameters())}
+        slots = [
+            (m, name, p, by_id[id(p)]) for m in model.modules() for name, p in m._parameters.items() if p is not None
+        ]
+        _SLOTS[model] = (len(by_id), [(weakref.ref(m), name, p, i) for m, name, p, i in slots])
+    return slots
+
+
 @contextlib.contextmanager
 def _computing_with(model: nn.Module, parameters: list[torch.Tensor]) -> Iterator[None]:
-    slots = [(m, name) for m in model.modules() for name, p in m._parameters.items() if p is not None]
-    by_id = {id(p): i for i, p in enumerate(model.parameters())}
-    saved = [(m, name, m._parameters[name]) for m, name in slots]
+    slots = _slots(model, len(parameters))
     try:
-        for m, name, p in saved:
-            m._parameters[name] = parameters[by_id[id(p)]]
+        for m, name, _, i in slots:
+            m._parameters[name] = parameters[i]
         yield
     finally:
-        for m, name, p in saved:
+        for m, name, p, _ in slots:
             m._parameters[name] = p
 
 
