@@ -116,10 +116,14 @@ def last_traces(jfn: JittedFunction) -> list[Trace]:
     return list(called_jitted(jfn, "last_traces").traces)
 
 
-def last_backward_traces(jfn: JittedFunction) -> list[Trace]:
+def last_backward_traces(jfn: JittedFunction, *, ran: bool = False) -> list[Trace]:
     """The backward trace after its construction and after each pass, for the entry the last call
-    used; empty when that entry has no backward (no input required grad under grad mode)."""
-    return list(called_jitted(jfn, "last_backward_traces").backward_traces)
+    used: the backward its last `backward()` ran (compiled for the outputs' cotangents that were
+    present), or before any, the one for every output's cotangent. Empty when that entry has no
+    backward (no input required grad under grad mode), and with `ran=True` also before its first
+    `backward()`."""
+    entry = called_jitted(jfn, "last_backward_traces")
+    return [] if ran and not entry.backward_ran() else list(entry.backward_traces)
 
 
 def last_prologue(jfn: JittedFunction) -> Trace:

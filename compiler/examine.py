@@ -12,7 +12,8 @@
 Each returns a list whose `str()` is a readable report, so `print(examine.fusions(jfn))` works.
 `fusions`, `why_not_fused`, `segments`, `repro` and `fusion_source_of` look at the forward (or
 only) trace; with `backward=True` they look at the compiled backward of an entry whose inputs
-required grad (`compiler.last_backward_traces`), whose fusions are named on their own.
+required grad (`compiler.last_backward_traces`: the one its last `backward()` ran, compiled for
+the cotangents that were present), whose fusions are named on their own.
 """
 
 from __future__ import annotations

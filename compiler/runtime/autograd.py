@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch._functorch.utils import unwrap_dead_wrappers as _unwrap_dead_wrappers
 
-from compiler.core.ir import Proxy, TensorProxy, map_proxies
+from compiler.core.ir import Proxy, TensorProxy, Trace, map_proxies
 from compiler.runtime.cuda_graphs import GraphedComputation
 
 _functorch_transforms_active = torch._C._are_functorch_transforms_active
@@ -37,7 +37,7 @@ class CompiledAutograd:
         self,
         name: str,
         forward: Callable[..., Any],
-        compile_backward: Callable[[tuple[bool, ...]], Callable[..., Any]],
+        compile_backward: Callable[[tuple[bool, ...]], tuple[Callable[..., Any], list[Trace]]],
         output_tree: Any,
         outputs: tuple[Proxy, ...],
         differentiable: tuple[bool, ...],
@@ -52,6 +52,8 @@ class CompiledAutograd:
         self.cotangent_positions = [i for i, d in enumerate(differentiable) if d]
         # which cotangents are present (not None) -> the backward compiled for them, on first need
         self.backwards: dict[tuple[bool, ...], Callable[..., Any]] = {}
+        self.backward_traces: dict[tuple[bool, ...], list[Trace]] = {}  # each one's traces, after each pass
+        self.last_present: tuple[bool, ...] | None = None  # the pattern the last backward() ran
         position = {id(p): i for i, p in enumerate(outputs)}
         single = isinstance(output_tree, Proxy)
         self.rebuild: Callable[[tuple], Any] = (
@@ -62,6 +64,10 @@ class CompiledAutograd:
         # the tensor outputs that carry no gradient (integer tensors, values no input requiring grad reaches)
         self.frozen = [i for i, p in enumerate(outputs) if isinstance(p, TensorProxy) and not differentiable[i]]
         self.all_cotangents = (True,) * len(self.cotangent_positions)
+
+    def last_backward_traces(self) -> list[Trace]:
+        """The traces of the backward the last `backward()` ran ([] before any)."""
+        return self.backward_traces[self.last_present] if self.last_present is not None else []
 
     def __call__(self, *inputs: Any) -> Any:
         if _functorch_transforms_active():
@@ -99,7 +105,9 @@ class _Function(torch.autograd.Function):
         present = tuple([c is not None for c in given])
         backward = runner.backwards.get(present)
         if backward is None:
-            backward = runner.backwards[present] = runner.compile_backward(present)
+            backward, runner.backward_traces[present] = runner.compile_backward(present)
+            runner.backwards[present] = backward
+        runner.last_present = present
         if present != runner.all_cotangents:
             given = [c for c in given if c is not None]
         saved, numbers = ctx.saved_tensors, ctx.numbers  # autograd's checks of in-place changes run here

@@ -31,13 +31,16 @@ class CacheEntry:
     prologue_trace: Trace
     traces: list[Trace]
     compile_seconds: float
-    backward: Callable[[], list[Trace]] | None = None  # makes backward_traces (autograd entries)
+    backward: Callable[[], list[Trace]] | None = None  # gives backward_traces (autograd entries)
+    backward_ran: Callable[[], bool] = lambda: False  # whether a backward() has run the entry's backward
     saved: tuple = ()  # the proxies its forward saves for the backward
 
     @property
     def backward_traces(self) -> list[Trace]:
-        """The backward (for every output's cotangent) after each pass, or [] when the entry does
-        not run under autograd; its passes run on first need, here or at the first `backward()`."""
+        """The backward the entry's last `backward()` ran (compiled for the cotangents present),
+        after its construction and after each pass; before any `backward()`, the one for every
+        output's cotangent (its passes run here, on first need); [] when the entry does not run
+        under autograd."""
         return self.backward() if self.backward is not None else []
 
 

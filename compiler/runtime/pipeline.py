@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from compiler import executors as executors_module
@@ -134,9 +135,10 @@ def _compile_autograd(
     full_backward = _FullBackward(options, split.backward)
     forward = compile_trace(traces[-1], options.executors)
 
-    def compile_backward(present: tuple[bool, ...]) -> Callable:
-        backward = full_backward.compiled() if all(present) else _partial_backward(options, full, split, present)
-        return GraphedComputation(backward, static_tail=sum(present)) if options.cuda_graphs else backward
+    def compile_backward(present: tuple[bool, ...]) -> tuple[Callable, list[Trace]]:
+        traces = full_backward.traces() if all(present) else _partial_backward(options, full, split, present)
+        backward = compile_trace(traces[-1], options.executors)
+        return (GraphedComputation(backward, static_tail=sum(present)) if options.cuda_graphs else backward), traces
 
     runner = CompiledAutograd(
         getattr(fn, "__qualname__", repr(fn)),
@@ -157,14 +159,15 @@ def _compile_autograd(
         prologue_trace=prologue,
         traces=traces,
         compile_seconds=0.0,
-        backward=full_backward.traces,
+        backward=lambda: runner.last_backward_traces() or full_backward.traces(),
+        backward_ran=lambda: runner.last_present is not None,
         saved=split.saved,
     )
 
 
 class _FullBackward:
-    """The backward for every output's cotangent: its passes run, and its code is generated, on
-    first need (a step whose unused outputs get no cotangent compiles another backward instead)."""
+    """The backward for every output's cotangent: its passes run on first need (a step whose
+    unused outputs get no cotangent compiles another backward instead, `_partial_backward`)."""
 
     def __init__(self, options: Options, trace: Trace) -> None:
         self.options = options
@@ -180,23 +183,22 @@ class _FullBackward:
             self._traces = traces
         return self._traces
 
-    def compiled(self) -> Callable:
-        """The generated code of the last trace."""
-        return compile_trace(self.traces()[-1], self.options.executors)
 
-
-def _partial_backward(options: Options, full: Joint, split: Split, present: tuple[bool, ...]) -> Callable:
-    """The backward for the cotangents flagged present (one flag per output that takes one): the
-    others count as zero and are never built; it reads the values the full split saves."""
+def _partial_backward(options: Options, full: Joint, split: Split, present: tuple[bool, ...]) -> list[Trace]:
+    """The backward for the cotangents flagged present (one flag per output that takes one), after
+    its construction and after each pass: the others count as zero and are never built; it reads
+    the values the full split saves."""
     flags = iter(present)
     cotangents = [d and next(flags) for d in split.differentiable]
     forward = full.trace.bsyms[: full.forward_length]
     pure = Trace(full.trace.inputs[: len(full.requires_grad)], forward, full.trace.output[0])
+    start = time.perf_counter()
     partial = joint(pure, full.requires_grad, cotangents)
-    trace = backward_from_saved(partial, split.saved)
+    first = backward_from_saved(partial, split.saved)
+    traces = [replace(first, provenance=f"backward_from_saved (took {(time.perf_counter() - start) * 1e3:.2f} ms)")]
     for run_pass in backward_passes(options):
-        trace = run_pass(trace)
-    return compile_trace(trace, options.executors)
+        traces.append(run_pass(traces[-1]))
+    return traces
 
 
 def _sizes(prologue: Trace) -> frozenset[str]:

@@ -7,7 +7,9 @@ segments), the fusions (which fusion split, merged, appeared or went, matched by
 recompilations, compile time, bytes saved for backward; when none of these changed, whether the
 trace and the fusion definitions are the same ("trace unchanged: same kernels, slower" points at
 the runtime, the machine or nvFuser itself rather than at our passes). The unified diffs of the
-trace and of each fusion definition come with it.
+trace and of each fusion definition come with it. A training step's backward program (recorded
+under `backward/`) is read the same way: its fusions' splits and kernels, its fusion count, its
+trace and definitions, each named as the backward's ("backward nvFusion3 split into ...").
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from fusebench.history.artifacts import read_record
 
 COMPILE_RATIO, COMPILE_FLOOR_S = 1.25, 0.05
+BACKWARD = "backward/"  # the record's folder of a training step's backward program
 
 
 @dataclass
@@ -38,17 +41,30 @@ def explain(files_a: dict[str, str], files_b: dict[str, str], verdict: str = "")
         return None
     record_a, record_b = read_record(files_a), read_record(files_b)
     measured_a, measured_b = record_a.get("measurement", {}), record_b.get("measurement", {})
+    backward_a, backward_b = _backward(record_a), _backward(record_b)
     changes: dict[str, Any] = {}
     parts: list[str] = []
-    for key, label in (("kernels_per_call", "kernels"), ("fusions_per_call", "fusion count")):
+    details = {
+        "kernels_per_call": lambda: _joined(
+            _segment_changes(record_a, record_b), _segment_changes(backward_a, backward_b, "backward ")
+        ),
+        "fusions_per_call": lambda: _fusion_changes(record_a, record_b),
+        "fusions_backward": lambda: _fusion_changes(backward_a, backward_b, "backward "),
+    }
+    labels = {
+        "kernels_per_call": "kernels",
+        "fusions_per_call": "fusion count",
+        "fusions_backward": "backward fusion count",
+    }
+    for key, label in labels.items():
         a, b = measured_a.get(key), measured_b.get(key)
         if a is not None and b is not None and a != b:
             changes[key] = [a, b]
-            detail = _segment_changes(record_a, record_b) if key == "kernels_per_call" else ""
-            detail = detail or (_fusion_changes(record_a, record_b) if key == "fusions_per_call" else "")
+            detail = details[key]()
             parts.append(f"{label} {a}→{b}" + (f": {detail}" if detail else ""))
-    if "fusions_per_call" not in changes and (moved := _fusion_changes(record_a, record_b)):
-        parts.append(moved)
+    for key in ("fusions_per_call", "fusions_backward"):
+        if key not in changes and (moved := details[key]()):
+            parts.append(moved)
     recompilations = measured_a.get("recompilations"), measured_b.get("recompilations")
     if None not in recompilations and recompilations[0] != recompilations[1]:
         changes["recompilations"] = list(recompilations)
@@ -64,7 +80,7 @@ def explain(files_a: dict[str, str], files_b: dict[str, str], verdict: str = "")
     diffs = {
         name: diff
         for name in sorted(set(files_a) | set(files_b))
-        if name == "trace.py" or name.startswith("fusions/")
+        if name.removeprefix(BACKWARD) == "trace.py" or name.removeprefix(BACKWARD).startswith("fusions/")
         if (diff := unified_diff(files_a.get(name, ""), files_b.get(name, ""), name))
     }
     if not parts:
@@ -86,11 +102,28 @@ def _unchanged(diffs: dict[str, str], verdict: str) -> str:
     trend = f", {verdict}" if verdict in ("slower", "faster") else ""
     if not diffs:
         return f"trace unchanged: same kernels{trend}"
-    if "trace.py" in diffs:
-        added, removed = _line_counts(diffs["trace.py"])
-        return f"trace changed (+{added} -{removed} lines), same fusion and kernel counts{trend}"
-    names = ", ".join(name.removeprefix("fusions/").removesuffix(".py") for name in diffs)
+    traces = [name for name in ("trace.py", BACKWARD + "trace.py") if name in diffs]
+    if traces:
+        added, removed = (sum(counts) for counts in zip(*(_line_counts(diffs[name]) for name in traces)))
+        which = "forward and backward traces" if len(traces) == 2 else f"{_part_label(traces[0])}trace"
+        return f"{which} changed (+{added} -{removed} lines), same fusion and kernel counts{trend}"
+    names = ", ".join(
+        _part_label(name) + name.removeprefix(BACKWARD).removeprefix("fusions/").removesuffix(".py") for name in diffs
+    )
     return f"fusion definition changed: {names}{trend}"
+
+
+def _part_label(name: str) -> str:
+    return "backward " if name.startswith(BACKWARD) else ""
+
+
+def _backward(record: dict[str, Any]) -> dict[str, Any]:
+    """The record's backward as a record of its own (its fusions under "fusions")."""
+    return {"fusions": record.get("backward_fusions", {})}
+
+
+def _joined(*notes: str) -> str:
+    return ", ".join(note for note in notes if note)
 
 
 def _compile_changed(a: float | None, b: float | None) -> bool:
@@ -104,8 +137,9 @@ def _line_counts(diff: str) -> tuple[int, int]:
     return sum(line.startswith("+") for line in lines), sum(line.startswith("-") for line in lines)
 
 
-def _segment_changes(record_a: dict[str, Any], record_b: dict[str, Any]) -> str:
-    """'nvFusion0 split into reduction + 2 pointwise segments' for each fusion with more kernels at B."""
+def _segment_changes(record_a: dict[str, Any], record_b: dict[str, Any], part: str = "") -> str:
+    """'nvFusion0 split into reduction + 2 pointwise segments' for each fusion with more kernels at B
+    (each note starting with `part`, e.g. "backward ")."""
     fusions_a, fusions_b = record_a.get("fusions", {}), record_b.get("fusions", {})
     notes = []
     for name, source in _pairs(record_a, record_b).items():
@@ -115,13 +149,14 @@ def _segment_changes(record_a: dict[str, Any], record_b: dict[str, Any]) -> str:
         counts = Counter(after)
         kinds = " + ".join(f"{n} {kind}" if n > 1 else kind for kind, n in counts.items())
         verb = "split into" if len(after) > len(before) else "now runs as"
-        notes.append(f"{_named(name, source)} {verb} {kinds} segment{'s' if len(after) > 1 else ''}")
+        notes.append(f"{part}{_named(name, source)} {verb} {kinds} segment{'s' if len(after) > 1 else ''}")
     return ", ".join(notes)
 
 
-def _fusion_changes(record_a: dict[str, Any], record_b: dict[str, Any]) -> str:
+def _fusion_changes(record_a: dict[str, Any], record_b: dict[str, Any], part: str = "") -> str:
     """Which fusions split, merged, appeared or went from A to B, matching fusions by their ops
-    (proxy names left out, so a fusion the trace merely renumbered is the same fusion)."""
+    (proxy names left out, so a fusion the trace merely renumbered is the same fusion); each note
+    starts with `part` (e.g. "backward ")."""
     fusions_a, fusions_b = _anonymous_ops(record_a), _anonymous_ops(record_b)
     for name, source in _twins(fusions_a, fusions_b).items():
         del fusions_a[source], fusions_b[name]
@@ -141,7 +176,7 @@ def _fusion_changes(record_a: dict[str, Any], record_b: dict[str, Any]) -> str:
             notes.append(f"{' + '.join(sorted(s for s in sources if s))} merged into {name}")
         elif sources == {None} and ops:
             notes.append(f"{name} ({len(ops)} ops) newly fused")
-    return ", ".join(notes)
+    return ", ".join(part + note for note in notes)
 
 
 _PROXY = re.compile(r"\bt\d+\b")

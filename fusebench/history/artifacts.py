@@ -96,4 +96,5 @@ def measurement(outcome: Outcome) -> dict[str, Any]:
         "recompilations": outcome.recompilations,
         "kernels_per_call": outcome.kernels_per_call,
         "fusions_per_call": outcome.fusions_per_call,
+        "fusions_backward": outcome.fusions_backward,
     }

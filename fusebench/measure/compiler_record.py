@@ -8,10 +8,14 @@
 - `fusions/<name>.py`: each fusion's FusionDefinition source;
 - `segments.txt`: nvFuser's kernels per fusion with their schedulers (`compiler.examine.segments`;
   only when `segments` is set and a fusion ran with nvFuser on a GPU: it profiles in a child process);
+- `backward/trace.py`, `backward/fusions.txt`, `backward/fusions/<name>.py`, `backward/segments.txt`:
+  the same for the backward a training step ran (the one compiled for the outputs' cotangents
+  that were present: `compiler.last_backward_traces(program, ran=True)`);
 - `recompilations.txt`, `saved_for_backward.txt`: when this compiler's `examine` has them;
 - `record.json.txt`: the same facts as data (fusion names, op counts, ops, kernels and schedulers
-  per fusion, recompilations, bytes saved for backward). NOTE: not `.json`: ASV reads every
-  `*.json` file under its results folder as a result file.
+  per fusion, of the forward under "fusions" and of the backward under "backward_fusions",
+  recompilations, bytes saved for backward). NOTE: not `.json`: ASV reads every `*.json` file
+  under its results folder as a result file.
 A part the compiler cannot produce is left out with its error in `errors.txt`; recording never
 raises, so it never costs a measurement.
 """
@@ -23,6 +27,7 @@ import re
 from typing import Any
 
 RECORD_FILE = "record.json.txt"
+FUSIONS_KEYS = ("fusions", "backward_fusions")  # the record's fusions of the forward (or only) program, of the backward
 _TOOK = re.compile(r" \(took [0-9.]+ ms\)")
 
 
@@ -34,7 +39,7 @@ def record(program: Any, segments: bool = False) -> dict[str, str]:
     if getattr(program, "last_entry", None) is None:
         return {}
     files: dict[str, str] = {}
-    data: dict[str, Any] = {"fusions": {}}
+    data: dict[str, Any] = {}
     errors: list[str] = []
 
     def attempt(what: str, action: Any) -> None:
@@ -43,27 +48,11 @@ def record(program: Any, segments: bool = False) -> dict[str, str]:
         except Exception as error:  # NOTE: a missing part must not cost the measurement
             errors.append(f"{what}: {type(error).__name__}: {error}")
 
-    def trace() -> None:
-        files["trace.py"] = _TOOK.sub("", str(compiler.last_traces(program)[-1]))
-
-    def fusions() -> None:
-        listing = examine.fusions(program)
-        files["fusions.txt"] = str(listing) + "\n"
-        for info in listing:
-            data["fusions"][info.name] = {"ops": [_op(op) for op in info.ops], "runner": info.runner}
-            attempt(f"fusion {info.name}", lambda name=info.name: _definition(files, program, name))
-
-    def kernels() -> None:
-        report = examine.segments(program)
-        files["segments.txt"] = str(report) + "\n"
-        for segment in report:
-            schedulers = [k.scheduler for k in sorted(segment.kernels, key=lambda k: k.segment)]
-            data["fusions"].setdefault(segment.name, {})["schedulers"] = schedulers
-
-    attempt("trace", trace)
-    attempt("fusions", fusions)
-    if segments and any(f.get("runner") == "nvfuser" for f in data["fusions"].values()):
-        attempt("segments", kernels)
+    ran: list[bool] = []  # whether the entry's backward has run (a training step)
+    attempt("backward", lambda: ran.append(bool(compiler.last_backward_traces(program, ran=True))))
+    for backward in (False, True) if any(ran) else (False,):
+        fusions = data[FUSIONS_KEYS[backward]] = {}
+        _program(program, backward, segments, files, fusions, attempt)
     recompilations = getattr(examine, "recompilations", None)
     if recompilations is not None:
         attempt("recompilations", lambda: _listing(files, data, "recompilations", recompilations(program)))
@@ -76,15 +65,46 @@ def record(program: Any, segments: bool = False) -> dict[str, str]:
     return files
 
 
+def _program(
+    program: Any, backward: bool, segments: bool, files: dict[str, str], fusions: dict[str, Any], attempt: Any
+) -> None:
+    """Records the forward (or only) program of `program`, or its backward under `backward/`: its
+    trace, fusions, definitions and (with `segments`) nvFuser's kernels; `fusions` gets the data."""
+    import compiler
+    from compiler import examine
+
+    part = "backward/" if backward else ""
+    traces = compiler.last_backward_traces if backward else compiler.last_traces
+
+    def trace() -> None:
+        files[f"{part}trace.py"] = _TOOK.sub("", str(traces(program)[-1]))
+
+    def listed() -> None:
+        listing = examine.fusions(program, backward=backward)
+        files[f"{part}fusions.txt"] = str(listing) + "\n"
+        for info in listing:
+            fusions[info.name] = {"ops": [_op(op) for op in info.ops], "runner": info.runner}
+            attempt(f"{part}fusion {info.name}", lambda name=info.name: definition(name))
+
+    def definition(name: str) -> None:
+        files[f"{part}fusions/{name}.py"] = examine.fusion_source_of(program, name, backward=backward)
+
+    def kernels() -> None:
+        report = examine.segments(program, backward=backward)
+        files[f"{part}segments.txt"] = str(report) + "\n"
+        for segment in report:
+            schedulers = [k.scheduler for k in sorted(segment.kernels, key=lambda k: k.segment)]
+            fusions.setdefault(segment.name, {})["schedulers"] = schedulers
+
+    attempt(f"{part}trace", trace)
+    attempt(f"{part}fusions", listed)
+    if segments and any(f.get("runner") == "nvfuser" for f in fusions.values()):
+        attempt(f"{part}segments", kernels)
+
+
 def _op(line: str) -> str:
     """An op line without its trailing type comment: `t0 = prims.mul(x, y)`."""
     return line.split("  #")[0].strip()
-
-
-def _definition(files: dict[str, str], program: Any, name: str) -> None:
-    from compiler import examine
-
-    files[f"fusions/{name}.py"] = examine.fusion_source_of(program, name)
 
 
 def _listing(files: dict[str, str], data: dict[str, Any], name: str, listing: Any) -> None:

@@ -214,15 +214,22 @@ def test_the_backward_for_every_cotangent_compiles_only_when_needed():
     x, w = torch.randn(8, 4, requires_grad=True), torch.randn(4, requires_grad=True)
     first, _ = jfn(x, w)
     assert jfn.last_entry.computation.backwards == {}  # nothing compiled for the backward yet
+    assert compiler.last_backward_traces(jfn, ran=True) == []
     first.sum().backward()
+    assert compiler.last_backward_traces(jfn, ran=True) == compiler.last_backward_traces(jfn)
     assert sorted(jfn.last_entry.computation.backwards) == [(True, False)]
+    # the traces are those of the backward that ran: for the first output's cotangent alone
     compiled_passes = [t.provenance.split(" ")[0] for t in compiler.last_backward_traces(jfn)]
-    assert compiled_passes == ["split_backward", "cse", "dce", "update_fresh"]  # made on demand, as before
+    assert compiled_passes == ["backward_from_saved", "cse", "dce", "update_fresh"]
     for trace in compiler.last_backward_traces(jfn):
         check_trace(trace)
+    assert len(compiler.last_backward_traces(jfn)[-1].inputs) == len(jfn.last_entry.saved) + 1  # one cotangent
     x.grad = w.grad = None
     sum(o.sum() for o in jfn(x, w)).backward()
     assert sorted(jfn.last_entry.computation.backwards) == [(True, False), (True, True)]
+    compiled_passes = [t.provenance.split(" ")[0] for t in compiler.last_backward_traces(jfn)]
+    assert compiled_passes == ["split_backward", "cse", "dce", "update_fresh"]  # the full one, made on demand
+    assert len(compiler.last_backward_traces(jfn)[-1].inputs) == len(jfn.last_entry.saved) + 2
     ex, ew = x.detach().requires_grad_(), w.detach().requires_grad_()
     sum(o.sum() for o in program(ex, ew)).backward()
     torch.testing.assert_close(x.grad, ex.grad)

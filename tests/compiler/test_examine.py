@@ -171,6 +171,26 @@ def test_fusions_and_why_not_fused_cover_the_backward_with_backward_true(tmp_pat
         examine.fusions(jfn, backward=True)
 
 
+def test_backward_true_shows_the_backward_that_ran_when_an_output_gets_no_cotangent(tmp_path):
+    # a training step that returns its logits but backpropagates only the loss runs a backward
+    # compiled for that one cotangent: examine shows its fusions, which are the ones that ran
+    def program(x, w):
+        logits = (x * w).tanh()
+        return logits, (logits.exp() * 2).sum()
+
+    jfn = jit_torch_regions(program)
+    x, w = torch.randn(4, 8, requires_grad=True), torch.randn(8, requires_grad=True)
+    for _ in range(2):
+        _, loss = jfn(x, w)
+        loss.backward()
+    ran = examine.fusions(jfn, backward=True)
+    assert ran and all(f.calls == 2 for f in ran)
+    assert examine.repro(jfn, ran[0].name, tmp_path / "repro.py", backward=True).exists()
+    logits, loss = jfn(x, w)
+    (logits.sum() + loss).backward()  # now both cotangents: the other backward, called once
+    assert all(f.calls == 1 for f in examine.fusions(jfn, backward=True))
+
+
 def test_segments_profiles_each_distinct_fusion_once_in_one_child(monkeypatch, fake_backend):  # noqa: F811
     asked: list[list[str]] = []
     kernel = examine.KernelInfo(0, "pointwise", 0.01, 100.0, "nvfuser_pointwise_f0", "grid [1] block [1]")

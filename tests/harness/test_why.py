@@ -9,7 +9,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
+import compiler
 from fusebench.cli import main
 from fusebench.compare.comparison import compare_runs, explain_changes
 from fusebench.compare.interleave import SideRun
@@ -144,3 +146,52 @@ def test_a_renumbered_fusion_that_split_is_named_with_its_name_at_a() -> None:
     reason = explain(a, b).reason  # type: ignore[union-attr]
     assert reason.startswith("kernels 2→3: nvFusion0 (A's nvFusion1) split into pointwise + reduction segments"), reason
     assert "fusion count 2→1: nvFusion0 (1 ops) no longer fused" in reason, reason
+
+
+def _training_files(backward_fusions: dict[str, list[str]], trace: str) -> dict:
+    record = {
+        "fusions": {"nvFusion0": {"ops": ["t1 = prims.tanh(t0)"], "schedulers": ["pointwise"]}},
+        "backward_fusions": {n: {"ops": ops} for n, ops in backward_fusions.items()},
+        "measurement": {"fusions_per_call": 1, "fusions_backward": len(backward_fusions), "kernels_per_call": 3},
+    }
+    return {"record.json.txt": json.dumps(record), "trace.py": "forward\n", "backward/trace.py": trace}
+
+
+def test_a_split_in_the_backward_is_named_as_the_backwards() -> None:
+    chain = ["t3 = prims.mul(t2, 2)", "t4 = prims.sin(t3)", "t5 = prims.mul(t1, t1)", "t6 = prims.sub(1, t5)"]
+    a = _training_files({"nvFusion0": chain}, "backward A\n")
+    b = _training_files({"nvFusion0": chain[:2], "nvFusion1": chain[2:]}, "backward B\n")
+    explanation = explain(a, b)
+    assert explanation is not None
+    assert explanation.reason == (
+        "backward fusion count 1→2: backward nvFusion0 (4 ops) split into nvFusion0 (2 ops) + nvFusion1 (2 ops)"
+    ), explanation.reason
+    assert explanation.changes["fusions_backward"] == [1, 2]
+    assert set(explanation.diffs) == {"backward/trace.py"}
+    same = explain(a, _training_files({"nvFusion0": chain}, "backward B\n"), "slower")
+    assert same is not None
+    assert same.reason == "backward trace changed (+1 -1 lines), same fusion and kernel counts, slower"
+
+
+def test_a_training_step_records_the_backward_it_ran() -> None:
+    from fusebench.measure.compiler_record import record
+
+    def step(x, w):
+        logits = (x * w).tanh()
+        return logits, (logits.exp() * 2).sum()
+
+    program = compiler.jit(step, executors=["nvfuser", "torch"], fusion={"runner": "torch"})
+    x, w = torch.randn(4, 8, requires_grad=True), torch.randn(8, requires_grad=True)
+    with torch.no_grad():
+        program(x, w)
+    forward_only = record(program)
+    assert "errors.txt" not in forward_only and not any(name.startswith("backward/") for name in forward_only)
+    _, loss = program(x, w)
+    loss.backward()  # the logits get no cotangent: the backward compiled for the loss's alone runs
+    files = record(program)
+    assert "errors.txt" not in files, files.get("errors.txt")
+    (name,) = json.loads(files["record.json.txt"])["backward_fusions"]
+    assert {"backward/trace.py", "backward/fusions.txt", f"backward/fusions/{name}.py"} <= set(files)
+    (ran,) = compiler.examine.fusions(program, backward=True)
+    assert ran.name == name and ran.calls == 1
+    assert "def backward(" in files["backward/trace.py"] and "took" not in files["backward/trace.py"]
