@@ -41,7 +41,10 @@ def explain(files_a: dict[str, str], files_b: dict[str, str], verdict: str = "")
         return None
     record_a, record_b = read_record(files_a), read_record(files_b)
     measured_a, measured_b = record_a.get("measurement", {}), record_b.get("measurement", {})
-    backward_a, backward_b = _backward(record_a), _backward(record_b)
+    # NOTE: a record from before backward records existed, or of a forward-only call, has no
+    # backward: then both sides' backwards count as empty rather than every fusion as new
+    both = "backward_fusions" in record_a and "backward_fusions" in record_b
+    backward_a, backward_b = (_backward(r) if both else {} for r in (record_a, record_b))
     changes: dict[str, Any] = {}
     parts: list[str] = []
     details = {
@@ -80,7 +83,8 @@ def explain(files_a: dict[str, str], files_b: dict[str, str], verdict: str = "")
     diffs = {
         name: diff
         for name in sorted(set(files_a) | set(files_b))
-        if name.removeprefix(BACKWARD) == "trace.py" or name.removeprefix(BACKWARD).startswith("fusions/")
+        if (both or not name.startswith(BACKWARD))
+        and (name.removeprefix(BACKWARD) == "trace.py" or name.removeprefix(BACKWARD).startswith("fusions/"))
         if (diff := unified_diff(files_a.get(name, ""), files_b.get(name, ""), name))
     }
     if not parts:

@@ -168,6 +168,10 @@ def test_a_split_in_the_backward_is_named_as_the_backwards() -> None:
     ), explanation.reason
     assert explanation.changes["fusions_backward"] == [1, 2]
     assert set(explanation.diffs) == {"backward/trace.py"}
+    older = json.loads(a["record.json.txt"])  # a record made before backward records existed
+    del older["backward_fusions"], older["measurement"]["fusions_backward"]
+    older_files = {"record.json.txt": json.dumps(older), "trace.py": a["trace.py"]}
+    assert explain(older_files, b).reason == "trace unchanged: same kernels"
     same = explain(a, _training_files({"nvFusion0": chain}, "backward B\n"), "slower")
     assert same is not None
     assert same.reason == "backward trace changed (+1 -1 lines), same fusion and kernel counts, slower"
