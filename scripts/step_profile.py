@@ -10,9 +10,11 @@ with --quick its quick one) it prints, after warm-up:
   by name;
 - with `--kernels N`, on CUDA, the kernels with the most device time over N calls (torch.profiler),
   to compare a variant's kernels with a peer's;
-- with `--fusions N`, the host time of each nvFuser fusion's execute (median over N calls): a
-  fusion nvFuser segments into several kernels costs its host time per segment (on an H100 host
-  a GPT-2 layer norm backward of 3 kernels took 70-137 µs against 18 µs for a 1-kernel Adam step);
+- with `--fusions N`, the host time of each nvFuser fusion's execute (median over N calls), a
+  backward fusion named as the backward's; with `--segments` too, on CUDA, each fusion's nvFuser
+  kernels (schedulers, device time) after its name. A fusion nvFuser segments into several kernels
+  costs more host time per execute (on an H200 host a GPT-2 layer-norm backward of 2 kernels took
+  57-80 µs against 19-38 µs for the step's one-kernel fusions);
 - with `--runtime N`, on CUDA, the CUDA runtime and driver calls over N calls (torch.profiler):
   a synchronization (`cudaStreamSynchronize`, `cudaMemcpy`) shows by name and count.
 
@@ -132,12 +134,19 @@ def kernel_table(call: Any, calls: int, top: int) -> str:
     return "\n".join(lines)
 
 
-def fusion_table(call: Any, device: torch.device, calls: int, top: int) -> str:
+def fusion_table(
+    call: Any, device: torch.device, calls: int, top: int, program: Any = None, kernels: bool = False
+) -> str:
     """The `top` nvFuser fusions by host time of their execute over `calls` calls (each followed by
-    a synchronization): median microseconds per execute, executes per call, name and prims."""
+    a synchronization): median microseconds per execute, executes per call, name and prims.
+
+    With `program` (the `compiler.jit` function or module behind `call`), a fusion of the backward
+    that ran is named as the backward's (forward and backward number their fusions apart); with
+    `kernels` too, each fusion that ran with nvFuser is followed by its kernels (schedulers and
+    device time, `compiler.examine.segments`, which profiles in a child process: CUDA only)."""
     from compiler.executors import nvfuser
 
-    times: dict[int, tuple[str, int, list[float]]] = {}
+    times: dict[int, tuple[Any, list[float]]] = {}
     run = nvfuser.NvFuserRunner.run
 
     def timed(runner: Any, fusion: Any, args: tuple, key: tuple) -> Any:
@@ -146,7 +155,7 @@ def fusion_table(call: Any, device: torch.device, calls: int, top: int) -> str:
             return run(runner, fusion, args, key)
         finally:
             spent = (time.perf_counter() - began) * 1e6
-            times.setdefault(id(runner), (fusion.name, len(runner.region.bsyms), []))[2].append(spent)
+            times.setdefault(id(fusion), (fusion, []))[1].append(spent)
 
     nvfuser.NvFuserRunner.run = timed
     try:
@@ -157,14 +166,43 @@ def fusion_table(call: Any, device: torch.device, calls: int, top: int) -> str:
         nvfuser.NvFuserRunner.run = run
     if not times:
         return "nvFuser fusions: none ran (no nvFuser here, or nothing fused)"
-    rows = sorted(times.values(), key=lambda row: -statistics.median(row[2]) * len(row[2]))
-    total = sum(sum(spent) for _, _, spent in rows) / calls
-    executes = sum(len(spent) for _, _, spent in rows) / calls
+    labels = _fusion_labels(program, kernels) if program is not None else {}
+    rows = sorted(times.values(), key=lambda row: -statistics.median(row[1]) * len(row[1]))
+    total = sum(sum(spent) for _, spent in rows) / calls
+    executes = sum(len(spent) for _, spent in rows) / calls
     lines = [f"nvFuser fusions: {total:.1f} us of host time per call over {executes:.0f} executes"]
     lines.append(f"{'us':>9} {'per call':>8}  fusion")
-    for name, prims, spent in rows[:top]:
-        lines.append(f"{statistics.median(spent):9.1f} {len(spent) / calls:8.1f}  {name} ({prims} prims)")
+    for fusion, spent in rows[:top]:
+        name, kernel_note = labels.get(id(fusion), (fusion.name, ""))
+        prims = len(fusion.region.bsyms)
+        lines.append(f"{statistics.median(spent):9.1f} {len(spent) / calls:8.1f}  {name} ({prims} prims){kernel_note}")
     return "\n".join(lines)
+
+
+def _fusion_labels(program: Any, kernels: bool) -> dict[int, tuple[str, str]]:
+    """id(fusion) -> (its name, "backward " before a backward fusion's; with `kernels` its nvFuser
+    kernels, "  [2 kernels: reduction+inner_outer_persistent, 64.3 us]", else "")."""
+    import compiler
+    from compiler import examine
+    from compiler.executors.nvfuser import region_fusions
+
+    labels: dict[int, tuple[str, str]] = {}
+    parts = [(False, compiler.last_traces(program))]
+    if compiler.last_backward_traces(program, ran=True):
+        parts.append((True, compiler.last_backward_traces(program, ran=True)))
+    for backward, traces in parts:
+        fusions = list(region_fusions(traces[-1]))
+        ran = [f.name for f in fusions if f.last_definition is not None and f.fallback_error is None]
+        reports = {r.name: r for r in examine.segments(program, ran, backward=backward)} if kernels and ran else {}
+        for f in fusions:
+            report, note = reports.get(f.name), ""
+            if report is not None:
+                schedulers = "+".join(k.scheduler for k in sorted(report.kernels, key=lambda k: k.segment))
+                spent = sum(k.time_ms for k in report.kernels) * 1e3
+                count = len(report.kernels)
+                note = f"  [{count} kernel{'s' if count != 1 else ''}: {schedulers}, {spent:.1f} us]"
+            labels[id(f)] = (("backward " if backward else "") + f.name, note)
+    return labels
 
 
 def runtime_table(call: Any, calls: int, top: int) -> str:
@@ -201,6 +239,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backward", action="store_true", help="a training step's backward alone")
     parser.add_argument("--fusions", type=int, default=0, help="calls timed for a per-fusion host table (0: none)")
     parser.add_argument("--runtime", type=int, default=0, help="calls profiled for CUDA runtime calls (0: none)")
+    parser.add_argument(
+        "--segments", action="store_true", help="with --fusions, on CUDA: each fusion's nvFuser kernels after its name"
+    )
     args = parser.parse_intermixed_args(argv)  # flags may come between the case and its variants
 
     try:
@@ -232,7 +273,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.kernels and device.type == "cuda":
             print(kernel_table(call, args.kernels, args.top))
         if args.fusions:
-            print(fusion_table(call, device, args.fusions, args.top))
+            kernels = args.segments and device.type == "cuda"
+            print(fusion_table(call, device, args.fusions, args.top, getattr(compiled, "program", None), kernels))
         if args.runtime and device.type == "cuda":
             print(runtime_table(call, args.runtime, args.top))
 

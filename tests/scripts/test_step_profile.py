@@ -51,3 +51,28 @@ def test_an_unknown_case_is_an_error_naming_the_cases(capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "no case named 'no_such_case'" in err and "twenty_ops" in err, err
+
+
+def test_backward_fusions_are_named_as_the_backwards_and_kernels_follow(monkeypatch, fake_nvfuser):  # noqa: F811
+    from compiler import examine
+
+    def profile_all(fusions):
+        pair = [
+            examine.KernelInfo(1, "inner_outer_persistent", 0.04, 1.0, "k1", ""),
+            examine.KernelInfo(0, "reduction", 0.02, 1.0, "k0", ""),
+        ]
+        return [(pair, "") for _ in fusions]
+
+    monkeypatch.setattr(examine, "_profile_all", profile_all)
+    jfn = compiler.jit(lambda x: (x * 2).sin().sum(), executors=["nvfuser", "torch"])
+    x = torch.randn(4, 8, requires_grad=True)
+    jfn(x).backward()
+
+    table = step_profile.fusion_table(lambda: jfn(x).backward(), torch.device("cpu"), 2, 10, program=jfn)
+    names = sorted(" ".join(row.split()[2:-2]) for row in table.splitlines()[2:])
+    assert names == ["backward nvFusion0", "nvFusion0"], table
+    table = step_profile.fusion_table(lambda: jfn(x).backward(), torch.device("cpu"), 2, 10, jfn, kernels=True)
+    rows = table.splitlines()[2:]
+    assert len(rows) == 2 and all(
+        row.endswith("prims)  [2 kernels: reduction+inner_outer_persistent, 60.0 us]") for row in rows
+    ), table
