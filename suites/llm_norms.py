@@ -7,6 +7,8 @@ torch.compile and hand-written kernels do); each should be one or two kernels:
   logits and the targets (the scalar loss written is negligible).
 - `rms_norm`: F.rms_norm over the hidden size with a weight, [tokens, hidden]. Bytes: read x and
   the weight, write y.
+- `layer_norm`: F.layer_norm over the hidden size with a weight and a bias, [tokens, hidden] (GPT-2's
+  and BERT's norm). Bytes: read x, the weight and the bias, write y.
 - `swiglu`: silu(gate) * up of a LLaMA MLP, [tokens, intermediate]. Bytes: read gate and up, write one.
 - `rotary`: rotary position embedding of queries, [batch, heads, seq, head_dim] with cos and sin
   of [seq, head_dim] (rotate_half convention). Bytes: read q, cos and sin, write the result.
@@ -27,6 +29,7 @@ from fusebench.cases import Case, Params, dtype_named, generator, random_tensor
 from fusebench.integrations.asv_adapter import asv_benchmarks
 
 EPS = 1e-6
+LAYER_NORM_EPS = 1e-5  # torch's default, GPT-2's
 
 
 def softmax(logits: torch.Tensor) -> torch.Tensor:
@@ -47,6 +50,11 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 def rms_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """RMS norm over the hidden size, scaled by a weight."""
     return F.rms_norm(x, (x.shape[-1],), weight, EPS)
+
+
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """Layer norm over the hidden size, scaled by a weight and shifted by a bias."""
+    return F.layer_norm(x, (x.shape[-1],), weight, bias, LAYER_NORM_EPS)
 
 
 def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
@@ -82,6 +90,14 @@ def _norm_inputs(params: Params, device: torch.device, seed: int) -> tuple:
     tokens, hidden = params["shape"]
     dtype = dtype_named(params["dtype"])
     return random_tensor((tokens, hidden), dtype, device, gen), random_tensor((hidden,), dtype, device, gen)
+
+
+def _layer_norm_inputs(params: Params, device: torch.device, seed: int) -> tuple:
+    gen = generator(seed)
+    tokens, hidden = params["shape"]
+    dtype = dtype_named(params["dtype"])
+    x, weight, bias = (random_tensor(shape, dtype, device, gen) for shape in ((tokens, hidden), (hidden,), (hidden,)))
+    return x, weight, bias
 
 
 def _two(params: Params, device: torch.device, seed: int) -> tuple:
@@ -161,6 +177,15 @@ CASES = [
         (4096, 4096),
         (64, 256),
         "RMS norm over the hidden size with a weight",
+    ),
+    _case(
+        "layer_norm",
+        layer_norm,
+        _layer_norm_inputs,
+        lambda p: (2 * _elements(p) + 2 * p["shape"][1]) * _size(p),
+        (4096, 4096),
+        (64, 256),
+        "layer norm over the hidden size with a weight and a bias",
     ),
     _case(
         "swiglu",

@@ -80,6 +80,7 @@ def test_llm_norms_read_their_inputs_and_write_their_outputs_once() -> None:
     assert case(llm_norms, "softmax").bytes_moved({"shape": (2, 8), **bf16}) == 2 * 16 * 2
     assert case(llm_norms, "cross_entropy").bytes_moved({"shape": (2, 8), **bf16}) == 16 * 2 + 2 * 8
     assert case(llm_norms, "rms_norm").bytes_moved({"shape": (2, 8), **bf16}) == (2 * 16 + 8) * 2
+    assert case(llm_norms, "layer_norm").bytes_moved({"shape": (2, 8), **bf16}) == (2 * 16 + 2 * 8) * 2
     assert case(llm_norms, "swiglu").bytes_moved({"shape": (2, 8), **bf16}) == 3 * 16 * 2
     # q read and written (1 x 2 x 3 x 4 = 24 elements), cos and sin of [3, 4]
     assert case(llm_norms, "rotary").bytes_moved({"shape": (1, 2, 3, 4), **bf16}) == (2 * 24 + 2 * 12) * 2
