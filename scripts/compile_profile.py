@@ -108,8 +108,9 @@ def _timed_steps() -> list[tuple[Any, str, str]]:
         (pipeline, "check_writebacks", "check_writebacks"),
         (pipeline, "compile_trace", "codegen"),
         (pipeline, "compile_prologue", "prologue codegen"),
-        (pipeline._FullBackward, "compiled", "backward compile (every cotangent)"),
-        (pipeline, "_partial_backward", "backward compile (cotangents present)"),
+        (pipeline, "_compile_backward", "backward compile"),
+        (pipeline._FullBackward, "traces", "backward passes (every cotangent)"),
+        (pipeline, "_partial_backward", "backward passes (cotangents present)"),
         (nvfuser_module.NvFuserRunner, "definition", "nvFuser definitions"),
     ]
 
@@ -217,7 +218,7 @@ def measure(call: Callable, jitted: Any, device: torch.device, profile: int) -> 
     for path, seconds in timers.seconds.items():
         rows.append(("  " * (len(path) - 1) + path[-1], seconds))
     # NOTE: these top-level steps run outside the jit miss (at the first run or the first backward).
-    later = {"nvFuser definitions", "backward compile (every cotangent)", "backward compile (cotangents present)"}
+    later = {"nvFuser definitions", "backward compile"}
     inside = sum(seconds for path, seconds in timers.seconds.items() if len(path) == 1 and path[0] not in later)
     outside = sum(seconds for path, seconds in timers.seconds.items() if len(path) == 1 and path[0] in later)
     rows.append(("other compile steps", max(compile_seconds - inside, 0.0)))

@@ -135,11 +135,6 @@ def _compile_autograd(
     full_backward = _FullBackward(options, split.backward)
     forward = compile_trace(traces[-1], options.executors)
 
-    def compile_backward(present: tuple[bool, ...]) -> tuple[Callable, list[Trace]]:
-        traces = full_backward.traces() if all(present) else _partial_backward(options, full, split, present)
-        backward = compile_trace(traces[-1], options.executors)
-        return (GraphedComputation(backward, static_tail=sum(present)) if options.cuda_graphs else backward), traces
-
     runner = CompiledAutograd(
         getattr(fn, "__qualname__", repr(fn)),
         (
@@ -147,7 +142,7 @@ def _compile_autograd(
             if options.cuda_graphs
             else forward
         ),
-        compile_backward,
+        lambda present: _compile_backward(options, full, split, full_backward, present),
         pure.output,
         forward_outputs,
         split.differentiable,
@@ -182,6 +177,16 @@ class _FullBackward:
                 traces.append(run_pass(traces[-1]))
             self._traces = traces
         return self._traces
+
+
+def _compile_backward(
+    options: Options, full: Joint, split: Split, full_backward: _FullBackward, present: tuple[bool, ...]
+) -> tuple[Callable, list[Trace]]:
+    """The backward for the cotangents flagged present (one flag per output that takes one),
+    compiled, and its traces after its construction and after each pass."""
+    traces = full_backward.traces() if all(present) else _partial_backward(options, full, split, present)
+    backward = compile_trace(traces[-1], options.executors)
+    return (GraphedComputation(backward, static_tail=sum(present)) if options.cuda_graphs else backward), traces
 
 
 def _partial_backward(options: Options, full: Joint, split: Split, present: tuple[bool, ...]) -> list[Trace]:

@@ -53,6 +53,7 @@ def test_suite_and_pattern_selection() -> None:
         "llm_norms.log_softmax(shape=(64, 512), dtype=bfloat16)",
         "llm_norms.cross_entropy(shape=(64, 512), dtype=bfloat16)",
         "llm_norms.rms_norm(shape=(64, 256), dtype=bfloat16)",
+        "llm_norms.layer_norm(shape=(64, 256), dtype=bfloat16)",
         "llm_norms.swiglu(shape=(64, 344), dtype=bfloat16)",
         "llm_norms.rotary(shape=(1, 4, 64, 32), dtype=bfloat16)",
         "training_steps.mlp_block(shape=(256, 64), dtype=bfloat16)",
