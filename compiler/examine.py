@@ -225,6 +225,11 @@ class SegmentReport:
     scheduled_ir: str = field(default="", repr=False)
 
     @property
+    def schedulers(self) -> list[str]:
+        """The scheduler of each kernel, in segment order."""
+        return [k.scheduler for k in sorted(self.kernels, key=lambda k: k.segment)]
+
+    @property
     def multi_kernel(self) -> bool:
         """True when nvFuser needed more than one kernel."""
         return len(self.kernels) > 1
@@ -335,9 +340,9 @@ def segments(jfn: JittedFunction, names: Iterable[str] | None = None, *, backwar
     profiles = dict(zip(unique, _profile_all(list(unique.values()))))
     for f, key in zip(chosen, keys):
         kernels, ir = profiles[key]
-        schedulers = [k.scheduler for k in sorted(kernels, key=lambda k: k.segment)]
-        by_segment = ops_by_scheduler(f.region, schedulers)
-        result.append(SegmentReport(f.name, kernels, by_segment, segmentation_hint(f.region), ir))
+        report = SegmentReport(f.name, kernels, {}, segmentation_hint(f.region), ir)
+        report.ops_by_segment = ops_by_scheduler(f.region, report.schedulers)
+        result.append(report)
     return result
 
 

@@ -188,8 +188,8 @@ def _fusion_labels(program: Any, kernels: bool) -> dict[int, tuple[str, str]]:
 
     labels: dict[int, tuple[str, str]] = {}
     parts = [(False, compiler.last_traces(program))]
-    if compiler.last_backward_traces(program, ran=True):
-        parts.append((True, compiler.last_backward_traces(program, ran=True)))
+    if backward_traces := compiler.last_backward_traces(program, ran=True):
+        parts.append((True, backward_traces))
     for backward, traces in parts:
         fusions = list(region_fusions(traces[-1]))
         ran = [f.name for f in fusions if f.last_definition is not None and f.fallback_error is None]
@@ -197,7 +197,7 @@ def _fusion_labels(program: Any, kernels: bool) -> dict[int, tuple[str, str]]:
         for f in fusions:
             report, note = reports.get(f.name), ""
             if report is not None:
-                schedulers = "+".join(k.scheduler for k in sorted(report.kernels, key=lambda k: k.segment))
+                schedulers = "+".join(report.schedulers)
                 spent = sum(k.time_ms for k in report.kernels) * 1e3
                 count = len(report.kernels)
                 note = f"  [{count} kernel{'s' if count != 1 else ''}: {schedulers}, {spent:.1f} us]"

@@ -93,8 +93,7 @@ def _program(
         report = examine.segments(program, backward=backward)
         files[f"{part}segments.txt"] = str(report) + "\n"
         for segment in report:
-            schedulers = [k.scheduler for k in sorted(segment.kernels, key=lambda k: k.segment)]
-            fusions.setdefault(segment.name, {})["schedulers"] = schedulers
+            fusions.setdefault(segment.name, {})["schedulers"] = segment.schedulers
 
     attempt(f"{part}trace", trace)
     attempt(f"{part}fusions", listed)
