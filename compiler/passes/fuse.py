@@ -218,6 +218,7 @@ class _Partitioner:
                     reason = (Reason.CYCLE, g.refused[root][0])
             else:
                 left = self.peel_views(g, root)
+                left = self.peel_input_reshapes(g, left) if left is not None else None
                 left = self.drop_foreign_writebacks(g, left) if left is not None else None
                 if left is not None:  # else the group was only a write-back of another region's value
                     keep.add(left)
@@ -337,6 +338,30 @@ class _Partitioner:
                 changed = True
                 inside.discard(i)
                 defined.difference_update(id(p) for p in bsym.outputs)
+        return left
+
+    def peel_input_reshapes(self, g: Groups, root: int) -> int | None:
+        """Leaves to torch the reshapes of a region's inputs (GPT-2's [b, s, vocab] logits read as
+        [b * s, vocab] by the cross entropy): as torch a view of the tensor a matmul or another
+        op wrote, where nvFuser splits a reduction over a reshaped input into more kernels.
+
+        Only a reshape of a trace input or of a value a non-view op computed: the result of a
+        permute or slice could be strided, and torch would copy it. Views of a buffer written
+        back stay (as torch they would see the new values). Returns the root of what is left.
+        """
+        left: int | None = root
+        for i in sorted(g.members[root]):
+            bsym = self.bsyms[i]
+            if bsym.sym is not Prim.RESHAPE or left is None:
+                continue
+            source = bsym.args[0]
+            producer = self.producer.get(id(source))
+            if producer is not None and (g.find(producer) == left or self.bsyms[producer].sym in VIEWS):
+                continue
+            if self.memory.get(id(source), source).name in self.written:
+                continue
+            left = g.detach(i)
+            self.reasons[i] = (Reason.LEFT_TO_TORCH, f"a reshape of the region's input {source.name}: torch makes it")
         return left
 
     def emit(self, g: Groups, edges: list[set[int]], keep: set[int]) -> Partition:

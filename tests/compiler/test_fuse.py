@@ -148,6 +148,30 @@ def test_views_that_would_write_more_or_copy_stay_in_the_region():
     assert sorted(map(sorted, region_ops(result))) == [["cos", "mul", "permute", "reshape", "sin", "slice"]]
 
 
+def test_reshapes_of_region_inputs_are_left_to_torch():
+    # GPT-2's loss reads [b, s, vocab] logits (a matmul's output) as [b * s, vocab], and [b, s]
+    # targets as [b * s]: as torch both are views, in the region nvFuser adds kernels for them.
+    def program(x, w, targets):
+        logits = prims.reshape(prims.linear(x, w, None), [8, 6])
+        picked = prims.take_along_dim(logits, prims.reshape(targets, [8, 1]), 1)
+        return prims.sub(prims.amax(logits, (1,)), prims.squeeze(picked, [1]))
+
+    trace = prim_trace(program, ((2, 4, 3), torch.float32), ((6, 3), torch.float32), ((2, 4), torch.int64))
+    result, part = fused(trace)
+    assert outside(result) == ["linear", "reshape", "reshape"]
+    assert [d.reason for d in part.decisions if d.bsym.sym is Prim.RESHAPE] == [Reason.LEFT_TO_TORCH] * 2
+    args = (torch.randn(2, 4, 3), torch.randn(6, 3), torch.randint(0, 6, (2, 4)))
+    torch.testing.assert_close(eval_trace(result, *args), eval_trace(trace, *args))
+
+
+def test_a_reshape_of_a_value_the_region_computes_stays():
+    def program(a):
+        return prims.amax(prims.reshape(prims.exp(a), [2, 16]), (1,))
+
+    result, part = fused(prim_trace(program, F32))
+    assert region_ops(result) == [["exp", "reshape", "amax"]] and Prim.RESHAPE not in reasons(part)
+
+
 def test_a_view_of_a_buffer_written_back_stays_in_the_region():
     def program(a):
         view = prims.reshape(a, [32])
