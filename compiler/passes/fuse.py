@@ -20,6 +20,8 @@ it and say why an op was left out):
    into 32 kernels anyway). Sharing a scalar (a symbolic step number) is no reason to merge.
 4. Groups made only of shape ops, and groups with fewer compute ops than `min_region_size`, go
    back to torch; the fuel knob keeps only the first N regions (to bisect a bad fusion).
+5. Views torch makes for free leave each region: those only its outputs need (`peel_views`) and
+   reshapes of its inputs (`peel_input_reshapes`).
 
 NOTE: number prims (scalar arithmetic such as split bounds `d0 + d1`) are never fused: they run
 in Python on the host and reach a fusion as symbolic scalar inputs, so one fusion definition
