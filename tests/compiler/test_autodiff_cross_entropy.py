@@ -177,3 +177,25 @@ def test_cross_entropy_is_one_fusion_forward_and_one_backward(fake_nvfuser):  # 
     assert Prim.STOP_GRADIENT not in prims_in(forward) and Prim.EQ not in [b.sym for b in region.bsyms]
     assert [b.sym for b in backward_fusion.region.bsyms if b.sym in REDUCTIONS] == []
     assert [tuple(p.shape) for p in backward_fusion.region.outputs] == [(64, 300)]
+
+
+def gpt2_loss(x, t):
+    return F.cross_entropy(x.view(-1, x.size(-1)), t.view(-1), ignore_index=-1)
+
+
+def test_gpt2s_loss_reads_its_reshaped_logits_from_torch(fake_nvfuser):  # noqa: F811
+    # inside the fusion, the reshapes of the [b, s, vocab] logits and [b, s] targets made nvFuser
+    # split the loss into 4 kernels on an H200 (2 as a 2-D caller's); torch makes them as views
+    for seed in SEEDS:
+        x = logits(64, 300, dtype=torch.bfloat16, seed=seed, scale=4.0).view(2, 32, 300)
+        t = targets(64, 300, seed).view(2, 32)
+        t[t == -100] = -1
+        jfn = compiler.jit(gpt2_loss, executors=["nvfuser", "torch"], fallback=False)
+        check_gradients(gpt2_loss, [x, t], [True, False], jfn=jfn, seed=seed)
+        forward, backward = compiler.last_traces(jfn)[-1], backward_of(jfn)
+        outside = [b.sym for b in forward.bsyms if not getattr(b.sym, "executor", None)]
+        assert outside == [Prim.RESHAPE, Prim.RESHAPE]
+        (fusion,) = region_fusions(forward)
+        assert Prim.RESHAPE not in [b.sym for b in fusion.region.bsyms]
+        assert sorted(tuple(p.shape) for p in fusion.region.inputs) == [(64,), (64, 300)]
+        assert len(region_fusions(backward)) == 1
