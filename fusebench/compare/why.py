@@ -24,6 +24,7 @@ from fusebench.history.artifacts import read_record
 
 COMPILE_RATIO, COMPILE_FLOOR_S = 1.25, 0.05
 BACKWARD = "backward/"  # the record's folder of a training step's backward program
+_PROVENANCE = re.compile(r"^# Constructed by .*\n", re.MULTILINE)
 
 
 @dataclass
@@ -85,7 +86,7 @@ def explain(files_a: dict[str, str], files_b: dict[str, str], verdict: str = "")
         for name in sorted(set(files_a) | set(files_b))
         if (both or not name.startswith(BACKWARD))
         and (name.removeprefix(BACKWARD) == "trace.py" or name.removeprefix(BACKWARD).startswith("fusions/"))
-        if (diff := unified_diff(files_a.get(name, ""), files_b.get(name, ""), name))
+        if (diff := unified_diff(_program_text(files_a.get(name, "")), _program_text(files_b.get(name, "")), name))
     }
     if not parts:
         parts.append(_unchanged(diffs, verdict))
@@ -101,20 +102,32 @@ def unified_diff(before: str, after: str, name: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
+def _program_text(text: str) -> str:
+    """A recorded trace or definition without its provenance line (the pass that built the trace
+    last): a pass renamed or reordered is not a different program."""
+    return _PROVENANCE.sub("", text)
+
+
 def _unchanged(diffs: dict[str, str], verdict: str) -> str:
-    """The reason when no count changed: the trace and fusion definitions are the same, or how they differ."""
+    """The reason when no count changed: the trace and fusion definitions are the same, or how they
+    differ (the traces' changed lines, and which fusion definitions changed)."""
     trend = f", {verdict}" if verdict in ("slower", "faster") else ""
     if not diffs:
         return f"trace unchanged: same kernels{trend}"
+    notes = []
     traces = [name for name in ("trace.py", BACKWARD + "trace.py") if name in diffs]
     if traces:
         added, removed = (sum(counts) for counts in zip(*(_line_counts(diffs[name]) for name in traces)))
         which = "forward and backward traces" if len(traces) == 2 else f"{_part_label(traces[0])}trace"
-        return f"{which} changed (+{added} -{removed} lines), same fusion and kernel counts{trend}"
-    names = ", ".join(
-        _part_label(name) + name.removeprefix(BACKWARD).removeprefix("fusions/").removesuffix(".py") for name in diffs
-    )
-    return f"fusion definition changed: {names}{trend}"
+        notes.append(f"{which} changed (+{added} -{removed} lines)")
+    definitions = [name for name in diffs if name not in traces]
+    if definitions:
+        names = ", ".join(
+            _part_label(name) + name.removeprefix(BACKWARD).removeprefix("fusions/").removesuffix(".py")
+            for name in definitions
+        )
+        notes.append(f"fusion definition changed: {names}")
+    return ", ".join(notes) + (", same fusion and kernel counts" if traces else "") + trend
 
 
 def _part_label(name: str) -> str:

@@ -199,3 +199,33 @@ def test_a_training_step_records_the_backward_it_ran() -> None:
     (ran,) = compiler.examine.fusions(program, backward=True)
     assert ran.name == name and ran.calls == 1
     assert "def backward(" in files["backward/trace.py"] and "took" not in files["backward/trace.py"]
+
+
+def _forward_files(trace: str, definition: str) -> dict:
+    record = {
+        "fusions": {"nvFusion0": {"ops": ["t1 = prims.mul(q, t0)"], "schedulers": ["pointwise"]}},
+        "measurement": {"fusions_per_call": 1, "kernels_per_call": 1},
+    }
+    return {"record.json.txt": json.dumps(record), "trace.py": trace, "fusions/nvFusion0.py": definition}
+
+
+def test_a_changed_definition_is_named_and_the_traces_provenance_line_is_not_a_change() -> None:
+    # the rotary regression of session 41: the same trace, built last by a renamed pass, and one
+    # broadcast's shape written differently in the fusion definition
+    trace = "def computation(q, cos):\n  t1, = nvFusion0(q, cos)\n  return t1\n"
+    fixed = "    t0 = fd.ops.broadcast_in_dim(cos, shape=[2, 4, 16, 8], broadcast_dims=[2, 3])\n"
+    read = "    t0 = fd.ops.broadcast_in_dim(cos, shape=[fd.ops.size(q, dim=0), 4, 16, 8], broadcast_dims=[2, 3])\n"
+    a = _forward_files("# Constructed by update_in_place\n" + trace, fixed)
+    b = _forward_files("# Constructed by update_fresh\n" + trace, read)
+    explanation = explain(a, b, "slower")
+    assert explanation is not None
+    assert explanation.reason == "fusion definition changed: nvFusion0, slower", explanation.reason
+    assert set(explanation.diffs) == {"fusions/nvFusion0.py"}
+    both = explain(a, _forward_files(trace.replace("t1", "t2"), read), "slower")
+    assert both is not None
+    assert both.reason == (
+        "trace changed (+2 -2 lines), fusion definition changed: nvFusion0, same fusion and kernel counts, slower"
+    ), both.reason
+    assert (
+        explain(a, _forward_files("# Constructed by fuse\n" + trace, fixed)).reason == "trace unchanged: same kernels"
+    )
