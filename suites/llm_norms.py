@@ -19,6 +19,7 @@ Full sizes are LLaMA-7B's (4096 tokens, vocab 32000, hidden 4096, intermediate 1
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -85,19 +86,13 @@ def _logits_and_targets(params: Params, device: torch.device, seed: int) -> tupl
     return logits, targets
 
 
-def _norm_inputs(params: Params, device: torch.device, seed: int) -> tuple:
+def _norm_inputs(params: Params, device: torch.device, seed: int, vectors: int = 1) -> tuple:
+    """x of [tokens, hidden], then `vectors` tensors of [hidden] (a weight; a weight and a bias)."""
     gen = generator(seed)
     tokens, hidden = params["shape"]
     dtype = dtype_named(params["dtype"])
-    return random_tensor((tokens, hidden), dtype, device, gen), random_tensor((hidden,), dtype, device, gen)
-
-
-def _layer_norm_inputs(params: Params, device: torch.device, seed: int) -> tuple:
-    gen = generator(seed)
-    tokens, hidden = params["shape"]
-    dtype = dtype_named(params["dtype"])
-    x, weight, bias = (random_tensor(shape, dtype, device, gen) for shape in ((tokens, hidden), (hidden,), (hidden,)))
-    return x, weight, bias
+    x = random_tensor((tokens, hidden), dtype, device, gen)
+    return x, *(random_tensor((hidden,), dtype, device, gen) for _ in range(vectors))
 
 
 def _two(params: Params, device: torch.device, seed: int) -> tuple:
@@ -181,7 +176,7 @@ CASES = [
     _case(
         "layer_norm",
         layer_norm,
-        _layer_norm_inputs,
+        functools.partial(_norm_inputs, vectors=2),
         lambda p: (2 * _elements(p) + 2 * p["shape"][1]) * _size(p),
         (4096, 4096),
         (64, 256),

@@ -303,6 +303,10 @@ class _Partitioner:
                 self.reasons[i] = (Reason.CYCLE, f"{bsym.args[0].name} is computed in another region")
         return left
 
+    def views_written_buffer(self, p: Proxy) -> bool:
+        """Whether `p` is (a view of) a buffer the trace writes back: torch's view of it would see the new values."""
+        return self.memory.get(id(p), p).name in self.written
+
     def peel_views(self, g: Groups, root: int) -> int | None:
         """Leaves to torch the views that only make a region's outputs (a reshape or permute of a
         value for a matmul to read): in a fusion each is one more tensor written, as torch a view.
@@ -332,7 +336,7 @@ class _Partitioner:
                 if (
                     (bsym.sym is Prim.RESHAPE and producer is not None and self.bsyms[producer].sym is Prim.PERMUTE)
                     or (bsym.sym in _RESIZING and id(source) in defined and not returned_anyway)
-                    or self.memory.get(id(source), source).name in self.written
+                    or self.views_written_buffer(source)
                 ):
                     continue
                 left = g.detach(i)
@@ -360,7 +364,7 @@ class _Partitioner:
             producer = self.producer.get(id(source))
             if producer is not None and (g.find(producer) == left or self.bsyms[producer].sym in VIEWS):
                 continue
-            if self.memory.get(id(source), source).name in self.written:
+            if self.views_written_buffer(source):
                 continue
             left = g.detach(i)
             self.reasons[i] = (Reason.LEFT_TO_TORCH, f"a reshape of the region's input {source.name}: torch makes it")
