@@ -257,9 +257,14 @@ def _from_broadcast(region: Region, p: TensorProxy) -> bool:
 
 
 def _cat(tx: Translator, bsym: BoundSymbol) -> None:
+    """A cat of bf16/fp16 pieces of which any is held in fp32 is done in fp32, the others cast up.
+
+    Rotary's `cat((-q[..., h:], q[..., :h]))` negates in fp32: rounding that piece to bf16 just to
+    cat it cost nvFuser's resize kernel 44.2 against 37.0 us (H200, [4, 32, 2048, 128] bf16).
+    """
     tensors, dim = bsym.args
-    in_f32 = all(tx.held_f32(t) for t in tensors)
-    items = [tx.f32[t.name] if in_f32 else tx.tensor(t) for t in tensors]
+    in_f32 = bsym.output.dtype in LOW_PRECISION and any(tx.held_f32(t) for t in tensors)
+    items = [tx.compute(t, torch.float32) if in_f32 else tx.tensor(t) for t in tensors]
     tx.define(
         bsym.output, f"fd.ops.cat([{', '.join(items)}], dim={dim})", torch.float32 if in_f32 else bsym.output.dtype
     )

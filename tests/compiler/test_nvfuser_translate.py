@@ -225,3 +225,17 @@ def test_a_static_broadcast_next_to_a_cat_is_written_with_the_traces_numbers():
         "fd.ops.broadcast_in_dim(cos, shape=[fd.ops.size(q, dim=0), fd.ops.size(q, dim=1), fd.ops.size(cos, dim=0)"
         in symbolic
     )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_cat_of_a_piece_held_in_fp32_is_done_in_fp32(seed):
+    # rotary's negated half stays fp32 into the cat (nvFuser's kernel 37.0 against 44.2 us, H200)
+    gen = torch.Generator().manual_seed(seed)
+    q, cos, sin = (torch.randn(*s, generator=gen).to(torch.bfloat16) for s in ((2, 4, 16, 8), (16, 8), (16, 8)))
+    source = source_of(rotary, q, cos, sin)
+    assert "fd.ops.cat([t7, t9_f32], dim=3)" in source, source
+    assert "DataType.BFloat16)" not in source.replace("t19 = fd.ops.cast(t18, dtype=DataType.BFloat16)", ""), source
+    jfn = compiler.jit(rotary, executors=["nvfuser"], fusion={"runner": "torch"})
+    torch.testing.assert_close(jfn(q, cos, sin), rotary(q, cos, sin))
+    moved = source_of(lambda a, b: torch.cat((a[:, :2], b), dim=1).exp(), q, q)  # no piece in fp32: cat in bf16
+    assert "fd.ops.cat([t0, b], dim=1)" in moved, moved
