@@ -329,23 +329,55 @@ def segmentation_hint(region: Region) -> str | None:
 
 
 def ops_by_scheduler(region: Region, schedulers: Sequence[str]) -> dict[int, list[str]]:
-    """Inferred placement of the region's prims in segments (exact for one kernel).
+    """Inferred placement of the region's prims in nvFuser's segments (exact for one kernel).
 
-    For several kernels: reductions and the prims only they consume go to the first segment
-    whose scheduler mentions "reduction"; the rest to the first other segment.
+    For several kernels, from the schedulers' names: a reduction whose result is broadcast back
+    over its own input (a softmax's max, a norm's mean), and every reduction over that input and
+    those dims, goes to the first persistent segment; the other reductions (a cross entropy's
+    mean over rows, a bias gradient) to the first `reduction` segment, either kind standing in for
+    the other. Any other prim goes to the latest segment among those that computed its inputs,
+    else (it reads only region inputs) to the earliest among its readers', else to the first
+    segment of neither kind.
     """
-    lines = [str(b).splitlines()[0].split("  #")[0] for b in region.bsyms]
+    bsyms = region.bsyms
+    lines = [str(b).splitlines()[0].split("  #")[0] for b in bsyms]
     if len(schedulers) <= 1:
         return {0: lines}
-    reduction_seg = next((i for i, s in enumerate(schedulers) if "reduction" in s.lower()), None)
-    other_seg = next((i for i, s in enumerate(schedulers) if i != reduction_seg), 0)
-    feeding: set[int] = set()
-    for b in reversed(region.bsyms):
-        consumers = [c for c in region.bsyms if any(p is q for q in c.inputs for p in b.outputs)]
-        if b.sym in REDUCTIONS or (consumers and all(id(c) in feeding for c in consumers)):
-            feeding.add(id(b))
+    kinds = [s.lower() for s in schedulers]
+    persistent = next((i for i, k in enumerate(kinds) if "persistent" in k), None)
+    reduction = next((i for i, k in enumerate(kinds) if "reduction" in k and "persistent" not in k), None)
+    other = next((i for i, k in enumerate(kinds) if i not in (persistent, reduction)), 0)
+    producer = {id(p): i for i, b in enumerate(bsyms) for p in b.outputs}
+    readers: list[list[int]] = [[] for _ in bsyms]
+    for j, b in enumerate(bsyms):
+        for i in {producer[id(p)] for p in b.inputs if id(p) in producer}:
+            readers[i].append(j)
+
+    def over(b: Any) -> tuple:
+        dims = b.args[1]
+        return tuple(b.args[0].shape), tuple(dims) if isinstance(dims, (list, tuple)) else (dims,)
+
+    normalizing = {
+        over(b)
+        for i, b in enumerate(bsyms)
+        if b.sym in REDUCTIONS
+        and any(
+            bsyms[j].sym is Prim.BROADCAST_IN_DIM and tuple(bsyms[j].output.shape) == tuple(b.args[0].shape)
+            for j in readers[i]
+        )
+    }
+    segment: list[int | None] = []
+    for b in bsyms:
+        if b.sym in REDUCTIONS:
+            first, second = (persistent, reduction) if over(b) in normalizing else (reduction, persistent)
+            segment.append(first if first is not None else second if second is not None else other)
+        else:
+            made = [segment[producer[id(p)]] for p in b.inputs if id(p) in producer]
+            segment.append(max((s for s in made if s is not None), default=None))
+    for i in reversed(range(len(bsyms))):
+        if segment[i] is None:
+            segment[i] = min((segment[j] for j in readers[i] if segment[j] is not None), default=other)
     placed: dict[int, list[str]] = {}
-    for b, line in zip(region.bsyms, lines):
-        seg = reduction_seg if reduction_seg is not None and id(b) in feeding else other_seg
+    for seg, line in zip(segment, lines):
         placed.setdefault(seg, []).append(line)
     return placed

@@ -141,6 +141,21 @@ def test_segmentation_hint_and_op_placement_for_a_reduction_next_to_pointwise_ma
     assert ops_by_scheduler(region, ["pointwise"]) == {0: [str(b).split("  #")[0] for b in region.bsyms]}
 
 
+def test_op_placement_puts_a_softmax_reduction_in_the_persistent_kernel_and_a_mean_in_the_reduction():
+    # nvFuser's 2 kernels for a cross entropy (H100): inner_persistent 110.0 us, reduction 7.9 us;
+    # before, the rows' max, sum of exps and target logit were all placed in the `reduction` one
+    logits, targets = torch.randn(8, 32), torch.randint(0, 32, (8,))
+    jfn = jit_torch_regions(lambda x, t: torch.nn.functional.cross_entropy(x, t))
+    jfn(logits, targets)
+    region = region_fusions(compiler.last_traces(jfn)[-1])[0].region
+    placed = ops_by_scheduler(region, ["inner_persistent", "reduction"])
+    prims_in = {seg: [line.split(" = ")[1].split("(")[0] for line in lines] for seg, lines in placed.items()}
+    assert {"prims.amax", "prims.exp", "prims.log", "prims.take_along_dim"} <= set(prims_in[0]), placed
+    assert prims_in[0].count("prims.sum") == 1, placed  # the sum of exps: same rows as the max
+    assert prims_in[1] == ["prims.convert_element_type", "prims.sum", "prims.sum", "prims.div"], placed
+    assert sum(map(len, placed.values())) == len(region.bsyms)
+
+
 def test_segments_explains_it_needs_nvfuser():
     jfn = jit_torch_regions(lambda a: a.sin().exp())
     jfn(torch.randn(4))
