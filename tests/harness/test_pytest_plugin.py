@@ -28,8 +28,11 @@ EXTRA_INFO = {"bandwidth_gbs", "peak_fraction", "compile_seconds", "recompilatio
 
 
 def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    # NOTE: without the PYTEST_XDIST_* variables of an xdist worker running this test, which make
+    # pytest-benchmark disable itself in the inner run
+    inherited = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_XDIST")}
     env = {
-        **os.environ,
+        **inherited,
         "PYTHONPATH": str(ROOT),
         "FUSEBENCH_CACHE_DIR": str(tmp_path / "cache"),
         "PYTEST_ADDOPTS": "",
