@@ -34,6 +34,7 @@ import torch
 from compiler.core.errors import check
 from compiler.core.gather import picker, stride
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
+from compiler.core.tensor_checks import TensorChecks
 from compiler.executors.codegen import compile_trace
 from compiler.executors.nvfuser_aliasing import copied_write_backs, shares_memory, written_inputs
 from compiler.executors.nvfuser_batch import BatchedFusion
@@ -178,6 +179,8 @@ class NvFuserRunner:
     def __init__(self, region: Region) -> None:
         self.region = region
         self.by_key: dict[tuple, _Definition] = {}
+        self._hot_key: tuple | None = None  # the last call's key (NvFusion passes the same tuple again)
+        self._hot_entry: _Definition | None = None
         self.by_descriptor: dict[tuple, _Definition] = {}
         self.written_idx = [i for i, p in enumerate(region.inputs) if p.name in region.written]
         self.iteration = iteration_inputs(region)
@@ -216,7 +219,7 @@ class NvFuserRunner:
         return entry
 
     def run(self, fusion: NvFusion, args: tuple, key: tuple) -> Any:
-        entry = self.by_key.get(key)
+        entry = self._hot_entry if key is self._hot_key else self.by_key.get(key)
         compiles = False
         if entry is None:
             entry = self.definition(fusion, args, key)
@@ -226,6 +229,7 @@ class NvFuserRunner:
         if compiles is None:  # edge sizes met for the first time: torch runs this call (nvfuser_edge_sizes.py)
             fusion.executor.stats.deferred += 1
             return fusion.torch_runner().fn(*args)
+        self._hot_key, self._hot_entry = key, entry
         fd, copies = entry.fd, entry.copies
         fusion.last_definition = fd
         taken = entry.taken_from(args)
@@ -234,7 +238,7 @@ class NvFuserRunner:
             for i, value in zip(copies, outputs[len(outputs) - len(copies) :]):
                 args[i].copy_(value)
             outputs = outputs[: len(outputs) - len(copies)]
-        if self.written_idx:
+        if self.written_idx and outputs:
             buffers = [args[i] for i in self.written_idx]
             outputs = [o.clone() if shares_memory(o, buffers) else o for o in outputs]
         return outputs
@@ -285,6 +289,8 @@ class InputRecord:
 class NvFusion:
     """The callable behind an `nvFusionN` bound symbol: runs its region, records its last inputs."""
 
+    LAYOUT_CHANGES = 2  # layouts learned after the first, before `_same_layout` stops learning
+
     def __init__(self, region: Region, executor: NvFuserExecutor) -> None:
         self.region = region
         self.name = region.name
@@ -294,6 +300,10 @@ class NvFusion:
         self._sized_idx = [i for i in self._tensor_idx if any(isinstance(s, NumberProxy) for s in inputs[i].shape)]
         self._tensors = picker(self._tensor_idx)
         self._scalar_idx = [i for i, p in enumerate(inputs) if not isinstance(p, TensorProxy)]
+        # NOTE: a call whose tensors have the last call's type, dtype, device, sizes and strides
+        # (one C++ check) reuses its key: reading 4 tensors' strides from Python costs ~3x as much
+        self._same_layout = TensorChecks()
+        self._layout_changes = 0
         self.runner: TorchRunner | NvFuserRunner = (
             NvFuserRunner(region) if executor.options.runner == "nvfuser" else TorchRunner(region)
         )
@@ -305,12 +315,8 @@ class NvFusion:
         self.calls = 0
 
     def __call__(self, *args: Any) -> Any:
-        key = tuple(map(stride, self._tensors(args)))
-        if self._sized_idx:
-            key += tuple([args[i].shape for i in self._sized_idx])
-        if key != self.last_key:
-            self.last_key = key
-            self.last_inputs = self._records(args)
+        tensors = self._tensors(args)
+        key = self.last_key if self._same_layout.check(*tensors) else self._layout_key(args, tensors)
         if self._scalar_idx:
             for i in self._scalar_idx:
                 record = self.last_inputs[i]
@@ -325,6 +331,24 @@ class NvFusion:
             if not self.executor.fallback:
                 raise
             return self._fall_back(error, args)
+
+    def _layout_key(self, args: tuple, tensors: tuple) -> tuple:
+        """The definition key of a call whose tensors are not laid out as the last call's (or
+        before `_same_layout` has learned them): their strides, plus their shapes where the region
+        has symbolic sizes. Learns the new layout, up to `LAYOUT_CHANGES` times: a region whose
+        layout or sizes keep changing (symbolic sizes met anew every call) keeps this path."""
+        key = tuple(map(stride, tensors))
+        if self._sized_idx:
+            key += tuple([args[i].shape for i in self._sized_idx])
+        if key != self.last_key:
+            self.last_key = key
+            self.last_inputs = self._records(args)
+        if self._layout_changes < self.LAYOUT_CHANGES:
+            self._layout_changes += self._same_layout.learned
+            self._same_layout = TensorChecks(exact_strides=[True] * len(tensors))
+            if self._layout_changes < self.LAYOUT_CHANGES:
+                self._same_layout.learn(*tensors)
+        return key
 
     def torch_runner(self) -> TorchRunner:
         """The torch implementation of this region (compiled on first need)."""

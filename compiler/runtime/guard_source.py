@@ -23,7 +23,6 @@ same way: the C++ check compares that tensor's strides, and its line does too.
 from __future__ import annotations
 
 import functools
-import itertools
 import operator
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +34,7 @@ import torch
 from compiler.core.errors import GuardFailure
 from compiler.core.gather import data_ptr
 from compiler.core.ir import BoundSymbol, Proxy, Trace
+from compiler.core.tensor_checks import TensorChecks
 from compiler.executors import TORCH
 from compiler.executors.codegen import Globals, compile_trace, target_source
 from compiler.executors.torch import check_aliasing
@@ -83,49 +83,6 @@ def _check_tensor(bsym: BoundSymbol, g: Globals, strides: tuple | None = None) -
     if strides is not None:
         condition += f" and {x}.stride() == {g.source(tuple(strides))}"
     return [_raise(g, f"not ({condition})")]
-
-
-class TensorChecks:
-    """One C++ check of many tensors at once, at least as strict as their `check_tensor` lines.
-
-    torch's `TensorGuards` (the check behind torch.compile's guards) compares each tensor's exact
-    type, dispatch keys, dtype, device, requires_grad and sizes with those of example tensors.
-    `check(*tensors)` is False until `learn` has seen tensors that passed the Python lines, and
-    stays False where this torch has no such check: then the lines decide on every call. It
-    compares the strides of the tensors flagged in `exact_strides` too (those the lines guard).
-    """
-
-    def __init__(self, without_grad: bool = False, exact_strides: Sequence[bool] = ()) -> None:
-        self.check: Callable[..., bool] = _never
-        self.learned = False
-        self.without_grad = without_grad  # learn only from tensors that do not require grad
-        self.exact_strides = tuple(exact_strides)
-
-    def learn(self, *tensors: torch.Tensor) -> None:
-        """Takes these tensors (which passed the exact guards) as the examples, once (with
-        `without_grad`, not from tensors of which one requires grad: it waits for others)."""
-        if self.learned or (self.without_grad and any(t.requires_grad for t in tensors)):
-            return
-        self.learned = True
-        try:
-            from torch._C._dynamo.guards import TensorGuards
-
-            guards = TensorGuards(
-                *tensors,
-                dynamic_dims_sizes=[list(t.shape) for t in tensors],
-                dynamic_dims_strides=[
-                    list(t.stride()) if exact else [None] * t.dim()
-                    for t, exact in zip(tensors, self.exact_strides or itertools.repeat(False))
-                ],
-            )
-            if guards.check(*tensors):
-                self.check = guards.check
-        except Exception:  # NOTE: a torch without this check (or with another signature): lines only
-            self.check = _never
-
-
-def _never(*tensors: Any) -> bool:
-    return False
 
 
 def tensor_check_runs(bsyms: Sequence[BoundSymbol]) -> list[list[BoundSymbol]]:

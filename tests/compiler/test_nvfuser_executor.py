@@ -148,6 +148,28 @@ def test_a_new_layout_gets_its_own_definition_and_the_old_one_is_reused(fake_nvf
     assert compiler.cache_stats(jfn).misses == 1  # strides are the fusion's business, not a retrace
 
 
+def test_a_call_laid_out_as_the_last_reuses_its_key_and_layout_changes_pick_their_definition(fake_nvfuser, monkeypatch):  # noqa: F811
+    from compiler.executors import nvfuser as module
+
+    reads = []
+    monkeypatch.setattr(module, "stride", lambda t: reads.append(1) or t.stride())
+    jfn = jit_fake(program)
+    a, b, t = torch.randn(4, 8), torch.randn(4, 8), torch.randn(8, 4).t()
+    jfn(a, b)
+    (fusion,) = region_fusions(compiler.last_traces(jfn)[-1])
+    before = len(reads)
+    for _ in range(3):
+        torch.testing.assert_close(jfn(a, b), program(a, b))
+    assert len(reads) == before  # the C++ check said "laid out as the last call": no stride read
+    for i in range(6):  # a layout that keeps changing: past LAYOUT_CHANGES, every call reads its strides
+        y = t if i % 2 == 0 else b
+        torch.testing.assert_close(jfn(a, y), program(a, y))
+        assert fusion.last_inputs[1].stride == tuple(y.stride())
+    assert len(reads) - before == 6 * len(fusion.last_inputs)
+    assert (compiler.examine.stats(jfn).definitions, fusion._layout_changes) == (2, module.NvFusion.LAYOUT_CHANGES)
+    assert len(fusion.runner.by_key) == 2
+
+
 def test_after_its_first_call_a_definition_runs_through_the_executor_cache(fake_nvfuser, monkeypatch):  # noqa: F811
     jfn = jit_fake(program)
     a, b = torch.randn(4, 8), torch.randn(4, 8)
