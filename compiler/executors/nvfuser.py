@@ -5,7 +5,8 @@ when `compiler` is imported. A region's callable (`NvFusion`) caches one FusionD
 input descriptor (dtype, rank, broadcast dims, contiguity / stride order of each tensor, the type
 of each symbolic scalar); the region's device and shapes are guarded by the cache entry's
 prologue. On each call it looks the definition up by the tensors' strides (plus shapes where
-the trace has symbolic sizes), so a hit costs one tuple build and one dict lookup.
+the trace has symbolic sizes); a call whose tensors are laid out as the last call's (one C++
+check, `TensorChecks`) reuses the last call's definition without reading them.
 
 Definitions are shared by structure, process-wide (`nvfuser_definitions.py`): each
 FusionDefinition is kept under its source with names canonicalised (`structure_key`), so regions
