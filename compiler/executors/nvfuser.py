@@ -290,7 +290,7 @@ class InputRecord:
 class NvFusion:
     """The callable behind an `nvFusionN` bound symbol: runs its region, records its last inputs."""
 
-    LAYOUT_CHANGES = 2  # layouts learned after the first, before `_same_layout` stops learning
+    LAYOUT_CHANGES = 2  # layouts `_same_layout` learns at most (the first included); the next change stops it
 
     def __init__(self, region: Region, executor: NvFuserExecutor) -> None:
         self.region = region
