@@ -9,6 +9,7 @@ compiler.cache_stats(jfn)        # hits, misses (compilations), compile seconds
 compiler.examine                 # fusions, why ops were not fused, repro scripts, segmentation
 compiler.clear_fusion_cache()    # drop the nvFuser definitions (and kernels) shared process-wide
 torch.compile(model, backend="fusebench")  # dynamo captures FX graphs, this compiler compiles them
+compiler.examine.fallbacks()     # what ran eagerly because this compiler could not compile it
 
 Under grad mode, when a tensor input requires grad, the outputs are attached to autograd through
 one torch.autograd.Function whose forward and backward are both compiled traces (the backward is
@@ -31,6 +32,13 @@ from compiler.passes.fuse import FusionOptions
 from compiler.runtime import dynamo
 from compiler.runtime.cache import CacheStats, JittedFunction, called_jitted, jitted
 from compiler.runtime.dynamo import dynamo_backend
+from compiler.runtime.fallbacks import (
+    UNSUPPORTED_MODES,
+    EagerOnFailureFunction,
+    EagerOnFailureModule,
+    UnsupportedFallback,
+    failing_as_compile_failure,
+)
 from compiler.runtime.module import JittedModule
 from compiler.runtime.pipeline import compile_entry, make_options
 
@@ -42,6 +50,7 @@ __all__ = [
     "JittedModule",
     "Trace",
     "TracingError",
+    "UnsupportedFallback",
     "cache_stats",
     "clear_fusion_cache",
     "dynamo_backend",
@@ -63,6 +72,7 @@ def jit(
     automatic_dynamic: bool = True,
     cuda_graphs: bool = False,
     dynamic: Sequence[str] = (),
+    unsupported: str = "raise",
 ) -> JittedFunction:
     """Compiles `fn` on first call (and whenever no cache entry's guards accept the arguments).
 
@@ -86,18 +96,36 @@ def jit(
         ["nvfuser", "sdpa", "torch"] where nvFuser can run, else ["torch"].
     fusion: FusionOptions (or a dict of its fields): region size, horizontal merging, fuel, ...
     fallback: whether a fusion nvFuser fails on runs with torch instead (with one warning);
-        None reads FUSEBENCH_NVFUSER_FALLBACK (default on).
+        None reads FUSEBENCH_NVFUSER_FALLBACK (default on). It is about nvFuser only: what this
+        compiler cannot trace is `unsupported`'s business.
+    unsupported: what a call that cannot be compiled does (an op the compiler lacks, a branch on a
+        tensor value, ...). "raise" (the default): it raises the compiler's error, one line naming
+        the op, the module being traced and the user's source line. "eager": `fn` runs eagerly
+        for that call and for every later call that no entry compiled before it accepts (the whole
+        function, not only the op: the tracer does not resume after an op it cannot trace), with
+        one `compiler.UnsupportedFallback` warning and one fallback counted
+        (`compiler.examine.fallbacks(jfn)`). Only compilation failures fall back; an error raised
+        by running compiled code propagates. `torch.compile(fn, backend="fusebench")` always
+        falls back, and finer: only the FX nodes the compiler cannot trace run eagerly.
     """
     check(
         callable(fn), lambda: f"jit(fn={short_repr(fn)}): expected a callable (a function or an nn.Module)", TypeError
     )
+    check(
+        unsupported in UNSUPPORTED_MODES,
+        lambda: f"jit(unsupported={unsupported!r}): expected one of {', '.join(map(repr, UNSUPPORTED_MODES))}",
+        ValueError,
+    )
     options = make_options(cache, executors, fusion, fallback, automatic_dynamic, cuda_graphs, dynamic)
     caching = {"automatic_dynamic": options.automatic_dynamic, "dynamic": options.dynamic}
+    eager = unsupported == "eager"
+    wrap = failing_as_compile_failure if eager else lambda compile: compile
     if isinstance(fn, torch.nn.Module):
-        make_entry = lambda traced: functools.partial(compile_entry, traced, options)
-        jfn = JittedModule(fn, make_entry, **caching)
+        make_entry = lambda traced: wrap(functools.partial(compile_entry, traced, options))
+        jfn = (EagerOnFailureModule if eager else JittedModule)(fn, make_entry, **caching)
     else:
-        jfn = JittedFunction(fn, functools.partial(compile_entry, fn, options), **caching)
+        compile_fn = wrap(functools.partial(compile_entry, fn, options))
+        jfn = (EagerOnFailureFunction if eager else JittedFunction)(fn, compile_fn, **caching)
     jfn.options = options  # NOTE: compiler.examine replays the fusion pass with these executors.
     return jfn
 

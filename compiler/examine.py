@@ -8,6 +8,7 @@
     compiler.examine.saved_for_backward(jfn)  # what the forward keeps for the backward (name, shape, dtype, bytes)
     compiler.examine.recompilations(jfn)   # per recompilation: which guard failed on which input, old vs new
     compiler.examine.cuda_graphs(jfn)      # per cache entry: CUDA graphs captured and replayed (cuda_graphs=True)
+    compiler.examine.fallbacks()           # what ran eagerly because it could not be compiled (dynamo's included)
 
 Each returns a list whose `str()` is a readable report, so `print(examine.fusions(jfn))` works.
 `fusions`, `why_not_fused`, `segments`, `repro` and `fusion_source_of` look at the forward (or
@@ -35,7 +36,7 @@ from compiler.executors.nvfuser_translate import fusion_source
 from compiler.passes.fuse import fusion_executor, partition
 from compiler.passes.split_backward import saved_summary
 from compiler.runtime.autograd import CompiledAutograd
-from compiler.runtime.cache import JittedFunction, called_jitted
+from compiler.runtime.cache import JittedFunction, called_jitted, jitted
 
 
 class Listing(list):
@@ -159,6 +160,31 @@ def recompilations(jfn: JittedFunction) -> Listing:
     the numbers automatic dynamic made symbolic for it."""
     _options(jfn, "recompilations")
     return Listing(jfn.recompilations)
+
+
+def fallbacks(jfn: JittedFunction | None = None, *, since: int = 0) -> Listing:
+    """What runs eagerly because this compiler could not compile it (`runtime/fallbacks.Fallback`:
+    what, the user's line, the reason, the kind). With `jfn` (a `jit(..., unsupported="eager")`
+    function): its fallback, if it fell back. Without: every fallback recorded in this process
+    from number `since` on (see `fallbacks_recorded`): the FX nodes the "fusebench" dynamo backend
+    split out, its graphs that ran eagerly whole, dynamo's graph breaks, jitted functions."""
+    from compiler.runtime import dynamo
+    from compiler.runtime.fallbacks import recorded
+
+    if jfn is not None:
+        return Listing(getattr(jitted(jfn, "examine.fallbacks"), "fallbacks", []))
+    dynamo.note_graph_breaks()
+    return Listing(recorded(since))
+
+
+def fallbacks_recorded() -> int:
+    """How many fallbacks this process has recorded so far: a `since` for `fallbacks`, so that
+    `len(fallbacks(since=before))` counts those of what ran after."""
+    from compiler.runtime import dynamo
+    from compiler.runtime.fallbacks import recorded_count
+
+    dynamo.note_graph_breaks()
+    return recorded_count()
 
 
 def cuda_graphs(jfn: JittedFunction) -> Listing:
