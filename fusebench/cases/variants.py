@@ -64,6 +64,8 @@ class Compiled:
         backward, or not known for this variant).
     program: our compiler's jitted function (None for other variants), whose record
         `fusebench.measure.compiler_record` keeps.
+    fallbacks: pieces of the program that ran eagerly because our compiler could not compile them
+        (`compiler.examine.fallbacks`), since `prepare` (None: not known for this variant).
     """
 
     fn: Callable[..., Any]
@@ -71,6 +73,7 @@ class Compiled:
     fusions: Callable[[], int | None] = _unknown
     backward_fusions: Callable[[], int | None] = _unknown
     program: Any = None
+    fallbacks: Callable[[], int | None] = _unknown
 
 
 def _available(device: torch.device) -> str | None:
@@ -241,6 +244,7 @@ def _prepare_fusebench_dynamo(target: Target) -> Compiled:
     torch._dynamo.reset()
     _fresh_fusions(compiler)
     base, first_graph = counters["frames"]["ok"], dynamo.graphs_compiled()
+    first_fallback = compiler.examine.fallbacks_recorded()
     dynamic = True if target.options.get("cache") == "symbolic" else None
     _, compiled = _compile(target, lambda fn: torch.compile(fn, backend="fusebench", dynamic=dynamic))
 
@@ -256,6 +260,7 @@ def _prepare_fusebench_dynamo(target: Target) -> Compiled:
         compilations=lambda: counters["frames"]["ok"] - base,
         fusions=lambda: fusions(compiler.last_traces),
         backward_fusions=lambda: fusions(compiler.last_backward_traces),
+        fallbacks=lambda: len(compiler.examine.fallbacks(since=first_fallback)),
     )
 
 

@@ -14,7 +14,8 @@ reference once. For each variant, `measure_variant`:
    recompilations = compilations after the first call of the compiled function; kernels per call
    from torch.profiler (CUDA only); fusions per call from our compiler's last trace. A training
    step (a case with `forward_call`) also records its backward's kernels (the call's minus the
-   forward part's) and the fusions of our compiler's backward trace;
+   forward part's) and the fusions of our compiler's backward trace; fallbacks = the pieces our
+   compiler left to eager (the fusebench-dynamo variant: split-out ops, graph breaks);
 4. with `Settings.record`, what our compiler did (trace, fusion definitions, nvFuser segments with
    `Settings.segments`) as `Outcome.artifacts` (`fusebench.measure.compiler_record`), for ok and
    failed outcomes alike.
@@ -226,6 +227,7 @@ def _measure(
             "recompilations": probe.recompilations(),
             "fusions_per_call": compiled.fusions(),
             "fusions_backward": compiled.backward_fusions(),
+            "fallbacks": compiled.fallbacks(),
             "kernels_per_call": kernels,
             "kernels_backward": _backward_kernels(case, compiled, args, kernels, before_each, settings.device),
         }

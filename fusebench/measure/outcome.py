@@ -48,6 +48,7 @@ FUSIONS = Metric("track_fusions_per_call", "track", "fusions")
 TOKENS = Metric("track_tokens_per_second", "track", "tokens/s")
 KERNELS_BACKWARD = Metric("track_kernels_backward", "track", "kernels")
 FUSIONS_BACKWARD = Metric("track_fusions_backward", "track", "fusions")
+FALLBACKS = Metric("track_fallbacks", "track", "fallbacks")  # pieces our compiler left to eager (dynamo)
 METRICS: tuple[Metric, ...] = (
     TIME,
     COMPILE,
@@ -59,6 +60,7 @@ METRICS: tuple[Metric, ...] = (
     KERNELS_BACKWARD,
     FUSIONS_BACKWARD,
     TOKENS,
+    FALLBACKS,
 )
 METRICS_BY_NAME = {metric.name: metric for metric in METRICS}
 
@@ -83,6 +85,7 @@ class Outcome:
     fusions_per_call: int | None = None
     kernels_backward: int | None = None
     fusions_backward: int | None = None
+    fallbacks: int | None = None  # pieces of the program that ran eagerly (variants that know)
     bytes_moved: int | None = None
     peak_bandwidth_gbs: float | None = None
     tokens_per_call: int | None = None  # tokens a call processes (model cases), for tokens/s
@@ -139,6 +142,7 @@ class Outcome:
             KERNELS_BACKWARD.name: self.kernels_backward if ok else None,
             FUSIONS_BACKWARD.name: self.fusions_backward if ok else None,
             TOKENS.name: self.tokens_per_second if ok else None,
+            FALLBACKS.name: self.fallbacks if ok else None,
         }
 
     def benchmark_name(self, metric: Metric) -> str:
