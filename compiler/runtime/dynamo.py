@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import importlib.abc
 import importlib.machinery
+import operator
 import sys
 import weakref
 from collections.abc import Callable, Sequence
@@ -103,9 +104,28 @@ def dynamo_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[
     runs split, its unsupported nodes eagerly (see the module docstring). Dynamo's graph breaks
     up to this graph are recorded as fallbacks."""
     note_graph_breaks()
-    jitted = DynamoGraph(graph_module, make_options("constant", None))
+    jitted = DynamoGraph(_without_sym_ops(graph_module), make_options("constant", None))
     _remember(jitted)
     return jitted
+
+
+def _sum(values: Sequence[Any]) -> Any:
+    """`torch.sym_sum` as Python's additions, which symbolic numbers of this compiler support."""
+    return functools.reduce(operator.add, values)
+
+
+_SYM_OPS = {torch.sym_sum: _sum}  # dynamo's helpers for symbolic sizes, written as plain Python
+
+
+def _without_sym_ops(graph_module: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """`graph_module` with dynamo's symbolic-size helpers (`torch.sym_sum` of a dynamic graph)
+    calling their Python equivalents, which trace as arithmetic on symbolic sizes."""
+    nodes = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target in _SYM_OPS]
+    for node in nodes:
+        node.target = _SYM_OPS[node.target]
+    if nodes:
+        graph_module.recompile()
+    return graph_module
 
 
 def note_graph_breaks() -> None:
