@@ -80,6 +80,13 @@ def forward_backward(fn: Callable[..., Any], args: tuple) -> tuple[torch.Tensor,
     return loss.detach(), gradients
 
 
+def forward_loss(fn: Callable[..., Any], args: tuple) -> torch.Tensor:
+    """Only the forward part of `forward_backward` (a case's `forward_call`): the loss, under grad mode."""
+    model, *batch, parameters = args
+    with _computing_with(model, parameters):
+        return _loss(fn(model, *batch))
+
+
 def train_step(fn: Callable[..., Any], args: tuple) -> torch.Tensor:
     """One step: loss = fn(model, *batch)['loss'] (or the output's mean square), backward, AdamW."""
     model, *batch, optimizer, parameters = args
