@@ -34,8 +34,10 @@ def run(args: argparse.Namespace) -> int:
             case_groups = list(case_groups)
             summary = case.description.strip().splitlines()[0] if case.description.strip() else ""
             print(f"  {case.name}  {summary}")
+            missing = case.missing_requirement()  # NOTE: its bytes model may need what is missing
             for group in case_groups:
-                print(f"    {format_params(group.params)}  ({case.bytes_moved(group.params):,} bytes moved at least)")
+                note = f"skipped here: {missing}" if missing else f"{case.bytes_moved(group.params):,} bytes moved at least"
+                print(f"    {format_params(group.params)}  ({note})")
             print(f"    variants: {', '.join(_variant_note(v, selection.device) for v in case_groups[0].variants)}")
     return 0
 
