@@ -36,8 +36,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {case.name}  {summary}")
             missing = case.missing_requirement()  # NOTE: its bytes model may need what is missing
             for group in case_groups:
-                note = f"skipped here: {missing}" if missing else f"{case.bytes_moved(group.params):,} bytes moved"
-                note += "" if missing else " at least"
+                note = (
+                    f"skipped here: {missing}"
+                    if missing
+                    else f"{case.bytes_moved(group.params):,} bytes moved at least"
+                )
                 print(f"    {format_params(group.params)}  ({note})")
             print(f"    variants: {', '.join(_variant_note(v, selection.device) for v in case_groups[0].variants)}")
     return 0
