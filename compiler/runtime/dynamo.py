@@ -74,12 +74,15 @@ class DynamoGraph(JittedModule):
 
 def _split(graph_module: torch.fx.GraphModule, args: tuple, error: BaseException, options: Options) -> Callable:
     """`graph_module` with the nodes this compiler cannot trace (for `args`) run eagerly; the
-    whole graph eagerly when no node alone is to blame for `error`."""
-    unsupported = unsupported_nodes(graph_module, args)
-    if not unsupported:
-        record(Fallback("a whole dynamo graph", "", one_line(error), "graph"))
-        return graph_module
-    return split_graph(graph_module, unsupported, lambda piece: _jit_piece(piece, options))
+    whole graph eagerly when no node alone is to blame for `error` (or splitting failed)."""
+    try:
+        unsupported = unsupported_nodes(graph_module, args)
+        if unsupported:
+            return split_graph(graph_module, unsupported, lambda piece: _jit_piece(piece, options))
+    except Exception as split_error:  # NOTE: the backend never raises; the graph runs as dynamo made it
+        error = split_error
+    record(Fallback("a whole dynamo graph", "", one_line(error), "graph"))
+    return graph_module
 
 
 def _jit_piece(piece: torch.fx.GraphModule, options: Options) -> EagerOnFailureModule:

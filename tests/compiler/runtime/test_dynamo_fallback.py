@@ -207,3 +207,41 @@ def test_jit_unsupported_eager_still_compiles_what_it_can() -> None:
 def test_jit_unsupported_names_the_modes() -> None:
     with pytest.raises(ValueError, match=r"jit\(unsupported='skip'\): expected one of 'raise', 'eager'"):
         compiler.jit(lambda x: x, unsupported="skip")
+
+
+def test_a_graph_no_single_node_is_to_blame_for_runs_eagerly_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dynamo, "unsupported_nodes", lambda graph_module, args: {})
+    torch._dynamo.reset()
+    model = Spectrum()
+    before = compiler.examine.fallbacks_recorded()
+    x = torch.randn(2, 6, 6)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore", compiler.UnsupportedFallback)
+        torch.testing.assert_close(torch.compile(model, backend="fusebench")(x), model(x))
+    (fallback,) = compiler.examine.fallbacks(since=before)
+    assert fallback.kind == "graph" and fallback.what == "a whole dynamo graph"
+    assert "torch.linalg.eigvalsh is not supported" in fallback.reason
+
+
+def test_a_piece_that_fails_to_compile_runs_eagerly(monkeypatch: pytest.MonkeyPatch) -> None:
+    def blame_tanh_only(graph_module, args):
+        (tanh,) = [n for n in graph_module.graph.nodes if n.target in (torch.tanh, "tanh")]
+        return {tanh: NotImplementedError("blamed by the test")}
+
+    monkeypatch.setattr(dynamo, "unsupported_nodes", blame_tanh_only)
+    torch._dynamo.reset()
+    model = Spectrum()
+    before, first_graph = compiler.examine.fallbacks_recorded(), dynamo.graphs_compiled()
+    x = torch.randn(2, 6, 6)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore", compiler.UnsupportedFallback)
+        compiled = torch.compile(model, backend="fusebench")
+        for _ in range(2):
+            torch.testing.assert_close(compiled(x), model(x))
+    tanh, piece = compiler.examine.fallbacks(since=before)
+    assert (tanh.kind, tanh.what, tanh.reason) == ("op", "torch.tanh", "NotImplementedError: blamed by the test")
+    assert piece.kind == "graph" and "torch.linalg.eigvalsh is not supported" in piece.reason
+    # the piece before tanh compiled; the one after it (with eigvalsh) runs eagerly from its first call on
+    pieces = dynamo.compiled_graphs(first_graph)[1:]
+    assert [len(p.entries) for p in pieces] == [1, 1]
+    assert compiler.examine.fallbacks(pieces[1]) == [piece] and compiler.examine.fallbacks(pieces[0]) == []
