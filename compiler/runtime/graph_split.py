@@ -27,6 +27,7 @@ from compiler.runtime.fallbacks import Fallback, one_line, record, user_line
 from compiler.tracing import frontend
 
 _CALLS = ("call_function", "call_method")
+_GRAD_MODE_SWITCHES = (torch._C._set_grad_enabled,)
 
 
 class _Unknown:
@@ -160,11 +161,13 @@ def split_graph(
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "output", "get_attr"):
             continue
-        eager = node in unsupported
+        # NOTE: a grad-mode switch runs eagerly too: a compiled piece runs it only while tracing,
+        # and the pieces after it must run in the mode it sets
+        eager = node in unsupported or node.target in _GRAD_MODE_SWITCHES
         if previous is not None and eager != previous:
             partition += 1
         partition_of[node], previous = partition, eager
-    eager_partitions = {partition_of[node] for node in unsupported}
+    eager_partitions = {partition_of[n] for n in partition_of if n in unsupported or n.target in _GRAD_MODE_SWITCHES}
     split = split_module(gm, gm, lambda node: partition_of[node], keep_original_order=True)
     for name, piece in list(split.named_children()):
         if name.startswith("submod_") and int(name.removeprefix("submod_")) not in eager_partitions:

@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import torch
+
 from compiler import executors as executors_module
 from compiler.core.errors import check
 from compiler.core.ir import TensorProxy, Trace
@@ -84,9 +86,16 @@ def compile_entry(
     """Traces `fn` on these arguments (the numbers and sizes named in `dynamic` symbolic) and compiles a cache
     entry for them (a forward and a backward when grad mode is on and a tensor input requires grad)."""
     symbolic = options.cache == "symbolic"
-    prologue, computation = frontend.trace(
-        fn, args, kwargs, symbolic=symbolic, dynamic=dynamic, exact_strides=options.cuda_graphs
-    )
+    # NOTE: tracing runs the function's own grad-mode switches (a dynamo graph's are straight-line
+    # nodes, with no `with` to undo them when tracing fails): grad mode is the caller's again after
+    # it, for the guards below and for the caller.
+    enabled = torch.is_grad_enabled()
+    try:
+        prologue, computation = frontend.trace(
+            fn, args, kwargs, symbolic=symbolic, dynamic=dynamic, exact_strides=options.cuda_graphs
+        )
+    finally:
+        torch.set_grad_enabled(enabled)
     prologue, requires_grad, leaf = grad_guard(prologue, args, kwargs)
     if any(requires_grad):
         return _compile_autograd(fn, options, prologue, computation, requires_grad, leaf)

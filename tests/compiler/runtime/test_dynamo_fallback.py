@@ -245,3 +245,46 @@ def test_a_piece_that_fails_to_compile_runs_eagerly(monkeypatch: pytest.MonkeyPa
     pieces = dynamo.compiled_graphs(first_graph)[1:]
     assert [len(p.entries) for p in pieces] == [1, 1]
     assert compiler.examine.fallbacks(pieces[1]) == [piece] and compiler.examine.fallbacks(pieces[0]) == []
+
+
+class QuietSpectrum(nn.Module):
+    """The unsupported op under `torch.no_grad()`: dynamo's graph turns grad mode off and on again
+    in straight-line nodes around it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(6, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.tanh(self.linear(x))
+        with torch.no_grad():
+            scale = torch.linalg.eigvalsh(y @ y.mT).mean()
+        return (y * scale).square().sum()
+
+
+def test_a_failed_compilation_leaves_grad_mode_as_it_was() -> None:
+    def f(x: torch.Tensor) -> torch.Tensor:
+        torch.set_grad_enabled(False)
+        values = torch.linalg.eigvalsh(x)
+        torch.set_grad_enabled(True)
+        return values
+
+    with pytest.raises(NotImplementedError):
+        compiler.jit(f)(torch.eye(3))
+    assert torch.is_grad_enabled()
+
+
+def test_training_through_a_split_graph_with_a_no_grad_region() -> None:
+    torch._dynamo.reset()
+    torch.manual_seed(5)
+    model, reference = QuietSpectrum(), QuietSpectrum()
+    reference.load_state_dict(model.state_dict())
+    x = torch.randn(2, 6, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", compiler.UnsupportedFallback)
+        loss = torch.compile(model, backend="fusebench")(x)
+    assert torch.is_grad_enabled()
+    expected = reference(x)
+    loss.backward(), expected.backward()
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(model.linear.weight.grad, reference.linear.weight.grad)
