@@ -30,6 +30,7 @@ from compiler.core.errors import GuardFailure, TracingError, check, short_repr
 from compiler.core.ir import Trace
 from compiler.passes.fuse import FusionOptions
 from compiler.runtime import dynamo
+from compiler.runtime.bound_forward import BoundMethod, is_module_method
 from compiler.runtime.cache import CacheStats, JittedFunction, called_jitted, jitted
 from compiler.runtime.dynamo import dynamo_backend
 from compiler.runtime.fallbacks import (
@@ -78,7 +79,10 @@ def jit(
 
     `fn` may be an `nn.Module`: its parameters and buffers are then inputs of the traces, guarded
     by metadata (never by value), and its train/eval modes are guarded; it returns what the module
-    returns (dicts, dataclasses, named tuples).
+    returns (dicts, dataclasses, named tuples). A method bound to a module (`model.forward`) is
+    jitted with its module the same way, and the class's method is what runs, so
+    `model.forward = compiler.jit(model.forward)` makes `model(...)` and `model.generate(...)`
+    call the jitted forward.
 
     cache: "constant" bakes numbers and shapes into each entry; "symbolic" keeps int/float/bool
         arguments as symbolic inputs and guards only the branches taken on them.
@@ -120,6 +124,8 @@ def jit(
     caching = {"automatic_dynamic": options.automatic_dynamic, "dynamic": options.dynamic}
     eager = unsupported == "eager"
     wrap = failing_as_compile_failure if eager else lambda compile: compile
+    if is_module_method(fn):
+        fn = BoundMethod(fn)
     if isinstance(fn, torch.nn.Module):
         make_entry = lambda traced: wrap(functools.partial(compile_entry, traced, options))
         jfn = (EagerOnFailureModule if eager else JittedModule)(fn, make_entry, **caching)

@@ -85,30 +85,13 @@ def test_generate_through_the_dynamo_backend_gives_eager_tokens(architecture: st
         assert all(f.kind == "op" for f in fallbacks), str(fallbacks)  # ops split out, no graph breaks
 
 
-def _jit_forward(model: Any) -> Any:
-    """`compiler.jit` of the model as `generate` calls it: `model.forward` replaced by the jitted
-    model, with the forward's signature (which `generate` reads) and the class's forward inside (so
-    the jitted model does not call itself)."""
-
-    class Forward(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, *args: Any, **kwargs: Any) -> Any:
-            return type(self.model).forward(self.model, *args, **kwargs)
-
-    jitted = compiler.jit(Forward())
-    return jitted, functools.wraps(model.forward)(lambda *args, **kwargs: jitted(*args, **kwargs))
-
-
 @pytest.mark.slow
 @pytest.mark.xfail(reason="needs zoo46's torch.tensor/DynamicCache support", strict=True, raises=TypeError)
 @pytest.mark.parametrize(("architecture", "cache"), CASES)
 def test_generate_through_compiler_jit_gives_eager_tokens(architecture: str, cache: str) -> None:
     expected = _eager_tokens(architecture, cache)
     model = _model(architecture)
-    jitted, model.forward = _jit_forward(model)
+    model.forward = jitted = compiler.jit(model.forward)
     tokens = _generate(model, cache)
     assert torch.equal(tokens, expected)
     if cache == "static":
