@@ -156,18 +156,18 @@ def split_graph(
     `compile_piece(piece)`, the others eagerly."""
     for node, error in unsupported.items():
         record(Fallback(op_name(node), user_line(node.meta.get("stack_trace")), one_line(error, located=False), "op"))
+    # NOTE: a grad-mode switch runs eagerly too: a compiled piece runs it only while tracing, and
+    # the pieces after it must run in the mode it sets
+    eager = {node for node in gm.graph.nodes if node in unsupported or node.target in _GRAD_MODE_SWITCHES}
     partition_of: dict[torch.fx.Node, int] = {}
     partition, previous = 0, None
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "output", "get_attr"):
             continue
-        # NOTE: a grad-mode switch runs eagerly too: a compiled piece runs it only while tracing,
-        # and the pieces after it must run in the mode it sets
-        eager = node in unsupported or node.target in _GRAD_MODE_SWITCHES
-        if previous is not None and eager != previous:
+        if previous is not None and (node in eager) != previous:
             partition += 1
-        partition_of[node], previous = partition, eager
-    eager_partitions = {partition_of[n] for n in partition_of if n in unsupported or n.target in _GRAD_MODE_SWITCHES}
+        partition_of[node], previous = partition, node in eager
+    eager_partitions = {partition_of[node] for node in eager}
     split = split_module(gm, gm, lambda node: partition_of[node], keep_original_order=True)
     for name, piece in list(split.named_children()):
         if name.startswith("submod_") and int(name.removeprefix("submod_")) not in eager_partitions:
