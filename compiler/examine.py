@@ -168,22 +168,18 @@ def fallbacks(jfn: JittedFunction | None = None, *, since: int = 0) -> Listing:
     function): its fallback, if it fell back. Without: every fallback recorded in this process
     from number `since` on (see `fallbacks_recorded`): the FX nodes the "fusebench" dynamo backend
     split out, its graphs that ran eagerly whole, dynamo's graph breaks, jitted functions."""
-    from compiler.runtime import dynamo
     from compiler.runtime.fallbacks import recorded
 
     if jfn is not None:
         return Listing(getattr(jitted(jfn, "examine.fallbacks"), "fallbacks", []))
-    dynamo.note_graph_breaks()
     return Listing(recorded(since))
 
 
 def fallbacks_recorded() -> int:
     """How many fallbacks this process has recorded so far: a `since` for `fallbacks`, so that
     `len(fallbacks(since=before))` counts those of what ran after."""
-    from compiler.runtime import dynamo
     from compiler.runtime.fallbacks import recorded_count
 
-    dynamo.note_graph_breaks()
     return recorded_count()
 
 

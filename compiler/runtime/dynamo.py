@@ -104,9 +104,9 @@ def dynamo_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[
     """A dynamo backend: the FX graph jitted by this compiler (with the default executors and
     automatic dynamic: a dynamic graph's size arguments, and its tensors' sizes, become symbolic
     in the graph's second entry instead of one entry per value); a graph that fails to compile
-    runs split, its unsupported nodes eagerly (see the module docstring). Dynamo's graph breaks
-    up to this graph are recorded as fallbacks."""
-    note_graph_breaks()
+    runs split, its unsupported nodes eagerly (see the module docstring). The graph break that
+    ends the graph, if one does, is recorded as a fallback."""
+    _note_graph_break()
     jitted = DynamoGraph(_without_sym_ops(graph_module), make_options("constant", None))
     _remember(jitted)
     return jitted
@@ -131,22 +131,22 @@ def _without_sym_ops(graph_module: torch.fx.GraphModule) -> torch.fx.GraphModule
     return graph_module
 
 
-def note_graph_breaks() -> None:
-    """Records each graph break dynamo reported since the last call as a fallback (the Python
-    between two graphs runs eagerly): its reason and the user's line where it broke."""
-    if "torch._dynamo.utils" not in sys.modules:
-        return
+def _note_graph_break() -> None:
+    """Records the graph break that ends the graph dynamo is handing over, if one does, as a
+    fallback (the Python from there to the next graph runs eagerly): its reason and the user's
+    line where it broke. NOTE: dynamo appends a graph's reason to `graph_break_reasons` just
+    before it calls the backend; earlier unmarked ones belong to other backends' graphs."""
     from torch._dynamo.utils import graph_break_reasons
 
-    for reason in graph_break_reasons:
-        if getattr(reason, "_fusebench_recorded", False):
-            continue
-        reason._fusebench_recorded = True
-        frame = reason.user_stack[-1] if reason.user_stack else None
-        where = f"{frame.filename}:{frame.lineno}: {(frame.line or '').strip()}" if frame is not None else ""
-        text = " ".join(reason.reason.split())
-        what = "a branch on a tensor value" if text.startswith("generic_jump") else "dynamo graph break"
-        record(Fallback(what, where, text[:300], "graph break"))
+    reason = graph_break_reasons[-1] if graph_break_reasons else None
+    if reason is None or getattr(reason, "_fusebench_recorded", False):
+        return
+    reason._fusebench_recorded = True
+    frame = reason.user_stack[-1] if reason.user_stack else None
+    where = f"{frame.filename}:{frame.lineno}: {(frame.line or '').strip()}" if frame is not None else ""
+    text = " ".join(reason.reason.split())
+    what = "a branch on a tensor value" if text.startswith("generic_jump") else "dynamo graph break"
+    record(Fallback(what, where, text[:300], "graph break"))
 
 
 def graphs_compiled() -> int:

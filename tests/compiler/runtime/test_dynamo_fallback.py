@@ -288,3 +288,14 @@ def test_training_through_a_split_graph_with_a_no_grad_region() -> None:
     loss.backward(), expected.backward()
     torch.testing.assert_close(loss, expected)
     torch.testing.assert_close(model.linear.weight.grad, reference.linear.weight.grad)
+
+
+def test_another_backends_graph_breaks_are_not_ours() -> None:
+    torch._dynamo.reset()
+    model = Branchy()
+    before = compiler.examine.fallbacks_recorded()
+    x = torch.randn(3, 5)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(model, backend="eager")(x), model(x))
+        torch.testing.assert_close(torch.compile(model.linear, backend="fusebench")(x), model.linear(x))
+    assert compiler.examine.fallbacks(since=before) == []
