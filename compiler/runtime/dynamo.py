@@ -134,14 +134,16 @@ def _without_sym_ops(graph_module: torch.fx.GraphModule) -> torch.fx.GraphModule
 def _note_graph_break() -> None:
     """Records the graph break that ends the graph dynamo is handing over, if one does, as a
     fallback (the Python from there to the next graph runs eagerly): its reason and the user's
-    line where it broke. NOTE: dynamo appends a graph's reason to `graph_break_reasons` just
-    before it calls the backend; earlier unmarked ones belong to other backends' graphs."""
-    from torch._dynamo.utils import graph_break_reasons
+    line where it broke (dynamo's `compile_subgraph_reason` of the graph being compiled)."""
+    from torch._dynamo.symbolic_convert import InstructionTranslator
 
-    reason = graph_break_reasons[-1] if graph_break_reasons else None
-    if reason is None or getattr(reason, "_fusebench_recorded", False):
+    try:
+        translator = InstructionTranslator.current_tx()
+    except (AttributeError, AssertionError):  # NOTE: called outside dynamo (a user's own backend)
         return
-    reason._fusebench_recorded = True
+    reason = getattr(getattr(translator, "output", None), "compile_subgraph_reason", None)
+    if reason is None or not reason.graph_break:
+        return
     frame = reason.user_stack[-1] if reason.user_stack else None
     where = f"{frame.filename}:{frame.lineno}: {(frame.line or '').strip()}" if frame is not None else ""
     text = " ".join(reason.reason.split())
