@@ -28,7 +28,8 @@ def _measure(fn) -> object:
     settings = Settings(device=CPU, budget_s=0.01, min_repeats=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", compiler.UnsupportedFallback)
-        return measure_variant(prepare_case("tiny", case, case.grid(quick=True)[0], settings), FUSEBENCH_DYNAMO, settings)
+        prepared = prepare_case("tiny", case, case.grid(quick=True)[0], settings)
+        return measure_variant(prepared, FUSEBENCH_DYNAMO, settings)
 
 
 def test_the_dynamo_variant_counts_the_ops_it_ran_eagerly() -> None:
