@@ -94,7 +94,9 @@ def selection_from_args(args: argparse.Namespace) -> Selection:
 
 
 def plan(suites: list[Suite], selection: Selection) -> list[Group]:
-    """The groups to measure, in suite, case and grid order; unknown suite or variant names are errors."""
+    """The groups to measure, in suite, case and grid order; unknown suite names are errors, and so
+    is a variant name that matches no variant of any selected suite (one that only some suites
+    have is measured where it exists: `variant_notes` says where not)."""
     known_suites = [s.name for s in suites]
     for name in selection.suites:
         check(name in known_suites, lambda name=name: f"--suite {name}: no such suite; known suites: {known_suites}")
@@ -118,6 +120,25 @@ def plan(suites: list[Suite], selection: Selection) -> list[Group]:
                 if variants and _id_matches(selection.patterns, group.case_id):
                     groups.append(group)
     return groups
+
+
+def variant_notes(suites: list[Suite], selection: Selection) -> list[str]:
+    """One line per `--variant` name that some selected suites lack ('--variant X: not in suites a,
+    b; measured where it exists'); `plan` rejects a name no selected suite has."""
+    chosen = [s for s in suites if not selection.suites or s.name in selection.suites]
+    notes = []
+    for pattern in selection.variants:
+        lacking = [
+            suite.name
+            for suite in chosen
+            if not any(_variant_matches(pattern, v.name) for case in suite.cases for v in variants_for(case))
+        ]
+        if lacking:
+            notes.append(
+                f"--variant {pattern}: not in suite{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}; "
+                "measured where it exists"
+            )
+    return notes
 
 
 def _variant_matches(pattern: str, name: str) -> bool:

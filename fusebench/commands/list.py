@@ -9,7 +9,7 @@ import torch
 
 from fusebench.cases.case import format_params
 from fusebench.cases.discovery import discover
-from fusebench.cases.selection import add_selection_arguments, plan, selection_from_args
+from fusebench.cases.selection import add_selection_arguments, plan, selection_from_args, variant_notes
 from fusebench.cases.variants import Variant
 from fusebench.errors import check
 
@@ -24,10 +24,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Prints what the selection flags select, and which variants cannot run on this machine."""
     selection = selection_from_args(args)
-    groups = plan(discover(selection.suite_dirs), selection)
+    suites = discover(selection.suite_dirs)
+    groups = plan(suites, selection)
     check(groups, lambda: "the selection flags selected nothing (check -k, --suite and --variant)")
     size = "quick sizes" if selection.quick else "full sizes"
     print(f"{len(groups)} parameter combinations on {selection.device} ({size})")
+    for note in variant_notes(suites, selection):
+        print(note)
     for suite, suite_groups in groupby(groups, key=lambda g: g.suite):
         print(f"\n{suite.name}  ({suite.path})")
         for case, case_groups in groupby(suite_groups, key=lambda g: g.case):

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from fusebench.cases.discovery import discover
-from fusebench.cases.selection import Group, add_selection_arguments, plan, selection_from_args
+from fusebench.cases.selection import Group, add_selection_arguments, plan, selection_from_args, variant_notes
 from fusebench.cases.variants import Variant
 from fusebench.commands.compare import child_run_arguments
 from fusebench.errors import FusebenchError, check
@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
     budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
     check(budget > 0, lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds", FusebenchError)
     devices = _devices(args.devices) if args.devices else None
-    groups = plan(discover(selection.suite_dirs), selection)
+    suites = discover(selection.suite_dirs)
+    groups = plan(suites, selection)
     check(groups, lambda: "the selection flags selected nothing (see `fusebench list` with the same flags)")
     machine = machine_info(args.machine)
     revision = code_revision() if args.commit is None else commit_revision(args.commit)
@@ -109,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         f"repeats each; peak bandwidth {peak:.1f} GB/s; commit {revision.commit[:8]}{dirty}",
         file=sys.stderr,
     )
+    for note in variant_notes(suites, selection):
+        print(f"fusebench run: {note}", file=sys.stderr)
     if revision.commit == UNKNOWN_COMMIT:
         print("fusebench run: not in a git work tree: results are recorded under commit 00000000", file=sys.stderr)
     isolate = args.isolate if args.isolate is not None else selection.device.type == "cuda"
