@@ -5,7 +5,11 @@
 Reads the ASV results folder (`fusebench run` and `asv run` histories), finds step changes for
 the worse (`fusebench.history.regressions`), and lays out the charts (`fusebench.report.report`). The flagged
 regressions are also printed. The file embeds plotly.js, so it opens offline; it is written
-atomically.
+atomically. It also merges fusebench's machine facts back into each machine.json that `asv run`
+rewrote (`fusebench.history.machine_file`), so `asv publish` shows them.
+
+ASV's own site of the same results: `asv publish` writes html/, which must be served, not opened
+as a file (its pages load their data over HTTP): `asv preview` serves it.
 """
 
 from __future__ import annotations
@@ -14,13 +18,20 @@ import argparse
 from pathlib import Path
 
 from fusebench.errors import check
+from fusebench.history.machine_file import restore_machine_facts
 from fusebench.report.report import load_inputs, write_report
 from fusebench.report.table import counted
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Registers `report`."""
-    parser = subparsers.add_parser("report", help="write an HTML report of histories, regressions and a comparison")
+    parser = subparsers.add_parser(
+        "report",
+        help="write an HTML report of histories, regressions and a comparison",
+        description="Writes one self-contained HTML report of the results folder. ASV's own site of the same "
+        "results: run `asv publish`, then view it with `asv preview` (its pages load their data over HTTP, "
+        "so opening html/index.html as a file does not work).",
+    )
     parser.add_argument("--results", type=Path, default=Path("results"), metavar="DIR", help="default: ./results")
     parser.add_argument("--compare", type=Path, metavar="JSON", help="a `fusebench compare --json` document")
     parser.add_argument(
@@ -45,6 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Writes the report; prints the flagged regressions and the path."""
     check(args.threshold >= 0, lambda: f"--threshold {args.threshold:g}: expected a fraction >= 0, like 0.05")
+    restore_machine_facts(args.results)
     inputs = load_inputs(args.results, args.compare, args.threshold, args.baseline)
     path = write_report(inputs, args.output, args.title)
     for regression in inputs.regressions:

@@ -50,7 +50,13 @@ Unit = tuple[Group, Variant]
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Registers `run`."""
-    parser = subparsers.add_parser("run", help="measure cases and record results (ASV format)")
+    parser = subparsers.add_parser(
+        "run",
+        help="measure cases and record results (ASV format)",
+        description="Measures the selected cases and variants and records them in ASV's result format. "
+        "View them with `fusebench report`, or with ASV: `asv publish`, then `asv preview` (ASV's pages "
+        "load their data over HTTP, so opening html/index.html as a file does not work).",
+    )
     add_selection_arguments(parser)
     parser.add_argument(
         "--repeat-budget",

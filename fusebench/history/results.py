@@ -3,6 +3,8 @@
 Layout under the results folder, as `asv run` writes it (so `asv publish` and `asv compare` read it):
     benchmarks.json                       {name: {name, type, unit, params, param_names, version, ...}, "version": 2}
     <machine>/machine.json                {machine, os, arch, cpu, num_cpu, ram, ..., "version": 1}
+    <machine>/machine.fusebench           fusebench's machine facts, which `asv run` drops from
+                                          machine.json (`fusebench.history.machine_file`)
     <machine>/<commit[:8]>-<env>.json     one file per commit and environment ("version": 2):
         {commit_hash, env_name, date, params, python, requirements, env_vars, durations,
          result_columns: [result, params, version, started_at, duration, stats_ci_99_a, stats_ci_99_b,
@@ -33,6 +35,7 @@ import pandas as pd
 
 from fusebench.errors import ResultsError
 from fusebench.files import atomic_write_json, file_lock, read_json
+from fusebench.history.machine_file import write_machine_files
 from fusebench.history.revision import Revision
 from fusebench.measure.machine import MachineInfo
 from fusebench.measure.outcome import (
@@ -47,7 +50,6 @@ from fusebench.measure.outcome import (
 
 RESULTS_API_VERSION = 2
 LOCK_FILE = ".fusebench.lock"
-MACHINE_API_VERSION = 1
 BENCHMARKS_API_VERSION = 2
 RESULT_COLUMNS = [
     "result",
@@ -132,7 +134,7 @@ def _write_outcomes(results_dir: Path, run: RunInfo, outcomes: Sequence[Outcome]
     for outcome in outcomes:
         _add_outcome(benchmarks, statuses, outcome)
     atomic_write_json(path, _document(run, benchmarks, statuses))
-    atomic_write_json(path.parent / "machine.json", {**run.machine.as_json(), "version": MACHINE_API_VERSION}, indent=4)
+    write_machine_files(path.parent, run.machine)
     _update_benchmarks_json(results_dir / "benchmarks.json", benchmarks)
     return path
 
