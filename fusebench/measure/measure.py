@@ -15,7 +15,9 @@ reference once. For each variant, `measure_variant`:
    from torch.profiler (CUDA only); fusions per call from our compiler's last trace. A training
    step (a case with `forward_call`) also records its backward's kernels (the call's minus the
    forward part's) and the fusions of our compiler's backward trace;
-4. with `Settings.record`, what our compiler did (trace, fusion definitions, nvFuser segments with
+4. peak memory over steps 1 to 3 (`fusebench.measure.memory`): device memory the measurement
+   allocated at its peak, and the process's peak RSS;
+5. with `Settings.record`, what our compiler did (trace, fusion definitions, nvFuser segments with
    `Settings.segments`) as `Outcome.artifacts` (`fusebench.measure.compiler_record`), for ok and
    failed outcomes alike.
 """
@@ -34,6 +36,7 @@ from fusebench.cases.case import Case
 from fusebench.cases.variants import Compiled, SkipVariant, Target, Variant
 from fusebench.measure.compiler_record import record
 from fusebench.measure.correctness import compare
+from fusebench.measure.memory import MemoryWatch, PeakMemory
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.profiling import count_kernels
 from fusebench.measure.snapshot import InputSnapshot, map_tensors, upcast_copy
@@ -106,8 +109,10 @@ def measure_variant(
     """Measures `variant` on the prepared case; never raises for a variant's failure."""
     case = prepared.case
     started_at, start = time.time(), clock()
+    memory: list[PeakMemory] = []
 
     def finish(status: str, detail: str = "", **fields: Any) -> Outcome:
+        peaks = memory[0] if memory else PeakMemory(None, None)
         return Outcome(
             suite=prepared.suite,
             case=case.name,
@@ -123,6 +128,8 @@ def measure_variant(
             peak_bandwidth_gbs=settings.peak_bandwidth_gbs,
             started_at=started_at,
             duration=clock() - start,
+            peak_device_bytes=peaks.device_bytes,
+            peak_host_rss_bytes=peaks.host_rss_bytes,
             **fields,
         )
 
@@ -133,8 +140,11 @@ def measure_variant(
     reason = variant.unavailable(settings.device)
     if reason is not None:
         return finish("skipped", reason)
+    _flusher(str(settings.device))  # NOTE: made before the watch starts: its buffer is not the variant's
+    watch = MemoryWatch(settings.device)
+    watch.start()
     try:
-        return _measure(prepared, variant, settings, clock, timer, finish)
+        return _measure(prepared, variant, settings, clock, timer, finish, lambda: memory.append(watch.stop()))
     except SkipVariant as error:
         return finish("skipped", str(error))
     except NotImplementedError as error:
@@ -197,6 +207,7 @@ def _measure(
     clock: Clock,
     timer: Timer | None,
     finish: Callable[..., Outcome],
+    stop_memory_watch: Callable[[], None] = lambda: None,
 ) -> Outcome:
     case, args, snapshot = prepared.case, prepared.args, prepared.snapshot
     assert snapshot is not None
@@ -242,6 +253,7 @@ def _measure(
         counted = counters()
         steady_s = stats.median
     compile_seconds = max(first_s - steady_s, 0.0)
+    stop_memory_watch()
     return finish("ok", timing=stats, compile_seconds=compile_seconds, artifacts=_record(compiled, settings), **counted)
 
 
