@@ -77,7 +77,7 @@ def latest_values(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def ratio_figure(document: dict[str, Any]) -> go.Figure:
     """A comparison's B/A time ratios with their confidence intervals, coloured by verdict."""
-    decided = [b for b in document["benchmarks"] if b.get("decision")]
+    decided = [b for b in document["benchmarks"] if b.get("decision") and b.get("metric", "time_call") == "time_call"]
     labels = [f"{b['case']} ({format_params(b['params'])}) {b['variant']}" for b in decided]
     figure = go.Figure()
     for verdict, color in VERDICT_COLORS.items():

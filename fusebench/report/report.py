@@ -34,12 +34,13 @@ from fusebench.cases.case import format_params
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_text
 from fusebench.history.regressions import Regression, find_regressions
+from fusebench.measure.outcome import TIME
 from fusebench.report import charts
 from fusebench.report.flagged import flagged_table
 from fusebench.report.machines import machine_sections, selector_html
 from fusebench.report.scoreboard_chart import check_baseline, scoreboard_section
 from fusebench.report.suite_charts import suite_section
-from fusebench.report.table import counted, format_seconds
+from fusebench.report.table import counted, format_bytes, format_seconds
 from fusebench.report.why import why_section
 
 
@@ -174,12 +175,15 @@ def _comparison_section(document: dict[str, Any], figures: _FigureIds) -> str:
 
 def _comparison_row(entry: dict[str, Any]) -> list[str]:
     decision = entry.get("decision")
+    memory = entry.get("metric", TIME.name) != TIME.name  # a peak-memory row (fusebench.compare.memory_rows)
+    value = format_bytes if memory else format_seconds
+    variant = f"{entry['variant']} (peak device memory)" if memory else entry["variant"]
     return [
         html.escape(entry["case"]),
         html.escape(format_params(entry["params"])),
-        html.escape(entry["variant"]),
-        format_seconds(entry["a"]["median"]) if entry["a"].get("median") else "-",
-        format_seconds(entry["b"]["median"]) if entry["b"].get("median") else "-",
+        html.escape(variant),
+        value(entry["a"]["median"]) if entry["a"].get("median") else "-",
+        value(entry["b"]["median"]) if entry["b"].get("median") else "-",
         f"{decision['ratio']:.3f}" if decision else "-",
         f"[{decision['ci_low']:.3f}, {decision['ci_high']:.3f}]" if decision else "-",
         f'<span class="verdict-{entry["verdict"].replace(" ", "-")}">{html.escape(entry["verdict"])}</span>',

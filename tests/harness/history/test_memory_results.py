@@ -33,3 +33,24 @@ def test_peak_memory_is_recorded_as_bytes_benchmarks_and_read_back(tmp_path: Pat
     assert device.loc["thunder", "status"] == "failed" and device.loc["thunder", "value"] != 99  # no value: NaN
     host = frame[frame.metric == "track_peak_host_rss_bytes"].set_index("variant")
     assert host.loc["fusebench", "value"] == 1 << 29
+
+
+def test_a_step_up_of_peak_device_memory_is_a_regression_and_host_rss_is_not_checked() -> None:
+    import pandas as pd
+
+    from fusebench.history.regressions import find_regressions
+
+    rows = []
+    for metric in ("track_peak_device_bytes", "track_peak_host_rss_bytes"):
+        for index, value in enumerate([100, 100, 100, 100, 150, 150, 150, 150]):
+            rows.append(
+                {
+                    "machine": "m", "env": "e", "commit": f"{index:08x}", "date": index, "suite": "s", "case": "c",
+                    "params": "n=1", "variant": "v", "metric": metric, "unit": "bytes", "value": float(value << 20),
+                    "q25": None, "q75": None,
+                }
+            )  # fmt: skip
+    (found,) = find_regressions(pd.DataFrame(rows))
+    assert found.metric == "track_peak_device_bytes"
+    assert (found.before_commit, found.after_commit) == ("00000003", "00000004")
+    assert round(found.change, 3) == 0.5
