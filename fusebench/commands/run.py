@@ -39,6 +39,7 @@ from fusebench.measure.machine import env_name, machine_info
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
 from fusebench.measure.workers import devices_from, run_units
+from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
 from fusebench.report.progress import Progress
 from fusebench.report.scoreboard import rows_from_outcomes
 from fusebench.report.summary import render_summary
@@ -136,6 +137,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         atomic_write_json(args.json, _run_json(run_info, selection.quick, outcomes), indent=2)
         print(f"json: {args.json}")
+    headline = render_dashboard(dashboard(measurements_from_outcomes(outcomes)))
+    if headline:
+        print(f"\n{headline}")
     summary = render_summary(rows_from_outcomes(outcomes))
     if summary:
         print(f"\n{summary}")
