@@ -10,7 +10,13 @@ import torch
 
 from fusebench.cases.case import Case, format_params
 from fusebench.cases.discovery import discover
-from fusebench.cases.selection import add_selection_arguments, plan, selection_from_args, variant_notes
+from fusebench.cases.selection import (
+    add_selection_arguments,
+    add_shard_argument,
+    plan,
+    selection_from_args,
+    variant_notes,
+)
 from fusebench.cases.variants import Variant
 from fusebench.errors import check
 
@@ -19,6 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Registers `list`."""
     parser = subparsers.add_parser("list", help="list suites, cases, parameters and variants")
     add_selection_arguments(parser)
+    add_shard_argument(parser)
     parser.set_defaults(handler=run)
 
 

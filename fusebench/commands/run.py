@@ -26,7 +26,15 @@ from typing import Any
 import torch
 
 from fusebench.cases.discovery import discover
-from fusebench.cases.selection import Group, add_selection_arguments, plan, selection_from_args, variant_notes
+from fusebench.cases.selection import (
+    Group,
+    add_selection_arguments,
+    add_shard_argument,
+    plan,
+    selection_from_args,
+    shard_of,
+    variant_notes,
+)
 from fusebench.cases.variants import Variant
 from fusebench.commands.compare import child_run_arguments
 from fusebench.errors import FusebenchError, check
@@ -59,6 +67,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "load their data over HTTP, so opening html/index.html as a file does not work).",
     )
     add_selection_arguments(parser)
+    add_shard_argument(parser)
     parser.add_argument(
         "--repeat-budget",
         type=float,
@@ -101,8 +110,9 @@ def run(args: argparse.Namespace) -> int:
     check(budget > 0, lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds", FusebenchError)
     devices = _devices(args.devices) if args.devices else None
     suites = discover(selection.suite_dirs)
-    groups = plan(suites, selection)
+    groups = plan(suites, dataclasses.replace(selection, shard=None))
     check(groups, lambda: "the selection flags selected nothing (see `fusebench list` with the same flags)")
+    unsharded, groups = len(groups), shard_of(groups, selection.shard)
     machine = machine_info(args.machine)
     revision = code_revision() if args.commit is None else commit_revision(args.commit)
     run_info = RunInfo(machine, revision, env_name(machine, str(selection.device)))
@@ -117,6 +127,12 @@ def run(args: argparse.Namespace) -> int:
         f"repeats each; peak bandwidth {peak:.1f} GB/s; commit {revision.commit[:8]}{dirty}",
         file=sys.stderr,
     )
+    if selection.shard:
+        print(
+            f"fusebench run: shard {selection.shard[0]}/{selection.shard[1]}: {len(groups)} of the {unsharded} "
+            "(case, params) selected",
+            file=sys.stderr,
+        )
     for note in variant_notes(suites, selection):
         print(f"fusebench run: {note}", file=sys.stderr)
     if revision.commit == UNKNOWN_COMMIT:
@@ -165,6 +181,7 @@ def _record_arguments(args: argparse.Namespace, commit: str) -> list[str]:
     arguments = ["--results", str(args.results.resolve()), "--commit", commit]
     arguments += ["--machine", args.machine] if args.machine else []
     arguments += ["--no-artifacts"] if args.no_artifacts else []
+    arguments += [f"--shard={args.shard[0]}/{args.shard[1]}"] if args.shard else []
     return arguments + (["--no-segments"] if args.no_segments else [])
 
 

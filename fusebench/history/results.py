@@ -139,6 +139,33 @@ def _write_outcomes(results_dir: Path, run: RunInfo, outcomes: Sequence[Outcome]
     return path
 
 
+def merge_result_file(source: str | Path, target: str | Path) -> Path:
+    """Merges the result file `source` into `target` (same machine, commit and environment; created
+    when missing) as if its measurements had been written there: the combinations `source` measured
+    replace those of `target`, the others stay; benchmarks.json beside `target`'s machine folder is
+    widened. The caller holds the results folder's lock (`LOCK_FILE`)."""
+    source, target = Path(source), Path(target)
+    incoming = _load_document(source)
+    benchmarks, statuses = _parse(_load_document(target)) if target.exists() else ({}, {})
+    new_benchmarks, new_statuses = _parse(incoming)
+    for name, benchmark in new_benchmarks.items():
+        current = benchmarks.get(name)
+        if current is None or (current.param_names, current.version) != (benchmark.param_names, benchmark.version):
+            current = benchmarks[name] = _Benchmark(benchmark.param_names, benchmark.version)
+        case = name.rsplit(".", 1)[0]
+        for combo, point in benchmark.points.items():
+            if (case, combo) in new_statuses or combo not in current.points:
+                current.points[combo] = point
+    statuses.update(new_statuses)
+    extras = incoming.get("fusebench", {})
+    revision = Revision(incoming["commit_hash"], incoming.get("date") or 0, bool(extras.get("dirty", False)))
+    fields = {key: str(incoming["params"].get(key, "")) for key in MachineInfo.__dataclass_fields__}
+    run = RunInfo(MachineInfo(**fields), revision, incoming["env_name"])
+    atomic_write_json(target, _document(run, benchmarks, statuses))
+    _update_benchmarks_json(target.parent.parent / "benchmarks.json", benchmarks)
+    return target
+
+
 def read_results(results_dir: str | Path) -> pd.DataFrame:
     """Every result file under `results_dir` as one DataFrame (see `read_result_file`)."""
     results_dir = Path(results_dir)
