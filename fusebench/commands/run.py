@@ -48,6 +48,7 @@ from fusebench.measure.measure import Settings, measure_variant, prepare_case
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
 from fusebench.measure.workers import devices_from, run_units
 from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
+from fusebench.report.overhead import render_overhead
 from fusebench.report.progress import Progress
 from fusebench.report.scoreboard import rows_from_outcomes
 from fusebench.report.summary import render_summary
@@ -96,6 +97,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--no-segments", action="store_true", help="do not profile nvFuser's kernels per fusion for the record (GPU)"
+    )
+    parser.add_argument(
+        "--profile-overhead",
+        action="store_true",
+        help="print where each measurement's time went beyond compile time and the repeat budget",
     )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--outcomes-fd", type=int, help=argparse.SUPPRESS)
@@ -159,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
     summary = render_summary(rows_from_outcomes(outcomes))
     if summary:
         print(f"\n{summary}")
+    if args.profile_overhead:
+        print(f"\n{render_overhead(outcomes)}")
     return 1 if any(o.status in BAD_STATUSES for o in outcomes) else 0
 
 
@@ -196,37 +204,53 @@ def _keep(args: argparse.Namespace, run_info: RunInfo, outcome: Outcome) -> None
 def _in_process(args: argparse.Namespace, units: list[Unit], run_info: RunInfo, settings: Settings) -> list[Outcome]:
     progress = Progress(len(units))
     outcomes: list[Outcome] = []
-    prepared, prepared_for = None, None
+    prepared = _Prepared()
     for group, variant in units:
-        if prepared_for is not group:
-            prepared, prepared_for = _prepare(group, settings, prepared), group
         progress.start(group.case_id, variant.name)
-        outcome = measure_variant(prepared, variant, settings)
+        outcome = _measure_unit(args, run_info, settings, prepared, group, variant)
         progress.finish(outcome)
-        _keep(args, run_info, outcome)
         outcomes.append(outcome)
     return outcomes
 
 
-def _prepare(group: Group, settings: Settings, previous: Any) -> Any:
-    del previous
-    if settings.device.type == "cuda":
-        torch.cuda.empty_cache()
-    return prepare_case(group.suite.name, group.case, group.params, settings)
+class _Prepared:
+    """The prepared case of the group measured last: its variants reuse its inputs and reference."""
+
+    def __init__(self) -> None:
+        self.group: Group | None = None
+        self.case: Any = None
+
+
+def _measure_unit(
+    args: argparse.Namespace, run_info: RunInfo, settings: Settings, prepared: _Prepared, group: Group, variant: Variant
+) -> Outcome:
+    """Measures one unit and records it; its phases include preparing the case (the group's first
+    unit) and writing the results (`fusebench.measure.phases`)."""
+    prepare_s = 0.0
+    if prepared.group is not group:
+        start = time.perf_counter()
+        if settings.device.type == "cuda":
+            prepared.case = None  # NOTE: the previous group's tensors go before the next are made
+            torch.cuda.empty_cache()
+        prepared.case, prepared.group = prepare_case(group.suite.name, group.case, group.params, settings), group
+        prepare_s = time.perf_counter() - start
+    outcome = measure_variant(prepared.case, variant, settings)
+    start = time.perf_counter()
+    _keep(args, run_info, outcome)
+    phases = outcome.extra.setdefault("phases", {})
+    phases.update({"prepare_case": prepare_s, "write": time.perf_counter() - start})
+    return outcome
 
 
 def _serve(args: argparse.Namespace, units: list[Unit], run_info: RunInfo, device: torch.device, budget: float) -> int:
     """Worker mode: measures the unit indices read from stdin; answers on `--outcomes-fd`."""
     check(args.outcomes_fd is not None, lambda: "--worker needs --outcomes-fd")
     settings = _settings(args, device, budget, peak_bandwidth_gbs(device))
-    prepared, prepared_for = None, None
+    prepared = _Prepared()
     with os.fdopen(args.outcomes_fd, "w") as answers:
         for line in sys.stdin:
             group, variant = units[int(line)]
-            if prepared_for is not group:
-                prepared, prepared_for = _prepare(group, settings, prepared), group
-            outcome = measure_variant(prepared, variant, settings)
-            _keep(args, run_info, outcome)
+            outcome = _measure_unit(args, run_info, settings, prepared, group, variant)
             cuda_error = device.type == "cuda" and outcome.status == "error" and "CUDA" in outcome.detail
             answers.write(json.dumps({**_outcome_json(outcome), "worker_exits": cuda_error}) + "\n")
             answers.flush()

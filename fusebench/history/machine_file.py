@@ -25,8 +25,12 @@ def write_machine_files(machine_dir: str | Path, machine: MachineInfo) -> None:
     """Writes fusebench's facts file and machine.json (ASV's fields there kept, ours merged in)."""
     machine_dir = Path(machine_dir)
     facts = machine.as_json()
-    atomic_write_json(machine_dir / FACTS_FILE, facts, indent=4)
-    _merge_into_machine_json(machine_dir, facts)
+    # NOTE: rewritten only when changed: this runs after every measurement
+    if _read_object(machine_dir / FACTS_FILE) != facts:
+        atomic_write_json(machine_dir / FACTS_FILE, facts, indent=4)
+    current = _read_object(machine_dir / ASV_MACHINE_FILE)
+    if current != {**current, **facts, "version": MACHINE_API_VERSION}:
+        _merge_into_machine_json(machine_dir, facts)
 
 
 def machine_facts(machine_dir: str | Path) -> dict[str, Any]:

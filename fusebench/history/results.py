@@ -128,14 +128,25 @@ def write_outcomes(results_dir: str | Path, run: RunInfo, outcomes: Sequence[Out
 
 
 def _write_outcomes(results_dir: Path, run: RunInfo, outcomes: Sequence[Outcome]) -> Path:
+    # NOTE: only the benchmarks of `outcomes` are parsed and rebuilt; the others' rows are kept as
+    # they are, so the cost of a write does not grow with the benchmarks already in the file.
     path = result_path(results_dir, run)
+    touched = {benchmark_name(o.suite, o.case, METRICS_BY_NAME[m]) for o in outcomes for m in o.metric_values()}
     document = _load_document(path) if path.exists() else None
-    benchmarks, statuses = _parse(document) if document else ({}, {})
+    kept: dict[str, Any] = {}
+    if document is not None and document.get("result_columns") == RESULT_COLUMNS:
+        kept = {name: row for name, row in document["results"].items() if name not in touched}
+        benchmarks, statuses = _parse(document, only=touched)
+        kept_names = document.get("fusebench", {}).get("param_names", {})
+        kept_names = {name: names for name, names in kept_names.items() if name in kept}
+    else:
+        benchmarks, statuses = _parse(document) if document else ({}, {})
+        kept_names = {}
     for outcome in outcomes:
         _add_outcome(benchmarks, statuses, outcome)
-    atomic_write_json(path, _document(run, benchmarks, statuses))
+    atomic_write_json(path, _document(run, benchmarks, statuses, kept, kept_names))
     write_machine_files(path.parent, run.machine)
-    _update_benchmarks_json(results_dir / "benchmarks.json", benchmarks)
+    _update_benchmarks_json(results_dir / "benchmarks.json", {n: b for n, b in benchmarks.items() if n in touched})
     return path
 
 
@@ -258,9 +269,18 @@ def _time_stats(outcome: Outcome) -> dict[str, Any]:
 # points <-> ASV documents
 
 
-def _document(run: RunInfo, benchmarks: dict[str, _Benchmark], statuses: dict) -> dict[str, Any]:
+def _document(
+    run: RunInfo,
+    benchmarks: dict[str, _Benchmark],
+    statuses: dict,
+    kept_rows: dict[str, list] | None = None,
+    kept_param_names: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
+    """The result document of `benchmarks`, plus rows (and their parameter names) kept verbatim."""
     python = ".".join(run.machine.python.split(".")[:2])
-    results = {name: _result_row(benchmark) for name, benchmark in sorted(benchmarks.items())}
+    rows = {**(kept_rows or {}), **{name: _result_row(benchmark) for name, benchmark in benchmarks.items()}}
+    results = dict(sorted(rows.items()))
+    param_names = {**(kept_param_names or {}), **{name: b.param_names for name, b in benchmarks.items()}}
     return {
         "commit_hash": run.revision.commit,
         "env_name": run.env_name,
@@ -274,7 +294,7 @@ def _document(run: RunInfo, benchmarks: dict[str, _Benchmark], statuses: dict) -
         "durations": {},
         "version": RESULTS_API_VERSION,
         "fusebench": {
-            "param_names": {name: b.param_names for name, b in benchmarks.items()},
+            "param_names": dict(sorted(param_names.items())),
             "outcomes": [
                 {"case": case, "params": list(combo), "status": status, "detail": detail}
                 for (case, combo), (status, detail) in sorted(statuses.items())
@@ -319,13 +339,18 @@ def _result_row(benchmark: _Benchmark) -> list[Any]:
     return row
 
 
-def _parse(document: dict[str, Any], descriptions: dict[str, Any] | None = None) -> tuple[dict, dict]:
-    """Benchmarks (points by parameter combination) and statuses from a result document."""
+def _parse(
+    document: dict[str, Any], descriptions: dict[str, Any] | None = None, only: set[str] | None = None
+) -> tuple[dict, dict]:
+    """Benchmarks (points by parameter combination) and statuses from a result document (only the
+    benchmarks named in `only`, when given)."""
     extras = document.get("fusebench", {})
     names_by_benchmark = extras.get("param_names", {})
     columns = document["result_columns"]
     benchmarks: dict[str, _Benchmark] = {}
     for name, row in document["results"].items():
+        if only is not None and name not in only:
+            continue
         try:
             split_benchmark_name(name)
         except ValueError:
@@ -354,6 +379,7 @@ def _parse(document: dict[str, Any], descriptions: dict[str, Any] | None = None)
 def _update_benchmarks_json(path: Path, benchmarks: dict[str, _Benchmark]) -> None:
     """Adds or widens the description of every benchmark in `benchmarks` (params: union of values)."""
     descriptions = _read_benchmarks_json(path)
+    before = {name: dict(entry) for name, entry in descriptions.items()}
     for name, benchmark in benchmarks.items():
         metric = split_benchmark_name(name)[2]
         axes: list[list[str]] = [[] for _ in benchmark.param_names]
@@ -362,7 +388,8 @@ def _update_benchmarks_json(path: Path, benchmarks: dict[str, _Benchmark]) -> No
             axes = [list(axis) for axis in old["params"]]
         axes = _axes(benchmark.points, axes)
         descriptions[name] = _description(name, metric, benchmark.param_names, axes, benchmark.version)
-    atomic_write_json(path, {**descriptions, "version": BENCHMARKS_API_VERSION}, indent=4)
+    if descriptions != before:
+        atomic_write_json(path, {**descriptions, "version": BENCHMARKS_API_VERSION}, indent=4)
 
 
 def _description(name: str, metric: Metric, param_names: list[str], axes: list[list[str]], version: str) -> dict:
