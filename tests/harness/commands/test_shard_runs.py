@@ -43,6 +43,7 @@ def descriptions(results: Path) -> dict[str, tuple]:
     }
 
 
+@pytest.mark.slow
 def test_three_merged_shards_equal_one_unsharded_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main([*RUN, "--results", str(tmp_path / "whole")]) == 0
     for index in (1, 2, 3):
@@ -63,3 +64,10 @@ def test_three_merged_shards_equal_one_unsharded_run(tmp_path: Path, capsys: pyt
     assert descriptions(tmp_path / "merged") == descriptions(tmp_path / "whole")
     assert read_json(tmp_path / "merged" / "shard-test" / "machine.json")["torch"]
     assert output.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_a_worker_process_measures_the_same_shard(tmp_path: Path) -> None:
+    assert main([*RUN, "--shard", "2/3", "--results", str(tmp_path / "here")]) == 0
+    assert main([*RUN, "--shard", "2/3", "--isolate", "--results", str(tmp_path / "worker")]) == 0
+    assert measured(result_file(tmp_path / "worker")) == measured(result_file(tmp_path / "here"))
