@@ -1,11 +1,13 @@
 """`fusebench report`: one self-contained HTML file of the histories, regressions and a comparison.
 
     fusebench report [--results DIR] [--compare JSON] [--baseline VARIANT] [-o report.html]
+    fusebench report [--results DIR] --markdown RESULTS.md
 
 Reads the ASV results folder (`fusebench run` and `asv run` histories), finds step changes for
 the worse (`fusebench.history.regressions`), and lays out the charts (`fusebench.report.report`). The flagged
 regressions are also printed. The file embeds plotly.js, so it opens offline; it is written
-atomically.
+atomically. With `--markdown PATH` it writes the latest tables per machine as a Markdown page
+instead (`fusebench.report.markdown`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 from pathlib import Path
 
 from fusebench.errors import check
+from fusebench.report.markdown import write_markdown
 from fusebench.report.report import load_inputs, write_report
 from fusebench.report.table import counted
 
@@ -39,12 +42,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="VARIANT",
         help="the scoreboard's ratios are to this variant (eager, torch.compile, ...); default: the fastest",
     )
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        metavar="PATH",
+        help="instead of the HTML report, write the latest tables per machine (facts, commit) as Markdown to PATH",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Writes the report; prints the flagged regressions and the path."""
     check(args.threshold >= 0, lambda: f"--threshold {args.threshold:g}: expected a fraction >= 0, like 0.05")
+    if args.markdown is not None:
+        print(f"results page: {write_markdown(args.results, args.markdown)}")
+        return 0
     inputs = load_inputs(args.results, args.compare, args.threshold, args.baseline)
     path = write_report(inputs, args.output, args.title)
     for regression in inputs.regressions:
