@@ -16,7 +16,7 @@ from fusebench.measure.outcome import Outcome
 from fusebench.measure.stats import summarize
 from fusebench.report.markdown import markdown_page
 from fusebench.report.table import format_seconds
-from tests.harness.histories import ENV, LATEST_RUN, write_history, write_latest_run
+from tests.support.histories import ENV, LATEST_RUN, write_history, write_latest_run
 
 
 def section(page: str, machine: str) -> str:
