@@ -41,7 +41,8 @@ def test_ci_runs_the_readme_commands() -> None:
 def test_the_readme_is_a_short_guide() -> None:
     lines = README.read_text().splitlines()
     assert len(lines) <= MAX_README_LINES, f"README.md has {len(lines)} lines; keep it to {MAX_README_LINES}"
-    for heading in ("## Set up", "## A five-minute tour on CPU", "## The compiler in one minute", "## Where to go next"):
+    headings = ("## Set up", "## A five-minute tour on CPU", "## The compiler in one minute", "## Where to go next")
+    for heading in headings:
         assert heading in lines, heading
 
 
@@ -49,7 +50,7 @@ def test_prose_holds_no_measurements_or_commit_hashes() -> None:
     problems = []
     # NOTE: ARCHITECTURE.md is the design reference, whose reasons may cite what nvFuser did
     for path in (path for path in FILES if path.name != "ARCHITECTURE.md"):
-        for number, line in enumerate(prose(path).splitlines(), start=1):
+        for line in prose(path).splitlines():
             for pattern, what in ((MEASURED, "a measurement"), (HASH, "a commit hash")):
                 if match := pattern.search(line):
                     problems.append(f"{path.name}: {what} {match.group(0)!r} in: {line.strip()}")
