@@ -58,7 +58,8 @@ class Snippet:
 
     @property
     def where(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
+        path = self.path.relative_to(ROOT) if self.path.is_relative_to(ROOT) else self.path
+        return f"{path}:{self.line}"
 
     @property
     def kind(self) -> str | None:
@@ -109,9 +110,11 @@ def _files(device: bool) -> list:
     return params
 
 
-def test_every_block_can_be_run() -> None:
+def block_problems(blocks: list[Snippet]) -> list[str]:
+    """Why each block that cannot be run cannot: an unknown language or marker, a misplaced
+    marker, a command that is not `fusebench` or `pytest`."""
     problems = []
-    for snippet in ALL:
+    for snippet in blocks:
         if snippet.language not in RUN | DIAGRAMS:
             problems.append(f"{snippet.where}: ```{snippet.language}: no runner for this language ({sorted(RUN)})")
         if snippet.kind is not None and snippet.kind not in MARKERS:
@@ -126,8 +129,28 @@ def test_every_block_can_be_run() -> None:
             for command in commands(snippet):
                 if not command.startswith(COMMANDS):
                     problems.append(f"{snippet.where}: `{command}`: expected a command starting with {COMMANDS}")
+    return problems
+
+
+def test_every_block_can_be_run() -> None:
+    problems = block_problems(ALL)
     assert not problems, "\n".join(problems)
     assert any(s.language == "python" for s in ALL) and any(s.language == "bash" for s in ALL)
+
+
+def test_a_block_no_runner_knows_fails(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```\nplain\n```\n"
+        "```text\noutput\n```\n"
+        "<!-- someday -->\n```python\nx = 1\n```\n"
+        "```bash\nls -la\nfusebench list\n```\n"
+        "<!-- file: a.py -->\n```bash\nfusebench list\n```\n"
+        "```mermaid\nflowchart TD\n```\n"
+    )
+    problems = block_problems(snippets(page))
+    expected = ["```: no runner", "```text: no runner", "<!-- someday -->", "`ls -la`", "<!-- file: PATH -->"]
+    assert len(problems) == len(expected) and all(e in p for e, p in zip(expected, problems)), problems
 
 
 def commands(snippet: Snippet) -> list[str]:
