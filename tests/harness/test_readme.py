@@ -41,7 +41,7 @@ def test_ci_runs_the_readme_commands() -> None:
 def test_the_readme_is_a_short_guide() -> None:
     lines = README.read_text().splitlines()
     assert len(lines) <= MAX_README_LINES, f"README.md has {len(lines)} lines; keep it to {MAX_README_LINES}"
-    headings = ("## Set up", "## A five-minute tour on CPU", "## The compiler in one minute", "## Where to go next")
+    headings = ("## Set-up", "## A five-minute tour on CPU", "## The compiler in one minute", "## Where to go next")
     for heading in headings:
         assert heading in lines, heading
 
