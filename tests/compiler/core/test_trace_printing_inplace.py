@@ -187,3 +187,17 @@ def test_a_symbol_with_no_importable_implementation_gets_no_import() -> None:
     assert import_line(Symbol("nvFusion0", lambda *args: args)) is None
     assert import_line(Symbol("torch.Tensor.index_add_", torch.Tensor.index_add_)) is None
     assert import_line(Symbol("torch.add")) is None
+
+
+@pytest.mark.gpu
+def test_printed_traces_of_a_cuda_kv_cache_step_run_as_eager() -> None:
+    args = tuple(a.cuda() for a in kv_inputs(torch.Generator().manual_seed(0)))
+    jfn = compiler.jit(kv_step, executors=["sdpa", "torch"])
+    jfn(*cloned(args))
+    traces, prologue = compiler.last_traces(jfn), compiler.last_prologue(jfn)
+    assert "index_copy_(" in str(traces[-1])
+    for trace in traces:
+        eager_args, printed_args = cloned(args), cloned(args)
+        expected = kv_step(*eager_args)
+        torch.testing.assert_close(printed(trace)(*printed(prologue)(printed_args, {})), expected)
+        torch.testing.assert_close(printed_args, eager_args)
