@@ -26,8 +26,8 @@ from typing import Any
 import torch
 
 from compiler.core.errors import GuardFailure, TracingError, check, short_repr
+from compiler.core.executor import FusionOptions
 from compiler.core.ir import Trace
-from compiler.passes.fuse import FusionOptions
 from compiler.runtime import dynamo
 from compiler.runtime.cache import CacheStats, JittedFunction, called_jitted, jitted
 from compiler.runtime.dynamo import dynamo_backend
@@ -140,7 +140,7 @@ def clear_fusion_cache() -> None:
     """Drops the nvFuser definitions shared by every jitted function of this process, with their
     compiled kernels: the next compilation of any function defines and compiles its fusions afresh
     (as the first one in a new process would). Entries already compiled keep their own."""
-    from compiler.executors.nvfuser_definitions import DEFINITIONS
+    from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
 
     DEFINITIONS.clear()
 

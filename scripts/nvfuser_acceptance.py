@@ -23,7 +23,7 @@ import torch
 
 import compiler
 from compiler import examine
-from compiler.executors.nvfuser import region_fusions, unavailable_reason
+from compiler.executors.nvfuser.executor import region_fusions, unavailable_reason
 from fusebench.measure.timing import DeviceTimer, L2Flusher
 from suites.adam_step import BETA1, BETA2, EPS, LR, adam_step
 from suites.gelu_backward import SCALARS, define_gelu_bias_backward, gelu_bias_backward

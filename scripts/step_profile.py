@@ -184,7 +184,7 @@ def _fusion_labels(program: Any, kernels: bool) -> dict[int, tuple[str, str]]:
     kernels, "  [2 kernels: reduction+inner_outer_persistent, 64.3 us]", else "")."""
     import compiler
     from compiler import examine
-    from compiler.executors.nvfuser import region_fusions
+    from compiler.executors.nvfuser.executor import region_fusions
 
     labels: dict[int, tuple[str, str]] = {}
     parts = [(False, compiler.last_traces(program))]

@@ -11,7 +11,7 @@ Why nvFuser reported two compilations for our one definition (measured on an H10
 symbolic extent is 1 at run time (d0 = 1) is concretized by nvFuser as a broadcast dim, which is
 another kernel than the one every other extent shares, so d0 = 1 compiled again whatever order
 the sizes came in. Since then such a call runs with torch the first time its sizes are seen, and
-their kernel is compiled only if they come back (compiler/executors/nvfuser_edge_sizes.py): one
+their kernel is compiled only if they come back (compiler/executors/nvfuser/run/edge_sizes.py): one
 compilation per sequence. Each compilation of this fusion took 0.33-0.39 s there (0.18-0.25 s with
 nvFuser's on-disk kernel database skipping NVRTC, so mostly nvFuser's lowering of the three
 resizes; a one-op fusion compiles in 0.11-0.18 s), which is nearly all of a cold sequence's ~0.7 s: tracing and

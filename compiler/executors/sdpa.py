@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from compiler.core.executor import Executor
 from compiler.core.ir import BoundSymbol
 from compiler.executors.attention import attention, attention_backward, attention_forward
 from compiler.prims import Prim
@@ -28,7 +29,7 @@ def fused_attention(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, sca
     return attention(q, k, v, attn_mask, is_causal, scale)
 
 
-class SdpaExecutor:
+class SdpaExecutor(Executor):
     """Claims attention (`prims.sdpa`, `prims.sdpa_forward`, `prims.sdpa_backward`) on CUDA tensors of a
     floating dtype."""
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from compiler import executors as executors_module
 from compiler.core.errors import check
+from compiler.core.executor import FusionOptions, fusion_executor
 from compiler.core.ir import TensorProxy, Trace
 from compiler.executors.codegen import compile_trace
 from compiler.passes.autodiff import Joint, joint
@@ -18,7 +19,7 @@ from compiler.passes.dce import dce
 from compiler.passes.duplicate_upcasts import duplicate_upcasts
 from compiler.passes.flatten import flatten
 from compiler.passes.functionalize import functionalize
-from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
+from compiler.passes.fuse import fuse
 from compiler.passes.split_backward import Split, backward_from_saved, split_backward
 from compiler.passes.stop_gradient import drop_stop_gradients
 from compiler.passes.update_fresh import update_fresh

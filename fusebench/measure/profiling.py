@@ -12,7 +12,7 @@ program before the first count, 10.3 µs after it). A worker measures many units
 
 The setting is made when this module is imported, before any profiler of the process: kineto
 reads it once, and a count after a profiler session that ran without it found no kernels at all
-(H100: eager GELU counted 0 after tests/compiler/test_nvfuser_gpu.py's own torch.profiler
+(H100: eager GELU counted 0 after tests/compiler/executors/nvfuser/test_gpu.py's own torch.profiler
 sessions; set from the start, the same order counts right).
 """
 

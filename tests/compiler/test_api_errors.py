@@ -1,5 +1,5 @@
 """Every public entry point of the compiler, given a wrong type or value, raises one line naming
-the argument, the value and what was expected (the CLI's flags: tests/harness/test_cli_errors.py)."""
+the argument, the value and what was expected (the CLI's flags: tests/harness/commands/test_cli_errors.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 
 import compiler
 from compiler import examine
-from compiler.passes.regions import FUEL_ENV
+from compiler.core.executor import FUEL_ENV
 
 
 def _f(x: torch.Tensor) -> torch.Tensor:

@@ -9,14 +9,14 @@ import torch
 
 import compiler
 from compiler import examine, prims
-from compiler.executors.nvfuser import region_fusions
-from compiler.executors.nvfuser_repro import ops_by_scheduler, segmentation_hint
-from compiler.passes.fuse import Reason
+from compiler.core.executor import Reason
+from compiler.executors.nvfuser.diagnose import fake_nvfuser
+from compiler.executors.nvfuser.diagnose.repro import ops_by_scheduler, segmentation_hint
+from compiler.executors.nvfuser.executor import region_fusions
 from suites.adam_step import adam_step
 from suites.llm_norms import _rotary_inputs, rotary
-from tests.compiler import fake_nvfuser
-from tests.compiler.nvfuser_cases import gelu_bias_backward, split3, write_back
-from tests.compiler.nvfuser_helpers import fake_nvfuser as fake_backend  # noqa: F401 - a fixture
+from tests.support.nvfuser_cases import gelu_bias_backward, split3, write_back
+from tests.support.nvfuser_helpers import fake_nvfuser as fake_backend  # noqa: F401 - a fixture
 
 
 def jit_torch_regions(fn, cache="constant", **fusion):
