@@ -8,7 +8,7 @@ import torch
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
 from fusebench.measure.memory import CLEAR_REFS, MemoryWatch, high_water_mark_bytes
 from fusebench.measure.outcome import PEAK_DEVICE, PEAK_HOST_RSS
-from tests.harness.fakes import tiny_case, variant_from
+from tests.support.fakes import tiny_case, variant_from
 
 CPU = torch.device("cpu")
 MIB = 1 << 20

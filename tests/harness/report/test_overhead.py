@@ -12,7 +12,7 @@ from fusebench.measure.outcome import Outcome
 from fusebench.measure.phases import PHASES
 from fusebench.measure.stats import summarize
 from fusebench.report.overhead import overhead_of, render_overhead
-from tests.harness.fakes import tiny_case
+from tests.support.fakes import tiny_case
 
 
 def synthetic(variant: str, compile_seconds: float, phases: dict[str, float], duration: float) -> Outcome:

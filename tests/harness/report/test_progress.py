@@ -7,7 +7,7 @@ import io
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.stats import summarize
 from fusebench.report.progress import Progress, format_eta
-from tests.harness.fakes import FakeClock
+from tests.support.fakes import FakeClock
 
 
 def _line(outcome: Outcome) -> str:
