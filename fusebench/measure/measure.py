@@ -145,9 +145,12 @@ def measure_variant(
         return finish("skipped", reason)
     _flusher(str(settings.device))  # NOTE: made before the watch starts: its buffer is not the variant's
     watch = MemoryWatch(settings.device)
+
+    def stop_watch() -> None:
+        memory.append(watch.stop())
+
     watch.start()
     try:
-        stop_watch = lambda: memory.append(watch.stop())
         return _measure(prepared, variant, settings, clock, timer, finish, stop_watch, phases)
     except SkipVariant as error:
         return finish("skipped", str(error))
