@@ -79,3 +79,24 @@ def test_device_peak_is_the_measurements_own_allocation_above_its_start() -> Non
     peak = watch.stop()
     assert peak.device_bytes == 32 * MIB
     del resident
+
+
+@pytest.mark.gpu
+def test_a_cuda_measurement_records_what_the_variant_allocated() -> None:
+    def make(target):
+        def run(x):
+            scratch = torch.empty(64 * MIB, dtype=torch.uint8, device=x.device)
+            del scratch
+            return x * 2
+
+        return run
+
+    device = torch.device("cuda")
+    settings = Settings(device=device, budget_s=0.01, min_repeats=3)
+    case = tiny_case()
+    prepared = prepare_case("tiny", case, case.grid(quick=True)[0], settings)
+    hungry = measure_variant(prepared, variant_from("hungry", make), settings)
+    light = measure_variant(prepared, variant_from("light", lambda target: lambda x: x * 2), settings)
+    assert hungry.status == "ok" and light.status == "ok", (hungry.detail, light.detail)
+    assert hungry.peak_device_bytes - light.peak_device_bytes >= 64 * MIB
+    assert light.peak_device_bytes < MIB  # a few small tensors: output, the check's temporaries
