@@ -29,7 +29,6 @@ from fusebench.cases.case import format_params
 from fusebench.measure.outcome import COMPILE, PEAK_DEVICE, TIME, Outcome
 from fusebench.report.scoreboard import variant_order
 from fusebench.report.summary import format_ratio
-from fusebench.report.table import counted
 
 EAGER = "eager"
 NOT_COUNTED = ("skipped", "missing")  # statuses that say nothing about the variant
@@ -94,7 +93,8 @@ def measurements_from_frame(frame: pd.DataFrame) -> list[Measurement]:
         return []
     key = ["machine", "env", "commit", "suite", "case", "params", "variant"]
     extras = frame[frame.metric.isin([COMPILE.name, PEAK_DEVICE.name]) & frame.value.notna()]
-    values = {(*row[:-2], row[-2]): row[-1] for row in extras[[*key, "metric", "value"]].itertuples(index=False)}
+    # (*series, metric) -> value, for the compile time and peak memory beside each time
+    values = {tuple(row[:-1]): row[-1] for row in extras[[*key, "metric", "value"]].itertuples(index=False)}
     measurements = []
     for row in times[[*key, "status", "value"]].itertuples(index=False):
         series = tuple(row[: len(key)])
@@ -215,13 +215,6 @@ def pass_rate_text(entry: DashboardEntry) -> str:
 def geometric_mean(values: Sequence[float]) -> float | None:
     """The geometric mean of positive `values`, None for none."""
     return math.exp(sum(map(math.log, values)) / len(values)) if values else None
-
-
-def coverage_text(entries: Sequence[DashboardEntry]) -> str:
-    """'4 variants over 3 suites'."""
-    variants = {entry.variant for entry in entries}
-    suites = {entry.suite for entry in entries}
-    return f"{counted(len(variants), 'variant')} over {counted(len(suites), 'suite')}"
 
 
 def _positive(value: float | None) -> bool:
