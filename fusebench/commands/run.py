@@ -166,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
     if summary:
         print(f"\n{summary}")
     if args.profile_overhead:
-        print(f"\n{render_overhead(outcomes)}")
+        workers = len(devices) if (args.devices or isolate) and devices else 1
+        print(f"\n{render_overhead(outcomes, time.perf_counter() - started, workers)}")
     return 1 if any(o.status in BAD_STATUSES for o in outcomes) else 0
 
 

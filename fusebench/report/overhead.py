@@ -56,8 +56,10 @@ def overhead_of(outcome: Outcome) -> Overhead | None:
     return Overhead(label, total, compile_seconds, budget, shown)
 
 
-def render_overhead(outcomes: Sequence[Outcome]) -> str:
-    """One line per measurement and the summary line ('' when no outcome recorded phases)."""
+def render_overhead(outcomes: Sequence[Outcome], run_seconds: float | None = None, workers: int = 1) -> str:
+    """One line per measurement and the summary line ('' when no outcome recorded phases); with
+    `run_seconds`, a last line comparing the run's wall time with its measurements' (over
+    `workers` processes measuring side by side): the rest is starting processes and imports."""
     splits = [split for split in map(overhead_of, outcomes) if split is not None]
     if not splits:
         return ""
@@ -69,6 +71,13 @@ def render_overhead(outcomes: Sequence[Outcome]) -> str:
             f"+ repeats {format_seconds(split.budget)} + overhead {format_seconds(split.overhead)} ({parts})"
         )
     lines.append(summary_line(splits))
+    if run_seconds is not None:
+        measured = sum(split.total for split in splits) / workers
+        lines.append(
+            f"the run took {format_seconds(run_seconds)}: measurements {format_seconds(measured)}"
+            f"{f' per worker ({workers} side by side)' if workers > 1 else ''}, the rest (starting processes, "
+            f"imports, peak bandwidth) {format_seconds(max(run_seconds - measured, 0.0))}"
+        )
     return "\n".join(lines)
 
 

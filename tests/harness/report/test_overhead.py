@@ -41,6 +41,12 @@ def test_overhead_is_wall_time_less_compile_time_and_the_repeat_budget() -> None
         "overhead per measurement over 2: mean 3.75 s, median 3.75 s, max 7.40 s (s.c(n=4) fusebench)"
     )
     assert overhead_of(Outcome("s", "c", {}, "v", "cuda", "crashed")) is None
+    two = [synthetic("fusebench", 2.0, phases, 9.8), synthetic("eager", 0.0, {"samples": 1.0}, 1.1)]
+    last = render_overhead(two, run_seconds=10.0, workers=2).splitlines()[-1]
+    assert last == (
+        "the run took 10.0 s: measurements 5.80 s per worker (2 side by side), the rest (starting processes, "
+        "imports, peak bandwidth) 4.20 s"
+    )
 
 
 def test_a_measurement_records_each_phase() -> None:
@@ -59,4 +65,4 @@ def test_run_prints_the_breakdown_with_profile_overhead(tmp_path, capsys, monkey
     assert main([*argv, "--repeat-budget", "0.01", "--results", str(tmp_path), "--profile-overhead"]) == 0
     out = capsys.readouterr().out
     assert "\n  host_overhead.one_op(numel=4) eager: " in out and "write " in out
-    assert "overhead per measurement over 1: mean " in out
+    assert "overhead per measurement over 1: mean " in out and "\nthe run took " in out
