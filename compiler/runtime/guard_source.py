@@ -222,6 +222,9 @@ def _check_requires_grad(folded: set[int], bsym: BoundSymbol, g: Globals) -> lis
     return [_raise(g, f"not {enabled} or ({actual}) != {g.source(tuple(flags))}")]
 
 
+# Prologue prims INLINE_GUARDS leaves out: `compile_prologue` inlines them itself, knowing which
+# tensor checks one run of `check_tensor`s folds in.
+INLINED_PER_PROLOGUE = frozenset({Prim.CHECK_STRIDES})
 INLINE_GUARDS: Mapping[Prim, Callable[[BoundSymbol, Globals], list[str] | None]] = {
     Prim.UNPACK_SEQUENCE: _unpack_sequence,
     Prim.UNPACK_DICT: _unpack_dict,
