@@ -233,3 +233,10 @@ def test_the_cases_put_every_translated_prim_into_a_fusion():
         jfn(*case.make("cpu"))
         fused |= {b.sym for f in region_fusions(compiler.last_traces(jfn)[-1]) for b in f.region.bsyms}
     assert set(TRANSLATIONS) - fused == set()
+
+
+def test_workarounds_are_checked_on_one_release_whatever_its_build() -> None:
+    from compiler.executors.nvfuser.executor import WORKAROUNDS_CHECKED_ON, workarounds_checked
+
+    assert workarounds_checked(WORKAROUNDS_CHECKED_ON) and workarounds_checked(f"{WORKAROUNDS_CHECKED_ON}+git0123abc")
+    assert not workarounds_checked("0.2.37+git0123abc") and not workarounds_checked("fake")

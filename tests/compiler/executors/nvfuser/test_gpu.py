@@ -21,7 +21,13 @@ import torch
 import compiler
 from compiler import examine
 from compiler.executors import default_executor_names
-from compiler.executors.nvfuser.executor import FusionFallbackWarning, region_fusions
+from compiler.executors.nvfuser.executor import (
+    WORKAROUNDS_CHECKED_ON,
+    FusionFallbackWarning,
+    nvfuser_version,
+    region_fusions,
+    workarounds_checked,
+)
 from suites.adam_step import BETA1, BETA2, EPS, LR, adam_step
 from tests.support.nvfuser_cases import CASES, flat, gelu_bias_backward, split3, tolerance, write_back
 
@@ -57,6 +63,15 @@ def kernels_per_call(fn, *args) -> list[str]:
 
 def test_default_executors_on_a_gpu_include_nvfuser_and_sdpa():
     assert default_executor_names() == ["nvfuser", "sdpa", "torch"]
+
+
+def test_the_installed_nvfuser_is_the_release_the_workarounds_were_checked_on():
+    version = nvfuser_version()
+    assert workarounds_checked(version), (
+        f"nvfuser_direct {version} is not {WORKAROUNDS_CHECKED_ON}, the release the definitions' workarounds "
+        f"were checked on: re-check each workaround whose comment names nvfuser_direct {WORKAROUNDS_CHECKED_ON} "
+        "on this release, retire those it fixed, then move WORKAROUNDS_CHECKED_ON"
+    )
 
 
 @pytest.mark.parametrize(
