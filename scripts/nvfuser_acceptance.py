@@ -1,6 +1,6 @@
 """Issue 4's acceptance numbers on a GPU with nvFuser: `python -m scripts.nvfuser_acceptance`.
 
-Prints, in about three minutes on an H100/H200:
+Prints, in a few minutes on a GPU:
 1. GELU-backward math at [16, 512, 4096] f32, jitted (plain PyTorch) vs the same math written by
    hand as a FusionDefinition: median CUDA-event time with the L2 flushed, their ratio
    (target <= 1.05), effective bandwidth, fusion and kernel counts.

@@ -315,7 +315,7 @@ class NvFusion:
         self._tensors = picker(self._tensor_idx)
         self._scalar_idx = [i for i, p in enumerate(inputs) if not isinstance(p, TensorProxy)]
         # NOTE: a call whose tensors have the last call's type, dtype, device, sizes and strides
-        # (one C++ check) reuses its key: reading 4 tensors' strides from Python costs ~3x as much
+        # (one C++ check) reuses its key: reading the tensors' strides from Python costs several times as much
         self._same_layout = TensorChecks()
         self._layout_changes = 0
         self.runner: TorchRunner | NvFuserRunner = (
