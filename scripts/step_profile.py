@@ -143,7 +143,7 @@ def fusion_table(
     that ran is named as the backward's (forward and backward number their fusions apart); with
     `kernels` too, each fusion that ran with nvFuser is followed by its kernels (schedulers and
     device time, `compiler.examine.segments`, which profiles in a child process: CUDA only)."""
-    from compiler.executors import nvfuser
+    from compiler.executors.nvfuser import executor as nvfuser
 
     times: dict[int, tuple[Any, list[float]]] = {}
     run = nvfuser.NvFuserRunner.run
