@@ -16,8 +16,9 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from fusebench.cases.case import format_params
-from fusebench.measure.outcome import PEAK_FRACTION, RECOMPILATIONS
+from fusebench.measure.outcome import PEAK_DEVICE, PEAK_FRACTION, RECOMPILATIONS
 from fusebench.report.scoreboard import variant_order
+from fusebench.report.table import format_bytes
 
 VERDICT_COLORS = {
     "slower": "#d62728",
@@ -52,7 +53,7 @@ def latest_bar_figure(
     for variant, rows in latest.groupby("variant", sort=False):
         labels = [f"{case} ({params})" for case, params in zip(rows.case, rows.params)]
         color = (colors or {}).get(str(variant))
-        text = [f"{value:.3g}" if metric != PEAK_FRACTION.name else f"{value:.1%}" for value in rows.value]
+        text = [_bar_text(metric, value) for value in rows.value]
         bar = go.Bar(y=labels, x=rows.value, name=variant, orientation="h", marker_color=color, text=text)
         figure.add_trace(bar.update(textposition="outside", cliponaxis=False))
     height = max(300, 28 * latest[["case", "params"]].drop_duplicates().shape[0] * max(1, latest.variant.nunique()))
@@ -64,6 +65,14 @@ def latest_bar_figure(
         most = float(latest.value.max())
         figure.update_xaxes(range=[0, max(1.0, most * 1.05)], dtick=1 if most <= 20 else None)
     return figure
+
+
+def _bar_text(metric: str, value: float) -> str:
+    if metric == PEAK_FRACTION.name:
+        return f"{value:.1%}"
+    if metric == PEAK_DEVICE.name:
+        return format_bytes(value)
+    return f"{value:.3g}"
 
 
 def latest_values(frame: pd.DataFrame, metric: str) -> pd.DataFrame:

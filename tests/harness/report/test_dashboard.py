@@ -19,6 +19,7 @@ from fusebench.report.dashboard import (
     measurements_from_outcomes,
     render_dashboard,
 )
+from fusebench.report.report import build_report, load_inputs
 
 MIB = 1 << 20
 
@@ -94,3 +95,15 @@ def test_the_same_numbers_from_results_and_their_history_over_commits(tmp_path: 
     assert list(ours_a.pass_rate) == [1.0, 1.0, 1.0]
     ours_b = history[(history.variant == "fusebench") & (history.suite == "b")]
     assert all(math.isclose(rate, 1 / 3) for rate in ours_b.pass_rate)
+
+
+def test_the_report_opens_with_the_dashboard_and_charts_peak_device_memory(tmp_path: Path) -> None:
+    write_commits(tmp_path / "results", [1.0, 2.0])
+    page = build_report(load_inputs(tmp_path / "results", None))
+    body = page.split("<body>")[1]
+    assert body.index('id="dashboard"') < body.index('id="summary"')
+    dashboard_part = body.split('<h2 id="dashboard">')[1].split("<h2")[0]
+    assert '<td>fusebench</td><td>a</td><td class="num">2/2 100%</td><td class="num">2.00×</td>' in dashboard_part
+    assert "Dashboard over commits" in body
+    assert "a: device memory the measurement allocated at its peak (latest commit)" in body
+    assert "b: device memory" not in body  # suite b recorded no device memory
