@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 
 WITHOUT_TRANSFORMERS = textwrap.dedent(
@@ -43,6 +45,7 @@ WITHOUT_TRANSFORMERS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_list_and_run_skip_the_hugging_face_cases_without_importing_transformers(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT_TRANSFORMERS, str(tmp_path / "results")],
