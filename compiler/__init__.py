@@ -1,6 +1,6 @@
 """fusebench's trace compiler.
 
-jfn = compiler.jit(fn, cache="symbolic")
+jfn = compiler.jit(fn, numbers="symbolic")
 jfn(*args)                       # traces, compiles, runs; later calls reuse cache entries
 compiler.last_traces(jfn)        # the computation trace after each pass
 compiler.last_backward_traces(jfn)  # the backward trace after each pass (when inputs require grad)
@@ -27,8 +27,8 @@ from typing import Any
 import torch
 
 from compiler.core.errors import GuardFailure, TracingError, check, short_repr
+from compiler.core.executor import FusionOptions
 from compiler.core.ir import Trace
-from compiler.passes.fuse import FusionOptions
 from compiler.runtime import dynamo
 from compiler.runtime.bound_forward import BoundMethod, is_module_method
 from compiler.runtime.cache import CacheStats, JittedFunction, called_jitted, jitted
@@ -41,7 +41,7 @@ from compiler.runtime.fallbacks import (
     failing_as_compile_failure,
 )
 from compiler.runtime.module import JittedModule
-from compiler.runtime.pipeline import compile_entry, make_options
+from compiler.runtime.pipeline import compile_entry, make_options, numbers_keyword
 
 __all__ = [
     "CacheStats",
@@ -66,7 +66,8 @@ __all__ = [
 def jit(
     fn: Callable,
     *,
-    cache: str = "constant",
+    numbers: str | None = None,
+    cache: str | None = None,
     executors: Sequence[str] | None = None,
     fusion: FusionOptions | dict | None = None,
     fallback: bool | None = None,
@@ -84,10 +85,12 @@ def jit(
     `model.forward = compiler.jit(model.forward)` makes `model(...)` and `model.generate(...)`
     call the jitted forward.
 
-    cache: "constant" bakes numbers and shapes into each entry; "symbolic" keeps int/float/bool
-        arguments as symbolic inputs and guards only the branches taken on them.
-    automatic_dynamic: a number (under "constant") whose baked-in value made a call miss, and a
-        tensor argument's size (in either mode) that made a call miss, are symbolic from the next
+    numbers: how tracing specialises int/float/bool arguments. "constant" (the default) bakes
+        each value into the entry, guarded; "symbolic" keeps them as symbolic inputs and guards
+        only the branches taken on them.
+    cache: the deprecated name of `numbers` (a DeprecationWarning; it never chose a cache).
+    automatic_dynamic: a number (under numbers="constant") whose baked-in value made a call miss,
+        and a tensor argument's size (in either mode) that made a call miss, are symbolic from the next
         compilation on (at most two compilations for a changing size; sizes 0 and 1 keep entries
         of their own); `compiler.examine.recompilations(jfn)` says which guard failed on which input.
     dynamic: inputs symbolic from the first compilation on, as automatic dynamic makes them after
@@ -112,6 +115,7 @@ def jit(
         by running compiled code propagates. `torch.compile(fn, backend="fusebench")` always
         falls back, and finer: only the FX nodes the compiler cannot trace run eagerly.
     """
+    numbers = numbers_keyword(numbers, cache)
     check(
         callable(fn), lambda: f"jit(fn={short_repr(fn)}): expected a callable (a function or an nn.Module)", TypeError
     )
@@ -120,7 +124,7 @@ def jit(
         lambda: f"jit(unsupported={unsupported!r}): expected one of {', '.join(map(repr, UNSUPPORTED_MODES))}",
         ValueError,
     )
-    options = make_options(cache, executors, fusion, fallback, automatic_dynamic, cuda_graphs, dynamic)
+    options = make_options(numbers, executors, fusion, fallback, automatic_dynamic, cuda_graphs, dynamic)
     caching = {"automatic_dynamic": options.automatic_dynamic, "dynamic": options.dynamic}
     eager = unsupported == "eager"
     wrap = failing_as_compile_failure if eager else lambda compile: compile
@@ -174,7 +178,7 @@ def clear_fusion_cache() -> None:
     """Drops the nvFuser definitions shared by every jitted function of this process, with their
     compiled kernels: the next compilation of any function defines and compiles its fusions afresh
     (as the first one in a new process would). Entries already compiled keep their own."""
-    from compiler.executors.nvfuser_definitions import DEFINITIONS
+    from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
 
     DEFINITIONS.clear()
 

@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from compiler.core.errors import check, short_repr
+from compiler.core.executor import fusion_executor
 from compiler.core.ir import Trace
 from compiler.executors.nvfuser import InputRecord, NvFuserStats, NvFusion, region_fusions
-from compiler.executors.nvfuser_repro import ops_by_scheduler, repro_script, segmentation_hint
-from compiler.executors.nvfuser_translate import fusion_source
-from compiler.passes.fuse import fusion_executor, partition
+from compiler.executors.nvfuser.define.translations import fusion_source
+from compiler.executors.nvfuser.diagnose.repro import ops_by_scheduler, repro_script, segmentation_hint
+from compiler.passes.fuse import partition
 from compiler.passes.split_backward import saved_summary
 from compiler.runtime.autograd import CompiledAutograd
 from compiler.runtime.cache import JittedFunction, called_jitted, jitted

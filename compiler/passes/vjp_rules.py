@@ -232,6 +232,6 @@ _ELEMENTWISE_RULES: dict[Prim, Rule] = {
 }
 
 # The VJP table: prim -> rule. Every prim is here, in NONDIFFERENTIABLE, or rewritten before
-# differentiation (`FORWARD_REWRITES`: attention) (tests/compiler/test_autodiff_rules.py).
+# differentiation (`FORWARD_REWRITES`: attention) (tests/compiler/passes/autodiff/test_rules.py).
 VJP: dict[Prim, Rule] = {**_ELEMENTWISE_RULES, **STRUCTURAL_RULES, **SCATTER_RULES, **ATTENTION_RULES}
 REWRITTEN = frozenset(FORWARD_REWRITES)

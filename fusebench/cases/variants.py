@@ -8,7 +8,8 @@ Standard variants apply to every case:
 - `torch.compile(reduce-overhead)`: the same with mode="reduce-overhead" (CUDA graphs; CUDA only).
 - `fusebench`: our compiler with its default executors; `fusebench-torch`: our compiler with the
   torch executor only; `fusebench-cudagraphs`: default executors, each cache entry replayed as
-  CUDA graphs (CUDA only). The case option `cache` picks the cache mode ("constant" by default);
+  CUDA graphs (CUDA only). The case option `cache` ("constant" by default; the name ASV's
+  history knows) is `compiler.jit(numbers=...)`, how number arguments are traced;
   `fusion` (FusionOptions fields) and `executors` (for `fusebench` only) are passed to `compiler.jit`.
 - `fusebench-dynamo`: `torch.compile(fn, backend="fusebench")`: dynamo captures the graphs, our
   compiler (default executors) compiles each.
@@ -207,7 +208,7 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
             target,
             lambda fn: compiler.jit(
                 fn,
-                cache=target.options.get("cache", "constant"),
+                numbers=target.options.get("cache", "constant"),
                 executors=executors or target.options.get("executors"),
                 fusion=jit_options.get("fusion", target.options.get("fusion")),
                 **{k: v for k, v in jit_options.items() if k != "fusion"},

@@ -10,7 +10,7 @@ import compiler
 from fusebench.cases.variants import FUSEBENCH_DYNAMO
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
 from fusebench.measure.outcome import FALLBACKS, METRICS
-from tests.harness.fakes import tiny_case
+from tests.support.fakes import tiny_case
 
 CPU = torch.device("cpu")
 
