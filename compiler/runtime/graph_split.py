@@ -100,7 +100,7 @@ def _trace_error(node: torch.fx.Node, args: tuple, kwargs: dict) -> Exception | 
 
     grad = torch.is_grad_enabled()
     try:
-        frontend.trace(one_node, tuple(leaves[i] for i in positions), {}, symbolic=False)
+        frontend.trace(one_node, tuple(leaves[i] for i in positions), {})  # numbers baked in, as dynamo gives them
     except Exception as error:
         return error
     finally:
