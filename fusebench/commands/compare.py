@@ -3,10 +3,11 @@
 Both revisions are checked out into temporary git worktrees (removed again whatever happens),
 and each side's own `fusebench run` measures the selected cases in its own process, with this
 interpreter and its installed packages, over several rounds that alternate which side goes first
-(`fusebench.compare.interleave`). Per benchmark, the rounds are the unit: each round's median,
-compared with Welch's t-test on their logs plus a minimum effect size (`fusebench.compare.decide`);
-the table shows the ratio B/A of the rounds' geometric-mean medians with its confidence interval
-and a verdict (`fusebench.compare.comparison`). Progress goes to
+(`fusebench.compare.interleave`). Per benchmark, every sample of every round decides: a
+hierarchical bootstrap (rounds, then samples within rounds) gives the interval of the ratio B/A of
+the rounds' geometric-mean medians, and the verdict says whether it lies beyond the minimum effect
+(slower, faster), within it (no change) or across its edge (noisy, with the rounds that would
+decide) (`fusebench.compare.decide`, docs/verdicts.md); the table is `fusebench.compare.comparison`. Progress goes to
 stderr, the table to stdout. Exit status: 1 when a benchmark got slower or fails at B, 0 otherwise
 (2 for bad arguments).
 """
@@ -19,14 +20,21 @@ import tempfile
 from pathlib import Path
 
 from fusebench.cases.selection import Selection, add_selection_arguments, selection_from_args
-from fusebench.compare.comparison import compare_runs, comparison_document, explain_changes, render, summary_line
+from fusebench.compare.comparison import (
+    compare_runs,
+    comparison_document,
+    explain_changes,
+    noisy_advice,
+    render,
+    summary_line,
+)
 from fusebench.compare.decide import DecisionSettings
 from fusebench.compare.interleave import Side, SideRun, interleaved_rounds
 from fusebench.compare.worktree import repository_root, resolve_commit, temporary_worktrees, terminate_as_interrupt
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
 
-DEFAULT_ROUNDS = 3
+DEFAULT_ROUNDS = 6
 DEFAULT_BUDGET_S = {"cpu": 0.2, "cuda": 1.0}
 
 
@@ -55,7 +63,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="smallest change of the median reported as faster/slower (default 0.05: 5%%)",
     )
     parser.add_argument(
-        "--alpha", type=float, default=0.01, help="significance level of the t-test on round medians (default 0.01)"
+        "--alpha",
+        type=float,
+        default=0.01,
+        help="1 - the confidence of the interval that decides (default 0.01: a 99%% interval)",
     )
     parser.add_argument(
         "--no-segments",
@@ -99,6 +110,9 @@ def run(args: argparse.Namespace) -> int:
     print(render(comparisons))
     regressed = [c for c in comparisons if c.regressed]
     print(f"\n{summary_line(comparisons)}: " + (f"{len(regressed)} regressed" if regressed else "no regression"))
+    advice = noisy_advice(comparisons)
+    if advice:
+        print(advice)
     if args.json:
         header = {
             "a": {"revision": args.revision_a, "commit": commits[0]},
