@@ -37,7 +37,9 @@ from fusebench.history.revision import UNKNOWN_COMMIT, code_revision, commit_rev
 from fusebench.measure.bandwidth import peak_bandwidth_gbs
 from fusebench.measure.machine import env_name, machine_info
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
+from fusebench.measure.noise import run_noise
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
+from fusebench.measure.threads import add_threads_argument, checked_threads
 from fusebench.measure.workers import devices_from, run_units
 from fusebench.report.progress import Progress
 from fusebench.report.scoreboard import rows_from_outcomes
@@ -81,6 +83,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--no-segments", action="store_true", help="do not profile nvFuser's kernels per fusion for the record (GPU)"
     )
+    add_threads_argument(parser)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--outcomes-fd", type=int, help=argparse.SUPPRESS)
     parser.set_defaults(handler=run)
@@ -89,6 +92,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Measures every selected (case, params, variant) and prints the summary table."""
     started = time.perf_counter()
+    torch.set_num_threads(checked_threads(args.threads))
     selection = selection_from_args(args)
     budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
     check(budget > 0, lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds", FusebenchError)
@@ -130,6 +134,9 @@ def run(args: argparse.Namespace) -> int:
     summary = render_summary(rows_from_outcomes(outcomes))
     if summary:
         print(f"\n{summary}")
+    noise = run_noise(outcomes).line()
+    if noise:
+        print(noise)
     return 1 if any(o.status in BAD_STATUSES for o in outcomes) else 0
 
 
@@ -152,6 +159,7 @@ def _record_arguments(args: argparse.Namespace, commit: str) -> list[str]:
     arguments = ["--results", str(args.results.resolve()), "--commit", commit]
     arguments += ["--machine", args.machine] if args.machine else []
     arguments += ["--no-artifacts"] if args.no_artifacts else []
+    arguments += ["--threads", str(checked_threads(args.threads))]
     return arguments + (["--no-segments"] if args.no_segments else [])
 
 

@@ -179,7 +179,7 @@ def test_worktrees_are_removed_when_the_process_is_terminated(history: dict, tmp
 def test_only_the_first_round_records_the_compilers_artifacts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls: list[tuple[str, int, list[str]]] = []
 
-    def fake_run(side: interleave.Side, run_args: list[str], scratch: Path, round_index: int, report) -> object:
+    def fake_run(side: interleave.Side, run_args: list[str], scratch: Path, round_index: int, report, env) -> object:
         calls.append((side.label, round_index, list(run_args)))
         return interleave.SideRun(side.label, round_index, 0, 0.1)
 
