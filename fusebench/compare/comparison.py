@@ -86,7 +86,7 @@ class BenchmarkComparison:
         if self.verdict in (FAILED, SKIPPED, NEW, GONE):
             detail = _side_detail(self)
             return f"{detail}; {self.why.reason}" if self.why and self.verdict == FAILED else detail
-        notes = [*_interval_notes(self.decision)]
+        notes = [*_interval_notes(self.decision)] if self.verdict in (NO_CHANGE, NOISY) else []
         if self.why is not None:
             notes.append(self.why.reason)
         if self.a.recompilations and self.b.recompilations and self.a.recompilations != self.b.recompilations:

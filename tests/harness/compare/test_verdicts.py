@@ -112,7 +112,7 @@ def test_drawn_medians_follow_the_bootstrap_distribution_of_the_median(n: int) -
     drawn = _resampled_medians(ordered, 4000, np.random.default_rng(0))
     brute = np.median(ordered[np.random.default_rng(1).integers(0, n, size=(4000, n))], axis=1)
     points = np.union1d(drawn, brute)
-    cdf = lambda values: np.searchsorted(np.sort(values), points, side="right") / values.size  # noqa: E731
+    cdf = lambda values: np.searchsorted(np.sort(values), points, side="right") / values.size
     assert np.max(np.abs(cdf(drawn) - cdf(brute))) < 0.05  # Kolmogorov-Smirnov distance
     assert np.std(drawn) == pytest.approx(np.std(brute), rel=0.05)
 
