@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from fusebench.errors import FusebenchError
 
-COMMANDS = ("list", "run", "compare", "report")
+COMMANDS = ("list", "run", "compare", "bisect", "report")
 # NOTE: what an interruption leaves behind, for commands that do not say it themselves (an
 # exception with a `kept` attribute, such as compare's): run merges each measurement as it ends.
 KEPT_WHEN_INTERRUPTED = {"run": "results written so far are kept"}

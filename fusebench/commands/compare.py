@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         f"{options.rounds} interleaved rounds on {selection.device} ({size}), {options.budget_s:g} s of repeats "
         f"each, {options.threads} thread(s)"
     )
-    header = _header(names, commits, selection, options)
+    header = compare_header(names, commits, selection, options)
     kept_at = args.json or Path.cwd() / f"fusebench-compare-{commits[0][:8]}-{commits[1][:8]}-interrupted.json"
     measured = measure_revisions(repo, names, commits, selection, options, kept_at, header)
     comparisons = measured.comparisons
@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         if line:
             print(line)
     if args.json:
-        atomic_write_json(args.json, _document(comparisons, header, measured.runs), indent=2)
+        atomic_write_json(args.json, compare_document(comparisons, header, measured.runs), indent=2)
         print(f"json: {args.json}")
     return 1 if regressed else 0
 
@@ -191,7 +191,7 @@ def measure_revisions(
     """Measures both commits in interleaved rounds and decides every benchmark. Interrupted (Ctrl-C,
     SIGTERM), it writes the rounds both sides finished to `kept_at` (a compare document) and raises
     `Interrupted` saying so, or saying that nothing is kept."""
-    run_args = child_run_arguments(selection, options.budget_s, segments=options.segments)
+    run_args = child_run_arguments(selection, options.budget_s, segments=options.segments, repo=repo)
     environment = {THREADS_ENV: str(options.threads)}
     runs: dict[str, list[SideRun]] = {}
     with terminate_as_interrupt(), temporary_worktrees(repo, commits) as worktrees:
@@ -219,7 +219,7 @@ def keep_interrupted(
         return "nothing is kept: no round had finished on both sides"
     kept = {label: runs[label][:complete] for label in "AB"}
     comparisons = compare_runs(kept["A"], kept["B"], options.settings)
-    document = _document(comparisons, {**header, "interrupted": True, "rounds_done": complete}, kept)
+    document = compare_document(comparisons, {**header, "interrupted": True, "rounds_done": complete}, kept)
     atomic_write_json(path, document, indent=2)
     return f"the {complete} of {options.rounds} rounds both sides finished are kept in {path}"
 
@@ -239,9 +239,10 @@ def comparison_noise(comparisons: Sequence[BenchmarkComparison]) -> Noise:
     return machine_noise(spreads, drifts)
 
 
-def _header(
+def compare_header(
     names: tuple[str, str], commits: tuple[str, str], selection: Selection, options: CompareOptions
 ) -> dict[str, Any]:
+    """The compare document's description of what was compared, and how."""
     settings = options.settings
     return {
         "a": {"revision": names[0], "commit": commits[0]},
@@ -255,9 +256,10 @@ def _header(
     }
 
 
-def _document(
+def compare_document(
     comparisons: Sequence[BenchmarkComparison], header: dict[str, Any], runs: dict[str, list[SideRun]]
 ) -> dict[str, Any]:
+    """The `--json` document: `header`, the machine's noise, each run and every benchmark's samples."""
     noise = comparison_noise(comparisons)
     header = {
         **header,
@@ -267,9 +269,13 @@ def _document(
     return comparison_document(comparisons, header)
 
 
-def child_run_arguments(selection: Selection, budget: float, segments: bool = True) -> list[str]:
+def child_run_arguments(
+    selection: Selection, budget: float, segments: bool = True, repo: Path | None = None
+) -> list[str]:
     """The `fusebench run` flags that select the same measurements on each side (`segments`:
-    whether the first round profiles nvFuser's kernels per fusion for its records)."""
+    whether the first round profiles nvFuser's kernels per fusion for its records). A `--suites`
+    folder inside `repo` is passed relative to it, so that each side, run in its own checkout of
+    `repo`, reads that revision's suites."""
     arguments = ["--device", selection.device.type, "--quick" if selection.quick else "--full"]
     arguments += ["--repeat-budget", repr(budget)] + ([] if segments else ["--no-segments"])
     for name in selection.suites:
@@ -279,8 +285,14 @@ def child_run_arguments(selection: Selection, budget: float, segments: bool = Tr
     for variant in selection.variants:
         arguments += ["--variant", variant]
     for folder in selection.suite_dirs:
-        arguments += ["--suites", str(Path(folder).resolve())]
+        arguments += ["--suites", _suite_folder(Path(folder).resolve(), repo)]
     return arguments
+
+
+def _suite_folder(folder: Path, repo: Path | None) -> str:
+    if repo is not None and folder.is_relative_to(repo.resolve()):
+        return str(folder.relative_to(repo.resolve()))
+    return str(folder)
 
 
 def _run_entry(run: SideRun) -> dict:
