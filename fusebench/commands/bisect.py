@@ -91,8 +91,14 @@ class _Bench:
 
     def __init__(self, repo: Path, selection: Selection, options: CompareOptions) -> None:
         self.repo, self.selection, self.options = repo, selection, options
+        self.done: dict[tuple[str, str, int], list[BenchmarkComparison]] = {}
 
     def compare(self, a: str, b: str, names: tuple[str, str], rounds: int) -> list[BenchmarkComparison]:
+        if (a, b, rounds) not in self.done:
+            self.done[(a, b, rounds)] = self._measure(a, b, names, rounds)
+        return self.done[(a, b, rounds)]
+
+    def _measure(self, a: str, b: str, names: tuple[str, str], rounds: int) -> list[BenchmarkComparison]:
         options = dataclasses.replace(self.options, rounds=rounds)
         header = compare_header(names, (a, b), self.selection, options)
         kept_at = Path.cwd() / f"fusebench-bisect-{a[:8]}-{b[:8]}-interrupted.json"
