@@ -53,3 +53,20 @@ def test_drift_between_rounds_of_compares_control_rows() -> None:
     noisy = comparison_noise([comparison("eager", drifting, drifting)])
     assert noisy.noisy and noisy.drift > DRIFT_THRESHOLD
     assert "moved" in noisy.line() and "between rounds" in noisy.line()
+
+
+def test_the_report_says_which_machine_was_noisy() -> None:
+    import pandas as pd
+
+    from fusebench.report.noise import noise_html
+
+    rows = [
+        {"machine": m, "env": "cpu", "metric": "time_call", "variant": v, "value": 1.0, "q25": 0.9, "q75": q75,
+         "date": 1}
+        for m, q75 in (("busy", 1.5), ("calm", 1.02))
+        for v in ("eager", "fusebench")
+    ]  # fmt: skip
+    page = noise_html(pd.DataFrame(rows), {"noise": {"line": "machine noisy: 2 control (eager) rows", "noisy": True}})
+    assert "<p class='bad'>busy (cpu), newest commit: machine noisy: 1 control (eager) rows spread 60%" in page
+    assert "<p class='meta'>calm (cpu), newest commit: machine quiet: 1 control (eager) rows spread 12%" in page
+    assert "<p class='bad'>comparison: machine noisy: 2 control (eager) rows</p>" in page
