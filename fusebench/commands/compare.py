@@ -37,7 +37,7 @@ from fusebench.compare.interleave import Side, SideRun, interleaved_rounds
 from fusebench.compare.worktree import repository_root, resolve_commit, temporary_worktrees, terminate_as_interrupt
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
-from fusebench.measure.noise import Noise, is_control, machine_noise, relative_spread, round_drift
+from fusebench.measure.noise import Noise, is_control, machine_noise, relative_spread, round_drift, slow_tail
 from fusebench.measure.stats import summarize
 from fusebench.measure.threads import THREADS_ENV, add_threads_argument, checked_threads
 
@@ -227,7 +227,7 @@ def keep_interrupted(
 def comparison_noise(comparisons: Sequence[BenchmarkComparison]) -> Noise:
     """The machine's noise from the control (eager) rows both sides measured: their samples' spread
     within each round and their round medians' drift on each side."""
-    spreads, drifts = [], []
+    spreads, drifts, tails = [], [], []
     for comparison in comparisons:
         if not is_control(comparison.variant):
             continue
@@ -235,8 +235,9 @@ def comparison_noise(comparisons: Sequence[BenchmarkComparison]) -> Noise:
             for samples in side.rounds:
                 stats = summarize(samples)
                 spreads.append(relative_spread(stats.median, stats.q25, stats.q75))
+                tails.append(slow_tail(samples))
             drifts.append(round_drift(side.round_medians))
-    return machine_noise(spreads, drifts)
+    return machine_noise(spreads, drifts, tails)
 
 
 def compare_header(
@@ -263,7 +264,13 @@ def compare_document(
     noise = comparison_noise(comparisons)
     header = {
         **header,
-        "noise": {"spread": noise.spread, "drift": noise.drift, "noisy": noise.noisy, "line": noise.line()},
+        "noise": {
+            "spread": noise.spread,
+            "drift": noise.drift,
+            "tail": noise.tail,
+            "noisy": noise.noisy,
+            "line": noise.line(),
+        },
         "runs": {label: [_run_entry(r) for r in side_runs] for label, side_runs in runs.items()},
     }
     return comparison_document(comparisons, header)

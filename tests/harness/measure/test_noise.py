@@ -26,6 +26,14 @@ def test_a_quiet_run_and_a_noisy_one() -> None:
     assert "--threads 1" in line
 
 
+def test_a_tail_of_interrupted_samples_is_noise_the_iqr_misses() -> None:
+    preempted = [1e-3] * 85 + [2.5e-2] * 15  # 15% of the samples waited for a core
+    outcomes = [_outcome("eager", preempted) for _ in range(3)]
+    noise = run_noise(outcomes)
+    assert noise.spread == 0.0 and noise.tail == 0.15 and noise.noisy
+    assert "had 15% of samples above 2x their median (noisy above 5%)" in noise.line()
+
+
 def test_only_control_rows_count() -> None:
     wild = [_outcome("fusebench", [1e-5, 1e-2, 5e-3, 2e-2])]
     assert run_noise(wild).controls == 0 and run_noise(wild).line() == ""
