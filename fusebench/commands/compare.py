@@ -135,7 +135,7 @@ def options_from_args(args: argparse.Namespace, selection: Selection) -> Compare
     budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
     check(
         0 < budget <= MAX_BUDGET_S,
-        lambda: f"--repeat-budget {budget:g}: expected seconds above 0 and at most {MAX_BUDGET_S:g}",
+        lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds, at most {MAX_BUDGET_S:g}",
     )
     check(
         0 < args.alpha < 1,
