@@ -1,7 +1,8 @@
 """The power of `fusebench compare`: how often it flags a real slowdown, and how often nothing.
 
     python -m scripts.compare_power --device cpu --tries 20
-    python -m scripts.compare_power --device cuda --tries 20 --effects 1.05 --extra-prims 0
+    python -m scripts.compare_power --device cuda --tries 1 --replicas 10 --effects 1.05 --extra-prims 0 \
+        --variants eager
 
 It builds a throwaway git repository from this checkout (compiler, fusebench, suites) with one more
 suite, `power_study`: an elementwise chain of `reps` multiply-adds per call (`grow_<percent>` and
@@ -14,6 +15,12 @@ suite, `power_study`: an elementwise chain of `reps` multiply-adds per call (`gr
 It then runs `--tries` comparisons A against A (nothing changed: every flag is a false positive)
 and `--tries` comparisons A against B with this checkout's `fusebench compare`, and prints per row
 how often each verdict came, the detection rate per effect and the false-positive rates. Exit 0.
+
+`--replicas R` declares every case R times (`steady_r0`, `steady_r1`, ...): one comparison then
+holds R trials of each effect, where a fresh process per trial costs too much (a GPU host's CUDA
+start-up per round). Replicas share their rounds, so a drift of the machine that pairing does not
+cancel hits them together: comparisons (`--tries`) are the independent trials, replicas the cheap
+ones.
 """
 
 from __future__ import annotations
@@ -77,7 +84,15 @@ def _grown(name):
     return lambda x, y: chain(x, REPS[name])
 
 
-CASES = [_case(name, _grown(name)) for name in REPS] + [_case("adds", adds)]
+def _named(name, replica):
+    return name if {replicas} == 1 else f"{{name}}_r{{replica}}"
+
+
+CASES = [
+    case
+    for replica in range({replicas})
+    for case in [_case(_named(name, replica), _grown(name)) for name in REPS] + [_case(_named("adds", replica), adds)]
+]
 '''
 
 
@@ -88,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tries", type=int, default=20, help="comparisons of each kind (A/A and A/B)")
     parser.add_argument("--effects", default="1.5,1.2,1.1", help="work factors of B's grow cases")
     parser.add_argument("--extra-prims", type=int, default=2, help="extra mul prims per add in B's compiler")
+    parser.add_argument("--replicas", type=int, default=1, help="copies of each case in one comparison")
     parser.add_argument("--variants", default="eager,fusebench", help="variants compared")
     parser.add_argument("--compare-args", default="", help="more `fusebench compare` flags, e.g. '--rounds 4'")
     parser.add_argument("--keep", type=Path, help="keep each comparison's JSON in this folder")
@@ -95,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     effects = [float(f) for f in args.effects.split(",") if f]
     with tempfile.TemporaryDirectory(prefix="fusebench-power-") as scratch:
         repo = Path(scratch) / "repo"
-        base, changed = build_history(repo, effects, args.extra_prims, SIZES[args.device])
+        base, changed = build_history(repo, effects, args.extra_prims, SIZES[args.device], args.replicas)
         keep = args.keep or Path(scratch) / "json"
         keep.mkdir(parents=True, exist_ok=True)
         selection = ["--suite", "power_study", "--variant", args.variants, "--device", args.device, "--quick"]
@@ -114,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def build_history(repo: Path, effects: list[float], extra_prims: int, numel: int) -> tuple[str, str]:
+def build_history(repo: Path, effects: list[float], extra_prims: int, numel: int, replicas: int = 1) -> tuple[str, str]:
     """The repository with commits A (the study's suite) and B (its slowdowns); their hashes."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for package in ("compiler", "fusebench", "suites"):
@@ -122,11 +138,11 @@ def build_history(repo: Path, effects: list[float], extra_prims: int, numel: int
     shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
     suite = repo / "suites" / "power_study.py"
     reps = {"steady": BASE_REPS, **{_grow_name(f): BASE_REPS for f in effects}}
-    suite.write_text(SUITE.format(reps=reps, numel=numel))
+    suite.write_text(SUITE.format(reps=reps, numel=numel, replicas=replicas))
     _git(repo, "init", "-q")
     base = _commit(repo, "A: the power study's suite")
     grown = {**reps, **{_grow_name(f): round(BASE_REPS * f) for f in effects}}
-    suite.write_text(SUITE.format(reps=grown, numel=numel))
+    suite.write_text(SUITE.format(reps=grown, numel=numel, replicas=replicas))
     elementwise = repo / "compiler" / "ops" / "elementwise.py"
     source = elementwise.read_text()
     if source.count(ADD_LINE) != 1:
@@ -155,7 +171,7 @@ def render(results: dict[str, list[list[dict]]], effects: list[float], extra_pri
     for kind, comparisons in results.items():
         for benchmarks in comparisons:
             for entry in benchmarks:
-                counts[(kind, entry["case"], entry["variant"])][entry["verdict"]] += 1
+                counts[(kind, _base(entry["case"]), entry["variant"])][entry["verdict"]] += 1
     lines = [f"{'compare':7} {'case':12} {'variant':10} {'true effect':>16}  slower  faster  noisy  no change  other"]
     for (kind, case, variant), verdicts in sorted(counts.items()):
         effect = _effect(kind, case, variant, extra_prims)
@@ -167,13 +183,15 @@ def render(results: dict[str, list[list[dict]]], effects: list[float], extra_pri
     tries = len(results["A/A"])
     quiet = sum(not any(e["verdict"] in FLAGS for e in benchmarks) for benchmarks in results["A/A"])
     unchanged = [
-        e for bs in results["A/B"] for e in bs if _effect("A/B", e["case"], e["variant"], extra_prims) == "none"
+        e for bs in results["A/B"] for e in bs if _effect("A/B", _base(e["case"]), e["variant"], extra_prims) == "none"
     ]
+    same = [e for bs in results["A/A"] for e in bs]
     false_ab = sum(e["verdict"] in FLAGS for e in unchanged)
     noisy_machine = sum(bool(bs and bs[0]["noisy_machine"]) for kind in results.values() for bs in kind)
     lines += [
         "",
         f"A/A comparisons that flagged nothing: {quiet} of {tries}",
+        f"rows flagged in A/A comparisons: {sum(e['verdict'] in FLAGS for e in same)} of {len(same)}",
         f"unchanged rows flagged in A/B comparisons: {false_ab} of {len(unchanged)}",
         f"comparisons that called the machine noisy: {noisy_machine} of {2 * tries}",
     ]
@@ -187,6 +205,11 @@ def _effect(kind: str, case: str, variant: str, extra_prims: int) -> str:
         return f"+{extra_prims} mul/add" if variant == "fusebench" and extra_prims else "none"
     factor = int(case.removeprefix("grow_")) / 100
     return f"x{round(BASE_REPS * factor) / BASE_REPS:g} work"
+
+
+def _base(case: str) -> str:
+    """The case's name without its replica suffix ('grow_150_r3' -> 'grow_150')."""
+    return case.rsplit("_r", 1)[0] if "_r" in case else case
 
 
 def _grow_name(factor: float) -> str:

@@ -39,7 +39,7 @@ from fusebench.report.table import format_seconds
 
 FAILED, NEW, GONE, SKIPPED = "failed", "new", "gone", "skipped"
 VERDICTS = ("faster", SLOWER, NOISY, NO_CHANGE, FAILED, NEW, GONE, SKIPPED)
-HEADERS = ["case", "params", "variant", "A median", "B median", "B/A", "CI", "p", "verdict", "notes"]
+HEADERS = ["case", "params", "variant", "A time", "B time", "B/A", "CI", "p", "verdict", "notes"]
 _BAD = ("failed", "error", "crashed")
 
 
@@ -268,14 +268,21 @@ def _cells(comparison: BenchmarkComparison) -> list[str]:
         comparison.case,
         format_params(comparison.params),
         comparison.variant,
-        format_seconds(comparison.a.median) if comparison.a.rounds else "-",
-        format_seconds(comparison.b.median) if comparison.b.rounds else "-",
+        _side_time(comparison.a, decision.time_a if decision else None),
+        _side_time(comparison.b, decision.time_b if decision else None),
         ratio,
         interval,
         p_value,
         comparison.verdict,
         comparison.notes(),
     ]
+
+
+def _side_time(side: SideSummary, decided: float | None) -> str:
+    """The time the decision compared (its statistic's center), else the side's median, else '-'."""
+    if decided:
+        return format_seconds(decided)
+    return format_seconds(side.median) if side.rounds else "-"
 
 
 def _tuples(value: Any) -> Any:

@@ -5,8 +5,9 @@ boost, memory placement, what the neighbours did meanwhile), so they are not ind
 "the time of this revision": pooled as if they were, a revision compared with itself reads as
 significantly changed most of the time. Both levels of noise are in the estimate:
 
-- a side's time is its `center`, the geometric mean of its rounds' medians; the ratio B / A of the
-  centers is the point estimate;
+- a side's time is its `center`, the geometric mean over its rounds of each round's lower
+  quartile (`DecisionSettings.quantile`; 0.5 for medians); the ratio B / A of the centers is the
+  point estimate;
 - its spread comes from a hierarchical bootstrap (`fusebench.compare.bootstrap`): resample the
   rounds, then the samples within each resampled round. Rounds that ran side by side (round r of A
   beside round r of B, which happens whenever both sides have the same number of rounds) are
@@ -22,6 +23,13 @@ itself significant several times more often than alpha. The bootstrap is the rig
 the standard error (both levels, any sample distribution); the t quantile and the correction
 restore the caution that few rounds need. One round per side shows no between-round spread at
 all: its interval (normal quantile) sees only that process's noise.
+
+NOTE: why the lower quartile rather than the median? Interference on a shared machine only adds
+time: a sample during which the process waited for a core takes milliseconds longer. On a loaded
+machine a round can hold a quarter to a half of such samples, and its median then jumps between
+the code's time and the plateau, from round to round and inside the bootstrap alike, while the
+lower quartile stays on the code's time. Unlike the minimum it is still the value of many
+samples, not of one lucky one, so it does not drift with the number of samples taken.
 
 Verdicts, with [low, high] the (1 - alpha) interval of B / A and m the minimum effect:
 - slower: low > 1 + m (B is slower by more than m, with confidence 1 - alpha);
@@ -43,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fusebench.compare.bootstrap import log_round_medians, replicate_log_centers, round_picks
+from fusebench.compare.bootstrap import log_round_statistics, replicate_log_centers, round_picks
 from fusebench.errors import check
 
 FASTER, SLOWER, NO_CHANGE, NOISY = "faster", "slower", "no change", "noisy"
@@ -57,6 +65,7 @@ class DecisionSettings:
 
     min_effect: float = 0.05
     alpha: float = 0.01
+    quantile: float = 0.25
     replicates: int = 2000
     seed: int = 0
 
@@ -64,6 +73,7 @@ class DecisionSettings:
         check(self.min_effect >= 0, lambda: f"minimum effect {self.min_effect}: expected a fraction >= 0, like 0.05")
         check(0 < self.alpha < 1, lambda: f"alpha {self.alpha}: expected a probability between 0 and 1, like 0.01")
         check(self.replicates >= 100, lambda: f"replicates {self.replicates}: expected at least 100")
+        check(0 < self.quantile < 1, lambda: f"quantile {self.quantile}: expected a level between 0 and 1, like 0.25")
 
     @property
     def confidence(self) -> float:
@@ -76,7 +86,7 @@ class Decision:
     """B compared with A: ratio of centers (B / A, > 1 means B is slower), its (1 - alpha) interval,
     p-value (of 'no change at all'), verdict, rounds per side, whether rounds were paired, for a
     noisy verdict the rounds per side estimated to decide (None: no number up to MAX_ROUNDS), and
-    the interval's confidence level."""
+    the interval's confidence level, and each side's time (its center, seconds)."""
 
     ratio: float
     ci_low: float
@@ -87,6 +97,8 @@ class Decision:
     paired: bool = False
     rounds_needed: int | None = None
     confidence: float = 0.99
+    time_a: float = 0.0
+    time_b: float = 0.0
 
     @property
     def excludes_one(self) -> bool:
@@ -94,25 +106,27 @@ class Decision:
         return self.ci_low > 1 or self.ci_high < 1
 
 
-def center(rounds: Rounds) -> float:
-    """A side's time: the geometric mean of its rounds' medians (seconds)."""
-    return math.exp(float(log_round_medians(rounds).mean()))
+def center(rounds: Rounds, quantile: float = 0.5) -> float:
+    """A side's time: the geometric mean of its rounds' `quantile`s (seconds; medians by default)."""
+    return math.exp(float(log_round_statistics(rounds, quantile).mean()))
 
 
 def decide(a: Rounds, b: Rounds, settings: DecisionSettings | None = None) -> Decision:
     """Compares B's timing samples with A's (seconds; one list per round, in the order the rounds
     ran, at least one positive sample each)."""
     settings = settings or DecisionSettings()
-    log_ratio = float(log_round_medians(b).mean() - log_round_medians(a).mean())
+    quantile = settings.quantile
+    log_a, log_b = float(log_round_statistics(a, quantile).mean()), float(log_round_statistics(b, quantile).mean())
+    log_ratio = log_b - log_a
     rng = np.random.default_rng(settings.seed)
     paired = len(a) == len(b)
     if paired:
         picks = round_picks(len(a), settings.replicates, rng)
-        spread = replicate_log_centers(b, picks, rng) - replicate_log_centers(a, picks, rng)
+        spread = replicate_log_centers(b, picks, rng, quantile) - replicate_log_centers(a, picks, rng, quantile)
         variance = float(spread.var(ddof=1)) * _small_sample_correction(len(a))
         dof = len(a) - 1.0 if len(a) > 1 else math.inf
     else:
-        variance_a, variance_b = (_side_variance(side, settings.replicates, rng) for side in (a, b))
+        variance_a, variance_b = (_side_variance(side, settings, rng) for side in (a, b))
         variance = variance_a + variance_b
         dof = _welch_dof((variance_a, len(a)), (variance_b, len(b)))
     if variance == 0:
@@ -132,6 +146,8 @@ def decide(a: Rounds, b: Rounds, settings: DecisionSettings | None = None) -> De
         paired=paired,
         rounds_needed=needed,
         confidence=settings.confidence,
+        time_a=math.exp(log_a),
+        time_b=math.exp(log_b),
     )
 
 
@@ -172,9 +188,10 @@ def _rounds_needed(
     return low
 
 
-def _side_variance(rounds: Rounds, replicates: int, rng: np.random.Generator) -> float:
+def _side_variance(rounds: Rounds, settings: DecisionSettings, rng: np.random.Generator) -> float:
     """The bootstrap variance of one side's log center (rounds resampled on their own)."""
-    centers = replicate_log_centers(rounds, round_picks(len(rounds), replicates, rng), rng)
+    picks = round_picks(len(rounds), settings.replicates, rng)
+    centers = replicate_log_centers(rounds, picks, rng, settings.quantile)
     return float(centers.var(ddof=1)) * _small_sample_correction(len(rounds))
 
 

@@ -125,7 +125,7 @@ def test_verdicts_cover_failed_new_gone_skipped_and_regressions() -> None:
     assert comparisons["same"].params == {"shape": (2, 3)}
     assert summary_line(list(comparisons.values())) == "1 slower, 2 no change, 1 failed, 1 new, 1 gone, 1 skipped"
     table = render(list(comparisons.values()))
-    assert table.splitlines()[0].split() == ["case", "params", "variant", "A", "median", "B", "median", "B/A", "99%",
+    assert table.splitlines()[0].split() == ["case", "params", "variant", "A", "time", "B", "time", "B/A", "99%",
                                              "CI", "p", "verdict", "notes"]  # fmt: skip
 
 

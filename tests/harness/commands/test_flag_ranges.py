@@ -18,6 +18,7 @@ BAD = [
         "--repeat-budget 0: expected a positive number of seconds, at most",
     ),
     (["compare", "a", "b", "--repeat-budget", "1e5"], "--repeat-budget 100000: expected a positive number of seconds"),
+    (["compare", "a", "b", "--quantile", "1"], "--quantile 1: expected a level strictly between 0 and 1"),
     (["bisect", "a", "b", "--rounds", "0"], "--rounds 0: expected a whole number of rounds from 1 to 100"),
     (["bisect", "a", "b", "--retries", "-1"], "--retries -1: expected a whole number of retries from 0 to 10"),
     (["run", "--threads", "0"], "--threads 0: expected a whole number of threads from 1 to 1024"),
