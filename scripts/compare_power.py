@@ -107,8 +107,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="eager,fusebench", help="variants compared")
     parser.add_argument("--compare-args", default="", help="more `fusebench compare` flags, e.g. '--rounds 4'")
     parser.add_argument("--keep", type=Path, help="keep each comparison's JSON in this folder")
+    parser.add_argument(
+        "--decide-again",
+        type=Path,
+        metavar="DIR",
+        help="measure nothing: decide the samples kept in DIR (by --keep) again with this checkout's rule",
+    )
+    parser.add_argument("--quantile", type=float, default=0.25, help="with --decide-again: each round's statistic")
     args = parser.parse_args(argv)
     effects = [float(f) for f in args.effects.split(",") if f]
+    if args.decide_again:
+        print(render(decide_again(args.decide_again, args.quantile), effects, args.extra_prims))
+        return 0
     with tempfile.TemporaryDirectory(prefix="fusebench-power-") as scratch:
         repo = Path(scratch) / "repo"
         base, changed = build_history(repo, effects, args.extra_prims, SIZES[args.device], args.replicas)
@@ -163,6 +173,33 @@ def compare(repo: Path, a: str, b: str, selection: list[str], output: Path) -> l
         raise SystemExit(f"fusebench compare failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
     document = json.loads(output.read_text())
     return [{**entry, "noisy_machine": document.get("noise", {}).get("noisy")} for entry in document["benchmarks"]]
+
+
+def decide_again(folder: Path, quantile: float) -> dict[str, list[list[dict]]]:
+    """The comparisons kept in `folder` (AA-*.json, AB-*.json), each benchmark decided again from its
+    samples with the current rule (and the minimum effect and alpha the comparison used)."""
+    from fusebench.commands.compare import comparison_noise
+    from fusebench.compare.comparison import BenchmarkComparison, SideSummary
+    from fusebench.compare.decide import DecisionSettings, decide
+
+    results: dict[str, list[list[dict]]] = {"A/A": [], "A/B": []}
+    for kind, prefix in (("A/A", "AA"), ("A/B", "AB")):
+        for path in sorted(folder.glob(f"{prefix}-*.json")):
+            document = json.loads(path.read_text())
+            used = document.get("settings", {})
+            settings = DecisionSettings(used.get("min_effect", 0.05), used.get("alpha", 0.01), quantile)
+            entries, comparisons = [], []
+            for entry in document["benchmarks"]:
+                a, b = entry["a"], entry["b"]
+                if not (a["rounds"] and b["rounds"]):
+                    continue
+                decision = decide(a["rounds"], b["rounds"], settings)
+                entries.append({**entry, "verdict": decision.verdict})
+                sides = [SideSummary("ok", rounds=s["rounds"], round_medians=s["round_medians"]) for s in (a, b)]
+                comparisons.append(BenchmarkComparison("", "", {}, entry["variant"], *sides, decision.verdict))
+            noisy = comparison_noise(comparisons).noisy
+            results[kind].append([{**entry, "noisy_machine": noisy} for entry in entries])
+    return results
 
 
 def render(results: dict[str, list[list[dict]]], effects: list[float], extra_prims: int) -> str:
