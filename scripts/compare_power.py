@@ -6,7 +6,8 @@
 
 It builds a throwaway git repository from this checkout (compiler, fusebench, suites) with one more
 suite, `power_study`: an elementwise chain of `reps` multiply-adds per call (`grow_<percent>` and
-`steady`), and `adds`, a chain of tensor adds. Then two commits on top, as a developer would make:
+`steady`), and `adds`, a chain of tensor adds (left out with `--extra-prims 0`). Then two commits
+on top, as a developer would make:
 - A: the suite as written;
 - B: each `grow_<percent>` case does percent / 100 times the work (its `reps` multiplied) and the
   compiler's `torch.add` decomposition multiplies its first operand by 1.0 `--extra-prims` times
@@ -91,7 +92,8 @@ def _named(name, replica):
 CASES = [
     case
     for replica in range({replicas})
-    for case in [_case(_named(name, replica), _grown(name)) for name in REPS] + [_case(_named("adds", replica), adds)]
+    for case in [_case(_named(name, replica), _grown(name)) for name in REPS]
+    + ([_case(_named("adds", replica), adds)] if {with_adds} else [])
 ]
 '''
 
@@ -104,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--effects", default="1.5,1.2,1.1", help="work factors of B's grow cases")
     parser.add_argument("--extra-prims", type=int, default=2, help="extra mul prims per add in B's compiler")
     parser.add_argument("--replicas", type=int, default=1, help="copies of each case in one comparison")
+    parser.add_argument("--kinds", default="AA,AB", help="which comparisons: AA (A against A), AB, or both")
     parser.add_argument("--variants", default="eager,fusebench", help="variants compared")
     parser.add_argument("--compare-args", default="", help="more `fusebench compare` flags, e.g. '--rounds 4'")
     parser.add_argument("--keep", type=Path, help="keep each comparison's JSON in this folder")
@@ -130,13 +133,17 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         for attempt in range(args.tries):
             for kind, other in (("A/A", base), ("A/B", changed)):
+                if kind.replace("/", "") not in args.kinds.split(","):
+                    continue
                 output = keep / f"{kind.replace('/', '')}-{attempt}.json"
                 results[kind].append(compare(repo, base, other, selection, output))
                 done = sum(len(r) for r in results.values())
                 elapsed = time.perf_counter() - started
-                print(f"[{done}/{2 * args.tries}] {kind} in {elapsed / done:.0f} s each", file=sys.stderr, flush=True)
+                total = args.tries * len(args.kinds.split(","))
+                print(f"[{done}/{total}] {kind} in {elapsed / done:.0f} s each", file=sys.stderr, flush=True)
         print(render(results, effects, args.extra_prims))
-        print(f"\n{2 * args.tries} comparisons in {time.perf_counter() - started:.0f} s ({args.device})")
+        done = sum(len(r) for r in results.values())
+        print(f"\n{done} comparisons in {time.perf_counter() - started:.0f} s ({args.device})")
     return 0
 
 
@@ -148,11 +155,11 @@ def build_history(repo: Path, effects: list[float], extra_prims: int, numel: int
     shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
     suite = repo / "suites" / "power_study.py"
     reps = {"steady": BASE_REPS, **{_grow_name(f): BASE_REPS for f in effects}}
-    suite.write_text(SUITE.format(reps=reps, numel=numel, replicas=replicas))
+    suite.write_text(SUITE.format(reps=reps, numel=numel, replicas=replicas, with_adds=extra_prims > 0))
     _git(repo, "init", "-q")
     base = _commit(repo, "A: the power study's suite")
     grown = {**reps, **{_grow_name(f): round(BASE_REPS * f) for f in effects}}
-    suite.write_text(SUITE.format(reps=grown, numel=numel, replicas=replicas))
+    suite.write_text(SUITE.format(reps=grown, numel=numel, replicas=replicas, with_adds=extra_prims > 0))
     elementwise = repo / "compiler" / "ops" / "elementwise.py"
     source = elementwise.read_text()
     if source.count(ADD_LINE) != 1:
@@ -230,7 +237,7 @@ def render(results: dict[str, list[list[dict]]], effects: list[float], extra_pri
         f"A/A comparisons that flagged nothing: {quiet} of {tries}",
         f"rows flagged in A/A comparisons: {sum(e['verdict'] in FLAGS for e in same)} of {len(same)}",
         f"unchanged rows flagged in A/B comparisons: {false_ab} of {len(unchanged)}",
-        f"comparisons that called the machine noisy: {noisy_machine} of {2 * tries}",
+        f"comparisons that called the machine noisy: {noisy_machine} of {sum(map(len, results.values()))}",
     ]
     return "\n".join(lines)
 
