@@ -1,8 +1,8 @@
 """The power of `fusebench compare`: how often it flags a real slowdown, and how often nothing.
 
     python -m scripts.compare_power --device cpu --tries 20
-    python -m scripts.compare_power --device cuda --tries 1 --replicas 10 --effects 1.05 --extra-prims 0 \
-        --variants eager
+    python -m scripts.compare_power --device cuda --kinds AB --tries 1 --replicas 10 --effects 1.05 \
+        --extra-prims 0 --variants eager
 
 It builds a throwaway git repository from this checkout (compiler, fusebench, suites) with one more
 suite, `power_study`: an elementwise chain of `reps` multiply-adds per call (`grow_<percent>` and
