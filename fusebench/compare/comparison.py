@@ -24,6 +24,7 @@ from typing import Any
 from fusebench.cases.case import format_params
 from fusebench.compare.decide import (
     FASTER,
+    MAX_ROUNDS,
     NO_CHANGE,
     NOISY,
     SLOWER,
@@ -158,7 +159,7 @@ def noisy_advice(comparisons: Sequence[BenchmarkComparison]) -> str:
     parts = [f"{len(needed)} noisy row(s) need about {max(needed)} rounds (--rounds {max(needed)})"] if needed else []
     if undecidable:
         parts.append(
-            f"{undecidable} noisy row(s) change by about the minimum effect itself (more rounds will not settle them)"
+            f"{undecidable} noisy row(s) sit at the minimum effect's edge (over {MAX_ROUNDS} rounds would be needed)"
         )
     return "; ".join(parts)
 
@@ -254,7 +255,7 @@ def _interval_notes(decision: Decision | None) -> list[str]:
         notes.append(
             f"too wide to decide: about {needed} rounds would (--rounds {needed})"
             if needed is not None
-            else "about the size of the minimum effect: more rounds will not decide"
+            else f"B/A sits at the minimum effect's edge: over {MAX_ROUNDS} rounds would be needed"
         )
     return notes
 

@@ -60,4 +60,4 @@ def test_a_row_the_interval_calls_changed_but_the_verdict_did_not_flag_gets_its_
     comparison.why = Explanation("prims +2 mul per add")
     notes = comparison.notes()
     assert notes.startswith("slower by 1.0% to 6.0%: maybe below the minimum effect")
-    assert notes.endswith("more rounds will not decide; prims +2 mul per add")
+    assert notes.endswith("edge: over 100 rounds would be needed; prims +2 mul per add")
