@@ -37,6 +37,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = ("slower", "faster")
 BASE_REPS = 20
@@ -117,10 +119,20 @@ def main(argv: list[str] | None = None) -> int:
         help="measure nothing: decide the samples kept in DIR (by --keep) again with this checkout's rule",
     )
     parser.add_argument("--quantile", type=float, default=0.25, help="with --decide-again: each round's statistic")
+    parser.add_argument(
+        "--first-rounds", type=int, help="with --decide-again: decide on each side's first N rounds only"
+    )
+    parser.add_argument(
+        "--sample-fraction",
+        type=float,
+        default=1.0,
+        help="with --decide-again: decide on the first fraction of each round's samples (a shorter repeat budget)",
+    )
     args = parser.parse_args(argv)
     effects = [float(f) for f in args.effects.split(",") if f]
     if args.decide_again:
-        print(render(decide_again(args.decide_again, args.quantile), effects, args.extra_prims))
+        kept = decide_again(args.decide_again, args.quantile, args.first_rounds, args.sample_fraction)
+        print(render(kept, effects, args.extra_prims))
         return 0
     with tempfile.TemporaryDirectory(prefix="fusebench-power-") as scratch:
         repo = Path(scratch) / "repo"
@@ -182,9 +194,18 @@ def compare(repo: Path, a: str, b: str, selection: list[str], output: Path) -> l
     return [{**entry, "noisy_machine": document.get("noise", {}).get("noisy")} for entry in document["benchmarks"]]
 
 
-def decide_again(folder: Path, quantile: float) -> dict[str, list[list[dict]]]:
+def decide_again(
+    folder: Path, quantile: float, first_rounds: int | None = None, sample_fraction: float = 1.0
+) -> dict[str, list[list[dict]]]:
     """The comparisons kept in `folder` (AA-*.json, AB-*.json), each benchmark decided again from its
-    samples with the current rule (and the minimum effect and alpha the comparison used)."""
+    samples with the current rule (and the minimum effect and alpha the comparison used), on each
+    side's `first_rounds` and each round's first `sample_fraction` of samples: what fewer rounds or a
+    shorter repeat budget would have decided."""
+
+    def cut(side: dict) -> dict:
+        rounds = [r[: max(1, round(len(r) * sample_fraction))] for r in side["rounds"][:first_rounds]]
+        return {"rounds": rounds, "round_medians": [float(np.median(r)) for r in rounds]}
+
     from fusebench.commands.compare import comparison_noise
     from fusebench.compare.comparison import BenchmarkComparison, SideSummary
     from fusebench.compare.decide import DecisionSettings, decide
@@ -197,7 +218,7 @@ def decide_again(folder: Path, quantile: float) -> dict[str, list[list[dict]]]:
             settings = DecisionSettings(used.get("min_effect", 0.05), used.get("alpha", 0.01), quantile)
             entries, comparisons = [], []
             for entry in document["benchmarks"]:
-                a, b = entry["a"], entry["b"]
+                a, b = cut(entry["a"]), cut(entry["b"])
                 if not (a["rounds"] and b["rounds"]):
                     continue
                 decision = decide(a["rounds"], b["rounds"], settings)
