@@ -151,9 +151,10 @@ class Canonical:
         def rename(p: Proxy) -> Proxy:
             new = renamed.get(id(p))
             if new is None:
-                name = f"v{len(renamed)}"
+                shape = tuple(map_proxies(p.shape, rename)) if isinstance(p, TensorProxy) else ()
+                name = f"v{len(renamed)}"  # NOTE: after its symbolic sizes have their names
                 if isinstance(p, TensorProxy):
-                    new = TensorProxy(tuple(map_proxies(p.shape, rename)), p.dtype, p.device, name=name)
+                    new = TensorProxy(shape, p.dtype, p.device, name=name)
                 elif isinstance(p, NumberProxy):
                     new = NumberProxy(p.python_type, p.value, name=name)
                 else:
@@ -350,3 +351,8 @@ class InductorExecutor(FusionExecutor):
     def region_impl(self, region: Region) -> Callable:
         """The callable running `region`."""
         return InductorFusion(region, self)
+
+
+def inductor_fusions(trace: Trace) -> list[InductorFusion]:
+    """The `InductorFusion` callables of a fused trace, in order."""
+    return [impl for b in trace.bsyms if isinstance(impl := getattr(b.sym, "impl", None), InductorFusion)]
