@@ -209,19 +209,63 @@ def structure_key(region: Region, canonical: Canonical, dynamic: bool) -> str:
     return f"dynamic={dynamic}\n" + "\n".join(inputs) + "\n" + canonical.key()
 
 
-def compiled_function(region: Region, canonical: Canonical, stats: InductorStats) -> Callable:
-    """The torch.compile'd function of `region`'s structure (`canonical`), made on first need and shared."""
+class Compilations:
+    """Inductor's compiled functions of one region structure, shared by every region of it.
+
+    A static region (constant sizes, no scalar inputs) is compiled once per layout of its inputs:
+    its ATen graph (`make_fx` over fake tensors) goes to `compile_fx`, Inductor's entry point
+    behind torch.compile, whose code asserts the sizes and strides it was compiled for and runs
+    without Dynamo's guards: the cache entry's prologue has checked sizes, dtypes and devices, and
+    the region's callable checks the layout in one C++ call, so a call pays no guard twice.
+    A dynamic region is `torch.compile(fn, backend="inductor", fullgraph=True, dynamic=True)`:
+    Dynamo's symbolic sizes let one compilation serve every size, its guards pick it per call.
+    """
+
+    def __init__(self, fn: Callable, dynamic: bool) -> None:
+        self.fn = fn
+        self.dynamic = dynamic
+        self.by_strides: dict[tuple, Callable] = {}
+        self.dynamo = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=True) if dynamic else None
+
+    def for_call(self, args: tuple, stats: InductorStats) -> Callable:
+        """The compiled function for arguments laid out as `args` (compiled on first sight)."""
+        if self.dynamo is not None:
+            return self.dynamo
+        key = tuple(a.stride() if isinstance(a, torch.Tensor) else None for a in args)
+        compiled = self.by_strides.get(key)
+        if compiled is None:
+            compiled = self.by_strides[key] = compile_static(self.fn, args)
+            stats.compiled += 1
+        return compiled
+
+
+def compile_static(fn: Callable, args: tuple) -> Callable:
+    """`fn` compiled by Inductor for inputs of these sizes, strides, dtypes and devices."""
+    from torch._inductor.compile_fx import compile_fx
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    # NOTE: empty tensors of the arguments' layouts: tracing must not write into the caller's buffers
+    examples = [
+        torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device) if isinstance(a, torch.Tensor) else a
+        for a in args
+    ]
+    with torch.no_grad():
+        graph = make_fx(fn, tracing_mode="fake")(*examples)
+        return compile_fx(graph, examples)
+
+
+def shared_compilations(region: Region, canonical: Canonical, stats: InductorStats) -> Compilations:
+    """The compilations of `region`'s structure (`canonical`), made on first need and shared."""
     dynamic = is_dynamic(region)
     key = structure_key(region, canonical, dynamic)
-    compiled = DEFINITIONS.get(_TABLE_KEY, key)
-    if compiled is None:
-        fn = canonical.function(f"<fusebench {region.name}>")
-        compiled = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=dynamic)
-        DEFINITIONS.put(_TABLE_KEY, key, compiled)
-        stats.compiled += 1
+    compilations = DEFINITIONS.get(_TABLE_KEY, key)
+    if compilations is None:
+        compilations = Compilations(canonical.function(f"<fusebench {region.name}>"), dynamic)
+        DEFINITIONS.put(_TABLE_KEY, key, compilations)
+        stats.compiled += dynamic  # a static structure counts a compilation per layout it meets
     else:
         stats.reused += 1
-    return compiled
+    return compilations
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,22 +273,26 @@ def compiled_function(region: Region, canonical: Canonical, stats: InductorStats
 
 
 class InductorFusion:
-    """The callable behind an `inductorN` bound symbol: runs its region's compiled function,
-    records its last inputs (`compiler.examine.fusions`)."""
+    """The callable behind an `inductorN` bound symbol: runs its region's compiled function for
+    the call's layout, records its last inputs (`compiler.examine.fusions`)."""
+
+    LAYOUT_CHANGES = 2  # layouts the one C++ check learns at most (the first included)
 
     def __init__(self, region: Region, executor: InductorExecutor) -> None:
         self.region = region
         self.name = region.name
         self.executor = executor
         self.canonical = Canonical(region)
-        self.compiled = compiled_function(region, self.canonical, executor.stats)
+        self.compilations = shared_compilations(region, self.canonical, executor.stats)
+        self._compiled: Callable = self.compilations.fn
+        self._layout_changes = 0
         inputs = region.inputs
         self._tensor_idx = [i for i, p in enumerate(inputs) if isinstance(p, TensorProxy)]
         self._tensors = picker(self._tensor_idx)
         self._scalar_idx = [i for i, p in enumerate(inputs) if not isinstance(p, TensorProxy)]
         self._written = [i for i, p in enumerate(inputs) if p.name in region.written]
-        # NOTE: one C++ check says whether this call's tensors are laid out as the last recorded;
-        # only a call that is not is recorded again (reading shapes and strides costs per tensor).
+        # NOTE: one C++ check says whether this call's tensors are laid out as the last one's; only
+        # a call that is not looks its compiled function up by strides (read per tensor) and is recorded.
         self._same_layout = TensorChecks(exact_strides=[True] * len(self._tensor_idx))
         self._torch: Callable | None = None
         self.fallback_error: BaseException | None = None
@@ -253,14 +301,17 @@ class InductorFusion:
 
     def __call__(self, *args: Any) -> Any:
         self.calls += 1
-        if not self._same_layout.check(*self._tensors(args)):
-            self._record(args)
-        elif self._scalar_idx:
-            self._record_scalars(args)
         if self.fallback_error is not None:
             return self.torch_fn()(*args)
         try:
-            outputs = self.compiled(*args)
+            tensors = self._tensors(args)
+            if self._same_layout.check(*tensors):
+                if self._scalar_idx:
+                    self._record_scalars(args)
+                compiled = self._compiled
+            else:
+                compiled = self._new_layout(args, tensors)
+            outputs = compiled(*args)
         except Exception as error:
             if not self.executor.fallback:
                 raise
@@ -270,6 +321,18 @@ class InductorFusion:
             outputs = tuple(o.clone() if shares_memory(o, buffers) else o for o in outputs)
         return outputs
 
+    def _new_layout(self, args: tuple, tensors: tuple) -> Callable:
+        """Records a call laid out other than the last (or the first), and finds (or compiles) its
+        function; learns the layout for the one C++ check, up to `LAYOUT_CHANGES` times: a region
+        whose sizes change every call (symbolic sizes) keeps this path."""
+        self._record(args)
+        self._compiled = self.compilations.for_call(args, self.executor.stats)
+        if self._layout_changes < self.LAYOUT_CHANGES:
+            self._layout_changes += 1
+            self._same_layout = TensorChecks(exact_strides=[True] * len(tensors))
+            self._same_layout.learn(*tensors)
+        return self._compiled
+
     def _record(self, args: tuple) -> None:
         records = []
         for p, a in zip(self.region.inputs, args):
@@ -278,8 +341,6 @@ class InductorFusion:
             else:
                 records.append(InputRecord(p.name, None, None, type(a), None, a))
         self.last_inputs = records
-        if not self._same_layout.learned:
-            self._same_layout.learn(*self._tensors(args))
 
     def _record_scalars(self, args: tuple) -> None:
         for i in self._scalar_idx:
