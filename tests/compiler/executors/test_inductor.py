@@ -50,10 +50,7 @@ def _inputs(seed: int, shape: tuple[int, ...], dtype: torch.dtype = torch.float3
     return x, w, torch.rand(shape, generator=gen) > 0.3
 
 
-def test_regions_match_eager_over_seeds_edge_shapes_layouts_and_bf16():
-    jfn = compiler.jit(norm_gelu, executors=INDUCTOR, fallback=False)
-    cases = [((4, 8), torch.float32, False, seed) for seed in range(3)]
-    cases += [((1, 8), torch.float32, False, 0), ((4, 8), torch.float32, True, 0), ((4, 8), torch.bfloat16, False, 0)]
+def _check_against_eager(jfn: compiler.JittedFunction, cases: list[tuple]) -> None:
     for shape, dtype, transposed, seed in cases:
         args = _inputs(seed, shape, dtype, transposed)
         tolerance = {"rtol": 2e-2, "atol": 2e-2} if dtype is torch.bfloat16 else {}
@@ -62,9 +59,25 @@ def test_regions_match_eager_over_seeds_edge_shapes_layouts_and_bf16():
             torch.testing.assert_close(actual, expected, **tolerance)
         (fusion,) = _fusions(jfn)
         assert fusion.name == "inductor0" and fusion.fallback_error is None
-    # the seeds and the transposed layout share an entry (Dynamo recompiles the region for the
-    # strides); the size-1 dim and bf16 get entries of their own
+
+
+def test_regions_match_eager_over_seeds_with_broadcasting():
+    jfn = compiler.jit(norm_gelu, executors=INDUCTOR, fallback=False)
+    _check_against_eager(jfn, [((4, 8), torch.float32, False, seed) for seed in range(3)])
+    assert compiler.cache_stats(jfn).misses == 1
+    assert compiler.examine.stats(jfn).compiled == 1
+
+
+@pytest.mark.slow
+def test_regions_match_eager_on_size_one_dims_transposed_inputs_and_bf16():
+    jfn = compiler.jit(norm_gelu, executors=INDUCTOR, fallback=False)
+    cases = [((4, 8), torch.float32, False, 0), ((4, 8), torch.float32, True, 1), ((1, 8), torch.float32, False, 2)]
+    _check_against_eager(jfn, [*cases, ((4, 8), torch.bfloat16, False, 3)])
+    # the transposed input shares the first entry (the region is compiled again for its strides);
+    # the size-1 dim and bf16 get entries of their own
     assert compiler.cache_stats(jfn).misses == 3
+    (fusion,) = _fusions(jfn)
+    assert fusion.last_inputs[0].dtype is torch.bfloat16
 
 
 def test_examine_reports_inductor_regions_and_why_ops_stay_outside():
@@ -158,6 +171,7 @@ def test_an_output_viewing_a_written_buffer_keeps_its_values():
     torch.testing.assert_close(x, expected_x)
 
 
+@pytest.mark.slow
 def test_a_training_step_runs_forward_and_backward_regions_through_inductor():
     def step(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         h = F.gelu(F.layer_norm(x, (x.shape[-1],), b) @ w)
