@@ -240,3 +240,26 @@ def test_cpu_defaults_come_from_the_environment_and_inductor_where_it_compiles(m
         default_executor_names("cpu")
     with pytest.raises(ValueError, match=r"device='tpu'\): expected 'cpu', 'cuda' or None"):
         default_executor_names("tpu")
+
+
+def attention_block(q: torch.Tensor, w: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention (the sdpa executor's), a matmul (the BLAS), and the norm around them (Inductor's)."""
+    a = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    return norm_gelu(a.flatten(0, 2) @ w, w[0], mask)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cuda_graphs", [False, True])
+def test_on_cuda_regions_run_as_triton_kernels_beside_sdpa_and_the_blas(cuda_graphs: bool):
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 4, 16, 8, generator=gen).to("cuda", torch.bfloat16)
+    w = torch.randn(8, 8, generator=gen).to("cuda", torch.bfloat16)
+    mask = (torch.rand(8 * 16, 8, generator=gen) > 0.3).cuda()
+    executors = ["inductor", "sdpa", "torch"]
+    jfn = compiler.jit(attention_block, executors=executors, fallback=False, cuda_graphs=cuda_graphs)
+    for _ in range(3):  # with CUDA graphs: captured, then replayed
+        for actual, expected in zip(jfn(q, w, mask), attention_block(q, w, mask)):
+            torch.testing.assert_close(actual, expected, rtol=2e-2, atol=2e-2)
+    trace = compiler.last_traces(jfn)[-1]
+    assert [b.sym.executor for b in trace.bsyms if b.sym.name.startswith("inductor")] == ["inductor"]
+    assert any(b.sym is Prim.SDPA for b in trace.bsyms) and any(b.sym is Prim.MATMUL for b in trace.bsyms)
