@@ -1,12 +1,14 @@
-"""The Inductor executor: regions of prims compiled by torch.compile's Inductor backend.
+"""The Inductor executor: regions of prims compiled by Inductor, torch.compile's backend.
 
 As lightning-thunder's torch.compile executor does, each region's prims become one Python function
-(`codegen` with the torch executor: the region's reference implementation) that
-`torch.compile(fn, backend="inductor", fullgraph=True)` compiles on its first call: on CPU one
-C++/OpenMP kernel per fused loop nest instead of one ATen call per prim, on CUDA Triton kernels.
-`dynamic` is on when the region has symbolic sizes or scalar inputs (automatic dynamic, or
-`cache="symbolic"`): one compilation then serves every size, as one FusionDefinition does for
-nvFuser; otherwise the compilation is for the region's static shapes.
+(`codegen` with the torch executor: the region's reference implementation) that Inductor compiles
+on the region's first call: on CPU C++/OpenMP loops instead of one ATen call per prim, on CUDA
+Triton kernels. A region with symbolic sizes or scalar inputs (automatic dynamic, or
+`cache="symbolic"`) is `torch.compile(fn, backend="inductor", fullgraph=True, dynamic=True)`: one
+compilation serves every size, as one FusionDefinition does for nvFuser. A static region (the
+common case) is compiled per input layout through `compile_fx`, the entry point torch.compile
+calls, without Dynamo: the cache entry's prologue already guards sizes, dtypes and devices, so
+Dynamo's guards would only be checked twice per call (`Compilations`).
 
 Compiled functions are shared by structure, process-wide: the region's source with its proxies
 renamed in order (`Canonical`), the constants it binds, and each input's dtype, device and static
@@ -15,9 +17,10 @@ own (`compiler.clear_fusion_cache()` drops both), so the same Adam update of sam
 parameters, or the same fusion in a function jitted again, is compiled by Inductor once.
 
 Write-backs (`copy_to` into an input the caller observes) stay inside the region: the generated
-function writes the buffer with `copy_`, and torch.compile keeps eager's semantics for mutated
-inputs. As for nvFuser, an output that lands in the memory of a buffer the trace writes (a view
-Inductor returns of an input) is cloned, so a write-back never changes a value already computed.
+function writes the buffer with `copy_`, and Inductor (through AOTAutograd's functionalization)
+keeps eager's semantics for mutated inputs. As for nvFuser, an output that lands in the memory of
+a buffer the trace writes (a view Inductor returns of an input) is cloned, so a write-back never
+changes a value already computed.
 
 Left to the others: matmul and linear (the BLAS, unless `FusionOptions(matmul=True)`), attention
 (sdpa), random numbers (drawn from torch's generator as eager draws them), scatters and partial
