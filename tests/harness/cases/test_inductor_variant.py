@@ -7,9 +7,11 @@ import shutil
 import pytest
 import torch
 
+import compiler
 from compiler.executors import CPU_EXECUTORS_ENV
 from compiler.executors import inductor as inductor_module
 from fusebench.cases.variants import FUSEBENCH, FUSEBENCH_INDUCTOR, STANDARD_VARIANTS
+from fusebench.measure.compiler_record import RECORD_FILE, record
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
 from suites import llm_norms
 
@@ -50,3 +52,15 @@ def test_the_variants_run_regions_with_inductor_on_cpu(monkeypatch) -> None:
     monkeypatch.setenv(CPU_EXECUTORS_ENV, "torch")
     outcome = measure_variant(prepared, FUSEBENCH, SETTINGS)
     assert (outcome.status, outcome.fusions_per_call) == ("ok", 0), outcome.detail
+
+
+@needs_inductor
+def test_the_compiler_record_keeps_inductor_regions_and_their_source() -> None:
+    jfn = compiler.jit(llm_norms.rms_norm, executors=["inductor", "torch"])
+    x, weight = torch.randn(8, 16), torch.randn(16)
+    torch.testing.assert_close(jfn(x, weight), llm_norms.rms_norm(x, weight))
+    files = record(jfn, segments=True)
+    assert "errors.txt" not in files, files.get("errors.txt")
+    assert "inductor0: " in files["fusions.txt"] and "runs with inductor" in files["fusions.txt"]
+    assert files["fusions/inductor0.py"].startswith("def region(")
+    assert '"runner": "inductor"' in files[RECORD_FILE] and "segments.txt" not in files
