@@ -135,8 +135,8 @@ def unavailable_reason() -> str | None:
 class InductorStats:
     """Counters of one inductor executor (one per jitted function)."""
 
-    compiled: int = 0  # regions this function handed to torch.compile (a new structure each)
-    reused: int = 0  # regions that found a compiled function of their structure (here or elsewhere)
+    compiled: int = 0  # Inductor compilations its regions caused: per input layout (static), per structure (dynamic)
+    reused: int = 0  # regions that found their structure's compilations made (here or by another function)
     fallbacks: int = 0
 
 
