@@ -1,6 +1,6 @@
 """fusebench's trace compiler.
 
-jfn = compiler.jit(fn, cache="symbolic")
+jfn = compiler.jit(fn, numbers="symbolic")
 jfn(*args)                       # traces, compiles, runs; later calls reuse cache entries
 compiler.last_traces(jfn)        # the computation trace after each pass
 compiler.last_backward_traces(jfn)  # the backward trace after each pass (when inputs require grad)
@@ -32,7 +32,7 @@ from compiler.runtime import dynamo
 from compiler.runtime.cache import CacheStats, JittedFunction, called_jitted, jitted
 from compiler.runtime.dynamo import dynamo_backend
 from compiler.runtime.module import JittedModule
-from compiler.runtime.pipeline import compile_entry, make_options
+from compiler.runtime.pipeline import compile_entry, make_options, numbers_keyword
 
 __all__ = [
     "CacheStats",
@@ -56,7 +56,8 @@ __all__ = [
 def jit(
     fn: Callable,
     *,
-    cache: str = "constant",
+    numbers: str | None = None,
+    cache: str | None = None,
     executors: Sequence[str] | None = None,
     fusion: FusionOptions | dict | None = None,
     fallback: bool | None = None,
@@ -70,10 +71,12 @@ def jit(
     by metadata (never by value), and its train/eval modes are guarded; it returns what the module
     returns (dicts, dataclasses, named tuples).
 
-    cache: "constant" bakes numbers and shapes into each entry; "symbolic" keeps int/float/bool
-        arguments as symbolic inputs and guards only the branches taken on them.
-    automatic_dynamic: a number (under "constant") whose baked-in value made a call miss, and a
-        tensor argument's size (in either mode) that made a call miss, are symbolic from the next
+    numbers: how tracing specialises int/float/bool arguments. "constant" (the default) bakes
+        each value into the entry, guarded; "symbolic" keeps them as symbolic inputs and guards
+        only the branches taken on them.
+    cache: the deprecated name of `numbers` (a DeprecationWarning; it never chose a cache).
+    automatic_dynamic: a number (under numbers="constant") whose baked-in value made a call miss,
+        and a tensor argument's size (in either mode) that made a call miss, are symbolic from the next
         compilation on (at most two compilations for a changing size; sizes 0 and 1 keep entries
         of their own); `compiler.examine.recompilations(jfn)` says which guard failed on which input.
     dynamic: inputs symbolic from the first compilation on, as automatic dynamic makes them after
@@ -88,10 +91,11 @@ def jit(
     fallback: whether a fusion nvFuser fails on runs with torch instead (with one warning);
         None reads FUSEBENCH_NVFUSER_FALLBACK (default on).
     """
+    numbers = numbers_keyword(numbers, cache)
     check(
         callable(fn), lambda: f"jit(fn={short_repr(fn)}): expected a callable (a function or an nn.Module)", TypeError
     )
-    options = make_options(cache, executors, fusion, fallback, automatic_dynamic, cuda_graphs, dynamic)
+    options = make_options(numbers, executors, fusion, fallback, automatic_dynamic, cuda_graphs, dynamic)
     caching = {"automatic_dynamic": options.automatic_dynamic, "dynamic": options.dynamic}
     if isinstance(fn, torch.nn.Module):
         make_entry = lambda traced: functools.partial(compile_entry, traced, options)

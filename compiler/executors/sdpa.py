@@ -2,8 +2,8 @@
 
 It claims attention so the fusion pass never puts it into an nvFuser region, and calls
 `F.scaled_dot_product_attention`, which picks the fastest backend for the inputs (cuDNN,
-FlashAttention, memory-efficient). NOTE: calling FlashAttention directly skipped that choice and
-measured slower on an H200 (KV-cache prefill, bf16: 266 µs vs 176 µs). Attention that gradients
+FlashAttention, memory-efficient). NOTE: calling FlashAttention directly would skip that choice,
+and the backend torch picks can be the faster one (a bf16 KV-cache prefill). Attention that gradients
 flow through runs `attention.py`'s forward (which keeps the softmax statistics) and fused backward.
 On CPU it declines, and the torch executor runs attention.
 """

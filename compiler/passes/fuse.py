@@ -237,8 +237,8 @@ class _Partitioner:
         """A write-back of a buffer whose value flows into a fused reduction stays with torch.
 
         NOTE: nvFuser splits a fusion with a reduction into segments and may run the one writing a
-        buffer before the one reading it (found by scripts/fuzz_nvfuser.py on an H100: `sum(a)` and
-        `a.add_(...)` in one fusion returned the sum of the new values). Outside the fusion the
+        buffer before the one reading it (nvfuser_direct 0.2.36, found by scripts/fuzz_nvfuser.py:
+        `sum(a)` and `a.add_(...)` in one fusion return the sum of the new values). Outside the fusion the
         write-back is one copy after it, which is always right.
         """
         readers: dict[int, list[int]] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -37,12 +38,12 @@ from compiler.tracing.check_writebacks import check_writebacks
 
 @dataclass(frozen=True)
 class Options:
-    """What `jit` was asked for. `check_writebacks` validates the final trace's write-backs;
-    `automatic_dynamic` makes rejected numbers (cache="constant") and tensor sizes symbolic on
-    recompilation;
+    """What `jit` was asked for. `numbers` is how the frontend traces number arguments;
+    `check_writebacks` validates the final trace's write-backs; `automatic_dynamic` makes rejected
+    numbers (under `Numbers.CONSTANT`) and tensor sizes symbolic on recompilation;
     `cuda_graphs` replays each entry's computation as CUDA graphs (runtime/cuda_graphs.py)."""
 
-    cache: str
+    numbers: frontend.Numbers
     executors: tuple[Any, ...]
     fusion: FusionOptions = field(default_factory=FusionOptions)
     check_writebacks: bool = True
@@ -84,9 +85,8 @@ def compile_entry(
 ) -> CacheEntry:
     """Traces `fn` on these arguments (the numbers and sizes named in `dynamic` symbolic) and compiles a cache
     entry for them (a forward and a backward when grad mode is on and a tensor input requires grad)."""
-    symbolic = options.cache == "symbolic"
     prologue, computation = frontend.trace(
-        fn, args, kwargs, symbolic=symbolic, dynamic=dynamic, exact_strides=options.cuda_graphs
+        fn, args, kwargs, numbers=options.numbers, dynamic=dynamic, exact_strides=options.cuda_graphs
     )
     prologue, requires_grad, leaf = grad_guard(prologue, args, kwargs)
     if any(requires_grad):
@@ -212,8 +212,39 @@ def _sizes(prologue: Trace) -> frozenset[str]:
     return frozenset(b.output.name for b in prologue.bsyms if b.sym is Prim.SIZE)
 
 
+NUMBERS = tuple(mode.value for mode in frontend.Numbers)  # what `jit(numbers=...)` accepts
+
+
+def _check_numbers(keyword: str, value: Any) -> None:
+    check(
+        isinstance(value, frontend.Numbers) or value in NUMBERS,
+        lambda: f"jit({keyword}={value!r}): expected one of {', '.join(map(repr, NUMBERS))}",
+        ValueError,
+    )
+
+
+def numbers_keyword(numbers: str | frontend.Numbers | None, cache: str | None) -> str | frontend.Numbers:
+    """`jit`'s `numbers`, taken from `cache`, its deprecated name, when only that is given (with a
+    DeprecationWarning pointing at the `jit` call); "constant" when neither is."""
+    if cache is None:
+        return "constant" if numbers is None else numbers
+    check(
+        numbers is None,
+        lambda: f"jit(numbers={numbers!r}, cache={cache!r}): pass numbers= alone (cache= is its deprecated name)",
+        TypeError,
+    )
+    _check_numbers("cache", cache)
+    warnings.warn(
+        f"jit(cache={cache!r}) is deprecated: it chooses how numbers are traced, not a cache; "
+        f"use jit(numbers={cache!r})",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return cache
+
+
 def make_options(
-    cache: str,
+    numbers: str | frontend.Numbers,
     executors: Sequence[str] | None,
     fusion: FusionOptions | dict | None = None,
     fallback: bool | None = None,
@@ -221,12 +252,8 @@ def make_options(
     cuda_graphs: bool = False,
     dynamic: Sequence[str] = (),
 ) -> Options:
-    """Validated options."""
-    check(
-        cache in ("constant", "symbolic"),
-        lambda: f"jit(cache={cache!r}): expected 'constant' or 'symbolic'",
-        ValueError,
-    )
+    """Validated options, `numbers` resolved to a `frontend.Numbers`."""
+    _check_numbers("numbers", numbers)
     for name, value, expected in (
         ("fallback", fallback, (bool, type(None))),
         ("automatic_dynamic", automatic_dynamic, bool),
@@ -252,7 +279,7 @@ def make_options(
     fusion_options = FusionOptions.from_any(fusion)
     resolved = executors_module.resolve(executors, fusion=fusion_options, fallback=fallback)
     return Options(
-        cache=cache,
+        numbers=frontend.Numbers(numbers),
         executors=tuple(resolved),
         fusion=fusion_options,
         automatic_dynamic=automatic_dynamic,

@@ -1,16 +1,17 @@
 """Tracing: calls the user's function on proxies and returns a prologue and a computation trace.
 
 Arguments become proxies: tensors become `TensorProxy` inputs; int/float/bool become
-`NumberProxy` inputs in symbolic mode and baked-in constants in constant mode; tuples, lists and
-dicts are unpacked; other values (None, strings, dtypes) are baked in. The prologue trace
-unpacks `(args, kwargs)` and guards everything the computation assumed: each tensor's shape,
-dtype and device, each number's type (symbolic) or value (constant), each baked-in value, and
-every condition a branch took on a NumberProxy (recorded as `check_value` while tracing, moved to
-the prologue together with the number arithmetic it depends on). In constant mode, the numbers
-named in `dynamic` (input names; automatic dynamic, compiler/runtime/auto_dynamic.py) are
-symbolic all the same. In either mode, a tensor size named in `dynamic` ('x.size(1)', see
-`size_name`) is symbolic when it is at least 2: the computation takes it as an int input, which
-the prologue reads with `size`, and `check_tensor` holds None for it (any size of at least 2).
+`NumberProxy` inputs under `Numbers.SYMBOLIC` and baked-in constants under `Numbers.CONSTANT`
+(`jit(numbers=...)`); tuples, lists and dicts are unpacked; other values (None, strings, dtypes)
+are baked in. The prologue trace unpacks `(args, kwargs)` and guards everything the computation
+assumed: each tensor's shape, dtype and device, each number's type (symbolic) or value (constant),
+each baked-in value, and every condition a branch took on a NumberProxy (recorded as `check_value`
+while tracing, moved to the prologue together with the number arithmetic it depends on). Under
+`Numbers.CONSTANT`, the numbers named in `dynamic` (input names; automatic dynamic,
+compiler/runtime/auto_dynamic.py) are symbolic all the same. Under either, a tensor size named in
+`dynamic` ('x.size(1)', see `size_name`) is symbolic when it is at least 2: the computation takes
+it as an int input, which the prologue reads with `size`, and `check_tensor` holds None for it
+(any size of at least 2).
 
 In-place ops are recorded as they happen (`prims.copy_`, see ops/inplace.py); the
 functionalization pass makes the computation pure. When the function writes into an argument
@@ -27,6 +28,7 @@ With `exact_strides` (a CUDA-graphed entry) every tensor argument's strides are 
 from __future__ import annotations
 
 import contextlib
+import enum
 import inspect
 import re
 import sys
@@ -407,20 +409,29 @@ def compiling() -> contextlib.AbstractContextManager[None]:
     return _COMPILING.applied()
 
 
+class Numbers(enum.Enum):
+    """How tracing specialises a call's int/float/bool arguments (`jit(numbers=...)`)."""
+
+    CONSTANT = "constant"  # baked into the trace, each value guarded by the prologue
+    SYMBOLIC = "symbolic"  # symbolic inputs (NumberProxy), guarding only the branches taken on them
+
+
 def trace(
     fn: Callable,
     args: tuple,
     kwargs: dict,
     *,
-    symbolic: bool,
+    numbers: Numbers = Numbers.CONSTANT,
     dynamic: frozenset[str] = frozenset(),
     exact_strides: bool = False,
 ) -> tuple[Trace, Trace]:
     """Traces `fn(*args, **kwargs)`; returns (prologue trace, computation trace).
 
-    symbolic: every int/float/bool argument is a symbolic input; otherwise only those whose input
-    name is in `dynamic`, the others being baked in. exact_strides: the prologue also guards every
-    tensor input's strides (a CUDA-graphed entry, whose graphs bake them in)."""
+    numbers: under `Numbers.SYMBOLIC` every int/float/bool argument is a symbolic input; under
+    `Numbers.CONSTANT` only those whose input name is in `dynamic`, the others being baked in.
+    exact_strides: the prologue also guards every tensor input's strides (a CUDA-graphed entry,
+    whose graphs bake them in)."""
+    symbolic = numbers is Numbers.SYMBOLIC
     traced = _trace(fn, args, kwargs, symbolic, dynamic, False, exact_strides)
     return traced if traced is not None else _trace(fn, args, kwargs, symbolic, dynamic, True, exact_strides)
 

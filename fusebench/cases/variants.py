@@ -11,7 +11,9 @@ Standard variants apply to every case:
   with the torch executor only; `fusebench-inductor`: our compiler with its regions compiled by
   Inductor (["inductor", "sdpa", "torch"]): the same trace and regions as `fusebench`, so on CUDA
   nvFuser and Inductor are compared on one program; `fusebench-cudagraphs`: default executors,
-  each cache entry replayed as CUDA graphs (CUDA only). The case option `cache` picks the cache mode ("constant" by default);
+  each cache entry replayed as CUDA graphs (CUDA only). The case option `cache` ("constant" by
+  default; the name ASV's history knows) is `compiler.jit(numbers=...)`, how number arguments are
+  traced;
   `fusion` (FusionOptions fields) and `executors` (for `fusebench` only) are passed to `compiler.jit`.
 - `fusebench-dynamo`: `torch.compile(fn, backend="fusebench")`: dynamo captures the graphs, our
   compiler (default executors) compiles each.
@@ -219,7 +221,7 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
             target,
             lambda fn: compiler.jit(
                 fn,
-                cache=target.options.get("cache", "constant"),
+                numbers=target.options.get("cache", "constant"),
                 executors=executors or target.options.get("executors") or _default_executors(target),
                 fusion=jit_options.get("fusion", target.options.get("fusion")),
                 **{k: v for k, v in jit_options.items() if k != "fusion"},

@@ -10,6 +10,8 @@ A benchmark is one (suite, case, params, variant); its time samples are kept per
 - gone: only A measures it (B dropped it, or cannot run it any more).
 - skipped: neither side can run it here (the reason is shown).
 The comparison regresses, and `fusebench compare` exits 1, when a benchmark is slower or B failed.
+Peak device memory is compared as its own row after the time row, with the same decision
+(`fusebench.compare.memory_rows`): "slower" there means more memory, and regresses too.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from typing import Any
 from fusebench.cases.case import format_params
 from fusebench.compare.decide import FASTER, NO_CHANGE, SLOWER, Decision, DecisionSettings, center, decide
 from fusebench.compare.interleave import SideRun
+from fusebench.compare.memory_rows import memory_cells, memory_comparisons
 from fusebench.compare.why import Explanation, explain
 from fusebench.history.artifacts import read_artifacts
+from fusebench.measure.outcome import TIME
 from fusebench.report.table import format_seconds
 
 FAILED, NEW, GONE, SKIPPED = "failed", "new", "gone", "skipped"
@@ -44,6 +48,7 @@ class SideSummary:
     compile_seconds: list[float] = field(default_factory=list)
     recompilations: list[int] = field(default_factory=list)
     artifacts: str = ""  # the folder of the compiler's record of its last round (fusebench.history.artifacts)
+    peak_device_bytes: list[float] = field(default_factory=list)  # per ok round (fusebench.compare.memory_rows)
 
     @property
     def median(self) -> float | None:
@@ -64,6 +69,7 @@ class BenchmarkComparison:
     verdict: str
     decision: Decision | None = None
     why: Explanation | None = None
+    metric: str = TIME.name  # time_call, or a memory metric's name (fusebench.compare.memory_rows)
 
     @property
     def regressed(self) -> bool:
@@ -104,13 +110,14 @@ def compare_runs(
         comparison = BenchmarkComparison(suite, case, _tuples(json.loads(params_json)), variant, a, b, NO_CHANGE)
         comparison.verdict, comparison.decision = _verdict(a, b, settings)
         comparisons.append(comparison)
+        comparisons += memory_comparisons(comparison, settings)
     return comparisons
 
 
 def explain_changes(comparisons: Sequence[BenchmarkComparison]) -> None:
     """Sets `why` of every slower, faster or failed benchmark whose sides both left a compiler record."""
     for comparison in comparisons:
-        if comparison.verdict in (FASTER, SLOWER, FAILED):
+        if comparison.verdict in (FASTER, SLOWER, FAILED) and comparison.metric == TIME.name:
             files_a, files_b = read_artifacts(comparison.a.artifacts), read_artifacts(comparison.b.artifacts)
             comparison.why = explain(files_a, files_b, comparison.verdict) if comparison.a.artifacts else None
 
@@ -172,6 +179,8 @@ def _add(summary: SideSummary, outcome: dict[str, Any]) -> None:
         summary.compile_seconds.append(float(outcome["compile_seconds"]))
     if status == "ok" and outcome.get("recompilations") is not None:
         summary.recompilations.append(int(outcome["recompilations"]))
+    if status == "ok" and outcome.get("peak_device_bytes") is not None:
+        summary.peak_device_bytes.append(float(outcome["peak_device_bytes"]))
 
 
 def _missing(crash: str) -> SideSummary:
@@ -214,6 +223,8 @@ def _cells(comparison: BenchmarkComparison) -> list[str]:
     ratio = f"{decision.ratio:.3f}" if decision else "-"
     interval = f"[{decision.ci_low:.3f}, {decision.ci_high:.3f}]" if decision else "-"
     p_value = f"{decision.p_value:.2g}" if decision else "-"
+    if comparison.metric != TIME.name:
+        return [comparison.case, format_params(comparison.params), *memory_cells(comparison, ratio, interval, p_value)]
     return [
         comparison.case,
         format_params(comparison.params),

@@ -16,8 +16,9 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from fusebench.cases.case import format_params
-from fusebench.measure.outcome import PEAK_FRACTION, RECOMPILATIONS
+from fusebench.measure.outcome import PEAK_DEVICE, PEAK_FRACTION, RECOMPILATIONS
 from fusebench.report.scoreboard import variant_order
+from fusebench.report.table import format_bytes
 
 VERDICT_COLORS = {
     "slower": "#d62728",
@@ -52,7 +53,7 @@ def latest_bar_figure(
     for variant, rows in latest.groupby("variant", sort=False):
         labels = [f"{case} ({params})" for case, params in zip(rows.case, rows.params)]
         color = (colors or {}).get(str(variant))
-        text = [f"{value:.3g}" if metric != PEAK_FRACTION.name else f"{value:.1%}" for value in rows.value]
+        text = [_bar_text(metric, value) for value in rows.value]
         bar = go.Bar(y=labels, x=rows.value, name=variant, orientation="h", marker_color=color, text=text)
         figure.add_trace(bar.update(textposition="outside", cliponaxis=False))
     height = max(300, 28 * latest[["case", "params"]].drop_duplicates().shape[0] * max(1, latest.variant.nunique()))
@@ -66,6 +67,14 @@ def latest_bar_figure(
     return figure
 
 
+def _bar_text(metric: str, value: float) -> str:
+    if metric == PEAK_FRACTION.name:
+        return f"{value:.1%}"
+    if metric == PEAK_DEVICE.name:
+        return format_bytes(value)
+    return f"{value:.3g}"
+
+
 def latest_values(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Rows of `metric` at each series' newest commit (with a value)."""
     rows = frame[(frame.metric == metric) & frame.value.notna()]
@@ -77,7 +86,7 @@ def latest_values(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def ratio_figure(document: dict[str, Any]) -> go.Figure:
     """A comparison's B/A time ratios with their confidence intervals, coloured by verdict."""
-    decided = [b for b in document["benchmarks"] if b.get("decision")]
+    decided = [b for b in document["benchmarks"] if b.get("decision") and b.get("metric", "time_call") == "time_call"]
     labels = [f"{b['case']} ({format_params(b['params'])}) {b['variant']}" for b in decided]
     figure = go.Figure()
     for verdict, color in VERDICT_COLORS.items():

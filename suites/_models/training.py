@@ -40,8 +40,8 @@ _SLOTS: weakref.WeakKeyDictionary[nn.Module, tuple[int, list[tuple[weakref.ref, 
 def _slots(model: nn.Module, count: int) -> list[Slot]:
     """The model's parameter slots (a tied parameter's slots share an index), found once per model
     and again when a slot holds another parameter than it did or `count` (the parameters given)
-    changed: walking the modules every step cost ~0.56 ms of host time per GPT-2 small step on our
-    CPU machine, the same for every variant."""
+    changed: walking the modules every step costs host time that is the same for every variant,
+    and large next to a small model's step, so it would blur the comparison."""
     found, held = _SLOTS.get(model, (-1, []))
     slots = [(module(), name, p, i) for module, name, p, i in held]
     if found != count or any(m is None or m._parameters.get(name) is not p for m, name, p, _ in slots):

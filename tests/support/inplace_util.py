@@ -74,13 +74,13 @@ def check_passes(
 
 
 def check_compiled(
-    fn: Callable, *args: Any, cache: str = "constant", exact: bool | float = True
+    fn: Callable, *args: Any, numbers: str = "constant", exact: bool | float = True
 ) -> compiler.JittedFunction:
     """Runs `fn` eagerly and jitted on clones of `args`, asserts the outputs and every argument's
     final contents agree, then checks the passes (`check_passes`). Returns the jitted function."""
     eager_args, jit_args = clone_args(args), clone_args(args)
     expected = fn(*eager_args)
-    jfn = compiler.jit(fn, cache=cache)
+    jfn = compiler.jit(fn, numbers=numbers)
     actual = jfn(*jit_args)
     assert_same(actual, expected, exact, "output")
     assert_same(jit_args, eager_args, exact, "arguments after the call")

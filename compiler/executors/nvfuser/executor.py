@@ -101,6 +101,19 @@ def nvfuser_version() -> str:
     return str(nvfuser_direct().version())
 
 
+# The nvfuser_direct release whose bugs the definitions work around (the comments that say
+# "nvfuser_direct 0.2.36": segment_sets before slices and squeezes, materialised broadcasts,
+# take_along_axis's limits, write-backs copied instead of aliased). On any other release
+# tests/compiler/executors/nvfuser/test_gpu.py fails until each workaround has been checked there,
+# retired where the release fixed it, and this constant moved.
+WORKAROUNDS_CHECKED_ON = "0.2.36"
+
+
+def workarounds_checked(version: str) -> bool:
+    """Whether nvfuser_direct `version` ('m.n.p+git<sha>') is the release the workarounds were checked on."""
+    return version.split("+")[0] == WORKAROUNDS_CHECKED_ON
+
+
 def fallback_default() -> bool:
     """Whether failing fusions fall back to torch when `jit(fallback=None)` (env FUSEBENCH_NVFUSER_FALLBACK)."""
     return os.environ.get(FALLBACK_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
@@ -139,8 +152,8 @@ class _Definition:
     (nvfuser_aliasing.py). `taken`: the region inputs it takes (None: all; a scalar input the
     definition does not read is left out, see nvfuser_translate.py). `execute(inputs)`:
     `fd.execute` until nvFuser has built the definition's executor cache, then that cache's own
-    `execute`, which skips the Python wrapper's checks (about 3 µs of host time per call on an
-    H100 machine).
+    `execute`, which skips the Python wrapper's checks: host time every call would pay again for
+    inputs the prologue has already guarded.
     """
 
     __slots__ = ("copies", "device", "execute", "fd", "taken")
@@ -302,7 +315,7 @@ class NvFusion:
         self._tensors = picker(self._tensor_idx)
         self._scalar_idx = [i for i, p in enumerate(inputs) if not isinstance(p, TensorProxy)]
         # NOTE: a call whose tensors have the last call's type, dtype, device, sizes and strides
-        # (one C++ check) reuses its key: reading 4 tensors' strides from Python costs ~3x as much
+        # (one C++ check) reuses its key: reading the tensors' strides from Python costs several times as much
         self._same_layout = TensorChecks()
         self._layout_changes = 0
         self.runner: TorchRunner | NvFuserRunner = (

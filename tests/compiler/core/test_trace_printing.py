@@ -96,7 +96,7 @@ def test_printed_traces_run_as_python_and_match_eager() -> None:
         return (c * n).abs(), c[:, 1:].exp()
 
     a, b = torch.randn(4, 5), torch.randn(4, 5)
-    jfn = compiler.jit(program, cache="symbolic")
+    jfn = compiler.jit(program, numbers="symbolic")
     jfn(a, b, 3)
     expected = program(a, b, 3)
     for trace in compiler.last_traces(jfn):
@@ -109,7 +109,7 @@ def test_prologue_prints_unpacking_and_guards_and_runs() -> None:
     def f(x, n):
         return x + n if n > 2 else x - n
 
-    jfn = compiler.jit(f, cache="symbolic")
+    jfn = compiler.jit(f, numbers="symbolic")
     x = torch.randn(3)
     jfn(x, 4)
     prologue = compiler.last_prologue(jfn)
@@ -133,7 +133,7 @@ def test_symbolic_sizes_print_in_shapes() -> None:
     def f(a, n):
         return a[:, :n] * 2
 
-    jfn = compiler.jit(f, cache="symbolic")
+    jfn = compiler.jit(f, numbers="symbolic")
     jfn(torch.randn(3, 8), 5)
     final = str(compiler.last_traces(jfn)[-1])
     assert "prims.slice(a, [0, 0], [3, n], [1, 1])" in final

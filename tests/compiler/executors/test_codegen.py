@@ -50,7 +50,7 @@ def test_random_slices_with_symbolic_bounds_match_eager_views(seed):
         return x[a:, :b, c : x.shape[-1]]
 
     rng = random.Random(seed)
-    jfn = compiler.jit(cut, cache="symbolic")
+    jfn = compiler.jit(cut, numbers="symbolic")
     for _ in range(6):
         shape = [rng.randint(1, 6) for _ in range(3)]
         x = torch.randn(*shape).transpose(0, 2)  # not contiguous

@@ -340,7 +340,7 @@ def test_linspace_over_a_symbolic_steps() -> None:
     point is `start`)."""
     for dtype in (torch.float32, torch.bfloat16, torch.int64):
         fn = lambda n, dtype=dtype: torch.linspace(-3, 7.5, n, dtype=dtype)
-        jfn = compiler.jit(fn, cache="symbolic")
+        jfn = compiler.jit(fn, numbers="symbolic")
         for n in (5, 7, 37, 0, 2, 100, 1, 4):
             tolerance = {} if dtype.is_floating_point else {"rtol": 0, "atol": 0}
             torch.testing.assert_close(jfn(n), fn(n), **tolerance)

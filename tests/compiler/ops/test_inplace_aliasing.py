@@ -72,10 +72,10 @@ def test_reshape_of_a_non_viewable_tensor_records_a_copy():
     def program(x):
         return x.t().reshape(-1)
 
-    _, trace = compiler.tracing.frontend.trace(program, (torch.randn(4, 6),), {}, symbolic=False)
+    _, trace = compiler.tracing.frontend.trace(program, (torch.randn(4, 6),), {})
     text = str(trace)
     assert "prims.mul(t0, 1)" in text and "prims.reshape(t1, [24])" in text
-    _, trace = compiler.tracing.frontend.trace(lambda x: x.reshape(-1), (torch.randn(4, 6),), {}, symbolic=False)
+    _, trace = compiler.tracing.frontend.trace(lambda x: x.reshape(-1), (torch.randn(4, 6),), {})
     assert "prims.mul" not in str(trace)
 
 
@@ -191,7 +191,7 @@ def test_tracing_merges_written_arguments_exactly_when_they_are_the_same_view():
         others = [torch.empty(0), base.clone(), other[:4], other[4:], other.view(2, 4)[1]]
         return same + others + [torch.randn(3) for _ in range(40)]
 
-    _, trace = compiler.tracing.frontend.trace(program, tuple(arguments()), {}, symbolic=False)
+    _, trace = compiler.tracing.frontend.trace(program, tuple(arguments()), {})
     # base[:] and base.view(6, 4) are base, empty is empty; other[4:] and other.view(2, 4)[1] are one
     assert len(trace.inputs) == len(arguments()) - 4
     got, want = arguments(), arguments()

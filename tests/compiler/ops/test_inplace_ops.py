@@ -187,7 +187,7 @@ def test_setitem_with_symbolic_slice_bound(pos):
         x[pos : pos + 2] = v
         return x * 1
 
-    check_compiled(program, torch.randn(10, 3), pos, torch.randn(2, 3), cache="symbolic")
+    check_compiled(program, torch.randn(10, 3), pos, torch.randn(2, 3), numbers="symbolic")
 
 
 def test_index_copy_and_index_add():

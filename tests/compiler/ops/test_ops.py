@@ -115,7 +115,7 @@ def _exercised(monkeypatch: pytest.MonkeyPatch) -> set[Any]:
     monkeypatch.setattr(proxies.HOOKS, "dispatch", recording_dispatch)
     for _, variant, sample in iter_calls(CASES):
         fn, tensors = as_function(variant, sample)
-        frontend.trace(fn, tuple(tensors), {}, symbolic=False)
+        frontend.trace(fn, tuple(tensors), {})
     return reached
 
 
@@ -138,7 +138,7 @@ def _split_statistics(a: torch.Tensor, d0: int) -> tuple:
 
 def test_reductions_and_norms_over_symbolic_sizes_compile_once() -> None:
     """Counts that are NumberProxy sizes (symbolic split sections) stay symbolic in mean/var/std."""
-    jfn = compiler.jit(_split_statistics, cache="symbolic")
+    jfn = compiler.jit(_split_statistics, numbers="symbolic")
     a = torch.randn(10, 3)
     for d0 in range(1, 6):
         for got, want in zip(jfn(a, d0), _split_statistics(a, d0), strict=True):
@@ -177,6 +177,6 @@ def test_op_matches_eager_with_every_input_size_symbolic(case: Any) -> None:
 
 
 def test_tracing_trace_with_symbolic_sizes_passes_check_trace() -> None:
-    jfn = compiler.jit(lambda a, d0: torch.split(a, (d0, a.size(0) - d0))[1].mean(0), cache="symbolic")
+    jfn = compiler.jit(lambda a, d0: torch.split(a, (d0, a.size(0) - d0))[1].mean(0), numbers="symbolic")
     jfn(torch.randn(10, 3), 2)
     check_trace(compiler.last_traces(jfn)[0])

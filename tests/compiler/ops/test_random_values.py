@@ -13,9 +13,9 @@ import compiler
 SEEDS = [0, 1, 2]
 
 
-def _draws_as_eager(fn, *args, cache: str = "constant") -> list:
+def _draws_as_eager(fn, *args, numbers: str = "constant") -> list:
     """Calls `fn` compiled and eagerly under each seed; every output equal, bit for bit."""
-    jitted = compiler.jit(fn, cache=cache)
+    jitted = compiler.jit(fn, numbers=numbers)
     outputs = []
     for seed in SEEDS:
         torch.manual_seed(seed)
@@ -66,7 +66,7 @@ def test_symbolic_sizes_draw_as_eager() -> None:
         return x * torch.randn(x.shape[0], x.shape[1]) + torch.rand_like(x)
 
     for rows in (3, 5, 1):
-        _draws_as_eager(noisy, torch.randn(rows, 4), cache="symbolic")
+        _draws_as_eager(noisy, torch.randn(rows, 4), numbers="symbolic")
 
 
 def test_gradients_flow_through_what_the_noise_scales_not_into_the_noise() -> None:

@@ -90,7 +90,7 @@ def test_strided_vectors_take_the_one_dimensional_path(seed):
 
 def test_a_symbolic_step_shared_by_the_members_batches_them(fake_nvfuser):  # noqa: F811
     shapes = [(8, 4), (3,), (6,)]
-    jfn = compiler.jit(adam_step, cache="symbolic", executors=["nvfuser", "torch"])
+    jfn = compiler.jit(adam_step, numbers="symbolic", executors=["nvfuser", "torch"])
     run_against_eager(jfn, shapes, seed=3, steps=(3, 4, 5))
     assert top_level(jfn) == ["nvBatch0"] and compiler.examine.stats(jfn).definitions == 1
 

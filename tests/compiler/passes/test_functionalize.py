@@ -25,7 +25,7 @@ CPU = torch.device("cpu")
 
 def _traced(fn, *args):
     """(computation trace straight from the frontend, the computation inputs for `args`)."""
-    prologue, computation = frontend.trace(fn, args, {}, symbolic=False)
+    prologue, computation = frontend.trace(fn, args, {})
     return computation, prologue.python(prims=compiler.prims)(args, {})
 
 

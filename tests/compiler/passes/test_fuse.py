@@ -296,7 +296,7 @@ def test_a_region_never_writes_back_a_buffer_it_computes():
 def test_symbolic_scalars_stay_on_the_host_and_feed_the_region():
     jfn = compiler.jit(
         lambda a, d0, d1: tuple(t * 2 for t in torch.split(a, (d0, d1, a.size(2) - d0 - d1), dim=2)),
-        cache="symbolic",
+        numbers="symbolic",
         executors=["nvfuser"],
         fusion={"runner": "torch"},
     )

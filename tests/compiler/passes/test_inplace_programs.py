@@ -41,10 +41,10 @@ def _adam_state(shapes):
     return zeros(), zeros(), zeros(), [torch.tensor(0.0) for _ in shapes]
 
 
-@pytest.mark.parametrize("cache", ["symbolic", "constant"])
+@pytest.mark.parametrize("numbers", ["symbolic", "constant"])
 @pytest.mark.parametrize("amsgrad", [False, True])
 @pytest.mark.parametrize("weight_decay", [0.0, 0.05])
-def test_adam_matches_torch_optim(cache, amsgrad, weight_decay):
+def test_adam_matches_torch_optim(numbers, amsgrad, weight_decay):
     torch.manual_seed(1)
     shapes = [(5, 3), (7,), (2, 3, 4), ()]
     reference = [torch.randn(s, requires_grad=True) for s in shapes]
@@ -53,7 +53,7 @@ def test_adam_matches_torch_optim(cache, amsgrad, weight_decay):
         reference, lr=3e-2, betas=(0.8, 0.95), eps=1e-6, weight_decay=weight_decay, amsgrad=amsgrad, foreach=False
     )
     exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = _adam_state(shapes)
-    jfn = compiler.jit(adam_step, cache=cache)
+    jfn = compiler.jit(adam_step, numbers=numbers)
     for k in range(5):
         grads = [torch.randn(s) for s in shapes]
         for p, g in zip(reference, grads):
@@ -71,14 +71,14 @@ def test_adam_matches_torch_optim(cache, amsgrad, weight_decay):
             torch.testing.assert_close(max_exp_avg_sqs[i], state["max_exp_avg_sq"])
         else:
             assert not max_exp_avg_sqs[i].any()
-    assert compiler.cache_stats(jfn).misses == (1 if cache == "symbolic" else 2)  # automatic dynamic: step
+    assert compiler.cache_stats(jfn).misses == (1 if numbers == "symbolic" else 2)  # automatic dynamic: step
 
 
 def test_adam_every_pass():
     shapes = [(4, 3), (6,)]
     grads = [torch.randn(s) for s in shapes]
     args = ([torch.randn(s) for s in shapes], grads, *_adam_state(shapes), 3.0, 1e-2, 0.9, 0.99, 1e-8, 0.1, True)
-    check_compiled(adam_step, *args, cache="symbolic", exact=False)
+    check_compiled(adam_step, *args, numbers="symbolic", exact=False)
 
 
 @pytest.mark.parametrize(
@@ -87,7 +87,7 @@ def test_adam_every_pass():
 def test_adam_one_writeback_per_mutated_buffer(count, amsgrad, expected):
     shapes = [(3, 2)] * count
     args = ([torch.randn(s) for s in shapes], [torch.randn(s) for s in shapes], *_adam_state(shapes))
-    jfn = compiler.jit(adam_step, cache="symbolic")
+    jfn = compiler.jit(adam_step, numbers="symbolic")
     jfn(*args, 1.0, 1e-3, 0.9, 0.999, 1e-8, 0.0, amsgrad)
     functionalized, final = compiler.last_traces(jfn)[1], compiler.last_traces(jfn)[-1]
     # params, exp_avgs, exp_avg_sqs, state_steps (and max_exp_avg_sqs with amsgrad): once each
@@ -137,9 +137,9 @@ def test_kv_cache_index_copy(idx):
     assert [getattr(b.sym, "name", None) for b in final.bsyms].count("index_copy_") == 2
 
 
-@pytest.mark.parametrize("cache", ["constant", "symbolic"])
-def test_kv_cache_slice_assignment(cache):
-    jfn = compiler.jit(kv_step_slice, cache=cache)
+@pytest.mark.parametrize("numbers", ["constant", "symbolic"])
+def test_kv_cache_slice_assignment(numbers):
+    jfn = compiler.jit(kv_step_slice, numbers=numbers)
     positions = [0, 4, 9, 4]
     for pos in positions:
         args = _kv_args(3, pos)
@@ -149,12 +149,12 @@ def test_kv_cache_slice_assignment(cache):
         torch.testing.assert_close(jit_args[1], eager_args[1], rtol=0, atol=0)
         torch.testing.assert_close(jit_args[2], eager_args[2], rtol=0, atol=0)
     stats = compiler.cache_stats(jfn)
-    assert stats.misses == (1 if cache == "symbolic" else 2) and stats.hits == len(positions) - stats.misses
-    check_compiled(kv_step_slice, *_kv_args(3, 5), cache=cache, exact=False)
+    assert stats.misses == (1 if numbers == "symbolic" else 2) and stats.hits == len(positions) - stats.misses
+    check_compiled(kv_step_slice, *_kv_args(3, 5), numbers=numbers, exact=False)
 
 
 def test_kv_cache_slice_out_of_range_position_recompiles_not_miscomputes():
-    jfn = compiler.jit(kv_step_slice, cache="symbolic")
+    jfn = compiler.jit(kv_step_slice, numbers="symbolic")
     jfn(*_kv_args(3, 2))
     with pytest.raises(RuntimeError):
         kv_step_slice(*_kv_args(3, 11))  # eager fails: the slice is shorter than k_new

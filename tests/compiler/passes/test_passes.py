@@ -23,11 +23,11 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-@pytest.mark.parametrize("cache", ["constant", "symbolic"])
-def test_each_pass_preserves_values_and_well_formedness(name: str, cache: str) -> None:
+@pytest.mark.parametrize("numbers", ["constant", "symbolic"])
+def test_each_pass_preserves_values_and_well_formedness(name: str, numbers: str) -> None:
     fn, make = PROGRAMS[name]
     inputs = make()
-    jfn = compiler.jit(fn, cache=cache)
+    jfn = compiler.jit(fn, numbers=numbers)
     expected = fn(*inputs)
     torch.testing.assert_close(jfn(*inputs), expected)
     traces = compiler.last_traces(jfn)

@@ -189,7 +189,7 @@ def test_a_returned_view_with_symbolic_bounds_aliases_on_every_call():
         x.add_(n)
         return x[1:n]
 
-    jfn = compiler.jit(fn, cache="symbolic")
+    jfn = compiler.jit(fn, numbers="symbolic")
     x = torch.zeros(6)
     for n in (2, 3, 4):
         out = jfn(x, n)

@@ -43,8 +43,8 @@ def _final_ops(jfn) -> list[str]:
 
 
 def test_index_copy_into_a_written_cache_runs_in_place_and_matches_eager() -> None:
-    for cache in ("constant", "symbolic"):
-        jfn = compiler.jit(kv_step, cache=cache)
+    for numbers in ("constant", "symbolic"):
+        jfn = compiler.jit(kv_step, numbers=numbers)
         for step in range(3):
             q, (kc, vc), idx, (kn, vn) = _kv_inputs(torch.tensor([step, step + 5, step + 9]))
             k_eager, v_eager = kc.clone(), vc.clone()
@@ -57,7 +57,7 @@ def test_index_copy_into_a_written_cache_runs_in_place_and_matches_eager() -> No
 
 
 def test_slice_assignment_into_a_written_cache_runs_in_place_for_every_position() -> None:
-    jfn = compiler.jit(kv_step_slices, cache="symbolic")
+    jfn = compiler.jit(kv_step_slices, numbers="symbolic")
     for pos in (0, 4, 13):
         q, (kc, vc), _, (kn, vn) = _kv_inputs(pos)
         k_eager, v_eager = kc.clone(), vc.clone()

@@ -1,4 +1,4 @@
-"""Automatic dynamic under cache="constant": rejected numbers become symbolic, results stay exact,
+"""Automatic dynamic under numbers="constant": rejected numbers become symbolic, results stay exact,
 and every recompilation says which guard failed on which input (sizes: test_auto_dynamic_sizes.py)."""
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def test_a_changed_number_type_is_not_made_symbolic() -> None:
 
 
 def test_symbolic_cache_records_branch_misses() -> None:
-    jfn = compiler.jit(branch, cache="symbolic")
+    jfn = compiler.jit(branch, numbers="symbolic")
     x = torch.randn(2)
     jfn(x, 6)
     jfn(x, 1)

@@ -1,5 +1,5 @@
 """Automatic dynamic for tensor sizes: a size that made a call miss is symbolic from the next
-compilation on (in both cache modes), sizes 0 and 1 keep entries of their own, and every result
+compilation on (under either `numbers` mode), sizes 0 and 1 keep entries of their own, and every result
 matches eager."""
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def test_a_python_loop_over_a_symbolic_size_stays_guarded() -> None:
 
 def test_symbolic_cache_mode_and_opting_out() -> None:
     w, b = _weights(0)
-    symbolic = compiler.jit(norm_mlp, cache="symbolic")
+    symbolic = compiler.jit(norm_mlp, numbers="symbolic")
     static = compiler.jit(norm_mlp, automatic_dynamic=False)
     for n in (2, 3, 4, 5):
         x = torch.randn(n, 8)
@@ -342,7 +342,7 @@ def test_chunks_and_splits_of_a_symbolic_size_guard_the_number_of_pieces_only() 
 )
 def test_a_graphed_entry_guards_dense_strides_in_its_symbolic_sizes(make, written: str) -> None:
     """A CUDA-graphed entry (exact_strides) accepts every size of a dense layout, no other layout."""
-    prologue, _ = frontend.trace(lambda x: x * 2, (make(7),), {}, symbolic=False, dynamic=_X_SIZES, exact_strides=True)
+    prologue, _ = frontend.trace(lambda x: x * 2, (make(7),), {}, dynamic=_X_SIZES, exact_strides=True)
     assert f"prims.check_strides(x, {written})" in str(prologue)
     guards = compile_prologue(prologue)
     for n in (2, 7, 30):
@@ -361,7 +361,7 @@ _X_SIZES = frozenset({"x.size(0)", "x.size(1)", "x.size(2)"})
 
 def test_a_layout_that_is_not_dense_keeps_its_strides() -> None:
     x = torch.randn(3, 14)[:, ::2]
-    prologue, _ = frontend.trace(lambda x: x * 2, (x,), {}, symbolic=False, dynamic=_X_SIZES, exact_strides=True)
+    prologue, _ = frontend.trace(lambda x: x * 2, (x,), {}, dynamic=_X_SIZES, exact_strides=True)
     assert "prims.check_strides(x, (14, 2))" in str(prologue)
     (miss,) = explain(0, prologue, (torch.randn(3, 18)[:, ::2],), {})
     assert (miss.kind, miss.expected, miss.actual) == ("layout", (14, 2), (18, 2))

@@ -1,4 +1,4 @@
-"""The guarded cache: hits, misses and results for both cache modes (issue 2's two field programs)."""
+"""The guarded cache: hits, misses and results for both `numbers` modes (issue 2's two field programs)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _assert_all_close(actual, expected) -> None:
 
 def test_split3_symbolic_compiles_once_for_twenty_split_sizes() -> None:
     a = torch.randn(8, 16, 4096)
-    jfn = compiler.jit(split3, cache="symbolic")
+    jfn = compiler.jit(split3, numbers="symbolic")
     for d0 in range(1, 21):
         _assert_all_close(jfn(a, d0, 8), split3(a, d0, 8))
     stats = compiler.cache_stats(jfn)
@@ -40,7 +40,7 @@ def test_split3_symbolic_compiles_once_for_twenty_split_sizes() -> None:
 
 def test_split3_constant_compiles_once_per_distinct_sizes() -> None:
     a = torch.randn(8, 16, 64)
-    jfn = compiler.jit(split3, cache="constant", automatic_dynamic=False)
+    jfn = compiler.jit(split3, numbers="constant", automatic_dynamic=False)
     for d0 in (1, 2, 3, 2, 1, 3):
         _assert_all_close(jfn(a, d0, 8), split3(a, d0, 8))
     stats = compiler.cache_stats(jfn)
@@ -49,7 +49,7 @@ def test_split3_constant_compiles_once_per_distinct_sizes() -> None:
 
 def test_split3_symbolic_rejects_sizes_that_do_not_fit() -> None:
     a = torch.randn(2, 2, 16)
-    jfn = compiler.jit(split3, cache="symbolic")
+    jfn = compiler.jit(split3, numbers="symbolic")
     _assert_all_close(jfn(a, 4, 4), split3(a, 4, 4))
     # d2 would be negative: the guards reject the cached entry and tracing reports the error.
     with pytest.raises(ValueError, match="must be non-negative"):
@@ -58,7 +58,7 @@ def test_split3_symbolic_rejects_sizes_that_do_not_fit() -> None:
 
 
 def test_branch_symbolic_guards_the_branch_taken() -> None:
-    jfn = compiler.jit(branch, cache="symbolic")
+    jfn = compiler.jit(branch, numbers="symbolic")
     assert jfn(6).item() == 1.0
     assert jfn(0).item() == 0.0
     assert compiler.cache_stats(jfn).misses == 2
@@ -68,17 +68,17 @@ def test_branch_symbolic_guards_the_branch_taken() -> None:
 
 
 def test_branch_constant_compiles_per_value() -> None:
-    jfn = compiler.jit(branch, cache="constant", automatic_dynamic=False)
+    jfn = compiler.jit(branch, numbers="constant", automatic_dynamic=False)
     assert [jfn(v).item() for v in (6, 0, 7, 6)] == [1.0, 0.0, 1.0, 1.0]
     assert (compiler.cache_stats(jfn).misses, compiler.cache_stats(jfn).hits) == (3, 1)
 
 
-@pytest.mark.parametrize("cache", ["constant", "symbolic"])
-def test_shape_dtype_and_structure_changes_recompile(cache: str) -> None:
+@pytest.mark.parametrize("numbers", ["constant", "symbolic"])
+def test_shape_dtype_and_structure_changes_recompile(numbers: str) -> None:
     def f(x, y):
         return x * y
 
-    jfn = compiler.jit(f, cache=cache)
+    jfn = compiler.jit(f, numbers=numbers)
     a, b = torch.randn(3, 4), torch.randn(4)
     torch.testing.assert_close(jfn(a, b), f(a, b))
     torch.testing.assert_close(jfn(a, b), f(a, b))
@@ -95,7 +95,7 @@ def test_symbolic_float_scalar_is_one_compilation() -> None:
     def scale(x, alpha):
         return x * alpha + 1
 
-    jfn = compiler.jit(scale, cache="symbolic")
+    jfn = compiler.jit(scale, numbers="symbolic")
     x = torch.randn(5)
     for alpha in (0.5, 1.5, -2.0, 3.25):
         torch.testing.assert_close(jfn(x, alpha), scale(x, alpha))
@@ -111,7 +111,7 @@ def test_nested_list_and_dict_arguments_are_unpacked_and_guarded() -> None:
 
     params = [torch.randn(3), torch.randn(2, 2)]
     grads = [torch.randn(3), torch.randn(2, 2)]
-    jfn = compiler.jit(step, cache="symbolic")
+    jfn = compiler.jit(step, numbers="symbolic")
     for lr in (0.1, 0.01):
         _assert_all_close(jfn(params, grads, {"lr": lr}), step(params, grads, {"lr": lr}))
     assert compiler.cache_stats(jfn).misses == 1
@@ -127,7 +127,7 @@ def test_baked_in_python_values_are_guarded() -> None:
         y = x.to(dtype)
         return y.exp() if mode == "exp" else y.sin()
 
-    jfn = compiler.jit(f, cache="symbolic")
+    jfn = compiler.jit(f, numbers="symbolic")
     x = torch.randn(4)
     torch.testing.assert_close(jfn(x, "exp", torch.float64), f(x, "exp", torch.float64))
     torch.testing.assert_close(jfn(x, "sin", torch.float64), f(x, "sin", torch.float64))
@@ -141,7 +141,7 @@ def test_symbolic_int_used_as_python_int_is_specialised() -> None:
             x = x + 1
         return x
 
-    jfn = compiler.jit(repeat_add, cache="symbolic")
+    jfn = compiler.jit(repeat_add, numbers="symbolic")
     x = torch.zeros(2)
     assert jfn(x, 3).tolist() == [3.0, 3.0]
     assert jfn(x, 3).tolist() == [3.0, 3.0]
@@ -166,7 +166,7 @@ def test_returned_numbers_and_inputs_pass_through() -> None:
     def f(x, n):
         return x, n * 2, None
 
-    jfn = compiler.jit(f, cache="symbolic")
+    jfn = compiler.jit(f, numbers="symbolic")
     x = torch.randn(2)
     out = jfn(x, 4)
     assert out[0] is x and out[1] == 8 and out[2] is None

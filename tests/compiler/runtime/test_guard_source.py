@@ -186,7 +186,7 @@ def test_an_optimizer_step_checks_its_arguments_storages_once(monkeypatch: pytes
 
 def _strided_prologue(fn, *args: object):
     """The compiled prologue of `fn` traced on `args` with exact strides (a CUDA-graphed entry's)."""
-    prologue, _ = frontend.trace(fn, args, {}, symbolic=False, exact_strides=True)
+    prologue, _ = frontend.trace(fn, args, {}, exact_strides=True)
     return guard_source.compile_prologue(prologue)
 
 
@@ -201,7 +201,7 @@ def test_exact_strides_reject_another_layout_of_the_same_shape(learned: bool) ->
     checks = [v for v in prologue.__globals__.values() if isinstance(v, TensorChecks)]
     assert checks[0].learned == learned
     square = torch.randn(4, 4)
-    prologue, _ = frontend.trace(scale_all, ([square, torch.randn(5)], 2.0), {}, symbolic=False, exact_strides=True)
+    prologue, _ = frontend.trace(scale_all, ([square, torch.randn(5)], 2.0), {}, exact_strides=True)
     prologue = guard_source.compile_prologue(prologue)
     if learned:
         prologue(([torch.randn(4, 4), torch.randn(5)], 2.0), {})

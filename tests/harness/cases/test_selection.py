@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fusebench.cases.discovery import discover
-from fusebench.cases.selection import Selection, add_selection_arguments, plan, selection_from_args
+from fusebench.cases.selection import Selection, add_selection_arguments, plan, selection_from_args, variant_notes
 from fusebench.errors import FusebenchError
 
 
@@ -89,3 +89,15 @@ def test_unknown_names_are_errors_that_list_the_known_ones() -> None:
         plan(SUITES, parse("--suite", "nope"))
     with pytest.raises(FusebenchError, match=r"--variant jax: matches no variant; known variants: \["):
         plan(SUITES, parse("--variant", "jax"))
+
+
+def test_a_variant_some_suites_lack_runs_where_it_exists_and_is_noted_where_not() -> None:
+    selection = parse("--suite", "adam_step", "--suite", "host_overhead", "--variant", "eager,torch.optim(fused=True)")
+    groups = plan(SUITES, selection)
+    by_suite = {g.suite.name: {v.name for v in g.variants} for g in groups}
+    assert by_suite == {"adam_step": {"eager", "torch.optim(fused=True)"}, "host_overhead": {"eager"}}
+    assert variant_notes(SUITES, selection) == [
+        "--variant torch.optim(fused=True): not in suite host_overhead; measured where it exists"
+    ]
+    with pytest.raises(FusebenchError, match=r"--variant torch.optim\(fused=True\): matches no variant"):
+        plan(SUITES, parse("--suite", "host_overhead", "--variant", "eager,torch.optim(fused=True)"))

@@ -49,10 +49,11 @@ def test_run_prints_the_table_and_records_results(tmp_path: Path, capsys: pytest
     header, _rule, *rows = out.split("\n\nresults:")[0].splitlines()
     assert header.split() == [
         "case", "params", "variant", "median", "IQR", "GB/s", "%", "peak", "compile", "s",
-        "recompiles", "kernels", "fusions",
+        "recompiles", "kernels", "fusions", "peak", "RSS",
     ]  # fmt: skip
     assert rows[0].split()[:3] == ["one_op", "numel=4", "eager"]
-    assert rows[1].split()[0] == "fusebench" and rows[1].split()[-3:] == ["0", "n/a", "0"]
+    assert rows[1].split()[0] == "fusebench" and rows[1].split()[8:11] == ["0", "n/a", "0"]
+    assert rows[1].split()[-1] in ("KiB", "MiB", "GiB")  # the peak RSS of the measurement
     assert rows[2].split()[0] == "thunder"  # skipped without lightning-thunder, measured with it
     headline, case_line = out.rstrip().split("\n\n")[-1].splitlines()
     assert headline.startswith("fusebench vs best peer (time per call, < 1× means fusebench is faster): ")

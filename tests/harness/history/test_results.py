@@ -156,7 +156,7 @@ def test_an_interrupted_write_leaves_the_previous_file_intact(tmp_path: Path, mo
     with pytest.raises(KeyboardInterrupt):
         write_outcomes(tmp_path, RUN, [ok("fusebench", "float32", [0.5])])
     assert path.read_bytes() == before
-    assert sorted(p.name for p in path.parent.iterdir()) == [path.name, "machine.json"]  # no temp file left
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name, "machine.fusebench", "machine.json"]  # no temp
 
 
 def test_a_failure_while_writing_leaves_the_previous_file_intact(tmp_path: Path, monkeypatch) -> None:

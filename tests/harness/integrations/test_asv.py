@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from asv_runner.discovery import disc_benchmarks
 
 from fusebench.cases.discovery import discover
 from fusebench.cli import main
 from fusebench.errors import FusebenchError
+from fusebench.history.machine_file import machine_facts, restore_machine_facts
 from fusebench.history.results import read_results
 from fusebench.integrations.asv_adapter import asv_settings, parameter_axes
 from fusebench.measure.outcome import METRICS, TIME, benchmark_version
@@ -85,6 +87,11 @@ def test_asv_run_records_a_cpu_result_and_publish_shows_both_histories(tmp_path:
     out = asv("run", *conf, "--python=same", "--quick", "--set-commit-hash", commit.strip(),
               "--machine", "asv-test", "-b", r"host_overhead\.one_op\..*'eager'\)")  # fmt: skip
     assert "host_overhead.one_op.time_call" in out and "failed" not in out
+    # asv run rewrote machine.json with its own fields; fusebench's facts are kept and merged back
+    machine_dir = tmp_path / "results" / "asv-test"
+    assert machine_facts(machine_dir)["torch"] == torch.__version__
+    restore_machine_facts(tmp_path / "results")
+    assert json.loads((machine_dir / "machine.json").read_text())["torch"] == torch.__version__
     frame = read_results(tmp_path / "results")
     asv_rows = frame[frame.env.str.startswith("existing") & (frame.variant == "eager")]
     time = asv_rows[asv_rows.metric == TIME.name].value.iloc[0]

@@ -18,9 +18,9 @@ from fusebench.compare.interleave import SideRun
 from tests.support.chromium import Chromium, chromium_executable
 from tests.support.histories import ENV, commit_hash, write_history, write_latest_run
 
-# the scoreboard; per suite, a history per (case, params) (dynamic_split 1, gelu_backward 2),
+# the dashboard's history; the scoreboard; per suite, a history per (case, params) (dynamic_split 1, gelu_backward 2),
 # bandwidth and recompilations; the ratio chart of the comparison
-EXPECTED_CHARTS = 1 + (1 + 2) + 2 * 2 + 1
+EXPECTED_CHARTS = 1 + (1 + 2) + 2 * 2 + 1 + 1
 # the scoreboard; host_overhead: bars per case (one_op, twenty_ops), bandwidth and recompilations
 ONE_COMMIT_CHARTS = 1 + 2 + 2
 
@@ -91,7 +91,10 @@ def test_the_report_is_one_offline_file_with_every_section(report_html: Path) ->
     assert "Comparison: 1 regressed: twenty_ops (numel=4) eager" in summary
     for heading in ('id="comparison"', 'id="suite-dynamic_split"', 'id="suite-gelu_backward"'):
         assert heading in page
-    assert page.index('id="summary"') < page.index('id="scoreboard"') < page.index('id="comparison"')
+    assert page.index('id="dashboard"') < page.index('id="summary"') < page.index('id="scoreboard"')
+    assert page.index('id="scoreboard"') < page.index('id="comparison"')
+    dashboard = page.split('<h2 id="dashboard">')[1].split("<h2")[0]
+    assert "<td>fusebench</td><td>gelu_backward</td>" in dashboard and "Dashboard over commits" in page
     assert page.index('id="comparison"') < page.index('id="suite-')
     assert "machine-select" not in page.split("<body>")[1]  # one machine: no selector
     assert page.count("commit (oldest first)") == 3  # a history per (case, params)
@@ -118,7 +121,7 @@ def test_two_machines_get_a_selector_and_a_section_each(two_machines_html: Path)
         ("0", f"history-machine / {ENV}"),
         ("1", f"machine-b / {ENV}"),
     ]
-    assert re.findall(r'data-machine="(\d)"( hidden)?>', body) == [("0", ""), ("1", " hidden")] * 2
+    assert re.findall(r'data-machine="(\d)"( hidden)?>', body) == [("0", ""), ("1", " hidden")] * 3
     headings = re.findall(r'<tr class="place"><th colspan="7">([^<]+)</th></tr>', body)
     assert headings == [f"history-machine / {ENV}"]  # machines head groups of rows: no machine column
     ids = re.findall(r' id="([^"]+)"', body)
@@ -199,7 +202,7 @@ def test_the_reports_render_in_headless_chromium(
         hidden = browser.evaluate("[...document.querySelectorAll('[data-machine]')].map(s => s.hidden)")
         shots.append(browser.screenshot(tmp_path / "report-top-two-machines.png", max_height=1400))
         assert browser.errors() == []
-    assert hidden == [True, False, True, False]
+    assert hidden == [True, False] * 3
     assert len(first_widths) == EXPECTED_CHARTS - 1 and len(second_widths) == ONE_COMMIT_CHARTS
     assert min(first_widths + second_widths) > 900  # charts revealed by the selector are resized to the page
     artifacts = os.environ.get("FUSEBENCH_TEST_ARTIFACTS")

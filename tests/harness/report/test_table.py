@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.stats import summarize
-from fusebench.report.table import format_seconds, render
+from fusebench.report.table import format_bytes, format_seconds, render
 
 
 def test_durations_are_printed_with_three_significant_digits() -> None:
@@ -81,3 +81,20 @@ def test_a_crashed_measurement_shows_how_its_worker_died() -> None:
     lines = render([crashed]).splitlines()
     assert lines[2].split()[:4] == ["gelu", "n=4", "fusebench", "crashed:"]
     assert lines[2].endswith(crash)
+
+
+def test_sizes_read_in_binary_units_with_three_digits() -> None:
+    sizes = (512, 1536, 12.34 * (1 << 20), 2 << 30, 1023.9 * 1024, None)
+    assert [format_bytes(b) for b in sizes] == ["512 B", "1.50 KiB", "12.3 MiB", "2.00 GiB", "1.00 MiB", "-"]
+
+
+def test_peak_memory_columns_follow_where_measured() -> None:
+    base = {"suite": "s", "case": "gelu", "params": {"n": 8}, "device": "cuda:0", "status": "ok"}
+    timing = summarize([2e-3, 2e-3, 2e-3])
+    eager = Outcome(**base, variant="eager", timing=timing, peak_device_bytes=3 << 20, peak_host_rss_bytes=1 << 30)
+    ours = Outcome(**base, variant="fusebench", timing=timing, peak_device_bytes=1 << 20)
+    lines = render([eager, ours]).splitlines()
+    assert lines[0].split()[-4:] == ["peak", "dev", "peak", "RSS"]
+    assert lines[2].split()[-4:] == ["3.00", "MiB", "1.00", "GiB"]
+    assert lines[3].split()[-3:] == ["1.00", "MiB", "-"]
+    assert "RSS" not in render([Outcome(**base, variant="eager", timing=timing)]).splitlines()[0]

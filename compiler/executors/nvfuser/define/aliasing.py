@@ -1,9 +1,9 @@
 """Write-backs nvFuser does not write right in place, and outputs it returns as views of inputs.
 
 A write-back `copy_to(value, buffer)` is normally `fd.add_output(fd.ops.set(value),
-alias_input=buffer)`: the fusion writes the buffer's memory and no copy kernel runs. Differential
-fuzzing on an H100 (nvfuser_direct 0.2.36, scripts/fuzz_nvfuser.py) found two shapes of region
-where that aliasing gives wrong results:
+alias_input=buffer)`: the fusion writes the buffer's memory and no copy kernel runs. In
+nvfuser_direct 0.2.36 that aliasing gives wrong results in two shapes of region (found by
+differential fuzzing, scripts/fuzz_nvfuser.py; `WORKAROUNDS_CHECKED_ON` in executor.py):
 
 - the buffer is laid out other than row-major (a transposed buffer) and the fusion segments (a
   reduction next to the write): the buffer got the values in the wrong order;

@@ -2,16 +2,16 @@
 
 nvFuser gives each dim of each value an iteration type. A fusion input's size-1 dim is usually
 declared broadcast (shape spec `1`); a slice or an index_select can make a size-1 dim an ordinary
-(iteration) one. nvfuser_direct 0.2.36 gets these mixes wrong (each measured on an H100):
+(iteration) one. nvfuser_direct 0.2.36 gets these mixes wrong (`WORKAROUNDS_CHECKED_ON` in executor.py):
 
 - An index_select whose index is a broadcast `[1]` tensor, in a fusion with another index_select
-  and a reduction (GPT-2 decode: `wte[tokens] + wpe[position]`, then LayerNorm), read garbage.
+  and a reduction (GPT-2 decode: `wte[tokens] + wpe[position]`, then LayerNorm), reads garbage.
   Indices are declared with iteration dims.
 - Writing back a value that still has broadcast dims (`a.copy_(a_sum)`) trips an internal assert,
-  and a keepdim reduction over an expanded broadcast dim returned the unreduced shape: such
+  and a keepdim reduction over an expanded broadcast dim returns the unreduced shape: such
   values are materialised first by adding zeros of the full shape.
 - Broadcasting a size-1 iteration dim is refused; squeezing one of symbolic extent too, and
-  reshaping it failed an internal assert: a slice's size-1 dim is squeezed, any other summed away.
+  reshaping it fails an internal assert: a slice's size-1 dim is squeezed, any other summed away.
 
 `iteration_inputs` names the inputs to declare with iteration dims; `output_flags` tracks which
 dims of each value may be broadcast (an over-approximation: it only decides where zeros are

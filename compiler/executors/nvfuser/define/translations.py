@@ -123,9 +123,9 @@ def _data_movement(render: Callable[[DefinitionWriter, str, BoundSymbol], str]) 
 def _take_along_dim(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     # NOTE: nvFuser's take_along_axis fuses with the ops around it, where its gather (torch.gather
     # semantics) runs as its own ATen segment: three kernels for a cross_entropy's target logits.
-    # On nvfuser_direct 0.2.36 take_along_axis takes only what it ran right on an H100: an index
-    # of the input's sizes off `dim` (a smaller one fails its shape inference) and an input that
-    # the fusion reads (gathering from a value computed inside failed an internal assert).
+    # nvfuser_direct 0.2.36's take_along_axis is right only for an index of the input's sizes off
+    # `dim` (a smaller one fails its shape inference) and an input that the fusion reads
+    # (gathering from a value computed inside fails an internal assert); others use `gather`.
     a, index, dim = bsym.args
     exact = all(same_size(i, s) for d, (i, s) in enumerate(zip(index.shape, a.shape)) if d != dim)
     read = any(a is p for p in tx.region.inputs)
@@ -137,14 +137,14 @@ def _slice(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     # so nvFuser's own normalisation (min(size, end) clamps) is off, and a dim kept whole ends at
     # the input's own extent: with constant ends, two slices of one input tripped an internal
     # assert in nvFuser's loop promotion (nvfuser_direct 0.2.36).
-    # NOTE: a slice that makes a size-1 dim out of a longer one read the wrong rows in nvfuser_direct
-    # 0.2.36 (on an H100 `a[-1:] * 1.5` gave `a[0] * 1.5`, bf16/f16/f32, found by GPU fuzzing);
+    # NOTE: nvfuser_direct 0.2.36 reads the wrong rows for a slice that makes a size-1 dim out of a
+    # longer one (`a[-1:] * 1.5` gives `a[0] * 1.5` in bf16/f16/f32, found by GPU fuzzing);
     # behind a segment_set (its own segment) it is right. `_broadcast_in_dim` then adds no other.
     # NOTE: nvfuser_direct 0.2.36 fails an exact-mapping assert in lowering (fusion.cpp:1020,
     # `Invalid domains to map: iS{getMetaData(T2).logical_size[0]}, iS{i5}`) on a slice of a tensor
     # computed from a broadcast when the fusion also cats (a rotary backward:
-    # `cat(u[..., 16:], -u[..., :16])` of `u = grad * sin`; on an H100, with symbolic sizes,
-    # however the ends are spelled). Behind a segment_set (the slices' own segment) it compiles.
+    # `cat(u[..., 16:], -u[..., :16])` of `u = grad * sin`, with symbolic sizes, however the ends
+    # are spelled). Behind a segment_set (the slices' own segment) it compiles.
     a, starts, ends, steps = bsym.args
     if _has_cat(tx.region) and _from_broadcast(tx.region, a):
         x = tx.segment(a, x)
@@ -176,9 +176,9 @@ def _broadcast_in_dim(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
             x = tx.emit(f"{a.name}_sq", _sum_unit_dims(x, tx.movable(a)[1], removed))
         dims = [d for i, d in enumerate(dims) if i not in removed]
     # NOTE: in a region with a cat, a static shape is written as the trace's numbers: nvFuser then
-    # knows the extents the cat's indexing divides by (rotary embedding of [4, 32, 2048, 128] bf16
-    # on an H200: 46.3 us against 62.9 us with the sizes read from tensors). Such a definition is
-    # not shared with a symbolic entry's.
+    # knows the extents the cat's indexing divides by, which it otherwise computes at run time
+    # (a rotary embedding's cat is markedly slower so). Such a definition is not shared with a
+    # symbolic entry's.
     if _has_cat(tx.region) and all(type(s) is int for s in shape):
         return f"fd.ops.broadcast_in_dim({x}, shape={list(shape)}, broadcast_dims={list(dims)})"
     # NOTE: a dim the operand has as an iteration dim keeps the operand's size: written as that
@@ -194,23 +194,23 @@ def _broadcast_in_dim(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
 def _squeeze(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     # NOTE: nvfuser_direct 0.2.36 fails an internal assert (loop promotion) on a squeezed slice of
     # a tensor the fusion also reads another way, e.g. `(a[1:3] * 2, a[0] + 1)`; a segment_set
-    # before the squeeze (a segment boundary nvFuser accepts) avoids it. Seen on an H200.
+    # before the squeeze (a segment boundary nvFuser accepts) avoids it.
     source = _sliced_source(tx.region, bsym.args[0])
     read_elsewhere = source is not None and sum(any(q is source for q in b.inputs) for b in tx.region.bsyms) > 1
     if read_elsewhere and bsym.args[0].name not in tx.segmented:
         x = tx.emit(f"{bsym.args[0].name}_seg", f"fd.ops.segment_set({x})")
     # NOTE: nvFuser squeezes broadcast dims only; a size-1 iteration dim that is not a slice's (a
-    # gather's along an index declared with iteration dims, see nvfuser_broadcast.py) is summed
-    # away, which is exact. Seen on an H200: cross-entropy under dynamo, whose targets come in.
+    # gather's along an index declared with iteration dims, see broadcast.py; cross-entropy under
+    # dynamo gathers so along its targets) is summed away, which is exact.
     a, dims = bsym.args
     if source is None and _iteration_dims(tx, a, dims):
         return _sum_unit_dims(x, tx.movable(a)[1], list(dims))
     return f"fd.ops.squeeze({x}, dims={list(dims)})"
 
 
-# NOTE: nvFuser has no bf16/fp16 addition: its reduction of such a tensor fails to compile (NVRTC:
-# no operator "+" for __bfloat; seen on an H100, dynamo's bf16 cross-entropy). A sum of bools is
-# not a bool, so bools are summed as int32.
+# NOTE: nvfuser_direct 0.2.36 has no bf16/fp16 addition: its reduction of such a tensor fails to
+# compile (NVRTC: no operator "+" for __bfloat; dynamo's bf16 cross-entropy reduces so). A sum of
+# bools is not a bool, so bools are summed as int32.
 _SUM_IN = {torch.bfloat16: torch.float32, torch.float16: torch.float32, torch.bool: torch.int32}
 
 
@@ -260,7 +260,7 @@ def _cat(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
     """A cat of bf16/fp16 pieces of which any is held in fp32 is done in fp32, the others cast up.
 
     Rotary's `cat((-q[..., h:], q[..., :h]))` negates in fp32: rounding that piece to bf16 just to
-    cat it cost nvFuser's resize kernel 44.2 against 37.0 us (H200, [4, 32, 2048, 128] bf16).
+    cat it adds a conversion to nvFuser's resize kernel, which makes it slower, not faster.
     """
     tensors, dim = bsym.args
     in_f32 = bsym.output.dtype in LOW_PRECISION and any(tx.held_f32(t) for t in tensors)

@@ -116,7 +116,7 @@ def reference_source(region: Region) -> str:
     A float32 value converted to bf16/fp16 stays float32 there, as the fusion holds it (the
     translator's `_convert`), and each output is rounded to its dtype once, at the end: eager's
     rounding of every intermediate would differ from the fusion by more than a bf16 tolerance
-    where terms cancel (rotary's q * cos + rotate_half(q) * sin on an H100: 0.029 against 0.02).
+    where terms cancel (rotary's q * cos + rotate_half(q) * sin).
     """
     lines = [f"def reference({', '.join(p.name for p in region.inputs)}):"]
     for bsym in region.bsyms:

@@ -3,14 +3,14 @@
 nvFuser compiles one kernel per definition for every value of its symbolic sizes, except that it
 concretizes a symbolic extent of 1 as a broadcast dim (and one of 0 as an empty one): a call whose
 sizes give such an extent needs a kernel of its own, and nvFuser's compile of it costs as much as
-the first (0.2-0.4 s on an H100). `split3(a, d0, d1)` over d0 = 1..20 with symbolic sizes compiled
-twice, once for d0 = 1 and once for every other d0 (suites/dynamic_split.py).
+the first. `split3(a, d0, d1)` over d0 = 1..20 with symbolic sizes would compile twice, once for
+d0 = 1 and once for every other d0 (suites/dynamic_split.py).
 
 So a call that would make nvFuser compile, of a region whose sizes are symbolic, first works out
 which of the region's symbolic dims are 0 or 1 for its arguments (its pattern of edge sizes): the
 sizes are evaluated from the region's inputs through its prims (a slice's bounds, a cat's parts,
 number arithmetic), in Python; running the prims on meta tensors would tell the same but the
-first meta computation in a process imports torch's decompositions, 2-3 s on an H100 host. The
+first meta computation in a process imports torch's decompositions, which takes seconds. The
 first time a definition meets a pattern with edge sizes, that call runs the region with torch (as
 a fallback does) and nvFuser compiles nothing; when the pattern comes again, nvFuser compiles its
 kernel. A call without edge sizes compiles as before. A one-off size 1 then costs one unfused

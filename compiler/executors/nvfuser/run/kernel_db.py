@@ -2,8 +2,8 @@
 
 nvFuser can keep each kernel it compiles (CUDA source, compile flags, cubin) in a directory and
 load the cubin instead of running NVRTC when a later process generates the same source with the
-same flags (its `kernel_db` option). On an H100, `dynamic_split` (`cache="symbolic"`, 20 sizes
-from a fresh compile) took 296-420 ms per sequence with it against 669 ms without (README).
+same flags (its `kernel_db` option): a process that meets kernels an earlier one compiled (the
+next sample of a benchmark, the next run of a test) loads them instead of compiling them again.
 
 nvFuser's database is unsafe to share: it names files by a counter, so two processes writing one
 directory can overwrite each other's kernels. Each process therefore takes a slot of its own: the

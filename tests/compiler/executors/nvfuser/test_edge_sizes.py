@@ -14,8 +14,8 @@ from tests.support.nvfuser_cases import split3
 from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
 
 
-def jit_fake(fn, cache="symbolic"):
-    return compiler.jit(fn, cache=cache, executors=["nvfuser", "torch"])
+def jit_fake(fn, numbers="symbolic"):
+    return compiler.jit(fn, numbers=numbers, executors=["nvfuser", "torch"])
 
 
 def first_columns_then_scaled(a: torch.Tensor, n: int) -> torch.Tensor:
@@ -40,7 +40,7 @@ def test_sizes_away_from_the_edges_and_constant_sizes_compile_at_once(fake_nvfus
     symbolic = jit_fake(split3)
     symbolic(a, 2, 8)
     symbolic(a, 3, 8)
-    constant = jit_fake(split3, cache="constant")
+    constant = jit_fake(split3, numbers="constant")
     constant(a, 1, 8)  # a size 1 written in the trace, not a symbolic one: nothing to defer
     for jfn in (symbolic, constant):
         assert compiler.examine.stats(jfn).deferred == 0

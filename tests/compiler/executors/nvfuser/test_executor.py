@@ -106,8 +106,8 @@ def test_fallback_off_surfaces_the_error(monkeypatch):
 # Generated definitions, run against the fake
 
 
-def jit_fake(fn, cache="constant", **fusion):
-    return compiler.jit(fn, cache=cache, executors=["nvfuser", "torch"], fusion=fusion)
+def jit_fake(fn, numbers="constant", **fusion):
+    return compiler.jit(fn, numbers=numbers, executors=["nvfuser", "torch"], fusion=fusion)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
@@ -124,7 +124,7 @@ def test_every_case_matches_eager_through_generated_definitions(case, fake_nvfus
 
 
 def test_split3_defines_one_fusion_for_twenty_split_sizes(fake_nvfuser):  # noqa: F811
-    jfn = jit_fake(split3, cache="symbolic")
+    jfn = jit_fake(split3, numbers="symbolic")
     a = torch.randn(8, 16, 64)
     for d0 in range(1, 21):
         for got, want in zip(jfn(a, d0, 8), split3(a, d0, 8)):
@@ -233,3 +233,10 @@ def test_the_cases_put_every_translated_prim_into_a_fusion():
         jfn(*case.make("cpu"))
         fused |= {b.sym for f in region_fusions(compiler.last_traces(jfn)[-1]) for b in f.region.bsyms}
     assert set(TRANSLATIONS) - fused == set()
+
+
+def test_workarounds_are_checked_on_one_release_whatever_its_build() -> None:
+    from compiler.executors.nvfuser.executor import WORKAROUNDS_CHECKED_ON, workarounds_checked
+
+    assert workarounds_checked(WORKAROUNDS_CHECKED_ON) and workarounds_checked(f"{WORKAROUNDS_CHECKED_ON}+git0123abc")
+    assert not workarounds_checked("0.2.37+git0123abc") and not workarounds_checked("fake")

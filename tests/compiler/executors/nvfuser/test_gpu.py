@@ -21,7 +21,13 @@ import torch
 import compiler
 from compiler import examine
 from compiler.executors import default_executor_names
-from compiler.executors.nvfuser.executor import FusionFallbackWarning, region_fusions
+from compiler.executors.nvfuser.executor import (
+    WORKAROUNDS_CHECKED_ON,
+    FusionFallbackWarning,
+    nvfuser_version,
+    region_fusions,
+    workarounds_checked,
+)
 from suites.adam_step import BETA1, BETA2, EPS, LR, adam_step
 from tests.support.nvfuser_cases import CASES, flat, gelu_bias_backward, split3, tolerance, write_back
 
@@ -29,8 +35,8 @@ pytestmark = pytest.mark.nvfuser
 DEVICE = "cuda"
 
 
-def jit(fn, cache="constant", **fusion):
-    return compiler.jit(fn, cache=cache, executors=["nvfuser", "sdpa", "torch"], fusion=fusion, fallback=False)
+def jit(fn, numbers="constant", **fusion):
+    return compiler.jit(fn, numbers=numbers, executors=["nvfuser", "sdpa", "torch"], fusion=fusion, fallback=False)
 
 
 def traceable(fn, *args, why: str) -> None:
@@ -59,6 +65,15 @@ def test_default_executors_on_a_gpu_include_nvfuser_and_sdpa():
     assert default_executor_names() == ["nvfuser", "sdpa", "torch"]
 
 
+def test_the_installed_nvfuser_is_the_release_the_workarounds_were_checked_on():
+    version = nvfuser_version()
+    assert workarounds_checked(version), (
+        f"nvfuser_direct {version} is not {WORKAROUNDS_CHECKED_ON}, the release the definitions' workarounds "
+        f"were checked on: re-check each workaround whose comment names nvfuser_direct {WORKAROUNDS_CHECKED_ON} "
+        "on this release, retire those it fixed, then move WORKAROUNDS_CHECKED_ON"
+    )
+
+
 @pytest.mark.parametrize(
     ("sizes", "strides"),
     [((2, 3, 4), (12, 4, 1)), ((1, 2, 3), (6, 3, 1)), ((2, 3, 4), (12, 1, 3)), ((4, 8), (16, 1)),
@@ -85,7 +100,7 @@ def test_every_case_through_nvfuser_matches_eager(case):
 
 
 def test_split3_compiles_one_definition_for_twenty_split_sizes():
-    jfn = jit(split3, cache="symbolic")
+    jfn = jit(split3, numbers="symbolic")
     a = torch.randn(8, 16, 4096, device=DEVICE)
     for d0 in range(1, 21):
         for got, want in zip(jfn(a, d0, 8), split3(a, d0, 8)):
@@ -98,10 +113,10 @@ def test_split3_compiles_one_definition_for_twenty_split_sizes():
     assert (stats.compilations, stats.deferred) == (1, 1), stats
 
 
-@pytest.mark.parametrize("cache", ["constant", "symbolic"])
-def test_gelu_backward_is_one_fusion_and_correct(cache):
+@pytest.mark.parametrize("numbers", ["constant", "symbolic"])
+def test_gelu_backward_is_one_fusion_and_correct(numbers):
     x = [torch.randn(16, 64, 256, device=DEVICE) for _ in range(3)]
-    jfn = jit(gelu_bias_backward, cache=cache)
+    jfn = jit(gelu_bias_backward, numbers=numbers)
     for got, want in zip(jfn(0.1, 0.2, 0.3, 0.4, *x), gelu_bias_backward(0.1, 0.2, 0.3, 0.4, *x)):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)
     assert fusion_count(jfn) == 1
@@ -154,7 +169,7 @@ def test_segments_report_kernels_schedulers_and_bandwidth():
 
 def test_repro_script_runs_standalone(tmp_path):
     x = [torch.randn(16, 64, 256, device=DEVICE) for _ in range(3)]
-    jfn = jit(gelu_bias_backward, cache="symbolic")
+    jfn = jit(gelu_bias_backward, numbers="symbolic")
     jfn(0.1, 0.2, 0.3, 0.4, *x)
     path = examine.repro(jfn, "nvFusion0", tmp_path / "gelu_repro.py")
     result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
@@ -221,7 +236,7 @@ def test_adam_step_fuses_per_parameter_or_better_and_matches_torch_optim():
     grads, m, v = state[0], [torch.zeros_like(p) for p in params], [torch.zeros_like(p) for p in params]
     reference = [torch.nn.Parameter(p.clone()) for p in params]
     optimizer = torch.optim.Adam(reference, lr=LR, betas=(BETA1, BETA2), eps=EPS, foreach=False)
-    jfn = jit(adam_step, cache="symbolic")
+    jfn = jit(adam_step, numbers="symbolic")
     for step in range(1, 4):
         for r, g in zip(reference, grads):
             r.grad = g.clone()

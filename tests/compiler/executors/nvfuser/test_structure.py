@@ -28,11 +28,11 @@ def _state(shapes, seed: int):
     return tuple([torch.randn(s, generator=gen) for s in shapes] for _ in range(3))
 
 
-def _run(shapes, seed: int, cache: str = "constant", steps=(3,), **fusion):
+def _run(shapes, seed: int, numbers: str = "constant", steps=(3,), **fusion):
     fusion.setdefault("batch_numel", 0)  # one region per parameter: not batched (test_batch_regions.py)
     state = _state(shapes, seed)
     expected = tuple([t.clone() for t in ts] for ts in state)
-    jfn = compiler.jit(adam_like, cache=cache, executors=["nvfuser", "torch"], fusion=fusion)
+    jfn = compiler.jit(adam_like, numbers=numbers, executors=["nvfuser", "torch"], fusion=fusion)
     for step in steps:
         jfn(*state, step, 1e-2)
         adam_like(*expected, step, 1e-2)
@@ -58,7 +58,7 @@ def test_ranks_and_dtypes_are_different_structures(fake_nvfuser):  # noqa: F811
 
 
 def test_a_symbolic_step_shared_by_every_region_does_not_merge_them(fake_nvfuser):  # noqa: F811
-    jfn = _run([(8, 4)] * 4, seed=2, cache="symbolic", steps=(3, 4, 5), merge_same_shape=False)
+    jfn = _run([(8, 4)] * 4, seed=2, numbers="symbolic", steps=(3, 4, 5), merge_same_shape=False)
     assert len(region_fusions(compiler.last_traces(jfn)[-1])) == 4
     assert compiler.examine.stats(jfn).definitions == 1
 

@@ -22,8 +22,8 @@ from compiler.prims import Prim
 from tests.support.nvfuser_cases import gelu_bias_backward, split3, write_back
 
 
-def source_of(fn, *args, cache="constant", index=0):
-    jfn = compiler.jit(fn, cache=cache, executors=["nvfuser"], fusion={"runner": "torch"})
+def source_of(fn, *args, numbers="constant", index=0):
+    jfn = compiler.jit(fn, numbers=numbers, executors=["nvfuser"], fusion={"runner": "torch"})
     jfn(*args)
     fusion = region_fusions(compiler.last_traces(jfn)[-1])[index]
     return fusion_source(fusion.region, fusion.descriptors())[0]
@@ -85,7 +85,7 @@ def nvfusion_0(fd):
 
 def test_golden_gelu_backward_is_one_fusion_with_symbolic_scalars():
     x = torch.randn(2, 3, 8)
-    assert source_of(gelu_bias_backward, 0.1, 0.2, 0.3, 0.4, x, x, x, cache="symbolic") == GELU_GOLDEN
+    assert source_of(gelu_bias_backward, 0.1, 0.2, 0.3, 0.4, x, x, x, numbers="symbolic") == GELU_GOLDEN
 
 
 SPLIT3_GOLDEN = """\
@@ -107,7 +107,7 @@ def nvfusion_0(fd):
 
 
 def test_golden_split3_takes_its_bounds_as_scalar_inputs():
-    assert source_of(split3, torch.randn(8, 16, 64), 3, 8, cache="symbolic") == SPLIT3_GOLDEN
+    assert source_of(split3, torch.randn(8, 16, 64), 3, 8, numbers="symbolic") == SPLIT3_GOLDEN
 
 
 WRITE_BACK_GOLDEN = """\

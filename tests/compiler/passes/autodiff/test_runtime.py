@@ -74,7 +74,7 @@ def test_symbolic_scalars_reach_the_backward():
     def program(x, scale, cut):
         return (x[:, :cut] * scale).tanh()
 
-    jfn = compiler.jit(program, cache="symbolic")
+    jfn = compiler.jit(program, numbers="symbolic")
     x = torch.randn(4, 10)
     for cut in (3, 7):
         check_gradients(program, [x, 0.5 * cut, cut], [True, False, False], jfn=jfn)
