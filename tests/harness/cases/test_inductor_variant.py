@@ -30,6 +30,9 @@ def _rms_norm():
 def test_the_inductor_variant_is_standard_and_says_why_it_cannot_run(monkeypatch) -> None:
     assert FUSEBENCH_INDUCTOR in STANDARD_VARIANTS
     assert FUSEBENCH_INDUCTOR.unavailable(torch.device("meta")) == "Inductor compiles for CPU and CUDA only, not meta"
+    monkeypatch.delenv(CPU_EXECUTORS_ENV)  # the CPU default: the fusebench variant runs Inductor already
+    assert "runs its regions with Inductor already" in FUSEBENCH_INDUCTOR.unavailable(CPU)
+    monkeypatch.setenv(CPU_EXECUTORS_ENV, "torch")
     monkeypatch.delenv("CXX", raising=False)
     monkeypatch.setattr(shutil, "which", lambda name: None)
     inductor_module._has_cxx_compiler.cache_clear()
