@@ -34,6 +34,7 @@ from compiler.runtime.grad_mode import check_no_write_into_grad_inputs, grad_gua
 from compiler.runtime.guard_source import compile_prologue
 from compiler.tracing import frontend
 from compiler.tracing.check_writebacks import check_writebacks
+from compiler.tracing.numbers import Numbers
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Options:
     numbers (under `Numbers.CONSTANT`) and tensor sizes symbolic on recompilation;
     `cuda_graphs` replays each entry's computation as CUDA graphs (runtime/cuda_graphs.py)."""
 
-    numbers: frontend.Numbers
+    numbers: Numbers
     executors: tuple[Any, ...]
     fusion: FusionOptions = field(default_factory=FusionOptions)
     check_writebacks: bool = True
@@ -212,18 +213,18 @@ def _sizes(prologue: Trace) -> frozenset[str]:
     return frozenset(b.output.name for b in prologue.bsyms if b.sym is Prim.SIZE)
 
 
-NUMBERS = tuple(mode.value for mode in frontend.Numbers)  # what `jit(numbers=...)` accepts
+NUMBERS = tuple(mode.value for mode in Numbers)  # what `jit(numbers=...)` accepts
 
 
 def _check_numbers(keyword: str, value: Any) -> None:
     check(
-        isinstance(value, frontend.Numbers) or value in NUMBERS,
+        isinstance(value, Numbers) or value in NUMBERS,
         lambda: f"jit({keyword}={value!r}): expected one of {', '.join(map(repr, NUMBERS))}",
         ValueError,
     )
 
 
-def numbers_keyword(numbers: str | frontend.Numbers | None, cache: str | None) -> str | frontend.Numbers:
+def numbers_keyword(numbers: str | Numbers | None, cache: str | None) -> str | Numbers:
     """`jit`'s `numbers`, taken from `cache`, its deprecated name, when only that is given (with a
     DeprecationWarning pointing at the `jit` call); "constant" when neither is."""
     if cache is None:
@@ -244,7 +245,7 @@ def numbers_keyword(numbers: str | frontend.Numbers | None, cache: str | None) -
 
 
 def make_options(
-    numbers: str | frontend.Numbers,
+    numbers: str | Numbers,
     executors: Sequence[str] | None,
     fusion: FusionOptions | dict | None = None,
     fallback: bool | None = None,
@@ -252,7 +253,7 @@ def make_options(
     cuda_graphs: bool = False,
     dynamic: Sequence[str] = (),
 ) -> Options:
-    """Validated options, `numbers` resolved to a `frontend.Numbers`."""
+    """Validated options, `numbers` resolved to a `Numbers`."""
     _check_numbers("numbers", numbers)
     for name, value, expected in (
         ("fallback", fallback, (bool, type(None))),
@@ -279,7 +280,7 @@ def make_options(
     fusion_options = FusionOptions.from_any(fusion)
     resolved = executors_module.resolve(executors, fusion=fusion_options, fallback=fallback)
     return Options(
-        numbers=frontend.Numbers(numbers),
+        numbers=Numbers(numbers),
         executors=tuple(resolved),
         fusion=fusion_options,
         automatic_dynamic=automatic_dynamic,

@@ -9,9 +9,8 @@ each baked-in value, and every condition a branch took on a NumberProxy (recorde
 while tracing, moved to the prologue together with the number arithmetic it depends on). Under
 `Numbers.CONSTANT`, the numbers named in `dynamic` (input names; automatic dynamic,
 compiler/runtime/auto_dynamic.py) are symbolic all the same. Under either, a tensor size named in
-`dynamic` ('x.size(1)', see `size_name`) is symbolic when it is at least 2: the computation takes
-it as an int input, which the prologue reads with `size`, and `check_tensor` holds None for it
-(any size of at least 2).
+`dynamic` ('x.size(1)', see `size_name`) is symbolic when it is at least 2: an int input read
+by the prologue with `size`, `check_tensor` holding None for it (any size of at least 2).
 
 In-place ops are recorded as they happen (`prims.copy_`, see ops/inplace.py); the
 functionalization pass makes the computation pure. When the function writes into an argument
@@ -28,7 +27,6 @@ With `exact_strides` (a CUDA-graphed entry) every tensor argument's strides are 
 from __future__ import annotations
 
 import contextlib
-import enum
 import inspect
 import re
 import sys
@@ -58,6 +56,7 @@ from compiler.core.memory import overlapping
 from compiler.ops import aliasing
 from compiler.prims import GUARDS, INPLACE, Prim
 from compiler.tracing.dense_strides import dense_strides
+from compiler.tracing.numbers import Numbers
 
 _NUMBERS = (int, float, bool)
 _BAKED_TYPES = (type(None), str, torch.dtype, torch.device, type(Ellipsis))
@@ -409,13 +408,6 @@ def compiling() -> contextlib.AbstractContextManager[None]:
     return _COMPILING.applied()
 
 
-class Numbers(enum.Enum):
-    """How tracing specialises a call's int/float/bool arguments (`jit(numbers=...)`)."""
-
-    CONSTANT = "constant"  # baked into the trace, each value guarded by the prologue
-    SYMBOLIC = "symbolic"  # symbolic inputs (NumberProxy), guarding only the branches taken on them
-
-
 def trace(
     fn: Callable,
     args: tuple,
@@ -425,12 +417,8 @@ def trace(
     dynamic: frozenset[str] = frozenset(),
     exact_strides: bool = False,
 ) -> tuple[Trace, Trace]:
-    """Traces `fn(*args, **kwargs)`; returns (prologue trace, computation trace).
-
-    numbers: under `Numbers.SYMBOLIC` every int/float/bool argument is a symbolic input; under
-    `Numbers.CONSTANT` only those whose input name is in `dynamic`, the others being baked in.
-    exact_strides: the prologue also guards every tensor input's strides (a CUDA-graphed entry,
-    whose graphs bake them in)."""
+    """Traces `fn(*args, **kwargs)`; returns (prologue trace, computation trace). `numbers`,
+    `dynamic` and `exact_strides` (also guard every tensor's strides) as the module says."""
     symbolic = numbers is Numbers.SYMBOLIC
     traced = _trace(fn, args, kwargs, symbolic, dynamic, False, exact_strides)
     return traced if traced is not None else _trace(fn, args, kwargs, symbolic, dynamic, True, exact_strides)

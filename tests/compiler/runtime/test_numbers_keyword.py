@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import compiler
-from compiler.tracing.frontend import Numbers
+from compiler.tracing.numbers import Numbers
 
 
 def split3(a: torch.Tensor, d0: int, d1: int):
