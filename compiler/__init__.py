@@ -15,7 +15,8 @@ Under grad mode, when a tensor input requires grad, the outputs are attached to 
 one torch.autograd.Function whose forward and backward are both compiled traces (the backward is
 built from per-prim VJP rules; `examine.saved_for_backward(jfn)` lists what the forward saves).
 
-On a GPU with nvFuser the default executors are ["nvfuser", "sdpa", "torch"]; elsewhere ["torch"].
+On a GPU with nvFuser the default executors are ["nvfuser", "sdpa", "torch"]; elsewhere (CPU)
+["inductor", "torch"] where Inductor can compile, or those FUSEBENCH_CPU_EXECUTORS names.
 """
 
 from __future__ import annotations
@@ -100,10 +101,12 @@ def jit(
     cuda_graphs: replay each cache entry's computation as CUDA graphs, one per set of input
         addresses (compiler/runtime/cuda_graphs.py); raises ValueError where CUDA is unavailable.
     executors: executor names in priority order (torch is always the fallback); None picks
-        ["nvfuser", "sdpa", "torch"] where nvFuser can run, else ["torch"].
+        ["nvfuser", "sdpa", "torch"] where nvFuser can run, else the CPU defaults: the names in
+        FUSEBENCH_CPU_EXECUTORS (comma-separated), or ["inductor", "torch"] where Inductor can
+        compile (a C++ compiler is found), else ["torch"].
     fusion: FusionOptions (or a dict of its fields): region size, horizontal merging, fuel, ...
-    fallback: whether a fusion nvFuser fails on runs with torch instead (with one warning);
-        None reads FUSEBENCH_NVFUSER_FALLBACK (default on). It is about nvFuser only: what this
+    fallback: whether a fusion nvFuser (or Inductor) fails on runs with torch instead (with one warning);
+        None reads FUSEBENCH_NVFUSER_FALLBACK (default on). It is about fusions only: what this
         compiler cannot trace is `unsupported`'s business.
     unsupported: what a call that cannot be compiled does (an op the compiler lacks, a branch on a
         tensor value, ...). "raise" (the default): it raises the compiler's error, one line naming

@@ -10,7 +10,14 @@ import torch
 
 import compiler
 import fusebench.measure.profiling  # noqa: F401  (sets TEARDOWN_CUPTI before any test's profiler runs)
+from compiler.executors import CPU_EXECUTORS_ENV
 from compiler.executors.nvfuser.run.kernel_db import KERNEL_DB_ENV
+
+# NOTE: where nvFuser cannot run, `jit`'s default executors would compile every region with
+# Inductor (seconds each on CPU); the suite's thousands of CPU calls test the torch executor
+# instead, and the tests of Inductor name it. Set before any test (and inherited by the
+# `fusebench` processes tests start); a value already in the environment wins.
+os.environ.setdefault(CPU_EXECUTORS_ENV, "torch")
 
 
 def _nvfuser_missing_reason() -> str | None:

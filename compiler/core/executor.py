@@ -160,9 +160,11 @@ class Executor(abc.ABC):
 
 
 class FusionExecutor(Executor):
-    """An executor that runs regions of prims as one call each (nvFuser)."""
+    """An executor that runs regions of prims as one call each (nvFuser, Inductor)."""
 
     options: FusionOptions
+    #: its regions are named `{region_prefix}N` in traces (nvFuser's `nvFusion0`, Inductor's `inductor0`)
+    region_prefix: str
     #: whether `batch_impl` can run same-structure small regions as one call
     batches: bool = False
 

@@ -5,18 +5,29 @@ Every executor follows `compiler.core.executor.Executor` (a fusion executor,
 answer, and the torch executor, which answers for every prim, always comes last.
 
 Registered here: "nvfuser" (regions as nvFuser fusions; needs CUDA and `nvfuser_direct`),
-"sdpa" (attention through torch's fused kernels on CUDA) and "torch" (every prim). Defaults:
-["nvfuser", "sdpa", "torch"] where nvFuser can run, ["torch"] otherwise. Asking for an executor
-that cannot run here raises `ExecutorUnavailableError` saying why (nvFuser with
+"sdpa" (attention through torch's fused kernels on CUDA), "torch" (every prim) and "inductor"
+(regions compiled by torch.compile's Inductor, on CPU and CUDA). Asking for an executor that
+cannot run here raises `ExecutorUnavailableError` saying why (nvFuser with
 `FusionOptions(runner="torch")` needs no nvFuser).
+
+Defaults (`default_executor_names`), by device: on CUDA where nvFuser can run, ["nvfuser", "sdpa",
+"torch"]; elsewhere (CPU) the names in the environment variable FUSEBENCH_CPU_EXECUTORS
+(comma-separated), or without it ["inductor", "torch"] where Inductor can compile (a C++ compiler
+is found), else ["torch"]. `jit(executors=None)` takes the defaults of this machine (CUDA where
+nvFuser can run); the harness's `fusebench` variant those of the device it measures on. The test
+suite sets FUSEBENCH_CPU_EXECUTORS=torch (tests/conftest.py), so its thousands of CPU calls keep
+testing the torch executor without an Inductor compilation each; tests of Inductor name it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from compiler.core.errors import check
 from compiler.core.executor import EXECUTORS, Executor, ExecutorSpec, FusionOptions, register_executor
+from compiler.executors import inductor
+from compiler.executors.inductor import InductorExecutor
 from compiler.executors.nvfuser import ExecutorUnavailableError, NvFuserExecutor
 from compiler.executors.nvfuser import executor as nvfuser_executor
 from compiler.executors.sdpa import SdpaExecutor
@@ -25,7 +36,9 @@ from compiler.executors.torch import TorchExecutor
 TORCH = TorchExecutor()
 SDPA = SdpaExecutor()
 
-__all__ = ["SDPA", "TORCH", "ExecutorUnavailableError", "default_executor_names", "resolve"]
+__all__ = ["CPU_EXECUTORS_ENV", "SDPA", "TORCH", "ExecutorUnavailableError", "default_executor_names", "resolve"]
+
+CPU_EXECUTORS_ENV = "FUSEBENCH_CPU_EXECUTORS"
 
 register_executor(
     ExecutorSpec(
@@ -42,9 +55,39 @@ register_executor(
 register_executor(ExecutorSpec("torch", lambda fusion, fallback: TORCH, lambda: None, "every prim, with torch"))
 
 
-def default_executor_names() -> list[str]:
-    """The executors `jit` uses when none are named: nvFuser and SDPA where nvFuser can run."""
-    return ["nvfuser", "sdpa", "torch"] if EXECUTORS["nvfuser"].unavailable_reason() is None else ["torch"]
+register_executor(
+    ExecutorSpec(
+        "inductor",
+        # NOTE: a fresh executor per jitted function (its counters); compiled regions are shared by structure.
+        lambda fusion, fallback: InductorExecutor(fusion, fallback),
+        lambda: inductor.unavailable_reason(),
+        "regions of prims compiled by torch.compile's Inductor (CPU: C++/OpenMP; CUDA: Triton)",
+    )
+)
+
+
+def default_executor_names(device: str | None = None) -> list[str]:
+    """The executors `jit` uses when none are named, for tensors on `device` ("cuda" or "cpu";
+    None: this machine's, "cuda" where nvFuser can run): nvFuser and SDPA on CUDA where nvFuser
+    can run; elsewhere FUSEBENCH_CPU_EXECUTORS, or Inductor where it can compile, else torch."""
+    check(
+        device in (None, "cpu", "cuda"),
+        lambda: f"default_executor_names(device={device!r}): expected 'cpu', 'cuda' or None",
+        ValueError,
+    )
+    nvfuser_runs = EXECUTORS["nvfuser"].unavailable_reason() is None
+    if device != "cpu" and nvfuser_runs:
+        return ["nvfuser", "sdpa", "torch"]
+    configured = os.environ.get(CPU_EXECUTORS_ENV)
+    if configured is not None:
+        names = [name.strip() for name in configured.split(",")]
+        check(
+            all(name in EXECUTORS for name in names),
+            lambda: f"{CPU_EXECUTORS_ENV}={configured!r}: expected comma-separated names from {list(EXECUTORS)}",
+            ValueError,
+        )
+        return names
+    return ["inductor", "torch"] if EXECUTORS["inductor"].unavailable_reason() is None else ["torch"]
 
 
 def resolve(

@@ -1,7 +1,8 @@
-"""fuse: partitions an execution trace into regions that a fusion executor (nvFuser) claims.
+"""fuse: partitions an execution trace into regions that a fusion executor (nvFuser, Inductor) claims.
 
 Assumes: a flattened trace (prims only; write-backs as `prims.copy_to`, usually at the end).
-Guarantees: every region becomes ONE `nvFusionN` bound symbol whose subsymbols are its prims
+Guarantees: every region becomes ONE bound symbol named by its executor (`nvFusionN`, `inductorN`:
+`FusionExecutor.region_prefix`) whose subsymbols are its prims
 (`print(trace)` shows them as comments), placed so the trace stays topologically ordered; the
 prims left outside keep their order relative to everything they depend on. The result runs to the
 same values as the input trace.
@@ -420,7 +421,8 @@ class _Partitioner:
             if key in self.output_ids or any(j not in inside for j in self.readers.get(key, ()))
         ]
         written = frozenset(p.name for p in inputs.values() if p.name in self.written)
-        return Region(f"nvFusion{number}", tuple(bsyms), tuple(inputs.values()), tuple(outputs), written)
+        name = f"{self.fuser.region_prefix}{number}"
+        return Region(name, tuple(bsyms), tuple(inputs.values()), tuple(outputs), written)
 
 
 def partition(trace: Trace, executors: Sequence[Executor]) -> Partition:
@@ -429,13 +431,13 @@ def partition(trace: Trace, executors: Sequence[Executor]) -> Partition:
 
 
 def region_bsym(region: Region, impl: Callable, executor: str = "nvfuser") -> BoundSymbol:
-    """The bound symbol `outputs = nvFusionN(*inputs)` standing for `region`."""
+    """The bound symbol `outputs = nvFusionN(*inputs)` (the region's name) standing for `region`."""
     return BoundSymbol(Symbol(region.name, impl, executor), region.inputs, {}, region.outputs, region.bsyms)
 
 
 @trace_pass("fuse")
 def fuse(trace: Trace, executors: Sequence[Executor]) -> Trace:
-    """The trace with each region of the fusion executor replaced by one `nvFusionN` bound symbol."""
+    """The trace with each region of the fusion executor replaced by one bound symbol (`nvFusionN`, `inductorN`)."""
     fuser = fusion_executor(executors)
     if fuser is None:
         return trace.with_bsyms(list(trace.bsyms))

@@ -45,7 +45,9 @@ from fusebench.history.revision import UNKNOWN_COMMIT, code_revision, commit_rev
 from fusebench.measure.bandwidth import peak_bandwidth_gbs
 from fusebench.measure.machine import env_name, machine_info
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
+from fusebench.measure.noise import run_noise
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
+from fusebench.measure.threads import add_threads_argument, checked_threads
 from fusebench.measure.workers import devices_from, run_units
 from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
 from fusebench.report.overhead import render_overhead
@@ -103,6 +105,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print where each measurement's time went beyond compile time and the repeat budget",
     )
+    add_threads_argument(parser)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--outcomes-fd", type=int, help=argparse.SUPPRESS)
     parser.set_defaults(handler=run)
@@ -111,6 +114,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Measures every selected (case, params, variant) and prints the summary table."""
     started = time.perf_counter()
+    torch.set_num_threads(checked_threads(args.threads))
     selection = selection_from_args(args)
     budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
     check(budget > 0, lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds", FusebenchError)
@@ -168,6 +172,9 @@ def run(args: argparse.Namespace) -> int:
     if args.profile_overhead:
         workers = len(devices) if (args.devices or isolate) and devices else 1
         print(f"\n{render_overhead(outcomes, time.perf_counter() - started, workers)}")
+    noise = run_noise(outcomes).line()
+    if noise:
+        print(noise)
     return 1 if any(o.status in BAD_STATUSES for o in outcomes) else 0
 
 
@@ -191,6 +198,7 @@ def _record_arguments(args: argparse.Namespace, commit: str) -> list[str]:
     arguments += ["--machine", args.machine] if args.machine else []
     arguments += ["--no-artifacts"] if args.no_artifacts else []
     arguments += [f"--shard={args.shard[0]}/{args.shard[1]}"] if args.shard else []
+    arguments += ["--threads", str(checked_threads(args.threads))]
     return arguments + (["--no-segments"] if args.no_segments else [])
 
 

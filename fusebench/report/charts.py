@@ -24,6 +24,7 @@ VERDICT_COLORS = {
     "slower": "#d62728",
     "faster": "#2ca02c",
     "no change": "#7f7f7f",
+    "noisy": "#ff7f0e",
     "failed": "#9467bd",
     "new": "#1f77b4",
     "gone": "#8c564b",
@@ -113,7 +114,9 @@ def ratio_figure(document: dict[str, Any]) -> go.Figure:
     for x, dash in ((1.0, "solid"), (1 + effect, "dot"), (1 / (1 + effect), "dot")):
         figure.add_vline(x=x, line_dash=dash, line_color="#555", opacity=0.6)
     a, b = document["a"], document["b"]
-    title = f"B/A time per call, 95% CI (A = {a['revision']} {a['commit'][:8]}, B = {b['revision']} {b['commit'][:8]})"
+    level = document.get("settings", {}).get("confidence", 0.95)
+    sides = f"A = {a['revision']} {a['commit'][:8]}, B = {b['revision']} {b['commit'][:8]}"
+    title = f"B/A time per call, {level:.0%} CI ({sides})"
     height = max(300, 30 * len(decided) + 120)
     figure.update_layout(title=title, xaxis_title="B / A (> 1: B is slower)", **{**LAYOUT, "height": height})
     figure.update_yaxes(automargin=True, type="category")

@@ -41,6 +41,7 @@ from fusebench.report import charts
 from fusebench.report.dashboard_chart import dashboard_section
 from fusebench.report.flagged import flagged_table
 from fusebench.report.machines import machine_sections, selector_html
+from fusebench.report.noise import noise_html
 from fusebench.report.scoreboard_chart import check_baseline, scoreboard_section
 from fusebench.report.suite_charts import suite_section
 from fusebench.report.table import counted, format_bytes, format_seconds
@@ -154,6 +155,7 @@ def _summary(inputs: ReportInputs) -> str:
             parts.append(f"<p class='bad'>Comparison: {len(regressed)} regressed: {names}. ({verdicts})</p>")
         else:
             parts.append(f"<p class='good'>Comparison: no regression ({verdicts}).</p>")
+    parts.append(noise_html(inputs.frame, inputs.comparison))
     return "\n".join(parts)
 
 
@@ -171,7 +173,8 @@ def _comparison_section(document: dict[str, Any], figures: _FigureIds) -> str:
     notable = [entry for entry in document["benchmarks"] if entry["verdict"] != "no change"]
     if notable:
         rows = [_comparison_row(entry) for entry in notable]
-        parts.append(_table(["case", "params", "variant", "A", "B", "B/A", "95% CI", "verdict"], rows))
+        level = f"{document.get('settings', {}).get('confidence', 0.95):.0%} CI"
+        parts.append(_table(["case", "params", "variant", "A", "B", "B/A", level, "verdict"], rows))
     return "\n".join(parts)
 
 

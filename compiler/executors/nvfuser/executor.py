@@ -417,6 +417,7 @@ class NvFuserExecutor(FusionExecutor):
     """Claims prims nvFuser can run and turns regions of them into `NvFusion` callables."""
 
     name = "nvfuser"
+    region_prefix = "nvFusion"
     batches = True
 
     def __init__(self, options: FusionOptions | None = None, fallback: bool | None = None) -> None:

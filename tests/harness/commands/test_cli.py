@@ -55,7 +55,8 @@ def test_run_prints_the_table_and_records_results(tmp_path: Path, capsys: pytest
     assert rows[1].split()[0] == "fusebench" and rows[1].split()[8:11] == ["0", "n/a", "0"]
     assert rows[1].split()[-1] in ("KiB", "MiB", "GiB")  # the peak RSS of the measurement
     assert rows[2].split()[0] == "thunder"  # skipped without lightning-thunder, measured with it
-    headline, case_line = out.rstrip().split("\n\n")[-1].splitlines()
+    headline, case_line, noise_line = out.rstrip().split("\n\n")[-1].splitlines()
+    assert re.match(r"machine (quiet|noisy): 1 control \(eager\) rows spread ", noise_line)
     assert headline.startswith("fusebench vs best peer (time per call, < 1× means fusebench is faster): ")
     assert case_line.split()[:2] == ["one_op", "numel=4"] and case_line.split()[2].endswith("×")
     assert re.search(r"fusebench [\d.]+ [nµm]?s, best peer (eager|thunder) [\d.]+ [nµm]?s$", case_line)
