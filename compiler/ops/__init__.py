@@ -33,6 +33,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     shape,
     sorting,
     special,
+    tensor_literal,
 )
 from compiler.ops.registry import OPS, Op, dispatch, register, resolve, torch_name
 

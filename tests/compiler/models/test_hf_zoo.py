@@ -1,0 +1,110 @@
+"""Hugging Face transformers architectures as users bring them (tiny random configurations, nothing
+downloaded), called as their model cards call them, through `compiler.jit(model)` and
+`torch.compile(model, backend="fusebench")`, against eager: the forward's whole output tree (a
+decoder's default call returns its cache, which must hold eager's keys and values and work for
+the next step), and a training call's loss and every parameter's gradient."""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import pytest
+import torch
+
+import compiler
+from tests.compiler.models.hf_zoo_configs import INPUTS, ZOO, ZooModel
+
+transformers = pytest.importorskip("transformers")
+
+TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
+GRADIENT_TOLERANCE = 1e-3  # ||g - g_eager|| / max(||g_eager||, GRADIENT_NORM_FLOOR)
+# NOTE: some gradients are zero in exact arithmetic (attention's key bias: it adds one constant to a
+# query's scores, which softmax ignores), so eager's own are rounding noise that no two summation
+# orders reproduce; the floor compares them by their absolute size instead.
+GRADIENT_NORM_FLOOR = 1e-4
+
+
+def _build(zoo: ZooModel) -> torch.nn.Module:
+    config = getattr(transformers, zoo.config_class)(**zoo.config)
+    torch.manual_seed(0)
+    return getattr(transformers, zoo.model_class)(config)
+
+
+def _compile(model: torch.nn.Module, entry: str) -> Any:
+    if entry == "jit":
+        return compiler.jit(model)
+    torch._dynamo.reset()
+    return torch.compile(model, backend="fusebench")
+
+
+def _assert_tree_close(got: Any, want: Any, where: str) -> None:
+    """Tensors, caches, model outputs, tuples and dicts compared leaf by leaf."""
+    assert type(got) is type(want), f"{where}: {type(got).__name__} where eager gives {type(want).__name__}"
+    if isinstance(want, torch.Tensor):
+        torch.testing.assert_close(got, want, **TOLERANCE, msg=lambda m: f"{where}: {m}")
+    elif isinstance(want, transformers.cache_utils.EncoderDecoderCache):
+        _assert_tree_close(got.self_attention_cache, want.self_attention_cache, f"{where}.self_attention_cache")
+        _assert_tree_close(got.cross_attention_cache, want.cross_attention_cache, f"{where}.cross_attention_cache")
+    elif isinstance(want, transformers.cache_utils.Cache):
+        assert len(got.layers) == len(want.layers), where
+        for index, (layer, expected) in enumerate(zip(got.layers, want.layers)):
+            _assert_tree_close(vars(layer), vars(expected), f"{where}.layers[{index}]")
+    elif isinstance(want, dict):  # ModelOutput is a dict too
+        assert list(got.keys()) == list(want.keys()), f"{where}: keys {list(got.keys())} != {list(want.keys())}"
+        for key in want:
+            _assert_tree_close(got[key], want[key], f"{where}.{key}")
+    elif isinstance(want, (tuple, list)):
+        assert len(got) == len(want), where
+        for index, (item, expected) in enumerate(zip(got, want)):
+            _assert_tree_close(item, expected, f"{where}[{index}]")
+    else:
+        assert got == want, f"{where}: {got!r} != {want!r}"
+
+
+def _loss(output: Any) -> torch.Tensor:
+    """The output's loss, or for a model without a head, a loss of its first output."""
+    if getattr(output, "loss", None) is not None:
+        return output.loss
+    return output[0].square().mean()
+
+
+def _case(zoo: ZooModel, entry: str, mode: str) -> Any:
+    reason = zoo.known_failures.get(mode)
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(zoo, entry, mode, id=f"{zoo.name}-{entry}-{mode}", marks=marks)
+
+
+CASES = [_case(zoo, entry, mode) for zoo in ZOO for entry in ("jit", "dynamo") for mode in ("forward", "training")]
+
+
+@pytest.mark.parametrize(("zoo", "entry", "mode"), CASES)
+def test_matches_eager(zoo: ZooModel, entry: str, mode: str) -> None:
+    training = mode == "training"
+    eager = _build(zoo).train(training)
+    model = copy.deepcopy(eager)
+    compiled = _compile(model, entry)
+    inputs = INPUTS[zoo.inputs](torch.Generator().manual_seed(1), training)
+    with torch.set_grad_enabled(training):
+        output = compiled(**copy.deepcopy(inputs))
+        expected = eager(**inputs)
+    _assert_tree_close(output, expected, zoo.name)
+    cache_key = next((key for key in ("cache", "past_key_values") if expected.get(key) is not None), None)
+    if cache_key is not None and not training:
+        # the compiled call's cache serves eager's next step as eager's own does
+        tokens = "decoder_input_ids" if "decoder_input_ids" in inputs else "input_ids"
+        step = {**inputs, tokens: inputs[tokens][:, -1:]}
+        following = eager(**step, **{cache_key: output[cache_key]})
+        reference = eager(**step, **{cache_key: expected[cache_key]})
+        _assert_tree_close(following.logits, reference.logits, f"{zoo.name} next step")
+    if not training:
+        return
+    _loss(output).backward()
+    _loss(expected).backward()
+    for (name, got), want in zip(model.named_parameters(), eager.parameters()):
+        assert (got.grad is None) == (want.grad is None), f"{name}: gradient present in only one of the runs"
+        if want.grad is None:
+            continue
+        error = (got.grad - want.grad).norm() / want.grad.norm().clamp_min(GRADIENT_NORM_FLOOR)
+        assert error <= GRADIENT_TOLERANCE, f"{zoo.name} {name}: gradient error {error:.2e}"
