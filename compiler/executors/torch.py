@@ -18,6 +18,7 @@ from compiler import prims
 from compiler.core.errors import GuardFailure
 from compiler.core.memory import overlapping
 from compiler.executors.attention import attention, attention_backward, attention_forward
+from compiler.executors.convolution import convolution, convolution_backward
 from compiler.prims import NUMBER_IMPLS, Prim
 
 
@@ -336,6 +337,8 @@ IMPLS: dict[Prim, Callable] = {
     Prim.SDPA: attention,
     Prim.SDPA_FORWARD: attention_forward,
     Prim.SDPA_BACKWARD: attention_backward,
+    Prim.CONVOLUTION: convolution,
+    Prim.CONVOLUTION_BACKWARD: convolution_backward,
     Prim.FULL: lambda shape, value, dtype, device: torch.full(shape, value, dtype=dtype, device=device),
     Prim.EMPTY: lambda shape, dtype, device: torch.empty(shape, dtype=dtype, device=device),
     Prim.IOTA: _iota,

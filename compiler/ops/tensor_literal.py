@@ -2,8 +2,8 @@
 
 Programs build small constants this way (an empty cache buffer, `torch.tensor([], dtype=...)`; a
 mask's fill value; a list of positions). The data may hold Python numbers, `NumberProxy` values
-and 0-d tensors; its nesting gives the shape, its values the dtype as torch infers it (bool, then
-int64, then the default float dtype). A constant that is one value throughout is one `full`; other
+and 0-d tensors; its nesting gives the shape, and the dtype is inferred as torch infers it (each
+value's type, promoted together). A constant that is one value throughout is one `full`; other
 data is its elements laid end to end and reshaped. Tensors in the data are read without their
 gradient, as eager copies their values.
 """
@@ -49,15 +49,17 @@ def _shape_and_leaves(data: Any, name: str) -> tuple[list[int], list[Any]]:
 
 
 def _inferred_dtype(leaves: list[Any]) -> torch.dtype:
-    """torch's inference: bool if every value is, else int64 if no value is a float, else the default."""
-    kinds = [leaf.python_type if isinstance(leaf, NumberProxy) else type(leaf) for leaf in leaves]
-    kinds += [dtypes.python_type(leaf.dtype) for leaf in leaves if isinstance(leaf, TensorProxy)]
-    kinds = [kind for kind in kinds if kind is not TensorProxy]
-    if kinds and all(kind is bool for kind in kinds):
-        return torch.bool
-    if any(kind is float for kind in kinds):
-        return torch.get_default_dtype()
-    return torch.int64 if kinds else torch.get_default_dtype()
+    """torch's inference: each value's own type (a float is the default dtype, an int int64, a
+    tensor its dtype), promoted together; no values at all give the default dtype."""
+    inferred = None
+    for leaf in leaves:
+        if isinstance(leaf, TensorProxy):
+            dtype = leaf.dtype
+        else:
+            kind = leaf.python_type if isinstance(leaf, NumberProxy) else type(leaf)
+            dtype = {bool: torch.bool, int: torch.int64}.get(kind, torch.get_default_dtype())
+        inferred = dtype if inferred is None else torch.promote_types(inferred, dtype)
+    return inferred or torch.get_default_dtype()
 
 
 def _element(leaf: Any, dtype: torch.dtype, device: torch.device) -> TensorProxy:

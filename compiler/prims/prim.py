@@ -103,6 +103,13 @@ class Prim(enum.Enum):
     SDPA_FORWARD = "sdpa_forward"
     # attention's backward: (dq, dk, dv) from the output's cotangent, sdpa's arguments, out and logsumexp
     SDPA_BACKWARD = "sdpa_backward"
+    # (a, weight, bias, stride, padding, dilation, groups): torch's convolution over a's trailing
+    # len(stride) dims, a [batch, channels, *spatial], weight [out, channels // groups, *kernel],
+    # bias [out] or None; padding is zeros, the same on both sides of each dim
+    CONVOLUTION = "convolution"
+    # (grad, a, weight, stride, padding, dilation, groups, output_mask): the cotangents of
+    # convolution's (a, weight, bias) where output_mask (three bools) says so, in that order
+    CONVOLUTION_BACKWARD = "convolution_backward"
     # factories
     FULL = "full"
     EMPTY = "empty"

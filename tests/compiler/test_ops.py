@@ -33,6 +33,7 @@ from tests.compiler import (
     opinfo_scatter,
     opinfo_shape,
     opinfo_special,
+    opinfo_zoo,
 )
 from tests.compiler.opinfo import as_function, assert_matches, iter_calls, run_case, samples_for
 
@@ -50,6 +51,7 @@ CASES = (
     + opinfo_scatter.CASES
     + opinfo_special.CASES
     + opinfo_activations.CASES
+    + opinfo_zoo.CASES
 )
 
 # Registered torch callables that no sample reaches, each with the reason. Keep it short.

@@ -7,7 +7,6 @@ the next step), and a training call's loss and every parameter's gradient."""
 from __future__ import annotations
 
 import copy
-import time
 from typing import Any
 
 import pytest
