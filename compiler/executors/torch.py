@@ -112,10 +112,16 @@ def _argmax(a: torch.Tensor, dim: int | None) -> torch.Tensor:
     return torch.argmax(a, dim)
 
 
+# NOTE: dtype=a.dtype: the scan prims keep their operand's dtype, where torch's own ops sum small
+# integers (int32, bool) in int64
 def _cumsum(a: torch.Tensor, dim: int, reverse: bool) -> torch.Tensor:
     if reverse:
-        return torch.cumsum(a.flip(dim), dim).flip(dim)
-    return torch.cumsum(a, dim)
+        return torch.cumsum(a.flip(dim), dim, dtype=a.dtype).flip(dim)
+    return torch.cumsum(a, dim, dtype=a.dtype)
+
+
+def _cumprod(a: torch.Tensor, dim: int) -> torch.Tensor:
+    return torch.cumprod(a, dim, dtype=a.dtype)
 
 
 def _argsort(a: torch.Tensor, dim: int, descending: bool, stable: bool) -> torch.Tensor:
@@ -313,7 +319,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.AMIN: _reduce(torch.amin),
     Prim.ARGMAX: _argmax,
     Prim.CUMSUM: _cumsum,
-    Prim.CUMPROD: torch.cumprod,
+    Prim.CUMPROD: _cumprod,
     Prim.ARGSORT: _argsort,
     Prim.TOPK: _topk,
     Prim.BROADCAST_IN_DIM: _broadcast_in_dim,
@@ -334,6 +340,7 @@ IMPLS: dict[Prim, Callable] = {
     ),
     Prim.MATMUL: torch.matmul,
     Prim.LINEAR: F.linear,
+    Prim.GROUPED_MM: lambda a, b, offs: torch._grouped_mm(a, b, offs=offs),
     Prim.SDPA: attention,
     Prim.SDPA_FORWARD: attention_forward,
     Prim.SDPA_BACKWARD: attention_backward,

@@ -16,6 +16,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     einsum,
     elementwise,
     embedding,
+    experts,
     factory,
     foreach,
     indexing,

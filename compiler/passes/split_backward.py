@@ -49,7 +49,8 @@ from compiler.prims import ELEMENTWISE, FACTORIES, RANDOM, SHAPE_OPS, VIEWS, Pri
 # Prims whose outputs the backward may recompute instead of loading them.
 # NOTE: random draws are saved, never recomputed: drawing again would give other numbers.
 RECOMPUTABLE = ELEMENTWISE | SHAPE_OPS | (FACTORIES - RANDOM - {Prim.EMPTY})
-# Prims that read their operands from memory outside any fusion (cuBLAS, fused attention, cuDNN).
+# Prims that read their operands from memory outside any fusion (cuBLAS, fused attention, cuDNN,
+# grouped GEMMs).
 MATERIALIZING = frozenset(
     {
         Prim.MATMUL,
@@ -59,6 +60,7 @@ MATERIALIZING = frozenset(
         Prim.SDPA_BACKWARD,
         Prim.CONVOLUTION,
         Prim.CONVOLUTION_BACKWARD,
+        Prim.GROUPED_MM,
     }
 )
 

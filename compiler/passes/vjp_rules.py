@@ -13,7 +13,7 @@ integer results, factories, guards, write-backs, and `stop_gradient`, eager's de
 trunc, sign): their outputs still count as differentiable, as in eager PyTorch, where an input
 reached only through them gets a zero gradient.
 The structural prims (shapes, indexing, linear algebra) are in `vjp_structural.py`, the scatters
-in `vjp_scatter.py`, attention in `vjp_attention.py`, convolution in `vjp_conv.py`.
+in `vjp_scatter.py`, attention in `vjp_attention.py`, convolution and grouped_mm in `vjp_library.py`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from compiler import prims
 from compiler.core.ir import BoundSymbol, TensorProxy
 from compiler.ops.reductions import expand_reduced
 from compiler.passes.vjp_attention import ATTENTION_RULES, FORWARD_REWRITES
-from compiler.passes.vjp_conv import CONVOLUTION_RULES
+from compiler.passes.vjp_library import LIBRARY_RULES
 from compiler.passes.vjp_scatter import SCATTER_RULES
 from compiler.passes.vjp_structural import STRUCTURAL_RULES
 from compiler.prims import COMPARISONS, FACTORIES, PROLOGUE_ONLY, Prim
@@ -240,6 +240,6 @@ VJP: dict[Prim, Rule] = {
     **STRUCTURAL_RULES,
     **SCATTER_RULES,
     **ATTENTION_RULES,
-    **CONVOLUTION_RULES,
+    **LIBRARY_RULES,
 }
 REWRITTEN = frozenset(FORWARD_REWRITES)

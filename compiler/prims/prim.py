@@ -99,6 +99,11 @@ class Prim(enum.Enum):
     MATMUL = "matmul"
     LINEAR = "linear"
     SDPA = "sdpa"
+    # (a, b, offs): one matmul per group of a dim, groups ending at the int32 offsets `offs` (a
+    # mixture of experts' layers, torch._grouped_mm): a [rows, k] @ b [groups, k, n] -> [rows, n],
+    # each row by its group's matrix; or a [k, rows] @ b [rows, n] -> [groups, k, n], each group's
+    # rows summed over (the weights' gradient)
+    GROUPED_MM = "grouped_mm"
     # attention on a differentiable path: (out, logsumexp), the softmax statistics its backward reads
     SDPA_FORWARD = "sdpa_forward"
     # attention's backward: (dq, dk, dv) from the output's cotangent, sdpa's arguments, out and logsumexp
