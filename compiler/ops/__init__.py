@@ -27,6 +27,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     nn,
     norms,
     padding,
+    pooling,
     random,
     rearrange,
     reductions,

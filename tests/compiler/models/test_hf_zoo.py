@@ -18,11 +18,12 @@ from tests.compiler.models.hf_zoo_configs import INPUTS, ZOO, ZooModel
 transformers = pytest.importorskip("transformers")
 
 TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
-GRADIENT_TOLERANCE = 1e-3  # ||g - g_eager|| / max(||g_eager||, GRADIENT_NORM_FLOOR)
+GRADIENT_TOLERANCE = 1e-3  # ||g - g_eager|| / max(||g_eager||, floor)
 # NOTE: some gradients are zero in exact arithmetic (attention's key bias: it adds one constant to a
 # query's scores, which softmax ignores), so eager's own are rounding noise that no two summation
-# orders reproduce; the floor compares them by their absolute size instead.
-GRADIENT_NORM_FLOOR = 1e-4
+# orders reproduce; the floor, this fraction of the model's largest gradient norm, compares those
+# by their size next to the others instead.
+GRADIENT_NORM_FLOOR = 1e-5
 
 
 def _build(zoo: ZooModel) -> torch.nn.Module:
@@ -63,10 +64,14 @@ def _assert_tree_close(got: Any, want: Any, where: str) -> None:
 
 
 def _loss(output: Any) -> torch.Tensor:
-    """The output's loss, or for a model without a head, a loss of its first output."""
+    """The output's loss, or for a model without a head, its first output against fixed random
+    weights (NOTE: not a norm of it: a model ending in a layer norm makes that nearly constant,
+    its gradients rounding noise)."""
     if getattr(output, "loss", None) is not None:
         return output.loss
-    return output[0].square().mean()
+    features = output[0]
+    weights = torch.randn(features.shape, generator=torch.Generator().manual_seed(2), dtype=features.dtype)
+    return (features * weights).sum()
 
 
 def _case(zoo: ZooModel, entry: str, mode: str) -> Any:
@@ -101,9 +106,10 @@ def test_matches_eager(zoo: ZooModel, entry: str, mode: str) -> None:
         return
     _loss(output).backward()
     _loss(expected).backward()
+    largest = max(p.grad.norm() for p in eager.parameters() if p.grad is not None)
     for (name, got), want in zip(model.named_parameters(), eager.parameters()):
         assert (got.grad is None) == (want.grad is None), f"{name}: gradient present in only one of the runs"
         if want.grad is None:
             continue
-        error = (got.grad - want.grad).norm() / want.grad.norm().clamp_min(GRADIENT_NORM_FLOOR)
+        error = (got.grad - want.grad).norm() / want.grad.norm().clamp_min(GRADIENT_NORM_FLOOR * largest)
         assert error <= GRADIENT_TOLERANCE, f"{zoo.name} {name}: gradient error {error:.2e}"
