@@ -62,7 +62,8 @@ def histc(input: TensorProxy, bins: int = 100, min: Any = 0, max: Any = 0, *, ou
 def grouped_mm(
     mat_a: TensorProxy, mat_b: TensorProxy, offs: Any = None, bias: Any = None, out_dtype: Any = None
 ) -> TensorProxy:
-    """torch._grouped_mm: 2-d x 3-d and 2-d x 2-d with offsets (prims.grouped_mm), 3-d x 3-d without (a batched matmul)."""
+    """torch._grouped_mm: 2-d x 3-d and 2-d x 2-d with offsets (prims.grouped_mm), 3-d x 3-d without
+    (a batched matmul)."""
     check(bias is None, lambda: f"torch._grouped_mm: bias is not supported{called_at()}", NotImplementedError)
     check(
         out_dtype in (None, mat_a.dtype),
@@ -73,7 +74,8 @@ def grouped_mm(
         check(
             mat_a.ndim == 3 and mat_b.ndim == 3,
             lambda: (
-                f"torch._grouped_mm: without offs both operands must be 3-d, got {mat_a.ndim}-d and {mat_b.ndim}-d{called_at()}"
+                f"torch._grouped_mm: without offs both operands must be 3-d, got {mat_a.ndim}-d and "
+                f"{mat_b.ndim}-d{called_at()}"
             ),
             NotImplementedError,
         )
