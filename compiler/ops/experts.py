@@ -95,9 +95,12 @@ def grouped_mm(
 def transformers_grouped_mm(input: TensorProxy, weight: TensorProxy, offs: TensorProxy) -> TensorProxy:
     """transformers' grouped_mm_fallback (what its experts call where `torch._grouped_mm` is not
     used, under compilation in float32 among others): rows [offs[i-1], offs[i]) times weight[i],
-    rows past the last offset zero."""
-    product = grouped_mm(input, weight, offs)
+    rows past the last offset zero, with a zero gradient."""
     rows = prims.iota(input.shape[0], 0, 1, offs.dtype, input.device)
     last = prims.broadcast_in_dim(prims.slice(offs, [offs.shape[0] - 1], [offs.shape[0]], [1]), [input.shape[0]], [0])
-    covered = prims.broadcast_in_dim(prims.lt(rows, last), list(product.shape), [0])
-    return prims.where(covered, product, 0.0)
+    covered = prims.lt(rows, last)
+    # NOTE: the rows past the last offset are masked going in too, so that their gradient is zero
+    # as well (grouped_mm leaves those rows of its results unwritten)
+    input = prims.where(prims.broadcast_in_dim(covered, list(input.shape), [0]), input, 0.0)
+    product = grouped_mm(input, weight, offs)
+    return prims.where(prims.broadcast_in_dim(covered, list(product.shape), [0]), product, 0.0)

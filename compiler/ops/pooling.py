@@ -2,9 +2,10 @@
 
 Output cell i of a dim of size `size` pooled to `out` averages the input over
 [floor(i * size / out), ceil((i + 1) * size / out)). The window is a product of one interval per
-pooled dim, so the 2-d pooling is the 1-d pooling applied per dim. Where `out` divides `size` the
-windows tile the dim: one reshape and one mean; otherwise each window is a slice and a mean,
-laid end to end.
+pooled dim, so the 2-d pooling is the 1-d pooling applied per dim. One window is a mean; where
+`out` divides `size` the windows tile the dim: one reshape and one mean; otherwise each window is
+a slice and a mean, laid end to end. Except for one window, a symbolic size is specialised
+(guarded) to its value: the windows depend on it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from compiler.ops.registry import register
 
 
 def _pooled_dim(x: TensorProxy, dim: int, out: int) -> TensorProxy:
-    size = x.shape[dim]
+    if out == 1:  # one window: the mean, over a symbolic size too
+        return mean(x, dim, keepdim=True)
+    # NOTE: other windows need the size's value: a symbolic size is specialised (guarded) to it
+    size = int(x.shape[dim])
     if out == size:
         return x
     if size % out == 0:
@@ -51,10 +55,10 @@ def _adaptive_avg_pool(name: str, input: Any, output_size: Any, pooled: int) -> 
     result = input
     for offset, out in enumerate(sizes):
         dim = first + offset
-        out = input.shape[dim] if out is None else out
+        out = int(input.shape[dim]) if out is None else out
         check(
-            isinstance(out, int) and out >= 1 and isinstance(input.shape[dim], int),
-            lambda out=out: f"{name}: output sizes must be positive ints over constant sizes, got {out!r}{called_at()}",
+            isinstance(out, int) and out >= 1,
+            lambda out=out: f"{name}: output sizes must be positive ints, got {out!r}{called_at()}",
             NotImplementedError,
         )
         result = _pooled_dim(result, dim, out)

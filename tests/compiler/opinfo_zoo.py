@@ -1,15 +1,17 @@
 """Op cases for the ops Hugging Face models reach beyond the core ones: convolutions (audio and
-vision front ends) and tensors built from Python data (`torch.tensor`, `torch.as_tensor`,
-`torch.scalar_tensor`: caches, masks, positions). Gradients of convolutions are checked in
-tests/compiler/ops/test_convolution.py."""
+vision front ends), tensors built from Python data (`torch.tensor`, `torch.as_tensor`,
+`torch.scalar_tensor`: caches, masks, positions), a mixture of experts' routing (histc, grouped
+GEMMs), adaptive average pooling and weight normalisation. Gradients are checked in
+tests/compiler/ops/test_convolution.py and test_zoo_op_gradients.py."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import torch
+import torch.nn.functional as F
 
-from tests.compiler.opinfo import ALL, FLOATS, Maker, OpCase, Sample, named
+from tests.compiler.opinfo import ALL, FLOATS, Maker, OpCase, Sample, method, named
 
 CONV_TOL = {torch.float32: (1e-4, 1e-5), torch.float64: (1e-7, 1e-7), torch.bfloat16: (2e-2, 2e-2)}
 
@@ -63,6 +65,39 @@ def _scalar_tensor_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((-1.5,), {"dtype": make.dtype})
 
 
+def _histc_samples(make: Maker) -> Iterator[Sample]:
+    routed = make(12, dtype=torch.int64, low=0, high=4).to(make.dtype)  # expert ids, as Mixtral's
+    yield Sample((routed,), {"bins": 4, "min": 0, "max": 3})
+    yield Sample((make(3, 5),), {"bins": 7, "min": -2, "max": 2.5})  # values outside fall out
+    yield Sample((make(6),), {"bins": 3, "min": -1, "max": 1})
+
+
+def _grouped_mm_samples(make: Maker) -> Iterator[Sample]:
+    # NOTE: torch's kernel wants 16-byte aligned strides: 8 and 16 wide rows
+    offsets = torch.tensor([3, 3, 8], dtype=torch.int32)  # an expert with no rows
+    yield Sample((make(8, 8), make(3, 8, 16)), {"offs": offsets})
+    yield Sample((make(8, 16).mT, make(8, 16)), {"offs": offsets})  # the weights' gradient mode
+    yield Sample((make(2, 8, 8), make(2, 8, 16)))  # no offsets: a batched matmul
+
+
+def _pool1d_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3, 8), 1))  # Swin's pooler
+    yield Sample((make(2, 3, 7), 3))  # overlapping windows
+    yield Sample((make(3, 5, noncontiguous=True), 5))
+
+
+def _pool2d_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3, 6, 5), (2, 3)))
+    yield Sample((make(3, 4, 4), 1))
+    yield Sample((make(1, 2, 6, 5), (None, 2)))
+
+
+def _weight_norm_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(6, 4, 5), make(1, 1, 5), 2))  # wav2vec2's positional convolution
+    yield Sample((make(6, 4), make(6, 1), 0))
+    yield Sample((make(6, 4), make(), -1))
+
+
 CASES = [
     OpCase("conv1d", (torch.conv1d,), _conv1d_samples, FLOATS, CONV_TOL),
     OpCase("conv2d", (torch.conv2d,), _conv2d_samples, FLOATS, CONV_TOL),
@@ -76,4 +111,9 @@ CASES = [
     ),
     OpCase("as_tensor", (torch.as_tensor,), _as_tensor_samples, ALL),
     OpCase("scalar_tensor", (torch.scalar_tensor,), _scalar_tensor_samples, ALL),
+    OpCase("histc", (torch.histc, method("histc")), _histc_samples, (torch.float32, torch.float64)),
+    OpCase("_grouped_mm", (torch._grouped_mm,), _grouped_mm_samples, (torch.float32,), CONV_TOL),
+    OpCase("adaptive_avg_pool1d", (torch.adaptive_avg_pool1d,), _pool1d_samples, FLOATS),
+    OpCase("adaptive_avg_pool2d", (F.adaptive_avg_pool2d,), _pool2d_samples, FLOATS),
+    OpCase("_weight_norm", (torch._weight_norm,), _weight_norm_samples, FLOATS, CONV_TOL),
 ]

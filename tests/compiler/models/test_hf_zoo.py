@@ -113,3 +113,21 @@ def test_matches_eager(zoo: ZooModel, entry: str, mode: str) -> None:
             continue
         error = (got.grad - want.grad).norm() / want.grad.norm().clamp_min(GRADIENT_NORM_FLOOR * largest)
         assert error <= GRADIENT_TOLERANCE, f"{zoo.name} {name}: gradient error {error:.2e}"
+
+
+class _Unsupported(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.special.i0e(x)  # no decomposition registered
+
+
+def test_an_unsupported_op_is_one_line_naming_op_module_and_source_line() -> None:
+    model = _build(next(zoo for zoo in ZOO if zoo.name == "gpt2"))
+    model.transformer.h[1].mlp.act = _Unsupported()
+    ids = torch.zeros(1, 4, dtype=torch.long)
+    with pytest.raises(NotImplementedError) as raised:
+        compiler.jit(model)(input_ids=ids)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith("torch.special.i0e is not supported by the fusebench compiler (called at ")
+    assert f"{__file__}:" in message and "return torch.special.i0e(x)" in message
+    assert message.endswith("[while tracing module 'transformer.h.1.mlp.act' (_Unsupported)]")
