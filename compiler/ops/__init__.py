@@ -11,6 +11,7 @@ from compiler.core import proxies
 from compiler.ops import (  # noqa: F401  (each module registers its ops)
     activations,
     advanced_indexing,
+    batch_norm,
     conversion,
     convolution,
     einsum,

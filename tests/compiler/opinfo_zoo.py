@@ -1,7 +1,7 @@
 """Op cases for the ops Hugging Face models reach beyond the core ones: convolutions (audio and
 vision front ends), tensors built from Python data (`torch.tensor`, `torch.as_tensor`,
 `torch.scalar_tensor`: caches, masks, positions), a mixture of experts' routing (histc, grouped
-GEMMs), adaptive average pooling and weight normalisation. Gradients are checked in
+GEMMs), adaptive average pooling, batch and weight normalisation. Gradients are checked in
 tests/compiler/ops/test_convolution.py and test_zoo_op_gradients.py."""
 
 from __future__ import annotations
@@ -98,6 +98,13 @@ def _weight_norm_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(6, 4), make(), -1))
 
 
+def _batch_norm_samples(make: Maker) -> Iterator[Sample]:
+    stats = lambda: (make(3), make(3, low=0.5, high=2.0))
+    yield Sample((make(4, 3, 5, 5), *stats(), make(3), make(3)), {"training": False})
+    yield Sample((make(4, 3, 6), *stats()), {"training": True, "momentum": 0.2})
+    yield Sample((make(5, 3), None, None, make(3), None), {"training": True})
+
+
 CASES = [
     OpCase("conv1d", (torch.conv1d,), _conv1d_samples, FLOATS, CONV_TOL),
     OpCase("conv2d", (torch.conv2d,), _conv2d_samples, FLOATS, CONV_TOL),
@@ -115,5 +122,6 @@ CASES = [
     OpCase("_grouped_mm", (torch._grouped_mm,), _grouped_mm_samples, (torch.float32,), CONV_TOL),
     OpCase("adaptive_avg_pool1d", (torch.adaptive_avg_pool1d,), _pool1d_samples, FLOATS),
     OpCase("adaptive_avg_pool2d", (F.adaptive_avg_pool2d,), _pool2d_samples, FLOATS),
+    OpCase("batch_norm", (F.batch_norm,), _batch_norm_samples, FLOATS, CONV_TOL),
     OpCase("_weight_norm", (torch._weight_norm,), _weight_norm_samples, FLOATS, CONV_TOL),
 ]

@@ -1,9 +1,10 @@
-"""Gradients of the ops the Hugging Face zoo added (grouped GEMMs, weight normalisation, adaptive
-pooling) against eager on random inputs, and what those ops must keep exact: scan dtypes,
+"""Gradients of the ops the Hugging Face zoo added (grouped GEMMs, weight and batch normalisation,
+adaptive pooling) against eager on random inputs, and what those ops must keep exact: scan dtypes,
 transformers' grouped-GEMM fallback operator, constants built from tensors carrying no gradient."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 import pytest
@@ -71,6 +72,25 @@ def test_adaptive_avg_pool_gradients(pool: Callable, shape: tuple, size: int | t
     x = torch.randn(shape, requires_grad=True)
     out = torch.randn(pool(x, size).shape)
     _assert_gradients_match(lambda x, w: (pool(x, size) * w).sum(), [x, out], [0])
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("shape", [(4, 3, 5, 5), (6, 3)])
+def test_batch_norm_gradients_and_running_statistics(training: bool, shape: tuple) -> None:
+    torch.manual_seed(0)
+    norm = (torch.nn.BatchNorm2d(3) if len(shape) == 4 else torch.nn.BatchNorm1d(3)).train(training)
+    with torch.no_grad():
+        for t in (norm.weight, norm.bias, norm.running_mean):
+            t.uniform_(-1, 1)
+        norm.running_var.uniform_(0.5, 2.0)
+    eager = copy.deepcopy(norm)
+    x, out = torch.randn(shape, requires_grad=True), torch.randn(shape)
+    got = torch.autograd.grad((compiler.jit(norm)(x) * out).sum(), (x, norm.weight, norm.bias))
+    want = torch.autograd.grad((eager(x) * out).sum(), (x, eager.weight, eager.bias))
+    for g, e in zip(got, want):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-5)
+    for name, buffer in norm.named_buffers():  # updated in place in training, as eager's
+        torch.testing.assert_close(buffer, dict(eager.named_buffers())[name], msg=lambda m, name=name: f"{name}: {m}")
 
 
 def test_cumsum_keeps_the_int32_it_was_asked_for() -> None:
