@@ -1,7 +1,7 @@
 """Op cases for the ops Hugging Face models reach beyond the core ones: convolutions (audio and
 vision front ends), tensors built from Python data (`torch.tensor`, `torch.as_tensor`,
 `torch.scalar_tensor`: caches, masks, positions), a mixture of experts' routing (histc, grouped
-GEMMs), adaptive average pooling, batch and weight normalisation. Gradients are checked in
+GEMMs), adaptive average and max pooling, batch and weight normalisation. Gradients are checked in
 tests/compiler/ops/test_convolution.py and test_zoo_op_gradients.py."""
 
 from __future__ import annotations
@@ -92,6 +92,13 @@ def _pool2d_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(1, 2, 6, 5), (None, 2)))
 
 
+def _max_pool2d_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3, 8, 8), 3, 2, 1))  # a ResNet's stem
+    yield Sample((make(3, 7, 6), 2))
+    yield Sample((make(1, 2, 7, 7, noncontiguous=True), (3, 2)), {"stride": (1, 2), "dilation": (2, 1)})
+    yield Sample((make.small_values(2, 2, 6, 6), 2))  # ties
+
+
 def _weight_norm_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(6, 4, 5), make(1, 1, 5), 2))  # wav2vec2's positional convolution
     yield Sample((make(6, 4), make(6, 1), 0))
@@ -122,6 +129,7 @@ CASES = [
     OpCase("_grouped_mm", (torch._grouped_mm,), _grouped_mm_samples, (torch.float32,), CONV_TOL),
     OpCase("adaptive_avg_pool1d", (torch.adaptive_avg_pool1d,), _pool1d_samples, FLOATS),
     OpCase("adaptive_avg_pool2d", (F.adaptive_avg_pool2d,), _pool2d_samples, FLOATS),
+    OpCase("max_pool2d", (F.max_pool2d,), _max_pool2d_samples, FLOATS),
     OpCase("batch_norm", (F.batch_norm,), _batch_norm_samples, FLOATS, CONV_TOL),
     OpCase("_weight_norm", (torch._weight_norm,), _weight_norm_samples, FLOATS, CONV_TOL),
 ]

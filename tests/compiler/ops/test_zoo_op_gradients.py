@@ -1,5 +1,5 @@
 """Gradients of the ops the Hugging Face zoo added (grouped GEMMs, weight and batch normalisation,
-adaptive pooling) against eager on random inputs, and what those ops must keep exact: scan dtypes,
+adaptive and max pooling) against eager on random inputs, and what those ops must keep exact: scan dtypes,
 transformers' grouped-GEMM fallback operator, constants built from tensors carrying no gradient."""
 
 from __future__ import annotations
@@ -72,6 +72,20 @@ def test_adaptive_avg_pool_gradients(pool: Callable, shape: tuple, size: int | t
     x = torch.randn(shape, requires_grad=True)
     out = torch.randn(pool(x, size).shape)
     _assert_gradients_match(lambda x, w: (pool(x, size) * w).sum(), [x, out], [0])
+
+
+@pytest.mark.parametrize(
+    ("shape", "kwargs"),
+    [
+        ((2, 3, 8, 8), {"kernel_size": 3, "stride": 2, "padding": 1}),
+        ((3, 7, 7), {"kernel_size": (3, 2), "dilation": (2, 1)}),
+    ],
+)
+def test_max_pool2d_gradient_goes_to_the_first_maximum(shape: tuple, kwargs: dict) -> None:
+    torch.manual_seed(0)
+    x = torch.randn(shape).clamp(min=0.0).requires_grad_()  # windows of equal zeros: ties
+    out = torch.randn(F.max_pool2d(x, **kwargs).shape)
+    _assert_gradients_match(lambda x, w: (F.max_pool2d(x, **kwargs) * w).sum(), [x, out], [0])
 
 
 @pytest.mark.parametrize("training", [True, False])
