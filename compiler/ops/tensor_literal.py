@@ -85,7 +85,8 @@ def _built(data: Any, dtype: Any, device: Any, name: str) -> TensorProxy:
         ValueError,
     )
     concrete = [leaf for leaf in leaves if not isinstance(leaf, (NumberProxy, TensorProxy))]
-    if len(concrete) == len(leaves) and len(set(concrete)) <= 1:
+    # NOTE: compared by repr, not ==: -0.0 == 0.0 and nan != nan, but a `full` must repeat one value
+    if len(concrete) == len(leaves) and len({repr(v) for v in concrete}) <= 1:
         value = dtypes.python_type(dtype)(concrete[0]) if concrete else dtypes.python_type(dtype)(0)
         return prims.full(shape, value, dtype, device)
     elements = [_element(leaf, dtype, device) for leaf in leaves]

@@ -74,9 +74,15 @@ def _loss(output: Any) -> torch.Tensor:
     return (features * weights).sum()
 
 
+# NOTE: the whole zoo takes minutes on two CPU cores (each case compiles a model, dynamo's cases
+# twice); GPT-2 and Llama, a decoder's default call in each family, run by default, the rest are slow.
+DEFAULT = ("gpt2", "llama")
+
+
 def _case(zoo: ZooModel, entry: str, mode: str) -> Any:
     reason = zoo.known_failures.get(mode)
     marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    marks += [] if zoo.name in DEFAULT else [pytest.mark.slow]
     return pytest.param(zoo, entry, mode, id=f"{zoo.name}-{entry}-{mode}", marks=marks)
 
 
