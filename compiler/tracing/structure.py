@@ -92,7 +92,9 @@ def _flatten(value: Any, leaves: list) -> Spec:
     if isinstance(value, list):
         return Spec("list", list, (), tuple(_flatten(v, leaves) for v in value))
     attributes = getattr(value, "__dict__", None)
-    if not isinstance(value, type) and isinstance(attributes, dict) and _holds_proxy(attributes):
+    # NOTE: a module is returned as itself (its parameters hold proxies only while it is traced)
+    rebuilt = not isinstance(value, (type, torch.nn.Module)) and isinstance(attributes, dict)
+    if rebuilt and _holds_proxy(attributes):
         traced = {k: v for k, v in attributes.items() if _holds_proxy(v)}
         constants = tuple((k, _Traced if k in traced else v) for k, v in attributes.items())
         children = tuple(_flatten(v, leaves) for v in traced.values())

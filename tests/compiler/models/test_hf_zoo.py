@@ -2,11 +2,15 @@
 downloaded), called as their model cards call them, through `compiler.jit(model)` and
 `torch.compile(model, backend="fusebench")`, against eager: the forward's whole output tree (a
 decoder's default call returns its cache, which must hold eager's keys and values and work for
-the next step), and a training call's loss and every parameter's gradient."""
+the next step), and a training call's loss and every parameter's gradient.
+
+Models and inputs are made on the CPU, or on the device FUSEBENCH_ZOO_DEVICE names (`cuda` runs
+them through the default executors there: nvFuser, fused attention, cuDNN)."""
 
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 import pytest
@@ -17,6 +21,7 @@ from tests.compiler.models.hf_zoo_configs import INPUTS, ZOO, ZooModel
 
 transformers = pytest.importorskip("transformers")
 
+DEVICE = torch.device(os.environ.get("FUSEBENCH_ZOO_DEVICE", "cpu"))
 TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
 GRADIENT_TOLERANCE = 1e-3  # ||g - g_eager|| / max(||g_eager||, floor)
 # NOTE: some gradients are zero in exact arithmetic (attention's key bias: it adds one constant to a
@@ -29,7 +34,7 @@ GRADIENT_NORM_FLOOR = 1e-5
 def _build(zoo: ZooModel) -> torch.nn.Module:
     config = getattr(transformers, zoo.config_class)(**zoo.config)
     torch.manual_seed(0)
-    return getattr(transformers, zoo.model_class)(config)
+    return getattr(transformers, zoo.model_class)(config).to(DEVICE)
 
 
 def _compile(model: torch.nn.Module, entry: str) -> Any:
@@ -71,6 +76,7 @@ def _loss(output: Any) -> torch.Tensor:
         return output.loss
     features = output[0]
     weights = torch.randn(features.shape, generator=torch.Generator().manual_seed(2), dtype=features.dtype)
+    weights = weights.to(features.device)
     return (features * weights).sum()
 
 
@@ -95,7 +101,7 @@ def test_matches_eager(zoo: ZooModel, entry: str, mode: str) -> None:
     eager = _build(zoo).train(training)
     model = copy.deepcopy(eager)
     compiled = _compile(model, entry)
-    inputs = INPUTS[zoo.inputs](torch.Generator().manual_seed(1), training)
+    inputs = {k: v.to(DEVICE) for k, v in INPUTS[zoo.inputs](torch.Generator().manual_seed(1), training).items()}
     with torch.set_grad_enabled(training):
         output = compiled(**copy.deepcopy(inputs))
         expected = eager(**inputs)
@@ -129,7 +135,7 @@ class _Unsupported(torch.nn.Module):
 def test_an_unsupported_op_is_one_line_naming_op_module_and_source_line() -> None:
     model = _build(next(zoo for zoo in ZOO if zoo.name == "gpt2"))
     model.transformer.h[1].mlp.act = _Unsupported()
-    ids = torch.zeros(1, 4, dtype=torch.long)
+    ids = torch.zeros(1, 4, dtype=torch.long, device=DEVICE)
     with pytest.raises(NotImplementedError) as raised:
         compiler.jit(model)(input_ids=ids)
     message = str(raised.value)
