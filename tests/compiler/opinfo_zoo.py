@@ -1,7 +1,7 @@
 """Op cases for the ops Hugging Face models reach beyond the core ones: convolutions (audio and
 vision front ends), tensors built from Python data (`torch.tensor`, `torch.as_tensor`,
 `torch.scalar_tensor`: caches, masks, positions), a mixture of experts' routing (histc, grouped
-GEMMs), adaptive average and max pooling, batch and weight normalisation. Gradients are checked in
+GEMMs), movedim, adaptive average and max pooling, batch and weight normalisation. Gradients are checked in
 tests/compiler/ops/test_convolution.py and test_zoo_op_gradients.py."""
 
 from __future__ import annotations
@@ -99,6 +99,12 @@ def _max_pool2d_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make.small_values(2, 2, 6, 6), 2))  # ties
 
 
+def _movedim_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3, 4), 0, -1))
+    yield Sample((make(2, 3, 4, 5), (0, 3), (2, 0)))
+    yield Sample((make(2, 3), [], []))
+
+
 def _weight_norm_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(6, 4, 5), make(1, 1, 5), 2))  # wav2vec2's positional convolution
     yield Sample((make(6, 4), make(6, 1), 0))
@@ -130,6 +136,7 @@ CASES = [
     OpCase("adaptive_avg_pool1d", (torch.adaptive_avg_pool1d,), _pool1d_samples, FLOATS),
     OpCase("adaptive_avg_pool2d", (F.adaptive_avg_pool2d,), _pool2d_samples, FLOATS),
     OpCase("max_pool2d", (F.max_pool2d,), _max_pool2d_samples, FLOATS),
+    OpCase("movedim", (torch.movedim, method("movedim"), torch.moveaxis, method("moveaxis")), _movedim_samples, ALL),
     OpCase("batch_norm", (F.batch_norm,), _batch_norm_samples, FLOATS, CONV_TOL),
     OpCase("_weight_norm", (torch._weight_norm,), _weight_norm_samples, FLOATS, CONV_TOL),
 ]

@@ -143,6 +143,19 @@ DECODERS = [
     ZooModel("qwen3_moe", "Qwen3MoeForCausalLM", "Qwen3MoeConfig", {
         **_LLAMA_LIKE, "head_dim": 8, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
         "decoder_sparse_step": 1}),
+    ZooModel("starcoder2", "Starcoder2ForCausalLM", "Starcoder2Config", {
+        **_LLAMA_LIKE, "residual_dropout": 0.0, "embedding_dropout": 0.0}),
+    ZooModel("granite", "GraniteForCausalLM", "GraniteConfig", dict(_LLAMA_LIKE)),
+    ZooModel("cohere", "CohereForCausalLM", "CohereConfig", dict(_LLAMA_LIKE)),
+    ZooModel("codegen", "CodeGenForCausalLM", "CodeGenConfig", {
+        "n_layer": 2, "n_head": 4, "n_embd": 32, "rotary_dim": 4, "vocab_size": VOCAB, "n_positions": 64,
+        "n_ctx": 64, "attn_pdrop": 0.0, "resid_pdrop": 0.0, "embd_pdrop": 0.0, **_IDS}),
+    ZooModel("mpt", "MptForCausalLM", "MptConfig", {
+        "n_layers": 2, "n_heads": 4, "d_model": 32, "expansion_ratio": 2, "vocab_size": VOCAB, "max_seq_len": 64,
+        **_IDS}),
+    ZooModel("mamba", "MambaForCausalLM", "MambaConfig", {
+        "num_hidden_layers": 2, "hidden_size": 32, "state_size": 8, "expand": 2, "conv_kernel": 4,
+        "vocab_size": VOCAB, **_IDS}),
 ]
 
 ENCODERS = [
@@ -170,6 +183,8 @@ ENCODER_DECODERS = [
         "decoder_start_token_id": 0, **_IDS}, inputs="seq2seq"),
     ZooModel("bart", "BartForConditionalGeneration", "BartConfig", dict(_BART_LIKE), inputs="seq2seq"),
     ZooModel("mbart", "MBartForConditionalGeneration", "MBartConfig", dict(_BART_LIKE), inputs="seq2seq"),
+    ZooModel("pegasus", "PegasusForConditionalGeneration", "PegasusConfig", dict(_BART_LIKE), inputs="seq2seq"),
+    ZooModel("marian", "MarianMTModel", "MarianConfig", dict(_BART_LIKE), inputs="seq2seq"),
     ZooModel("whisper", "WhisperForConditionalGeneration", "WhisperConfig", {
         **{k: v for k, v in _BART_LIKE.items() if k not in ("max_position_embeddings", "forced_eos_token_id")},
         "num_mel_bins": 16, "max_source_positions": 16, "max_target_positions": 64}, inputs="speech"),
@@ -178,6 +193,15 @@ ENCODER_DECODERS = [
 VISION_AUDIO = [
     ZooModel("vit", "ViTForImageClassification", "ViTConfig", {
         **_VIT_LIKE, "image_size": 32, "patch_size": 8, "num_labels": 2}, inputs="image"),
+    ZooModel("deit", "DeiTForImageClassification", "DeiTConfig", {
+        **_VIT_LIKE, "image_size": 32, "patch_size": 8, "num_labels": 2}, inputs="image"),
+    ZooModel("dinov2", "Dinov2Model", "Dinov2Config", {
+        **_VIT_LIKE, "image_size": 32, "patch_size": 8, "drop_path_rate": 0.0}, inputs="image"),
+    ZooModel("segformer", "SegformerForImageClassification", "SegformerConfig", {
+        "num_channels": 3, "num_encoder_blocks": 2, "depths": [1, 1], "sr_ratios": [2, 1], "hidden_sizes": [8, 16],
+        "patch_sizes": [7, 3], "strides": [4, 2], "num_attention_heads": [1, 2], "mlp_ratios": [2, 2],
+        "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, "classifier_dropout_prob": 0.0,
+        "drop_path_rate": 0.0, "num_labels": 2}, inputs="image"),
     ZooModel("convnext", "ConvNextForImageClassification", "ConvNextConfig", {
         "num_channels": 3, "hidden_sizes": [8, 16], "depths": [1, 1], "num_stages": 2, "patch_size": 4,
         "num_labels": 2}, inputs="image"),
@@ -192,6 +216,12 @@ VISION_AUDIO = [
         "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32, "intermediate_size": 64,
         "image_size": 32, "patch_size": 8}, inputs="image"),
     ZooModel("wav2vec2", "Wav2Vec2Model", "Wav2Vec2Config", {
+        "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32, "intermediate_size": 64,
+        "conv_dim": [16, 16], "conv_stride": [5, 4], "conv_kernel": [10, 8], "num_conv_pos_embeddings": 8,
+        "num_conv_pos_embedding_groups": 4, "hidden_dropout": 0.0, "attention_dropout": 0.0,
+        "activation_dropout": 0.0, "feat_proj_dropout": 0.0, "layerdrop": 0.0, "mask_time_prob": 0.0,
+        "vocab_size": VOCAB}, inputs="audio"),
+    ZooModel("hubert", "HubertModel", "HubertConfig", {
         "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32, "intermediate_size": 64,
         "conv_dim": [16, 16], "conv_stride": [5, 4], "conv_kernel": [10, 8], "num_conv_pos_embeddings": 8,
         "num_conv_pos_embedding_groups": 4, "hidden_dropout": 0.0, "attention_dropout": 0.0,
