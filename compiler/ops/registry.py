@@ -96,6 +96,10 @@ def _custom_op(fn: Any) -> Op | None:
 
 def torch_name(fn: Any) -> str:
     """A readable dotted name for a torch callable (for error messages)."""
+    if isinstance(fn, torch._ops.OpOverloadPacket):
+        return "torch.ops." + fn._qualified_op_name.replace("::", ".")
+    if isinstance(fn, torch._ops.OpOverload):
+        return f"torch.ops.{fn._schema.name.replace('::', '.')}.{fn._overloadname}"
     module = getattr(fn, "__module__", None) or ""
     qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     if module.startswith("torch._C") or module == "torch.functional" or qualname.startswith("_Variable"):
