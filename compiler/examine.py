@@ -8,6 +8,7 @@
     compiler.examine.saved_for_backward(jfn)  # what the forward keeps for the backward (name, shape, dtype, bytes)
     compiler.examine.recompilations(jfn)   # per recompilation: which guard failed on which input, old vs new
     compiler.examine.cuda_graphs(jfn)      # per cache entry: CUDA graphs captured and replayed (cuda_graphs=True)
+    compiler.examine.fallbacks()           # what ran eagerly because it could not be compiled (dynamo's included)
 
 Each returns a list whose `str()` is a readable report, so `print(examine.fusions(jfn))` works.
 `fusions`, `why_not_fused`, `segments`, `repro` and `fusion_source_of` look at the forward (or
@@ -28,14 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from compiler.core.errors import check, short_repr
+from compiler.core.executor import fusion_executor
 from compiler.core.ir import Trace
+from compiler.executors.inductor import InductorFusion, InductorStats, inductor_fusions
 from compiler.executors.nvfuser import InputRecord, NvFuserStats, NvFusion, region_fusions
-from compiler.executors.nvfuser_repro import ops_by_scheduler, repro_script, segmentation_hint
-from compiler.executors.nvfuser_translate import fusion_source
-from compiler.passes.fuse import fusion_executor, partition
+from compiler.executors.nvfuser.define.translations import fusion_source
+from compiler.executors.nvfuser.diagnose.repro import ops_by_scheduler, repro_script, segmentation_hint
+from compiler.passes.fuse import partition
 from compiler.passes.split_backward import saved_summary
 from compiler.runtime.autograd import CompiledAutograd
-from compiler.runtime.cache import JittedFunction, called_jitted
+from compiler.runtime.cache import JittedFunction, called_jitted, jitted
 
 
 class Listing(list):
@@ -65,8 +68,9 @@ def _traces(jfn: Any, api: str, backward: bool = False) -> list[Trace]:
     return jfn.last_entry.backward_traces
 
 
-def _fused(jfn: Any, api: str, backward: bool = False) -> list[NvFusion]:
-    return list(region_fusions(_traces(jfn, api, backward)[-1]))
+def _fused(jfn: Any, api: str, backward: bool = False) -> list[NvFusion | InductorFusion]:
+    trace = _traces(jfn, api, backward)[-1]
+    return [*region_fusions(trace), *inductor_fusions(trace)]
 
 
 def _check_names(
@@ -122,7 +126,8 @@ def fusions(jfn: JittedFunction, *, backward: bool = False) -> Listing:
     """Each fusion's name, its ops, and its last actual inputs (shape, stride, dtype, device, value)."""
     result = Listing()
     for f in _fused(jfn, "fusions", backward):
-        runner = "torch (fallback)" if f.fallback_error else f.executor.options.runner
+        runner = "inductor" if isinstance(f, InductorFusion) else f.executor.options.runner
+        runner = "torch (fallback)" if f.fallback_error else runner
         error = f"{type(f.fallback_error).__name__}: {f.fallback_error}" if f.fallback_error else None
         ops = [str(b).splitlines()[0] for b in f.region.bsyms]
         outputs = [p.name for p in f.region.outputs]
@@ -146,9 +151,9 @@ def why_not_fused(jfn: JittedFunction, *, backward: bool = False) -> Listing:
     return Listing(d for d in partition(traces[fused_at - 1], options.executors).decisions)
 
 
-def stats(jfn: JittedFunction) -> NvFuserStats:
+def stats(jfn: JittedFunction) -> NvFuserStats | InductorStats:
     """Definitions, compilations, fallbacks and deferred calls (nvfuser_edge_sizes.py) counted by the
-    jitted function's nvFuser executor."""
+    jitted function's nvFuser executor (Inductor's: regions compiled, reused, fallbacks)."""
     executor = fusion_executor(_options(jfn, "stats").executors)
     check(executor is not None, lambda: "this function has no nvFuser executor", ValueError)
     return executor.stats
@@ -159,6 +164,27 @@ def recompilations(jfn: JittedFunction) -> Listing:
     the numbers automatic dynamic made symbolic for it."""
     _options(jfn, "recompilations")
     return Listing(jfn.recompilations)
+
+
+def fallbacks(jfn: JittedFunction | None = None, *, since: int = 0) -> Listing:
+    """What runs eagerly because this compiler could not compile it (`runtime/fallbacks.Fallback`:
+    what, the user's line, the reason, the kind). With `jfn` (a `jit(..., unsupported="eager")`
+    function): its fallback, if it fell back. Without: every fallback recorded in this process
+    from number `since` on (see `fallbacks_recorded`): the FX nodes the "fusebench" dynamo backend
+    split out, its graphs that ran eagerly whole, dynamo's graph breaks, jitted functions."""
+    from compiler.runtime.fallbacks import recorded
+
+    if jfn is not None:
+        return Listing(getattr(jitted(jfn, "examine.fallbacks"), "fallbacks", []))
+    return Listing(recorded(since))
+
+
+def fallbacks_recorded() -> int:
+    """How many fallbacks this process has recorded so far: a `since` for `fallbacks`, so that
+    `len(fallbacks(since=before))` counts those of what ran after."""
+    from compiler.runtime.fallbacks import recorded_count
+
+    return recorded_count()
 
 
 def cuda_graphs(jfn: JittedFunction) -> Listing:
@@ -177,14 +203,22 @@ def _graph_stats(computation: Any) -> str:
 
 
 def fusion_source_of(jfn: JittedFunction, name: str, *, backward: bool = False) -> str:
-    """The FusionDefinition source the fusion `name` ran with on its last call."""
+    """The FusionDefinition source the fusion `name` ran with on its last call (an Inductor region:
+    the Python function torch.compile compiled)."""
     f = _find(jfn, name, "fusion_source_of", backward)
+    if isinstance(f, InductorFusion):
+        return f.canonical.source
     return fusion_source(f.region, f.descriptors())[0]
 
 
 def repro(jfn: JittedFunction, name: str, path: str | Path, *, backward: bool = False) -> Path:
     """Writes a standalone script reproducing fusion `name` with its last inputs' layouts; returns the path."""
     f = _find(jfn, name, "repro", backward)
+    check(
+        isinstance(f, NvFusion),
+        lambda: f"examine.repro({name!r}): repro scripts are written for nvFuser fusions; {name} runs with Inductor",
+        ValueError,
+    )
     check(bool(f.last_inputs), lambda: f"{name} has not run yet, so there are no inputs to record", RuntimeError)
     path = Path(path)
     try:
@@ -326,6 +360,11 @@ def segments(jfn: JittedFunction, names: Iterable[str] | None = None, *, backwar
     for f in _check_names(jfn, "segments", wanted or [], "names", backward):
         if wanted is not None and f.name not in wanted:
             continue
+        check(
+            isinstance(f, NvFusion),
+            lambda f=f: f"{f.name} runs with Inductor; segments are nvFuser's kernels per fusion",
+            RuntimeError,
+        )
         check(
             f.executor.options.runner == "nvfuser" and f.last_definition is not None and f.fallback_error is None,
             lambda f=f: (

@@ -15,7 +15,10 @@ from typing import NoReturn
 
 from fusebench.errors import FusebenchError
 
-COMMANDS = ("list", "run", "compare", "report")
+COMMANDS = ("list", "run", "compare", "bisect", "report")
+# NOTE: what an interruption leaves behind, for commands that do not say it themselves (an
+# exception with a `kept` attribute, such as compare's): run merges each measurement as it ends.
+KEPT_WHEN_INTERRUPTED = {"run": "results written so far are kept"}
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -51,8 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FusebenchError as error:
         print(f"fusebench {args.command}: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"fusebench {args.command}: interrupted (results written so far are kept)", file=sys.stderr)
+    except KeyboardInterrupt as interruption:
+        kept = getattr(interruption, "kept", None) or KEPT_WHEN_INTERRUPTED.get(args.command, "nothing was written")
+        print(f"fusebench {args.command}: interrupted ({kept})", file=sys.stderr)
         return 130
 
 

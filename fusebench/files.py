@@ -5,7 +5,8 @@ The text goes to a temporary file in the destination's folder (named `.<name>.<r
 ASV, which loads every `*.json` under its results folder, never picks it up), is flushed and
 fsync'ed, and then renamed over the destination with `os.replace`, which is atomic on POSIX and
 Windows. If anything fails before the rename, the temporary file is removed and the destination
-is untouched.
+is untouched. The file gets the mode `open()` would give a new file (0666 less the umask: 0644
+usually), not `mkstemp`'s private 0600, so results are readable by whoever reads asv's.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -36,6 +38,21 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
         Path(temp_name).unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    """The process's umask, read from /proc where it can be (setting it to read it back would race
+    with threads creating files meanwhile)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_json(path: str | os.PathLike[str], data: Any, *, indent: int | None = None) -> Path:

@@ -41,7 +41,7 @@ import torch
 import compiler
 import compiler.examine
 from compiler.core.ir import Trace
-from compiler.executors import nvfuser as nvfuser_module
+from compiler.executors.nvfuser import executor as nvfuser_module
 from compiler.passes import PASS_OBSERVERS
 from compiler.runtime import pipeline
 from compiler.tracing import frontend
@@ -138,8 +138,8 @@ def timing(timers: Timers, device: torch.device) -> Iterator[None]:
 def fake_nvfuser() -> Iterator[None]:
     """The nvFuser executor on CPU against the torch-evaluated fake of nvfuser_direct."""
     # NOTE: the fake lives with the tests; run from the repository root so `tests` imports.
-    from compiler.executors.nvfuser_claims import unsupported
-    from tests.compiler import fake_nvfuser as fake_api
+    from compiler.executors.nvfuser.define.claims import unsupported
+    from compiler.executors.nvfuser.diagnose import fake_nvfuser as fake_api
 
     fake = fake_api.module()
     executor = nvfuser_module.NvFuserExecutor

@@ -20,7 +20,7 @@ def ops_used() -> list[str]:
     import inspect
     import re
 
-    from compiler.executors import nvfuser_translate as translate
+    from compiler.executors.nvfuser.define import translations as translate
 
     names = set(re.findall(r"fd\.ops\.(\w+)", inspect.getsource(translate)))
     names |= set(translate._UNARY_OPS.values()) | set(translate._BINARY_OPS.values())
@@ -197,7 +197,7 @@ def main() -> int:
 
     fact("PythonProfiler fields and fec.get_most_recent_scheduled_ir()", profile)
 
-    from compiler.executors.nvfuser_translate import tensor_descriptor
+    from compiler.executors.nvfuser.define.translations import tensor_descriptor
 
     def descriptors() -> None:
         for sizes, strides in [

@@ -12,9 +12,8 @@ with --quick its quick one) it prints, after warm-up:
   to compare a variant's kernels with a peer's;
 - with `--fusions N`, the host time of each nvFuser fusion's execute (median over N calls), a
   backward fusion named as the backward's; with `--segments` too, on CUDA, each fusion's nvFuser
-  kernels (schedulers, device time) after its name. A fusion nvFuser segments into several kernels
-  costs more host time per execute (on an H200 host a GPT-2 layer-norm backward of 2 kernels took
-  57-80 µs against 19-38 µs for the step's one-kernel fusions);
+  kernels (schedulers, device time) after its name: a fusion nvFuser segments into several kernels
+  costs more host time per execute than a one-kernel fusion;
 - with `--runtime N`, on CUDA, the CUDA runtime and driver calls over N calls (torch.profiler):
   a synchronization (`cudaStreamSynchronize`, `cudaMemcpy`) shows by name and count.
 
@@ -144,7 +143,7 @@ def fusion_table(
     that ran is named as the backward's (forward and backward number their fusions apart); with
     `kernels` too, each fusion that ran with nvFuser is followed by its kernels (schedulers and
     device time, `compiler.examine.segments`, which profiles in a child process: CUDA only)."""
-    from compiler.executors import nvfuser
+    from compiler.executors.nvfuser import executor as nvfuser
 
     times: dict[int, tuple[Any, list[float]]] = {}
     run = nvfuser.NvFuserRunner.run
@@ -184,7 +183,7 @@ def _fusion_labels(program: Any, kernels: bool) -> dict[int, tuple[str, str]]:
     kernels, "  [2 kernels: reduction+inner_outer_persistent, 64.3 us]", else "")."""
     import compiler
     from compiler import examine
-    from compiler.executors.nvfuser import region_fusions
+    from compiler.executors.nvfuser.executor import region_fusions
 
     labels: dict[int, tuple[str, str]] = {}
     parts = [(False, compiler.last_traces(program))]

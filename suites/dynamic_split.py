@@ -3,22 +3,21 @@
 `split3(a, d0, d1)` splits the last dimension of `a` into d0, d1 and the rest and applies a
 different elementwise op to each part. One sample is the whole sequence of 20 calls (d0 = 1..20,
 d1 = 8) on a freshly compiled function, so recompilations are part of the time. The `cache`
-parameter picks the compile cache mode: "constant" bakes the sizes in until one changes, then
+parameter (so named in ASV's history; `compiler.jit(numbers=...)`) picks how the sizes are
+traced: "constant" bakes the sizes in until one changes, then
 makes it symbolic (automatic dynamic: our compiler compiles twice, 1 recompilation), "symbolic"
 keeps them as inputs from the start (one compilation). Eager has no cache and is measured once.
 
-Why nvFuser reported two compilations for our one definition (measured on an H100): a slice whose
-symbolic extent is 1 at run time (d0 = 1) is concretized by nvFuser as a broadcast dim, which is
-another kernel than the one every other extent shares, so d0 = 1 compiled again whatever order
-the sizes came in. Since then such a call runs with torch the first time its sizes are seen, and
-their kernel is compiled only if they come back (compiler/executors/nvfuser_edge_sizes.py): one
-compilation per sequence. Each compilation of this fusion took 0.33-0.39 s there (0.18-0.25 s with
-nvFuser's on-disk kernel database skipping NVRTC, so mostly nvFuser's lowering of the three
-resizes; a one-op fusion compiles in 0.11-0.18 s), which is nearly all of a cold sequence's ~0.7 s: tracing and
-the 20 calls take ~25 ms. Compiling in a background thread while torch runs the region does not
-help with this nvFuser: its execute keeps the GIL while it compiles, so the caller's Python waits
-all the same (tried: 651 ms for the symbolic sequence against 620 ms compiling in the foreground,
-same H100 run). Each sample starts without nvFuser's definitions (the harness clears
+Why nvFuser would compile twice for our one definition: a slice whose symbolic extent is 1 at
+run time (d0 = 1) is concretized by nvFuser as a broadcast dim, which is another kernel than the
+one every other extent shares, so d0 = 1 would compile again whatever order the sizes came in.
+Such a call runs with torch the first time its sizes are seen, and their kernel is compiled only
+if they come back (compiler/executors/nvfuser/run/edge_sizes.py): one compilation per sequence.
+That compilation (mostly nvFuser's lowering of the three resizes, NVRTC being skipped when the
+on-disk kernel database has the kernel) is nearly all of a cold sequence's time; tracing and the
+20 calls are a small part. Compiling in a background thread while torch runs the region does not
+help with nvfuser_direct 0.2.36: its execute keeps the GIL while it compiles, so the caller's
+Python waits all the same. Each sample starts without nvFuser's definitions (the harness clears
 the process-wide cache), as in a fresh process.
 
 Bytes: each call reads `a` once and writes outputs of `a`'s size: 20 x 2 x size of `a`.

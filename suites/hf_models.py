@@ -5,7 +5,7 @@ backend among them), each checked against the float64 reference before it is tim
 
 Skipped, with the reason, where transformers is not installed. Dropout is off: the harness does
 not seed each call, so draws could not be compared with the reference's (seeded dropout is
-compared with eager in tests/compiler/test_module_training.py). Bytes: the
+compared with eager in tests/compiler/runtime/test_module_training.py). Bytes: the
 parameters read once (twice and their gradients written for forward + backward), the logits written.
 """
 

@@ -89,11 +89,11 @@ def _train_bytes(params: Params) -> int:
     return 8 * _weight_bytes(params) + _prefill_bytes(params)
 
 
-# NOTE: the training step's loss is a float32 mean of the bf16 output's squares: eager's was 2.2e-4 off
-# the float64 reference's at llama3-8b sizes (H100).
+# NOTE: the training step's loss is a float32 mean of the bf16 output's squares: its error stays
+# well inside these tolerances at llama3-8b sizes, eager's as ours.
 _TOLERANCES = {torch.bfloat16: (5e-2, 5e-2), torch.float32: (5e-3, 5e-3)}
-# NOTE: eager bf16's prefill output was up to 0.086 off the float64 reference at llama3-8b sizes
-# (H100; 567 of 33.5M elements beyond 5e-2 + 5e-2 * |expected|): a 14336-wide SwiGLU in bf16.
+# NOTE: a 14336-wide SwiGLU in bf16 puts some of eager's own prefill outputs beyond
+# 5e-2 + 5e-2 * |expected| of the float64 reference at llama3-8b sizes, hence 1e-1.
 _PREFILL_TOLERANCES = {torch.bfloat16: (1e-1, 1e-1)}
 _QUICK = {"model": ["llama-tiny"], "tokens": [(2, 32)], "dtype": ["bfloat16"]}
 

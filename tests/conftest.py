@@ -10,7 +10,14 @@ import torch
 
 import compiler
 import fusebench.measure.profiling  # noqa: F401  (sets TEARDOWN_CUPTI before any test's profiler runs)
-from compiler.executors.nvfuser_kernel_db import KERNEL_DB_ENV
+from compiler.executors import CPU_EXECUTORS_ENV
+from compiler.executors.nvfuser.run.kernel_db import KERNEL_DB_ENV
+
+# NOTE: where nvFuser cannot run, `jit`'s default executors would compile every region with
+# Inductor (seconds each on CPU); the suite's thousands of CPU calls test the torch executor
+# instead, and the tests of Inductor name it. Set before any test (and inherited by the
+# `fusebench` processes tests start); a value already in the environment wins.
+os.environ.setdefault(CPU_EXECUTORS_ENV, "torch")
 
 
 def _nvfuser_missing_reason() -> str | None:
@@ -36,7 +43,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True, scope="session")
 def _kernel_db_in_a_temporary_directory(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """nvFuser's on-disk kernels (executors/nvfuser_kernel_db.py) go to this session's temporary
+    """nvFuser's on-disk kernels (executors/nvfuser/run/kernel_db.py) go to this session's temporary
     directory, not the user's cache, unless the environment already says where (or off)."""
     os.environ.setdefault(KERNEL_DB_ENV, str(tmp_path_factory.mktemp("nvfuser_kernel_db")))
 

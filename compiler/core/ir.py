@@ -10,6 +10,7 @@ whole IR.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -196,9 +197,22 @@ def bsym_lines(bsym: BoundSymbol, depth: int = 0) -> list[str]:
     return lines
 
 
+def import_line(sym: Any) -> str | None:
+    """`from <module> import <function> [as <name>]`, which binds a symbol's printed name to its
+    implementation where that is a module-level function; None for prims and torch-level ops (the
+    header's imports reach them) and for implementations no import reaches (a fusion region)."""
+    if not isinstance(sym, Symbol) or sym.impl is None or "." in sym.name:
+        return None
+    module_name, qualname = getattr(sym.impl, "__module__", None), getattr(sym.impl, "__qualname__", None)
+    if not module_name or not qualname or getattr(sys.modules.get(module_name), qualname, None) is not sym.impl:
+        return None
+    return f"from {module_name} import {qualname}" + ("" if qualname == sym.name else f" as {sym.name}")
+
+
 def trace_source(trace: Trace) -> str:
     """The whole trace as a Python module defining one function named after the trace."""
-    lines = [f"# Constructed by {trace.provenance}", "import torch", "from compiler import prims", ""]
+    imports = dict.fromkeys(line for line in map(import_line, (b.sym for b in trace.bsyms)) if line)
+    lines = [f"# Constructed by {trace.provenance}", "import torch", "from compiler import prims", *imports, ""]
     lines.append(f"def {trace.name}({', '.join(p.name for p in trace.inputs)}):")
     for proxy in trace.inputs:
         if type(proxy) is not Proxy:

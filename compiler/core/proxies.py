@@ -291,6 +291,8 @@ class NumberProxy(Proxy):
         return round(self._guarded(), ndigits)
 
 
+# binary prim name -> NumberProxy's (operator, reflected operator) recording it, for every binary prim
+# (keyed by name: core sits below compiler.prims)
 _NUMBER_OPS = {
     "add": ("__add__", "__radd__"),
     "sub": ("__sub__", "__rsub__"),
@@ -302,8 +304,11 @@ _NUMBER_OPS = {
     "bitwise_and": ("__and__", "__rand__"),
     "bitwise_or": ("__or__", "__ror__"),
     "bitwise_xor": ("__xor__", "__rxor__"),
+    # (None, None): no operator; Python spells these as functions (max, min, math.fmod, math.atan2)
     "maximum": (None, None),
     "minimum": (None, None),
+    "fmod": (None, None),
+    "atan2": (None, None),
     "eq": ("__eq__", None),
     "ne": ("__ne__", None),
     "lt": ("__lt__", None),

@@ -119,8 +119,8 @@ def _choice_key(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: 
 
 def _choice(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> int | None:
     """torch's backend choice for these tensors (enable_gqa where k has fewer heads), None if it
-    fails. Remembered per `_choice_key`: asking torch costs ~24 us of host time per call on an H100
-    machine, the key a few."""
+    fails. Remembered per `_choice_key`: asking torch costs several times the host time of building
+    the key, every call."""
     key = _choice_key(q, k, v, attn_mask, is_causal, scale)
     if key in _CHOICES:
         return _CHOICES[key]

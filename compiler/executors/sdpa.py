@@ -2,8 +2,8 @@
 
 It claims attention so the fusion pass never puts it into an nvFuser region, and calls
 `F.scaled_dot_product_attention`, which picks the fastest backend for the inputs (cuDNN,
-FlashAttention, memory-efficient). NOTE: calling FlashAttention directly skipped that choice and
-measured slower on an H200 (KV-cache prefill, bf16: 266 µs vs 176 µs). Attention that gradients
+FlashAttention, memory-efficient). NOTE: calling FlashAttention directly would skip that choice,
+and the backend torch picks can be the faster one (a bf16 KV-cache prefill). Attention that gradients
 flow through runs `attention.py`'s forward (which keeps the softmax statistics) and fused backward.
 On CPU it declines, and the torch executor runs attention.
 """
@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from compiler.core.executor import Executor
 from compiler.core.ir import BoundSymbol
 from compiler.executors.attention import attention, attention_backward, attention_forward
 from compiler.prims import Prim
@@ -28,7 +29,7 @@ def fused_attention(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, sca
     return attention(q, k, v, attn_mask, is_causal, scale)
 
 
-class SdpaExecutor:
+class SdpaExecutor(Executor):
     """Claims attention (`prims.sdpa`, `prims.sdpa_forward`, `prims.sdpa_backward`) on CUDA tensors of a
     floating dtype."""
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from compiler import prims
 from compiler.core.errors import GuardFailure
+from compiler.core.executor import Executor
 from compiler.core.memory import overlapping
 from compiler.executors.attention import attention, attention_backward, attention_forward
 from compiler.executors.convolution import convolution, convolution_backward
@@ -375,7 +376,7 @@ def implementation(prim: Prim, numbers_only: bool) -> Callable:
     return IMPLS[prim]
 
 
-class TorchExecutor:
+class TorchExecutor(Executor):
     """Runs any prim with torch (numbers with plain Python); the fallback for every other executor."""
 
     name = "torch"

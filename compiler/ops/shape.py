@@ -1,7 +1,7 @@
 """Shape ops: reshape/view, permute/transpose, expand, (un)squeeze, flatten, cat/stack,
 split/chunk/narrow and basic indexing (ints, slices, None, Ellipsis).
 
-Sizes and slice bounds may be NumberProxy values (symbolic cache mode): the ops compute with
+Sizes and slice bounds may be NumberProxy values (`jit(numbers="symbolic")`): the ops compute with
 them as Python numbers, so every comparison they need becomes a guard in the prologue.
 """
 

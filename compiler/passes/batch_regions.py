@@ -8,7 +8,7 @@ Guarantees: regions that
 - are made of elementwise prims over tensors that all have one static shape of at most
   `FusionOptions.batch_numel` elements,
 - and have the same structure (prims, constants, dtypes, device, the same scalar inputs),
-become ONE `nvBatchN` bound symbol (run by executors/nvfuser_batch.py) at the place of the first of
+become ONE `nvBatchN` bound symbol (run by executors/nvfuser/run/batch.py) at the place of the first of
 them, with the regions as its subsymbols, when each can move there: it neither reads nor writes
 memory (a buffer or a view of it) that a bound symbol it moves past, or another member, writes,
 and writes nothing those read. The result runs to the same values: every member reads its
@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from compiler.core.executor import Executor, Region, fusion_executor
 from compiler.core.ir import BoundSymbol, NumberProxy, Symbol, TensorProxy, Trace, map_proxies, size_product
 from compiler.passes import trace_pass
-from compiler.passes.regions import Region, fusion_executor
 from compiler.prims import ELEMENTWISE, VIEWS, Prim
 
 
@@ -142,11 +142,11 @@ def _batch(members: Sequence[BoundSymbol], name: str, fuser: Any) -> BoundSymbol
 
 
 @trace_pass("batch_regions")
-def batch_regions(trace: Trace, executors: Sequence[Any]) -> Trace:
+def batch_regions(trace: Trace, executors: Sequence[Executor]) -> Trace:
     """The trace with each batch of same-structure small regions run as one `nvBatchN` fusion."""
     fuser = fusion_executor(executors)
     bsyms = list(trace.bsyms)
-    limit = fuser.options.batch_numel if hasattr(fuser, "batch_impl") else 0
+    limit = fuser.options.batch_numel if fuser is not None and fuser.batches else 0
     if not limit:
         return trace.with_bsyms(bsyms)
     by_key: dict[str, list[int]] = {}

@@ -1,7 +1,8 @@
-"""fuse: partitions an execution trace into regions that a fusion executor (nvFuser) claims.
+"""fuse: partitions an execution trace into regions that a fusion executor (nvFuser, Inductor) claims.
 
 Assumes: a flattened trace (prims only; write-backs as `prims.copy_to`, usually at the end).
-Guarantees: every region becomes ONE `nvFusionN` bound symbol whose subsymbols are its prims
+Guarantees: every region becomes ONE bound symbol named by its executor (`nvFusionN`, `inductorN`:
+`FusionExecutor.region_prefix`) whose subsymbols are its prims
 (`print(trace)` shows them as comments), placed so the trace stays topologically ordered; the
 prims left outside keep their order relative to everything they depend on. The result runs to the
 same values as the input trace.
@@ -32,23 +33,14 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from compiler.core.errors import check
+from compiler.core.executor import Executor, FusionOptions, Reason, Region, fusion_executor
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy, Trace, proxies_in
 from compiler.passes import trace_pass
 from compiler.passes.duplicate_upcasts import is_upcast
 from compiler.passes.fusion_groups import Groups
-from compiler.passes.regions import (  # noqa: F401  (re-exported: the fusion vocabulary)
-    FUEL_ENV,
-    Decision,
-    FusionExecutor,
-    FusionOptions,
-    Partition,
-    Reason,
-    Region,
-    fusion_executor,
-)
+from compiler.passes.regions import Decision, Partition
 from compiler.prims import REDUCTIONS, SHAPE_OPS, VIEWS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
 
@@ -70,7 +62,7 @@ def _is_host(bsym: BoundSymbol) -> bool:
 
 
 class _Partitioner:
-    def __init__(self, trace: Trace, executors: Sequence[Any]) -> None:
+    def __init__(self, trace: Trace, executors: Sequence[Executor]) -> None:
         self.trace = trace
         self.fuser = fusion_executor(executors)
         check(self.fuser is not None, lambda: "partition needs a fusion executor (one with region_impl)", ValueError)
@@ -245,8 +237,8 @@ class _Partitioner:
         """A write-back of a buffer whose value flows into a fused reduction stays with torch.
 
         NOTE: nvFuser splits a fusion with a reduction into segments and may run the one writing a
-        buffer before the one reading it (found by scripts/fuzz_nvfuser.py on an H100: `sum(a)` and
-        `a.add_(...)` in one fusion returned the sum of the new values). Outside the fusion the
+        buffer before the one reading it (nvfuser_direct 0.2.36, found by scripts/fuzz_nvfuser.py:
+        `sum(a)` and `a.add_(...)` in one fusion return the sum of the new values). Outside the fusion the
         write-back is one copy after it, which is always right.
         """
         readers: dict[int, list[int]] = {}
@@ -429,22 +421,23 @@ class _Partitioner:
             if key in self.output_ids or any(j not in inside for j in self.readers.get(key, ()))
         ]
         written = frozenset(p.name for p in inputs.values() if p.name in self.written)
-        return Region(f"nvFusion{number}", tuple(bsyms), tuple(inputs.values()), tuple(outputs), written)
+        name = f"{self.fuser.region_prefix}{number}"
+        return Region(name, tuple(bsyms), tuple(inputs.values()), tuple(outputs), written)
 
 
-def partition(trace: Trace, executors: Sequence[Any]) -> Partition:
+def partition(trace: Trace, executors: Sequence[Executor]) -> Partition:
     """Splits `trace` into fused regions and ops left to other executors (with reasons)."""
     return _Partitioner(trace, executors).run()
 
 
 def region_bsym(region: Region, impl: Callable, executor: str = "nvfuser") -> BoundSymbol:
-    """The bound symbol `outputs = nvFusionN(*inputs)` standing for `region`."""
+    """The bound symbol `outputs = nvFusionN(*inputs)` (the region's name) standing for `region`."""
     return BoundSymbol(Symbol(region.name, impl, executor), region.inputs, {}, region.outputs, region.bsyms)
 
 
 @trace_pass("fuse")
-def fuse(trace: Trace, executors: Sequence[Any]) -> Trace:
-    """The trace with each region of the fusion executor replaced by one `nvFusionN` bound symbol."""
+def fuse(trace: Trace, executors: Sequence[Executor]) -> Trace:
+    """The trace with each region of the fusion executor replaced by one bound symbol (`nvFusionN`, `inductorN`)."""
     fuser = fusion_executor(executors)
     if fuser is None:
         return trace.with_bsyms(list(trace.bsyms))

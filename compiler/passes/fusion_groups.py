@@ -6,7 +6,7 @@ write, what shape does it iterate over. Rebuilding the answers from the members 
 of the groups per question, which made partitioning quadratic in the trace on big programs (a
 GPT-2 backward, a 148-parameter Adam step). Here each group carries a `Summary`, and a merge
 combines the two summaries in time proportional to the smaller sets involved; every answer is
-exactly what recomputing it from the members gives (tests/compiler/test_fusion_groups.py).
+exactly what recomputing it from the members gives (tests/compiler/passes/test_fusion_groups.py).
 """
 
 from __future__ import annotations

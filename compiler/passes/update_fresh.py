@@ -19,7 +19,6 @@ buffer first; eager PyTorch does none of these copies.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -30,22 +29,42 @@ from compiler.passes.update_in_place import IN_PLACE, overwritable
 from compiler.prims import ELEMENTWISE, REDUCTIONS, Prim
 
 
-def _into_own_memory(update: Callable) -> Callable:
-    """`update(buf, ...)` in place, copying `buf` first if it came back with dims that share
-    memory (an expanded tensor), where writing in place would write one element many times."""
-
-    def fresh(buf: torch.Tensor, *args: Any) -> torch.Tensor:
-        if any(stride == 0 and size > 1 for stride, size in zip(buf.stride(), buf.shape)):
-            buf = buf.clone()
-        return update(buf, *args)
-
-    return fresh
+def _own_memory(buf: torch.Tensor) -> torch.Tensor:
+    """`buf`, copied first if it came back with dims that share memory (an expanded tensor), where
+    writing in place would write one element many times."""
+    if any(stride == 0 and size > 1 for stride, size in zip(buf.stride(), buf.shape)):
+        return buf.clone()
+    return buf
 
 
-# prim -> the in-place form, printed as e.g. `slice_update_fresh`
+# NOTE: module-level functions named as printed, so a printed trace imports them and runs
+def index_copy_fresh(buf: torch.Tensor, *args: Any) -> torch.Tensor:
+    return IN_PLACE[Prim.INDEX_COPY][1](_own_memory(buf), *args)
+
+
+def index_add_fresh(buf: torch.Tensor, *args: Any) -> torch.Tensor:
+    return IN_PLACE[Prim.INDEX_ADD][1](_own_memory(buf), *args)
+
+
+def slice_update_fresh(buf: torch.Tensor, *args: Any) -> torch.Tensor:
+    return IN_PLACE[Prim.SLICE_UPDATE][1](_own_memory(buf), *args)
+
+
+def scatter_fresh(buf: torch.Tensor, *args: Any) -> torch.Tensor:
+    return IN_PLACE[Prim.SCATTER][1](_own_memory(buf), *args)
+
+
+def scatter_reduce_fresh(buf: torch.Tensor, *args: Any) -> torch.Tensor:
+    return IN_PLACE[Prim.SCATTER_REDUCE][1](_own_memory(buf), *args)
+
+
+# prim -> the in-place form, which writes into `buf` (its own memory) and returns it
 FRESH: dict[Prim, Symbol] = {
-    prim: Symbol(f"{name.rsplit('.', 1)[-1].rstrip('_')}_fresh", _into_own_memory(impl))
-    for prim, (name, impl) in IN_PLACE.items()
+    Prim.INDEX_COPY: Symbol("index_copy_fresh", index_copy_fresh),
+    Prim.INDEX_ADD: Symbol("index_add_fresh", index_add_fresh),
+    Prim.SLICE_UPDATE: Symbol("slice_update_fresh", slice_update_fresh),
+    Prim.SCATTER: Symbol("scatter_fresh", scatter_fresh),
+    Prim.SCATTER_REDUCE: Symbol("scatter_reduce_fresh", scatter_reduce_fresh),
 }
 _FRESH_SYMBOLS = frozenset(FRESH.values())
 

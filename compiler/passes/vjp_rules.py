@@ -234,7 +234,7 @@ _ELEMENTWISE_RULES: dict[Prim, Rule] = {
 }
 
 # The VJP table: prim -> rule. Every prim is here, in NONDIFFERENTIABLE, or rewritten before
-# differentiation (`FORWARD_REWRITES`: attention) (tests/compiler/test_autodiff_rules.py).
+# differentiation (`FORWARD_REWRITES`: attention) (tests/compiler/passes/autodiff/test_rules.py).
 VJP: dict[Prim, Rule] = {
     **_ELEMENTWISE_RULES,
     **STRUCTURAL_RULES,

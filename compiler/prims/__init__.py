@@ -23,40 +23,54 @@ from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol
 from compiler.prims.meta import META
 from compiler.prims.prim import (
+    ATTENTION,
     BINARY,
     COMPARISONS,
     ELEMENTWISE,
     FACTORIES,
+    GATHERS,
     GUARDS,
     INPLACE,
+    KINDS,
+    LINALG,
     NUMBER_IMPLS,
+    ORDERINGS,
     PROLOGUE_ONLY,
     RANDOM,
     REDUCTIONS,
+    SCANS,
     SHAPE_OPS,
     SIDE_EFFECTS,
     UNARY,
+    UPDATES,
     VIEWS,
     Prim,
 )
 
 __all__ = [
+    "ATTENTION",
     "BINARY",
     "COMPARISONS",
     "ELEMENTWISE",
     "FACTORIES",
+    "GATHERS",
     "GUARDS",
     "IMPLS",
     "INPLACE",
+    "KINDS",
+    "LINALG",
     "META",
     "NUMBER_IMPLS",
+    "ORDERINGS",
     "PROLOGUE_ONLY",
     "RANDOM",
     "REDUCTIONS",
+    "SCANS",
     "SHAPE_OPS",
     "SIDE_EFFECTS",
     "TRACING_REWRITES",
     "UNARY",
+    "UPDATES",
     "VIEWS",
     "Prim",
     "bind",
@@ -66,6 +80,7 @@ __all__ = [
 # prim -> callable on real tensors and numbers (the reference semantics); filled by compiler.executors.torch.
 IMPLS: dict[Prim, Callable] = {}
 # prim -> (args -> args) applied before a prim is recorded while tracing; filled by compiler.ops.aliasing.
+# Only reshape has one: the one view prim whose eager counterpart may copy instead of viewing.
 TRACING_REWRITES: dict[Prim, Callable[..., tuple]] = {}
 
 

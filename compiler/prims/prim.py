@@ -163,7 +163,14 @@ BINARY = frozenset(
 ) | COMPARISONS  # fmt: skip
 ELEMENTWISE = UNARY | BINARY | {Prim.WHERE, Prim.CONVERT_ELEMENT_TYPE}
 REDUCTIONS = frozenset({Prim.SUM, Prim.PROD, Prim.AMAX, Prim.AMIN, Prim.ARGMAX})
+SCANS = frozenset({Prim.CUMSUM, Prim.CUMPROD})
+ORDERINGS = frozenset({Prim.ARGSORT, Prim.TOPK})
 SHAPE_OPS = frozenset({Prim.BROADCAST_IN_DIM, Prim.RESHAPE, Prim.PERMUTE, Prim.SLICE, Prim.SQUEEZE, Prim.CAT})
+GATHERS = frozenset({Prim.INDEX_SELECT, Prim.TAKE_ALONG_DIM})
+# Functional updates: a copy of the first operand with some of its positions written or accumulated into.
+UPDATES = frozenset({Prim.INDEX_COPY, Prim.INDEX_ADD, Prim.SLICE_UPDATE, Prim.SCATTER, Prim.SCATTER_REDUCE})
+LINALG = frozenset({Prim.MATMUL, Prim.LINEAR})
+ATTENTION = frozenset({Prim.SDPA, Prim.SDPA_FORWARD, Prim.SDPA_BACKWARD})
 FACTORIES = frozenset({Prim.FULL, Prim.EMPTY, Prim.IOTA, Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES})
 # Prims whose every call draws new random numbers: never merged, never recomputed, kept in order.
 RANDOM = frozenset({Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES})
@@ -183,6 +190,24 @@ INPLACE = frozenset({Prim.COPY_})
 # Prims kept by dead-code elimination even when nothing reads their outputs (unpacking checks
 # the length or keys of what it unpacks).
 SIDE_EFFECTS = set(PROLOGUE_ONLY) | INPLACE | {Prim.COPY_TO}
+# Each prim's kind: these groups partition Prim (tests/compiler/prims/test_tables.py checks it), so a
+# new prim is first given a kind, and then each table keyed by its kind's prims fails its test until
+# it covers the new prim or names it among the prims it leaves out.
+KINDS: dict[str, frozenset[Prim]] = {
+    "elementwise": ELEMENTWISE,
+    "reduction": REDUCTIONS,
+    "scan": SCANS,
+    "ordering": ORDERINGS,
+    "shape": SHAPE_OPS,
+    "gradient stop": frozenset({Prim.STOP_GRADIENT}),
+    "gather": GATHERS,
+    "update": UPDATES,
+    "linear algebra": LINALG,
+    "attention": ATTENTION,
+    "factory": FACTORIES,
+    "write": INPLACE | {Prim.COPY_TO},
+    "prologue": PROLOGUE_ONLY,
+}
 
 
 def _sign(x: Any) -> Any:

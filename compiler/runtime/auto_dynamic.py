@@ -6,14 +6,14 @@ fails is recorded as a `GuardMiss`: which guard, on which input, the value the e
 compiled for and the value of this call. The misses of one call form a `Recompilation`, kept on
 the jitted function and shown by `compiler.examine.recompilations(jfn)`.
 
-Under `cache="constant"` a number argument whose baked-in value some entry rejected is made
+Under `numbers="constant"` a number argument whose baked-in value some entry rejected is made
 symbolic for every later compilation (as torch.compile's automatic dynamic does): the next
 entry keeps it as an input, with the branches taken on it guarded, so any further value that
 takes the same branches reuses that entry. The results stay exact: a symbolic number is only
 ever used by the computation through the prims that depend on it, and every condition the
 trace took on it is a prologue guard.
 
-Tensor sizes the same way, in both cache modes: a dim of a tensor argument whose size an entry
+Tensor sizes the same way, under either `numbers` mode: a dim of a tensor argument whose size an entry
 rejected (same dtype, device and rank) is symbolic in every later compilation ('x.size(0)'), for
 the sizes of at least 2 (a size of 0 or 1 still gets its own entry, whose broadcasting differs).
 The computation takes it as an int input, so the ops on it record their shape conditions as

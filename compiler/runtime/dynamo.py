@@ -4,6 +4,13 @@
 and graph breaks handle the Python, and each FX graph (a `GraphModule`, an `nn.Module`) is jitted
 like any module by `compiler.jit`, compiling on its first call.
 
+The backend never raises for what this compiler cannot compile. A graph whose compilation fails
+is split (runtime/graph_split.py): the nodes the compiler cannot trace run eagerly, the rest is
+compiled piece by piece (a piece that still fails runs eagerly whole). Each such node, and each
+graph break of dynamo's (a branch on a tensor value runs in Python between two graphs), is a
+fallback: warned about once per op and source line (`UnsupportedFallback`) and counted
+(`compiler.examine.fallbacks()`, runtime/fallbacks.py).
+
 NOTE: importing torch._dynamo takes seconds, so `import compiler` does not: it registers the
 backend when dynamo's backend registry is imported (by torch.compile's first call), through a
 finder on `sys.meta_path` that runs once and removes itself; when the registry is already
@@ -15,6 +22,7 @@ from __future__ import annotations
 import functools
 import importlib.abc
 import importlib.machinery
+import operator
 import sys
 import weakref
 from collections.abc import Callable, Sequence
@@ -23,8 +31,17 @@ from typing import Any
 
 import torch
 
+from compiler.runtime.fallbacks import (
+    CompileFailure,
+    EagerOnFailureModule,
+    Fallback,
+    failing_as_compile_failure,
+    one_line,
+    record,
+)
+from compiler.runtime.graph_split import split_graph, unsupported_nodes
 from compiler.runtime.module import JittedModule
-from compiler.runtime.pipeline import compile_entry, make_options
+from compiler.runtime.pipeline import Options, compile_entry, make_options
 
 BACKEND_NAME = "fusebench"
 _REGISTRY = "torch._dynamo.backends.registry"
@@ -35,22 +52,108 @@ _graphs: weakref.WeakValueDictionary[int, JittedModule] = weakref.WeakValueDicti
 _compiled = 0
 
 
-def dynamo_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
-    """A dynamo backend: the FX graph jitted by this compiler (with the default executors and
-    automatic dynamic: a dynamic graph's size arguments, and its tensors' sizes, become symbolic
-    in the graph's second entry instead of one entry per value)."""
-    options = make_options("constant", None)
-    make_entry = lambda traced: functools.partial(compile_entry, traced, options)
-    jitted = JittedModule(graph_module, make_entry, automatic_dynamic=options.automatic_dynamic)
-    jitted.options = options  # NOTE: as compiler.jit sets it: compiler.examine reads it
-    global _compiled
-    _graphs[_compiled] = jitted
-    _compiled += 1
+class DynamoGraph(JittedModule):
+    """An FX graph dynamo captured, jitted as a module; when it fails to compile, its calls run
+    the graph split into compiled and eager pieces instead (`split`)."""
+
+    def __init__(self, graph_module: torch.fx.GraphModule, options: Options) -> None:
+        make_entry = lambda traced: failing_as_compile_failure(functools.partial(compile_entry, traced, options))
+        super().__init__(graph_module, make_entry, automatic_dynamic=options.automatic_dynamic)
+        self.options = options  # NOTE: as compiler.jit sets it: compiler.examine reads it
+        self.split: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self.split is not None:
+            return self.split(*args)
+        try:
+            return super().__call__(*args)
+        except CompileFailure as failure:
+            self.split = _split(self.module, args, failure.error, self.options)
+            return self.split(*args)
+
+
+def _split(graph_module: torch.fx.GraphModule, args: tuple, error: BaseException, options: Options) -> Callable:
+    """`graph_module` with the nodes this compiler cannot trace (for `args`) run eagerly; the
+    whole graph eagerly when no node alone is to blame for `error` (or splitting failed)."""
+    try:
+        unsupported = unsupported_nodes(graph_module, args)
+        if unsupported:
+            return split_graph(graph_module, unsupported, lambda piece: _jit_piece(piece, options))
+    except Exception as split_error:  # NOTE: the backend never raises; the graph runs as dynamo made it
+        error = split_error
+    record(Fallback("a whole dynamo graph", "", one_line(error), "graph"))
+    return graph_module
+
+
+def _jit_piece(piece: torch.fx.GraphModule, options: Options) -> EagerOnFailureModule:
+    make_entry = lambda traced: failing_as_compile_failure(functools.partial(compile_entry, traced, options))
+    jitted = EagerOnFailureModule(piece, make_entry, automatic_dynamic=options.automatic_dynamic)
+    jitted.fallback_kind = "graph"
+    jitted.options = options
+    _remember(jitted)
     return jitted
 
 
+def _remember(jitted: JittedModule) -> None:
+    global _compiled
+    _graphs[_compiled] = jitted
+    _compiled += 1
+
+
+def dynamo_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    """A dynamo backend: the FX graph jitted by this compiler (with the default executors and
+    automatic dynamic: a dynamic graph's size arguments, and its tensors' sizes, become symbolic
+    in the graph's second entry instead of one entry per value); a graph that fails to compile
+    runs split, its unsupported nodes eagerly (see the module docstring). The graph break that
+    ends the graph, if one does, is recorded as a fallback."""
+    _note_graph_break()
+    jitted = DynamoGraph(_without_sym_ops(graph_module), make_options("constant", None))
+    _remember(jitted)
+    return jitted
+
+
+def _sum(values: Sequence[Any]) -> Any:
+    """`torch.sym_sum` as Python's additions, which symbolic numbers of this compiler support."""
+    return functools.reduce(operator.add, values)
+
+
+_SYM_OPS = {torch.sym_sum: _sum}  # dynamo's helpers for symbolic sizes, written as plain Python
+
+
+def _without_sym_ops(graph_module: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """`graph_module` with dynamo's symbolic-size helpers (`torch.sym_sum` of a dynamic graph)
+    calling their Python equivalents, which trace as arithmetic on symbolic sizes."""
+    nodes = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target in _SYM_OPS]
+    for node in nodes:
+        node.target = _SYM_OPS[node.target]
+    if nodes:
+        graph_module.recompile()
+    return graph_module
+
+
+def _note_graph_break() -> None:
+    """Records the graph break that ends the graph dynamo is handing over, if one does, as a
+    fallback (the Python from there to the next graph runs eagerly): its reason and the user's
+    line where it broke (dynamo's `compile_subgraph_reason` of the graph being compiled)."""
+    from torch._dynamo.symbolic_convert import InstructionTranslator
+
+    try:
+        translator = InstructionTranslator.current_tx()
+    except (AttributeError, AssertionError):  # NOTE: called outside dynamo (a user's own backend)
+        return
+    reason = getattr(getattr(translator, "output", None), "compile_subgraph_reason", None)
+    if reason is None or not reason.graph_break:
+        return
+    frame = reason.user_stack[-1] if reason.user_stack else None
+    where = f"{frame.filename}:{frame.lineno}: {(frame.line or '').strip()}" if frame is not None else ""
+    text = " ".join(reason.reason.split())
+    what = "a branch on a tensor value" if text.startswith("generic_jump") else "dynamo graph break"
+    record(Fallback(what, where, text[:300], "graph break"))
+
+
 def graphs_compiled() -> int:
-    """How many graphs this backend has compiled in this process."""
+    """How many graphs this backend has compiled in this process (the compiled pieces of a split
+    graph count as graphs of their own)."""
     return _compiled
 
 

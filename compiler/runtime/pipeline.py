@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import torch
+
 from compiler import executors as executors_module
 from compiler.core.errors import check
+from compiler.core.executor import FusionOptions, fusion_executor
 from compiler.core.ir import TensorProxy, Trace
 from compiler.executors.codegen import compile_trace
 from compiler.passes.autodiff import Joint, joint
@@ -18,7 +22,7 @@ from compiler.passes.dce import dce
 from compiler.passes.duplicate_upcasts import duplicate_upcasts
 from compiler.passes.flatten import flatten
 from compiler.passes.functionalize import functionalize
-from compiler.passes.fuse import FusionOptions, fuse, fusion_executor
+from compiler.passes.fuse import fuse
 from compiler.passes.split_backward import Split, backward_from_saved, split_backward
 from compiler.passes.stop_gradient import drop_stop_gradients
 from compiler.passes.update_fresh import update_fresh
@@ -32,16 +36,17 @@ from compiler.runtime.grad_mode import check_no_write_into_grad_inputs, grad_gua
 from compiler.runtime.guard_source import compile_prologue
 from compiler.tracing import frontend
 from compiler.tracing.check_writebacks import check_writebacks
+from compiler.tracing.numbers import Numbers
 
 
 @dataclass(frozen=True)
 class Options:
-    """What `jit` was asked for. `check_writebacks` validates the final trace's write-backs;
-    `automatic_dynamic` makes rejected numbers (cache="constant") and tensor sizes symbolic on
-    recompilation;
+    """What `jit` was asked for. `numbers` is how the frontend traces number arguments;
+    `check_writebacks` validates the final trace's write-backs; `automatic_dynamic` makes rejected
+    numbers (under `Numbers.CONSTANT`) and tensor sizes symbolic on recompilation;
     `cuda_graphs` replays each entry's computation as CUDA graphs (runtime/cuda_graphs.py)."""
 
-    cache: str
+    numbers: Numbers
     executors: tuple[Any, ...]
     fusion: FusionOptions = field(default_factory=FusionOptions)
     check_writebacks: bool = True
@@ -83,10 +88,16 @@ def compile_entry(
 ) -> CacheEntry:
     """Traces `fn` on these arguments (the numbers and sizes named in `dynamic` symbolic) and compiles a cache
     entry for them (a forward and a backward when grad mode is on and a tensor input requires grad)."""
-    symbolic = options.cache == "symbolic"
-    prologue, computation = frontend.trace(
-        fn, args, kwargs, symbolic=symbolic, dynamic=dynamic, exact_strides=options.cuda_graphs
-    )
+    # NOTE: tracing runs the function's own grad-mode switches (a dynamo graph's are straight-line
+    # nodes, with no `with` to undo them when tracing fails): grad mode is the caller's again after
+    # it, for the guards below and for the caller.
+    enabled = torch.is_grad_enabled()
+    try:
+        prologue, computation = frontend.trace(
+            fn, args, kwargs, numbers=options.numbers, dynamic=dynamic, exact_strides=options.cuda_graphs
+        )
+    finally:
+        torch.set_grad_enabled(enabled)
     prologue, requires_grad, leaf = grad_guard(prologue, args, kwargs)
     if any(requires_grad):
         return _compile_autograd(fn, options, prologue, computation, requires_grad, leaf)
@@ -211,8 +222,39 @@ def _sizes(prologue: Trace) -> frozenset[str]:
     return frozenset(b.output.name for b in prologue.bsyms if b.sym is Prim.SIZE)
 
 
+NUMBERS = tuple(mode.value for mode in Numbers)  # what `jit(numbers=...)` accepts
+
+
+def _check_numbers(keyword: str, value: Any) -> None:
+    check(
+        isinstance(value, Numbers) or value in NUMBERS,
+        lambda: f"jit({keyword}={value!r}): expected one of {', '.join(map(repr, NUMBERS))}",
+        ValueError,
+    )
+
+
+def numbers_keyword(numbers: str | Numbers | None, cache: str | None) -> str | Numbers:
+    """`jit`'s `numbers`, taken from `cache`, its deprecated name, when only that is given (with a
+    DeprecationWarning pointing at the `jit` call); "constant" when neither is."""
+    if cache is None:
+        return "constant" if numbers is None else numbers
+    check(
+        numbers is None,
+        lambda: f"jit(numbers={numbers!r}, cache={cache!r}): pass numbers= alone (cache= is its deprecated name)",
+        TypeError,
+    )
+    _check_numbers("cache", cache)
+    warnings.warn(
+        f"jit(cache={cache!r}) is deprecated: it chooses how numbers are traced, not a cache; "
+        f"use jit(numbers={cache!r})",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return cache
+
+
 def make_options(
-    cache: str,
+    numbers: str | Numbers,
     executors: Sequence[str] | None,
     fusion: FusionOptions | dict | None = None,
     fallback: bool | None = None,
@@ -220,12 +262,8 @@ def make_options(
     cuda_graphs: bool = False,
     dynamic: Sequence[str] = (),
 ) -> Options:
-    """Validated options."""
-    check(
-        cache in ("constant", "symbolic"),
-        lambda: f"jit(cache={cache!r}): expected 'constant' or 'symbolic'",
-        ValueError,
-    )
+    """Validated options, `numbers` resolved to a `Numbers`."""
+    _check_numbers("numbers", numbers)
     for name, value, expected in (
         ("fallback", fallback, (bool, type(None))),
         ("automatic_dynamic", automatic_dynamic, bool),
@@ -251,7 +289,7 @@ def make_options(
     fusion_options = FusionOptions.from_any(fusion)
     resolved = executors_module.resolve(executors, fusion=fusion_options, fallback=fallback)
     return Options(
-        cache=cache,
+        numbers=Numbers(numbers),
         executors=tuple(resolved),
         fusion=fusion_options,
         automatic_dynamic=automatic_dynamic,

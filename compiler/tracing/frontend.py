@@ -1,16 +1,16 @@
 """Tracing: calls the user's function on proxies and returns a prologue and a computation trace.
 
 Arguments become proxies: tensors become `TensorProxy` inputs; int/float/bool become
-`NumberProxy` inputs in symbolic mode and baked-in constants in constant mode; tuples, lists and
-dicts are unpacked; other values (None, strings, dtypes) are baked in. The prologue trace
-unpacks `(args, kwargs)` and guards everything the computation assumed: each tensor's shape,
-dtype and device, each number's type (symbolic) or value (constant), each baked-in value, and
-every condition a branch took on a NumberProxy (recorded as `check_value` while tracing, moved to
-the prologue together with the number arithmetic it depends on). In constant mode, the numbers
-named in `dynamic` (input names; automatic dynamic, compiler/runtime/auto_dynamic.py) are
-symbolic all the same. In either mode, a tensor size named in `dynamic` ('x.size(1)', see
-`size_name`) is symbolic when it is at least 2: the computation takes it as an int input, which
-the prologue reads with `size`, and `check_tensor` holds None for it (any size of at least 2).
+`NumberProxy` inputs under `Numbers.SYMBOLIC` and baked-in constants under `Numbers.CONSTANT`
+(`jit(numbers=...)`); tuples, lists and dicts are unpacked; other values (None, strings, dtypes)
+are baked in. The prologue trace unpacks `(args, kwargs)` and guards everything the computation
+assumed: each tensor's shape, dtype and device, each number's type (symbolic) or value (constant),
+each baked-in value, and every condition a branch took on a NumberProxy (recorded as `check_value`
+while tracing, moved to the prologue together with the number arithmetic it depends on). Under
+`Numbers.CONSTANT`, the numbers named in `dynamic` (input names; automatic dynamic,
+compiler/runtime/auto_dynamic.py) are symbolic all the same. Under either, a tensor size named in
+`dynamic` ('x.size(1)', see `size_name`) is symbolic when it is at least 2: an int input read
+by the prologue with `size`, `check_tensor` holding None for it (any size of at least 2).
 
 In-place ops are recorded as they happen (`prims.copy_`, see ops/inplace.py); the
 functionalization pass makes the computation pure. When the function writes into an argument
@@ -56,6 +56,7 @@ from compiler.core.memory import overlapping
 from compiler.ops import aliasing
 from compiler.prims import GUARDS, INPLACE, Prim
 from compiler.tracing.dense_strides import dense_strides
+from compiler.tracing.numbers import Numbers
 
 _NUMBERS = (int, float, bool)
 _BAKED_TYPES = (type(None), str, torch.dtype, torch.device, type(Ellipsis))
@@ -412,15 +413,13 @@ def trace(
     args: tuple,
     kwargs: dict,
     *,
-    symbolic: bool,
+    numbers: Numbers = Numbers.CONSTANT,
     dynamic: frozenset[str] = frozenset(),
     exact_strides: bool = False,
 ) -> tuple[Trace, Trace]:
-    """Traces `fn(*args, **kwargs)`; returns (prologue trace, computation trace).
-
-    symbolic: every int/float/bool argument is a symbolic input; otherwise only those whose input
-    name is in `dynamic`, the others being baked in. exact_strides: the prologue also guards every
-    tensor input's strides (a CUDA-graphed entry, whose graphs bake them in)."""
+    """Traces `fn(*args, **kwargs)`; returns (prologue trace, computation trace). `numbers`,
+    `dynamic` and `exact_strides` (also guard every tensor's strides) as the module says."""
+    symbolic = numbers is Numbers.SYMBOLIC
     traced = _trace(fn, args, kwargs, symbolic, dynamic, False, exact_strides)
     return traced if traced is not None else _trace(fn, args, kwargs, symbolic, dynamic, True, exact_strides)
 

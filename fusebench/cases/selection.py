@@ -7,12 +7,17 @@
 --quick / --full    small sizes that run on CPU / GPU sizes; the default is quick on CPU, full on CUDA
 --device cpu|cuda   default: cuda when available
 --suites DIR        discover suites in DIR instead of the bundled `suites` package (repeatable)
+--shard I/N         (run, list) only the I-th of N shares of the (case, params) selected: the
+                    case ids in sorted order, dealt out in turn, so every machine of a CI matrix
+                    or fleet given the same flags and code runs a disjoint share, and together
+                    they run all of it
 """
 
 from __future__ import annotations
 
 import argparse
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +39,7 @@ class Selection:
     quick: bool = True
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     suite_dirs: tuple[str, ...] = ()
+    shard: tuple[int, int] | None = None  # (index from 1, count) of `--shard I/N`
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,24 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_shard_argument(parser: argparse.ArgumentParser) -> None:
+    """Adds `--shard I/N` (run and list)."""
+    parser.add_argument(
+        "--shard",
+        type=parse_shard,
+        metavar="I/N",
+        help="only the I-th of N disjoint shares of the selected (case, params), e.g. 2/3 (for CI matrices and fleets)",
+    )
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'2/3' -> (2, 3); anything but I/N with 1 <= I <= N is an argparse error naming the flag."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if match is None or not 1 <= int(match.group(1)) <= int(match.group(2)):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected I/N with 1 <= I <= N, like 1/3")
+    return int(match.group(1)), int(match.group(2))
+
+
 def selection_from_args(args: argparse.Namespace) -> Selection:
     """Resolves defaults: the device (cuda when available) and the size (quick unless on CUDA)."""
     device_name = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -90,11 +114,14 @@ def selection_from_args(args: argparse.Namespace) -> Selection:
         quick=quick,
         device=torch.device(device_name),
         suite_dirs=tuple(args.suite_dirs),
+        shard=getattr(args, "shard", None),
     )
 
 
 def plan(suites: list[Suite], selection: Selection) -> list[Group]:
-    """The groups to measure, in suite, case and grid order; unknown suite or variant names are errors."""
+    """The groups to measure, in suite, case and grid order; unknown suite names are errors, and so
+    is a variant name that matches no variant of any selected suite (one that only some suites
+    have is measured where it exists: `variant_notes` says where not)."""
     known_suites = [s.name for s in suites]
     for name in selection.suites:
         check(name in known_suites, lambda name=name: f"--suite {name}: no such suite; known suites: {known_suites}")
@@ -117,7 +144,38 @@ def plan(suites: list[Suite], selection: Selection) -> list[Group]:
                 group = Group(suite, case, params, variants)
                 if variants and _id_matches(selection.patterns, group.case_id):
                     groups.append(group)
-    return groups
+    return shard_of(groups, selection.shard)
+
+
+def shard_of(groups: list[Group], shard: tuple[int, int] | None) -> list[Group]:
+    """The groups of shard (I, N): sorted by case id, the I-th of every N, in the plan's order.
+    Sorting by the ids, not by Python's `hash` (salted per process), makes the shares the same on
+    every machine; dealing them out in turn spreads each suite's cases over the shards."""
+    if shard is None:
+        return groups
+    index, count = shard
+    ids = sorted({group.case_id for group in groups})
+    mine = {case for position, case in enumerate(ids) if position % count == index - 1}
+    return [group for group in groups if group.case_id in mine]
+
+
+def variant_notes(suites: list[Suite], selection: Selection) -> list[str]:
+    """One line per `--variant` name that some selected suites lack ('--variant X: not in suites a,
+    b; measured where it exists'); `plan` rejects a name no selected suite has."""
+    chosen = [s for s in suites if not selection.suites or s.name in selection.suites]
+    notes = []
+    for pattern in selection.variants:
+        lacking = [
+            suite.name
+            for suite in chosen
+            if not any(_variant_matches(pattern, v.name) for case in suite.cases for v in variants_for(case))
+        ]
+        if lacking:
+            notes.append(
+                f"--variant {pattern}: not in suite{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}; "
+                "measured where it exists"
+            )
+    return notes
 
 
 def _variant_matches(pattern: str, name: str) -> bool:

@@ -6,9 +6,15 @@ Standard variants apply to every case:
   dynamic=True; otherwise with torch's default (dynamic=None: static first, dynamic after a
   shape or scalar changes).
 - `torch.compile(reduce-overhead)`: the same with mode="reduce-overhead" (CUDA graphs; CUDA only).
-- `fusebench`: our compiler with its default executors; `fusebench-torch`: our compiler with the
-  torch executor only; `fusebench-cudagraphs`: default executors, each cache entry replayed as
-  CUDA graphs (CUDA only). The case option `cache` picks the cache mode ("constant" by default);
+- `fusebench`: our compiler with the default executors of the device measured on (nvFuser on CUDA,
+  Inductor on CPU: `compiler.executors.default_executor_names`); `fusebench-torch`: our compiler
+  with the torch executor only; `fusebench-inductor`: our compiler with its regions compiled by
+  Inductor (["inductor", "sdpa", "torch"]): the same trace and regions as `fusebench`, so on CUDA
+  nvFuser and Inductor are compared on one program (skipped where `fusebench` runs Inductor
+  already: on CPU by default); `fusebench-cudagraphs`: default executors,
+  each cache entry replayed as CUDA graphs (CUDA only). The case option `cache` ("constant" by
+  default; the name ASV's history knows) is `compiler.jit(numbers=...)`, how number arguments are
+  traced;
   `fusion` (FusionOptions fields) and `executors` (for `fusebench` only) are passed to `compiler.jit`.
 - `fusebench-dynamo`: `torch.compile(fn, backend="fusebench")`: dynamo captures the graphs, our
   compiler (default executors) compiles each.
@@ -64,6 +70,8 @@ class Compiled:
         backward, or not known for this variant).
     program: our compiler's jitted function (None for other variants), whose record
         `fusebench.measure.compiler_record` keeps.
+    fallbacks: pieces of the program that ran eagerly because our compiler could not compile them
+        (`compiler.examine.fallbacks`), since `prepare` (None: not known for this variant).
     """
 
     fn: Callable[..., Any]
@@ -71,6 +79,7 @@ class Compiled:
     fusions: Callable[[], int | None] = _unknown
     backward_fusions: Callable[[], int | None] = _unknown
     program: Any = None
+    fallbacks: Callable[[], int | None] = _unknown
 
 
 def _available(device: torch.device) -> str | None:
@@ -193,6 +202,23 @@ def _fresh_fusions(compiler: Any) -> None:
     compiler.clear_fusion_cache()
 
 
+def _default_executors(target: Target) -> list[str]:
+    from compiler.executors import default_executor_names
+
+    return default_executor_names(target.device.type if target.device.type in ("cpu", "cuda") else None)
+
+
+def _inductor_unavailable(device: torch.device) -> str | None:
+    from compiler.executors import default_executor_names
+    from compiler.executors.inductor import device_unavailable_reason
+
+    reason = device_unavailable_reason(device)
+    if reason is None and device.type == "cpu" and default_executor_names("cpu")[0] == "inductor":
+        # NOTE: measuring it again would only compile every region a second time
+        return "on CPU the fusebench variant runs its regions with Inductor already (its default there)"
+    return reason
+
+
 def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Callable[[Target], Compiled]:
     """`prepare` of a variant running our compiler with these executors and `jit` options."""
 
@@ -204,8 +230,8 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
             target,
             lambda fn: compiler.jit(
                 fn,
-                cache=target.options.get("cache", "constant"),
-                executors=executors or target.options.get("executors"),
+                numbers=target.options.get("cache", "constant"),
+                executors=executors or target.options.get("executors") or _default_executors(target),
                 fusion=jit_options.get("fusion", target.options.get("fusion")),
                 **{k: v for k, v in jit_options.items() if k != "fusion"},
             ),
@@ -224,6 +250,12 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
 
 FUSEBENCH = Variant("fusebench", fusebench_prepare(None), description="our compiler, default executors")
 FUSEBENCH_TORCH = Variant("fusebench-torch", fusebench_prepare(["torch"]), description="our compiler, torch executor")
+FUSEBENCH_INDUCTOR = Variant(
+    "fusebench-inductor",
+    fusebench_prepare(["inductor", "sdpa", "torch"]),
+    _inductor_unavailable,
+    "our compiler, regions compiled by Inductor (torch.compile's backend) instead of nvFuser",
+)
 FUSEBENCH_CUDAGRAPHS = Variant(
     "fusebench-cudagraphs",
     fusebench_prepare(None, cuda_graphs=True),
@@ -241,6 +273,7 @@ def _prepare_fusebench_dynamo(target: Target) -> Compiled:
     torch._dynamo.reset()
     _fresh_fusions(compiler)
     base, first_graph = counters["frames"]["ok"], dynamo.graphs_compiled()
+    first_fallback = compiler.examine.fallbacks_recorded()
     dynamic = True if target.options.get("cache") == "symbolic" else None
     _, compiled = _compile(target, lambda fn: torch.compile(fn, backend="fusebench", dynamic=dynamic))
 
@@ -256,6 +289,7 @@ def _prepare_fusebench_dynamo(target: Target) -> Compiled:
         compilations=lambda: counters["frames"]["ok"] - base,
         fusions=lambda: fusions(compiler.last_traces),
         backward_fusions=lambda: fusions(compiler.last_backward_traces),
+        fallbacks=lambda: len(compiler.examine.fallbacks(since=first_fallback)),
     )
 
 
@@ -296,6 +330,7 @@ STANDARD_VARIANTS: tuple[Variant, ...] = (
     TORCH_COMPILE_REDUCE_OVERHEAD,
     FUSEBENCH,
     FUSEBENCH_TORCH,
+    FUSEBENCH_INDUCTOR,
     FUSEBENCH_CUDAGRAPHS,
     FUSEBENCH_DYNAMO,
     THUNDER,

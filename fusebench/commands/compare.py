@@ -3,10 +3,12 @@
 Both revisions are checked out into temporary git worktrees (removed again whatever happens),
 and each side's own `fusebench run` measures the selected cases in its own process, with this
 interpreter and its installed packages, over several rounds that alternate which side goes first
-(`fusebench.compare.interleave`). Per benchmark, the rounds are the unit: each round's median,
-compared with Welch's t-test on their logs plus a minimum effect size (`fusebench.compare.decide`);
-the table shows the ratio B/A of the rounds' geometric-mean medians with its confidence interval
-and a verdict (`fusebench.compare.comparison`). Progress goes to
+(`fusebench.compare.interleave`). Per benchmark, every sample of every round decides: a
+hierarchical bootstrap (rounds, then samples within rounds) gives the interval of the ratio B/A of
+the rounds' geometric-mean lower quartiles (`--quantile`), and the verdict says whether it lies
+beyond the minimum effect (slower, faster), within it (no change) or across its edge (noisy, with
+the rounds that would decide) (`fusebench.compare.decide`, docs/verdicts.md); the table is
+`fusebench.compare.comparison`. Progress goes to
 stderr, the table to stdout. Exit status: 1 when a benchmark got slower or fails at B, 0 otherwise
 (2 for bad arguments).
 """
@@ -16,18 +18,67 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fusebench.cases.selection import Selection, add_selection_arguments, selection_from_args
-from fusebench.compare.comparison import compare_runs, comparison_document, explain_changes, render, summary_line
-from fusebench.compare.decide import DecisionSettings
+from fusebench.compare.comparison import (
+    BenchmarkComparison,
+    compare_runs,
+    comparison_document,
+    explain_changes,
+    noisy_advice,
+    render,
+    summary_line,
+)
+from fusebench.compare.decide import MAX_ROUNDS, DecisionSettings
 from fusebench.compare.interleave import Side, SideRun, interleaved_rounds
 from fusebench.compare.worktree import repository_root, resolve_commit, temporary_worktrees, terminate_as_interrupt
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
+from fusebench.measure.noise import Noise, is_control, machine_noise, relative_spread, round_drift, slow_tail
+from fusebench.measure.stats import summarize
+from fusebench.measure.threads import THREADS_ENV, add_threads_argument, checked_threads
 
-DEFAULT_ROUNDS = 3
+DEFAULT_ROUNDS = 6
 DEFAULT_BUDGET_S = {"cpu": 0.2, "cuda": 1.0}
+# NOTE: device-timed GPU kernels at full sizes vary far less between processes than host-bound CPU
+# timings, so a GPU comparison can resolve (and is asked to catch) smaller changes.
+DEFAULT_MIN_EFFECT = {"cpu": 0.05, "cuda": 0.02}
+
+
+MAX_BUDGET_S = 3600.0
+MAX_MIN_EFFECT = 10.0
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during a comparison; `kept` says what was kept and where."""
+
+    def __init__(self, kept: str) -> None:
+        super().__init__(kept)
+        self.kept = kept
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """How two revisions are measured and judged: rounds, seconds of repeats per measurement and round,
+    torch's CPU threads in each run, whether the first round profiles nvFuser's segments, the decision."""
+
+    rounds: int
+    budget_s: float
+    threads: int
+    segments: bool
+    settings: DecisionSettings
+
+
+@dataclass
+class Measured:
+    """Both sides' runs and the comparisons decided from them."""
+
+    runs: dict[str, list[SideRun]]
+    comparisons: list[BenchmarkComparison]
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -38,8 +89,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("revision_a", metavar="A", help="the baseline revision (branch, tag, commit), e.g. main")
     parser.add_argument("revision_b", metavar="B", help="the revision to judge, e.g. my-branch or HEAD")
     add_selection_arguments(parser)
+    add_compare_arguments(parser)
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write raw samples and verdicts to PATH")
+    parser.set_defaults(handler=run)
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of how revisions are measured and judged (shared by `compare` and `bisect`)."""
     parser.add_argument(
-        "--rounds", type=int, default=DEFAULT_ROUNDS, help=f"runs of each side, interleaved (default {DEFAULT_ROUNDS})"
+        "--rounds",
+        type=int,
+        default=DEFAULT_ROUNDS,
+        help=f"runs of each side, interleaved (default {DEFAULT_ROUNDS}; 1 to {MAX_ROUNDS})",
     )
     parser.add_argument(
         "--repeat-budget",
@@ -50,74 +111,198 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--min-effect",
         type=float,
-        default=0.05,
         metavar="FRACTION",
-        help="smallest change of the median reported as faster/slower (default 0.05: 5%%)",
+        help="smallest change reported as faster/slower (default 0.05 on CPU, 0.02 on CUDA: 5%%, 2%%)",
     )
     parser.add_argument(
-        "--alpha", type=float, default=0.01, help="significance level of the t-test on round medians (default 0.01)"
+        "--alpha",
+        type=float,
+        default=0.01,
+        help="1 - the confidence of the interval that decides (default 0.01: a 99%% interval)",
     )
+    parser.add_argument(
+        "--quantile",
+        type=float,
+        default=0.25,
+        metavar="Q",
+        help="each round's statistic: this quantile of its samples (default 0.25, the lower quartile; 0.5: medians)",
+    )
+    add_threads_argument(parser)
     parser.add_argument(
         "--no-segments",
         action="store_true",
         help="do not profile nvFuser's kernels per fusion in the first round (GPU; faster, reasons without segments)",
     )
     parser.add_argument("--repo", type=Path, metavar="DIR", help="the git repository (default: the current folder)")
-    parser.add_argument("--json", type=Path, metavar="PATH", help="write raw samples and verdicts to PATH")
-    parser.set_defaults(handler=run)
+
+
+def options_from_args(args: argparse.Namespace, selection: Selection) -> CompareOptions:
+    """The checked options; a bad value is a one-line error naming the flag and its allowed range."""
+    check(
+        1 <= args.rounds <= MAX_ROUNDS,
+        lambda: f"--rounds {args.rounds}: expected a whole number of rounds from 1 to {MAX_ROUNDS}",
+    )
+    budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
+    check(
+        0 < budget <= MAX_BUDGET_S,
+        lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds, at most {MAX_BUDGET_S:g}",
+    )
+    check(
+        0 < args.alpha < 1,
+        lambda: f"--alpha {args.alpha:g}: expected a probability strictly between 0 and 1, like 0.01",
+    )
+    min_effect = args.min_effect if args.min_effect is not None else DEFAULT_MIN_EFFECT[selection.device.type]
+    check(
+        0 <= min_effect <= MAX_MIN_EFFECT,
+        lambda: f"--min-effect {min_effect:g}: expected a fraction from 0 to {MAX_MIN_EFFECT:g}, like 0.05",
+    )
+    check(
+        0 < args.quantile < 1,
+        lambda: f"--quantile {args.quantile:g}: expected a level strictly between 0 and 1, like 0.25",
+    )
+    threads = checked_threads(args.threads)
+    settings = DecisionSettings(min_effect=min_effect, alpha=args.alpha, quantile=args.quantile)
+    return CompareOptions(args.rounds, budget, threads, not args.no_segments, settings)
 
 
 def run(args: argparse.Namespace) -> int:
     """Runs the comparison and prints the table; 1 when anything regressed."""
     selection = selection_from_args(args)
-    check(args.rounds >= 1, lambda: f"--rounds {args.rounds}: expected at least 1 round")
-    budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
-    check(budget > 0, lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds")
-    check(0 < args.alpha < 1, lambda: f"--alpha {args.alpha:g}: expected a probability strictly between 0 and 1")
-    check(args.min_effect >= 0, lambda: f"--min-effect {args.min_effect:g}: expected a fraction >= 0, like 0.05")
-    settings = DecisionSettings(min_effect=args.min_effect, alpha=args.alpha)
+    options = options_from_args(args, selection)
     repo = repository_root(args.repo or Path.cwd())
     commits = resolve_commit(repo, args.revision_a), resolve_commit(repo, args.revision_b)
-    run_args = child_run_arguments(selection, budget, segments=not args.no_segments)
+    names = (args.revision_a, args.revision_b)
     size = "quick sizes" if selection.quick else "full sizes"
     _report(
         f"A = {args.revision_a} ({commits[0][:8]}), B = {args.revision_b} ({commits[1][:8]}) in {repo}; "
-        f"{args.rounds} interleaved rounds on {selection.device} ({size}), {budget:g} s of repeats each"
+        f"{options.rounds} interleaved rounds on {selection.device} ({size}), {options.budget_s:g} s of repeats "
+        f"each, {options.threads} thread(s)"
     )
-    with terminate_as_interrupt(), temporary_worktrees(repo, commits) as worktrees:
-        sides = (
-            Side("A", args.revision_a, commits[0], worktrees[0]),
-            Side("B", args.revision_b, commits[1], worktrees[1]),
-        )
-        with tempfile.TemporaryDirectory(prefix="fusebench-compare-") as scratch:
-            runs = interleaved_rounds(sides, run_args, Path(scratch), args.rounds, _report)
-            comparisons = compare_runs(runs["A"], runs["B"], settings)
-            explain_changes(comparisons)  # NOTE: while the rounds' compiler records still exist
-    if not comparisons:
-        crashes = [run.error for side_runs in runs.values() for run in side_runs if run.error]
-        raise FusebenchError(f"neither side measured anything; the first run said: {crashes[0] if crashes else '?'}")
+    header = compare_header(names, commits, selection, options)
+    kept_at = args.json or Path.cwd() / f"fusebench-compare-{commits[0][:8]}-{commits[1][:8]}-interrupted.json"
+    measured = measure_revisions(repo, names, commits, selection, options, kept_at, header)
+    comparisons = measured.comparisons
     print(render(comparisons))
     regressed = [c for c in comparisons if c.regressed]
     print(f"\n{summary_line(comparisons)}: " + (f"{len(regressed)} regressed" if regressed else "no regression"))
+    for line in (noisy_advice(comparisons), comparison_noise(comparisons).line()):
+        if line:
+            print(line)
     if args.json:
-        header = {
-            "a": {"revision": args.revision_a, "commit": commits[0]},
-            "b": {"revision": args.revision_b, "commit": commits[1]},
-            "device": str(selection.device),
-            "quick": selection.quick,
-            "rounds": args.rounds,
-            "repeat_budget_s": budget,
-            "settings": {"min_effect": settings.min_effect, "alpha": settings.alpha, "confidence": settings.confidence},
-            "runs": {label: [_run_entry(r) for r in side_runs] for label, side_runs in runs.items()},
-        }
-        atomic_write_json(args.json, comparison_document(comparisons, header), indent=2)
+        atomic_write_json(args.json, compare_document(comparisons, header, measured.runs), indent=2)
         print(f"json: {args.json}")
     return 1 if regressed else 0
 
 
-def child_run_arguments(selection: Selection, budget: float, segments: bool = True) -> list[str]:
+def measure_revisions(
+    repo: Path,
+    names: tuple[str, str],
+    commits: tuple[str, str],
+    selection: Selection,
+    options: CompareOptions,
+    kept_at: Path,
+    header: dict[str, Any],
+) -> Measured:
+    """Measures both commits in interleaved rounds and decides every benchmark. Interrupted (Ctrl-C,
+    SIGTERM), it writes the rounds both sides finished to `kept_at` (a compare document) and raises
+    `Interrupted` saying so, or saying that nothing is kept."""
+    run_args = child_run_arguments(selection, options.budget_s, segments=options.segments, repo=repo)
+    environment = {THREADS_ENV: str(options.threads)}
+    runs: dict[str, list[SideRun]] = {}
+    with terminate_as_interrupt(), temporary_worktrees(repo, commits) as worktrees:
+        sides = (Side("A", names[0], commits[0], worktrees[0]), Side("B", names[1], commits[1], worktrees[1]))
+        with tempfile.TemporaryDirectory(prefix="fusebench-compare-") as scratch:
+            try:
+                interleaved_rounds(sides, run_args, Path(scratch), options.rounds, _report, environment, runs)
+            except KeyboardInterrupt:
+                raise Interrupted(keep_interrupted(runs, options, header, kept_at)) from None
+            comparisons = compare_runs(runs["A"], runs["B"], options.settings)
+            explain_changes(comparisons)  # NOTE: while the rounds' compiler records still exist
+    if not comparisons:
+        crashes = [run.error for side_runs in runs.values() for run in side_runs if run.error]
+        raise FusebenchError(f"neither side measured anything; the first run said: {crashes[0] if crashes else '?'}")
+    return Measured(runs, comparisons)
+
+
+def keep_interrupted(
+    runs: dict[str, list[SideRun]], options: CompareOptions, header: dict[str, Any], path: Path
+) -> str:
+    """Writes the rounds both sides finished before an interruption to `path`, decided as far as they
+    go; returns what was kept and where (or that nothing was: no round had finished on both sides)."""
+    complete = min((len(runs.get(label, [])) for label in "AB"), default=0)
+    if complete == 0:
+        return "nothing is kept: no round had finished on both sides"
+    kept = {label: runs[label][:complete] for label in "AB"}
+    comparisons = compare_runs(kept["A"], kept["B"], options.settings)
+    document = compare_document(comparisons, {**header, "interrupted": True, "rounds_done": complete}, kept)
+    atomic_write_json(path, document, indent=2)
+    return f"the {complete} of {options.rounds} rounds both sides finished are kept in {path}"
+
+
+def comparison_noise(comparisons: Sequence[BenchmarkComparison]) -> Noise:
+    """The machine's noise from the control (eager) rows both sides measured: their samples' spread
+    within each round and their round medians' drift on each side."""
+    spreads, drifts, tails = [], [], []
+    for comparison in comparisons:
+        if not is_control(comparison.variant):
+            continue
+        for side in (comparison.a, comparison.b):
+            for samples in side.rounds:
+                stats = summarize(samples)
+                spreads.append(relative_spread(stats.median, stats.q25, stats.q75))
+                tails.append(slow_tail(samples))
+            drifts.append(round_drift(side.round_medians))
+    return machine_noise(spreads, drifts, tails)
+
+
+def compare_header(
+    names: tuple[str, str], commits: tuple[str, str], selection: Selection, options: CompareOptions
+) -> dict[str, Any]:
+    """The compare document's description of what was compared, and how."""
+    settings = options.settings
+    return {
+        "a": {"revision": names[0], "commit": commits[0]},
+        "b": {"revision": names[1], "commit": commits[1]},
+        "device": str(selection.device),
+        "quick": selection.quick,
+        "rounds": options.rounds,
+        "repeat_budget_s": options.budget_s,
+        "threads": options.threads,
+        "settings": {
+            "min_effect": settings.min_effect,
+            "alpha": settings.alpha,
+            "confidence": settings.confidence,
+            "quantile": settings.quantile,
+        },
+    }
+
+
+def compare_document(
+    comparisons: Sequence[BenchmarkComparison], header: dict[str, Any], runs: dict[str, list[SideRun]]
+) -> dict[str, Any]:
+    """The `--json` document: `header`, the machine's noise, each run and every benchmark's samples."""
+    noise = comparison_noise(comparisons)
+    header = {
+        **header,
+        "noise": {
+            "spread": noise.spread,
+            "drift": noise.drift,
+            "tail": noise.tail,
+            "noisy": noise.noisy,
+            "line": noise.line(),
+        },
+        "runs": {label: [_run_entry(r) for r in side_runs] for label, side_runs in runs.items()},
+    }
+    return comparison_document(comparisons, header)
+
+
+def child_run_arguments(
+    selection: Selection, budget: float, segments: bool = True, repo: Path | None = None
+) -> list[str]:
     """The `fusebench run` flags that select the same measurements on each side (`segments`:
-    whether the first round profiles nvFuser's kernels per fusion for its records)."""
+    whether the first round profiles nvFuser's kernels per fusion for its records). A `--suites`
+    folder inside `repo` is passed relative to it, so that each side, run in its own checkout of
+    `repo`, reads that revision's suites."""
     arguments = ["--device", selection.device.type, "--quick" if selection.quick else "--full"]
     arguments += ["--repeat-budget", repr(budget)] + ([] if segments else ["--no-segments"])
     for name in selection.suites:
@@ -127,8 +312,14 @@ def child_run_arguments(selection: Selection, budget: float, segments: bool = Tr
     for variant in selection.variants:
         arguments += ["--variant", variant]
     for folder in selection.suite_dirs:
-        arguments += ["--suites", str(Path(folder).resolve())]
+        arguments += ["--suites", _suite_folder(Path(folder).resolve(), repo)]
     return arguments
+
+
+def _suite_folder(folder: Path, repo: Path | None) -> str:
+    if repo is not None and folder.is_relative_to(repo.resolve()):
+        return str(folder.relative_to(repo.resolve()))
+    return str(folder)
 
 
 def _run_entry(run: SideRun) -> dict:

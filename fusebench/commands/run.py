@@ -26,7 +26,15 @@ from typing import Any
 import torch
 
 from fusebench.cases.discovery import discover
-from fusebench.cases.selection import Group, add_selection_arguments, plan, selection_from_args
+from fusebench.cases.selection import (
+    Group,
+    add_selection_arguments,
+    add_shard_argument,
+    plan,
+    selection_from_args,
+    shard_of,
+    variant_notes,
+)
 from fusebench.cases.variants import Variant
 from fusebench.commands.compare import child_run_arguments
 from fusebench.errors import FusebenchError, check
@@ -37,8 +45,12 @@ from fusebench.history.revision import UNKNOWN_COMMIT, code_revision, commit_rev
 from fusebench.measure.bandwidth import peak_bandwidth_gbs
 from fusebench.measure.machine import env_name, machine_info
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
+from fusebench.measure.noise import run_noise
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
+from fusebench.measure.threads import add_threads_argument, checked_threads
 from fusebench.measure.workers import devices_from, run_units
+from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
+from fusebench.report.overhead import render_overhead
 from fusebench.report.progress import Progress
 from fusebench.report.scoreboard import rows_from_outcomes
 from fusebench.report.summary import render_summary
@@ -50,8 +62,15 @@ Unit = tuple[Group, Variant]
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Registers `run`."""
-    parser = subparsers.add_parser("run", help="measure cases and record results (ASV format)")
+    parser = subparsers.add_parser(
+        "run",
+        help="measure cases and record results (ASV format)",
+        description="Measures the selected cases and variants and records them in ASV's result format. "
+        "View them with `fusebench report`, or with ASV: `asv publish`, then `asv preview` (ASV's pages "
+        "load their data over HTTP, so opening html/index.html as a file does not work).",
+    )
     add_selection_arguments(parser)
+    add_shard_argument(parser)
     parser.add_argument(
         "--repeat-budget",
         type=float,
@@ -81,6 +100,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--no-segments", action="store_true", help="do not profile nvFuser's kernels per fusion for the record (GPU)"
     )
+    parser.add_argument(
+        "--profile-overhead",
+        action="store_true",
+        help="print where each measurement's time went beyond compile time and the repeat budget",
+    )
+    add_threads_argument(parser)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--outcomes-fd", type=int, help=argparse.SUPPRESS)
     parser.set_defaults(handler=run)
@@ -89,12 +114,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Measures every selected (case, params, variant) and prints the summary table."""
     started = time.perf_counter()
+    torch.set_num_threads(checked_threads(args.threads))
     selection = selection_from_args(args)
     budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
     check(budget > 0, lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds", FusebenchError)
     devices = _devices(args.devices) if args.devices else None
-    groups = plan(discover(selection.suite_dirs), selection)
+    suites = discover(selection.suite_dirs)
+    groups = plan(suites, dataclasses.replace(selection, shard=None))
     check(groups, lambda: "the selection flags selected nothing (see `fusebench list` with the same flags)")
+    unsharded, groups = len(groups), shard_of(groups, selection.shard)
     machine = machine_info(args.machine)
     revision = code_revision() if args.commit is None else commit_revision(args.commit)
     run_info = RunInfo(machine, revision, env_name(machine, str(selection.device)))
@@ -109,6 +137,14 @@ def run(args: argparse.Namespace) -> int:
         f"repeats each; peak bandwidth {peak:.1f} GB/s; commit {revision.commit[:8]}{dirty}",
         file=sys.stderr,
     )
+    if selection.shard:
+        print(
+            f"fusebench run: shard {selection.shard[0]}/{selection.shard[1]}: {len(groups)} of the {unsharded} "
+            "(case, params) selected",
+            file=sys.stderr,
+        )
+    for note in variant_notes(suites, selection):
+        print(f"fusebench run: {note}", file=sys.stderr)
     if revision.commit == UNKNOWN_COMMIT:
         print("fusebench run: not in a git work tree: results are recorded under commit 00000000", file=sys.stderr)
     isolate = args.isolate if args.isolate is not None else selection.device.type == "cuda"
@@ -127,9 +163,18 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         atomic_write_json(args.json, _run_json(run_info, selection.quick, outcomes), indent=2)
         print(f"json: {args.json}")
+    headline = render_dashboard(dashboard(measurements_from_outcomes(outcomes)))
+    if headline:
+        print(f"\n{headline}")
     summary = render_summary(rows_from_outcomes(outcomes))
     if summary:
         print(f"\n{summary}")
+    if args.profile_overhead:
+        workers = len(devices) if (args.devices or isolate) and devices else 1
+        print(f"\n{render_overhead(outcomes, time.perf_counter() - started, workers)}")
+    noise = run_noise(outcomes).line()
+    if noise:
+        print(noise)
     return 1 if any(o.status in BAD_STATUSES for o in outcomes) else 0
 
 
@@ -152,6 +197,8 @@ def _record_arguments(args: argparse.Namespace, commit: str) -> list[str]:
     arguments = ["--results", str(args.results.resolve()), "--commit", commit]
     arguments += ["--machine", args.machine] if args.machine else []
     arguments += ["--no-artifacts"] if args.no_artifacts else []
+    arguments += [f"--shard={args.shard[0]}/{args.shard[1]}"] if args.shard else []
+    arguments += ["--threads", str(checked_threads(args.threads))]
     return arguments + (["--no-segments"] if args.no_segments else [])
 
 
@@ -166,37 +213,53 @@ def _keep(args: argparse.Namespace, run_info: RunInfo, outcome: Outcome) -> None
 def _in_process(args: argparse.Namespace, units: list[Unit], run_info: RunInfo, settings: Settings) -> list[Outcome]:
     progress = Progress(len(units))
     outcomes: list[Outcome] = []
-    prepared, prepared_for = None, None
+    prepared = _Prepared()
     for group, variant in units:
-        if prepared_for is not group:
-            prepared, prepared_for = _prepare(group, settings, prepared), group
         progress.start(group.case_id, variant.name)
-        outcome = measure_variant(prepared, variant, settings)
+        outcome = _measure_unit(args, run_info, settings, prepared, group, variant)
         progress.finish(outcome)
-        _keep(args, run_info, outcome)
         outcomes.append(outcome)
     return outcomes
 
 
-def _prepare(group: Group, settings: Settings, previous: Any) -> Any:
-    del previous
-    if settings.device.type == "cuda":
-        torch.cuda.empty_cache()
-    return prepare_case(group.suite.name, group.case, group.params, settings)
+class _Prepared:
+    """The prepared case of the group measured last: its variants reuse its inputs and reference."""
+
+    def __init__(self) -> None:
+        self.group: Group | None = None
+        self.case: Any = None
+
+
+def _measure_unit(
+    args: argparse.Namespace, run_info: RunInfo, settings: Settings, prepared: _Prepared, group: Group, variant: Variant
+) -> Outcome:
+    """Measures one unit and records it; its phases include preparing the case (the group's first
+    unit) and writing the results (`fusebench.measure.phases`)."""
+    prepare_s = 0.0
+    if prepared.group is not group:
+        start = time.perf_counter()
+        if settings.device.type == "cuda":
+            prepared.case = None  # NOTE: the previous group's tensors go before the next are made
+            torch.cuda.empty_cache()
+        prepared.case, prepared.group = prepare_case(group.suite.name, group.case, group.params, settings), group
+        prepare_s = time.perf_counter() - start
+    outcome = measure_variant(prepared.case, variant, settings)
+    start = time.perf_counter()
+    _keep(args, run_info, outcome)
+    phases = outcome.extra.setdefault("phases", {})
+    phases.update({"prepare_case": prepare_s, "write": time.perf_counter() - start})
+    return outcome
 
 
 def _serve(args: argparse.Namespace, units: list[Unit], run_info: RunInfo, device: torch.device, budget: float) -> int:
     """Worker mode: measures the unit indices read from stdin; answers on `--outcomes-fd`."""
     check(args.outcomes_fd is not None, lambda: "--worker needs --outcomes-fd")
     settings = _settings(args, device, budget, peak_bandwidth_gbs(device))
-    prepared, prepared_for = None, None
+    prepared = _Prepared()
     with os.fdopen(args.outcomes_fd, "w") as answers:
         for line in sys.stdin:
             group, variant = units[int(line)]
-            if prepared_for is not group:
-                prepared, prepared_for = _prepare(group, settings, prepared), group
-            outcome = measure_variant(prepared, variant, settings)
-            _keep(args, run_info, outcome)
+            outcome = _measure_unit(args, run_info, settings, prepared, group, variant)
             cuda_error = device.type == "cuda" and outcome.status == "error" and "CUDA" in outcome.detail
             answers.write(json.dumps({**_outcome_json(outcome), "worker_exits": cuda_error}) + "\n")
             answers.flush()

@@ -2,14 +2,17 @@
 
 A benchmark is one (suite, case, params, variant); its time samples are kept per round (one
 `fusebench run` process each; seconds per call). Verdicts:
-- faster / slower / no change: both sides measured it; `fusebench.compare.decide` decided on the
-  rounds' samples (a hierarchical bootstrap: rounds, then samples within rounds).
+- faster / slower / no change / noisy: both sides measured it; `fusebench.compare.decide` decided
+  on all the rounds' samples (a hierarchical bootstrap: rounds, then samples within rounds); noisy
+  means the interval is too wide to decide, and the notes say how many rounds would.
 - failed: a side's result disagreed with the reference or errored in some round, or a side's
   run ended without results.
 - new: only B measures it (a new case or variant, or one A could not run).
 - gone: only A measures it (B dropped it, or cannot run it any more).
 - skipped: neither side can run it here (the reason is shown).
 The comparison regresses, and `fusebench compare` exits 1, when a benchmark is slower or B failed.
+Peak device memory is compared as its own row after the time row, with the same decision
+(`fusebench.compare.memory_rows`): "slower" there means more memory, and regresses too.
 """
 
 from __future__ import annotations
@@ -21,15 +24,27 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fusebench.cases.case import format_params
-from fusebench.compare.decide import FASTER, NO_CHANGE, SLOWER, Decision, DecisionSettings, center, decide
+from fusebench.compare.decide import (
+    FASTER,
+    MAX_ROUNDS,
+    NO_CHANGE,
+    NOISY,
+    SLOWER,
+    Decision,
+    DecisionSettings,
+    center,
+    decide,
+)
 from fusebench.compare.interleave import SideRun
+from fusebench.compare.memory_rows import memory_cells, memory_comparisons
 from fusebench.compare.why import Explanation, explain
 from fusebench.history.artifacts import read_artifacts
+from fusebench.measure.outcome import TIME
 from fusebench.report.table import format_seconds
 
 FAILED, NEW, GONE, SKIPPED = "failed", "new", "gone", "skipped"
-VERDICTS = ("faster", SLOWER, NO_CHANGE, FAILED, NEW, GONE, SKIPPED)
-HEADERS = ["case", "params", "variant", "A median", "B median", "B/A", "95% CI", "p", "verdict", "notes"]
+VERDICTS = ("faster", SLOWER, NOISY, NO_CHANGE, FAILED, NEW, GONE, SKIPPED)
+HEADERS = ["case", "params", "variant", "A time", "B time", "B/A", "CI", "p", "verdict", "notes"]
 _BAD = ("failed", "error", "crashed")
 
 
@@ -44,6 +59,7 @@ class SideSummary:
     compile_seconds: list[float] = field(default_factory=list)
     recompilations: list[int] = field(default_factory=list)
     artifacts: str = ""  # the folder of the compiler's record of its last round (fusebench.history.artifacts)
+    peak_device_bytes: list[float] = field(default_factory=list)  # per ok round (fusebench.compare.memory_rows)
 
     @property
     def median(self) -> float | None:
@@ -64,6 +80,7 @@ class BenchmarkComparison:
     verdict: str
     decision: Decision | None = None
     why: Explanation | None = None
+    metric: str = TIME.name  # time_call, or a memory metric's name (fusebench.compare.memory_rows)
 
     @property
     def regressed(self) -> bool:
@@ -76,9 +93,9 @@ class BenchmarkComparison:
         if self.verdict in (FAILED, SKIPPED, NEW, GONE):
             detail = _side_detail(self)
             return f"{detail}; {self.why.reason}" if self.why and self.verdict == FAILED else detail
-        if self.why is not None and self.verdict != NO_CHANGE:
-            return self.why.reason
-        notes = []
+        notes = [*_interval_notes(self.decision)] if self.verdict in (NO_CHANGE, NOISY) else []
+        if self.why is not None:
+            notes.append(self.why.reason)
         if self.a.recompilations and self.b.recompilations and self.a.recompilations != self.b.recompilations:
             notes.append(f"recompilations {max(self.a.recompilations)} -> {max(self.b.recompilations)}")
         if self.a.compile_seconds and self.b.compile_seconds:
@@ -104,20 +121,28 @@ def compare_runs(
         comparison = BenchmarkComparison(suite, case, _tuples(json.loads(params_json)), variant, a, b, NO_CHANGE)
         comparison.verdict, comparison.decision = _verdict(a, b, settings)
         comparisons.append(comparison)
+        comparisons += memory_comparisons(comparison, settings)
     return comparisons
 
 
 def explain_changes(comparisons: Sequence[BenchmarkComparison]) -> None:
-    """Sets `why` of every slower, faster or failed benchmark whose sides both left a compiler record."""
+    """Sets `why` of every benchmark that is slower, faster, failed, noisy or whose interval excludes 1
+    (a change below the minimum effect) where both sides left a compiler record."""
     for comparison in comparisons:
-        if comparison.verdict in (FASTER, SLOWER, FAILED):
+        decision = comparison.decision
+        interesting = comparison.verdict in (FASTER, SLOWER, FAILED, NOISY) or (
+            decision is not None and decision.excludes_one
+        )
+        if interesting and comparison.metric == TIME.name:
             files_a, files_b = read_artifacts(comparison.a.artifacts), read_artifacts(comparison.b.artifacts)
             comparison.why = explain(files_a, files_b, comparison.verdict) if comparison.a.artifacts else None
 
 
 def render(comparisons: Sequence[BenchmarkComparison]) -> str:
-    """The comparison table as text."""
-    rows = [HEADERS] + [_cells(c) for c in comparisons]
+    """The comparison table as text (the interval's header names its confidence level, '99% CI')."""
+    levels = {c.decision.confidence for c in comparisons if c.decision}
+    headers = [f"{levels.pop():.0%} CI" if len(levels) == 1 and h == "CI" else h for h in HEADERS]
+    rows = [headers] + [_cells(c) for c in comparisons]
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS) - 1)]
     lines = []
     for index, row in enumerate(rows):
@@ -132,6 +157,21 @@ def summary_line(comparisons: Sequence[BenchmarkComparison]) -> str:
     """'2 slower, 1 faster, 5 no change' (verdicts in a fixed order)."""
     counts = {verdict: sum(c.verdict == verdict for c in comparisons) for verdict in VERDICTS}
     return ", ".join(f"{count} {verdict}" for verdict, count in counts.items() if count) or "nothing compared"
+
+
+def noisy_advice(comparisons: Sequence[BenchmarkComparison]) -> str:
+    """What would decide the noisy rows: 'noisy rows need about 12 rounds (--rounds 12)', or ''."""
+    noisy = [c.decision for c in comparisons if c.verdict == NOISY and c.decision]
+    if not noisy:
+        return ""
+    needed = [d.rounds_needed for d in noisy if d.rounds_needed is not None]
+    undecidable = len(noisy) - len(needed)
+    parts = [f"{len(needed)} noisy row(s) need about {max(needed)} rounds (--rounds {max(needed)})"] if needed else []
+    if undecidable:
+        parts.append(
+            f"{undecidable} noisy row(s) sit at the minimum effect's edge (over {MAX_ROUNDS} rounds would be needed)"
+        )
+    return "; ".join(parts)
 
 
 def comparison_document(comparisons: Sequence[BenchmarkComparison], header: dict[str, Any]) -> dict[str, Any]:
@@ -172,6 +212,8 @@ def _add(summary: SideSummary, outcome: dict[str, Any]) -> None:
         summary.compile_seconds.append(float(outcome["compile_seconds"]))
     if status == "ok" and outcome.get("recompilations") is not None:
         summary.recompilations.append(int(outcome["recompilations"]))
+    if status == "ok" and outcome.get("peak_device_bytes") is not None:
+        summary.peak_device_bytes.append(float(outcome["peak_device_bytes"]))
 
 
 def _missing(crash: str) -> SideSummary:
@@ -209,23 +251,53 @@ def _side_detail(comparison: BenchmarkComparison) -> str:
     return text if len(text) <= 140 else text[:137] + "..."
 
 
+def _interval_notes(decision: Decision | None) -> list[str]:
+    """What the interval says beyond the verdict: a change smaller than (or maybe smaller than) the
+    minimum effect, and how many rounds a noisy row needs."""
+    if decision is None:
+        return []
+    notes = []
+    if decision.excludes_one and decision.verdict in (NO_CHANGE, NOISY):
+        direction = "slower" if decision.ci_low > 1 else "faster"
+        low, high = sorted(abs(bound - 1) for bound in (decision.ci_low, decision.ci_high))
+        size = "below" if decision.verdict == NO_CHANGE else "maybe below"
+        notes.append(f"{direction} by {low:.1%} to {high:.1%}: {size} the minimum effect")
+    if decision.verdict == NOISY:
+        needed = decision.rounds_needed
+        notes.append(
+            f"too wide to decide: about {needed} rounds would (--rounds {needed})"
+            if needed is not None
+            else f"B/A sits at the minimum effect's edge: over {MAX_ROUNDS} rounds would be needed"
+        )
+    return notes
+
+
 def _cells(comparison: BenchmarkComparison) -> list[str]:
     decision = comparison.decision
     ratio = f"{decision.ratio:.3f}" if decision else "-"
     interval = f"[{decision.ci_low:.3f}, {decision.ci_high:.3f}]" if decision else "-"
     p_value = f"{decision.p_value:.2g}" if decision else "-"
+    if comparison.metric != TIME.name:
+        return [comparison.case, format_params(comparison.params), *memory_cells(comparison, ratio, interval, p_value)]
     return [
         comparison.case,
         format_params(comparison.params),
         comparison.variant,
-        format_seconds(comparison.a.median) if comparison.a.rounds else "-",
-        format_seconds(comparison.b.median) if comparison.b.rounds else "-",
+        _side_time(comparison.a, decision.time_a if decision else None),
+        _side_time(comparison.b, decision.time_b if decision else None),
         ratio,
         interval,
         p_value,
         comparison.verdict,
         comparison.notes(),
     ]
+
+
+def _side_time(side: SideSummary, decided: float | None) -> str:
+    """The time the decision compared (its statistic's center), else the side's median, else '-'."""
+    if decided:
+        return format_seconds(decided)
+    return format_seconds(side.median) if side.rounds else "-"
 
 
 def _tuples(value: Any) -> Any:

@@ -1,125 +1,214 @@
 """Deciding whether B is faster or slower than A from timing samples grouped in rounds.
 
-The unit of replication is the round (one `fusebench run` process), not the sample. Samples of one
-process share its state (clock boost, memory placement, what the neighbours did meanwhile), so they
-are not independent draws of "the time of this revision": pooling them as if they were gives
-p-values near 0 for a revision compared with itself, and then only the minimum effect decides.
+A round is one `fusebench run` process of a side. Samples of one process share its state (clock
+boost, memory placement, what the neighbours did meanwhile), so they are not independent draws of
+"the time of this revision": pooled as if they were, a revision compared with itself reads as
+significantly changed most of the time. Both levels of noise are in the estimate:
 
-So each round is summarized by its median, and a side by the geometric mean of its round medians
-(its `center`). The decision is Welch's t-test on the logs of the round medians: the textbook
-analysis of nested data through cluster summaries, exact for a random-effects model of log times
-(a round's offset plus its samples' noise, both folded into the round median's spread), and it
-needs no assumption that the two sides' spreads agree. A side measured in one round has no
-between-round spread to estimate; its variance is then the within-round variance of the median
-(from the order statistics that bracket it), which sees only that process's noise.
+- a side's time is its `center`, the geometric mean over its rounds of each round's lower
+  quartile (`DecisionSettings.quantile`; 0.5 for medians); the ratio B / A of the centers is the
+  point estimate;
+- its spread comes from a hierarchical bootstrap (`fusebench.compare.bootstrap`): resample the
+  rounds, then the samples within each resampled round. Rounds that ran side by side (round r of A
+  beside round r of B, which happens whenever both sides have the same number of rounds) are
+  resampled as pairs, so a drift of the machine that hit both sides of a round cancels;
+- the interval is the log ratio plus or minus Student's t quantile (at confidence 1 - alpha, with
+  the rounds' degrees of freedom: rounds - 1 when paired, Welch-Satterthwaite otherwise) times the
+  bootstrap's standard error scaled by rounds / (rounds - 1).
 
-NOTE: why not a hierarchical bootstrap (resample rounds, then samples within rounds)? With the 2 to
-5 rounds a comparison can afford, resampling rounds underestimates their spread and makes it
-discrete: on simulated A/A data with 2% round-to-round drift it called 23% (2 rounds), 14% (3) and
-5% (5 rounds) of benchmarks significant at alpha = 0.01. The t distribution's heavy tails for few
-rounds are exactly the missing caution.
+NOTE: why not the bootstrap's own percentiles? With the few rounds a comparison can afford, the
+rounds' bootstrap sees only `rounds` distinct values and its plug-in variance is (rounds - 1) /
+rounds of the unbiased one: percentile intervals from 2 to 5 rounds call a revision compared with
+itself significant several times more often than alpha. The bootstrap is the right estimator of
+the standard error (both levels, any sample distribution); the t quantile and the correction
+restore the caution that few rounds need. One round per side shows no between-round spread at
+all: its interval (normal quantile) sees only that process's noise.
 
-Two tests must agree before a change is reported:
-- significance: the two-sided p-value is below `alpha`;
-- a minimum effect: the ratio of centers B / A is at least 1 + `min_effect` (slower) or at most
-  1 / (1 + `min_effect`) (faster). A tiny but consistent difference is "no change".
-The confidence interval of the ratio is the t interval of the log ratio, exponentiated.
+NOTE: why the lower quartile rather than the median? Interference on a shared machine only adds
+time: a sample during which the process waited for a core takes milliseconds longer. On a loaded
+machine a round can hold a quarter to a half of such samples, and its median then jumps between
+the code's time and the plateau, from round to round and inside the bootstrap alike, while the
+lower quartile stays on the code's time. Unlike the minimum it is still the value of many
+samples, not of one lucky one, so it does not drift with the number of samples taken.
+
+Verdicts, with [low, high] the (1 - alpha) interval of B / A and m the minimum effect:
+- slower: low > 1 + m (B is slower by more than m, with confidence 1 - alpha);
+- faster: high < 1 / (1 + m);
+- no change: 1 / (1 + m) <= low and high <= 1 + m (any change is smaller than m);
+- noisy: anything else, the interval crosses 1 + m or 1 / (1 + m): too wide to decide.
+  `Decision.rounds_needed` estimates how many rounds per side would decide it (the standard error
+  shrinks as 1 / sqrt(rounds) and the t quantile with the degrees of freedom), or None when no
+  number up to `MAX_ROUNDS` would: the change is about the size of m itself.
+A noisy interval may still exclude 1 (`Decision.excludes_one`): a change, but perhaps below m.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from fusebench.compare.bootstrap import log_round_statistics, replicate_log_centers, round_picks
 from fusebench.errors import check
 
-FASTER, SLOWER, NO_CHANGE = "faster", "slower", "no change"
+FASTER, SLOWER, NO_CHANGE, NOISY = "faster", "slower", "no change", "noisy"
+MAX_ROUNDS = 100
 Rounds = Sequence[Sequence[float]]
-_Z_95 = 1.959963984540054
 
 
 @dataclass(frozen=True)
 class DecisionSettings:
-    """How sure and how large a change must be to be reported."""
+    """How sure and how large a change must be to be reported, and the bootstrap's size and seed."""
 
     min_effect: float = 0.05
     alpha: float = 0.01
-    confidence: float = 0.95
+    quantile: float = 0.25
+    replicates: int = 2000
+    seed: int = 0
 
     def __post_init__(self) -> None:
         check(self.min_effect >= 0, lambda: f"minimum effect {self.min_effect}: expected a fraction >= 0, like 0.05")
         check(0 < self.alpha < 1, lambda: f"alpha {self.alpha}: expected a probability between 0 and 1, like 0.01")
-        check(0 < self.confidence < 1, lambda: f"confidence {self.confidence}: expected a level like 0.95")
+        check(self.replicates >= 100, lambda: f"replicates {self.replicates}: expected at least 100")
+        check(0 < self.quantile < 1, lambda: f"quantile {self.quantile}: expected a level between 0 and 1, like 0.25")
+
+    @property
+    def confidence(self) -> float:
+        """The interval's confidence level, 1 - alpha."""
+        return 1 - self.alpha
 
 
 @dataclass(frozen=True)
 class Decision:
-    """B compared with A: ratio of centers (B / A, > 1 means B is slower), its CI, p-value, verdict."""
+    """B compared with A: ratio of centers (B / A, > 1 means B is slower), its (1 - alpha) interval,
+    p-value (of 'no change at all'), verdict, rounds per side, whether rounds were paired, for a
+    noisy verdict the rounds per side estimated to decide (None: no number up to MAX_ROUNDS), and
+    the interval's confidence level, and each side's time (its center, seconds)."""
 
     ratio: float
     ci_low: float
     ci_high: float
     p_value: float
     verdict: str
+    rounds: int = 0
+    paired: bool = False
+    rounds_needed: int | None = None
+    confidence: float = 0.99
+    time_a: float = 0.0
+    time_b: float = 0.0
+
+    @property
+    def excludes_one(self) -> bool:
+        """Whether the interval excludes 1: B differs from A at all, whatever the verdict says."""
+        return self.ci_low > 1 or self.ci_high < 1
 
 
-@dataclass(frozen=True)
-class SideEstimate:
-    """A side's log center, the variance of that estimate and its degrees of freedom (inf: normal)."""
-
-    log_center: float
-    variance: float
-    dof: float
-
-
-def center(rounds: Rounds) -> float:
-    """A side's time: the geometric mean of its rounds' medians (seconds)."""
-    return math.exp(estimate(rounds).log_center)
-
-
-def estimate(rounds: Rounds) -> SideEstimate:
-    """The log center of `rounds` (one list of positive samples per round) and its uncertainty."""
-    check(len(rounds) > 0, lambda: "no rounds to estimate a time from")
-    ordered = [np.sort(np.asarray(r, dtype=float)) for r in rounds]
-    check(
-        all(len(r) > 0 and r[0] > 0 for r in ordered),
-        lambda: f"each of the {len(rounds)} rounds needs at least one positive sample",
-    )
-    logs = np.log([np.median(r) for r in ordered])
-    if len(logs) >= 2:
-        return SideEstimate(float(logs.mean()), float(logs.var(ddof=1)) / len(logs), len(logs) - 1.0)
-    samples = ordered[0]
-    n = len(samples)
-    half_width = _Z_95 * math.sqrt(n) / 2
-    low = samples[max(0, math.floor((n - 1) / 2 - half_width))]
-    high = samples[min(n - 1, math.ceil((n - 1) / 2 + half_width))]
-    return SideEstimate(float(logs[0]), (math.log(high / low) / (2 * _Z_95)) ** 2, math.inf)
+def center(rounds: Rounds, quantile: float = 0.5) -> float:
+    """A side's time: the geometric mean of its rounds' `quantile`s (seconds; medians by default)."""
+    return math.exp(float(log_round_statistics(rounds, quantile).mean()))
 
 
 def decide(a: Rounds, b: Rounds, settings: DecisionSettings | None = None) -> Decision:
-    """Compares B's timing samples with A's (seconds; one list per round, at least one sample each)."""
+    """Compares B's timing samples with A's (seconds; one list per round, in the order the rounds
+    ran, at least one positive sample each)."""
     settings = settings or DecisionSettings()
-    side_a, side_b = estimate(a), estimate(b)
-    log_ratio = side_b.log_center - side_a.log_center
-    variance = side_a.variance + side_b.variance
-    dof = _welch_dof(side_a, side_b)
+    quantile = settings.quantile
+    log_a, log_b = float(log_round_statistics(a, quantile).mean()), float(log_round_statistics(b, quantile).mean())
+    log_ratio = log_b - log_a
+    rng = np.random.default_rng(settings.seed)
+    paired = len(a) == len(b)
+    if paired:
+        picks = round_picks(len(a), settings.replicates, rng)
+        spread = replicate_log_centers(b, picks, rng, quantile) - replicate_log_centers(a, picks, rng, quantile)
+        variance = float(spread.var(ddof=1)) * _small_sample_correction(len(a))
+        dof = len(a) - 1.0 if len(a) > 1 else math.inf
+    else:
+        variance_a, variance_b = (_side_variance(side, settings, rng) for side in (a, b))
+        variance = variance_a + variance_b
+        dof = _welch_dof((variance_a, len(a)), (variance_b, len(b)))
     if variance == 0:
         p_value, half_width = (1.0 if log_ratio == 0 else 0.0), 0.0
     else:
         p_value = t_two_sided_p(log_ratio / math.sqrt(variance), dof)
-        half_width = t_quantile(1 - (1 - settings.confidence) / 2, dof) * math.sqrt(variance)
-    ratio = math.exp(log_ratio)
-    significant = p_value < settings.alpha
-    if significant and ratio >= 1 + settings.min_effect:
-        verdict = SLOWER
-    elif significant and ratio <= 1 / (1 + settings.min_effect):
-        verdict = FASTER
-    else:
-        verdict = NO_CHANGE
-    return Decision(ratio, math.exp(log_ratio - half_width), math.exp(log_ratio + half_width), p_value, verdict)
+        half_width = t_quantile(1 - settings.alpha / 2, dof) * math.sqrt(variance)
+    verdict = _verdict(log_ratio, half_width, settings.min_effect)
+    needed = _rounds_needed(log_ratio, variance, len(a), len(b), settings) if verdict == NOISY else None
+    return Decision(
+        math.exp(log_ratio),
+        math.exp(log_ratio - half_width),
+        math.exp(log_ratio + half_width),
+        p_value,
+        verdict,
+        rounds=min(len(a), len(b)),
+        paired=paired,
+        rounds_needed=needed,
+        confidence=settings.confidence,
+        time_a=math.exp(log_a),
+        time_b=math.exp(log_b),
+    )
+
+
+def _verdict(log_ratio: float, half_width: float, min_effect: float) -> str:
+    """The verdict of the interval log_ratio +- half_width against the band +- log(1 + min_effect)."""
+    band = math.log1p(min_effect)
+    low, high = log_ratio - half_width, log_ratio + half_width
+    if low > band:
+        return SLOWER
+    if high < -band:
+        return FASTER
+    if -band <= low and high <= band:
+        return NO_CHANGE
+    return NOISY
+
+
+def _rounds_needed(
+    log_ratio: float, variance: float, rounds_a: int, rounds_b: int, settings: DecisionSettings
+) -> int | None:
+    """The fewest rounds per side whose interval, as wide as this one scaled to that many rounds,
+    lies on one side of every band edge; None when even MAX_ROUNDS would not do."""
+    rounds = min(rounds_a, rounds_b)
+    band = math.log1p(settings.min_effect)
+    gap = abs(abs(log_ratio) - band)
+    if gap == 0:
+        return None
+
+    def decides(candidate: int) -> bool:
+        dof = candidate - 1.0 if rounds_a == rounds_b else 2.0 * (candidate - 1)
+        return t_quantile(1 - settings.alpha / 2, dof) * math.sqrt(variance * rounds / candidate) < gap
+
+    low, high = rounds + 1, MAX_ROUNDS
+    if not decides(high):
+        return None
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if decides(middle) else (middle + 1, high)
+    return low
+
+
+def _side_variance(rounds: Rounds, settings: DecisionSettings, rng: np.random.Generator) -> float:
+    """The bootstrap variance of one side's log center (rounds resampled on their own)."""
+    picks = round_picks(len(rounds), settings.replicates, rng)
+    centers = replicate_log_centers(rounds, picks, rng, settings.quantile)
+    return float(centers.var(ddof=1)) * _small_sample_correction(len(rounds))
+
+
+def _small_sample_correction(rounds: int) -> float:
+    """rounds / (rounds - 1): the bootstrap's plug-in variance of a mean of `rounds` values is that
+    much smaller than the unbiased one (1 for a single round, which has no between-round spread)."""
+    return rounds / (rounds - 1) if rounds > 1 else 1.0
+
+
+def _welch_dof(*sides: tuple[float, int]) -> float:
+    """Welch-Satterthwaite degrees of freedom of a difference of two means of (variance, rounds); a
+    side of one round counts as known exactly (its variance is within-round only)."""
+    total = sum(variance for variance, _ in sides)
+    denominator = sum(variance**2 / (rounds - 1) for variance, rounds in sides if rounds > 1)
+    if denominator == 0 or total == 0:
+        return math.inf
+    return total**2 / denominator
 
 
 def t_two_sided_p(t: float, dof: float) -> float:
@@ -129,22 +218,16 @@ def t_two_sided_p(t: float, dof: float) -> float:
     return _incomplete_beta(dof / (dof + t * t), dof / 2, 0.5)
 
 
+@functools.lru_cache(maxsize=1024)
 def t_quantile(level: float, dof: float) -> float:
     """The `level` quantile (0.5 < level < 1) of Student's t, by bisection on `t_two_sided_p`."""
     low, high = 0.0, 1e6
     for _ in range(200):
         middle = (low + high) / 2
         low, high = (middle, high) if t_two_sided_p(middle, dof) > 2 * (1 - level) else (low, middle)
+        if high - low < 1e-12 * max(1.0, low):
+            break
     return (low + high) / 2
-
-
-def _welch_dof(a: SideEstimate, b: SideEstimate) -> float:
-    """Welch-Satterthwaite degrees of freedom of the difference of the two log centers."""
-    terms = [(s.variance**2 / s.dof) for s in (a, b) if not math.isinf(s.dof)]
-    denominator = sum(terms)
-    if denominator == 0:
-        return math.inf
-    return (a.variance + b.variance) ** 2 / denominator
 
 
 def _incomplete_beta(x: float, a: float, b: float) -> float:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,8 +50,16 @@ class SideRun:
     error: str | None = None
 
 
-def run_side(side: Side, run_args: Sequence[str], scratch: Path, round_index: int, report: Report) -> SideRun:
-    """Runs `fusebench run RUN_ARGS` of `side` once; forwards its progress lines to `report`."""
+def run_side(
+    side: Side,
+    run_args: Sequence[str],
+    scratch: Path,
+    round_index: int,
+    report: Report,
+    environment: Mapping[str, str] | None = None,
+) -> SideRun:
+    """Runs `fusebench run RUN_ARGS` of `side` once, with `environment` added to this process's;
+    forwards its progress lines to `report`."""
     json_path = scratch / f"{side.label}-round{round_index}.json"
     command = [
         sys.executable,
@@ -65,7 +73,7 @@ def run_side(side: Side, run_args: Sequence[str], scratch: Path, round_index: in
         str(scratch / f"results-{side.label}"),
     ]
     python_path = [str(side.worktree), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(python_path)}
+    env = {**os.environ, **(environment or {}), "PYTHONPATH": os.pathsep.join(python_path)}
     tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
     start = time.perf_counter()
     process = subprocess.Popen(
@@ -88,21 +96,31 @@ def run_side(side: Side, run_args: Sequence[str], scratch: Path, round_index: in
 
 
 def interleaved_rounds(
-    sides: tuple[Side, Side], run_args: Sequence[str], scratch: Path, rounds: int, report: Report
+    sides: tuple[Side, Side],
+    run_args: Sequence[str],
+    scratch: Path,
+    rounds: int,
+    report: Report,
+    environment: Mapping[str, str] | None = None,
+    runs: dict[str, list[SideRun]] | None = None,
 ) -> dict[str, list[SideRun]]:
-    """Runs both sides `rounds` times, alternating which goes first; the runs of each side by label.
+    """Runs both sides `rounds` times, alternating which goes first; the runs of each side by label,
+    appended to `runs` as each ends (so a caller interrupted midway still holds the finished ones).
+    `environment` is added to each run's (`fusebench compare` passes the thread count this way).
 
     Only the first round records the compiler's artifacts (traces, fusion definitions, nvFuser
     segmentation, which `why` reads): they are the same every round, and profiling the
     segmentation costs seconds per measurement on a GPU.
     """
-    runs: dict[str, list[SideRun]] = {side.label: [] for side in sides}
+    runs = runs if runs is not None else {}
+    for side in sides:
+        runs.setdefault(side.label, [])
     for round_index in range(rounds):
         order = sides if round_index % 2 == 0 else sides[::-1]
         round_args = list(run_args) if round_index == 0 else [*run_args, "--no-artifacts"]
         for side in order:
             report(f"round {round_index + 1}/{rounds}: {side.label} = {side.revision} ({side.commit[:8]})")
-            run = run_side(side, round_args, scratch, round_index, report)
+            run = run_side(side, round_args, scratch, round_index, report, environment)
             status = f"failed ({run.error.splitlines()[0]})" if run.error else f"{len(run.outcomes)} measurements"
             report(f"round {round_index + 1}/{rounds}: {side.label} done in {run.seconds:.1f} s: {status}")
             runs[side.label].append(run)

@@ -2,7 +2,8 @@
 
 Inputs are two record folders' files (`fusebench.history.artifacts.read_artifacts`; see
 `fusebench.measure.compiler_record` for what they hold). The reason names, in this order, what
-changed and can explain a time: kernels per call (and which fusion nvFuser split into which
+changed and can explain a time: the prims the trace gained or lost ("+2 mul per add": counted
+in the trace's lines and in its fusions' ops), kernels per call (and which fusion nvFuser split into which
 segments), the fusions (which fusion split, merged, appeared or went, matched by their ops),
 recompilations, compile time, bytes saved for backward; when none of these changed, whether the
 trace and the fusion definitions are the same ("trace unchanged: same kernels, slower" points at
@@ -48,6 +49,14 @@ def explain(files_a: dict[str, str], files_b: dict[str, str], verdict: str = "")
     backward_a, backward_b = (_backward(r) if both else {} for r in (record_a, record_b))
     changes: dict[str, Any] = {}
     parts: list[str] = []
+    for part, a, b in (("", record_a, record_b), (BACKWARD, backward_a, backward_b)):
+        if f"{part}trace.py" not in files_a or f"{part}trace.py" not in files_b:
+            continue  # NOTE: without both traces, fusions' ops alone would miss what left a fusion
+        counts_a, counts_b = prim_counts(files_a, a, part), prim_counts(files_b, b, part)
+        if note := prim_changes(counts_a, counts_b):
+            changes[f"{_part_label(part)}prims".lstrip()] = [dict(counts_a), dict(counts_b)]
+            parts.append(f"{_part_label(part)}prims {note}")
+    counted_parts = len(parts)
     details = {
         "kernels_per_call": lambda: _joined(
             _segment_changes(record_a, record_b), _segment_changes(backward_a, backward_b, "backward ")
@@ -88,10 +97,38 @@ def explain(files_a: dict[str, str], files_b: dict[str, str], verdict: str = "")
         and (name.removeprefix(BACKWARD) == "trace.py" or name.removeprefix(BACKWARD).startswith("fusions/"))
         if (diff := unified_diff(_program_text(files_a.get(name, "")), _program_text(files_b.get(name, "")), name))
     }
-    if not parts:
+    if len(parts) == counted_parts:
         parts.append(_unchanged(diffs, verdict))
     changes["changed_files"] = sorted(diffs)
     return Explanation("; ".join(parts), changes, diffs)
+
+
+_PRIM_CALL = re.compile(r"\bprims\.(\w+)\(")
+
+
+def prim_counts(files: dict[str, str], record: dict[str, Any], part: str = "") -> Counter:
+    """How many times each prim is called by the program: in the trace's code lines (`part`:
+    "" or "backward/") and in its fusions' ops (from `record`)."""
+    counts: Counter = Counter()
+    for line in files.get(f"{part}trace.py", "").splitlines():
+        counts.update(_PRIM_CALL.findall(line.split("#")[0]))
+    for fusion in record.get("fusions", {}).values():
+        for op in fusion.get("ops", []):
+            counts.update(_PRIM_CALL.findall(op))
+    return counts
+
+
+def prim_changes(before: Counter, after: Counter) -> str:
+    """The prims gained or lost, each per an unchanged prim when its change is a whole multiple of
+    that prim's count ('+2 mul per add, -1 exp'); '' when the counts are the same."""
+    deltas = {prim: after[prim] - before[prim] for prim in sorted(set(before) | set(after))}
+    deltas = {prim: delta for prim, delta in deltas.items() if delta}
+    steady = sorted((prim for prim in after if prim not in deltas and after[prim] > 1), key=lambda p: -after[p])
+    notes = []
+    for prim, delta in sorted(deltas.items(), key=lambda item: (-abs(item[1]), item[0])):
+        per = next((other for other in steady if delta % after[other] == 0), None)
+        notes.append(f"{delta // after[per]:+d} {prim} per {per}" if per else f"{delta:+d} {prim}")
+    return ", ".join(notes)
 
 
 def unified_diff(before: str, after: str, name: str) -> str:

@@ -71,8 +71,11 @@ def temporary_worktrees(repo: Path, commits: Sequence[str], prefix: str = "fuseb
     try:
         for index, commit in enumerate(commits):
             path = base / f"side{index}"
-            git(repo, "worktree", "add", "--detach", "--quiet", str(path), commit)
-            created.append(path)
+            # NOTE: a `git worktree add` killed halfway leaves its worktree locked ("initializing"),
+            # and `git worktree prune` keeps locked worktrees: an interruption waits for the add.
+            with _signals_deferred():
+                git(repo, "worktree", "add", "--detach", "--quiet", str(path), commit)
+                created.append(path)
         yield created
     finally:
         _remove(repo, base, created)

@@ -97,4 +97,5 @@ def measurement(outcome: Outcome) -> dict[str, Any]:
         "kernels_per_call": outcome.kernels_per_call,
         "fusions_per_call": outcome.fusions_per_call,
         "fusions_backward": outcome.fusions_backward,
+        "peak_device_bytes": outcome.peak_device_bytes,
     }

@@ -11,7 +11,9 @@ last commit of the lower level and no later than the first commit of the higher 
 BEFORE..AFTER` lists the suspects.
 
 Every checked metric is lower-is-better: time per call, compile time, recompilations, kernels and
-fusions per call (and of a training step's backward). Bandwidth and its fraction of peak are
+fusions per call (and of a training step's backward), and the device memory a measurement
+allocated at its peak (the host RSS is not checked: it counts the whole process, imports and
+allocator caches included). Bandwidth and its fraction of peak are
 bytes / time, so a time regression is their regression too; they are not checked twice. Changes
 of compile time under 10 ms are noise.
 """
@@ -31,6 +33,7 @@ from fusebench.measure.outcome import (
     FUSIONS_BACKWARD,
     KERNELS,
     KERNELS_BACKWARD,
+    PEAK_DEVICE,
     RECOMPILATIONS,
     TIME,
 )
@@ -43,6 +46,7 @@ CHECKED_METRICS = (
     FUSIONS.name,
     KERNELS_BACKWARD.name,
     FUSIONS_BACKWARD.name,
+    PEAK_DEVICE.name,
 )
 MIN_ABSOLUTE_CHANGE = {COMPILE.name: 0.01}
 SERIES_KEY = ["machine", "env", "suite", "case", "params", "variant", "metric"]

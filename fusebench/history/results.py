@@ -3,6 +3,8 @@
 Layout under the results folder, as `asv run` writes it (so `asv publish` and `asv compare` read it):
     benchmarks.json                       {name: {name, type, unit, params, param_names, version, ...}, "version": 2}
     <machine>/machine.json                {machine, os, arch, cpu, num_cpu, ram, ..., "version": 1}
+    <machine>/machine.fusebench           fusebench's machine facts, which `asv run` drops from
+                                          machine.json (`fusebench.history.machine_file`)
     <machine>/<commit[:8]>-<env>.json     one file per commit and environment ("version": 2):
         {commit_hash, env_name, date, params, python, requirements, env_vars, durations,
          result_columns: [result, params, version, started_at, duration, stats_ci_99_a, stats_ci_99_b,
@@ -33,6 +35,7 @@ import pandas as pd
 
 from fusebench.errors import ResultsError
 from fusebench.files import atomic_write_json, file_lock, read_json
+from fusebench.history.machine_file import write_machine_files
 from fusebench.history.revision import Revision
 from fusebench.measure.machine import MachineInfo
 from fusebench.measure.outcome import (
@@ -47,7 +50,6 @@ from fusebench.measure.outcome import (
 
 RESULTS_API_VERSION = 2
 LOCK_FILE = ".fusebench.lock"
-MACHINE_API_VERSION = 1
 BENCHMARKS_API_VERSION = 2
 RESULT_COLUMNS = [
     "result",
@@ -126,15 +128,53 @@ def write_outcomes(results_dir: str | Path, run: RunInfo, outcomes: Sequence[Out
 
 
 def _write_outcomes(results_dir: Path, run: RunInfo, outcomes: Sequence[Outcome]) -> Path:
+    # NOTE: only the benchmarks of `outcomes` are parsed and rebuilt; the others' rows are kept as
+    # they are, so the cost of a write does not grow with the benchmarks already in the file.
     path = result_path(results_dir, run)
+    touched = {benchmark_name(o.suite, o.case, METRICS_BY_NAME[m]) for o in outcomes for m in o.metric_values()}
     document = _load_document(path) if path.exists() else None
-    benchmarks, statuses = _parse(document) if document else ({}, {})
+    kept: dict[str, Any] = {}
+    if document is not None and document.get("result_columns") == RESULT_COLUMNS:
+        kept = {name: row for name, row in document["results"].items() if name not in touched}
+        benchmarks, statuses = _parse(document, only=touched)
+        kept_names = document.get("fusebench", {}).get("param_names", {})
+        kept_names = {name: names for name, names in kept_names.items() if name in kept}
+    else:
+        benchmarks, statuses = _parse(document) if document else ({}, {})
+        kept_names = {}
     for outcome in outcomes:
         _add_outcome(benchmarks, statuses, outcome)
-    atomic_write_json(path, _document(run, benchmarks, statuses))
-    atomic_write_json(path.parent / "machine.json", {**run.machine.as_json(), "version": MACHINE_API_VERSION}, indent=4)
-    _update_benchmarks_json(results_dir / "benchmarks.json", benchmarks)
+    atomic_write_json(path, _document(run, benchmarks, statuses, kept, kept_names))
+    write_machine_files(path.parent, run.machine)
+    _update_benchmarks_json(results_dir / "benchmarks.json", {n: b for n, b in benchmarks.items() if n in touched})
     return path
+
+
+def merge_result_file(source: str | Path, target: str | Path) -> Path:
+    """Merges the result file `source` into `target` (same machine, commit and environment; created
+    when missing) as if its measurements had been written there: the combinations `source` measured
+    replace those of `target`, the others stay; benchmarks.json beside `target`'s machine folder is
+    widened. The caller holds the results folder's lock (`LOCK_FILE`)."""
+    source, target = Path(source), Path(target)
+    incoming = _load_document(source)
+    benchmarks, statuses = _parse(_load_document(target)) if target.exists() else ({}, {})
+    new_benchmarks, new_statuses = _parse(incoming)
+    for name, benchmark in new_benchmarks.items():
+        current = benchmarks.get(name)
+        if current is None or (current.param_names, current.version) != (benchmark.param_names, benchmark.version):
+            current = benchmarks[name] = _Benchmark(benchmark.param_names, benchmark.version)
+        case = name.rsplit(".", 1)[0]
+        for combo, point in benchmark.points.items():
+            if (case, combo) in new_statuses or combo not in current.points:
+                current.points[combo] = point
+    statuses.update(new_statuses)
+    extras = incoming.get("fusebench", {})
+    revision = Revision(incoming["commit_hash"], incoming.get("date") or 0, bool(extras.get("dirty", False)))
+    fields = {key: str(incoming["params"].get(key, "")) for key in MachineInfo.__dataclass_fields__}
+    run = RunInfo(MachineInfo(**fields), revision, incoming["env_name"])
+    atomic_write_json(target, _document(run, benchmarks, statuses))
+    _update_benchmarks_json(target.parent.parent / "benchmarks.json", benchmarks)
+    return target
 
 
 def read_results(results_dir: str | Path) -> pd.DataFrame:
@@ -229,9 +269,18 @@ def _time_stats(outcome: Outcome) -> dict[str, Any]:
 # points <-> ASV documents
 
 
-def _document(run: RunInfo, benchmarks: dict[str, _Benchmark], statuses: dict) -> dict[str, Any]:
+def _document(
+    run: RunInfo,
+    benchmarks: dict[str, _Benchmark],
+    statuses: dict,
+    kept_rows: dict[str, list] | None = None,
+    kept_param_names: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
+    """The result document of `benchmarks`, plus rows (and their parameter names) kept verbatim."""
     python = ".".join(run.machine.python.split(".")[:2])
-    results = {name: _result_row(benchmark) for name, benchmark in sorted(benchmarks.items())}
+    rows = {**(kept_rows or {}), **{name: _result_row(benchmark) for name, benchmark in benchmarks.items()}}
+    results = dict(sorted(rows.items()))
+    param_names = {**(kept_param_names or {}), **{name: b.param_names for name, b in benchmarks.items()}}
     return {
         "commit_hash": run.revision.commit,
         "env_name": run.env_name,
@@ -245,7 +294,7 @@ def _document(run: RunInfo, benchmarks: dict[str, _Benchmark], statuses: dict) -
         "durations": {},
         "version": RESULTS_API_VERSION,
         "fusebench": {
-            "param_names": {name: b.param_names for name, b in benchmarks.items()},
+            "param_names": dict(sorted(param_names.items())),
             "outcomes": [
                 {"case": case, "params": list(combo), "status": status, "detail": detail}
                 for (case, combo), (status, detail) in sorted(statuses.items())
@@ -290,13 +339,18 @@ def _result_row(benchmark: _Benchmark) -> list[Any]:
     return row
 
 
-def _parse(document: dict[str, Any], descriptions: dict[str, Any] | None = None) -> tuple[dict, dict]:
-    """Benchmarks (points by parameter combination) and statuses from a result document."""
+def _parse(
+    document: dict[str, Any], descriptions: dict[str, Any] | None = None, only: set[str] | None = None
+) -> tuple[dict, dict]:
+    """Benchmarks (points by parameter combination) and statuses from a result document (only the
+    benchmarks named in `only`, when given)."""
     extras = document.get("fusebench", {})
     names_by_benchmark = extras.get("param_names", {})
     columns = document["result_columns"]
     benchmarks: dict[str, _Benchmark] = {}
     for name, row in document["results"].items():
+        if only is not None and name not in only:
+            continue
         try:
             split_benchmark_name(name)
         except ValueError:
@@ -325,6 +379,7 @@ def _parse(document: dict[str, Any], descriptions: dict[str, Any] | None = None)
 def _update_benchmarks_json(path: Path, benchmarks: dict[str, _Benchmark]) -> None:
     """Adds or widens the description of every benchmark in `benchmarks` (params: union of values)."""
     descriptions = _read_benchmarks_json(path)
+    before = {name: dict(entry) for name, entry in descriptions.items()}
     for name, benchmark in benchmarks.items():
         metric = split_benchmark_name(name)[2]
         axes: list[list[str]] = [[] for _ in benchmark.param_names]
@@ -333,7 +388,8 @@ def _update_benchmarks_json(path: Path, benchmarks: dict[str, _Benchmark]) -> No
             axes = [list(axis) for axis in old["params"]]
         axes = _axes(benchmark.points, axes)
         descriptions[name] = _description(name, metric, benchmark.param_names, axes, benchmark.version)
-    atomic_write_json(path, {**descriptions, "version": BENCHMARKS_API_VERSION}, indent=4)
+    if descriptions != before:
+        atomic_write_json(path, {**descriptions, "version": BENCHMARKS_API_VERSION}, indent=4)
 
 
 def _description(name: str, metric: Metric, param_names: list[str], axes: list[list[str]], version: str) -> dict:

@@ -18,7 +18,9 @@ benchmarks `fusebench run` records, so `asv run` and `fusebench run` write one h
   on drifting values); a `cold` case compiles afresh inside every timed call.
 - `track_compile_seconds`, `track_recompilations`, `track_bandwidth_gbs` (GB/s),
   `track_peak_fraction`, `track_kernels_per_call`, `track_fusions_per_call`,
-  `track_kernels_backward`, `track_fusions_backward` (training steps): each runs
+  `track_kernels_backward`, `track_fusions_backward` (training steps), `track_peak_device_bytes`
+  and `track_peak_host_rss_bytes` (the measurement's peak memory, unit "bytes": ASV's own
+  `peakmem_` would measure the lifetime RSS of its process, setup and imports included): each runs
   `fusebench.measure.measure_variant` in its setup (ASV runs every benchmark and parameter
   combination in a fresh process with `launch_method: spawn`, so compile time is a cold
   process's) and returns one of its metrics, with the metric's unit.

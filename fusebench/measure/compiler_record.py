@@ -7,7 +7,8 @@
 - `fusions.txt`: each fusion, its ops, its last inputs (`compiler.examine.fusions`);
 - `fusions/<name>.py`: each fusion's FusionDefinition source;
 - `segments.txt`: nvFuser's kernels per fusion with their schedulers (`compiler.examine.segments`;
-  only when `segments` is set and a fusion ran with nvFuser on a GPU: it profiles in a child process);
+  only when `segments` is set and a fusion ran with nvFuser on a GPU: it profiles in a child
+  process, once per fusion definition and input layouts, `fusebench.measure.segment_cache`);
 - `backward/trace.py`, `backward/fusions.txt`, `backward/fusions/<name>.py`, `backward/segments.txt`:
   the same for the backward a training step ran (the one compiled for the outputs' cotangents
   that were present: `compiler.last_backward_traces(program, ran=True)`);
@@ -25,6 +26,10 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+
+from fusebench.measure.bandwidth import cache_dir
+from fusebench.measure.segment_cache import FOLDER as SEGMENTS_FOLDER
+from fusebench.measure.segment_cache import SegmentCache, cached_segments, environment_key
 
 RECORD_FILE = "record.json.txt"
 FUSIONS_KEYS = ("fusions", "backward_fusions")  # the record's fusions of the forward (or only) program, of the backward
@@ -79,9 +84,12 @@ def _program(
     def trace() -> None:
         files[f"{part}trace.py"] = _TOOK.sub("", str(traces(program)[-1]))
 
+    listing: list[Any] = []
+
     def listed() -> None:
-        listing = examine.fusions(program, backward=backward)
-        files[f"{part}fusions.txt"] = str(listing) + "\n"
+        found = examine.fusions(program, backward=backward)
+        listing.extend(found)
+        files[f"{part}fusions.txt"] = str(found) + "\n"
         for info in listing:
             fusions[info.name] = {"ops": [_op(op) for op in info.ops], "runner": info.runner}
             attempt(f"{part}fusion {info.name}", lambda name=info.name: definition(name))
@@ -90,10 +98,18 @@ def _program(
         files[f"{part}fusions/{name}.py"] = examine.fusion_source_of(program, name, backward=backward)
 
     def kernels() -> None:
-        report = examine.segments(program, backward=backward)
-        files[f"{part}segments.txt"] = str(report) + "\n"
-        for segment in report:
-            fusions.setdefault(segment.name, {})["schedulers"] = segment.schedulers
+        ran = [info for info in listing if info.runner == "nvfuser" and not info.fallback_error]
+        described = [(i.name, files.get(f"{part}fusions/{i.name}.py", ""), [str(r) for r in i.inputs]) for i in ran]
+        found = cached_segments(
+            described,
+            lambda names: examine.segments(program, names, backward=backward),
+            SegmentCache(cache_dir() / SEGMENTS_FOLDER),
+            environment_key(),
+        )
+        texts = [found[info.name].text for info in ran if info.name in found]
+        files[f"{part}segments.txt"] = ("\n".join(texts) or "(none)") + "\n"
+        for name, segments in found.items():
+            fusions.setdefault(name, {})["schedulers"] = segments.schedulers
 
     attempt(f"{part}trace", trace)
     attempt(f"{part}fusions", listed)

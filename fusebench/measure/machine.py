@@ -1,8 +1,9 @@
 """The machine and software a run happens on: ASV's machine.json fields plus GPU and library versions.
 
 ASV identifies a machine by name (the host name unless `--machine` says otherwise) and shows
-`os`, `arch`, `cpu`, `num_cpu` and `ram`; fusebench adds `gpu`, `gpu_driver`, `torch`, `cuda`
-and `nvfuser`. All values are strings, as ASV writes them.
+`os`, `arch`, `cpu`, `num_cpu` and `ram`; fusebench adds `gpu`, `gpu_driver`, `torch`, `cuda`,
+`nvfuser` and `threads` (torch's intra-op threads when the run started measuring: `--threads`).
+All values are strings, as ASV writes them.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class MachineInfo:
     cuda: str
     nvfuser: str
     python: str
+    threads: str = ""
 
     def as_json(self) -> dict[str, str]:
         """The machine.json document (without ASV's "version" key)."""
@@ -58,6 +60,7 @@ def machine_info(name: str | None = None) -> MachineInfo:
         cuda=torch.version.cuda or NOT_AVAILABLE,
         nvfuser=_nvfuser_version(),
         python=".".join(str(v) for v in sys.version_info[:3]),
+        threads=str(torch.get_num_threads()),
     )
 
 

@@ -14,8 +14,11 @@ reference once. For each variant, `measure_variant`:
    recompilations = compilations after the first call of the compiled function; kernels per call
    from torch.profiler (CUDA only); fusions per call from our compiler's last trace. A training
    step (a case with `forward_call`) also records its backward's kernels (the call's minus the
-   forward part's) and the fusions of our compiler's backward trace;
-4. with `Settings.record`, what our compiler did (trace, fusion definitions, nvFuser segments with
+   forward part's) and the fusions of our compiler's backward trace; fallbacks = the pieces our
+   compiler left to eager (the fusebench-dynamo variant: split-out ops, graph breaks);
+4. peak memory over steps 1 to 3 (`fusebench.measure.memory`): device memory the measurement
+   allocated at its peak, and the process's peak RSS;
+5. with `Settings.record`, what our compiler did (trace, fusion definitions, nvFuser segments with
    `Settings.segments`) as `Outcome.artifacts` (`fusebench.measure.compiler_record`), for ok and
    failed outcomes alike.
 """
@@ -34,7 +37,9 @@ from fusebench.cases.case import Case
 from fusebench.cases.variants import Compiled, SkipVariant, Target, Variant
 from fusebench.measure.compiler_record import record
 from fusebench.measure.correctness import compare
+from fusebench.measure.memory import MemoryWatch, PeakMemory
 from fusebench.measure.outcome import Outcome
+from fusebench.measure.phases import Phases
 from fusebench.measure.profiling import count_kernels
 from fusebench.measure.snapshot import InputSnapshot, map_tensors, upcast_copy
 from fusebench.measure.stats import summarize
@@ -106,8 +111,11 @@ def measure_variant(
     """Measures `variant` on the prepared case; never raises for a variant's failure."""
     case = prepared.case
     started_at, start = time.time(), clock()
+    memory: list[PeakMemory] = []
+    phases = Phases()
 
     def finish(status: str, detail: str = "", **fields: Any) -> Outcome:
+        peaks = memory[0] if memory else PeakMemory(None, None)
         return Outcome(
             suite=prepared.suite,
             case=case.name,
@@ -123,6 +131,9 @@ def measure_variant(
             peak_bandwidth_gbs=settings.peak_bandwidth_gbs,
             started_at=started_at,
             duration=clock() - start,
+            peak_device_bytes=peaks.device_bytes,
+            peak_host_rss_bytes=peaks.host_rss_bytes,
+            extra={**fields.pop("extra", {}), "phases": dict(phases.seconds)},
             **fields,
         )
 
@@ -133,8 +144,15 @@ def measure_variant(
     reason = variant.unavailable(settings.device)
     if reason is not None:
         return finish("skipped", reason)
+    _flusher(str(settings.device))  # NOTE: made before the watch starts: its buffer is not the variant's
+    watch = MemoryWatch(settings.device)
+
+    def stop_watch() -> None:
+        memory.append(watch.stop())
+
+    watch.start()
     try:
-        return _measure(prepared, variant, settings, clock, timer, finish)
+        return _measure(prepared, variant, settings, clock, timer, finish, stop_watch, phases)
     except SkipVariant as error:
         return finish("skipped", str(error))
     except NotImplementedError as error:
@@ -197,19 +215,26 @@ def _measure(
     clock: Clock,
     timer: Timer | None,
     finish: Callable[..., Outcome],
+    stop_memory_watch: Callable[[], None] = lambda: None,
+    phases: Phases | None = None,
 ) -> Outcome:
     case, args, snapshot = prepared.case, prepared.args, prepared.snapshot
     assert snapshot is not None
+    phases = phases or Phases()
     snapshot.restore_all()
     target = Target(case.fn, args, prepared.params, case.options(prepared.params), settings.device)
-    compiled = variant.prepare(target)
+    with phases.phase("prepare"):
+        compiled = variant.prepare(target)
     probe = FirstCallProbe(compiled)
     wall = WallTimer(settings.device, clock)
     results: list[Any] = []
-    first_s = wall.time(lambda: results.append(case.run(probe, args)))
-    problem = check_result(prepared, results[0])
+    with phases.phase("first_call"):
+        first_s = wall.time(lambda: results.append(case.run(probe, args)))
+    with phases.phase("check"):
+        problem = check_result(prepared, results[0])
     if problem is not None:
-        artifacts = _record(compiled, settings)
+        with phases.phase("record"):
+            artifacts = _record(compiled, settings)
         return finish("failed", problem[0], extra={"max_abs_error": problem[1]}, artifacts=artifacts)
 
     timer = timer or make_timer(case.timer, settings.device)
@@ -226,6 +251,7 @@ def _measure(
             "recompilations": probe.recompilations(),
             "fusions_per_call": compiled.fusions(),
             "fusions_backward": compiled.backward_fusions(),
+            "fallbacks": compiled.fallbacks(),
             "kernels_per_call": kernels,
             "kernels_backward": _backward_kernels(case, compiled, args, kernels, before_each, settings.device),
         }
@@ -234,15 +260,23 @@ def _measure(
         # NOTE: counters come from the first compiled function, before fresh ones replace it
         # (a fresh torch.compile resets Dynamo's caches).
         snapshot.restore_mutated()
-        steady_s = wall.time(lambda: case.run(compiled.fn, args))
-        counted = counters()
-        stats = summarize(_cold_samples(prepared, variant, target, first_s, before_each, settings, clock, timer))
+        with phases.phase("warmup"):
+            steady_s = wall.time(lambda: case.run(compiled.fn, args))
+        with phases.phase("counters"):
+            counted = counters()
+        with phases.phase("samples"):
+            samples = _cold_samples(prepared, variant, target, first_s, before_each, settings, clock, timer)
+        stats = summarize(samples)
     else:
-        stats = summarize(_warm_samples(prepared, compiled, before_each, settings, clock, timer))
-        counted = counters()
+        stats = summarize(_warm_samples(prepared, compiled, before_each, settings, clock, timer, phases))
+        with phases.phase("counters"):
+            counted = counters()
         steady_s = stats.median
     compile_seconds = max(first_s - steady_s, 0.0)
-    return finish("ok", timing=stats, compile_seconds=compile_seconds, artifacts=_record(compiled, settings), **counted)
+    stop_memory_watch()
+    with phases.phase("record"):
+        artifacts = _record(compiled, settings)
+    return finish("ok", timing=stats, compile_seconds=compile_seconds, artifacts=artifacts, **counted)
 
 
 def _record(compiled: Compiled, settings: Settings) -> dict[str, str]:
@@ -258,6 +292,7 @@ def _warm_samples(
     settings: Settings,
     clock: Clock,
     timer: Timer,
+    phases: Phases,
 ) -> list[float]:
     case, args = prepared.case, prepared.args
     calls = case.calls_per_sample
@@ -268,13 +303,15 @@ def _warm_samples(
 
     warmup_end = clock() + settings.warmup_fraction * settings.budget_s
     warmups = 0
-    while warmups < 2 or (clock() < warmup_end and warmups < settings.max_repeats):
-        before_each()
-        run()
-        warmups += 1
-    samples = collect_samples(
-        run, before_each, timer, clock, settings.budget_s, settings.min_repeats, settings.max_repeats
-    )
+    with phases.phase("warmup"):
+        while warmups < 2 or (clock() < warmup_end and warmups < settings.max_repeats):
+            before_each()
+            run()
+            warmups += 1
+    with phases.phase("samples"):
+        samples = collect_samples(
+            run, before_each, timer, clock, settings.budget_s, settings.min_repeats, settings.max_repeats
+        )
     return [sample / calls for sample in samples]
 
 

@@ -16,6 +16,11 @@ for other cases), `fusions_backward` those of the backward program.
 
 Each metric is one ASV benchmark `<suite>.<case>.<metric>` whose parameters are the case's
 parameters plus `variant`.
+
+Peak memory (`fusebench.measure.memory`): the device memory the measurement allocated at its peak
+above what was allocated when it began (inputs and reference excluded; CUDA only), and the
+measuring process's peak RSS during the measurement; both in bytes, recorded as `track_`
+benchmarks with unit "bytes".
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ FUSIONS = Metric("track_fusions_per_call", "track", "fusions")
 TOKENS = Metric("track_tokens_per_second", "track", "tokens/s")
 KERNELS_BACKWARD = Metric("track_kernels_backward", "track", "kernels")
 FUSIONS_BACKWARD = Metric("track_fusions_backward", "track", "fusions")
+PEAK_DEVICE = Metric("track_peak_device_bytes", "track", "bytes")
+PEAK_HOST_RSS = Metric("track_peak_host_rss_bytes", "track", "bytes")
+FALLBACKS = Metric("track_fallbacks", "track", "fallbacks")  # pieces our compiler left to eager (dynamo)
 METRICS: tuple[Metric, ...] = (
     TIME,
     COMPILE,
@@ -59,7 +67,11 @@ METRICS: tuple[Metric, ...] = (
     KERNELS_BACKWARD,
     FUSIONS_BACKWARD,
     TOKENS,
+    PEAK_DEVICE,
+    PEAK_HOST_RSS,
+    FALLBACKS,
 )
+MEMORY_METRICS = (PEAK_DEVICE, PEAK_HOST_RSS)
 METRICS_BY_NAME = {metric.name: metric for metric in METRICS}
 
 
@@ -83,9 +95,12 @@ class Outcome:
     fusions_per_call: int | None = None
     kernels_backward: int | None = None
     fusions_backward: int | None = None
+    fallbacks: int | None = None  # pieces of the program that ran eagerly (variants that know)
     bytes_moved: int | None = None
     peak_bandwidth_gbs: float | None = None
     tokens_per_call: int | None = None  # tokens a call processes (model cases), for tokens/s
+    peak_device_bytes: int | None = None  # device memory the measurement allocated at its peak (CUDA)
+    peak_host_rss_bytes: int | None = None  # the measuring process's peak RSS during the measurement
     started_at: float = 0.0  # seconds since the epoch
     duration: float = 0.0  # seconds the whole measurement took
     extra: dict[str, Any] = field(default_factory=dict)
@@ -139,6 +154,9 @@ class Outcome:
             KERNELS_BACKWARD.name: self.kernels_backward if ok else None,
             FUSIONS_BACKWARD.name: self.fusions_backward if ok else None,
             TOKENS.name: self.tokens_per_second if ok else None,
+            PEAK_DEVICE.name: self.peak_device_bytes if ok else None,
+            PEAK_HOST_RSS.name: self.peak_host_rss_bytes if ok else None,
+            FALLBACKS.name: self.fallbacks if ok else None,
         }
 
     def benchmark_name(self, metric: Metric) -> str:

@@ -6,14 +6,12 @@ kernels to count and the result is None (printed "n/a").
 
 The profiler tears CUPTI down when it stops (`TEARDOWN_CUPTI=1`, unless the environment says
 otherwise). Kineto's default leaves CUPTI subscribed after the profiler exits, and then every
-later kernel launch of the process costs more (on an H100: 7.4 µs per launch of a one-op
-program before the first count, 10.3 µs after it). A worker measures many units in one process
+later kernel launch of the process costs more host time. A worker measures many units in one process
 (timing first, counting after), so every unit after the first would be timed with that tax.
 
 The setting is made when this module is imported, before any profiler of the process: kineto
-reads it once, and a count after a profiler session that ran without it found no kernels at all
-(H100: eager GELU counted 0 after tests/compiler/test_nvfuser_gpu.py's own torch.profiler
-sessions; set from the start, the same order counts right).
+reads it once, and a count after a profiler session that ran without it finds no kernels at all
+(a test's own torch.profiler session earlier in the process would leave every later count at 0).
 """
 
 from __future__ import annotations

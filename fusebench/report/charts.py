@@ -16,13 +16,15 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from fusebench.cases.case import format_params
-from fusebench.measure.outcome import PEAK_FRACTION, RECOMPILATIONS
+from fusebench.measure.outcome import PEAK_DEVICE, PEAK_FRACTION, RECOMPILATIONS
 from fusebench.report.scoreboard import variant_order
+from fusebench.report.table import format_bytes
 
 VERDICT_COLORS = {
     "slower": "#d62728",
     "faster": "#2ca02c",
     "no change": "#7f7f7f",
+    "noisy": "#ff7f0e",
     "failed": "#9467bd",
     "new": "#1f77b4",
     "gone": "#8c564b",
@@ -52,7 +54,7 @@ def latest_bar_figure(
     for variant, rows in latest.groupby("variant", sort=False):
         labels = [f"{case} ({params})" for case, params in zip(rows.case, rows.params)]
         color = (colors or {}).get(str(variant))
-        text = [f"{value:.3g}" if metric != PEAK_FRACTION.name else f"{value:.1%}" for value in rows.value]
+        text = [_bar_text(metric, value) for value in rows.value]
         bar = go.Bar(y=labels, x=rows.value, name=variant, orientation="h", marker_color=color, text=text)
         figure.add_trace(bar.update(textposition="outside", cliponaxis=False))
     height = max(300, 28 * latest[["case", "params"]].drop_duplicates().shape[0] * max(1, latest.variant.nunique()))
@@ -66,6 +68,14 @@ def latest_bar_figure(
     return figure
 
 
+def _bar_text(metric: str, value: float) -> str:
+    if metric == PEAK_FRACTION.name:
+        return f"{value:.1%}"
+    if metric == PEAK_DEVICE.name:
+        return format_bytes(value)
+    return f"{value:.3g}"
+
+
 def latest_values(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Rows of `metric` at each series' newest commit (with a value)."""
     rows = frame[(frame.metric == metric) & frame.value.notna()]
@@ -77,7 +87,7 @@ def latest_values(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def ratio_figure(document: dict[str, Any]) -> go.Figure:
     """A comparison's B/A time ratios with their confidence intervals, coloured by verdict."""
-    decided = [b for b in document["benchmarks"] if b.get("decision")]
+    decided = [b for b in document["benchmarks"] if b.get("decision") and b.get("metric", "time_call") == "time_call"]
     labels = [f"{b['case']} ({format_params(b['params'])}) {b['variant']}" for b in decided]
     figure = go.Figure()
     for verdict, color in VERDICT_COLORS.items():
@@ -104,7 +114,9 @@ def ratio_figure(document: dict[str, Any]) -> go.Figure:
     for x, dash in ((1.0, "solid"), (1 + effect, "dot"), (1 / (1 + effect), "dot")):
         figure.add_vline(x=x, line_dash=dash, line_color="#555", opacity=0.6)
     a, b = document["a"], document["b"]
-    title = f"B/A time per call, 95% CI (A = {a['revision']} {a['commit'][:8]}, B = {b['revision']} {b['commit'][:8]})"
+    level = document.get("settings", {}).get("confidence", 0.95)
+    sides = f"A = {a['revision']} {a['commit'][:8]}, B = {b['revision']} {b['commit'][:8]}"
+    title = f"B/A time per call, {level:.0%} CI ({sides})"
     height = max(300, 30 * len(decided) + 120)
     figure.update_layout(title=title, xaxis_title="B / A (> 1: B is slower)", **{**LAYOUT, "height": height})
     figure.update_yaxes(automargin=True, type="category")

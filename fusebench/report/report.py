@@ -1,6 +1,8 @@
 """The HTML report: one self-contained file (plotly.js inside) that opens offline in any browser.
 
 Layout, top to bottom:
+0. the dashboard headline per machine and environment (`dashboard_chart.py`): per variant and
+   suite, pass rate, speedup over eager, compile time and memory ratio, and their history;
 1. a summary of flagged regressions: the step changes `fusebench.history.regressions` finds in the
    histories, worst first, with the commit range each appeared in; and, with a compare document,
    the benchmarks that comparison found slower or failing;
@@ -34,12 +36,15 @@ from fusebench.cases.case import format_params
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_text
 from fusebench.history.regressions import Regression, find_regressions
+from fusebench.measure.outcome import TIME
 from fusebench.report import charts
+from fusebench.report.dashboard_chart import dashboard_section
 from fusebench.report.flagged import flagged_table
 from fusebench.report.machines import machine_sections, selector_html
+from fusebench.report.noise import noise_html
 from fusebench.report.scoreboard_chart import check_baseline, scoreboard_section
 from fusebench.report.suite_charts import suite_section
-from fusebench.report.table import counted, format_seconds
+from fusebench.report.table import counted, format_bytes, format_seconds
 from fusebench.report.why import why_section
 
 
@@ -67,19 +72,18 @@ def build_report(inputs: ReportInputs, title: str = "fusebench report") -> str:
     check_baseline(inputs.frame, inputs.baseline)
     figures = _FigureIds()
     sections = machine_sections(inputs.frame)
-    parts = [
-        _meta(inputs),
-        _summary(inputs),
-        why_section(inputs.results_dir, inputs.regressions, inputs.comparison),
-        selector_html(sections),
-    ]
+    colors = charts.variant_colors(inputs.frame.variant)
+    parts = [_meta(inputs), selector_html(sections)]
+    for section in sections:
+        anchor = section.anchor("dashboard")
+        parts.append(section.wrap(dashboard_section(section.frame, figures.html, anchor, section.label, colors)))
+    parts += [_summary(inputs), why_section(inputs.results_dir, inputs.regressions, inputs.comparison)]
     for section in sections:
         anchor = section.anchor("scoreboard")
         scoreboard = scoreboard_section(section.frame, inputs.baseline, figures.html, anchor, section.label)
         parts.append(section.wrap(scoreboard))
     if inputs.comparison is not None:
         parts.append(_comparison_section(inputs.comparison, figures))
-    colors = charts.variant_colors(inputs.frame.variant)
     for section in sections:
         regressions = [r for r in inputs.regressions if (r.machine, r.env) == (section.machine, section.env)]
         suites = [
@@ -151,6 +155,7 @@ def _summary(inputs: ReportInputs) -> str:
             parts.append(f"<p class='bad'>Comparison: {len(regressed)} regressed: {names}. ({verdicts})</p>")
         else:
             parts.append(f"<p class='good'>Comparison: no regression ({verdicts}).</p>")
+    parts.append(noise_html(inputs.frame, inputs.comparison))
     return "\n".join(parts)
 
 
@@ -168,18 +173,22 @@ def _comparison_section(document: dict[str, Any], figures: _FigureIds) -> str:
     notable = [entry for entry in document["benchmarks"] if entry["verdict"] != "no change"]
     if notable:
         rows = [_comparison_row(entry) for entry in notable]
-        parts.append(_table(["case", "params", "variant", "A", "B", "B/A", "95% CI", "verdict"], rows))
+        level = f"{document.get('settings', {}).get('confidence', 0.95):.0%} CI"
+        parts.append(_table(["case", "params", "variant", "A", "B", "B/A", level, "verdict"], rows))
     return "\n".join(parts)
 
 
 def _comparison_row(entry: dict[str, Any]) -> list[str]:
     decision = entry.get("decision")
+    memory = entry.get("metric", TIME.name) != TIME.name  # a peak-memory row (fusebench.compare.memory_rows)
+    value = format_bytes if memory else format_seconds
+    variant = f"{entry['variant']} (peak device memory)" if memory else entry["variant"]
     return [
         html.escape(entry["case"]),
         html.escape(format_params(entry["params"])),
-        html.escape(entry["variant"]),
-        format_seconds(entry["a"]["median"]) if entry["a"].get("median") else "-",
-        format_seconds(entry["b"]["median"]) if entry["b"].get("median") else "-",
+        html.escape(variant),
+        value(entry["a"]["median"]) if entry["a"].get("median") else "-",
+        value(entry["b"]["median"]) if entry["b"].get("median") else "-",
         f"{decision['ratio']:.3f}" if decision else "-",
         f"[{decision['ci_low']:.3f}, {decision['ci_high']:.3f}]" if decision else "-",
         f'<span class="verdict-{entry["verdict"].replace(" ", "-")}">{html.escape(entry["verdict"])}</span>',

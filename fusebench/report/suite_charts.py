@@ -5,7 +5,8 @@ each variant for each params (log axis), and beside it the kernels and fusions p
 several commits, each (case, params) gets its own history: a line per variant over the commits
 (IQR error bars, regressions marked with a red cross), again with kernels and fusions per call
 beside it. Panels with nothing recorded (kernels on CPU) are left out. The suite ends with the
-latest bandwidth as a fraction of the machine's peak and the latest recompilation counts.
+latest bandwidth as a fraction of the machine's peak, the latest recompilation counts and, where
+recorded (CUDA), the latest peak device memory of each measurement.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from fusebench.history.regressions import Regression
-from fusebench.measure.outcome import FUSIONS, KERNELS, PEAK_FRACTION, RECOMPILATIONS, TIME, Metric
+from fusebench.measure.outcome import FUSIONS, KERNELS, PEAK_DEVICE, PEAK_FRACTION, RECOMPILATIONS, TIME, Metric
 from fusebench.report import charts
 from fusebench.report.table import format_seconds
 
@@ -57,6 +58,7 @@ def suite_section(
     for metric, title, axis in (
         (PEAK_FRACTION, "effective bandwidth as a fraction of the machine's peak", "fraction of peak bandwidth"),
         (RECOMPILATIONS, "recompilations after the first call", "recompilations"),
+        (PEAK_DEVICE, "device memory the measurement allocated at its peak", "bytes"),
     ):
         if not charts.latest_values(frame, metric.name).empty:
             figure = charts.latest_bar_figure(frame, metric.name, f"{suite}: {title} (latest commit)", axis, colors)

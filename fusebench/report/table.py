@@ -3,13 +3,17 @@
 Columns: case, params, variant, median, IQR, GB/s, % of peak, compile s, recompiles, kernels,
 fusions. A measurement that is not ok shows its status and reason in place of the numbers. "n/a"
 means the quantity does not exist here (kernels on CPU), "-" that the variant does not report it.
-A training step's kernels and fusions read 'forward+backward' ('2+3').
+A training step's kernels and fusions read 'forward+backward' ('2+3'). Columns that only some
+runs have follow where some outcome has a value: 'peak dev' (device memory the measurement
+allocated at its peak, CUDA), 'peak RSS' (the measuring process's peak RSS; see
+`fusebench.measure.memory`) and 'tokens/s' (model cases).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from fusebench.cases.case import format_params
 from fusebench.measure.outcome import Outcome
@@ -41,6 +45,16 @@ def format_seconds(seconds: float | None) -> str:
         if rounded >= scale:
             return f"{three_digits(seconds / scale)} {unit}"
     return f"{three_digits(seconds / 1e-9)} ns"
+
+
+def format_bytes(size: float | None) -> str:
+    """A size in binary units with three significant digits: '512 B', '1.50 KiB', '12.3 MiB', '2.00 GiB'."""
+    if size is None:
+        return "-"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if float(f"{size / scale:.3g}") >= 1:
+            return f"{three_digits(size / scale)} {unit}"
+    return f"{size:.0f} B"
 
 
 def three_digits(value: float) -> str:
@@ -96,16 +110,26 @@ def _counts(count: int | None, backward: int | None, missing: str, split_total: 
     return f"{forward}+{backward}"
 
 
+_OPTIONAL_COLUMNS: list[tuple[str, Callable[[Outcome], Any], Callable[[Any], str]]] = [
+    ("peak dev", lambda o: o.peak_device_bytes, lambda size: format_bytes(size)),
+    ("peak RSS", lambda o: o.peak_host_rss_bytes, lambda size: format_bytes(size)),
+    ("tokens/s", lambda o: o.tokens_per_second, lambda rate: f"{rate:,.0f}"),
+]
+
+
 def render(outcomes: Sequence[Outcome]) -> str:
-    """The table as text; case and params are printed once per group of consecutive rows. A
-    tokens/s column follows when some outcome has a throughput (model cases)."""
+    """The table as text; case and params are printed once per group of consecutive rows. Optional
+    columns (memory, tokens/s) follow where some outcome has a value."""
     rows = [row_cells(o) for o in outcomes]
     headers = HEADERS
-    if any(o.tokens_per_second is not None for o in outcomes):
-        headers = [*HEADERS, "tokens/s"]
+    for header, value_of, text_of in _OPTIONAL_COLUMNS:
+        if not any(value_of(o) is not None for o in outcomes):
+            continue
         for row, outcome in zip(rows, outcomes):
-            if len(row) == len(HEADERS):
-                row.append("-" if outcome.tokens_per_second is None else f"{outcome.tokens_per_second:,.0f}")
+            if len(row) == len(headers):
+                value = value_of(outcome)
+                row.append("-" if value is None else text_of(value))
+        headers = [*headers, header]
     shown: list[list[str]] = []
     last_key: tuple[str, str] | None = None
     for row in rows:

@@ -40,8 +40,8 @@ _SLOTS: weakref.WeakKeyDictionary[nn.Module, tuple[int, list[tuple[weakref.ref, 
 def _slots(model: nn.Module, count: int) -> list[Slot]:
     """The model's parameter slots (a tied parameter's slots share an index), found once per model
     and again when a slot holds another parameter than it did or `count` (the parameters given)
-    changed: walking the modules every step cost ~0.56 ms of host time per GPT-2 small step on our
-    CPU machine, the same for every variant."""
+    changed: walking the modules every step costs host time that is the same for every variant,
+    and large next to a small model's step, so it would blur the comparison."""
     found, held = _SLOTS.get(model, (-1, []))
     slots = [(module(), name, p, i) for module, name, p, i in held]
     if found != count or any(m is None or m._parameters.get(name) is not p for m, name, p, _ in slots):
@@ -78,6 +78,13 @@ def forward_backward(fn: Callable[..., Any], args: tuple) -> tuple[torch.Tensor,
         loss = _loss(fn(model, *batch))
         gradients = torch.autograd.grad(loss, parameters)
     return loss.detach(), gradients
+
+
+def forward_loss(fn: Callable[..., Any], args: tuple) -> torch.Tensor:
+    """Only the forward part of `forward_backward` (a case's `forward_call`): the loss, under grad mode."""
+    model, *batch, parameters = args
+    with _computing_with(model, parameters):
+        return _loss(fn(model, *batch))
 
 
 def train_step(fn: Callable[..., Any], args: tuple) -> torch.Tensor:

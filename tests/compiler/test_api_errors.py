@@ -1,5 +1,5 @@
 """Every public entry point of the compiler, given a wrong type or value, raises one line naming
-the argument, the value and what was expected (the CLI's flags: tests/harness/test_cli_errors.py)."""
+the argument, the value and what was expected (the CLI's flags: tests/harness/commands/test_cli_errors.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 
 import compiler
 from compiler import examine
-from compiler.passes.regions import FUEL_ENV
+from compiler.core.executor import FUEL_ENV
 
 
 def _f(x: torch.Tensor) -> torch.Tensor:
@@ -34,8 +34,14 @@ def _fused() -> compiler.JittedFunction:
 JIT_CASES = [
     (lambda: compiler.jit(3), TypeError, "jit(fn=3): expected a callable"),
     (lambda: compiler.jit(torch.ones(9, 9)), TypeError, "jit(fn=tensor([[1., 1., "),
-    (lambda: compiler.jit(_f, cache="dynamic"), ValueError, "jit(cache='dynamic'): expected 'constant' or 'symbolic'"),
-    (lambda: compiler.jit(_f, cache=None), ValueError, "jit(cache=None): expected 'constant'"),
+    (
+        lambda: compiler.jit(_f, numbers="dynamic"),
+        ValueError,
+        "jit(numbers='dynamic'): expected one of 'constant', 'symb",
+    ),
+    (lambda: compiler.jit(_f, numbers=True), ValueError, "jit(numbers=True): expected one of 'constant', 'symbolic'"),
+    (lambda: compiler.jit(_f, cache="dynamic"), ValueError, "jit(cache='dynamic'): expected one of 'constant', 'symbo"),
+    (lambda: compiler.jit(_f, numbers="symbolic", cache="symbolic"), TypeError, "pass numbers= alone"),
     (lambda: compiler.jit(_f, executors="torch"), TypeError, "jit(executors='torch'): expected a list of executor"),
     (lambda: compiler.jit(_f, executors=3), TypeError, "jit(executors=3): expected a list"),
     (lambda: compiler.jit(_f, executors=[torch]), TypeError, "jit(executors=[<module 'torch'"),

@@ -9,22 +9,22 @@ import torch
 
 import compiler
 from compiler import examine, prims
-from compiler.executors.nvfuser import region_fusions
-from compiler.executors.nvfuser_repro import ops_by_scheduler, segmentation_hint
-from compiler.passes.fuse import Reason
+from compiler.core.executor import Reason
+from compiler.executors.nvfuser.diagnose import fake_nvfuser
+from compiler.executors.nvfuser.diagnose.repro import ops_by_scheduler, segmentation_hint
+from compiler.executors.nvfuser.executor import region_fusions
 from suites.adam_step import adam_step
 from suites.llm_norms import _rotary_inputs, rotary
-from tests.compiler import fake_nvfuser
-from tests.compiler.nvfuser_cases import gelu_bias_backward, split3, write_back
-from tests.compiler.nvfuser_helpers import fake_nvfuser as fake_backend  # noqa: F401 - a fixture
+from tests.support.nvfuser_cases import gelu_bias_backward, split3, write_back
+from tests.support.nvfuser_helpers import fake_nvfuser as fake_backend  # noqa: F401 - a fixture
 
 
-def jit_torch_regions(fn, cache="constant", **fusion):
-    return compiler.jit(fn, cache=cache, executors=["nvfuser", "sdpa"], fusion={"runner": "torch", **fusion})
+def jit_torch_regions(fn, numbers="constant", **fusion):
+    return compiler.jit(fn, numbers=numbers, executors=["nvfuser", "sdpa"], fusion={"runner": "torch", **fusion})
 
 
 def test_fusions_lists_ops_and_the_last_inputs_layouts_and_scalar_values():
-    jfn = jit_torch_regions(split3, cache="symbolic")
+    jfn = jit_torch_regions(split3, numbers="symbolic")
     a = torch.randn(8, 16, 64)[:, :, :40]
     jfn(a, 3, 8)
     jfn(a, 5, 8)
@@ -88,7 +88,7 @@ def test_repro_script_defines_checks_and_matches_pytorch(which, tmp_path, fake_m
         jfn = jit_torch_regions(rotary)
     elif which == "gelu":
         x = torch.randn(2, 3, 8)
-        jfn, args = jit_torch_regions(gelu_bias_backward, cache="symbolic"), (0.1, 0.2, 0.3, 0.4, x, x, x)
+        jfn, args = jit_torch_regions(gelu_bias_backward, numbers="symbolic"), (0.1, 0.2, 0.3, 0.4, x, x, x)
     elif which == "write_back":
         jfn, args = jit_torch_regions(write_back), (torch.randn(4, 8), torch.randn(4, 8))
     elif which == "symbolic_size":  # the size is a region input the definition does not take
@@ -100,7 +100,7 @@ def test_repro_script_defines_checks_and_matches_pytorch(which, tmp_path, fake_m
         )
         args = (torch.randn(5, 8),)
     else:
-        jfn, args = jit_torch_regions(split3, cache="symbolic"), (torch.randn(8, 16, 64), 3, 8)
+        jfn, args = jit_torch_regions(split3, numbers="symbolic"), (torch.randn(8, 16, 64), 3, 8)
     jfn(*args)
     path = examine.repro(jfn, "nvFusion0", tmp_path / "repro.py")
     source = path.read_text()

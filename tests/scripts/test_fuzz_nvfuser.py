@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from compiler.executors.nvfuser import NvFuserExecutor  # noqa: F401  (the fixture patches it)
+from compiler.executors.nvfuser.executor import NvFuserExecutor  # noqa: F401  (the fixture patches it)
 from scripts import fuzz_nvfuser
-from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401  (a fixture)
+from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401  (a fixture)
 
 
 def test_fuzzing_with_the_torch_executor_finds_no_mismatch() -> None:

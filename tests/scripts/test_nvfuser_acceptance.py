@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from compiler import examine
+from compiler.executors.nvfuser.diagnose import fake_nvfuser
 from scripts import nvfuser_acceptance
-from tests.compiler import fake_nvfuser
-from tests.compiler.nvfuser_helpers import fake_nvfuser as fake_backend  # noqa: F401 - a fixture
+from tests.support.nvfuser_helpers import fake_nvfuser as fake_backend  # noqa: F401 - a fixture
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import torch
 
 import compiler
 from scripts import step_profile
-from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
+from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
 
 
 def two_regions(x: torch.Tensor) -> torch.Tensor:

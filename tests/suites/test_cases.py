@@ -12,8 +12,17 @@ from fusebench.cases.variants import EAGER, FUSEBENCH
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
 
 CPU_SETTINGS = Settings(device=torch.device("cpu"), budget_s=0.005, min_repeats=2, cold_min_repeats=2)
+# NOTE: the Hugging Face zoo's 56 quick models take minutes; tests/suites/test_hf_zoo.py runs a few
+# by default and the rest as slow tests
+SLOW_SUITES = {"hf_zoo"}
 GROUPS = [
-    pytest.param(suite.name, case, params, id=f"{case.name}-{'-'.join(str(v) for v in params.values())}")
+    pytest.param(
+        suite.name,
+        case,
+        params,
+        id=f"{case.name}-{'-'.join(str(v) for v in params.values())}",
+        marks=[pytest.mark.slow] if suite.name in SLOW_SUITES else [],
+    )
     for suite in discover()
     for case in suite.cases
     for params in case.grid(quick=True)

@@ -8,9 +8,9 @@ import torch
 
 import compiler
 from compiler import examine
-from compiler.passes.fuse import Reason
+from compiler.core.executor import Reason
 from suites import llm_norms
-from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
+from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
 
 
 @pytest.mark.parametrize("case", llm_norms.CASES, ids=lambda case: case.name)

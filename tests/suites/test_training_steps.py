@@ -11,7 +11,7 @@ import torch
 from fusebench.cases.discovery import discover
 from fusebench.cases.variants import EAGER, FUSEBENCH, Variant, fusebench_prepare
 from fusebench.measure.measure import Settings, check_result, measure_variant, prepare_case
-from tests.compiler.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
+from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
 
 CPU_SETTINGS = Settings(device=torch.device("cpu"), budget_s=0.005, min_repeats=2)
 STEPS = [

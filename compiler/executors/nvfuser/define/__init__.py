@@ -1,0 +1,1 @@
+"""Building an nvFuser fusion definition from a region (nothing here imports nvFuser)."""

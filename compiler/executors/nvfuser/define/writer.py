@@ -1,0 +1,247 @@
+"""The translator: the state of one fusion definition being written as Python source.
+
+Conventions of the generated code:
+- Inputs come in region order: tensors as `define_tensor` with the descriptor of the actual
+  argument (size-1 dims as broadcast `1`, others symbolic `-1`, contiguity and stride order as
+  nvFuser's `compute_tensor_descriptor` computes them); symbolic numbers as
+  `define_scalar(None, dtype=...)`, except those the definition does not read
+  (`nvfuser_translate.FusionSource.taken` says which region inputs it takes).
+- Tensor sizes are read from tensors (`fd.ops.size`), not written as the numbers the trace holds:
+  a size that a broadcast keeps is its operand's; a broadcast's new dims, a `full`'s shape and a
+  materialised broadcast take the size of the first input tensor dim that has it (`extent`).
+  A definition traced with constant sizes and one traced with symbolic sizes are then the same
+  text, so automatic dynamic's second entry reuses the first entry's compiled definitions (a
+  layer norm with weights over a length that became symbolic). Reshapes, slices and `iota` keep
+  the trace's numbers: read from a tensor, a reshape's sizes would make nvFuser treat a static
+  reshape as a dynamic one. So do the static broadcasts of a region with a cat (a rotary
+  embedding): with every extent known, nvFuser's kernel for it need not divide by extents read at
+  run time, and is faster.
+- bf16/fp16 values are computed in fp32: an op on them upcasts its operands, and its result is
+  held in fp32 and only cast down where a bf16/fp16 value is needed (a region output, a
+  write-back, an op that is not arithmetic). Round trips `f32 -> bf16 -> f32` inside a region
+  are dropped, as torch.compile and thunder do.
+- Python numbers become `define_scalar(value, dtype=...)` typed like the tensor they meet;
+  symbolic scalars are cast to that dtype once.
+- A write-back `copy_to(computed, buffer)` becomes `fd.add_output(fd.ops.set(computed),
+  alias_input=buffer)`: the fusion writes into the buffer, and no copy kernel is needed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from compiler.core import dtypes
+from compiler.core.errors import check
+from compiler.core.executor import Region
+from compiler.core.ir import NumberProxy, Proxy, TensorProxy
+from compiler.executors.nvfuser.define.aliasing import copied_write_backs
+from compiler.executors.nvfuser.define.broadcast import Flags
+from compiler.executors.nvfuser.define.descriptors import ScalarDesc, TensorDesc
+from compiler.executors.nvfuser.define.layouts import output_orders, stride_order
+
+NV_DTYPES: dict[torch.dtype, str] = {
+    torch.float64: "DataType.Double",
+    torch.float32: "DataType.Float",
+    torch.float16: "DataType.Half",
+    torch.bfloat16: "DataType.BFloat16",
+    torch.int64: "DataType.Int",
+    torch.int32: "DataType.Int32",
+    torch.bool: "DataType.Bool",
+}
+SCALAR_DTYPES: dict[type, torch.dtype] = {bool: torch.bool, int: torch.int64, float: torch.float64}
+LOW_PRECISION = frozenset({torch.float16, torch.bfloat16})
+
+
+class TranslationError(RuntimeError):
+    """A region cannot be written as a fusion definition."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The translator
+
+
+def literal(value: Any, dtype: torch.dtype) -> str:
+    """`value` as Python source of a constant of `dtype` (bool, int, or float with inf/nan spelled out)."""
+    if dtype is torch.bool:
+        return repr(bool(value))
+    if dtype.is_floating_point:
+        value = float(value)
+        return repr(value) if math.isfinite(value) else f'float("{value}")'
+    return repr(int(value))
+
+
+class DefinitionWriter:
+    """Writes the body of one fusion definition, one prim at a time."""
+
+    def __init__(self, region: Region, descriptors: Sequence[TensorDesc | ScalarDesc]) -> None:
+        self.region = region
+        self.lines: list[str] = []
+        self.var: dict[str, str] = {}  # trace name -> variable holding it in its own dtype
+        self.f32: dict[str, str] = {}  # bf16/fp16 trace name -> variable holding it in fp32
+        self.casts: dict[tuple[str, torch.dtype], str] = {}
+        self.used: set[str] = {"fd", "DataType"}
+        self.inputs: set[str] = set()
+        self.shape_scalars: set[str] = set()
+        self.flags: dict[str, Flags] = {}  # trace name -> which dims nvFuser may hold as broadcast
+        self.segmented: set[str] = set()  # trace names computed behind a segment_set
+        self.segment_sets: dict[str, str] = {}  # trace name -> a segment_set of it (see `segment`)
+        self.scalar_inputs: dict[str, int] = {}  # variable of a scalar input -> its region input index
+        self.extents: dict[tuple[str, Any], str] = {}  # a size (`_extent_key`) -> an input dim of that size
+        for index, (proxy, desc) in enumerate(zip(region.inputs, descriptors)):
+            self.define_input(proxy, desc)
+            if not isinstance(desc, TensorDesc):
+                self.scalar_inputs[self.var[proxy.name]] = index
+                continue
+            for d, size in enumerate(proxy.shape):
+                key = _extent_key(size)
+                if key is not None and key not in self.extents:
+                    self.extents[key] = f"fd.ops.size({self.var[proxy.name]}, dim={d})"
+        self.copied = copied_write_backs(region, descriptors)  # write-backs returned, not aliased
+        self.orders = output_orders(region, descriptors)  # outputs laid out as eager would, not row-major
+        self.copied_values: list[str] = []
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.used:
+            k += 1
+            name = f"{base}_{k}"
+        self.used.add(name)
+        return name
+
+    def segment(self, p: TensorProxy, x: str) -> str:
+        """`x` (the variable holding `p`) behind one segment_set, shared by every reader that asks."""
+        if p.name not in self.segment_sets:
+            self.segment_sets[p.name] = self.emit(f"{p.name}_seg", f"fd.ops.segment_set({x})")
+        return self.segment_sets[p.name]
+
+    def emit(self, base: str, expr: str) -> str:
+        name = self.fresh(base)
+        self.lines.append(f"{name} = {expr}")
+        return name
+
+    def define_input(self, proxy: Proxy, desc: TensorDesc | ScalarDesc) -> None:
+        if isinstance(desc, TensorDesc):
+            expr = (
+                f"fd.define_tensor(shape={list(desc.shape)}, contiguity={list(desc.contiguity)}, "
+                f"dtype={NV_DTYPES[desc.dtype]}, stride_order={list(desc.stride_order)})"
+            )
+            self.flags[proxy.name] = tuple(s == 1 for s in desc.shape)
+        else:
+            expr = f"fd.define_scalar(None, dtype={NV_DTYPES[SCALAR_DTYPES[desc.python_type]]})"
+        self.var[proxy.name] = self.emit(proxy.name, expr)
+        self.inputs.add(self.var[proxy.name])
+
+    # -- values ---------------------------------------------------------------------------
+    def tensor(self, p: TensorProxy) -> str:
+        """The variable holding `p` in its own dtype (cast down from fp32 on first need)."""
+        if p.name not in self.var:
+            check(
+                p.name in self.f32,
+                lambda: f"{self.region.name}: {p.name} is used before it is defined",
+                TranslationError,
+            )
+            self.var[p.name] = self.emit(p.name, f"fd.ops.cast({self.f32[p.name]}, dtype={NV_DTYPES[p.dtype]})")
+        return self.var[p.name]
+
+    def held_f32(self, p: TensorProxy) -> bool:
+        """True when `p` (bf16/fp16) exists only in fp32 so far."""
+        return p.name in self.f32 and p.name not in self.var
+
+    def compute(self, p: TensorProxy, dtype: torch.dtype) -> str:
+        """`p` as an operand of arithmetic done in `dtype` (fp32 for bf16/fp16 values)."""
+        if p.dtype in LOW_PRECISION and dtype is torch.float32:
+            if p.name not in self.f32:
+                self.f32[p.name] = self.emit(f"{p.name}_f32", f"fd.ops.cast({self.tensor(p)}, dtype=DataType.Float)")
+            return self.f32[p.name]
+        return self.tensor(p)
+
+    def operand(self, x: Any, dtype: torch.dtype) -> str:
+        """A tensor, symbolic scalar or Python number as an operand of arithmetic in `dtype`."""
+        if isinstance(x, TensorProxy):
+            return self.compute(x, dtype)
+        natural = SCALAR_DTYPES[x.python_type if isinstance(x, NumberProxy) else type(x)]
+        target = dtype if dtypes.category(natural) <= dtypes.category(dtype) else natural
+        if not isinstance(x, NumberProxy):
+            return f"fd.define_scalar({literal(x, target)}, dtype={NV_DTYPES[target]})"
+        if target is natural:
+            return self.var[x.name]
+        key = (x.name, target)
+        if key not in self.casts:
+            self.casts[key] = self.emit(
+                f"{x.name}_{dtypes.short_name(target)}", f"fd.ops.cast({self.var[x.name]}, dtype={NV_DTYPES[target]})"
+            )
+        return self.casts[key]
+
+    def size(self, value: Any) -> str:
+        """A size or index; a symbolic one is a scalar input (recorded as a shape scalar)."""
+        if isinstance(value, NumberProxy):
+            self.shape_scalars.add(value.name)
+            return self.var[value.name]
+        return repr(int(value))
+
+    def sizes(self, values: Sequence[Any]) -> str:
+        """A list of sizes / indices (see `size`)."""
+        return f"[{', '.join(self.size(v) for v in values)}]"
+
+    def extent(self, value: Any) -> str:
+        """A tensor's size: the size of the first input tensor dim that has it, where one has it
+        (the same text for a constant size and for the symbolic size it becomes), else as `size`."""
+        key = _extent_key(value)
+        return self.extents[key] if key in self.extents else self.size(value)
+
+    def extents_of(self, values: Sequence[Any]) -> str:
+        """A shape (see `extent`)."""
+        return f"[{', '.join(self.extent(v) for v in values)}]"
+
+    def define(self, p: TensorProxy, expr: str, held: torch.dtype) -> None:
+        """Binds `p` to `expr`, a value of dtype `held` (fp32 for a bf16/fp16 `p` computed in fp32)."""
+        if held == p.dtype:
+            self.var[p.name] = self.emit(p.name, expr)
+        else:
+            self.f32[p.name] = self.emit(f"{p.name}_f32", expr)
+
+    def alias(self, p: TensorProxy, var: str, in_f32: bool) -> None:
+        """Binds `p` to an existing variable (no line emitted)."""
+        (self.f32 if in_f32 else self.var)[p.name] = var
+
+    def movable(self, p: TensorProxy) -> tuple[str, torch.dtype]:
+        """`p` for a data-movement op: the fp32 copy when only that exists, else `p` itself."""
+        if self.held_f32(p):
+            return self.f32[p.name], torch.float32
+        return self.tensor(p), p.dtype
+
+    def finish(self, name: str) -> str:
+        """The whole `def name(fd): ...` source, outputs added, scalar inputs it does not read left out."""
+        returned: set[str] = set()
+        outputs = [(self.tensor(p), self.orders.get(p.name)) for p in self.region.outputs]
+        for var, order in outputs + [(var, None) for var in self.copied_values]:
+            if order is not None and var not in self.inputs:
+                var = self.emit(f"{var}_out", f"fd.ops.stride_order({var}, {stride_order(order)})")
+            elif var in self.inputs or var in returned:
+                var = self.emit(f"{var}_out", f"fd.ops.set({var})")
+            self.lines.append(f"fd.add_output({var})")
+            returned.add(var)
+        unread = {var for var in self.scalar_inputs if not self._read(var)}
+        self.lines = [line for line in self.lines if line.split(" = ", 1)[0] not in unread]
+        dropped = {self.scalar_inputs[var] for var in unread}
+        self.taken = [i for i in range(len(self.region.inputs)) if i not in dropped]
+        body = "\n".join(f"    {line}" for line in self.lines) or "    pass"
+        return f"def {name}(fd):\n{body}\n"
+
+    def _read(self, var: str) -> bool:
+        """Whether a line other than `var`'s definition reads `var`."""
+        pattern = re.compile(rf"\b{re.escape(var)}\b")
+        return any(pattern.search(line) for line in self.lines if not line.startswith(f"{var} = "))
+
+
+def _extent_key(size: Any) -> tuple[str, Any] | None:
+    """What identifies a size across a region's tensors: a symbolic size's name, a constant's value
+    (None for 0 and 1, which stay constants: automatic dynamic never makes them symbolic)."""
+    if isinstance(size, NumberProxy):
+        return ("symbolic", size.name)
+    return ("constant", int(size)) if int(size) >= 2 else None

@@ -1,0 +1,1 @@
+"""Diagnostics for nvFuser fusions: standalone repro scripts."""

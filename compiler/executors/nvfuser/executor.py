@@ -1,0 +1,470 @@
+"""The nvFuser executor: claims prims for fusion regions and runs each region as a FusionDefinition.
+
+`nvfuser_direct` is imported lazily (first fusion definition, or the availability check), never
+when `compiler` is imported. A region's callable (`NvFusion`) caches one FusionDefinition per
+input descriptor (dtype, rank, broadcast dims, contiguity / stride order of each tensor, the type
+of each symbolic scalar); the region's device and shapes are guarded by the cache entry's
+prologue. On each call it looks the definition up by the tensors' strides (plus shapes where
+the trace has symbolic sizes); a call whose tensors are laid out as the last call's (one C++
+check, `TensorChecks`) reuses the last call's definition without reading them.
+
+Definitions are shared by structure, process-wide (`nvfuser_definitions.py`): each
+FusionDefinition is kept under its source with names canonicalised (`structure_key`), so regions
+that differ only in their proxies' names, e.g. the same Adam update of every parameter of one rank
+and dtype, or the same fusion in a function jitted again, are defined and compiled by nvFuser once
+(`NvFuserStats.reused` counts the others).
+
+If nvFuser fails to define, compile or run a region, the region falls back to running its prims
+with torch, with one `FusionFallbackWarning` naming the fusion and the error; `fallback=False`
+(or FUSEBENCH_NVFUSER_FALLBACK=0) raises instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from compiler.core.errors import check
+from compiler.core.executor import FusionExecutor, FusionOptions, Reason, Region
+from compiler.core.gather import picker, stride
+from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
+from compiler.core.tensor_checks import TensorChecks
+from compiler.executors.codegen import compile_trace
+from compiler.executors.nvfuser.define.aliasing import copied_write_backs, shares_memory, written_inputs
+from compiler.executors.nvfuser.define.broadcast import iteration_inputs
+from compiler.executors.nvfuser.define.claims import unsupported
+from compiler.executors.nvfuser.define.descriptors import structure_key
+from compiler.executors.nvfuser.define.translations import (
+    ScalarDesc,
+    TensorDesc,
+    describe,
+    fusion_source,
+    layout_descriptor,
+)
+from compiler.executors.nvfuser.run.batch import BatchedFusion
+from compiler.executors.nvfuser.run.edge_sizes import EdgeSizes
+from compiler.executors.nvfuser.run.kernel_db import compiling
+from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
+from compiler.executors.torch import TorchExecutor
+
+FALLBACK_ENV = "FUSEBENCH_NVFUSER_FALLBACK"
+_TORCH = TorchExecutor()
+_MAX_SEEN_COMPILE_KEYS = 4096
+
+
+class ExecutorUnavailableError(RuntimeError):
+    """An executor was asked for by name but cannot run on this machine."""
+
+
+class FusionFallbackWarning(UserWarning):
+    """nvFuser failed on a fusion; that fusion now runs its prims with torch."""
+
+
+@functools.cache
+def unavailable_reason() -> str | None:
+    """Why nvFuser cannot run here (no CUDA, nvfuser_direct missing or failing to import), or None."""
+    reasons = []
+    if not torch.cuda.is_available():
+        reasons.append("CUDA is not available (torch.cuda.is_available() is False)")
+    try:
+        installed = importlib.util.find_spec("nvfuser_direct") is not None
+    except ValueError:  # NOTE: already imported without a module spec (e.g. injected by a tool)
+        installed = True
+    if not installed:
+        reasons.append(
+            "the nvfuser_direct module is not installed (pip install the nvFuser wheel matching your torch "
+            "and CUDA, e.g. nvfuser-cu130-torch210)"
+        )
+    elif not reasons:
+        try:
+            importlib.import_module("nvfuser_direct")
+        except Exception as error:  # NOTE: any import failure (missing symbol, CUDA mismatch) counts
+            reasons.append(f"importing nvfuser_direct failed: {type(error).__name__}: {error}")
+    return "; ".join(reasons) or None
+
+
+def nvfuser_direct() -> Any:
+    """The `nvfuser_direct` module (imported on first use)."""
+    return importlib.import_module("nvfuser_direct")
+
+
+def nvfuser_version() -> str:
+    """The installed nvfuser_direct's version ('m.n.p+git<sha>')."""
+    return str(nvfuser_direct().version())
+
+
+# The nvfuser_direct release whose bugs the definitions work around (the comments that say
+# "nvfuser_direct 0.2.36": segment_sets before slices and squeezes, materialised broadcasts,
+# take_along_axis's limits, write-backs copied instead of aliased). On any other release
+# tests/compiler/executors/nvfuser/test_gpu.py fails until each workaround has been checked there,
+# retired where the release fixed it, and this constant moved.
+WORKAROUNDS_CHECKED_ON = "0.2.36"
+
+
+def workarounds_checked(version: str) -> bool:
+    """Whether nvfuser_direct `version` ('m.n.p+git<sha>') is the release the workarounds were checked on."""
+    return version.split("+")[0] == WORKAROUNDS_CHECKED_ON
+
+
+def fallback_default() -> bool:
+    """Whether failing fusions fall back to torch when `jit(fallback=None)` (env FUSEBENCH_NVFUSER_FALLBACK)."""
+    return os.environ.get(FALLBACK_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+@dataclass
+class NvFuserStats:
+    """Counters of one nvFuser executor (one per jitted function)."""
+
+    definitions: int = 0  # FusionDefinitions this function built
+    compilations: int = 0  # kernel compilations its calls caused (none for a definition's compiled layouts)
+    fallbacks: int = 0
+    reused: int = 0  # regions that found their definition already built (here or by another function)
+    deferred: int = 0  # calls run with torch: edge sizes met for the first time (nvfuser_edge_sizes.py)
+
+
+# ---------------------------------------------------------------------------------------------
+# Runners: how a region's prims are executed
+
+
+class TorchRunner:
+    """Runs a region's prims with torch (FusionOptions(runner="torch"), and every fallback)."""
+
+    def __init__(self, region: Region) -> None:
+        trace = Trace(region.inputs, list(region.bsyms), region.outputs, name=region.name.lower())
+        self.fn = compile_trace(trace, [_TORCH])
+
+    def run(self, fusion: NvFusion, args: tuple, key: tuple) -> Any:
+        return self.fn(*args)
+
+
+class _Definition:
+    """A FusionDefinition as one region runs it.
+
+    `copies`: the inputs whose written values it returns for the runner to copy
+    (nvfuser_aliasing.py). `taken`: the region inputs it takes (None: all; a scalar input the
+    definition does not read is left out, see nvfuser_translate.py). `execute(inputs)`:
+    `fd.execute` until nvFuser has built the definition's executor cache, then that cache's own
+    `execute`, which skips the Python wrapper's checks: host time every call would pay again for
+    inputs the prologue has already guarded.
+    """
+
+    __slots__ = ("copies", "device", "execute", "fd", "taken")
+
+    def __init__(self, fd: Any, copies: list[int], device: int | None, taken: list[int] | None = None) -> None:
+        self.fd, self.copies, self.device, self.taken = fd, copies, device, taken
+        self.execute: Callable[[list], list] = self._first_execute
+
+    def taken_from(self, args: tuple) -> list:
+        """The region's arguments this definition takes, in order."""
+        return list(args) if self.taken is None else [args[i] for i in self.taken]
+
+    def _first_execute(self, inputs: list, **options: Any) -> list:
+        if self.device is not None:
+            options["device"] = self.device
+        outputs = self.fd.execute(inputs, **options)
+        cache = getattr(self.fd, "fec", None)
+        if cache is not None:
+            device = self.device
+            self.execute = cache.execute if device is None else functools.partial(cache.execute, device=device)
+        return outputs
+
+    def execute_compiling(self, inputs: list) -> list:
+        """`execute` for a call that may compile a kernel: with nvFuser's on-disk kernel database
+        (nvfuser_kernel_db.py) when it is on."""
+        with compiling(nvfuser_version()) as enable:
+            if not enable:
+                return self.execute(inputs)
+            if getattr(self.fd, "fec", None) is None:
+                return self._first_execute(inputs, _enable_options=enable)
+            return self.execute(inputs, _enable_options=enable)
+
+
+class NvFuserRunner:
+    """Runs a region as an nvFuser FusionDefinition, one per input descriptor."""
+
+    def __init__(self, region: Region) -> None:
+        self.region = region
+        self.by_key: dict[tuple, _Definition] = {}
+        self._hot_key: tuple | None = None  # the last call's key (NvFusion passes the same tuple again)
+        self._hot_entry: _Definition | None = None
+        self.by_descriptor: dict[tuple, _Definition] = {}
+        self.written_idx = [i for i, p in enumerate(region.inputs) if p.name in region.written]
+        self.iteration = iteration_inputs(region)
+        self.shape_scalar_idx: list[int] = []
+        self.seen_compile_keys: set[tuple] = set()
+        self.edge_sizes = EdgeSizes(region)
+        self.device: int | None = None
+        if not any(isinstance(p, TensorProxy) for p in region.inputs):
+            outputs = [p for b in region.bsyms for p in b.outputs if isinstance(p, TensorProxy)]
+            self.device = (outputs[0].device.index or 0) if outputs else None
+
+    def definition(self, fusion: NvFusion, args: tuple, key: tuple) -> _Definition:
+        """The FusionDefinition for these arguments (defined on first sight of their descriptor)."""
+        descriptors = tuple(describe(p, a, p.name in self.iteration) for p, a in zip(self.region.inputs, args))
+        entry = self.by_descriptor.get(descriptors)
+        if entry is None:
+            source, fn_name, shape_scalars, taken = fusion_source(self.region, descriptors)
+            structure = structure_key(source)
+            nvf = nvfuser_direct()
+            fd = DEFINITIONS.get(nvf, structure)
+            if fd is None:
+                scope: dict[str, Any] = {"DataType": nvf.DataType}
+                exec(compile(source, f"<{self.region.name}>", "exec"), scope)
+                fd = nvf.FusionDefinition()
+                with fd:
+                    scope[fn_name](fd)
+                DEFINITIONS.put(nvf, structure, fd)
+                fusion.executor.stats.definitions += 1
+            else:
+                fusion.executor.stats.reused += 1
+            copies = written_inputs(self.region) if copied_write_backs(self.region, descriptors) else []
+            every = len(taken) == len(self.region.inputs)
+            entry = self.by_descriptor[descriptors] = _Definition(fd, copies, self.device, None if every else taken)
+            self.shape_scalar_idx = [i for i, p in enumerate(self.region.inputs) if p.name in shape_scalars]
+        self.by_key[key] = entry
+        return entry
+
+    def run(self, fusion: NvFusion, args: tuple, key: tuple) -> Any:
+        entry = self._hot_entry if key is self._hot_key else self.by_key.get(key)
+        compiles = False
+        if entry is None:
+            entry = self.definition(fusion, args, key)
+            compiles = self.count_compilation(fusion, entry, args, key)
+        elif self.shape_scalar_idx:
+            compiles = self.count_compilation(fusion, entry, args, key)
+        if compiles is None:  # edge sizes met for the first time: torch runs this call (nvfuser_edge_sizes.py)
+            fusion.executor.stats.deferred += 1
+            return fusion.torch_runner().fn(*args)
+        self._hot_key, self._hot_entry = key, entry
+        fd, copies = entry.fd, entry.copies
+        fusion.last_definition = fd
+        taken = entry.taken_from(args)
+        outputs = entry.execute_compiling(taken) if compiles else entry.execute(taken)
+        if copies:
+            for i, value in zip(copies, outputs[len(outputs) - len(copies) :]):
+                args[i].copy_(value)
+            outputs = outputs[: len(outputs) - len(copies)]
+        if self.written_idx and outputs:
+            buffers = [args[i] for i in self.written_idx]
+            outputs = [o.clone() if shares_memory(o, buffers) else o for o in outputs]
+        return outputs
+
+    def count_compilation(self, fusion: NvFusion, entry: _Definition, args: tuple, key: tuple) -> bool | None:
+        """Counts a compilation when nvFuser has no kernel yet for this layout and these sizes
+        (and says whether it has none); None, counting nothing, when that kernel would be for
+        edge sizes this definition meets for the first time (nvfuser_edge_sizes.py).
+
+        Only new layouts, and new values of scalars that set sizes (slice bounds, reshape sizes),
+        can need a new kernel, so only those calls ask nvFuser (`fec.is_compiled`).
+        """
+        fd = entry.fd
+        compile_key = (id(fd), key, *(args[i] for i in self.shape_scalar_idx))
+        if compile_key in self.seen_compile_keys:
+            return False
+        compiles = not hasattr(fd, "fec") or not fd.fec.is_compiled(entry.taken_from(args))
+        if compiles and self.shape_scalar_idx and self.edge_sizes.first_sight(fd, args):
+            return None
+        if compiles:
+            fusion.executor.stats.compilations += 1
+        if len(self.seen_compile_keys) < _MAX_SEEN_COMPILE_KEYS:
+            self.seen_compile_keys.add(compile_key)
+        return compiles
+
+
+# ---------------------------------------------------------------------------------------------
+# A region's callable
+
+
+@dataclass(frozen=True)
+class InputRecord:
+    """What one argument of a fusion's last call looked like."""
+
+    name: str
+    shape: tuple[int, ...] | None
+    stride: tuple[int, ...] | None
+    dtype: torch.dtype | type
+    device: torch.device | None
+    value: Any = None
+
+    def __str__(self) -> str:
+        if self.shape is None:
+            return f"{self.name}: {self.dtype.__name__} = {self.value!r}"
+        return f"{self.name}: {self.dtype} {list(self.shape)} stride={list(self.stride)} on {self.device}"
+
+
+class NvFusion:
+    """The callable behind an `nvFusionN` bound symbol: runs its region, records its last inputs."""
+
+    LAYOUT_CHANGES = 2  # layouts `_same_layout` learns at most (the first included); the next change stops it
+
+    def __init__(self, region: Region, executor: NvFuserExecutor) -> None:
+        self.region = region
+        self.name = region.name
+        self.executor = executor
+        inputs = region.inputs
+        self._tensor_idx = [i for i, p in enumerate(inputs) if isinstance(p, TensorProxy)]
+        self._sized_idx = [i for i in self._tensor_idx if any(isinstance(s, NumberProxy) for s in inputs[i].shape)]
+        self._tensors = picker(self._tensor_idx)
+        self._scalar_idx = [i for i, p in enumerate(inputs) if not isinstance(p, TensorProxy)]
+        # NOTE: a call whose tensors have the last call's type, dtype, device, sizes and strides
+        # (one C++ check) reuses its key: reading the tensors' strides from Python costs several times as much
+        self._same_layout = TensorChecks()
+        self._layout_changes = 0
+        self.runner: TorchRunner | NvFuserRunner = (
+            NvFuserRunner(region) if executor.options.runner == "nvfuser" else TorchRunner(region)
+        )
+        self._torch: TorchRunner | None = None
+        self.fallback_error: BaseException | None = None
+        self.last_key: tuple | None = None
+        self.last_inputs: list[InputRecord] = []
+        self.last_definition: Any = None
+        self.calls = 0
+
+    def __call__(self, *args: Any) -> Any:
+        tensors = self._tensors(args)
+        key = self.last_key if self._same_layout.check(*tensors) else self._layout_key(args, tensors)
+        if self._scalar_idx:
+            for i in self._scalar_idx:
+                record = self.last_inputs[i]
+                if record.value is not args[i]:
+                    self.last_inputs[i] = InputRecord(record.name, None, None, record.dtype, None, args[i])
+        self.calls += 1
+        if self.fallback_error is not None:
+            return self.torch_runner().fn(*args)
+        try:
+            return self.runner.run(self, args, key)
+        except Exception as error:
+            if not self.executor.fallback:
+                raise
+            return self._fall_back(error, args)
+
+    def _layout_key(self, args: tuple, tensors: tuple) -> tuple:
+        """The definition key of a call whose tensors are not laid out as the last call's (or
+        before `_same_layout` has learned them): their strides, plus their shapes where the region
+        has symbolic sizes. Learns the new layout, up to `LAYOUT_CHANGES` times: a region whose
+        layout or sizes keep changing (symbolic sizes met anew every call) keeps this path."""
+        key = tuple(map(stride, tensors))
+        if self._sized_idx:
+            key += tuple([args[i].shape for i in self._sized_idx])
+        if key != self.last_key:
+            self.last_key = key
+            self.last_inputs = self._records(args)
+        if self._layout_changes < self.LAYOUT_CHANGES:
+            self._layout_changes += self._same_layout.learned
+            self._same_layout = TensorChecks(exact_strides=[True] * len(tensors))
+            if self._layout_changes < self.LAYOUT_CHANGES:
+                self._same_layout.learn(*tensors)
+        return key
+
+    def torch_runner(self) -> TorchRunner:
+        """The torch implementation of this region (compiled on first need)."""
+        if self._torch is None:
+            self._torch = TorchRunner(self.region)
+        return self._torch
+
+    def _fall_back(self, error: BaseException, args: tuple) -> Any:
+        self.fallback_error = error
+        self.executor.stats.fallbacks += 1
+        message = f"{error}".strip().splitlines()[0] if str(error).strip() else ""
+        warnings.warn(
+            f"nvFuser failed on {self.name} ({type(error).__name__}: {message}); {self.name} now runs its "
+            f"{len(self.region.bsyms)} prims with torch. Pass fallback=False to jit (or set "
+            f"{FALLBACK_ENV}=0) to raise instead.",
+            FusionFallbackWarning,
+            stacklevel=2,
+        )
+        return self.torch_runner().fn(*args)
+
+    def _records(self, args: tuple) -> list[InputRecord]:
+        records = []
+        for p, a in zip(self.region.inputs, args):
+            if isinstance(a, torch.Tensor):
+                records.append(InputRecord(p.name, tuple(a.shape), tuple(a.stride()), a.dtype, a.device))
+            else:
+                records.append(InputRecord(p.name, None, None, type(a), None, a))
+        return records
+
+    def descriptors(self) -> tuple[TensorDesc | ScalarDesc, ...] | None:
+        """The input descriptors of the last call (None before the first call)."""
+        if not self.last_inputs:
+            return None
+
+        iteration = iteration_inputs(self.region)
+        return tuple(
+            layout_descriptor(p, r.shape, r.stride, p.name in iteration)
+            if r.shape is not None
+            else ScalarDesc(p.python_type)
+            for p, r in zip(self.region.inputs, self.last_inputs)
+        )
+
+    def __repr__(self) -> str:
+        return f"<{self.name}: {len(self.region.bsyms)} prims, runner={self.executor.options.runner}>"
+
+
+# ---------------------------------------------------------------------------------------------
+# The executor
+
+
+class NvFuserExecutor(FusionExecutor):
+    """Claims prims nvFuser can run and turns regions of them into `NvFusion` callables."""
+
+    name = "nvfuser"
+    region_prefix = "nvFusion"
+    batches = True
+
+    def __init__(self, options: FusionOptions | None = None, fallback: bool | None = None) -> None:
+        self.options = options or FusionOptions()
+        self.fallback = fallback_default() if fallback is None else bool(fallback)
+        self.stats = NvFuserStats()
+        reason = unavailable_reason() if self.options.runner == "nvfuser" else None
+        check(
+            reason is None,
+            lambda: (
+                f"the nvfuser executor is unavailable on this machine: {reason}. Use executors=['torch'] "
+                "(the default here), or FusionOptions(runner='torch') to form the same regions and run them "
+                "with torch."
+            ),
+            ExecutorUnavailableError,
+        )
+
+    def claim(self, bsym: BoundSymbol) -> tuple[Reason, str] | None:
+        """None if nvFuser can run `bsym` in a region, else (reason, detail)."""
+        refusal = unsupported(bsym, matmul=self.options.matmul)
+        if refusal is None and self.options.runner == "nvfuser":
+            for p in (*bsym.inputs, *bsym.outputs):
+                if isinstance(p, TensorProxy) and p.device.type != "cuda":
+                    return Reason.DEVICE, f"{p.name} is on {p.device}"
+        return refusal
+
+    def region_impl(self, region: Region) -> Callable:
+        """The callable running `region`."""
+        return NvFusion(region, self)
+
+    def batch_impl(self, flat: Region, numels: Sequence[int], one_dim: bool) -> BatchedFusion:
+        """The callable running same-structure regions of `numels` elements each (1-D ones when
+        `one_dim`) as `flat`, their common region over 1-D inputs of all their elements
+        (passes/batch_regions.py)."""
+        inputs = flat.inputs
+        return BatchedFusion(
+            self.region_impl(flat),
+            numels,
+            one_dim,
+            len(inputs),
+            [k for k, p in enumerate(inputs) if isinstance(p, TensorProxy)],
+            [k for k, p in enumerate(inputs) if p.name in flat.written],
+        )
+
+
+def region_fusions(trace: Trace) -> Sequence[NvFusion]:
+    """The `NvFusion` callables of a fused trace, in order (a batch's: the one it runs)."""
+    impls = [getattr(b.sym, "impl", None) for b in trace.bsyms]
+    impls = [impl.flat if isinstance(impl, BatchedFusion) else impl for impl in impls]
+    return [impl for impl in impls if isinstance(impl, NvFusion)]

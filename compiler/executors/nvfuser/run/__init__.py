@@ -1,0 +1,1 @@
+"""Running nvFuser definitions: sharing, on-disk kernels, edge sizes, batched updates."""

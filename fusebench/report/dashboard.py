@@ -1,0 +1,225 @@
+"""The dashboard headline: per variant (compiler) and suite, how often it passes, how much faster
+than eager it is, how long it compiles and how much memory it needs next to eager, the four
+numbers PyTorch's inductor performance dashboard shows per compiler and suite.
+
+- pass rate: the (case, params) whose result matched the reference (`ok`) over those it was
+  measured on; a variant that cannot run here (`skipped`) is not counted, `unsupported`, `failed`,
+  `error` and `crashed` count as not passing;
+- speedup: the geometric mean over the (case, params) that both eager and the variant timed of
+  eager's time over the variant's (> 1×: faster than eager; eager itself is 1×);
+- compile time: the mean of the variant's compile seconds over its ok measurements;
+- memory ratio: the geometric mean of eager's peak device memory over the variant's (PyTorch's
+  "compression ratio": > 1× means it needs less memory than eager), over the (case, params) where
+  both allocated device memory (CUDA; none on CPU).
+
+The same numbers come from one run's outcomes (`fusebench run` prints them first in its summary)
+and from a results DataFrame: the latest measurement of each series (the report's headline) or
+each commit on its own (`dashboard_history`, the headline's history over commits).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from fusebench.cases.case import format_params
+from fusebench.measure.outcome import COMPILE, PEAK_DEVICE, TIME, Outcome
+from fusebench.report.scoreboard import variant_order
+from fusebench.report.summary import format_ratio
+
+EAGER = "eager"
+NOT_COUNTED = ("skipped", "missing")  # statuses that say nothing about the variant
+HISTORY_COLUMNS = ["machine", "env", "commit", "date", "suite", "variant", "pass_rate", "speedup", "compile_seconds",
+                   "memory_ratio"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What the dashboard needs of one (suite, case, params, variant) measurement."""
+
+    suite: str
+    case: str
+    params: str
+    variant: str
+    status: str
+    seconds: float | None = None
+    compile_seconds: float | None = None
+    peak_device_bytes: float | None = None
+
+
+@dataclass(frozen=True)
+class DashboardEntry:
+    """The headline numbers of one variant on one suite (None where nothing could be compared)."""
+
+    suite: str
+    variant: str
+    measured: int  # (case, params) it was measured on, skipped ones left out
+    passed: int
+    speedup: float | None
+    compile_seconds: float | None
+    memory_ratio: float | None
+
+    @property
+    def pass_rate(self) -> float | None:
+        """passed / measured, None when it was measured on nothing."""
+        return self.passed / self.measured if self.measured else None
+
+
+def measurements_from_outcomes(outcomes: Iterable[Outcome]) -> list[Measurement]:
+    """One run's outcomes as dashboard measurements."""
+    return [
+        Measurement(
+            suite=o.suite,
+            case=o.case,
+            params=format_params(o.params),
+            variant=o.variant,
+            status=o.status,
+            seconds=o.timing.median if o.status == "ok" and o.timing is not None else None,
+            compile_seconds=o.compile_seconds if o.status == "ok" else None,
+            peak_device_bytes=o.peak_device_bytes if o.status == "ok" else None,
+        )
+        for o in outcomes
+    ]
+
+
+def measurements_from_frame(frame: pd.DataFrame) -> list[Measurement]:
+    """The measurements of a `read_results` DataFrame, one per (commit, suite, case, params,
+    variant) with a status; the caller picks the machine, environment and commits."""
+    times = frame[(frame.metric == TIME.name) & (frame.status != "missing")]
+    if times.empty:
+        return []
+    key = ["machine", "env", "commit", "suite", "case", "params", "variant"]
+    extras = frame[frame.metric.isin([COMPILE.name, PEAK_DEVICE.name]) & frame.value.notna()]
+    # (*series, metric) -> value, for the compile time and peak memory beside each time
+    values = {tuple(row[:-1]): row[-1] for row in extras[[*key, "metric", "value"]].itertuples(index=False)}
+    measurements = []
+    for row in times[[*key, "status", "value"]].itertuples(index=False):
+        series = tuple(row[: len(key)])
+        ok = row.status == "ok" and not pd.isna(row.value)
+        measurements.append(
+            Measurement(
+                suite=str(row.suite),
+                case=str(row.case),
+                params=str(row.params),
+                variant=str(row.variant),
+                status=str(row.status),
+                seconds=float(row.value) if ok else None,
+                compile_seconds=_float(values.get((*series, COMPILE.name))) if ok else None,
+                peak_device_bytes=_float(values.get((*series, PEAK_DEVICE.name))) if ok else None,
+            )
+        )
+    return measurements
+
+
+def dashboard(measurements: Sequence[Measurement]) -> list[DashboardEntry]:
+    """One entry per (suite, variant) measured on something, suites by name, variants in the
+    scoreboard's order."""
+    eager = {(m.suite, m.case, m.params): m for m in measurements if m.variant == EAGER}
+    groups: dict[tuple[str, str], list[Measurement]] = {}
+    for measurement in measurements:
+        if measurement.status not in NOT_COUNTED:
+            groups.setdefault((measurement.suite, measurement.variant), []).append(measurement)
+    order = {name: index for index, name in enumerate(variant_order(v for _, v in groups))}
+    entries = []
+    for (suite, variant), group in sorted(groups.items(), key=lambda item: (item[0][0], order[item[0][1]])):
+        speedups, memory, compile_times = [], [], []
+        for m in group:
+            reference = eager.get((m.suite, m.case, m.params))
+            if m.compile_seconds is not None:
+                compile_times.append(m.compile_seconds)
+            if reference is None:
+                continue
+            if _positive(reference.seconds) and _positive(m.seconds):
+                speedups.append(reference.seconds / m.seconds)  # type: ignore[operator]
+            if _positive(reference.peak_device_bytes) and _positive(m.peak_device_bytes):
+                memory.append(reference.peak_device_bytes / m.peak_device_bytes)  # type: ignore[operator]
+        entries.append(
+            DashboardEntry(
+                suite=suite,
+                variant=variant,
+                measured=len(group),
+                passed=sum(m.status == "ok" for m in group),
+                speedup=geometric_mean(speedups),
+                compile_seconds=sum(compile_times) / len(compile_times) if compile_times else None,
+                memory_ratio=geometric_mean(memory),
+            )
+        )
+    return entries
+
+
+def latest_measurements(frame: pd.DataFrame) -> list[Measurement]:
+    """The newest measurement of every series of a DataFrame of ONE machine and environment (as the
+    scoreboard takes them), so a run of some suites does not hide the others' latest numbers."""
+    times = frame[(frame.metric == TIME.name) & (frame.status != "missing")]
+    if times.empty:
+        return []
+    series = ["suite", "case", "params", "variant"]
+    latest = times.sort_values(["date", "commit"], kind="stable").drop_duplicates(series, keep="last")
+    wanted = frame.merge(latest[[*series, "commit"]], on=[*series, "commit"])
+    return measurements_from_frame(wanted)
+
+
+def dashboard_history(frame: pd.DataFrame) -> pd.DataFrame:
+    """The dashboard of every commit on its own, per machine and environment (HISTORY_COLUMNS),
+    ordered by commit date."""
+    rows = []
+    for (machine, env, commit), commit_frame in frame.groupby(["machine", "env", "commit"], sort=False):
+        date = commit_frame.date.max()
+        for entry in dashboard(measurements_from_frame(commit_frame)):
+            rows.append(
+                [machine, env, commit, date, entry.suite, entry.variant, entry.pass_rate, entry.speedup,
+                 entry.compile_seconds, entry.memory_ratio]
+            )  # fmt: skip
+    history = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
+    return history.sort_values(["machine", "env", "date", "commit"], kind="stable", ignore_index=True)
+
+
+def render_dashboard(entries: Sequence[DashboardEntry]) -> str:
+    """The headline as a text table ('' when there are no entries)."""
+    if not entries:
+        return ""
+    headers = ["variant", "suite", "pass rate", "speedup", "compile s", "memory ratio"]
+    rows = [headers] + [
+        [
+            entry.variant,
+            entry.suite,
+            pass_rate_text(entry),
+            format_ratio(entry.speedup),
+            "-" if entry.compile_seconds is None else f"{entry.compile_seconds:.3f}",
+            format_ratio(entry.memory_ratio),
+        ]
+        for entry in entries
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(headers))]
+    lines = [
+        "  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+        for row in rows
+    ]
+    title = (
+        "dashboard (per variant and suite; speedup and memory ratio are geometric means of eager's over the "
+        "variant's, > 1× is better)"
+    )
+    return "\n".join([title, lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+
+
+def pass_rate_text(entry: DashboardEntry) -> str:
+    """'3/4 75%' ('-' when measured on nothing)."""
+    if entry.pass_rate is None:
+        return "-"
+    return f"{entry.passed}/{entry.measured} {100 * entry.pass_rate:.0f}%"
+
+
+def geometric_mean(values: Sequence[float]) -> float | None:
+    """The geometric mean of positive `values`, None for none."""
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def _positive(value: float | None) -> bool:
+    return value is not None and not math.isnan(value) and value > 0
+
+
+def _float(value: object) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)  # type: ignore[arg-type]

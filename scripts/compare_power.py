@@ -1,0 +1,297 @@
+"""The power of `fusebench compare`: how often it flags a real slowdown, and how often nothing.
+
+    python -m scripts.compare_power --device cpu --tries 20
+    python -m scripts.compare_power --device cuda --kinds AB --tries 1 --replicas 10 --effects 1.05 \
+        --extra-prims 0 --variants eager
+
+It builds a throwaway git repository from this checkout (compiler, fusebench, suites) with one more
+suite, `power_study`: an elementwise chain of `reps` multiply-adds per call (`grow_<percent>` and
+`steady`), and `adds`, a chain of tensor adds (left out with `--extra-prims 0`). Then two commits
+on top, as a developer would make:
+- A: the suite as written;
+- B: each `grow_<percent>` case does percent / 100 times the work (its `reps` multiplied) and the
+  compiler's `torch.add` decomposition multiplies its first operand by 1.0 `--extra-prims` times
+  before adding (k extra prims per add: the `fusebench` variant of `adds` gets slower, eager does
+  not). `steady` is untouched.
+It then runs `--tries` comparisons A against A (nothing changed: every flag is a false positive)
+and `--tries` comparisons A against B with this checkout's `fusebench compare`, and prints per row
+how often each verdict came, the detection rate per effect and the false-positive rates. Exit 0.
+
+`--replicas R` declares every case R times (`steady_r0`, `steady_r1`, ...): one comparison then
+holds R trials of each effect, where a fresh process per trial costs too much (a GPU host's CUDA
+start-up per round). Replicas share their rounds, so a drift of the machine that pairing does not
+cancel hits them together: comparisons (`--tries`) are the independent trials, replicas the cheap
+ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+FLAGS = ("slower", "faster")
+BASE_REPS = 20
+SIZES = {"cpu": 65536, "cuda": 16 * 1024 * 1024}
+ADD_LINE = "        return elementwise(prims.add, input, other)\n"
+
+SUITE = '''"""The power study's cases (scripts/compare_power.py): elementwise chains whose work is set by `reps`."""
+
+import torch
+
+from fusebench.cases import Case
+
+REPS = {reps}
+
+
+def chain(x: torch.Tensor, reps: int) -> torch.Tensor:
+    for _ in range(reps):
+        x = x * 1.0001 + 0.5
+    return x
+
+
+def adds(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    for _ in range(10):
+        x = x + y
+    return x
+
+
+def _inputs(params, device, seed):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.rand(params["numel"], generator=generator).to(device)
+    return (x, x.flip(0).contiguous())
+
+
+def _case(name, fn):
+    return Case(
+        name=name,
+        fn=fn,
+        make_inputs=_inputs,
+        bytes_moved=lambda params: 8 * params["numel"],
+        params={{"numel": [{numel}]}},
+        tolerances={{torch.float32: (1e-4, 1e-4)}},
+    )
+
+
+def _grown(name):
+    return lambda x, y: chain(x, REPS[name])
+
+
+def _named(name, replica):
+    return name if {replicas} == 1 else f"{{name}}_r{{replica}}"
+
+
+CASES = [
+    case
+    for replica in range({replicas})
+    for case in [_case(_named(name, replica), _grown(name)) for name in REPS]
+    + ([_case(_named("adds", replica), adds)] if {with_adds} else [])
+]
+'''
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Builds the history, runs the comparisons, prints the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--tries", type=int, default=20, help="comparisons of each kind (A/A and A/B)")
+    parser.add_argument("--effects", default="1.5,1.2,1.1", help="work factors of B's grow cases")
+    parser.add_argument("--extra-prims", type=int, default=2, help="extra mul prims per add in B's compiler")
+    parser.add_argument("--replicas", type=int, default=1, help="copies of each case in one comparison")
+    parser.add_argument("--kinds", default="AA,AB", help="which comparisons: AA (A against A), AB, or both")
+    parser.add_argument("--variants", default="eager,fusebench", help="variants compared")
+    parser.add_argument("--compare-args", default="", help="more `fusebench compare` flags, e.g. '--rounds 4'")
+    parser.add_argument("--keep", type=Path, help="keep each comparison's JSON in this folder")
+    parser.add_argument(
+        "--decide-again",
+        type=Path,
+        metavar="DIR",
+        help="measure nothing: decide the samples kept in DIR (by --keep) again with this checkout's rule",
+    )
+    parser.add_argument("--quantile", type=float, default=0.25, help="with --decide-again: each round's statistic")
+    parser.add_argument(
+        "--first-rounds", type=int, help="with --decide-again: decide on each side's first N rounds only"
+    )
+    parser.add_argument(
+        "--sample-fraction",
+        type=float,
+        default=1.0,
+        help="with --decide-again: decide on the first fraction of each round's samples (a shorter repeat budget)",
+    )
+    args = parser.parse_args(argv)
+    effects = [float(f) for f in args.effects.split(",") if f]
+    if args.decide_again:
+        kept = decide_again(args.decide_again, args.quantile, args.first_rounds, args.sample_fraction)
+        print(render(kept, effects, args.extra_prims))
+        return 0
+    with tempfile.TemporaryDirectory(prefix="fusebench-power-") as scratch:
+        repo = Path(scratch) / "repo"
+        base, changed = build_history(repo, effects, args.extra_prims, SIZES[args.device], args.replicas)
+        keep = args.keep or Path(scratch) / "json"
+        keep.mkdir(parents=True, exist_ok=True)
+        selection = ["--suite", "power_study", "--variant", args.variants, "--device", args.device, "--quick"]
+        selection += args.compare_args.split()
+        results: dict[str, list[list[dict]]] = {"A/A": [], "A/B": []}
+        started = time.perf_counter()
+        for attempt in range(args.tries):
+            for kind, other in (("A/A", base), ("A/B", changed)):
+                if kind.replace("/", "") not in args.kinds.split(","):
+                    continue
+                output = keep / f"{kind.replace('/', '')}-{attempt}.json"
+                results[kind].append(compare(repo, base, other, selection, output))
+                done = sum(len(r) for r in results.values())
+                elapsed = time.perf_counter() - started
+                total = args.tries * len(args.kinds.split(","))
+                print(f"[{done}/{total}] {kind} in {elapsed / done:.0f} s each", file=sys.stderr, flush=True)
+        print(render(results, effects, args.extra_prims))
+        done = sum(len(r) for r in results.values())
+        print(f"\n{done} comparisons in {time.perf_counter() - started:.0f} s ({args.device})")
+    return 0
+
+
+def build_history(repo: Path, effects: list[float], extra_prims: int, numel: int, replicas: int = 1) -> tuple[str, str]:
+    """The repository with commits A (the study's suite) and B (its slowdowns); their hashes."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for package in ("compiler", "fusebench", "suites"):
+        shutil.copytree(ROOT / package, repo / package, ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
+    suite = repo / "suites" / "power_study.py"
+    reps = {"steady": BASE_REPS, **{_grow_name(f): BASE_REPS for f in effects}}
+    suite.write_text(SUITE.format(reps=reps, numel=numel, replicas=replicas, with_adds=extra_prims > 0))
+    _git(repo, "init", "-q")
+    base = _commit(repo, "A: the power study's suite")
+    grown = {**reps, **{_grow_name(f): round(BASE_REPS * f) for f in effects}}
+    suite.write_text(SUITE.format(reps=grown, numel=numel, replicas=replicas, with_adds=extra_prims > 0))
+    elementwise = repo / "compiler" / "ops" / "elementwise.py"
+    source = elementwise.read_text()
+    if source.count(ADD_LINE) != 1:
+        raise SystemExit(f"compiler/ops/elementwise.py no longer has {ADD_LINE.strip()!r} once: update ADD_LINE")
+    slowed = "prims.mul(" * extra_prims + "a" + ", 1.0)" * extra_prims
+    slowed_if_tensor = f"({slowed} if isinstance(b, TensorProxy) else a)"
+    replacement = f"        return elementwise(lambda a, b: prims.add({slowed_if_tensor}, b), input, other)\n"
+    elementwise.write_text(source.replace(ADD_LINE, replacement if extra_prims else ADD_LINE))
+    return base, _commit(repo, f"B: grow cases x{effects}, +{extra_prims} mul per add")
+
+
+def compare(repo: Path, a: str, b: str, selection: list[str], output: Path) -> list[dict]:
+    """One `fusebench compare A B` (this checkout's); its benchmarks as the JSON lists them."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "fusebench", "compare", a, b, *selection, "--repo", str(repo)]
+    result = subprocess.run([*command, "--json", str(output)], env=env, capture_output=True, text=True, check=False)
+    if not output.exists():
+        raise SystemExit(f"fusebench compare failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
+    document = json.loads(output.read_text())
+    return [{**entry, "noisy_machine": document.get("noise", {}).get("noisy")} for entry in document["benchmarks"]]
+
+
+def decide_again(
+    folder: Path, quantile: float, first_rounds: int | None = None, sample_fraction: float = 1.0
+) -> dict[str, list[list[dict]]]:
+    """The comparisons kept in `folder` (AA-*.json, AB-*.json), each benchmark decided again from its
+    samples with the current rule (and the minimum effect and alpha the comparison used), on each
+    side's `first_rounds` and each round's first `sample_fraction` of samples: what fewer rounds or a
+    shorter repeat budget would have decided."""
+
+    def cut(side: dict) -> dict:
+        rounds = [r[: max(1, round(len(r) * sample_fraction))] for r in side["rounds"][:first_rounds]]
+        return {"rounds": rounds, "round_medians": [float(np.median(r)) for r in rounds]}
+
+    from fusebench.commands.compare import comparison_noise
+    from fusebench.compare.comparison import BenchmarkComparison, SideSummary
+    from fusebench.compare.decide import DecisionSettings, decide
+
+    results: dict[str, list[list[dict]]] = {"A/A": [], "A/B": []}
+    for kind, prefix in (("A/A", "AA"), ("A/B", "AB")):
+        for path in sorted(folder.glob(f"{prefix}-*.json")):
+            document = json.loads(path.read_text())
+            used = document.get("settings", {})
+            settings = DecisionSettings(used.get("min_effect", 0.05), used.get("alpha", 0.01), quantile)
+            entries, comparisons = [], []
+            for entry in document["benchmarks"]:
+                a, b = cut(entry["a"]), cut(entry["b"])
+                if not (a["rounds"] and b["rounds"]):
+                    continue
+                decision = decide(a["rounds"], b["rounds"], settings)
+                entries.append({**entry, "verdict": decision.verdict})
+                sides = [SideSummary("ok", rounds=s["rounds"], round_medians=s["round_medians"]) for s in (a, b)]
+                comparisons.append(BenchmarkComparison("", "", {}, entry["variant"], *sides, decision.verdict))
+            noisy = comparison_noise(comparisons).noisy
+            results[kind].append([{**entry, "noisy_machine": noisy} for entry in entries])
+    return results
+
+
+def render(results: dict[str, list[list[dict]]], effects: list[float], extra_prims: int) -> str:
+    """Per (kind, case, variant): the true effect and how many comparisons gave each verdict."""
+    counts: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    for kind, comparisons in results.items():
+        for benchmarks in comparisons:
+            for entry in benchmarks:
+                counts[(kind, _base(entry["case"]), entry["variant"])][entry["verdict"]] += 1
+    lines = [f"{'compare':7} {'case':12} {'variant':10} {'true effect':>16}  slower  faster  noisy  no change  other"]
+    for (kind, case, variant), verdicts in sorted(counts.items()):
+        effect = _effect(kind, case, variant, extra_prims)
+        other = sum(n for v, n in verdicts.items() if v not in ("slower", "faster", "noisy", "no change"))
+        lines.append(
+            f"{kind:7} {case:12} {variant:10} {effect:>16}  {verdicts['slower']:6}  {verdicts['faster']:6}  "
+            f"{verdicts['noisy']:5}  {verdicts['no change']:9}  {other:5}"
+        )
+    tries = len(results["A/A"])
+    quiet = sum(not any(e["verdict"] in FLAGS for e in benchmarks) for benchmarks in results["A/A"])
+    unchanged = [
+        e for bs in results["A/B"] for e in bs if _effect("A/B", _base(e["case"]), e["variant"], extra_prims) == "none"
+    ]
+    same = [e for bs in results["A/A"] for e in bs]
+    false_ab = sum(e["verdict"] in FLAGS for e in unchanged)
+    noisy_machine = sum(bool(bs and bs[0]["noisy_machine"]) for kind in results.values() for bs in kind)
+    lines += [
+        "",
+        f"A/A comparisons that flagged nothing: {quiet} of {tries}",
+        f"rows flagged in A/A comparisons: {sum(e['verdict'] in FLAGS for e in same)} of {len(same)}",
+        f"unchanged rows flagged in A/B comparisons: {false_ab} of {len(unchanged)}",
+        f"comparisons that called the machine noisy: {noisy_machine} of {sum(map(len, results.values()))}",
+    ]
+    return "\n".join(lines)
+
+
+def _effect(kind: str, case: str, variant: str, extra_prims: int) -> str:
+    if kind == "A/A" or case == "steady":
+        return "none"
+    if case == "adds":
+        return f"+{extra_prims} mul/add" if variant == "fusebench" and extra_prims else "none"
+    factor = int(case.removeprefix("grow_")) / 100
+    return f"x{round(BASE_REPS * factor) / BASE_REPS:g} work"
+
+
+def _base(case: str) -> str:
+    """The case's name without its replica suffix ('grow_150_r3' -> 'grow_150')."""
+    return case.rsplit("_r", 1)[0] if "_r" in case else case
+
+
+def _grow_name(factor: float) -> str:
+    """'grow_150' for a factor of 1.5 (case names are identifiers)."""
+    return f"grow_{round(factor * 100)}"
+
+
+def _git(repo: Path, *args: str) -> str:
+    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
+    return result.stdout.strip()
+
+
+def _commit(repo: Path, message: str) -> str:
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=compare power", "-c", "user.email=power@fusebench.invalid", "commit", "-qm", message)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

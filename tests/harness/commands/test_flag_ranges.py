@@ -1,0 +1,36 @@
+"""Bad values of compare's, bisect's and run's flags: one line naming the flag and its range, exit 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from fusebench.cli import main
+
+BAD = [
+    (["compare", "a", "b", "--rounds", "0"], "--rounds 0: expected a whole number of rounds from 1 to 100"),
+    (["compare", "a", "b", "--rounds", "101"], "--rounds 101: expected a whole number of rounds from 1 to 100"),
+    (["compare", "a", "b", "--alpha", "1.5"], "--alpha 1.5: expected a probability strictly between 0 and 1"),
+    (["compare", "a", "b", "--alpha", "0"], "--alpha 0: expected a probability strictly between 0 and 1"),
+    (["compare", "a", "b", "--min-effect", "-1"], "--min-effect -1: expected a fraction from 0 to 10"),
+    (["compare", "a", "b", "--threads", "0"], "--threads 0: expected a whole number of threads from 1 to 1024"),
+    (
+        ["compare", "a", "b", "--repeat-budget", "0"],
+        "--repeat-budget 0: expected a positive number of seconds, at most",
+    ),
+    (["compare", "a", "b", "--repeat-budget", "1e5"], "--repeat-budget 100000: expected a positive number of seconds"),
+    (["compare", "a", "b", "--quantile", "1"], "--quantile 1: expected a level strictly between 0 and 1"),
+    (["bisect", "a", "b", "--rounds", "0"], "--rounds 0: expected a whole number of rounds from 1 to 100"),
+    (["bisect", "a", "b", "--retries", "-1"], "--retries -1: expected a whole number of retries from 0 to 10"),
+    (["run", "--threads", "0"], "--threads 0: expected a whole number of threads from 1 to 1024"),
+    (["run", "--threads", "-3"], "--threads -3: expected a whole number of threads from 1 to 1024"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), BAD, ids=[" ".join(argv[:1] + argv[-2:]) for argv, _ in BAD])
+def test_a_bad_flag_is_one_line_naming_it_and_its_range(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture
+) -> None:
+    assert main([*argv, "--device", "cpu", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert err.startswith(f"fusebench {argv[0]}: error: ")

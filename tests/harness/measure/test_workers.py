@@ -1,0 +1,213 @@
+"""`fusebench run --isolate` and `--devices`: crashes cost one unit, several workers feed one history.
+
+The suite below has a case whose function aborts or segfaults the process measuring it; each
+test runs in worker processes (each imports torch: a few seconds each on a 2-core VM).
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fusebench.cases.discovery import Suite
+from fusebench.cases.selection import Group
+from fusebench.cli import main
+from fusebench.commands.run import crashed_outcome
+from fusebench.history import read_results
+from fusebench.history.results import RunInfo, write_outcomes
+from fusebench.history.revision import Revision
+from fusebench.measure.machine import machine_info
+from fusebench.measure.outcome import Outcome
+from fusebench.measure.stats import summarize
+from fusebench.measure.workers import UnitQueue, devices_from
+from fusebench.report.report import build_report, load_inputs
+from fusebench.report.scoreboard import rows_from_frame
+from tests.support.fakes import tiny_case, variant_from
+
+CRASHING_SUITE = """
+import os
+import signal
+
+import torch
+
+from fusebench.cases import Case
+
+
+def double(x):
+    return x * 2
+
+
+def abort(x):
+    if x.device.type == "cpu" and os.environ.get("FUSEBENCH_WORKER_TEST") == "crash":
+        os.abort()
+    return x * 2
+
+
+def segfault(x):
+    if os.environ.get("FUSEBENCH_WORKER_TEST") == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return x * 2
+
+
+def inputs(params, device, seed):
+    return (torch.ones(params["n"], device=device),)
+
+
+CASES = [
+    Case(name=name, fn=fn, make_inputs=inputs, bytes_moved=lambda p: 8 * p["n"], params={"n": [4]})
+    for name, fn in (("before", double), ("aborts", abort), ("segfaults", segfault), ("after", double))
+]
+"""
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FUSEBENCH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "fusebench-cache"))
+
+
+def _suite(tmp_path: Path) -> Path:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "crashy.py").write_text(textwrap.dedent(CRASHING_SUITE))
+    return suites
+
+
+def test_a_crash_marks_its_unit_crashed_and_the_run_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FUSEBENCH_WORKER_TEST", "crash")
+    results = tmp_path / "results"
+    argv = ["run", "--suites", str(_suite(tmp_path)), "--variant", "eager", "--device", "cpu", "--isolate"]
+    status = main([*argv, "--repeat-budget", "0.01", "--results", str(results), "--json", str(tmp_path / "r.json")])
+    out, err = capsys.readouterr()
+    assert status == 1, out + err
+    outcomes = {o["case"]: o for o in json.loads((tmp_path / "r.json").read_text())["outcomes"]}
+    assert {case: o["status"] for case, o in outcomes.items()} == {
+        "before": "ok", "aborts": "crashed", "segfaults": "crashed", "after": "ok",
+    }  # fmt: skip
+    assert outcomes["aborts"]["detail"].startswith("killed by SIGABRT")
+    assert outcomes["segfaults"]["detail"].startswith("killed by SIGSEGV")
+    assert "crashed: killed by SIGSEGV" in out
+    frame = read_results(results)
+    times = frame[frame.metric == "time_call"].set_index("case")
+    assert times.loc["before", "status"] == "ok" and times.loc["after", "status"] == "ok"
+    assert times.loc["aborts", "status"] == "crashed"
+    (segfaults,) = [row for row in rows_from_frame(frame) if row.case == "segfaults"]
+    assert segfaults.cells["eager"].status == "crashed"
+    page = build_report(load_inputs(results, None))
+    assert "killed by SIGSEGV" in page and "purple: failed, errored or crashed" in page
+
+
+def test_two_cpu_workers_share_the_units_and_merge_into_one_history(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    results = tmp_path / "results"
+    argv = ["run", "--suites", str(_suite(tmp_path)), "--variant", "eager", "--devices", "cpu,cpu"]
+    status = main([*argv, "--repeat-budget", "0.01", "--results", str(results)])
+    out, err = capsys.readouterr()
+    assert status == 0, out + err
+    assert "[cpu#0]" in err and "[cpu#1]" in err, err
+    files = list(results.glob("*/*.json"))
+    assert len([f for f in files if f.name != "machine.json"]) == 1
+    frame = read_results(results)
+    times = frame[frame.metric == "time_call"]
+    assert sorted(times.case) == ["aborts", "after", "before", "segfaults"]
+    assert (times.status == "ok").all() and times.value.notna().all()
+    assert "1/4" in err and "4/4" in err
+
+
+LOGGING_SUITE = """
+import os
+
+import torch
+
+from fusebench.cases import Case, Compiled, Variant
+
+
+def inputs(params, device, seed):
+    with open(os.environ["FUSEBENCH_PREPARE_LOG"], "a") as log:
+        log.write(f"{params['n']} {os.getpid()}\\n")
+    return (torch.ones(params["n"], device=device),)
+
+
+VARIANTS = tuple(Variant(name, lambda target: Compiled(target.fn)) for name in ("a", "b", "c"))
+CASES = [
+    Case(name="double", fn=lambda x: x * 2, make_inputs=inputs, bytes_moved=lambda p: 8 * p["n"], params={"n": [4, 8]},
+         extra_variants=VARIANTS)
+]
+"""
+
+
+def test_two_workers_start_on_different_cases_and_keep_to_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2 parameter sets x 3 variants over 2 workers: each worker starts on its own set (one FIFO
+    # queue gave both workers the first set's first units, so both made its inputs)
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "logged.py").write_text(textwrap.dedent(LOGGING_SUITE))
+    log = tmp_path / "prepared.txt"
+    monkeypatch.setenv("FUSEBENCH_PREPARE_LOG", str(log))
+    argv = ["run", "--suites", str(suites), "--variant", "a,b,c", "--devices", "cpu,cpu", "--repeat-budget", "0.01"]
+    status = main([*argv, "--results", str(tmp_path / "results")])
+    out, err = capsys.readouterr()
+    assert status == 0, out + err
+    prepared = [line.split() for line in log.read_text().splitlines()]  # (n, worker pid), in order
+    first = {}
+    for n, pid in prepared:
+        first.setdefault(pid, n)
+    assert sorted(first.values()) == ["4", "8"], prepared
+    assert len({tuple(p) for p in prepared}) == len(prepared) <= 3, prepared  # no worker made the same inputs twice
+
+
+def test_bad_devices_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    argv = ["run", "--suites", str(_suite(tmp_path)), "--device", "cpu", "--results", str(tmp_path)]
+    assert main([*argv, "--devices", "tpu:0"]) == 2
+    assert "--devices: 'tpu:0' is not 'cpu' or 'cuda:N'" in capsys.readouterr().err
+
+
+def test_a_gpu_named_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="cuda:1 is named twice: one worker per GPU"):
+        devices_from("cuda:0,cuda:1,cuda:1", cuda_count=2)
+    assert [d.label for d in devices_from("cpu,cpu", cuda_count=0)] == ["cpu#0", "cpu#1"]
+    with pytest.raises(ValueError, match="--devices all: no GPU is visible here"):
+        devices_from("all", cuda_count=0)
+    assert [d.env for d in devices_from("all", cuda_count=2)] == [
+        {"CUDA_VISIBLE_DEVICES": "0"},
+        {"CUDA_VISIBLE_DEVICES": "1"},
+    ]
+
+
+def test_recording_a_crash_keeps_the_other_variants_of_its_benchmark(tmp_path: Path) -> None:
+    case = tiny_case(version="2")
+    group = Group(Suite("s", "s.py", (case,)), case, {"n": 8}, ())
+    run = RunInfo(machine_info("m"), Revision("a" * 40, 1_700_000_000_000, False), "env")
+    timed = Outcome("s", case.name, {"n": 8}, "eager", "cpu", "ok", timing=summarize([1e-6, 2e-6]), case_version="2")
+    write_outcomes(tmp_path, run, [timed])
+    crashed = crashed_outcome(group, variant_from("fusebench", lambda target: target.fn), "cpu", "killed by SIGSEGV")
+    write_outcomes(tmp_path, run, [crashed])
+    frame = read_results(tmp_path)
+    times = frame[frame.metric == "time_call"].set_index("variant")
+    assert sorted(times.index) == ["eager", "fusebench"]
+    assert times.loc["eager", "value"] == pytest.approx(1.5e-6) and times.loc["fusebench", "status"] == "crashed"
+
+
+def test_the_queue_keeps_each_worker_on_its_group_of_units() -> None:
+    # units 0-2 are one case and parameters, 3-5 another, 6 a third: inputs are prepared once per worker and group
+    queue = UnitQueue(range(7), lambda unit: unit // 3)
+    assert [queue.take("a"), queue.take("b")] == [0, 3]  # b starts the group nobody is on
+    assert [queue.take("a"), queue.take("b"), queue.take("b")] == [1, 4, 5]
+    assert queue.take("b") == 6  # its group is done: the next group nobody is on
+    assert queue.take("b") == 2  # only a's group is left: b joins it
+    assert queue.take("a") is None and queue.take("b") is None
+
+
+def test_a_restarted_worker_takes_a_group_nobody_is_on() -> None:
+    queue = UnitQueue(range(6), lambda unit: unit // 2)
+    assert [queue.take("a"), queue.take("b")] == [0, 2]
+    queue.restart("a")  # its process died: group 0 is free again, and a fresh process prepares anew
+    assert queue.take("c") == 1
+    assert queue.take("a") == 4

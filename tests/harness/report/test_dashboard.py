@@ -1,0 +1,109 @@
+"""The dashboard headline from synthetic outcomes and results: pass rate, speedup, compile time, memory."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from fusebench.history.results import RunInfo, read_results, write_outcomes
+from fusebench.history.revision import Revision
+from fusebench.measure.machine import machine_info
+from fusebench.measure.outcome import Outcome
+from fusebench.measure.stats import summarize
+from fusebench.report.dashboard import (
+    dashboard,
+    dashboard_history,
+    latest_measurements,
+    measurements_from_outcomes,
+    render_dashboard,
+)
+from fusebench.report.report import build_report, load_inputs
+
+MIB = 1 << 20
+
+
+def outcome(suite: str, n: int, variant: str, status: str = "ok", seconds: float = 1e-3, **fields) -> Outcome:
+    timing = summarize([seconds] * 3) if status == "ok" else None
+    return Outcome(suite, "case", {"n": n}, variant, "cuda:0", status, timing=timing, **fields)
+
+
+def synthetic_run(scale: float = 1.0) -> list[Outcome]:
+    """Two suites; fusebench is 2× and 8× faster than eager on `a` (geomean 4×), fails one case of
+    `b` and is unsupported on another; thunder is skipped everywhere (not counted)."""
+    run = []
+    for n, ours in ((1, 0.5e-3), (2, 0.125e-3)):
+        run.append(outcome("a", n, "eager", seconds=1e-3, compile_seconds=0.0, peak_device_bytes=4 * MIB))
+        run.append(outcome("a", n, "fusebench", seconds=ours * scale, compile_seconds=2.0 * n, peak_device_bytes=MIB))
+        run.append(outcome("a", n, "thunder", "skipped"))
+    for n in (1, 2, 3):
+        run.append(outcome("b", n, "eager", seconds=2e-3, compile_seconds=0.0))
+    run.append(outcome("b", 1, "fusebench", seconds=4e-3, compile_seconds=1.0))
+    run.append(outcome("b", 2, "fusebench", "failed"))
+    run.append(outcome("b", 3, "fusebench", "unsupported"))
+    return run
+
+
+def test_entries_per_variant_and_suite_from_outcomes() -> None:
+    entries = {(e.variant, e.suite): e for e in dashboard(measurements_from_outcomes(synthetic_run()))}
+    assert set(entries) == {("eager", "a"), ("fusebench", "a"), ("eager", "b"), ("fusebench", "b")}
+    ours_a, ours_b, eager_a = entries["fusebench", "a"], entries["fusebench", "b"], entries["eager", "a"]
+    assert (ours_a.passed, ours_a.measured, ours_a.pass_rate) == (2, 2, 1.0)
+    assert ours_a.speedup == pytest.approx(4.0)  # sqrt(2 * 8)
+    assert ours_a.compile_seconds == pytest.approx(3.0)
+    assert ours_a.memory_ratio == pytest.approx(4.0)
+    assert (ours_b.passed, ours_b.measured) == (1, 3) and ours_b.pass_rate == pytest.approx(1 / 3)
+    assert ours_b.speedup == pytest.approx(0.5) and ours_b.memory_ratio is None  # no device memory recorded
+    assert eager_a.speedup == pytest.approx(1.0) and eager_a.memory_ratio == pytest.approx(1.0)
+
+
+def test_the_text_table_lists_every_entry() -> None:
+    text = render_dashboard(dashboard(measurements_from_outcomes(synthetic_run())))
+    title, header, _rule, *lines = text.splitlines()
+    assert title.startswith("dashboard (per variant and suite") and header.split()[:2] == ["variant", "suite"]
+    assert [line.split()[:2] for line in lines] == [
+        ["eager", "a"],
+        ["fusebench", "a"],
+        ["eager", "b"],
+        ["fusebench", "b"],
+    ]
+    assert lines[1].split()[2:] == ["2/2", "100%", "4.00×", "3.000", "4.00×"]
+    assert lines[3].split()[2:] == ["1/3", "33%", "0.50×", "1.000", "-"]
+    assert render_dashboard([]) == ""
+
+
+def write_commits(results: Path, scales: list[float]) -> None:
+    machine = machine_info("dash-machine")
+    for index, scale in enumerate(scales):
+        revision = Revision(f"{index + 1:08x}" + "0" * 32, 1_700_000_000_000 + index * 86_400_000, False)
+        write_outcomes(results, RunInfo(machine, revision, "fusebench-cuda-py3.11-torch2.13.0"), synthetic_run(scale))
+
+
+def test_the_same_numbers_from_results_and_their_history_over_commits(tmp_path: Path) -> None:
+    write_commits(tmp_path, [1.0, 1.0, 2.0])  # fusebench gets 2x slower at the third commit
+    frame = read_results(tmp_path)
+    latest = {(e.variant, e.suite): e for e in dashboard(latest_measurements(frame))}
+    assert latest["fusebench", "a"].speedup == pytest.approx(2.0)
+    assert latest["fusebench", "b"].pass_rate == pytest.approx(1 / 3)
+    assert latest["fusebench", "a"].memory_ratio == pytest.approx(4.0)
+    assert latest["fusebench", "a"].compile_seconds == pytest.approx(3.0)
+    history = dashboard_history(frame)
+    ours_a = history[(history.variant == "fusebench") & (history.suite == "a")]
+    assert list(ours_a.commit.str[:8]) == ["00000001", "00000002", "00000003"]
+    assert [round(s, 6) for s in ours_a.speedup] == [4.0, 4.0, 2.0]
+    assert list(ours_a.pass_rate) == [1.0, 1.0, 1.0]
+    ours_b = history[(history.variant == "fusebench") & (history.suite == "b")]
+    assert all(math.isclose(rate, 1 / 3) for rate in ours_b.pass_rate)
+
+
+def test_the_report_opens_with_the_dashboard_and_charts_peak_device_memory(tmp_path: Path) -> None:
+    write_commits(tmp_path / "results", [1.0, 2.0])
+    page = build_report(load_inputs(tmp_path / "results", None))
+    body = page.split("<body>")[1]
+    assert body.index('id="dashboard"') < body.index('id="summary"')
+    dashboard_part = body.split('<h2 id="dashboard">')[1].split("<h2")[0]
+    assert '<td>fusebench</td><td>a</td><td class="num">2/2 100%</td><td class="num">2.00×</td>' in dashboard_part
+    assert "Dashboard over commits" in body
+    assert "a: device memory the measurement allocated at its peak (latest commit)" in body
+    assert "b: device memory" not in body  # suite b recorded no device memory

@@ -1,0 +1,65 @@
+"""scripts/compare_power.py without measuring: the history it builds and its table of verdicts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scripts.compare_power import build_history, decide_again, render
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.slow
+def test_b_grows_the_work_and_adds_two_muls_per_tensor_add(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    base, changed = build_history(repo, [1.5], extra_prims=2, numel=64, replicas=2)
+    assert "'grow_150': 20" in _git(repo, "show", f"{base}:suites/power_study.py")
+    assert "'grow_150': 30" in _git(repo, "show", f"{changed}:suites/power_study.py")
+    probe = (
+        "import torch, compiler\n"
+        "from suites.power_study import CASES, adds\n"
+        "x = torch.ones(4); jitted = compiler.jit(adds); jitted(x, x)\n"
+        "print(sorted(c.name for c in CASES)); print(str(compiler.last_traces(jitted)[-1]).count('prims.mul('))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    for commit, muls in ((base, "0"), (changed, "20")):
+        _git(repo, "checkout", "-q", commit)
+        out = subprocess.run([sys.executable, "-c", probe], cwd=repo, env=env, capture_output=True, text=True)
+        names, count = out.stdout.splitlines()
+        assert count == muls, out.stderr
+    assert names == str(sorted(f"{n}_r{r}" for n in ("adds", "grow_150", "steady") for r in range(2)))
+
+
+def test_the_table_counts_verdicts_per_effect_from_the_kept_samples(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+
+    def side(center: float) -> dict:
+        rounds = [list(center * rng.lognormal(0, 0.02, 50)) for _ in range(6)]
+        return {"rounds": rounds, "round_medians": [float(np.median(r)) for r in rounds]}
+
+    def document(slow: float) -> dict:
+        entries = [("steady_r0", 1.0), ("grow_150_r0", slow)]
+        benchmarks = [
+            {"case": case, "variant": "eager", "verdict": "?", "a": side(1.0), "b": side(factor)}
+            for case, factor in entries
+        ]
+        return {"settings": {"min_effect": 0.05, "alpha": 0.01}, "benchmarks": benchmarks}
+
+    for index in range(2):
+        (tmp_path / f"AA-{index}.json").write_text(json.dumps(document(1.0)))
+        (tmp_path / f"AB-{index}.json").write_text(json.dumps(document(1.5)))
+    table = render(decide_again(tmp_path, 0.25), [1.5], 0)
+    rows = {tuple(line.split()[:3]): line.split() for line in table.splitlines()[1:] if line.startswith("A/")}
+    assert rows[("A/B", "grow_150", "eager")][-5:] == ["2", "0", "0", "0", "0"]
+    assert rows[("A/A", "grow_150", "eager")][-5:] == ["0", "0", "0", "2", "0"]
+    assert "A/A comparisons that flagged nothing: 2 of 2" in table
+    assert "unchanged rows flagged in A/B comparisons: 0 of 2" in table
