@@ -1,5 +1,5 @@
-"""Meta functions of the matrix and attention prims (matmul, linear, grouped_mm, sdpa and its
-forward and backward with statistics); `meta.META` includes `LINALG_META`."""
+"""Meta functions of the matrix and attention prims (matmul, linear, sdpa and its forward and
+backward with statistics); `meta.META` includes `LINALG_META`."""
 
 from __future__ import annotations
 
@@ -115,35 +115,10 @@ def _sdpa_backward_meta(
     return tuple(TensorProxy(t.shape, t.dtype, t.device) for t in (q, k, v))
 
 
-def _grouped_mm_meta(a: TensorProxy, b: TensorProxy, offs: TensorProxy) -> TensorProxy:
-    check(
-        a.dtype == b.dtype and a.ndim == 2 and b.ndim in (2, 3),
-        lambda: (
-            f"prims.grouped_mm: {a.name} {a.type_string()} and {b.name} {b.type_string()} must share a dtype, "
-            "a 2-d and b 2-d or 3-d"
-        ),
-        TypeError,
-    )
-    check(
-        offs.ndim == 1 and offs.dtype == torch.int32 and (b.ndim == 2 or same_size(offs.shape[0], b.shape[0])),
-        lambda: f"prims.grouped_mm: offs {offs.name} {offs.type_string()} must be int32 offsets, one per group",
-        TypeError,
-    )
-    check(
-        same_size(a.shape[1], b.shape[-2]),
-        lambda: f"prims.grouped_mm: {a.name} {a.shape} @ {b.name} {b.shape}: inner sizes differ",
-        ValueError,
-    )
-    if b.ndim == 3:
-        return TensorProxy((a.shape[0], b.shape[2]), a.dtype, a.device)
-    return TensorProxy((offs.shape[0], a.shape[0], b.shape[1]), a.dtype, a.device)
-
-
 LINALG_META: dict[Prim, Callable] = {
     Prim.MATMUL: _matmul_meta,
     Prim.LINEAR: _linear_meta,
     Prim.SDPA: _sdpa_meta,
-    Prim.GROUPED_MM: _grouped_mm_meta,
     Prim.SDPA_FORWARD: _sdpa_forward_meta,
     Prim.SDPA_BACKWARD: _sdpa_backward_meta,
 }

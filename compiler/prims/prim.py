@@ -171,6 +171,8 @@ GATHERS = frozenset({Prim.INDEX_SELECT, Prim.TAKE_ALONG_DIM})
 UPDATES = frozenset({Prim.INDEX_COPY, Prim.INDEX_ADD, Prim.SLICE_UPDATE, Prim.SCATTER, Prim.SCATTER_REDUCE})
 LINALG = frozenset({Prim.MATMUL, Prim.LINEAR})
 ATTENTION = frozenset({Prim.SDPA, Prim.SDPA_FORWARD, Prim.SDPA_BACKWARD})
+# Prims torch runs with library kernels of their own (cuDNN's convolutions, grouped GEMMs).
+LIBRARY = frozenset({Prim.CONVOLUTION, Prim.CONVOLUTION_BACKWARD, Prim.GROUPED_MM})
 FACTORIES = frozenset({Prim.FULL, Prim.EMPTY, Prim.IOTA, Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES})
 # Prims whose every call draws new random numbers: never merged, never recomputed, kept in order.
 RANDOM = frozenset({Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES})
@@ -204,6 +206,7 @@ KINDS: dict[str, frozenset[Prim]] = {
     "update": UPDATES,
     "linear algebra": LINALG,
     "attention": ATTENTION,
+    "library kernel": LIBRARY,
     "factory": FACTORIES,
     "write": INPLACE | {Prim.COPY_TO},
     "prologue": PROLOGUE_ONLY,

@@ -1,9 +1,12 @@
-"""Meta functions of the convolution prims (`meta.META` includes `CONV_META`)."""
+"""Meta functions of the prims torch runs with library kernels: convolution and its backward
+(cuDNN), grouped_mm (a mixture of experts' GEMMs). `meta.META` includes `LIBRARY_META`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+import torch
 
 from compiler.core.errors import check
 from compiler.core.ir import TensorProxy, same_size
@@ -103,7 +106,32 @@ def _convolution_backward_meta(
     return tuple(TensorProxy(shape, a.dtype, a.device) for shape, wanted in zip(shapes, output_mask) if wanted)
 
 
-CONV_META: dict[Prim, Callable] = {
+def _grouped_mm_meta(a: TensorProxy, b: TensorProxy, offs: TensorProxy) -> TensorProxy:
+    check(
+        a.dtype == b.dtype and a.ndim == 2 and b.ndim in (2, 3),
+        lambda: (
+            f"prims.grouped_mm: {a.name} {a.type_string()} and {b.name} {b.type_string()} must share a dtype, "
+            "a 2-d and b 2-d or 3-d"
+        ),
+        TypeError,
+    )
+    check(
+        offs.ndim == 1 and offs.dtype == torch.int32 and (b.ndim == 2 or same_size(offs.shape[0], b.shape[0])),
+        lambda: f"prims.grouped_mm: offs {offs.name} {offs.type_string()} must be int32 offsets, one per group",
+        TypeError,
+    )
+    check(
+        same_size(a.shape[1], b.shape[-2]),
+        lambda: f"prims.grouped_mm: {a.name} {a.shape} @ {b.name} {b.shape}: inner sizes differ",
+        ValueError,
+    )
+    if b.ndim == 3:
+        return TensorProxy((a.shape[0], b.shape[2]), a.dtype, a.device)
+    return TensorProxy((offs.shape[0], a.shape[0], b.shape[1]), a.dtype, a.device)
+
+
+LIBRARY_META: dict[Prim, Callable] = {
     Prim.CONVOLUTION: _convolution_meta,
     Prim.CONVOLUTION_BACKWARD: _convolution_backward_meta,
+    Prim.GROUPED_MM: _grouped_mm_meta,
 }
