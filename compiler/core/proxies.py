@@ -99,6 +99,23 @@ class TensorProxy(Proxy):
     def dim(self) -> int:
         return len(self.shape)
 
+    @property
+    def requires_grad(self) -> bool:
+        raise AttributeError(
+            f"reading requires_grad of the traced tensor {self.name} is not supported (it is known per call, "
+            "not while tracing)"
+        )
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        # NOTE: `x.requires_grad = True` (wav2vec2's feature encoder, for gradient checkpointing)
+        # asks for a gradient of an intermediate that nothing reads: autodiff already gives every
+        # input that requires grad its gradient, through x where x depends on one.
+        if value is not True:
+            raise NotImplementedError(
+                f"setting requires_grad={value!r} on the traced tensor {self.name} is not supported"
+            )
+
     def size(self, dim: int | None = None) -> Any:
         if dim is None:
             return self.shape

@@ -91,6 +91,9 @@ LEFT_TO_OTHERS: dict[Prim, str] = {
     Prim.EMPTY: "uninitialised memory needs no kernel; torch allocates it",
     Prim.STOP_GRADIENT: "a returned detach() is a view torch makes without a kernel",
     Prim.COPY_: "in-place writes are removed by functionalization before fusion",
+    Prim.CONVOLUTION: "a convolution runs in torch (its library kernel: cuDNN on CUDA)",
+    Prim.CONVOLUTION_BACKWARD: "a convolution's backward runs in torch (its library kernel: cuDNN on CUDA)",
+    Prim.GROUPED_MM: "a grouped GEMM runs in torch (torch._grouped_mm's kernel)",
 }
 _MATMULS = frozenset({Prim.MATMUL, Prim.LINEAR})
 DTYPES = frozenset(

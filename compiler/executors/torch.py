@@ -19,6 +19,7 @@ from compiler.core.errors import GuardFailure
 from compiler.core.executor import Executor
 from compiler.core.memory import overlapping
 from compiler.executors.attention import attention, attention_backward, attention_forward
+from compiler.executors.convolution import convolution, convolution_backward
 from compiler.prims import NUMBER_IMPLS, Prim
 
 
@@ -112,10 +113,16 @@ def _argmax(a: torch.Tensor, dim: int | None) -> torch.Tensor:
     return torch.argmax(a, dim)
 
 
+# NOTE: dtype=a.dtype: the scan prims keep their operand's dtype, where torch's own ops sum small
+# integers (int32, bool) in int64
 def _cumsum(a: torch.Tensor, dim: int, reverse: bool) -> torch.Tensor:
     if reverse:
-        return torch.cumsum(a.flip(dim), dim).flip(dim)
-    return torch.cumsum(a, dim)
+        return torch.cumsum(a.flip(dim), dim, dtype=a.dtype).flip(dim)
+    return torch.cumsum(a, dim, dtype=a.dtype)
+
+
+def _cumprod(a: torch.Tensor, dim: int) -> torch.Tensor:
+    return torch.cumprod(a, dim, dtype=a.dtype)
 
 
 def _argsort(a: torch.Tensor, dim: int, descending: bool, stable: bool) -> torch.Tensor:
@@ -313,7 +320,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.AMIN: _reduce(torch.amin),
     Prim.ARGMAX: _argmax,
     Prim.CUMSUM: _cumsum,
-    Prim.CUMPROD: torch.cumprod,
+    Prim.CUMPROD: _cumprod,
     Prim.ARGSORT: _argsort,
     Prim.TOPK: _topk,
     Prim.BROADCAST_IN_DIM: _broadcast_in_dim,
@@ -334,9 +341,12 @@ IMPLS: dict[Prim, Callable] = {
     ),
     Prim.MATMUL: torch.matmul,
     Prim.LINEAR: F.linear,
+    Prim.GROUPED_MM: lambda a, b, offs: torch._grouped_mm(a, b, offs=offs),
     Prim.SDPA: attention,
     Prim.SDPA_FORWARD: attention_forward,
     Prim.SDPA_BACKWARD: attention_backward,
+    Prim.CONVOLUTION: convolution,
+    Prim.CONVOLUTION_BACKWARD: convolution_backward,
     Prim.FULL: lambda shape, value, dtype, device: torch.full(shape, value, dtype=dtype, device=device),
     Prim.EMPTY: lambda shape, dtype, device: torch.empty(shape, dtype=dtype, device=device),
     Prim.IOTA: _iota,

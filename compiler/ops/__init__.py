@@ -11,10 +11,13 @@ from compiler.core import proxies
 from compiler.ops import (  # noqa: F401  (each module registers its ops)
     activations,
     advanced_indexing,
+    batch_norm,
     conversion,
+    convolution,
     einsum,
     elementwise,
     embedding,
+    experts,
     factory,
     foreach,
     indexing,
@@ -25,6 +28,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     nn,
     norms,
     padding,
+    pooling,
     random,
     rearrange,
     reductions,
@@ -33,6 +37,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     shape,
     sorting,
     special,
+    tensor_literal,
 )
 from compiler.ops.registry import OPS, Op, dispatch, register, resolve, torch_name
 

@@ -212,6 +212,9 @@ def _layout_of(
         return None if src is None else _view_layout(bsym, src)
     if bsym.sym in _UNKNOWN_LAYOUT:
         return None
+    if bsym.sym is Prim.CONVOLUTION:  # contiguous from a contiguous input; cuDNN picks for others
+        source, strides = operands[0]
+        return contiguous_strides(out.shape) if strides == contiguous_strides(source.shape) else None
     if bsym.sym in _ITERATOR_LAYOUT or bsym.sym in _FIRST_OPERAND_LAYOUT:
         followed = operands[:1] if bsym.sym in _FIRST_OPERAND_LAYOUT else operands
         if any(s is None for _, s in followed):

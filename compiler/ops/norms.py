@@ -1,5 +1,6 @@
 """Vector norms: linalg.vector_norm, torch.norm / Tensor.norm, F.normalize, cosine_similarity; and
-group_norm (F.group_norm, torch.group_norm, nn.GroupNorm), a normalisation like layer_norm's.
+group_norm (F.group_norm, torch.group_norm, nn.GroupNorm), a normalisation like layer_norm's; and
+torch._weight_norm (weight normalisation of a parameter, as nn.utils.parametrizations.weight_norm).
 
 bf16/f16 inputs accumulate in float32 and round once to the input dtype (or `dtype=`). Where a norm
 is zero, autodiff must give torch's gradient (0, not the 0 * inf = NaN of differentiating sqrt or
@@ -16,7 +17,15 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy, same_size, size_product
-from compiler.ops.operands import Promotion, broadcast_shapes, broadcast_to, canonical_dim, result_dtypes, to_dtype
+from compiler.ops.operands import (
+    Promotion,
+    broadcast_shapes,
+    broadcast_to,
+    canonical_dim,
+    elementwise,
+    result_dtypes,
+    to_dtype,
+)
 from compiler.ops.reductions import count, expand_reduced, keep_dims, reduce_dims
 from compiler.ops.registry import register
 
@@ -237,3 +246,18 @@ def torch_group_norm(
     """torch.group_norm: see `_group_norm` (`cudnn_enabled` picks eager's kernel, not the result)."""
     _check_group_norm("group_norm", input, num_groups, weight, bias)
     return _group_norm(input, num_groups, weight, bias, eps)
+
+
+@register("torch._weight_norm")
+def weight_norm(v: TensorProxy, g: TensorProxy, dim: int = 0) -> TensorProxy:
+    """torch._weight_norm (what `nn.utils.parametrizations.weight_norm` computes): v * (g / ||v||),
+    the 2-norm taken over every dim but `dim` (over all of them for dim=-1), kept for broadcasting."""
+    check(
+        isinstance(v, TensorProxy) and isinstance(g, TensorProxy),
+        lambda: f"torch._weight_norm: v and g must be tensors{called_at()}",
+        TypeError,
+    )
+    kept = () if dim == -1 else (canonical_dim(dim, v.ndim),)
+    dims = tuple(d for d in range(v.ndim) if d not in kept)
+    magnitude = vector_norm_of("torch._weight_norm", v, 2, dims, True, None) if dims else elementwise(prims.abs, v)
+    return elementwise(prims.mul, v, elementwise(prims.div, g, magnitude))

@@ -1,4 +1,6 @@
-"""Rearrangements: flip, roll, tile, diff.
+"""Rearrangements: movedim, flip, roll, tile, diff.
+
+movedim is a permutation: the moved dims at their destinations, the others in their order.
 
 flip gathers each flipped dim with a reversed iota (`index_select`); roll is two slices joined
 (`cat`); tile is `Tensor.repeat` with its repeats padded to the rank; diff subtracts neighbours
@@ -21,7 +23,7 @@ from compiler.ops.elementwise import sub
 from compiler.ops.operands import canonical_dim, elementwise
 from compiler.ops.registry import register
 from compiler.ops.repeat import repeat
-from compiler.ops.shape import _sizes, _slice_dim, cat, flatten, reshape
+from compiler.ops.shape import _sizes, _slice_dim, cat, flatten, permute, reshape
 
 
 def _dims(op: str, dims: Any, ndim: int) -> list[int]:
@@ -33,6 +35,20 @@ def _dims(op: str, dims: Any, ndim: int) -> list[int]:
         RuntimeError,
     )
     return out
+
+
+@register("torch.movedim", "torch.Tensor.movedim", "torch.moveaxis", "torch.Tensor.moveaxis")
+def movedim(input: TensorProxy, source: Any, destination: Any) -> Any:
+    """torch.movedim: dims `source` moved to `destination`, the others keeping their order."""
+    sources, destinations = _dims("movedim", source, input.ndim), _dims("movedim", destination, input.ndim)
+    check(
+        len(sources) == len(destinations),
+        lambda: f"movedim: {len(sources)} source dims but {len(destinations)} destinations{called_at()}",
+        ValueError,
+    )
+    rest = iter(d for d in range(input.ndim) if d not in sources)
+    placed = dict(zip(destinations, sources))
+    return permute(input, [placed[d] if d in placed else next(rest) for d in range(input.ndim)])
 
 
 @register("torch.flip", "torch.Tensor.flip")

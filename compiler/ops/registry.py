@@ -38,6 +38,10 @@ class Op:
 
 
 OPS: dict[Any, Op] = {}
+# Operators a library defines when it is imported (`torch.ops.<namespace>.<name>`, e.g. the ones
+# transformers registers), by "namespace::name": looked up when a call is not in OPS, so
+# registering them needs no import of the library.
+CUSTOM_OPS: dict[str, Op] = {}
 
 
 def resolve(name: str) -> Any:
@@ -64,8 +68,38 @@ def register(*names: str) -> Callable[[Callable], Callable]:
     return decorator
 
 
+def register_custom(qualified_name: str) -> Callable[[Callable], Callable]:
+    """Registers the decorated decomposition for the operator `namespace::name` (its default overload
+    and its overload packet), whether or not the library defining it is imported yet."""
+    namespace, separator, name = qualified_name.partition("::")
+    check(
+        bool(separator and namespace and name) and qualified_name not in CUSTOM_OPS,
+        lambda: f"register_custom({qualified_name!r}): expected a new 'namespace::name'",
+        ValueError,
+    )
+
+    def decorator(impl: Callable) -> Callable:
+        printed = f"torch.ops.{namespace}.{name}"
+        CUSTOM_OPS[qualified_name] = Op(printed, impl, Symbol(printed))
+        return impl
+
+    return decorator
+
+
+def _custom_op(fn: Any) -> Op | None:
+    if isinstance(fn, torch._ops.OpOverloadPacket):
+        return CUSTOM_OPS.get(fn._qualified_op_name)
+    if isinstance(fn, torch._ops.OpOverload) and fn._overloadname == "default":
+        return CUSTOM_OPS.get(fn._schema.name)
+    return None
+
+
 def torch_name(fn: Any) -> str:
     """A readable dotted name for a torch callable (for error messages)."""
+    if isinstance(fn, torch._ops.OpOverloadPacket):
+        return "torch.ops." + fn._qualified_op_name.replace("::", ".")
+    if isinstance(fn, torch._ops.OpOverload):
+        return f"torch.ops.{fn._schema.name.replace('::', '.')}.{fn._overloadname}"
     module = getattr(fn, "__module__", None) or ""
     qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     if module.startswith("torch._C") or module == "torch.functional" or qualname.startswith("_Variable"):
@@ -95,7 +129,7 @@ def _contains(value: Any, kind: type | tuple[type, ...]) -> bool:
 
 def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
     """Runs the decomposition registered for `fn` and records it as one bound symbol."""
-    op = OPS.get(fn)
+    op = OPS.get(fn) or _custom_op(fn)
     traced = _contains(args, Proxy) or _contains(kwargs, Proxy)
     if op is None:
         if not traced:

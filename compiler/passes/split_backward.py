@@ -49,8 +49,20 @@ from compiler.prims import ELEMENTWISE, FACTORIES, RANDOM, SHAPE_OPS, VIEWS, Pri
 # Prims whose outputs the backward may recompute instead of loading them.
 # NOTE: random draws are saved, never recomputed: drawing again would give other numbers.
 RECOMPUTABLE = ELEMENTWISE | SHAPE_OPS | (FACTORIES - RANDOM - {Prim.EMPTY})
-# Prims that read their operands from memory outside any fusion (cuBLAS, fused attention).
-MATERIALIZING = frozenset({Prim.MATMUL, Prim.LINEAR, Prim.SDPA, Prim.SDPA_FORWARD, Prim.SDPA_BACKWARD})
+# Prims that read their operands from memory outside any fusion (cuBLAS, fused attention, cuDNN,
+# grouped GEMMs).
+MATERIALIZING = frozenset(
+    {
+        Prim.MATMUL,
+        Prim.LINEAR,
+        Prim.SDPA,
+        Prim.SDPA_FORWARD,
+        Prim.SDPA_BACKWARD,
+        Prim.CONVOLUTION,
+        Prim.CONVOLUTION_BACKWARD,
+        Prim.GROUPED_MM,
+    }
+)
 
 
 @dataclass(frozen=True)

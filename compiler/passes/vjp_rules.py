@@ -13,7 +13,7 @@ integer results, factories, guards, write-backs, and `stop_gradient`, eager's de
 trunc, sign): their outputs still count as differentiable, as in eager PyTorch, where an input
 reached only through them gets a zero gradient.
 The structural prims (shapes, indexing, linear algebra) are in `vjp_structural.py`, the scatters
-in `vjp_scatter.py`, attention in `vjp_attention.py`.
+in `vjp_scatter.py`, attention in `vjp_attention.py`, convolution and grouped_mm in `vjp_library.py`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from compiler import prims
 from compiler.core.ir import BoundSymbol, TensorProxy
 from compiler.ops.reductions import expand_reduced
 from compiler.passes.vjp_attention import ATTENTION_RULES, FORWARD_REWRITES
+from compiler.passes.vjp_library import LIBRARY_RULES
 from compiler.passes.vjp_scatter import SCATTER_RULES
 from compiler.passes.vjp_structural import STRUCTURAL_RULES
 from compiler.prims import COMPARISONS, FACTORIES, PROLOGUE_ONLY, Prim
@@ -40,6 +41,7 @@ NONDIFFERENTIABLE = frozenset(
     | {Prim.BITWISE_NOT, Prim.BITWISE_AND, Prim.BITWISE_OR, Prim.BITWISE_XOR, Prim.ARGMAX, Prim.FLOOR_DIVIDE}
     | {Prim.ARGSORT, Prim.TOPK}
     | {Prim.COPY_, Prim.COPY_TO, Prim.SDPA_BACKWARD, Prim.STOP_GRADIENT}
+    | {Prim.CONVOLUTION_BACKWARD}
 )
 ZERO_GRADIENT = frozenset({Prim.FLOOR, Prim.CEIL, Prim.TRUNC, Prim.SIGN})
 
@@ -233,5 +235,11 @@ _ELEMENTWISE_RULES: dict[Prim, Rule] = {
 
 # The VJP table: prim -> rule. Every prim is here, in NONDIFFERENTIABLE, or rewritten before
 # differentiation (`FORWARD_REWRITES`: attention) (tests/compiler/passes/autodiff/test_rules.py).
-VJP: dict[Prim, Rule] = {**_ELEMENTWISE_RULES, **STRUCTURAL_RULES, **SCATTER_RULES, **ATTENTION_RULES}
+VJP: dict[Prim, Rule] = {
+    **_ELEMENTWISE_RULES,
+    **STRUCTURAL_RULES,
+    **SCATTER_RULES,
+    **ATTENTION_RULES,
+    **LIBRARY_RULES,
+}
 REWRITTEN = frozenset(FORWARD_REWRITES)

@@ -17,6 +17,7 @@ from compiler.core import dtypes
 from compiler.core.errors import check
 from compiler.core.ir import NumberProxy, TensorProxy, same_size, size_product
 from compiler.prims.meta_checks import check_same_shape
+from compiler.prims.meta_library import LIBRARY_META
 from compiler.prims.meta_linalg import LINALG_META
 from compiler.prims.prim import (
     BINARY,
@@ -376,6 +377,7 @@ def _copy__meta(target: TensorProxy, value: TensorProxy) -> None:
 # arguments; `None` marks prims the frontend builds itself.
 META: dict[Prim, Callable | None] = {
     **LINALG_META,
+    **LIBRARY_META,
     **{p: _elementwise_meta(p) for p in UNARY | BINARY},
     Prim.WHERE: _where_meta,
     Prim.CONVERT_ELEMENT_TYPE: _convert_meta,

@@ -99,10 +99,22 @@ class Prim(enum.Enum):
     MATMUL = "matmul"
     LINEAR = "linear"
     SDPA = "sdpa"
+    # (a, b, offs): one matmul per group of a dim, groups ending at the int32 offsets `offs` (a
+    # mixture of experts' layers, torch._grouped_mm): a [rows, k] @ b [groups, k, n] -> [rows, n],
+    # each row by its group's matrix; or a [k, rows] @ b [rows, n] -> [groups, k, n], each group's
+    # rows summed over (the weights' gradient)
+    GROUPED_MM = "grouped_mm"
     # attention on a differentiable path: (out, logsumexp), the softmax statistics its backward reads
     SDPA_FORWARD = "sdpa_forward"
     # attention's backward: (dq, dk, dv) from the output's cotangent, sdpa's arguments, out and logsumexp
     SDPA_BACKWARD = "sdpa_backward"
+    # (a, weight, bias, stride, padding, dilation, groups): torch's convolution over a's trailing
+    # len(stride) dims, a [batch, channels, *spatial], weight [out, channels // groups, *kernel],
+    # bias [out] or None; padding is zeros, the same on both sides of each dim
+    CONVOLUTION = "convolution"
+    # (grad, a, weight, stride, padding, dilation, groups, output_mask): the cotangents of
+    # convolution's (a, weight, bias) where output_mask (three bools) says so, in that order
+    CONVOLUTION_BACKWARD = "convolution_backward"
     # factories
     FULL = "full"
     EMPTY = "empty"
@@ -159,6 +171,8 @@ GATHERS = frozenset({Prim.INDEX_SELECT, Prim.TAKE_ALONG_DIM})
 UPDATES = frozenset({Prim.INDEX_COPY, Prim.INDEX_ADD, Prim.SLICE_UPDATE, Prim.SCATTER, Prim.SCATTER_REDUCE})
 LINALG = frozenset({Prim.MATMUL, Prim.LINEAR})
 ATTENTION = frozenset({Prim.SDPA, Prim.SDPA_FORWARD, Prim.SDPA_BACKWARD})
+# Prims torch runs with library kernels of their own (cuDNN's convolutions, grouped GEMMs).
+LIBRARY = frozenset({Prim.CONVOLUTION, Prim.CONVOLUTION_BACKWARD, Prim.GROUPED_MM})
 FACTORIES = frozenset({Prim.FULL, Prim.EMPTY, Prim.IOTA, Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES})
 # Prims whose every call draws new random numbers: never merged, never recomputed, kept in order.
 RANDOM = frozenset({Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES})
@@ -192,6 +206,7 @@ KINDS: dict[str, frozenset[Prim]] = {
     "update": UPDATES,
     "linear algebra": LINALG,
     "attention": ATTENTION,
+    "library kernel": LIBRARY,
     "factory": FACTORIES,
     "write": INPLACE | {Prim.COPY_TO},
     "prologue": PROLOGUE_ONLY,

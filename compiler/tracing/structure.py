@@ -1,18 +1,28 @@
 """Output structures: a value tree split into its leaves and a spec that rebuilds it.
 
 A model returns its own containers: dicts and their subclasses (`OrderedDict`), dataclasses
-(Hugging Face's `ModelOutput` is both), named tuples and structseqs, lists and tuples. Traces
-only carry plain tuples, lists and dicts of proxies, so a jitted module returns `(spec, leaves)`
-and the caller calls `spec.rebuild(leaves)`. Anything that is not a container is a leaf
-(proxies, tensors, numbers, None).
+(Hugging Face's `ModelOutput` is both), named tuples and structseqs, lists and tuples, and
+objects the program built that hold tensors in their attributes (a Hugging Face `DynamicCache`
+and its layers). Traces only carry plain tuples, lists and dicts of proxies, so a jitted module
+returns `(spec, leaves)` and the caller calls `spec.rebuild(leaves)`. Anything else is a leaf
+(proxies, tensors, numbers, None, objects without proxies).
+
+NOTE: an object is rebuilt as a new instance of its class (`__new__`, no `__init__`) whose
+attributes are its traced ones: the proxies' values, and a deep copy per call of the rest (a
+flag, a device), so callers that mutate what they get back (a cache grown by the next decode
+step) never change what the next call returns.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
+from compiler.core.ir import Proxy
 from compiler.core.proxies import rebuild_tuple
 
 
@@ -20,10 +30,11 @@ from compiler.core.proxies import rebuild_tuple
 class Spec:
     """How to rebuild one container: its type, its keys (dicts, dataclasses) and its children."""
 
-    kind: str  # "leaf", "tuple", "list", "dict", "dataclass"
+    kind: str  # "leaf", "tuple", "list", "dict", "dataclass", "object"
     type: Any = None
     keys: tuple = ()
     children: tuple[Spec, ...] = ()
+    constants: tuple = ()  # an object's attributes without proxies: (name, value) pairs
 
     def rebuild(self, leaves: list) -> Any:
         """The value with this structure whose leaves are `leaves`, in flattening order."""
@@ -43,13 +54,23 @@ class Spec:
         if self.kind == "dict":
             pairs = dict(zip(self.keys, items))
             return (pairs if self.type is dict else self.type(pairs)), at
-        return self.type(**dict(zip(self.keys, items))), at
+        if self.kind == "dataclass":
+            return self.type(**dict(zip(self.keys, items))), at
+        rebuilt = object.__new__(self.type)
+        attributes = copy.deepcopy(dict(self.constants))  # in the object's order, traced ones as _Traced
+        attributes.update(zip(self.keys, items))
+        rebuilt.__dict__.update(attributes)
+        return rebuilt, at
 
     def __repr__(self) -> str:
         return f"Spec({getattr(self.type, '__name__', self.kind)})"
 
 
 _LEAF = Spec("leaf")
+
+
+class _Traced:
+    """Marks, among an object's constant attributes, the place of a traced one."""
 
 
 def flatten(value: Any) -> tuple[list, Spec]:
@@ -70,5 +91,31 @@ def _flatten(value: Any, leaves: list) -> Spec:
         return Spec("tuple", type(value), (), tuple(_flatten(v, leaves) for v in value))
     if isinstance(value, list):
         return Spec("list", list, (), tuple(_flatten(v, leaves) for v in value))
+    attributes = getattr(value, "__dict__", None)
+    # NOTE: a module is returned as itself (its parameters hold proxies only while it is traced)
+    rebuilt = not isinstance(value, (type, torch.nn.Module)) and isinstance(attributes, dict)
+    if rebuilt and _holds_proxy(attributes):
+        traced = {k: v for k, v in attributes.items() if _holds_proxy(v)}
+        constants = tuple((k, _Traced if k in traced else v) for k, v in attributes.items())
+        children = tuple(_flatten(v, leaves) for v in traced.values())
+        return Spec("object", type(value), tuple(traced), children, constants)
     leaves.append(value)
     return _LEAF
+
+
+def _holds_proxy(value: Any, seen: set[int] | None = None) -> bool:
+    """Whether a proxy is inside `value` (containers and objects' attributes, searched once each)."""
+    if isinstance(value, Proxy):
+        return True
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return False
+    seen.add(id(value))
+    if isinstance(value, dict):
+        return any(_holds_proxy(v, seen) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return any(_holds_proxy(v, seen) for v in value)
+    attributes = getattr(value, "__dict__", None)
+    if isinstance(value, type) or not isinstance(attributes, dict) or isinstance(value, torch.nn.Module):
+        return False
+    return any(_holds_proxy(v, seen) for v in attributes.values())

@@ -52,6 +52,9 @@ from tests.support.opinfo import (
 from tests.support.opinfo import (
     special as opinfo_special,
 )
+from tests.support.opinfo import (
+    zoo as opinfo_zoo,
+)
 from tests.support.opinfo.samples import as_function, assert_matches, iter_calls, run_case, samples_for
 
 # Eager PyTorch warns on some samples on purpose (zero degrees of freedom, x.T on 3-D tensors, ...).
@@ -68,6 +71,7 @@ CASES = (
     + opinfo_scatter.CASES
     + opinfo_special.CASES
     + opinfo_activations.CASES
+    + opinfo_zoo.CASES
 )
 
 # Registered torch callables that no sample reaches, each with the reason. Keep it short.

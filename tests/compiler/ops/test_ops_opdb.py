@@ -58,6 +58,22 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
         for variant in ("torch.norm", "Tensor.norm")
     },
     **{
+        ("histc", variant, "max=0)"): (
+            "min == max takes the bounds from the data's own min and max, values the trace does not have: refused "
+            "(NotImplementedError)"
+        )
+        for variant in ("torch.histc", "Tensor.histc")
+    },
+    ("nn.functional.max_pool2d", "F.max_pool2d", "return_indices=True"): (
+        "the indices of the maxima (max_pool2d_with_indices) are not supported: refused (NotImplementedError)"
+    ),
+    **{
+        ("nn.functional.batch_norm", "F.batch_norm", f"{dtype}[0], {dtype}[0], {dtype}[0]"): (
+            "a 1-d input has no channel dim (dim 1): refused (ValueError)"
+        )
+        for dtype in ("float32", "bfloat16")
+    },
+    **{
         (entry, f"{prefix}.{entry}", "bfloat16["): reason
         for entry, reason in (
             (
@@ -120,6 +136,11 @@ NO_OP_DB_ENTRY = {
     "randn_like",
     "rand",
     "rand_like",
+    # NOTE: op_db has no entries for these (torch.tensor's data is no tensor sample): opinfo_zoo.py
+    "tensor",
+    "as_tensor",
+    "_grouped_mm",
+    "_weight_norm",
 }
 
 

@@ -18,23 +18,33 @@ import pytest
 import compiler
 from compiler import prims
 from compiler.core import proxies
-from compiler.executors import sdpa
+from compiler.executors import inductor, sdpa
 from compiler.executors import torch as torch_executor
 from compiler.executors.nvfuser.define.claims import LEFT_TO_TORCH, POLICY_TORCH
 from compiler.executors.nvfuser.define.translations import TRANSLATIONS
 from compiler.executors.nvfuser.diagnose import repro
 from compiler.executors.nvfuser.diagnose.repro import TORCH_SOURCE
-from compiler.passes import update_fresh, update_in_place, vjp_attention, vjp_rules, vjp_scatter, vjp_structural
+from compiler.passes import (
+    update_fresh,
+    update_in_place,
+    vjp_attention,
+    vjp_library,
+    vjp_rules,
+    vjp_scatter,
+    vjp_structural,
+)
 from compiler.prims import (
     ATTENTION,
     BINARY,
     ELEMENTWISE,
     KINDS,
+    LIBRARY,
     LINALG,
     PROLOGUE_ONLY,
     UPDATES,
     Prim,
 )
+from compiler.prims.meta_library import LIBRARY_META
 from compiler.prims.meta_linalg import LINALG_META
 from compiler.runtime import guard_source
 
@@ -55,6 +65,11 @@ TABLES: dict[str, tuple[Mapping, Collection[Prim]]] = {
     "compiler.prims.prim:NUMBER_IMPLS": (prims.NUMBER_IMPLS, ELEMENTWISE),
     "compiler.core.proxies:_NUMBER_OPS": ({Prim(name): ops for name, ops in proxies._NUMBER_OPS.items()}, BINARY),
     "compiler.prims.meta_linalg:LINALG_META": (LINALG_META, LINALG | ATTENTION),
+    "compiler.prims.meta_library:LIBRARY_META": (LIBRARY_META, LIBRARY),
+    "compiler.executors.inductor:LEFT_TO_OTHERS": (
+        inductor.LEFT_TO_OTHERS,
+        EVERY_PRIM - inductor.CLAIMED - PROLOGUE_ONLY,
+    ),
     "compiler.executors.sdpa:_IMPLS": (sdpa._IMPLS, ATTENTION),
     "compiler.executors.nvfuser.define.claims:POLICY_TORCH": (POLICY_TORCH, LINALG),
     "compiler.passes.update_in_place:IN_PLACE": (update_in_place.IN_PLACE, UPDATES),
@@ -78,6 +93,7 @@ PARTS: dict[str, tuple[Mapping, str]] = {
         "compiler.passes.vjp_rules:VJP",
     ),
     "compiler.passes.vjp_scatter:SCATTER_RULES": (vjp_scatter.SCATTER_RULES, "compiler.passes.vjp_rules:VJP"),
+    "compiler.passes.vjp_library:LIBRARY_RULES": (vjp_library.LIBRARY_RULES, "compiler.passes.vjp_rules:VJP"),
     "compiler.executors.nvfuser.diagnose.repro:_OPERATORS": (
         repro._OPERATORS,
         "compiler.executors.nvfuser.diagnose.repro:TORCH_SOURCE",

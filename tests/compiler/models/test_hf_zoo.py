@@ -1,0 +1,145 @@
+"""Hugging Face transformers architectures as users bring them (tiny random configurations, nothing
+downloaded), called as their model cards call them, through `compiler.jit(model)` and
+`torch.compile(model, backend="fusebench")`, against eager: the forward's whole output tree (a
+decoder's default call returns its cache, which must hold eager's keys and values and work for
+the next step), and a training call's loss and every parameter's gradient.
+
+Models and inputs are made on the CPU, or on the device FUSEBENCH_ZOO_DEVICE names (`cuda` runs
+them through the default executors there: nvFuser, fused attention, cuDNN)."""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+import pytest
+import torch
+
+import compiler
+from tests.compiler.models.hf_zoo_configs import INPUTS, ZOO, ZooModel
+
+transformers = pytest.importorskip("transformers")
+
+DEVICE = torch.device(os.environ.get("FUSEBENCH_ZOO_DEVICE", "cpu"))
+TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
+GRADIENT_TOLERANCE = 1e-3  # ||g - g_eager|| / max(||g_eager||, floor)
+# NOTE: some gradients are zero in exact arithmetic (attention's key bias: it adds one constant to a
+# query's scores, which softmax ignores), so eager's own are rounding noise that no two summation
+# orders reproduce; the floor, this fraction of the model's largest gradient norm, compares those
+# by their size next to the others instead.
+GRADIENT_NORM_FLOOR = 1e-5
+
+
+def _build(zoo: ZooModel) -> torch.nn.Module:
+    config = getattr(transformers, zoo.config_class)(**zoo.config)
+    torch.manual_seed(0)
+    return getattr(transformers, zoo.model_class)(config).to(DEVICE)
+
+
+def _compile(model: torch.nn.Module, entry: str) -> Any:
+    if entry == "jit":
+        return compiler.jit(model)
+    torch._dynamo.reset()
+    return torch.compile(model, backend="fusebench")
+
+
+def _assert_tree_close(got: Any, want: Any, where: str) -> None:
+    """Tensors, caches, model outputs, tuples and dicts compared leaf by leaf."""
+    assert type(got) is type(want), f"{where}: {type(got).__name__} where eager gives {type(want).__name__}"
+    if isinstance(want, torch.Tensor):
+        torch.testing.assert_close(got, want, **TOLERANCE, msg=lambda m: f"{where}: {m}")
+    elif isinstance(want, transformers.cache_utils.EncoderDecoderCache):
+        _assert_tree_close(got.self_attention_cache, want.self_attention_cache, f"{where}.self_attention_cache")
+        _assert_tree_close(got.cross_attention_cache, want.cross_attention_cache, f"{where}.cross_attention_cache")
+    elif isinstance(want, transformers.cache_utils.Cache):
+        assert len(got.layers) == len(want.layers), where
+        for index, (layer, expected) in enumerate(zip(got.layers, want.layers)):
+            _assert_tree_close(vars(layer), vars(expected), f"{where}.layers[{index}]")
+    elif isinstance(want, dict):  # ModelOutput is a dict too
+        assert list(got.keys()) == list(want.keys()), f"{where}: keys {list(got.keys())} != {list(want.keys())}"
+        for key in want:
+            _assert_tree_close(got[key], want[key], f"{where}.{key}")
+    elif isinstance(want, (tuple, list)):
+        assert len(got) == len(want), where
+        for index, (item, expected) in enumerate(zip(got, want)):
+            _assert_tree_close(item, expected, f"{where}[{index}]")
+    else:
+        assert got == want, f"{where}: {got!r} != {want!r}"
+
+
+def _loss(output: Any) -> torch.Tensor:
+    """The output's loss, or for a model without a head, its first output against fixed random
+    weights (NOTE: not a norm of it: a model ending in a layer norm makes that nearly constant,
+    its gradients rounding noise)."""
+    if getattr(output, "loss", None) is not None:
+        return output.loss
+    features = output[0]
+    weights = torch.randn(features.shape, generator=torch.Generator().manual_seed(2), dtype=features.dtype)
+    weights = weights.to(features.device)
+    return (features * weights).sum()
+
+
+# NOTE: the whole zoo takes minutes on two CPU cores (each case compiles a model, dynamo's cases
+# twice); GPT-2 and Llama, a decoder's default call in each family, run by default, the rest are slow.
+DEFAULT = ("gpt2", "llama")
+
+
+def _case(zoo: ZooModel, entry: str, mode: str) -> Any:
+    reason = zoo.known_failures.get(entry)
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    marks += [] if zoo.name in DEFAULT else [pytest.mark.slow]
+    return pytest.param(zoo, entry, mode, id=f"{zoo.name}-{entry}-{mode}", marks=marks)
+
+
+CASES = [_case(zoo, entry, mode) for zoo in ZOO for entry in ("jit", "dynamo") for mode in ("forward", "training")]
+
+
+@pytest.mark.parametrize(("zoo", "entry", "mode"), CASES)
+def test_matches_eager(zoo: ZooModel, entry: str, mode: str) -> None:
+    training = mode == "training"
+    eager = _build(zoo).train(training)
+    model = copy.deepcopy(eager)
+    compiled = _compile(model, entry)
+    inputs = {k: v.to(DEVICE) for k, v in INPUTS[zoo.inputs](torch.Generator().manual_seed(1), training).items()}
+    with torch.set_grad_enabled(training):
+        output = compiled(**copy.deepcopy(inputs))
+        expected = eager(**inputs)
+    _assert_tree_close(output, expected, zoo.name)
+    cache_key = next((key for key in ("cache", "past_key_values") if expected.get(key) is not None), None)
+    if cache_key is not None and not training:
+        # the compiled call's cache serves eager's next step as eager's own does
+        tokens = "decoder_input_ids" if "decoder_input_ids" in inputs else "input_ids"
+        step = {**inputs, tokens: inputs[tokens][:, -1:]}
+        following = eager(**step, **{cache_key: output[cache_key]})
+        reference = eager(**step, **{cache_key: expected[cache_key]})
+        _assert_tree_close(following.logits, reference.logits, f"{zoo.name} next step")
+    if not training:
+        return
+    _loss(output).backward()
+    _loss(expected).backward()
+    largest = max(p.grad.norm() for p in eager.parameters() if p.grad is not None)
+    for (name, got), want in zip(model.named_parameters(), eager.parameters()):
+        assert (got.grad is None) == (want.grad is None), f"{name}: gradient present in only one of the runs"
+        if want.grad is None:
+            continue
+        error = (got.grad - want.grad).norm() / want.grad.norm().clamp_min(GRADIENT_NORM_FLOOR * largest)
+        assert error <= GRADIENT_TOLERANCE, f"{zoo.name} {name}: gradient error {error:.2e}"
+
+
+class _Unsupported(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.special.i0e(x)  # no decomposition registered
+
+
+def test_an_unsupported_op_is_one_line_naming_op_module_and_source_line() -> None:
+    model = _build(next(zoo for zoo in ZOO if zoo.name == "gpt2"))
+    model.transformer.h[1].mlp.act = _Unsupported()
+    ids = torch.zeros(1, 4, dtype=torch.long, device=DEVICE)
+    with pytest.raises(NotImplementedError) as raised:
+        compiler.jit(model)(input_ids=ids)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith("torch.special.i0e is not supported by the fusebench compiler (called at ")
+    assert f"{__file__}:" in message and "return torch.special.i0e(x)" in message
+    assert message.endswith("[while tracing module 'transformer.h.1.mlp.act' (_Unsupported)]")
