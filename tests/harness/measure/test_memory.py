@@ -98,5 +98,7 @@ def test_a_cuda_measurement_records_what_the_variant_allocated() -> None:
     hungry = measure_variant(prepared, variant_from("hungry", make), settings)
     light = measure_variant(prepared, variant_from("light", lambda target: lambda x: x * 2), settings)
     assert hungry.status == "ok" and light.status == "ok", (hungry.detail, light.detail)
-    assert hungry.peak_device_bytes - light.peak_device_bytes >= 64 * MIB
+    # NOTE: the scratch block is freed before the output is made, so the peaks do not add up: the
+    # hungry peak holds the block, the light one only small tensors.
+    assert 64 * MIB <= hungry.peak_device_bytes < 65 * MIB
     assert light.peak_device_bytes < MIB  # a few small tensors: output, the check's temporaries
