@@ -255,19 +255,22 @@ def minimum(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any:
 # Comparisons and logic
 
 
-def _comparison(name: str, prim_fn: Callable, *dunders: str) -> None:
-    @register(f"torch.{name}", f"torch.Tensor.{name}", *(f"torch.Tensor.{d}" for d in dunders))
+def _comparison(name: str, prim_fn: Callable, dunder: str, alias: str | None = None) -> None:
+    """`torch.<name>`, its method and dunder, and torch's long alias (`torch.greater` for `gt`)."""
+    aliases = (f"torch.{alias}", f"torch.Tensor.{alias}") if alias else ()
+
+    @register(f"torch.{name}", f"torch.Tensor.{name}", f"torch.Tensor.{dunder}", *aliases)
     def op(input: Any, other: Any, *, out: Any = None) -> Any:
         check_no_out(f"torch.{name}", out)
         return elementwise(prim_fn, input, other, promotion=Promotion.ALWAYS_BOOL)
 
 
 _comparison("eq", prims.eq, "__eq__")
-_comparison("ne", prims.ne, "__ne__")
-_comparison("lt", prims.lt, "__lt__")
-_comparison("le", prims.le, "__le__")
-_comparison("gt", prims.gt, "__gt__")
-_comparison("ge", prims.ge, "__ge__")
+_comparison("ne", prims.ne, "__ne__", "not_equal")
+_comparison("lt", prims.lt, "__lt__", "less")
+_comparison("le", prims.le, "__le__", "less_equal")
+_comparison("gt", prims.gt, "__gt__", "greater")
+_comparison("ge", prims.ge, "__ge__", "greater_equal")
 
 
 def _as_bool(x: Any) -> Any:

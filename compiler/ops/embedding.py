@@ -27,8 +27,8 @@ def embedding(
 ) -> Any:
     """weight[input]: one row of `weight` per index, in the shape of `input` plus the row dim.
 
-    padding_idx changes only the gradient in torch (that row gets none); here the forward is the
-    same and that row's gradient is not zeroed (index_select's backward knows no padding row).
+    padding_idx changes only the gradient, as in torch: the rows read at that index are a
+    stop_gradient of themselves (same values), so the padding row of the weight gets no gradient.
     """
     check(
         isinstance(input, TensorProxy) and dtypes.is_integer(input.dtype),
@@ -48,6 +48,10 @@ def embedding(
     )
     flat = prims.reshape(input, [size_product(input.shape)]) if input.ndim != 1 else input
     rows = prims.index_select(weight, 0, flat)
+    if padding_idx is not None:
+        padding_idx = padding_idx + weight.shape[0] if padding_idx < 0 else padding_idx
+        counted = prims.broadcast_in_dim(prims.ne(flat, padding_idx), list(rows.shape), [0])
+        rows = prims.where(counted, rows, prims.stop_gradient(rows))
     return prims.reshape(rows, [*input.shape, weight.shape[1]]) if input.ndim != 1 else rows
 
 

@@ -198,7 +198,10 @@ def _run_command(snippet: Snippet, command: str, capsys: pytest.CaptureFixture) 
         status = main(words[1:])
         out, err = capsys.readouterr()
     else:
-        result = subprocess.run(words, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False)
+        # NOTE: without the PYTEST_XDIST_* variables of the xdist worker running this test, which
+        # make pytest-benchmark disable itself in the child (a usage error with --benchmark-only).
+        env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_XDIST")}
+        result = subprocess.run(words, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False, env=env)
         status, out, err = result.returncode, result.stdout, result.stderr
     # NOTE: compare exits 1 when a row is slower at B, which noise may cause; never for a failure
     slower_at_b = words[:2] == ["fusebench", "compare"] and status == 1 and "slower" in out and "failed" not in out

@@ -20,8 +20,6 @@ from fusebench.measure.measure import Settings, measure_variant, prepare_case
 from suites import hf_zoo
 from suites._models.hf_architectures import ARCHITECTURES, DECODERS, GPU, QUICK, parameter_count
 
-# tied embeddings whose padding token is among the inputs: the padding row's gradient is the LM head's only
-PADDED_EMBEDDINGS = {"roberta", "bart", "whisper"}
 ROOT = Path(__file__).resolve().parents[2]
 CPU_SETTINGS = Settings(device=torch.device("cpu"), budget_s=0.005, min_repeats=2)
 CASES = {case.name: case for case in hf_zoo.CASES}
@@ -83,12 +81,7 @@ ZOO = [
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("case_name", "model"), ZOO)
-def test_every_zoo_case_runs_eagerly_and_through_the_dynamo_backend(
-    case_name: str, model: str, request: pytest.FixtureRequest
-) -> None:
-    if case_name == "zoo_training" and model in PADDED_EMBEDDINGS:
-        reason = "the compiler's embedding backward ignores padding_idx (its row gets the lookup's gradient)"
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
+def test_every_zoo_case_runs_eagerly_and_through_the_dynamo_backend(case_name: str, model: str) -> None:
     outcomes = _measure(case_name, model)
     for name, outcome in outcomes.items():
         assert outcome.status == "ok", f"{name}: {outcome.detail}"

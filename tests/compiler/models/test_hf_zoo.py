@@ -86,7 +86,7 @@ DEFAULT = ("gpt2", "llama")
 
 
 def _case(zoo: ZooModel, entry: str, mode: str) -> Any:
-    reason = zoo.known_failures.get(entry)
+    reason = zoo.known_failures.get(f"{entry}-{mode}", zoo.known_failures.get(entry))
     marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
     marks += [] if zoo.name in DEFAULT else [pytest.mark.slow]
     return pytest.param(zoo, entry, mode, id=f"{zoo.name}-{entry}-{mode}", marks=marks)

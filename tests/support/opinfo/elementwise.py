@@ -339,14 +339,14 @@ BINARY = [
     _binary("minimum", sampler=lambda make: binary_samples(make, scalars=False)),
     _binary("logaddexp", dtypes=FLOATS, sampler=lambda make: _logaddexp_samples(make)),
     *(
-        _binary(name, (dunder,), sampler=_comparison_samples)
-        for name, dunder in (
-            ("eq", operator.eq),
-            ("ne", operator.ne),
-            ("lt", operator.lt),
-            ("le", operator.le),
-            ("gt", operator.gt),
-            ("ge", operator.ge),
+        _binary(name, (dunder,), sampler=_comparison_samples, aliases=(getattr(torch, a), method(a)) if a else ())
+        for name, dunder, a in (
+            ("eq", operator.eq, None),
+            ("ne", operator.ne, "not_equal"),
+            ("lt", operator.lt, "less"),
+            ("le", operator.le, "less_equal"),
+            ("gt", operator.gt, "greater"),
+            ("ge", operator.ge, "greater_equal"),
         )
     ),
     _binary("logical_and", sampler=_logical_samples),
