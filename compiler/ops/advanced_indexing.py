@@ -27,7 +27,8 @@ from compiler.ops.operands import broadcast_shapes, broadcast_to, to_dtype
 from compiler.ops.registry import register
 
 _DATA_DEPENDENT = (
-    "gives a result whose shape depends on the values of a tensor, which a trace cannot know; "
+    "is not supported: it gives a result whose shape depends on the values of a tensor, which a trace "
+    "cannot know; "
     "keep the shape fixed instead: torch.where(mask, x, other) or x.masked_fill(~mask, value) to select, "
     "(x * mask).sum() to reduce over the selected elements"
 )

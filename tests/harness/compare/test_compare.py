@@ -118,8 +118,10 @@ def test_a_deliberate_slowdown_is_flagged_alone_and_exits_1(
     assert status == 1, out + err
     rows = _rows(out)
     assert rows["twenty_ops"][8] == "slower" and float(rows["twenty_ops"][5]) > 1.5, out
-    assert rows["one_op"][8] == "no change", out
-    assert "1 slower, 1 no change: 1 regressed" in out
+    # the unchanged case is never flagged; with 5 rounds its interval may still be too wide to
+    # call it "no change" at the 5% minimum effect (then "noisy", with the rounds it needs)
+    assert rows["one_op"][8] in ("no change", "noisy"), out
+    assert re.search(r"1 slower, 1 (no change|noisy): 1 regressed", out), out
     assert len(_worktrees(repo)) == 1
 
 
