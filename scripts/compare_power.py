@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fusebench.measure.outcome import TIME
+
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = ("slower", "faster")
 BASE_REPS = 20
@@ -185,13 +187,17 @@ def build_history(repo: Path, effects: list[float], extra_prims: int, numel: int
 
 def compare(repo: Path, a: str, b: str, selection: list[str], output: Path) -> list[dict]:
     """One `fusebench compare A B` (this checkout's); its benchmarks as the JSON lists them."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    inherited = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *inherited])}
     command = [sys.executable, "-m", "fusebench", "compare", a, b, *selection, "--repo", str(repo)]
-    result = subprocess.run([*command, "--json", str(output)], env=env, capture_output=True, text=True, check=False)
+    # compare's progress goes to this script's stderr as it comes: a long GPU study stopped at a
+    # time limit still shows how far each comparison got
+    result = subprocess.run([*command, "--json", str(output)], env=env, stdout=subprocess.DEVNULL, check=False)
     if not output.exists():
-        raise SystemExit(f"fusebench compare failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
+        raise SystemExit(f"fusebench compare failed (exit {result.returncode}): its output is above")
     document = json.loads(output.read_text())
-    return [{**entry, "noisy_machine": document.get("noise", {}).get("noisy")} for entry in document["benchmarks"]]
+    noisy = document.get("noise", {}).get("noisy")
+    return [{**entry, "noisy_machine": noisy} for entry in _timed(document["benchmarks"])]
 
 
 def decide_again(
@@ -217,7 +223,7 @@ def decide_again(
             used = document.get("settings", {})
             settings = DecisionSettings(used.get("min_effect", 0.05), used.get("alpha", 0.01), quantile)
             entries, comparisons = [], []
-            for entry in document["benchmarks"]:
+            for entry in _timed(document["benchmarks"]):
                 a, b = cut(entry["a"]), cut(entry["b"])
                 if not (a["rounds"] and b["rounds"]):
                     continue
@@ -261,6 +267,12 @@ def render(results: dict[str, list[list[dict]]], effects: list[float], extra_pri
         f"comparisons that called the machine noisy: {noisy_machine} of {sum(map(len, results.values()))}",
     ]
     return "\n".join(lines)
+
+
+def _timed(benchmarks: list[dict]) -> list[dict]:
+    """The time rows of a comparison: the study's effects are on time; its memory rows (judged too,
+    with their own verdicts) would count every trial twice."""
+    return [entry for entry in benchmarks if entry.get("metric", TIME.name) == TIME.name]
 
 
 def _effect(kind: str, case: str, variant: str, extra_prims: int) -> str:
