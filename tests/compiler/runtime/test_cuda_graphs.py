@@ -181,16 +181,18 @@ def test_a_returned_argument_is_the_updated_memory() -> None:
 
 
 def test_lent_buffers_are_copied_before_an_overwrite_unless_released() -> None:
-    graph = types.SimpleNamespace(generation=0)
-    buffer = torch.arange(4.0)
-    lent = Lent([buffer, 3], graph)
-    lent.keep()  # the graph is about to overwrite `buffer`: the borrower gets a copy
+    # the graph's own memory, a saved input (the caller's memory: a replay does not write it), a number
+    graph = types.SimpleNamespace(generation=0, lent_owned=[True, False, False])
+    buffer, saved_input = torch.arange(4.0), torch.ones(3)
+    lent = Lent([buffer, saved_input, 3], graph)
+    assert lent.keep()  # the graph is about to overwrite `buffer`: the borrower gets a copy
     buffer.zero_()
     graph.generation += 1
-    assert lent.borrow()[0].tolist() == [0.0, 1.0, 2.0, 3.0] and lent.borrow()[1] == 3
-    released = Lent([buffer], graph)
+    assert lent.borrow()[0].tolist() == [0.0, 1.0, 2.0, 3.0] and lent.borrow()[2] == 3
+    assert lent.borrow()[1] is saved_input  # not copied: a pass over the input would buy nothing
+    released = Lent([buffer, saved_input, 3], graph)
     released.release()
-    released.keep()  # released: nothing copied
+    assert not released.keep()  # released: nothing copied
     assert released.borrow()[0] is buffer
     graph.generation += 1  # overwritten since: a second backward must not read it
     with pytest.raises(RuntimeError, match=r"retain_graph=True\) after its CUDA-graphed forward was replayed"):
