@@ -30,7 +30,9 @@ forward's saved values are not cloned but *lent* (`Lent`) from the graph's buffe
 backward, so the backward reads the same addresses every step and its graph replays too; the
 small cotangents are copied into static buffers (a fresh loss gradient every step; a large one,
 usually the same caller's buffer every step, is keyed by its address like any input, since a copy
-would cost a pass over it). A replay that would
+would cost a pass over it, until calls in a row find no graph only because the large cotangents
+moved: a fresh temporary each step, as the backward of a loss computed outside the function
+makes, which a key by address would never replay; those are copied too from then on). A replay that would
 overwrite buffers still lent to an earlier forward clones them for it first, so two forwards
 before their backwards stay right. A backward run again (retain_graph=True) after another replay
 raises, naming the limit, rather than read overwritten values.
@@ -61,6 +63,7 @@ _INSTANCES = 2  # graph instances per address key (see the module's "Outputs")
 
 
 _NUMBER_CHANGES = 3  # calls finding no graph, each differing from the one before only in numbers, to warn
+_MOVES = 3  # calls finding no graph, each differing from the one before only in cotangent addresses, to copy them
 
 
 class CudaGraphWarning(UserWarning):
@@ -87,6 +90,7 @@ class CudaGraphStats:
     held_captures: int = 0  # captures because every instance's outputs were still held by callers
     lent_copies: int = 0  # replays that first copied values lent to a backward that had not run
     cloned_outputs: int = 0  # output leaves cloned after each replay (callers kept them past two calls)
+    copied_cotangents: int = 0  # cotangents copied into static buffers before each replay
 
     def __str__(self) -> str:
         text = f"{self.captures} captures, {self.replays} replays, {self.ungraphed_calls} calls without a graph"
@@ -96,6 +100,7 @@ class CudaGraphStats:
                 (self.held_captures, "captures while every instance's outputs were held"),
                 (self.lent_copies, "copies of saved values lent to a backward not run yet"),
                 (self.cloned_outputs, "outputs cloned after each replay"),
+                (self.copied_cotangents, "cotangents copied before each replay (a new address every step)"),
             )
             if count
         ]
@@ -318,6 +323,8 @@ class GraphedComputation:
         self._input_count = 0
         self._last_key: tuple | None = None
         self._number_changes = 0  # new keys in a row that differed from the last new key only in numbers
+        self._keyed_positions: list[int] = []  # the positions of the inputs keyed by address, in key order
+        self._moves = 0  # new keys in a row that differed from the last new key only in cotangent addresses
         self.__fusebench_source__ = getattr(computation, "__fusebench_source__", "")
 
     def key(self, inputs: tuple) -> tuple | None:
@@ -341,7 +348,8 @@ class GraphedComputation:
                 if i >= static_from and inputs[i].nbytes <= _COPIED_BYTES  # type: ignore[union-attr]
             ]
             self._tensors = picker(tensors)
-            self._keyed = picker([i for i in tensors if i not in self._copied]) if self._copied else self._tensors
+            self._keyed_positions = [i for i in tensors if i not in self._copied]
+            self._keyed = picker(self._keyed_positions) if self._copied else self._tensors
             others = sorted(set(range(len(inputs))) - set(tensors))
             self._others = picker(others) if others else None
             self._other_positions, self._input_count = others, len(inputs)
@@ -354,11 +362,34 @@ class GraphedComputation:
     def __call__(self, *inputs: Any) -> Any:
         return self.call_lending(inputs)[0]
 
+    def _note_moves(self, last: tuple | None, key: tuple) -> None:
+        """Counts a new key that differs from the last new key only in the addresses of cotangents
+        (the `static_tail`); at `_MOVES` in a row, every tensor of the tail is copied into the graphs'
+        static buffers from then on, and the graphs keyed by their addresses are dropped."""
+        static_from = self._input_count - self.static_tail
+        moved = (
+            [p for p, a, b in zip(self._keyed_positions, last[0], key[0]) if a != b]
+            if last is not None and last[1:] == key[1:]
+            else []
+        )
+        self._moves = self._moves + 1 if moved and min(moved) >= static_from else 0
+        if self._moves < _MOVES:
+            return
+        self._copied = sorted({*self._copied, *(p for p in self._keyed_positions if p >= static_from)})
+        self._keyed_positions = [p for p in self._keyed_positions if p < static_from]
+        self._keyed = picker(self._keyed_positions)
+        self.graphs.clear()
+        self.warmed_up.clear()
+        self._last_key, self._moves = None, 0
+        self.stats.copied_cotangents = len(self._copied)
+
     def _note_numbers(self, key: tuple) -> None:
         """Counts a new key that differs from the last new key only in number inputs; at
         `_NUMBER_CHANGES` in a row, warns once, naming them (a graph bakes numbers in). Called
         only for keys without a graph, so replays pay nothing."""
         last, self._last_key = self._last_key, key
+        if self.static_tail:
+            self._note_moves(last, key)
         changed = changed_numbers(last, key)
         self._number_changes = self._number_changes + 1 if changed else 0
         if self._number_changes < _NUMBER_CHANGES or self.stats.changing is not None:
