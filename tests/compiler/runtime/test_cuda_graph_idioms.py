@@ -59,7 +59,7 @@ def test_a_loop_that_sets_grads_to_none_replays_its_forward_and_backward(loss: s
             with torch.no_grad():  # an SGD step: the parameters keep their memory
                 params[1].sub_(0.1 * params[1].grad)
         for got, want in ((x.grad, x_eager.grad), (w.grad, w_eager.grad), (w, w_eager)):
-            torch.testing.assert_close(got, want)
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)  # sums of 512 rows, in another order
     (entry,) = jfn.entries
     forward = entry.computation.forward.stats
     backwards = [b.stats for b in entry.computation.backwards.values()]
@@ -107,7 +107,7 @@ def test_an_optimizer_step_over_lazy_state_with_a_scheduled_learning_rate_replay
             with torch.no_grad():
                 step_fns[name](params, [p.grad for p in params], *states[name], lr, c1, c2)
         for got, want in zip(models["jit"].parameters(), models["eager"].parameters()):
-            torch.testing.assert_close(got, want)
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     (entry,) = step_fns["jit"].entries
     stats = entry.computation.stats
     listing = str(compiler.examine.cuda_graphs(step_fns["jit"]))
