@@ -12,6 +12,13 @@ median; the fastest is the steadier estimate on a loaded machine):
 - wrapper: jit - prologue - computation: what the call adds to its guards and computation run
   apart (the call into the dispatcher, counting the hit; below zero where inlining saves more);
 - jit/eager: the ratio the host-overhead goal is stated in.
+
+Then (unless --program is given) the same for two training-loop idioms, whole calls only:
+- autograd: `gelu(x * w)` with w requiring grad, then `torch.autograd.grad` of it (forward and
+  backward through the compiled autograd function); `autograd fwd` is the forward alone, and
+  `wrapper` there is what running the forward under autograd adds to the compiled forward;
+- adam-32: an Adam-like in-place update of 32 parameters with their gradients and two states
+  (number arguments symbolic, as an optimizer's step count and learning rate are).
 """
 
 from __future__ import annotations
@@ -68,6 +75,66 @@ def breakdown(
     return row
 
 
+def _gelu_scale(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.gelu(x * w)
+
+
+def _adam_like(params: list, grads: list, ms: list, vs: list, lr: float, step: int) -> None:
+    for p, g, m, v in zip(params, grads, ms, vs):
+        m.mul_(0.9).add_(g, alpha=0.1)
+        v.mul_(0.999).addcmul_(g, g, value=0.001)
+        p.sub_(lr * (m / (1 - 0.9**step)) / ((v / (1 - 0.999**step)).sqrt() + 1e-8))
+
+
+def idioms(device: str, calls: int, batches: int, statistic: str, **jit_options: object) -> dict[str, dict[str, float]]:
+    """eager and jit µs per call (and for the autograd forward, prologue / computation / wrapper) of
+    the training-loop idioms listed in the module docstring."""
+    x, w = torch.linspace(-1.0, 1.0, 4, device=device), torch.linspace(0.5, 1.5, 4, device=device)
+    w.requires_grad_(True)
+    cotangent = torch.ones(4, device=device)
+    forward = compiler.jit(_gelu_scale, **jit_options)
+    torch.testing.assert_close(
+        torch.autograd.grad(forward(x, w), w, cotangent), torch.autograd.grad(_gelu_scale(x, w), w, cotangent)
+    )
+    entry = forward.last_entry
+    inputs = entry.prologue((x, w), {})
+    rows = {
+        "autograd": per_call_us(
+            {
+                "eager": lambda: torch.autograd.grad(_gelu_scale(x, w), w, cotangent),
+                "jit": lambda: torch.autograd.grad(forward(x, w), w, cotangent),
+            },
+            calls,
+            batches,
+            statistic,
+        ),
+        "autograd fwd": per_call_us(
+            {
+                "eager": lambda: _gelu_scale(x, w),
+                "jit": lambda: forward(x, w),
+                "prologue": lambda: entry.prologue((x, w), {}),
+                "computation": lambda: entry.computation.forward(*inputs),
+            },
+            calls,
+            batches,
+            statistic,
+        ),
+    }
+    rows["autograd fwd"]["wrapper"] = (
+        rows["autograd fwd"]["jit"] - rows["autograd fwd"]["prologue"] - rows["autograd fwd"]["computation"]
+    )
+    state = [[torch.rand(4, device=device) for _ in range(32)] for _ in range(4)]
+    step = compiler.jit(_adam_like, numbers="symbolic", **jit_options)
+    step(*state, 1e-3, 3)
+    rows["adam-32"] = per_call_us(
+        {"eager": lambda: _adam_like(*state, 1e-3, 3), "jit": lambda: step(*state, 1e-3, 3)},
+        max(calls // 20, 10),
+        batches,
+        statistic,
+    )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     """Prints the breakdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -89,6 +156,13 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.program or sorted(PROGRAMS):
         row = breakdown(PROGRAMS[name], x, args.calls, args.batches, args.statistic, cuda_graphs=args.cuda_graphs)
         print(f"{name:8}" + "".join(f"{row[c]:16.2f}" for c in columns) + f"{row['jit'] / row['eager']:11.2f}")
+    if args.program:
+        return 0
+    for name, row in idioms(
+        args.device, args.calls, args.batches, args.statistic, cuda_graphs=args.cuda_graphs
+    ).items():
+        cells = "".join(f"{row[c]:16.2f}" if c in row else f"{'':16}" for c in columns)
+        print(f"{name:12}"[:12] + cells[4:] + f"{row['jit'] / row['eager']:11.2f}")
     return 0
 
 

@@ -13,7 +13,10 @@ never compiles the backward for the logits' cotangent).
 With `jit(..., cuda_graphs=True)` the forward and each backward are `GraphedComputation`s: the
 forward lends its saved values from its graph's buffers (runtime/cuda_graphs.py `Lent`), which
 the backward borrows and releases.
-Everything that can be worked out ahead of a call is, in `CompiledAutograd.__init__`.
+Everything that can be worked out ahead of a call is, in `CompiledAutograd.__init__` (and on
+the first call, which tensor inputs there are: the entry's guards fix them from then on). A backward
+given every cotangent (the usual `loss.backward()`) finds its compiled backward without building
+the pattern of present cotangents.
 """
 
 from __future__ import annotations
@@ -24,10 +27,13 @@ from typing import Any
 import torch
 from torch._functorch.utils import unwrap_dead_wrappers as _unwrap_dead_wrappers
 
+from compiler.core.gather import picker
 from compiler.core.ir import Proxy, TensorProxy, Trace, map_proxies
 from compiler.runtime.cuda_graphs import GraphedComputation
 
 _functorch_transforms_active = torch._C._are_functorch_transforms_active
+_is_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+_NONE = type(None)  # `None in cotangents` would compare each tensor with None through Tensor.__eq__
 
 
 class CompiledAutograd:
@@ -64,6 +70,9 @@ class CompiledAutograd:
         # the tensor outputs that carry no gradient (integer tensors, values no input requiring grad reaches)
         self.frozen = [i for i, p in enumerate(outputs) if isinstance(p, TensorProxy) and not differentiable[i]]
         self.all_cotangents = (True,) * len(self.cotangent_positions)
+        self.every_output_differentiable = all(differentiable)  # then the cotangents are `given` as they come
+        self.full_backward: Callable[..., Any] | None = None  # the backward for every cotangent, once compiled
+        self._tensors: Callable[[tuple], tuple] | None = None  # gathers the tensor inputs (see `__call__`)
 
     def last_backward_traces(self) -> list[Trace]:
         """The traces of the backward the last `backward()` ran ([] before any)."""
@@ -72,8 +81,26 @@ class CompiledAutograd:
     def __call__(self, *inputs: Any) -> Any:
         if _functorch_transforms_active():
             return self.rebuild(_Function.apply(self, *inputs))
-        # NOTE: what `Function.apply` does without functorch transforms, less its Python layer
-        return self.rebuild(_apply(self, *_unwrap_dead_wrappers(inputs)))
+        # NOTE: what `Function.apply` does without functorch transforms, less its Python layer; its
+        # unwrapping of dead functorch wrappers (a Python loop over every input) only where a tensor
+        # input is a functorch wrapper at all, which one C-level map over the tensor inputs tells.
+        if self._tensors is None:
+            self._tensors = picker([i for i, value in enumerate(inputs) if isinstance(value, torch.Tensor)])
+        if any(map(_is_functorch_wrapped, self._tensors(inputs))):
+            inputs = _unwrap_dead_wrappers(inputs)
+        return self.rebuild(_apply(self, *inputs))
+
+    def backward_for(self, present: tuple[bool, ...]) -> Callable[..., Any]:
+        """The backward compiled for the cotangents flagged present, compiled on first need; the
+        pattern becomes the one `last_backward_traces` reports."""
+        backward = self.backwards.get(present)
+        if backward is None:
+            backward, self.backward_traces[present] = self.compile_backward(present)
+            self.backwards[present] = backward
+            if present == self.all_cotangents:
+                self.full_backward = backward
+        self.last_present = present
+        return backward
 
 
 class _Function(torch.autograd.Function):
@@ -101,15 +128,15 @@ class _Function(torch.autograd.Function):
                 f"double backward through the compiled function {runner.name} is not supported: its backward "
                 "is compiled without autograd (create_graph=True asks for the backward's own graph)"
             )
-        given = [cotangents[i] for i in runner.cotangent_positions]
-        present = tuple([c is not None for c in given])
-        backward = runner.backwards.get(present)
-        if backward is None:
-            backward, runner.backward_traces[present] = runner.compile_backward(present)
-            runner.backwards[present] = backward
-        runner.last_present = present
-        if present != runner.all_cotangents:
-            given = [c for c in given if c is not None]
+        backward = runner.full_backward
+        if backward is not None and runner.every_output_differentiable and _NONE not in map(type, cotangents):
+            given = cotangents  # every cotangent present: the usual call, its backward compiled already
+            runner.last_present = runner.all_cotangents
+        else:
+            given = [cotangents[i] for i in runner.cotangent_positions]
+            backward = runner.backward_for(tuple([c is not None for c in given]))
+            if runner.last_present != runner.all_cotangents:
+                given = [c for c in given if c is not None]
         saved, numbers = ctx.saved_tensors, ctx.numbers  # autograd's checks of in-place changes run here
         if ctx.lent is not None:
             values = ctx.lent.borrow()

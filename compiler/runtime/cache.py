@@ -3,7 +3,16 @@
 An entry is (prologue, computation). A call runs the entries' prologues in order until one
 accepts the arguments (returns the computation's inputs instead of raising `GuardFailure`) and
 runs that entry's computation; when none accepts, the function is traced and compiled again
-(a miss, i.e. a recompilation) and the new entry is appended. A recompilation records why each
+(a miss, i.e. a recompilation) and the new entry is appended.
+
+The order the entries are tried in is most recently used first: a new entry goes first (the calls
+after a miss are usually laid out as the one that missed), and an entry that accepts `PROMOTE_AFTER`
+calls in a row after another entry's guards failed moves to the front (the dispatcher is generated
+again; calls that alternate between entries never trigger it). Any entry whose guards accept a
+call computes it correctly, so the order only decides how many guards a call runs before its
+entry's: the fast path is the first entry's guards accepting (`CacheStats.fast_hits`). Entries
+that this class did not compile itself (an eager fallback that accepts every call) keep the
+order they were added in. A recompilation records why each
 entry rejected the call (`recompilations`), and with `automatic_dynamic` the numbers whose
 baked-in values were rejected become symbolic in every later entry (runtime/auto_dynamic.py).
 """
@@ -20,6 +29,8 @@ from compiler.core.errors import GuardFailure, check, short_repr
 from compiler.core.ir import Trace
 from compiler.runtime.auto_dynamic import Recompilation, check_requested, explain_all, to_make_symbolic
 from compiler.runtime.dispatch import INLINED, dispatcher, install
+
+PROMOTE_AFTER = 4  # calls in a row accepted by the same entry, tried after another, that move it to the front
 
 
 @dataclass
@@ -51,6 +62,13 @@ class CacheStats:
     hits: int = 0
     misses: int = 0
     compile_seconds: list[float] = field(default_factory=list)
+    later_hits: int = 0  # hits by an entry tried after another entry's guards failed
+
+    @property
+    def fast_hits(self) -> int:
+        """Hits by the entry tried first (the newest, or the one the latest calls used): its guards
+        alone ran."""
+        return self.hits - self.later_hits
 
     @property
     def total_compile_seconds(self) -> float:
@@ -90,9 +108,11 @@ class JittedFunction(functools.partial):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self._compile_entry = compile_entry
-        self.entries: list[CacheEntry] = []
+        self.entries: list[CacheEntry] = []  # in compilation order
+        self.order: list[CacheEntry] = []  # the order the dispatcher tries them in (see the module)
         self.stats = CacheStats()
         self.last_entry: CacheEntry | None = None
+        self._streak = 0  # calls in a row that `last_entry` accepted after another entry's guards failed
         self.automatic_dynamic = automatic_dynamic
         self.dynamic: frozenset[str] = frozenset(dynamic)
         self.kept_constant: frozenset[str] = frozenset()  # names that could not be traced symbolic
@@ -100,15 +120,29 @@ class JittedFunction(functools.partial):
 
     def _beyond_inlined(self, args: tuple, kwargs: dict) -> Any:
         """The entries the dispatcher does not inline, tried in order; a miss when none accepts."""
-        for entry in self.entries[INLINED:]:
+        # NOTE: an entry added by a subclass (an eager fallback) is installed in compilation order
+        tried = self.order if len(self.order) == len(self.entries) else self.entries
+        for entry in tried[INLINED:]:
             try:
                 inputs = entry.prologue(args, kwargs)
             except GuardFailure:
                 continue
             self.stats.hits += 1
-            self.last_entry = entry
+            self.later_hit(entry)
             return entry.computation(*inputs)
         return self._miss(args, kwargs)
+
+    def later_hit(self, entry: CacheEntry) -> None:
+        """Records a hit by `entry` after other entries' guards failed; at the `PROMOTE_AFTER`th
+        such call in a row, `entry` becomes the first entry tried."""
+        self.stats.later_hits += 1
+        self._streak = self._streak + 1 if entry is self.last_entry else 1
+        self.last_entry = entry
+        if self._streak >= PROMOTE_AFTER and len(self.order) == len(self.entries) and entry in self.order:
+            self._streak = 0
+            self.order.remove(entry)
+            self.order.insert(0, entry)
+            install(self.func, self.order, self)
 
     def _miss(self, args: tuple, kwargs: dict) -> Any:
         start = time.perf_counter()
@@ -133,7 +167,8 @@ class JittedFunction(functools.partial):
         if not self.entries and self.dynamic:  # before a first entry, `dynamic` is what jit was given
             check_requested(self.dynamic, entry.prologue_trace, getattr(self.fn, "__qualname__", repr(self.fn)))
         self.entries.append(entry)
-        install(self.func, self.entries, self)
+        self.order.insert(0, entry)
+        install(self.func, self.order, self)
         self.stats.misses += 1
         self.stats.compile_seconds.append(entry.compile_seconds)
         self.last_entry = entry

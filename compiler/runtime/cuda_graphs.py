@@ -30,7 +30,9 @@ forward's saved values are not cloned but *lent* (`Lent`) from the graph's buffe
 backward, so the backward reads the same addresses every step and its graph replays too; the
 small cotangents are copied into static buffers (a fresh loss gradient every step; a large one,
 usually the same caller's buffer every step, is keyed by its address like any input, since a copy
-would cost a pass over it). A replay that would
+would cost a pass over it, until calls in a row find no graph only because the large cotangents
+moved: a fresh temporary each step, as the backward of a loss computed outside the function
+makes, which a key by address would never replay; those are copied too from then on). A replay that would
 overwrite buffers still lent to an earlier forward clones them for it first, so two forwards
 before their backwards stay right. A backward run again (retain_graph=True) after another replay
 raises, naming the limit, rather than read overwritten values.
@@ -42,10 +44,11 @@ issued when capture itself failed.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +63,7 @@ _INSTANCES = 2  # graph instances per address key (see the module's "Outputs")
 
 
 _NUMBER_CHANGES = 3  # calls finding no graph, each differing from the one before only in numbers, to warn
+_MOVES = 3  # calls finding no graph, each differing from the one before only in cotangent addresses, to copy them
 
 
 class CudaGraphWarning(UserWarning):
@@ -82,16 +86,35 @@ class CudaGraphStats:
     ungraphed_calls: int = 0
     reason: str | None = None  # why it runs without graphs from now on
     changing: str | None = None  # the number inputs whose new values keep it from replaying
+    # the costs a training loop should not pay step after step (each names what its caller holds):
+    held_captures: int = 0  # captures because every instance's outputs were still held by callers
+    lent_copies: int = 0  # replays that first copied values lent to a backward that had not run
+    cloned_outputs: int = 0  # output leaves cloned after each replay (callers kept them past two calls)
+    copied_cotangents: int = 0  # cotangents copied into static buffers before each replay
 
     def __str__(self) -> str:
         text = f"{self.captures} captures, {self.replays} replays, {self.ungraphed_calls} calls without a graph"
+        held = [
+            f"{count} {what}"
+            for count, what in (
+                (self.held_captures, "captures while every instance's outputs were held"),
+                (self.lent_copies, "copies of saved values lent to a backward not run yet"),
+                (self.cloned_outputs, "outputs cloned after each replay"),
+                (self.copied_cotangents, "cotangents copied before each replay (a new address every step)"),
+            )
+            if count
+        ]
+        if held:
+            text += f" ({', '.join(held)})"
         if self.changing:
             text += f" (number inputs that change from call to call: {self.changing})"
         return text + (f" ({self.reason})" if self.reason else "")
 
 
 class Lent:
-    """A graph's output buffers lent to one caller (a forward's saved values, for its backward)."""
+    """A graph's output buffers lent to one caller (a forward's saved values, for its backward).
+    A lent value that is not the graph's own memory (a saved input, such as the x a norm's
+    backward reads) is not copied before an overwrite: the replay does not write it."""
 
     def __init__(self, values: list, graph: _Graph) -> None:
         self.values = values
@@ -100,11 +123,14 @@ class Lent:
         self.kept = False
         self.released = False
 
-    def keep(self) -> None:
-        """Called before the graph overwrites the buffers: the borrower gets copies, unless done."""
+    def keep(self) -> bool:
+        """Called before the graph overwrites the buffers: the borrower gets copies, unless done.
+        Whether it copied."""
         if not self.released and not self.kept:
-            self.values = [v.clone() if isinstance(v, torch.Tensor) else v for v in self.values]
+            self.values = [v.clone() if own else v for v, own in zip(self.values, self.graph.lent_owned)]
             self.kept = True
+            return True
+        return False
 
     def borrow(self) -> list:
         """The lent values; raises RuntimeError when the graph has overwritten them since."""
@@ -118,6 +144,35 @@ class Lent:
     def release(self) -> None:
         """The borrower is done (its backward ran): later replays need not copy the buffers."""
         self.released = True
+
+
+_capture_streams: dict[int, torch.cuda.Stream] = {}  # device index -> the side stream captures run on
+
+
+@contextlib.contextmanager
+def capturing(graph: torch.cuda.CUDAGraph) -> Iterator[None]:
+    """Captures the CUDA work of the block into `graph` (in a private memory pool, on a side stream
+    ordered after the current one), as `torch.cuda.graph(graph)` does less the device
+    synchronisation and `torch.cuda.empty_cache()` it starts with. An entry captures whenever it
+    meets new input addresses, in the middle of a training loop: emptying the cache there hands
+    every cached block back to the driver, so the next allocations get new addresses (new keys,
+    more captures) through cudaMalloc, which synchronises; a capture needs no synchronisation,
+    since nothing it records runs until a replay on the current stream."""
+    current = torch.cuda.current_stream()
+    stream = _capture_streams.get(current.device_index)
+    if stream is None:
+        stream = _capture_streams[current.device_index] = torch.cuda.Stream(device=current.device)
+    stream.wait_stream(current)
+    with torch.cuda.stream(stream):
+        graph.capture_begin()
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):  # NOTE: the block's error says why, not the broken capture's
+                graph.capture_end()
+            raise
+        graph.capture_end()
+    current.wait_stream(stream)
 
 
 class _Slot(int):
@@ -158,7 +213,7 @@ class _Graph:
         self.buffers = [inputs[i].clone() for i in static]
         inputs = tuple(self.buffers[static.index(i)] if i in static else a for i, a in enumerate(inputs))
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
+        with capturing(self.graph):
             outputs = computation(*inputs)
         self.leaves, spec = pytree.tree_flatten(outputs)
         self.unflatten = _unflattener(spec)
@@ -169,6 +224,11 @@ class _Graph:
             if isinstance(a, torch.Tensor) and i not in static  # a static buffer's memory is rewritten
         }
         self.lent_from = len(self.leaves) - lend
+        # the lent leaves in the graph's own memory: those a replay overwrites (see `Lent.keep`)
+        self.lent_owned = [
+            isinstance(leaf, torch.Tensor) and leaf.untyped_storage().data_ptr() not in storages
+            for leaf in self.leaves[self.lent_from :]
+        ]
         # the output leaves in the graph's own memory: returned as aliases, see `held`
         self.owned = [
             i < self.lent_from and isinstance(leaf, torch.Tensor) and leaf.untyped_storage().data_ptr() not in storages
@@ -200,14 +260,14 @@ class _Graph:
         busy = {j for j, (count, own) in enumerate(zip(counts, self.own_counts)) if count > own}
         return {i for i, j in enumerate(self.leaf_storage) if j in busy}
 
-    def replay(self, inputs: tuple, cloned: set[int]) -> tuple[Any, Lent | None]:
+    def replay(self, inputs: tuple, cloned: set[int], stats: CudaGraphStats) -> tuple[Any, Lent | None]:
         """Replays; the owned leaves come back as aliases, those in `cloned` as copies."""
         if self.static:
             for i, buffer in zip(self.static, self.buffers):
                 buffer.copy_(inputs[i])
         lent = self.borrower() if self.borrower is not None else None
-        if lent is not None:
-            lent.keep()
+        if lent is not None and lent.keep():
+            stats.lent_copies += 1
         self.graph.replay()
         self.generation += 1
         if cloned:
@@ -263,6 +323,8 @@ class GraphedComputation:
         self._input_count = 0
         self._last_key: tuple | None = None
         self._number_changes = 0  # new keys in a row that differed from the last new key only in numbers
+        self._keyed_positions: list[int] = []  # the positions of the inputs keyed by address, in key order
+        self._moves = 0  # new keys in a row that differed from the last new key only in cotangent addresses
         self.__fusebench_source__ = getattr(computation, "__fusebench_source__", "")
 
     def key(self, inputs: tuple) -> tuple | None:
@@ -286,7 +348,8 @@ class GraphedComputation:
                 if i >= static_from and inputs[i].nbytes <= _COPIED_BYTES  # type: ignore[union-attr]
             ]
             self._tensors = picker(tensors)
-            self._keyed = picker([i for i in tensors if i not in self._copied]) if self._copied else self._tensors
+            self._keyed_positions = [i for i in tensors if i not in self._copied]
+            self._keyed = picker(self._keyed_positions) if self._copied else self._tensors
             others = sorted(set(range(len(inputs))) - set(tensors))
             self._others = picker(others) if others else None
             self._other_positions, self._input_count = others, len(inputs)
@@ -299,11 +362,34 @@ class GraphedComputation:
     def __call__(self, *inputs: Any) -> Any:
         return self.call_lending(inputs)[0]
 
+    def _note_moves(self, last: tuple | None, key: tuple) -> None:
+        """Counts a new key that differs from the last new key only in the addresses of cotangents
+        (the `static_tail`); at `_MOVES` in a row, every tensor of the tail is copied into the graphs'
+        static buffers from then on, and the graphs keyed by their addresses are dropped."""
+        static_from = self._input_count - self.static_tail
+        moved = (
+            [p for p, a, b in zip(self._keyed_positions, last[0], key[0]) if a != b]
+            if last is not None and last[1:] == key[1:]
+            else []
+        )
+        self._moves = self._moves + 1 if moved and min(moved) >= static_from else 0
+        if self._moves < _MOVES:
+            return
+        self._copied = sorted({*self._copied, *(p for p in self._keyed_positions if p >= static_from)})
+        self._keyed_positions = [p for p in self._keyed_positions if p < static_from]
+        self._keyed = picker(self._keyed_positions)
+        self.graphs.clear()
+        self.warmed_up.clear()
+        self._last_key, self._moves = None, 0
+        self.stats.copied_cotangents = len(self._copied)
+
     def _note_numbers(self, key: tuple) -> None:
         """Counts a new key that differs from the last new key only in number inputs; at
         `_NUMBER_CHANGES` in a row, warns once, naming them (a graph bakes numbers in). Called
         only for keys without a graph, so replays pay nothing."""
         last, self._last_key = self._last_key, key
+        if self.static_tail:
+            self._note_moves(last, key)
         changed = changed_numbers(last, key)
         self._number_changes = self._number_changes + 1 if changed else 0
         if self._number_changes < _NUMBER_CHANGES or self.stats.changing is not None:
@@ -322,7 +408,7 @@ class GraphedComputation:
             self.stats.ungraphed_calls += 1
             return self.computation(*inputs), None
         self.stats.replays += 1
-        return graph.replay(inputs, self.cloned)
+        return graph.replay(inputs, self.cloned, self.stats)
 
     def _graph(self, inputs: tuple) -> _Graph | None:
         """A graph instance for these inputs that no caller's outputs hold, captured when needed."""
@@ -347,6 +433,8 @@ class GraphedComputation:
         if len(instances) == _INSTANCES:  # every instance is held: leave the oldest to its holders
             instances.pop(0)
             self.cloned |= held[0]
+            self.stats.held_captures += 1
+            self.stats.cloned_outputs = len(self.cloned)
         try:
             graph = _Graph(self.computation, inputs, self._copied, self.lend)
         except Exception as error:  # NOTE: whatever fails capture (sync, CPU work) means "no graph here"

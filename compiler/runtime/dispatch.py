@@ -25,6 +25,11 @@ Each entry's globals are renamed with its own prefix, so entries never share a n
 that is not generated source (a hand-written entry) is called as a function instead. Only the
 first `INLINED` entries are inlined; `_rest` tries the others in a loop, then compiles.
 
+The entries are tried in the order the cache gives (runtime/cache.py: the newest entry first,
+then an entry the latest calls keep using is moved to the front), so a call laid out like the
+last ones is accepted by the first guards it meets: one C++ tensor check and a few lines, no
+other entry's guards failing first.
+
 The jitted function (runtime/cache.py) is a `functools.partial` of the dispatcher, so a call
 reaches it through C without a Python `__call__` frame; each compilation swaps the dispatcher's
 code (`install`) and the function object stays the same.
@@ -109,21 +114,32 @@ def dispatcher(rest: Callable[[tuple, dict], Any]) -> Callable[..., Any]:
 
 
 def install(dispatch: Callable[..., Any], entries: Sequence[Any], owner: Any) -> None:
-    """Rewrites `dispatch` (made by `dispatcher`) to run the first of `entries` (each with
-    `prologue` and `computation`) whose guards accept the call, counting the hit in
-    `owner.stats.hits` and, when there are several entries, recording it as `owner.last_entry`;
-    it calls its `rest` when none of the first `INLINED` entries accepts."""
+    """Rewrites `dispatch` (made by `dispatcher`) to try `entries` (each with `prologue` and
+    `computation`) in the order given and run the first whose guards accept the call, counting the
+    hit in `owner.stats.hits` and, when there are several entries, recording it as
+    `owner.last_entry`; a hit by an entry tried after another calls `owner.later_hit(entry)` (the
+    first one's hits, the fast path, pay nothing more). It calls its `rest` when none of the first
+    `INLINED` entries accepts. Each entry's names carry its position in `owner.entries` (its
+    compilation order), so reordering the same entries reuses their parsed code."""
     scope = dispatch.__globals__
     scope.update(_owner=owner, _stats=owner.stats)
+    parsed = scope.setdefault("_parsed", {})
+    labels = {id(entry): i for i, entry in enumerate(getattr(owner, "entries", entries))}
     lines = ["def dispatch(*args, **kwargs):"]
-    for i, entry in enumerate(entries[:INLINED]):
-        scope[f"_entry_{i}"] = entry
-        guards, inputs = _guards(entry, i, scope)
+    for position, entry in enumerate(entries[:INLINED]):
+        i = labels.get(id(entry), position)
+        if parsed.get(i, (None,))[0] is not entry:
+            scope[f"_entry_{i}"] = entry
+            guards, inputs = _guards(entry, i, scope)
+            parsed[i] = (entry, guards, _run(entry, i, inputs, scope))
+        _, guards, run = parsed[i]
         lines += ["  try:", *(f"    {line}" for line in guards), "  except _GuardFailure:", "    pass", "  else:"]
         lines += ["    _stats.hits += 1"]
-        if len(entries) > 1:
+        if position:
+            lines += [f"    _owner.later_hit(_entry_{i})"]
+        elif len(entries) > 1:
             lines += [f"    _owner.last_entry = _entry_{i}"]
-        lines += [f"    {line}" for line in _run(entry, i, inputs, scope)]
+        lines += [f"    {line}" for line in run]
     lines.append("  return _rest(args, kwargs)")
     source = "\n".join(lines) + "\n"
     namespace: dict[str, Any] = {}

@@ -17,7 +17,12 @@ tensors' properties, on the entry's first call) do the lines themselves decide. 
 usual guard of a no-grad entry), a run's part of that guard moves into its lines, and the run
 learns only from tensors that do not require grad: a call the C++ check accepts cannot fail it.
 A `check_strides` of a run's tensor (every tensor of a CUDA-graphed entry) moves into the run the
-same way: the C++ check compares that tensor's strides, and its line does too.
+same way: the C++ check compares that tensor's strides, and its line does too. Where the entry runs
+under autograd (its guard wants grad mode on and given `requires_grad` flags), a run's part of the
+flags moves into the run too: its lines compare its tensors' flags, so it learns only from tensors
+with the flags wanted, and the C++ check (which compares them exactly) leaves the guard's line
+only grad mode and the flags of tensors outside every run: a module's hundreds of parameters cost
+no attribute read each.
 """
 
 from __future__ import annotations
@@ -163,6 +168,7 @@ class _Runs:
     heads: Mapping[int, list[BoundSymbol]]  # id of a run's first guard -> the run
     members: set[int]  # ids of the other guards of the runs
     folded: set[int]  # ids of the first guards of the runs that check requires_grad (see the module)
+    wanted: Mapping[int, bool]  # id of a tensor proxy of a run -> the requires_grad its autograd guard wants
     strided: Mapping[int, tuple]  # id of a run's tensor proxy -> the strides a `check_strides` guards
 
 
@@ -182,6 +188,9 @@ def _checked_run(runs: _Runs, bsym: BoundSymbol, g: Globals) -> list[str] | None
         lines += [f"  {line}" for line in _check_tensor(b, g, runs.strided.get(id(b.args[0]))) or []]
     if without_grad:
         lines += [f"  {line}" for line in _no_grad_line([b.args[0] for b in run], g)]
+    elif id(run[0].args[0]) in runs.wanted:  # the whole run's flags, see `_autograd_guarded`
+        tensors = [b.args[0] for b in run]
+        lines += [f"  {line}" for line in _flags_line(tensors, [runs.wanted[id(t)] for t in tensors], g)]
     return [*lines, f"  {checks}.learn({names})"]
 
 
@@ -212,14 +221,30 @@ def _no_grad_line(tensors: Sequence[Proxy], g: Globals) -> list[str]:
     return [_raise(g, f"({any_requires}) and {g.bind(torch.is_grad_enabled, 'is_grad_enabled')}()")]
 
 
+def _flags_line(tensors: Sequence[Proxy], flags: Sequence[bool], g: Globals) -> list[str]:
+    """The guard that `tensors` have these `requires_grad` flags."""
+    actual = "".join(f"{g.source(t)}.requires_grad, " for t in tensors)
+    return [_raise(g, f"({actual}) != {g.source(tuple(flags))}")]
+
+
 def _check_requires_grad(folded: set[int], bsym: BoundSymbol, g: Globals) -> list[str] | None:
     """The requires_grad guard, less the tensors whose runs check it (`folded`, see `_checked_run`)."""
     tensors, flags = bsym.args
     if True not in flags:  # the common case: no tensor may require grad under grad mode
         return _no_grad_line([t for t in tensors if id(t) not in folded], g)
     enabled = f"{g.bind(torch.is_grad_enabled, 'is_grad_enabled')}()"
-    actual = "".join(f"{g.source(t)}.requires_grad, " for t in tensors)
-    return [_raise(g, f"not {enabled} or ({actual}) != {g.source(tuple(flags))}")]
+    rest = [(t, f) for t, f in zip(tensors, flags) if id(t) not in folded]
+    if not rest:
+        return [_raise(g, f"not {enabled}")]
+    actual = "".join(f"{g.source(t)}.requires_grad, " for t, _ in rest)
+    return [_raise(g, f"not {enabled} or ({actual}) != {g.source(tuple(f for _, f in rest))}")]
+
+
+def _autograd_guarded(bsyms: Sequence[BoundSymbol]) -> dict[int, bool]:
+    """Tensor proxy id -> the requires_grad flag that a `check_requires_grad` wanting grad mode on
+    (some tensor requiring grad: an autograd entry) wants for it."""
+    guards = (b for b in bsyms if b.sym is Prim.CHECK_REQUIRES_GRAD and True in b.args[1])
+    return {id(t): flag for b in guards for t, flag in zip(*b.args)}
 
 
 # Prologue prims INLINE_GUARDS leaves out: `compile_prologue` inlines them itself, knowing which
@@ -248,11 +273,14 @@ def compile_prologue(prologue: Trace) -> Callable[[tuple, dict], Any]:
     in_runs = {id(b.args[0]) for run in found for b in run}
     no_grad = _no_grad_guarded(prologue.bsyms)
     folded_runs = [run for run in found if all(id(b.args[0]) in no_grad for b in run)]
-    folded = {id(b.args[0]) for run in folded_runs for b in run}
+    autograd = _autograd_guarded(prologue.bsyms)
+    flagged_runs = [run for run in found if all(id(b.args[0]) in autograd for b in run)]
+    folded = {id(b.args[0]) for run in [*folded_runs, *flagged_runs] for b in run}
     runs = _Runs(
         heads={id(run[0]): run for run in found},
         members={id(b) for run in found for b in run[1:]},
         folded={id(run[0]) for run in folded_runs},
+        wanted={id(b.args[0]): autograd[id(b.args[0])] for run in flagged_runs for b in run},
         strided={
             id(b.args[0]): tuple(b.args[1])
             for b in prologue.bsyms

@@ -8,13 +8,74 @@ entry while new values do not.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
+import torch
 from torch import nn
 
 from compiler.runtime.cache import CacheEntry, JittedFunction
 from compiler.tracing.module import ModuleLayout, forward_signature
+
+_NONE = type(None)
+_training = operator.attrgetter("training")
+_training_entry = operator.itemgetter("training")
+
+
+class LayoutReader:
+    """`ModuleLayout.read()` and `.modes()` with every tensor and mode gathered by C-level maps (a
+    model's hundreds of parameters and submodules are read on every call; per-tensor Python
+    would cost more than the prologue's guards of them), meaning exactly what they mean there."""
+
+    def __init__(self, layout: ModuleLayout) -> None:
+        self.layout = layout
+        self.keys = [key for _, _, key in layout.first_slots]
+        self.tables = [table for table, _, _ in layout.first_slots]
+        self.names = [local for _, local, _ in layout.first_slots]
+        # the other places a shared tensor lives (tied weights): each must hold that same tensor
+        position = {key: i for i, key in enumerate(self.keys)}
+        first = {id(slot) for slot in layout.first_slots}
+        others = [slot for slot in layout.slots if id(slot) not in first]
+        self.other_tables = [table for table, _, _ in others]
+        self.other_names = [local for _, local, _ in others]
+        self.other_positions = [position[key] for _, _, key in others]
+        self.modules = [module for _, module in layout.submodules]
+        # NOTE: `module.training` goes through nn.Module's attribute lookup; read from each
+        # instance's __dict__ instead where that is where it lives (no class defines it otherwise)
+        plain = all("training" in vars(m) and not hasattr(type(m), "training") for m in self.modules)
+        dicts = [vars(m) for m in self.modules]
+        self.flags: Callable[[], tuple] = (
+            (lambda: tuple(map(_training_entry, dicts))) if plain else (lambda: tuple(map(_training, self.modules)))
+        )
+        self.last_flags: tuple | None = None
+        self.last_modes = ""
+
+    def read(self) -> dict[str, torch.Tensor] | None:
+        """The module's tensors by input key, or None when it no longer has this layout."""
+        try:
+            values = list(map(operator.getitem, self.tables, self.names))
+            if self.other_tables and not all(
+                map(
+                    operator.is_,
+                    map(operator.getitem, self.other_tables, self.other_names),
+                    map(values.__getitem__, self.other_positions),
+                )
+            ):
+                return None
+        except KeyError:
+            return None
+        if _NONE in map(type, values):
+            return None
+        return dict(zip(self.keys, values))
+
+    def modes(self) -> str:
+        """'T' or 'E' per submodule, in order (`ModuleLayout.modes`), made again only when a
+        submodule's `training` changed since the last call."""
+        flags = self.flags()
+        if flags != self.last_flags:
+            self.last_flags, self.last_modes = flags, "".join("T" if f else "E" for f in flags)
+        return self.last_modes
 
 
 class JittedModule(JittedFunction):
@@ -30,6 +91,7 @@ class JittedModule(JittedFunction):
     ) -> None:
         self.module = module
         self.layout = ModuleLayout(module)
+        self.reader = LayoutReader(self.layout)
 
         def traced(state: dict, modes: str, *args: Any, **kwargs: Any) -> tuple:
             return self.layout.forward(state, args, kwargs)
@@ -39,11 +101,12 @@ class JittedModule(JittedFunction):
         super().__init__(traced, make_compile_entry(traced), automatic_dynamic=automatic_dynamic, dynamic=dynamic)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        state = self.layout.read()
+        state = self.reader.read()
         if state is None:
             self.layout = ModuleLayout(self.module)
-            state = self.layout.read()
-        spec, leaves = super().__call__(state, self.layout.modes(), *args, **kwargs)
+            self.reader = LayoutReader(self.layout)
+            state = self.reader.read()
+        spec, leaves = super().__call__(state, self.reader.modes(), *args, **kwargs)
         return spec.rebuild(leaves)
 
     def __repr__(self) -> str:

@@ -181,16 +181,18 @@ def test_a_returned_argument_is_the_updated_memory() -> None:
 
 
 def test_lent_buffers_are_copied_before_an_overwrite_unless_released() -> None:
-    graph = types.SimpleNamespace(generation=0)
-    buffer = torch.arange(4.0)
-    lent = Lent([buffer, 3], graph)
-    lent.keep()  # the graph is about to overwrite `buffer`: the borrower gets a copy
+    # the graph's own memory, a saved input (the caller's memory: a replay does not write it), a number
+    graph = types.SimpleNamespace(generation=0, lent_owned=[True, False, False])
+    buffer, saved_input = torch.arange(4.0), torch.ones(3)
+    lent = Lent([buffer, saved_input, 3], graph)
+    assert lent.keep()  # the graph is about to overwrite `buffer`: the borrower gets a copy
     buffer.zero_()
     graph.generation += 1
-    assert lent.borrow()[0].tolist() == [0.0, 1.0, 2.0, 3.0] and lent.borrow()[1] == 3
-    released = Lent([buffer], graph)
+    assert lent.borrow()[0].tolist() == [0.0, 1.0, 2.0, 3.0] and lent.borrow()[2] == 3
+    assert lent.borrow()[1] is saved_input  # not copied: a pass over the input would buy nothing
+    released = Lent([buffer, saved_input, 3], graph)
     released.release()
-    released.keep()  # released: nothing copied
+    assert not released.keep()  # released: nothing copied
     assert released.borrow()[0] is buffer
     graph.generation += 1  # overwritten since: a second backward must not read it
     with pytest.raises(RuntimeError, match=r"retain_graph=True\) after its CUDA-graphed forward was replayed"):
@@ -305,3 +307,30 @@ def test_the_same_memory_with_other_strides_is_another_entry_not_a_stale_replay(
     assert "layout of x: expected (64, 1), got (1, 64)" in str(compiler.examine.recompilations(jfn))
     assert first.computation.strides_guarded and first.computation.key((square,))[1] is None
     assert (second.computation.stats.captures, second.computation.stats.replays) == (1, 2)
+
+
+def _keyed_by_address(static_tail: int) -> GraphedComputation:
+    """A graphed backward of (saved, cotangent) whose large cotangent is keyed by its address (as
+    `key` sets it up on a first call with CUDA tensors)."""
+    graphed = GraphedComputation(lambda saved, cotangent: saved * cotangent, static_tail=static_tail)
+    graphed._input_count, graphed._keyed_positions = 2, [0, 1]
+    return graphed
+
+
+def test_cotangents_at_a_new_address_every_call_are_copied_from_then_on() -> None:
+    graphed = _keyed_by_address(static_tail=1)
+    for cotangent_address in (100, 200, 300, 400):  # the saved value stays, the cotangent moves
+        graphed._note_numbers(((7, cotangent_address), None))
+    assert graphed._copied == [1] and graphed._keyed_positions == [0] and graphed.stats.copied_cotangents == 1
+    assert graphed._keyed((5, 6)) == (5,) and "cotangents copied before each replay" in str(graphed.stats)
+
+
+def test_cotangent_moves_interrupted_by_other_changes_keep_the_cotangent_keyed() -> None:
+    graphed = _keyed_by_address(static_tail=1)
+    for saved_address, cotangent_address in ((7, 100), (7, 200), (8, 300), (8, 400), (9, 400)):
+        graphed._note_numbers(((saved_address, cotangent_address), None))
+    assert graphed._copied == [] and graphed._keyed_positions == [0, 1] and graphed.stats.copied_cotangents == 0
+    forward = _keyed_by_address(static_tail=0)  # a forward: nothing of it is a cotangent
+    for address in (100, 200, 300, 400):
+        forward._note_numbers(((7, address), None))
+    assert forward._copied == [] and forward._keyed_positions == [0, 1]

@@ -13,6 +13,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import compiler
+from compiler.runtime.module import LayoutReader
+from compiler.tracing.module import ModuleLayout
 from suites._models.gpt import GPT, Decoder, GPTConfig
 from suites._models.llama import BlockDecoder, LlamaBlock, LlamaConfig
 
@@ -193,3 +195,82 @@ def test_gpt_and_llama_match_eager_in_prefill_and_decode(seed: int) -> None:
                 torch.testing.assert_close(jitted(*args, where, cache_compiled), decoder(*args, where, cache_eager))
                 torch.testing.assert_close(cache_compiled, cache_eager)
             assert compiler.cache_stats(jitted).misses == 1
+
+
+class _Tied(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 4)
+        self.body = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.1), torch.nn.LayerNorm(4))
+        self.head = torch.nn.Linear(4, 10, bias=False)
+        self.head.weight = self.embed.weight  # tied, as GPT-2's lm_head
+        self.register_buffer("scale", torch.ones(4))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(self.embed(tokens)) * self.scale)
+
+
+def _same_reading(module: torch.nn.Module, reader: LayoutReader) -> None:
+    want, got = reader.layout.read(), reader.read()
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert list(got) == list(want) and all(got[k] is want[k] for k in want)
+    assert reader.modes() == reader.layout.modes()
+
+
+def test_the_layout_reader_reads_what_the_layout_reads_through_every_change() -> None:
+    model = _Tied()
+    reader = LayoutReader(ModuleLayout(model))
+    assert reader.other_tables  # the tied weight's second place is checked
+    changes = [
+        lambda: None,
+        lambda: model.body[1].eval(),
+        lambda: setattr(model.body[2], "training", 0),  # falsy, not a bool
+        lambda: model.train(),
+        lambda: setattr(model.body[0], "weight", torch.nn.Parameter(torch.randn(4, 4))),  # a new tensor: same layout
+        lambda: setattr(model.head, "weight", torch.nn.Parameter(torch.randn(10, 4))),  # untied: not this layout
+        lambda: setattr(model.head, "weight", model.embed.weight),  # tied again
+        lambda: setattr(model.body[0], "bias", None),  # gone: not this layout
+    ]
+    for change in changes:
+        change()
+        _same_reading(model, reader)
+    del model.body[2]._parameters["weight"]  # removed: a KeyError for both
+    _same_reading(model, reader)
+
+
+def test_a_jitted_module_follows_its_parameters_and_modes_call_after_call() -> None:
+    model = _Tied()
+    jfn = compiler.jit(model, executors=["torch"])
+    tokens = torch.tensor([[1, 2, 3]])
+    for step in range(4):
+        model.train(step % 2 == 0)
+        model.body[1].eval()  # dropout off in both modes: results compare exactly
+        with torch.no_grad():
+            model.embed.weight.add_(0.1)  # the tied weight changes for both of its places
+        torch.testing.assert_close(jfn(tokens), model(tokens))
+    model.head.weight = torch.nn.Parameter(torch.randn(10, 4))  # untied: a new layout, read again
+    torch.testing.assert_close(jfn(tokens), model(tokens))
+
+
+class _ModeProperty(torch.nn.Linear):
+    """A module whose class defines `training` itself (not in the instance's __dict__)."""
+
+    @property
+    def training(self) -> bool:
+        return self.__dict__.get("_mode", True)
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        self.__dict__["_mode"] = value
+
+
+def test_the_layout_reader_reads_a_training_property_through_the_attribute() -> None:
+    model = torch.nn.Sequential(_ModeProperty(3, 3), torch.nn.Dropout())
+    reader = LayoutReader(ModuleLayout(model))
+    for train in (True, False, True):
+        model.train(train)
+        _same_reading(model, reader)
+    model[0].eval()
+    _same_reading(model, reader)
+    assert reader.modes() == "TET"
