@@ -22,7 +22,9 @@ def _line(outcome: Outcome) -> str:
 def test_a_timed_measurement_shows_its_median_iqr_and_how_long_it_took() -> None:
     timing = summarize([2e-3, 2e-3, 3e-3])
     outcome = Outcome("suite", "case", {"n": 4}, "fusebench", "cpu", "ok", timing=timing, duration=48.25)
-    assert _line(outcome) == "[ 1/12] suite.case(n=4) fusebench ... 2.00 ms, IQR 500 µs (3 repeats) | 48.2 s | ETA 0 s\n"
+    assert (
+        _line(outcome) == "[ 1/12] suite.case(n=4) fusebench ... 2.00 ms, IQR 500 µs (3 repeats) | 48.2 s | ETA 0 s\n"
+    )
 
 
 def test_the_progress_line_spread_is_the_tables_iqr_column() -> None:
