@@ -29,7 +29,7 @@ def _binomial_cdf(count: int, successes: int) -> float:
     return sum(math.comb(count, i) for i in range(successes + 1)) / 2**count
 
 
-@pytest.mark.parametrize("count", [6, 10, 25, 50, 101, 400])
+@pytest.mark.parametrize("count", [6, 10, 25, 50, 101, 400, 5000])
 def test_the_lower_rank_is_the_largest_whose_two_tails_stay_within_alpha(count: int) -> None:
     rank = lower_rank(count, 0.95)
     assert rank is not None
