@@ -1,8 +1,8 @@
 """`fusebench list`: the suites, cases, parameter combinations and variants a `run` would measure.
 
 Without `--all` it lists the default run (each case's headline combinations and default variants)
-and, per case, the variants only `--all` or `--variant` measure; with `--all` it lists everything,
-marking what a default run leaves out with `[--all]`."""
+and, per case, the variants only `--all` or `--variant` measure; with `--all` (or -k, --variant,
+which select from everything) it marks what a default run leaves out with `[--all]`."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             missing = case.missing_requirement()
             headline = case.headline_grid(selection.quick)
             for group in case_groups:
-                sweep = "  [--all]" if selection.everything and group.params not in headline else ""
+                sweep = "  [--all]" if group.params not in headline else ""  # -k lists them too
                 print(f"    {format_params(group.params)}  ({_bytes_note(case, group.params, missing)}){sweep}")
             defaults = default_variants_for(case)
             listed = case_groups[0].variants

@@ -75,3 +75,11 @@ def test_list_shows_the_default_set_and_marks_the_rest_with_all(suites: Path, ca
     out = capsys.readouterr().out
     assert "n=8  (64 bytes moved at least)  [--all]" in out and "n=4  (32 bytes moved at least)\n" in out
     assert "fusebench-dynamo [--all]" in out and "eager, " in out
+
+
+def test_list_with_k_marks_the_combinations_a_default_run_leaves_out(
+    suites: Path, capsys: pytest.CaptureFixture
+) -> None:
+    assert main(["list", "--suites", str(suites), "--device", "cpu", "-k", "n=16", "--variant", "eager"]) == 0
+    out = capsys.readouterr().out
+    assert "n=16  (128 bytes moved at least)  [--all]" in out and "variants: eager\n" in out
