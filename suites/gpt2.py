@@ -115,6 +115,7 @@ CASES = [
         reference=_reference,
         tolerances=_TOLERANCES,
         mutated_args=(3,),
+        headline_variants=("torch.compile(reduce-overhead)", "fusebench-cudagraphs"),
         tokens=new_tokens,
         description="GPT-2 small: one token per sequence against full KV caches (index_copy_ + masked SDPA)",
     ),

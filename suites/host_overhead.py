@@ -95,6 +95,7 @@ def _tiny_case(name: str, program: Callable[[torch.Tensor], torch.Tensor], label
         params={"numel": [4]},
         timer="wall",
         calls_per_sample=20,
+        headline_variants=("torch.compile(reduce-overhead)", "fusebench-cudagraphs"),
         description=f"the {label} program on a 4-element tensor: per-call host overhead",
     )
 

@@ -120,6 +120,7 @@ CASES = [
         reference=_reference,
         tolerances=_TOLERANCES,
         mutated_args=(3,),
+        headline_variants=("torch.compile(reduce-overhead)", "fusebench-cudagraphs"),
         tokens=new_tokens,
         description="one Llama-3-8B block: one token per sequence against a full KV cache (enable_gqa, bool mask)",
     ),

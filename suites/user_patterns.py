@@ -208,6 +208,7 @@ def _case(pattern: Pattern, form: Form) -> Case:
         bytes_moved=bytes_of(pattern, form),
         params={"tokens": list(TOKENS), "width": [pattern.width], "dtype": ["bfloat16"]},
         quick_params={"tokens": [QUICK_TOKENS], "width": [pattern.quick_width], "dtype": ["bfloat16"]},
+        headline={"tokens": [8192]},
         tolerances={torch.bfloat16: bf16, **({torch.float32: bf16} if form.rounded else {})},
         description=f"{pattern.name} written {form.name.replace('_', ' ')}",
     )

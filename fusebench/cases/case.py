@@ -43,6 +43,15 @@ class Case:
     bytes_moved: params -> the fewest bytes the operation must read plus write (IOBytes).
     params: the parameter grid at GPU sizes, name -> list of values.
     quick_params: the grid for `--quick` (small sizes that run on CPU); defaults to `params`.
+    headline: what a default `fusebench run` measures of the grid (`--all`, or `-k`, measure all
+        of it): name -> the values that stand for that parameter, a sub-grid of `params` and
+        `quick_params`. Per parameter, of the grid being run (full or quick):
+        - named here: the grid's values listed here (when none of them is in this grid, as when
+          only the full sizes are listed and the quick grid runs, the rule below picks);
+        - not named: every value when the parameter has one or two (a dtype pair, constant vs
+          symbolic: each a different code path), else its first value (a sweep over sizes or
+          models, which one point stands for until `--all`).
+        So a grid of one- and two-valued parameters runs whole by default.
     reference: computes the expected result eagerly; defaults to `fn`. It is called on a copy of
         the inputs upcast to `reference_dtype` (floating tensors only; None keeps dtypes).
     tolerances: (rtol, atol) per dtype of the checked tensor, over `DEFAULT_TOLERANCES`.
@@ -55,6 +64,9 @@ class Case:
         call's kernels minus the forward's).
     jit_options: params -> options for compiling variants, e.g. {"cache": "symbolic"}.
     extra_variants: variants only this case has (a hand-written kernel, library baselines).
+    headline_variants: names of opt-in variants (`Variant.default` False) this case measures by
+        default too: e.g. the CUDA-graph variants for a launch-bound case, where they are the
+        peer to beat.
     cold: every sample starts from a freshly compiled function, so compilation is part of the
         time (a sequence of calls with changing scalars); compile time is first minus warm call.
     timer: "device" (CUDA events on GPU, perf_counter on CPU) or "wall" (perf_counter with
@@ -73,6 +85,7 @@ class Case:
     bytes_moved: Callable[[Params], int]
     params: Mapping[str, Sequence[Any]]
     quick_params: Mapping[str, Sequence[Any]] | None = None
+    headline: Mapping[str, Sequence[Any]] | None = None
     reference: Callable[..., Any] | None = None
     reference_dtype: torch.dtype | None = torch.float64
     tolerances: Mapping[torch.dtype, tuple[float, float]] = field(default_factory=dict)
@@ -81,6 +94,7 @@ class Case:
     forward_call: Callable[[Callable[..., Any], tuple], Any] | None = None
     jit_options: Callable[[Params], Mapping[str, Any]] | None = None
     extra_variants: tuple[Variant, ...] = ()
+    headline_variants: tuple[str, ...] = ()
     cold: bool = False
     timer: str = "device"
     calls_per_sample: int = 1
@@ -107,6 +121,15 @@ class Case:
                     f"{self.name}.quick_params names {list(self.quick_params)} differ from the params names "
                     f"{list(self.params)}"
                 ),
+                CaseError,
+            )
+        if self.headline is not None:
+            _validate_headline(self)
+        known = [v.name for v in variants_for(self)]
+        for name in self.headline_variants:
+            check(
+                name in known,
+                lambda name=name: f"{self.name}.headline_variants names {name!r}, not one of its variants {known}",
                 CaseError,
             )
         check(self.timer in TIMERS, lambda: f"{self.name}.timer is {self.timer!r}; expected one of {TIMERS}", CaseError)
@@ -137,6 +160,13 @@ class Case:
         names = list(grid)
         return [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))]
 
+    def headline_grid(self, quick: bool) -> list[dict[str, Any]]:
+        """The combinations of the full or quick grid a default run measures (see `headline`), in
+        declaration order."""
+        grid = self.quick_params if quick and self.quick_params is not None else self.params
+        chosen = {name: headline_values(grid[name], (self.headline or {}).get(name)) for name in grid}
+        return [dict(zip(chosen, values)) for values in itertools.product(*chosen.values())]
+
     def run(self, fn: Callable[..., Any], args: tuple) -> Any:
         """One call of `fn` on `args` the way this case calls it."""
         if self.call is not None:
@@ -164,6 +194,28 @@ class Case:
 def variants_for(case: Case) -> list[Variant]:
     """The standard variants followed by the case's own."""
     return [*STANDARD_VARIANTS, *case.extra_variants]
+
+
+def default_variants_for(case: Case) -> list[Variant]:
+    """The variants a default run measures on `case`: those marked `default`, and the opt-in ones
+    the case names in `headline_variants`, in `variants_for` order."""
+    return [v for v in variants_for(case) if v.default or v.name in case.headline_variants]
+
+
+# NOTE: one or two values are kept whole: such a parameter is a choice between code paths (two
+# dtypes, constant vs symbolic caching), not a sweep that one point stands for.
+MAX_WHOLE_AXIS = 2
+
+
+def headline_values(values: Sequence[Any], preferred: Sequence[Any] | None) -> list[Any]:
+    """The values of one parameter's grid a default run keeps: those in `preferred` (a case's
+    `headline`) when any is in the grid, else all of up to `MAX_WHOLE_AXIS` values, else the first."""
+    if preferred is not None:
+        wanted = {repr(value) for value in preferred}
+        kept = [value for value in values if repr(value) in wanted]
+        if kept:
+            return kept
+    return list(values) if len(values) <= MAX_WHOLE_AXIS else [values[0]]
 
 
 def format_params(params: Params) -> str:
@@ -202,6 +254,38 @@ def _is_param_value(value: Any) -> bool:
     if isinstance(value, tuple):
         return all(_is_param_value(v) for v in value)
     return isinstance(value, _PARAM_TYPES)
+
+
+def _validate_headline(case: Case) -> None:
+    """A headline names parameters of the grid, each with values of `params` or `quick_params`."""
+    headline = case.headline
+    check(
+        isinstance(headline, Mapping),
+        lambda: f"{case.name}.headline is not a mapping of parameter name -> list of values",
+        CaseError,
+    )
+    assert headline is not None
+    for name, values in headline.items():
+        where = f"{case.name}.headline[{name!r}]"
+        check(
+            name in case.params,
+            lambda where=where: f"{where}: not a parameter of the grid {case.param_names}",
+            CaseError,
+        )
+        check(
+            isinstance(values, (list, tuple)) and len(values) > 0,
+            lambda where=where: f"{where} is not a non-empty list",
+            CaseError,
+        )
+        known = [*case.params[name], *(case.quick_params or {}).get(name, [])]
+        for value in values:
+            check(
+                repr(value) in {repr(v) for v in known},
+                lambda where=where, value=value: (
+                    f"{where} holds {value!r}, which is in neither params nor quick_params"
+                ),
+                CaseError,
+            )
 
 
 def _validate_grid(case: str, attr: str, grid: Any) -> None:

@@ -4,6 +4,12 @@
 -k PATTERN          only cases whose id 'suite.case(params)' contains PATTERN, or matches it as a
                     shell glob when it has * ? or [ (case-insensitive; repeatable: any may match)
 --variant NAME      only these variants (names or globs; repeatable, or comma-separated)
+--all               every parameter combination and every variant. Without it (and without -k or
+                    --variant) a run measures each case's headline: the combinations of
+                    `Case.headline_grid` with the variants of `default_variants_for` (eager,
+                    torch.compile, fusebench, thunder and the case's own), what a developer
+                    compares on every change. -k picks from every combination, --variant from
+                    every variant: an explicit selection is never narrowed to the headline
 --quick / --full    small sizes that run on CPU / GPU sizes; the default is quick on CPU, full on CUDA
 --device cpu|cuda   default: cuda when available
 --suites DIR        discover suites in DIR instead of the bundled `suites` package (repeatable)
@@ -23,7 +29,7 @@ from typing import Any
 
 import torch
 
-from fusebench.cases.case import Case, format_params, variants_for
+from fusebench.cases.case import Case, default_variants_for, format_params, variants_for
 from fusebench.cases.discovery import Suite
 from fusebench.cases.variants import Variant
 from fusebench.errors import check
@@ -40,6 +46,7 @@ class Selection:
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     suite_dirs: tuple[str, ...] = ()
     shard: tuple[int, int] | None = None  # (index from 1, count) of `--shard I/N`
+    everything: bool = False  # `--all`: every combination and variant, not each case's headline
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,13 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     size.add_argument("--quick", action="store_true", default=None, help="small sizes (default on CPU)")
     size.add_argument("--full", dest="quick", action="store_false", help="GPU sizes (default on CUDA)")
     parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available, else cpu")
+    parser.add_argument(
+        "--all",
+        dest="everything",
+        action="store_true",
+        help="every parameter combination and variant (default: each case's headline combinations with "
+        "the default variants; -k and --variant select from everything)",
+    )
     parser.add_argument(
         "--suites", dest="suite_dirs", action="append", default=[], metavar="DIR", help="discover suites in DIR"
     )
@@ -115,11 +129,14 @@ def selection_from_args(args: argparse.Namespace) -> Selection:
         device=torch.device(device_name),
         suite_dirs=tuple(args.suite_dirs),
         shard=getattr(args, "shard", None),
+        everything=bool(getattr(args, "everything", False)),
     )
 
 
 def plan(suites: list[Suite], selection: Selection) -> list[Group]:
-    """The groups to measure, in suite, case and grid order; unknown suite names are errors, and so
+    """The groups to measure, in suite, case and grid order: each case's headline combinations and
+    default variants, or with `--all` (`everything`) all of them; -k patterns match among every
+    combination and --variant names among every variant. Unknown suite names are errors, and so
     is a variant name that matches no variant of any selected suite (one that only some suites
     have is measured where it exists: `variant_notes` says where not)."""
     known_suites = [s.name for s in suites]
@@ -132,19 +149,27 @@ def plan(suites: list[Suite], selection: Selection) -> list[Group]:
             any(_variant_matches(pattern, name) for name in all_variants),
             lambda pattern=pattern: f"--variant {pattern}: matches no variant; known variants: {all_variants}",
         )
+    every_variant = selection.everything or bool(selection.variants)
+    every_combination = selection.everything or bool(selection.patterns)
     groups = []
     for suite in chosen:
         for case in suite.cases:
             variants = tuple(
                 v
-                for v in variants_for(case)
+                for v in (variants_for(case) if every_variant else default_variants_for(case))
                 if not selection.variants or any(_variant_matches(p, v.name) for p in selection.variants)
             )
-            for params in case.grid(selection.quick):
+            grid = case.grid(selection.quick) if every_combination else case.headline_grid(selection.quick)
+            for params in grid:
                 group = Group(suite, case, params, variants)
                 if variants and _id_matches(selection.patterns, group.case_id):
                     groups.append(group)
     return shard_of(groups, selection.shard)
+
+
+def plan_size(groups: list[Group]) -> int:
+    """Measurements in `groups`: one per (group, variant)."""
+    return sum(len(group.variants) for group in groups)
 
 
 def shard_of(groups: list[Group], shard: tuple[int, int] | None) -> list[Group]:

@@ -19,6 +19,12 @@ Standard variants apply to every case:
 - `fusebench-dynamo`: `torch.compile(fn, backend="fusebench")`: dynamo captures the graphs, our
   compiler (default executors) compiles each.
 - `thunder`: lightning-thunder, when it is importable ("constant values" / "symbolic values").
+A default `fusebench run` measures the variants with `default=True`: eager, torch.compile, fusebench
+and thunder, the peers a developer compares on every change, plus every variant a case adds. The
+others (fusebench-torch, fusebench-inductor, fusebench-cudagraphs, fusebench-dynamo,
+torch.compile(reduce-overhead)) answer narrower questions (which executor, which capture path,
+what CUDA graphs buy) and run with `--all`, when named with `--variant`, or where a case lists
+them in `Case.headline_variants` (launch-bound cases, where CUDA graphs are the strongest peer).
 Cases add their own (a hand-written nvFuser FusionDefinition, torch.optim baselines) through
 `Case.extra_variants`; `fusebench.cases.case.variants_for(case)` lists both. This module knows
 nothing of cases (cases import it, never the other way round).
@@ -88,12 +94,15 @@ def _available(device: torch.device) -> str | None:
 
 @dataclass(frozen=True)
 class Variant:
-    """A named way to run a case. `unavailable(device)` returns why it cannot run here, or None."""
+    """A named way to run a case. `unavailable(device)` returns why it cannot run here, or None.
+    `default`: measured by a default `fusebench run` (the peers compared on every change); the
+    others only with `--all`, `--variant` or a case's `headline_variants`."""
 
     name: str
     prepare: Callable[[Target], Compiled]
     unavailable: Callable[[torch.device], str | None] = field(default=_available)
     description: str = ""
+    default: bool = True
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,6 +182,7 @@ TORCH_COMPILE_REDUCE_OVERHEAD = Variant(
     _torch_compile_prepare("reduce-overhead"),
     _cuda_only(_torch_compile_unavailable),
     "torch.compile(mode='reduce-overhead'): Inductor with CUDA graphs",
+    default=False,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -249,18 +259,22 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
 
 
 FUSEBENCH = Variant("fusebench", fusebench_prepare(None), description="our compiler, default executors")
-FUSEBENCH_TORCH = Variant("fusebench-torch", fusebench_prepare(["torch"]), description="our compiler, torch executor")
+FUSEBENCH_TORCH = Variant(
+    "fusebench-torch", fusebench_prepare(["torch"]), description="our compiler, torch executor", default=False
+)
 FUSEBENCH_INDUCTOR = Variant(
     "fusebench-inductor",
     fusebench_prepare(["inductor", "sdpa", "torch"]),
     _inductor_unavailable,
     "our compiler, regions compiled by Inductor (torch.compile's backend) instead of nvFuser",
+    default=False,
 )
 FUSEBENCH_CUDAGRAPHS = Variant(
     "fusebench-cudagraphs",
     fusebench_prepare(None, cuda_graphs=True),
     _cuda_only(lambda device: None),
     "our compiler, default executors, cache entries replayed as CUDA graphs",
+    default=False,
 )
 
 
@@ -297,6 +311,7 @@ FUSEBENCH_DYNAMO = Variant(
     "fusebench-dynamo",
     _prepare_fusebench_dynamo,
     description='torch.compile(backend="fusebench"): dynamo graphs compiled by our compiler',
+    default=False,
 )
 
 # --------------------------------------------------------------------------------------------

@@ -19,13 +19,8 @@ from pathlib import Path
 
 from fusebench.cases.case import format_params
 from fusebench.cases.selection import Selection, add_selection_arguments, selection_from_args
-from fusebench.commands.compare import (
-    CompareOptions,
-    add_compare_arguments,
-    compare_header,
-    measure_revisions,
-    options_from_args,
-)
+from fusebench.commands.compare import compare_header, measure_revisions
+from fusebench.compare.arguments import CompareOptions, add_decision_arguments, options_from_args
 from fusebench.compare.bisect import BisectResult, StepVerdict, bisect
 from fusebench.compare.comparison import BenchmarkComparison, render
 from fusebench.compare.decide import SLOWER
@@ -43,7 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("good", metavar="GOOD", help="a revision before the slowdown, e.g. v1.0")
     parser.add_argument("bad", metavar="BAD", help="a later revision that is slower, e.g. main")
     add_selection_arguments(parser)
-    add_compare_arguments(parser)
+    add_decision_arguments(parser)
     parser.add_argument(
         "--retries",
         type=int,

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fusebench.cases.selection import Selection, add_selection_arguments, selection_from_args
+from fusebench.compare.arguments import CompareOptions, add_decision_arguments, options_from_args
 from fusebench.compare.comparison import (
     BenchmarkComparison,
     compare_runs,
@@ -33,24 +34,14 @@ from fusebench.compare.comparison import (
     render,
     summary_line,
 )
-from fusebench.compare.decide import MAX_ROUNDS, DecisionSettings
 from fusebench.compare.interleave import Side, SideRun, interleaved_rounds
 from fusebench.compare.worktree import repository_root, resolve_commit, temporary_worktrees, terminate_as_interrupt
-from fusebench.errors import FusebenchError, check
+from fusebench.errors import FusebenchError
 from fusebench.files import atomic_write_json
 from fusebench.measure.noise import Noise, is_control, machine_noise, relative_spread, round_drift, slow_tail
+from fusebench.measure.precision import PRECISION_ENV
 from fusebench.measure.stats import summarize
-from fusebench.measure.threads import THREADS_ENV, add_threads_argument, checked_threads
-
-DEFAULT_ROUNDS = 6
-DEFAULT_BUDGET_S = {"cpu": 0.2, "cuda": 1.0}
-# NOTE: device-timed GPU kernels at full sizes vary far less between processes than host-bound CPU
-# timings, so a GPU comparison can resolve (and is asked to catch) smaller changes.
-DEFAULT_MIN_EFFECT = {"cpu": 0.05, "cuda": 0.02}
-
-
-MAX_BUDGET_S = 3600.0
-MAX_MIN_EFFECT = 10.0
+from fusebench.measure.threads import THREADS_ENV
 
 
 class Interrupted(KeyboardInterrupt):
@@ -59,18 +50,6 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, kept: str) -> None:
         super().__init__(kept)
         self.kept = kept
-
-
-@dataclass(frozen=True)
-class CompareOptions:
-    """How two revisions are measured and judged: rounds, seconds of repeats per measurement and round,
-    torch's CPU threads in each run, whether the first round profiles nvFuser's segments, the decision."""
-
-    rounds: int
-    budget_s: float
-    threads: int
-    segments: bool
-    settings: DecisionSettings
 
 
 @dataclass
@@ -89,80 +68,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("revision_a", metavar="A", help="the baseline revision (branch, tag, commit), e.g. main")
     parser.add_argument("revision_b", metavar="B", help="the revision to judge, e.g. my-branch or HEAD")
     add_selection_arguments(parser)
-    add_compare_arguments(parser)
+    add_decision_arguments(parser)
     parser.add_argument("--json", type=Path, metavar="PATH", help="write raw samples and verdicts to PATH")
     parser.set_defaults(handler=run)
-
-
-def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of how revisions are measured and judged (shared by `compare` and `bisect`)."""
-    parser.add_argument(
-        "--rounds",
-        type=int,
-        default=DEFAULT_ROUNDS,
-        help=f"runs of each side, interleaved (default {DEFAULT_ROUNDS}; 1 to {MAX_ROUNDS})",
-    )
-    parser.add_argument(
-        "--repeat-budget",
-        type=float,
-        metavar="S",
-        help="seconds of timed repeats per measurement and round (default 0.2 on CPU, 1.0 on CUDA)",
-    )
-    parser.add_argument(
-        "--min-effect",
-        type=float,
-        metavar="FRACTION",
-        help="smallest change reported as faster/slower (default 0.05 on CPU, 0.02 on CUDA: 5%%, 2%%)",
-    )
-    parser.add_argument(
-        "--alpha",
-        type=float,
-        default=0.01,
-        help="1 - the confidence of the interval that decides (default 0.01: a 99%% interval)",
-    )
-    parser.add_argument(
-        "--quantile",
-        type=float,
-        default=0.25,
-        metavar="Q",
-        help="each round's statistic: this quantile of its samples (default 0.25, the lower quartile; 0.5: medians)",
-    )
-    add_threads_argument(parser)
-    parser.add_argument(
-        "--no-segments",
-        action="store_true",
-        help="do not profile nvFuser's kernels per fusion in the first round (GPU; faster, reasons without segments)",
-    )
-    parser.add_argument("--repo", type=Path, metavar="DIR", help="the git repository (default: the current folder)")
-
-
-def options_from_args(args: argparse.Namespace, selection: Selection) -> CompareOptions:
-    """The checked options; a bad value is a one-line error naming the flag and its allowed range."""
-    check(
-        1 <= args.rounds <= MAX_ROUNDS,
-        lambda: f"--rounds {args.rounds}: expected a whole number of rounds from 1 to {MAX_ROUNDS}",
-    )
-    budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
-    check(
-        0 < budget <= MAX_BUDGET_S,
-        lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds, at most {MAX_BUDGET_S:g}",
-    )
-    check(
-        0 < args.alpha < 1,
-        lambda: f"--alpha {args.alpha:g}: expected a probability strictly between 0 and 1, like 0.01",
-    )
-    min_effect = args.min_effect if args.min_effect is not None else DEFAULT_MIN_EFFECT[selection.device.type]
-    check(
-        0 <= min_effect <= MAX_MIN_EFFECT,
-        lambda: f"--min-effect {min_effect:g}: expected a fraction from 0 to {MAX_MIN_EFFECT:g}, like 0.05",
-    )
-    check(
-        0 < args.quantile < 1,
-        lambda: f"--quantile {args.quantile:g}: expected a level strictly between 0 and 1, like 0.25",
-    )
-    threads = checked_threads(args.threads)
-    settings = DecisionSettings(min_effect=min_effect, alpha=args.alpha, quantile=args.quantile)
-    return CompareOptions(args.rounds, budget, threads, not args.no_segments, settings)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -207,7 +115,10 @@ def measure_revisions(
     SIGTERM), it writes the rounds both sides finished to `kept_at` (a compare document) and raises
     `Interrupted` saying so, or saying that nothing is kept."""
     run_args = child_run_arguments(selection, options.budget_s, segments=options.segments, repo=repo)
-    environment = {THREADS_ENV: str(options.threads)}
+    # NOTE: every round spends its whole budget (the rule that stops once one run's median is
+    # precise would leave fewer samples to judge between rounds); an environment variable, so that
+    # a side older than `--precision` runs too.
+    environment = {THREADS_ENV: str(options.threads), PRECISION_ENV: "0"}
     runs: dict[str, list[SideRun]] = {}
     with terminate_as_interrupt(), temporary_worktrees(repo, commits) as worktrees:
         sides = (Side("A", names[0], commits[0], worktrees[0]), Side("B", names[1], commits[1], worktrees[1]))
@@ -304,6 +215,7 @@ def child_run_arguments(
     folder inside `repo` is passed relative to it, so that each side, run in its own checkout of
     `repo`, reads that revision's suites."""
     arguments = ["--device", selection.device.type, "--quick" if selection.quick else "--full"]
+    arguments += ["--all"] if selection.everything else []
     arguments += ["--repeat-budget", repr(budget)] + ([] if segments else ["--no-segments"])
     for name in selection.suites:
         arguments += ["--suite", name]

@@ -28,9 +28,11 @@ import torch
 from fusebench.cases.discovery import discover
 from fusebench.cases.selection import (
     Group,
+    Selection,
     add_selection_arguments,
     add_shard_argument,
     plan,
+    plan_size,
     selection_from_args,
     shard_of,
     variant_notes,
@@ -47,6 +49,7 @@ from fusebench.measure.machine import env_name, machine_info
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
 from fusebench.measure.noise import run_noise
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
+from fusebench.measure.precision import DEFAULT_PRECISION, PRECISION_ENV, checked_precision
 from fusebench.measure.threads import add_threads_argument, checked_threads
 from fusebench.measure.workers import devices_from, run_units
 from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
@@ -76,7 +79,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         metavar="S",
         help=f"seconds of timed repeats per measurement (default {DEFAULT_BUDGET_S['cpu']} on CPU, "
-        f"{DEFAULT_BUDGET_S['cuda']} on CUDA)",
+        f"{DEFAULT_BUDGET_S['cuda']} on CUDA; the cap when --precision stops sooner)",
+    )
+    parser.add_argument(
+        "--precision",
+        type=float,
+        metavar="FRACTION",
+        help="stop a measurement's repeats once its median's 95%% interval is within this fraction of it "
+        f"(default {DEFAULT_PRECISION:g}, or ${PRECISION_ENV}; 0: always spend the whole --repeat-budget)",
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write this run's measurements to PATH")
     parser.add_argument("--results", type=Path, default=Path("results"), metavar="DIR", help="default: ./results")
@@ -118,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
     selection = selection_from_args(args)
     budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
     check(budget > 0, lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds", FusebenchError)
+    precision = checked_precision(args.precision)
     devices = _devices(args.devices) if args.devices else None
     suites = discover(selection.suite_dirs)
     groups = plan(suites, dataclasses.replace(selection, shard=None))
@@ -128,13 +139,16 @@ def run(args: argparse.Namespace) -> int:
     run_info = RunInfo(machine, revision, env_name(machine, str(selection.device)))
     units = [(group, variant) for group in groups for variant in group.variants]
     if args.worker:
-        return _serve(args, units, run_info, selection.device, budget)
+        return _serve(args, units, run_info, selection.device, budget, precision)
     peak = peak_bandwidth_gbs(selection.device)
     size = "quick sizes" if selection.quick else "full sizes"
     dirty = " (dirty)" if revision.dirty else ""
+    repeats = f"up to {budget:g} s of repeats each (less once the median is known to {precision * 100:g}%)"
+    repeats = repeats if precision > 0 else f"{budget:g} s of repeats each"
     print(
-        f"fusebench run: {len(units)} measurements on {args.devices or selection.device} ({size}), {budget:g} s of "
-        f"repeats each; peak bandwidth {peak:.1f} GB/s; commit {revision.commit[:8]}{dirty}",
+        f"fusebench run: {len(units)} measurements{_more_with_all(suites, selection, len(units))} on "
+        f"{args.devices or selection.device} ({size}), {repeats}; peak bandwidth {peak:.1f} GB/s; "
+        f"commit {revision.commit[:8]}{dirty}",
         file=sys.stderr,
     )
     if selection.shard:
@@ -153,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         worker_args = [*child_run_arguments(selection, budget), *_record_arguments(args, revision.commit)]
         outcomes = _in_workers(args, units, run_info, devices, worker_args)
     else:
-        settings = _settings(args, selection.device, budget, peak)
+        settings = _settings(args, selection.device, budget, peak, precision)
         outcomes = _in_process(args, units, run_info, settings)
     took = format_seconds(time.perf_counter() - started)
     where = args.devices or selection.device
@@ -178,6 +192,16 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(o.status in BAD_STATUSES for o in outcomes) else 0
 
 
+def _more_with_all(suites: list, selection: Selection, measured: int) -> str:
+    """' (each case's headline; --all: 913 more)', or '' when the selection measures everything."""
+    if selection.everything:
+        return ""
+    everything = plan_size(plan(suites, dataclasses.replace(selection, everything=True)))
+    if everything <= measured:
+        return ""
+    return f" (each case's headline; --all: {everything - measured} more)"
+
+
 def _devices(spec: str) -> list:
     """The worker devices `--devices spec` names (a FusebenchError naming the flag otherwise)."""
     try:
@@ -186,10 +210,17 @@ def _devices(spec: str) -> list:
         raise FusebenchError(str(error)) from error
 
 
-def _settings(args: argparse.Namespace, device: torch.device, budget: float, peak: float) -> Settings:
+def _settings(args: argparse.Namespace, device: torch.device, budget: float, peak: float, precision: float) -> Settings:
     record = not args.no_artifacts
     segments = record and device.type == "cuda" and not args.no_segments
-    return Settings(device=device, budget_s=budget, peak_bandwidth_gbs=peak, record=record, segments=segments)
+    return Settings(
+        device=device,
+        budget_s=budget,
+        peak_bandwidth_gbs=peak,
+        record=record,
+        segments=segments,
+        precision=precision,
+    )
 
 
 def _record_arguments(args: argparse.Namespace, commit: str) -> list[str]:
@@ -199,6 +230,7 @@ def _record_arguments(args: argparse.Namespace, commit: str) -> list[str]:
     arguments += ["--no-artifacts"] if args.no_artifacts else []
     arguments += [f"--shard={args.shard[0]}/{args.shard[1]}"] if args.shard else []
     arguments += ["--threads", str(checked_threads(args.threads))]
+    arguments += ["--precision", repr(checked_precision(args.precision))]
     return arguments + (["--no-segments"] if args.no_segments else [])
 
 
@@ -251,10 +283,17 @@ def _measure_unit(
     return outcome
 
 
-def _serve(args: argparse.Namespace, units: list[Unit], run_info: RunInfo, device: torch.device, budget: float) -> int:
+def _serve(
+    args: argparse.Namespace,
+    units: list[Unit],
+    run_info: RunInfo,
+    device: torch.device,
+    budget: float,
+    precision: float,
+) -> int:
     """Worker mode: measures the unit indices read from stdin; answers on `--outcomes-fd`."""
     check(args.outcomes_fd is not None, lambda: "--worker needs --outcomes-fd")
-    settings = _settings(args, device, budget, peak_bandwidth_gbs(device))
+    settings = _settings(args, device, budget, peak_bandwidth_gbs(device), precision)
     prepared = _Prepared()
     with os.fdopen(args.outcomes_fd, "w") as answers:
         for line in sys.stdin:

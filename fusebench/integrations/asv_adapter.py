@@ -31,7 +31,11 @@ parameters, so results of both sizes share one benchmark), a variant that cannot
 metric that does not apply (kernels on CPU). Environment variables choose the rest:
 FUSEBENCH_ASV_DEVICE (cpu|cuda; default cuda when available), FUSEBENCH_ASV_SIZES (quick|full;
 default quick on CPU, full on CUDA), FUSEBENCH_ASV_BUDGET (seconds of timed repeats of the track
-measurements; default 0.05 on CPU, 0.5 on CUDA).
+measurements; default 0.05 on CPU, 0.5 on CUDA), FUSEBENCH_ASV_ALL (1: every combination and
+variant, as `fusebench run --all`; by default the ones a default `fusebench run` measures, each
+case's headline combinations with the default variants, so that a bare `asv run` costs what a
+default `fusebench run` does and the two record the same benchmarks; the others are skipped with
+a reason naming the variable).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from typing import Any
 
 import torch
 
-from fusebench.cases.case import Case, format_params, variants_for
+from fusebench.cases.case import Case, default_variants_for, format_params, variants_for
 from fusebench.cases.variants import SkipVariant, Target, Variant
 from fusebench.errors import check
 from fusebench.measure.bandwidth import peak_bandwidth_gbs
@@ -62,10 +66,12 @@ class AsvSettings:
     device: torch.device
     quick: bool
     budget_s: float
+    everything: bool = False
 
 
 def asv_settings(environ: Mapping[str, str] = os.environ) -> AsvSettings:
-    """Reads FUSEBENCH_ASV_DEVICE, FUSEBENCH_ASV_SIZES and FUSEBENCH_ASV_BUDGET (see the module doc)."""
+    """Reads FUSEBENCH_ASV_DEVICE, FUSEBENCH_ASV_SIZES, FUSEBENCH_ASV_BUDGET and FUSEBENCH_ASV_ALL
+    (see the module doc)."""
     device = environ.get("FUSEBENCH_ASV_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
     check(device in ("cpu", "cuda"), lambda: f"FUSEBENCH_ASV_DEVICE={device!r}: expected 'cpu' or 'cuda'")
     sizes = environ.get("FUSEBENCH_ASV_SIZES") or ("quick" if device == "cpu" else "full")
@@ -76,7 +82,9 @@ def asv_settings(environ: Mapping[str, str] = os.environ) -> AsvSettings:
     except ValueError:
         budget = -1.0
     check(budget > 0, lambda: f"FUSEBENCH_ASV_BUDGET={budget_text!r}: expected a positive number of seconds")
-    return AsvSettings(torch.device(device), sizes == "quick", budget)
+    everything = environ.get("FUSEBENCH_ASV_ALL") or "0"
+    check(everything in ("0", "1"), lambda: f"FUSEBENCH_ASV_ALL={everything!r}: expected '1' (everything) or '0'")
+    return AsvSettings(torch.device(device), sizes == "quick", budget, everything == "1")
 
 
 def parameter_axes(case: Case) -> list[list[Any]]:
@@ -161,6 +169,15 @@ class _CaseState:
         sizes = "quick" if self.settings.quick else "full"
         if params not in self.case.grid(self.settings.quick):
             raise NotImplementedError(f"{format_params(params)} is not in the {sizes} grid (FUSEBENCH_ASV_SIZES)")
+        if not self.settings.everything:
+            if params not in self.case.headline_grid(self.settings.quick):
+                raise NotImplementedError(
+                    f"{format_params(params)} is not in the case's headline (FUSEBENCH_ASV_ALL=1 measures every one)"
+                )
+            if variant not in default_variants_for(self.case):
+                raise NotImplementedError(
+                    f"{variant.name} is not a default variant (FUSEBENCH_ASV_ALL=1 measures every one)"
+                )
         reason = variant.unavailable(self.settings.device)
         if reason is not None:
             raise NotImplementedError(f"{variant.name} cannot run here: {reason}")

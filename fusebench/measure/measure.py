@@ -8,7 +8,9 @@ reference once. For each variant, `measure_variant`:
    max error and no time is recorded;
 2. warms up (at least two calls, about a tenth of the budget), then times repeats one by one
    (inputs restored and the L2 cache flushed before each, outside the timed region) until the
-   time budget is spent and at least `min_repeats` were taken: median, IQR, min, count;
+   time budget is spent and at least `min_repeats` were taken, or, with `Settings.precision`,
+   sooner once the median is known to that fraction (`fusebench.measure.precision`): median,
+   IQR, min, count;
    a `cold` case instead prepares the variant afresh for every sample;
 3. compile time = first call - steady-state time (for cold cases: first call - a warm call);
    recompilations = compilations after the first call of the compiled function; kernels per call
@@ -40,6 +42,7 @@ from fusebench.measure.correctness import compare
 from fusebench.measure.memory import MemoryWatch, PeakMemory
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.phases import Phases
+from fusebench.measure.precision import PrecisionStop
 from fusebench.measure.profiling import count_kernels
 from fusebench.measure.snapshot import InputSnapshot, map_tensors, upcast_copy
 from fusebench.measure.stats import summarize
@@ -50,13 +53,16 @@ Clock = Callable[[], float]
 
 @dataclass(frozen=True)
 class Settings:
-    """How hard to measure. `budget_s` is the time budget for the timed repeats of one variant."""
+    """How hard to measure. `budget_s` is the time budget for the timed repeats of one variant;
+    `precision` > 0 ends a warm case's repeats before it once the median's confidence interval is
+    within that fraction of it (0: always the whole budget)."""
 
     device: torch.device
     budget_s: float = 1.0
     min_repeats: int = 5
     cold_min_repeats: int = 3
     max_repeats: int = 10_000
+    precision: float = 0.0
     warmup_fraction: float = 0.1
     seed: int = 0
     peak_bandwidth_gbs: float | None = None
@@ -172,15 +178,17 @@ def collect_samples(
     budget_s: float,
     min_repeats: int,
     max_repeats: int,
+    stop: Callable[[list[float]], bool] | None = None,
 ) -> list[float]:
     """Times `run` repeatedly (calling `before_each` untimed first) until the budget is spent and
-    at least `min_repeats` samples exist, or `max_repeats` samples exist."""
+    at least `min_repeats` samples exist, or `max_repeats` samples exist, or `stop(samples)` says
+    they suffice (after `min_repeats`)."""
     samples: list[float] = []
     start = clock()
     while len(samples) < max_repeats:
         before_each()
         samples.append(timer.time(run))
-        if len(samples) >= min_repeats and clock() - start >= budget_s:
+        if len(samples) >= min_repeats and (clock() - start >= budget_s or (stop is not None and stop(samples))):
             break
     return samples
 
@@ -309,8 +317,9 @@ def _warm_samples(
             run()
             warmups += 1
     with phases.phase("samples"):
+        stop = PrecisionStop(settings.precision) if settings.precision > 0 else None
         samples = collect_samples(
-            run, before_each, timer, clock, settings.budget_s, settings.min_repeats, settings.max_repeats
+            run, before_each, timer, clock, settings.budget_s, settings.min_repeats, settings.max_repeats, stop
         )
     return [sample / calls for sample in samples]
 

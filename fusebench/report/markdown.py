@@ -4,8 +4,8 @@
 
 One section per (machine, environment): the machine's facts (its `machine.json`: CPU, GPU,
 driver, torch, CUDA, nvFuser, Python), the commit its latest measurements come from, the
-`fusebench vs best peer` headline, then per suite the table `fusebench run` prints (median, IQR,
-GB/s, % of peak, compile s, recompiles, kernels, fusions), one row per (case, params, variant).
+`fusebench vs best peer` headline, then per suite the table `fusebench run` prints (its columns,
+`fusebench.report.table.HEADERS`), one row per (case, params, variant).
 Each row is that variant's newest measurement on the machine; when a section's rows come from
 several commits, a commit column says which. A measurement that gave no time shows its status
 and reason instead of numbers. Measured numbers live here, generated, never in the README.
@@ -37,7 +37,7 @@ from fusebench.measure.outcome import (
 )
 from fusebench.report.scoreboard import rows_from_frame, variant_order
 from fusebench.report.summary import headline
-from fusebench.report.table import counted, format_seconds
+from fusebench.report.table import HEADERS, counted, format_seconds
 
 # machine.json key -> how the page names it
 FACTS = {
@@ -53,19 +53,6 @@ FACTS = {
     "nvfuser": "nvFuser",
     "python": "Python",
 }
-COLUMNS = [
-    "case",
-    "params",
-    "variant",
-    "median",
-    "IQR",
-    "GB/s",
-    "% peak",
-    "compile s",
-    "recompiles",
-    "kernels",
-    "fusions",
-]
 _SERIES = ["suite", "case", "params", "variant"]
 
 
@@ -141,7 +128,7 @@ def results_table(rows: pd.DataFrame, frame: pd.DataFrame, with_commit: bool) ->
         cells = [str(entry.case), str(entry.params), str(entry.variant)]
         cells += _numbers(entry, metrics.get(key, {}))
         body.append((cells, metrics.get(key, {}).get(TOKENS.name)))
-    headers = list(COLUMNS)
+    headers = list(HEADERS)
     tokens = any(value is not None for _, value in body)
     if tokens:
         headers.append("tokens/s")
@@ -167,7 +154,7 @@ def _numbers(entry: object, metrics: dict[str, float]) -> list[str]:
     status, value = str(entry.status), entry.value  # type: ignore[attr-defined]
     if status != "ok" or pd.isna(value):
         detail = "" if pd.isna(entry.detail) else str(entry.detail)  # type: ignore[attr-defined]
-        return [f"{status}: {detail}" if detail else status] + [""] * (len(COLUMNS) - 4)
+        return [f"{status}: {detail}" if detail else status] + [""] * (len(HEADERS) - 4)
     q25, q75 = entry.q25, entry.q75  # type: ignore[attr-defined]
     iqr = None if q25 is None or q75 is None or pd.isna(q25) or pd.isna(q75) else float(q75) - float(q25)
     bandwidth, fraction = metrics.get(BANDWIDTH.name), metrics.get(PEAK_FRACTION.name)

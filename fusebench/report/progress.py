@@ -1,6 +1,7 @@
 """Progress lines on stderr:
-'[ 3/58] suite.case(params) variant ... 512 µs ± 3.1 µs (41 repeats) | 4.2 s | ETA 3 min 05 s',
-the figure after the result being how long the whole measurement took (compilation, checks,
+'[ 3/58] suite.case(params) variant ... 512 µs, IQR 6.20 µs (41 repeats) | 4.2 s | ETA 3 min 05 s':
+the median and the interquartile range of the samples, as the final table's `median` and `IQR`
+columns show them (docs/harness.md), then how long the whole measurement took (compilation, checks,
 counters included), the ETA the time the measurements left will take at the pace of those done
 (wall time since the run began over measurements done; with several workers, their joint pace)."""
 
@@ -33,10 +34,11 @@ class Progress:
         self.stream.flush()
 
     def finish(self, outcome: Outcome) -> None:
-        """Ends the line with the median and spread, or the status and reason, and the measurement's duration."""
+        """Ends the line with the median and IQR (the table's columns), or the status and reason, and
+        the measurement's duration."""
         if outcome.status == "ok" and outcome.timing is not None:
             timing = outcome.timing
-            text = f"{format_seconds(timing.median)} ± {format_seconds(timing.iqr / 2)} ({timing.repeats} repeats)"
+            text = f"{format_seconds(timing.median)}, IQR {format_seconds(timing.iqr)} ({timing.repeats} repeats)"
         else:
             text = status_text(outcome)
         took = f" | {format_seconds(outcome.duration)}" if outcome.duration > 0 else ""  # none for a crash

@@ -8,7 +8,14 @@ import pytest
 import torch
 
 from fusebench.cases.discovery import discover
-from fusebench.cases.selection import Selection, add_selection_arguments, plan, selection_from_args, variant_notes
+from fusebench.cases.selection import (
+    Selection,
+    add_selection_arguments,
+    plan,
+    plan_size,
+    selection_from_args,
+    variant_notes,
+)
 from fusebench.errors import FusebenchError
 
 
@@ -101,3 +108,48 @@ def test_a_variant_some_suites_lack_runs_where_it_exists_and_is_noted_where_not(
     ]
     with pytest.raises(FusebenchError, match=r"--variant torch.optim\(fused=True\): matches no variant"):
         plan(SUITES, parse("--suite", "host_overhead", "--variant", "eager,torch.optim(fused=True)"))
+
+
+def _user_patterns(*argv: str) -> list:
+    return [
+        g
+        for g in plan(SUITES, parse("--suite", "user_patterns", "--full", *argv))
+        if "softmax__as_written" in g.case_id
+    ]
+
+
+def test_a_default_run_measures_each_cases_headline_with_the_default_variants() -> None:
+    (group,) = [g for g in _user_patterns() if g.case.name == "softmax__as_written"]
+    assert group.params["tokens"] == 8192
+    assert [v.name for v in group.variants] == ["eager", "torch.compile", "fusebench", "thunder"]
+    adam = next(g for g in plan(SUITES, parse("--suite", "adam_step")) if g.case.name == "adam_step")
+    assert [v.name for v in adam.variants][-4:] == [v.name for v in adam.case.extra_variants]
+    overhead = plan(SUITES, parse("--suite", "host_overhead"))[0]
+    assert {"torch.compile(reduce-overhead)", "fusebench-cudagraphs"} <= {v.name for v in overhead.variants}
+
+
+def test_all_measures_every_combination_and_variant() -> None:
+    groups = [g for g in _user_patterns("--all") if g.case.name == "softmax__as_written"]
+    assert [g.params["tokens"] for g in groups] == [2048, 4096, 8192, 16384]
+    assert all(len(g.variants) == 9 for g in groups)
+
+
+def test_k_selects_among_every_combination_and_variant_among_every_variant() -> None:
+    groups = [g for g in _user_patterns("-k", "softmax__as_written") if g.case.name == "softmax__as_written"]
+    assert [g.params["tokens"] for g in groups] == [2048, 4096, 8192, 16384]
+    assert [v.name for v in groups[0].variants] == ["eager", "torch.compile", "fusebench", "thunder"]
+    (dynamo,) = [g for g in _user_patterns("--variant", "fusebench-dynamo") if g.case.name == "softmax__as_written"]
+    assert dynamo.params["tokens"] == 8192 and [v.name for v in dynamo.variants] == ["fusebench-dynamo"]
+
+
+def test_the_default_plan_is_a_fraction_of_everything() -> None:
+    default, everything = plan(SUITES, parse("--full")), plan(SUITES, parse("--full", "--all"))
+    assert plan_size(default) < plan_size(everything) / 4
+    assert {g.case.name for g in default} == {g.case.name for g in everything}  # every case, fewer points
+
+
+def test_workers_and_compare_sides_are_told_to_measure_everything() -> None:
+    from fusebench.commands.compare import child_run_arguments
+
+    assert "--all" in child_run_arguments(parse("--all"), 0.1)
+    assert "--all" not in child_run_arguments(parse(), 0.1)

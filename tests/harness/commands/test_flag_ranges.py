@@ -23,6 +23,11 @@ BAD = [
     (["bisect", "a", "b", "--retries", "-1"], "--retries -1: expected a whole number of retries from 0 to 10"),
     (["run", "--threads", "0"], "--threads 0: expected a whole number of threads from 1 to 1024"),
     (["run", "--threads", "-3"], "--threads -3: expected a whole number of threads from 1 to 1024"),
+    (["run", "--precision", "1.5"], "--precision 1.5: expected a fraction from 0 (spend the whole budget) to below 1"),
+    (["run", "--precision", "-0.5"], "--precision -0.5: expected a fraction from 0 (spend the whole budget)"),
+    # the decision flags are one definition (fusebench.compare.arguments): bisect checks them as compare does
+    (["bisect", "a", "b", "--alpha", "1.5"], "--alpha 1.5: expected a probability strictly between 0 and 1"),
+    (["bisect", "a", "b", "--quantile", "0"], "--quantile 0: expected a level strictly between 0 and 1"),
 ]
 
 

@@ -204,3 +204,30 @@ def test_no_segments_reaches_every_run_of_both_sides() -> None:
     run_args = child_run_arguments(selection_from_args(args), 0.1, segments=not args.no_segments)
     assert "--no-segments" in run_args and run_args[run_args.index("--suite") + 1] == "adam_step"
     assert "--no-segments" not in child_run_arguments(selection_from_args(args), 0.1)
+
+
+def test_every_round_spends_its_whole_budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """compare turns the precision stop off in both sides' runs (through the environment, which a
+    revision older than `--precision` ignores), so its verdicts keep the power they were measured with."""
+    import contextlib
+
+    from fusebench.cli import build_parser
+    from fusebench.commands import compare
+    from fusebench.compare.arguments import CompareOptions
+    from fusebench.compare.decide import DecisionSettings
+    from fusebench.measure.precision import PRECISION_ENV, checked_precision
+
+    seen: dict[str, str] = {}
+
+    def fake_rounds(sides, run_args, scratch, rounds, report, environment, runs) -> None:
+        seen.update(environment)
+        monkeypatch.setenv(PRECISION_ENV, environment[PRECISION_ENV])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(compare, "temporary_worktrees", lambda repo, commits: contextlib.nullcontext((tmp_path,) * 2))
+    monkeypatch.setattr(compare, "interleaved_rounds", fake_rounds)
+    options = CompareOptions(2, 0.05, 1, False, DecisionSettings(min_effect=0.05, alpha=0.01, quantile=0.25))
+    selection = compare.selection_from_args(build_parser().parse_args(["compare", "a", "b", "--device", "cpu"]))
+    with pytest.raises(compare.Interrupted, match="nothing is kept"):
+        compare.measure_revisions(tmp_path, ("a", "b"), ("a" * 40, "b" * 40), selection, options, tmp_path / "k", {})
+    assert seen[PRECISION_ENV] == "0" and checked_precision(None) == 0.0

@@ -58,7 +58,7 @@ def test_the_rounds_both_sides_finished_are_kept_and_the_message_says_where(
     assert document["interrupted"] and document["rounds_done"] == 1
     [benchmark] = document["benchmarks"]
     assert len(benchmark["a"]["rounds"]) == len(benchmark["b"]["rounds"]) == 1
-    assert all(env == {"OMP_NUM_THREADS": "2"} for _, _, env in calls)
+    assert all(env == {"OMP_NUM_THREADS": "2", "FUSEBENCH_PRECISION": "0"} for _, _, env in calls)
 
 
 def test_interrupted_before_any_round_finished_it_says_nothing_is_kept(

@@ -135,3 +135,23 @@ def test_time_call_restores_in_place_inputs_before_every_timed_call() -> None:
         cls.time_call.setup(*values)
         bench.time_call(*values)
         assert live.tolist() == [2.0] * 4  # without the restore: 2**1100 = inf
+
+
+def test_asv_measures_the_default_run_unless_fusebench_asv_all_is_set() -> None:
+    from fusebench.integrations.asv_adapter import benchmark_class
+    from tests.support.fakes import tiny_case
+
+    case = tiny_case(params={"n": [8, 16, 32]})
+    default = benchmark_class("tiny", __name__, case, asv_settings({"FUSEBENCH_ASV_DEVICE": "cpu"}))()
+    default.setup(8, "eager")  # the headline (the first of a sweep) with a default variant
+    with pytest.raises(NotImplementedError, match=r"n=16 is not in the case's headline \(FUSEBENCH_ASV_ALL=1"):
+        default.setup(16, "eager")
+    with pytest.raises(NotImplementedError, match=r"fusebench-dynamo is not a default variant \(FUSEBENCH_ASV_ALL=1"):
+        default.setup(8, "fusebench-dynamo")
+    everything = asv_settings({"FUSEBENCH_ASV_DEVICE": "cpu", "FUSEBENCH_ASV_ALL": "1"})
+    assert everything.everything
+    every = benchmark_class("tiny", __name__, case, everything)()
+    every.setup(16, "eager")
+    every.setup(8, "fusebench-dynamo")
+    with pytest.raises(FusebenchError, match="FUSEBENCH_ASV_ALL='yes': expected '1'"):
+        asv_settings({"FUSEBENCH_ASV_ALL": "yes"})

@@ -122,3 +122,11 @@ def test_a_reason_cannot_break_the_table(tmp_path: Path, reason: str) -> None:
     write_outcomes(tmp_path, run, [Outcome("s", "c", {"n": 1}, "eager", "cpu", "error", reason)])
     (row,) = [row for row in table_rows(markdown_page(tmp_path)) if row[0] == "c"]
     assert len(row) == 11 and row[3].startswith("error: ")
+
+
+def test_the_pages_tables_have_the_run_tables_columns(tmp_path: Path) -> None:
+    from fusebench.report.table import HEADERS
+
+    write_latest_run(tmp_path, "vm")
+    headers = [row for row in table_rows(section(markdown_page(tmp_path), "vm")) if row[0] == "case"]
+    assert headers and all(row[: len(HEADERS)] == HEADERS for row in headers)

@@ -7,6 +7,7 @@ import io
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.stats import summarize
 from fusebench.report.progress import Progress, format_eta
+from fusebench.report.table import HEADERS, row_cells
 from tests.support.fakes import FakeClock
 
 
@@ -18,10 +19,19 @@ def _line(outcome: Outcome) -> str:
     return stream.getvalue()
 
 
-def test_a_timed_measurement_shows_its_median_and_how_long_it_took() -> None:
+def test_a_timed_measurement_shows_its_median_iqr_and_how_long_it_took() -> None:
     timing = summarize([2e-3, 2e-3, 3e-3])
     outcome = Outcome("suite", "case", {"n": 4}, "fusebench", "cpu", "ok", timing=timing, duration=48.25)
-    assert _line(outcome) == "[ 1/12] suite.case(n=4) fusebench ... 2.00 ms ± 250 µs (3 repeats) | 48.2 s | ETA 0 s\n"
+    assert (
+        _line(outcome) == "[ 1/12] suite.case(n=4) fusebench ... 2.00 ms, IQR 500 µs (3 repeats) | 48.2 s | ETA 0 s\n"
+    )
+
+
+def test_the_progress_line_spread_is_the_tables_iqr_column() -> None:
+    timing = summarize([1e-3, 2e-3, 4e-3, 8e-3, 9e-3])
+    outcome = Outcome("suite", "case", {"n": 4}, "eager", "cpu", "ok", timing=timing, duration=1.0)
+    iqr = row_cells(outcome)[HEADERS.index("IQR")]
+    assert iqr == "6.00 ms" and f"4.00 ms, IQR {iqr} (5 repeats)" in _line(outcome)
 
 
 def test_a_crash_has_no_duration_to_show() -> None:
