@@ -11,7 +11,8 @@ what eager returns apart). The rules, one per prim
   (`x.float().to(bf16)` of a bf16 `x` is `x`); a conversion to the dtype a value already has is
   that value. A first step that rounds (`f32 -> bf16 -> f32`) is kept: its rounding is the result.
 - `reshape(reshape(x, a), b)` is `reshape(x, b)`, and a reshape to `x`'s own shape is `x` (a
-  view of a view of `x` is a view of `x`; prims.reshape always views).
+  view of a view of `x` is a view of `x`; prims.reshape always views). A reshape of a conversion
+  that nothing else reads is the conversion of the reshape (`_sinks_below_reshape` says when).
 - A gather (`take_along_dim`, `index_select`) of `convert(x, d)` is `convert(gather(x), d)`: a
   conversion is elementwise, so it commutes with picking elements.
 
@@ -75,6 +76,10 @@ class _Folder:
         self.returned = {p.name for p in proxies_in(trace.output)}
         self.written = {b.args[0].name for b in trace.bsyms if b.sym is Prim.COPY_TO and isinstance(b.args[0], Proxy)}
         self.input_views = {p.name for p in trace.inputs}
+        self.readers: dict[str, int] = {}
+        for bsym in trace.bsyms:
+            for name in {p.name for p in bsym.inputs}:
+                self.readers[name] = self.readers.get(name, 0) + 1
 
     def produced_by(self, value: Any, prim: Prim) -> BoundSymbol | None:
         if not isinstance(value, TensorProxy):
@@ -121,14 +126,51 @@ def _convert(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | 
     return None if root is source else [bsym.replace(args=(root, dtype))]
 
 
+def _reshape_root(folder: _Folder, value: TensorProxy) -> TensorProxy:
+    while (inner := folder.produced_by(value, Prim.RESHAPE)) is not None:
+        value = inner.args[0]
+    return value
+
+
 def _reshape(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | None:
     source, shape = bsym.args
-    root = source
-    while (inner := folder.produced_by(root, Prim.RESHAPE)) is not None:
-        root = inner.args[0]
+    root = _reshape_root(folder, source)
+    conversion = folder.produced_by(root, Prim.CONVERT_ELEMENT_TYPE)
+    if conversion is not None and _sinks_below_reshape(folder, conversion, bsym):
+        return _reshaped_then_converted(folder, conversion, bsym)
     if _same_shape(root.shape, shape) and folder.may_stand_for(bsym.output, root):
         return root
     return None if root is source else [bsym.replace(args=(root, shape))]
+
+
+def _sinks_below_reshape(folder: _Folder, conversion: BoundSymbol, reshape: BoundSymbol) -> bool:
+    """Whether `reshape(convert(x))` becomes `convert(reshape(x))`: where the conversion is an
+    upcast there only for this reshape (`logits.float().view(-1, vocab)`, as transformers' loss
+    writes it), the reshape then views `x` itself, which torch does for free outside a fusion
+    (`fuse` leaves the reshapes of a region's inputs to torch), where nvFuser splits a reduction
+    over a reshape into more kernels. Not a downcast (it ends a computation: its reshape is of a
+    region's output, which torch makes already), nor where `x` is a view (torch could have to
+    copy), where the upcast has other readers (it would be computed twice, and written twice if a
+    region returned both), nor where the reshape is returned or written back."""
+    source = _reshape_root(folder, conversion.args[0])
+    made_by = folder.producer.get(source.name)
+    return (
+        conversion.output.dtype.itemsize > source.dtype.itemsize
+        and folder.readers.get(conversion.output.name, 0) == 1
+        and (made_by is None or made_by.sym not in VIEWS)
+        and reshape.output.name not in folder.returned
+        and reshape.output.name not in folder.written
+    )
+
+
+def _reshaped_then_converted(folder: _Folder, conversion: BoundSymbol, reshape: BoundSymbol) -> list[BoundSymbol]:
+    source, shape = _reshape_root(folder, conversion.args[0]), reshape.args[1]
+    lines = []
+    if not _same_shape(source.shape, shape):
+        moved = folder.fresh_like(reshape.output, source.dtype)
+        lines.append(reshape.replace(args=(source, shape), output=moved))
+        source = moved
+    return [*lines, conversion.replace(args=(source, conversion.args[1]), output=reshape.output)]
 
 
 def _gather(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:

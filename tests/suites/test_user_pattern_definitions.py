@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import compiler
 from compiler import examine
@@ -97,6 +98,33 @@ def test_each_form_compiles_to_the_definitions_of_the_pattern_as_written(
     definitions, outside = _definitions(jfn)
     assert outside == expected[1] == [], examine.why_not_fused(jfn)
     assert definitions == expected[0], (examine.fusions(jfn), expected[0])
+
+
+def _transformers_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The loss of transformers' causal LMs: the [batch, seq, vocab] logits upcast, then flattened."""
+    logits = logits.float()
+    return F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
+
+
+def _loss_without_upcast(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
+
+
+def test_the_transformers_loss_compiles_to_the_definition_of_the_loss_without_its_upcast(
+    fake_nvfuser,  # noqa: F811
+) -> None:
+    """`logits.float().view(-1, vocab)`: the view moves before the upcast, so torch views the bf16
+    logits and the fusion gathers the targets from its input (`take_along_axis`)."""
+    logits = torch.randn(2, 8, 64, generator=torch.Generator().manual_seed(0)).bfloat16()
+    labels = torch.randint(0, 64, (2, 8), generator=torch.Generator().manual_seed(1))
+    labels[0, 3] = -100
+    found = []
+    for fn in (_loss_without_upcast, _transformers_loss):
+        jfn = compiler.jit(fn, executors=["nvfuser", "torch"])
+        torch.testing.assert_close(jfn(logits, labels).float(), fn(logits, labels).float(), rtol=1.6e-2, atol=2e-2)
+        found.append(_definitions(jfn))
+    assert found[1] == found[0] and found[0][1] == [], found
+    assert dict(found[0][0][0].ops).get("take_along_axis") == 1
 
 
 _TOLERANCES = {torch.bfloat16: (1.6e-2, 2e-2), torch.float16: (2e-3, 2e-3), torch.float32: (2e-5, 2e-5)}

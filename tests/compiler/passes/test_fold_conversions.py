@@ -160,3 +160,49 @@ def test_a_gather_reads_the_value_before_its_conversion(gather: str) -> None:
         x = torch.randn(6, 10, generator=gen).bfloat16()
         index = torch.randint(0, 6 if gather == "index_select" else 10, index_shape, generator=gen)
         assert torch.equal(eval_trace(folded, x, index), eval_trace(trace, x, index))
+
+
+def _reshape_of_upcast(returned_too: bool, read_twice: bool):
+    def fn(x):  # x.float().view(6, 8) read by a sum (transformers' `logits.float().view(-1, vocab)`)
+        up = prims.convert_element_type(x, F32)
+        viewed = prims.reshape(up, [6, 8])
+        total = prims.sum(viewed, (1,))
+        if read_twice:
+            total = prims.add(total, prims.reshape(prims.sum(up, (2,)), [6]))
+        return (total, viewed) if returned_too else total
+
+    return fn
+
+
+def test_a_reshape_of_an_upcast_read_by_nothing_else_reshapes_the_input() -> None:
+    trace = prim_trace(_reshape_of_upcast(returned_too=False, read_twice=False), ((2, 3, 8), BF16))
+    folded = check_trace(fold_conversions(trace))
+    assert [(b.sym, b.args[0].name) for b in folded.bsyms[:2]] == [
+        (Prim.RESHAPE, "a0"),
+        (Prim.CONVERT_ELEMENT_TYPE, folded.bsyms[0].output.name),
+    ]
+    assert folded.bsyms[0].output.dtype == BF16
+    x = torch.randn(2, 3, 8).bfloat16()
+    assert torch.equal(eval_trace(folded, x), eval_trace(trace, x))
+
+
+@pytest.mark.parametrize(("returned_too", "read_twice"), [(True, False), (False, True)])
+def test_a_reshape_of_an_upcast_that_is_returned_or_read_elsewhere_stays(returned_too: bool, read_twice: bool) -> None:
+    """Moved, the upcast would be computed (and, where a region outputs both, written) twice."""
+    trace = prim_trace(_reshape_of_upcast(returned_too, read_twice), ((2, 3, 8), BF16))
+    folded = check_trace(fold_conversions(trace))
+    assert [b.sym for b in folded.bsyms] == [b.sym for b in trace.bsyms]
+
+
+def test_a_gather_of_a_reshaped_upcast_reads_the_reshaped_input() -> None:
+    def loss_target(x, index):  # x.float().view(6, 10) gathered, as transformers' loss does
+        picked = prims.take_along_dim(prims.reshape(prims.convert_element_type(x, F32), [6, 10]), index, 1)
+        return prims.add(picked, 1.0)
+
+    trace = prim_trace(loss_target, ((2, 3, 10), BF16), ((6, 1), torch.int64))
+    folded = check_trace(fold_conversions(trace))
+    (reshape,) = [b for b in folded.bsyms if b.sym is Prim.RESHAPE]
+    (pick,) = [b for b in folded.bsyms if b.sym is Prim.TAKE_ALONG_DIM]
+    assert reshape.args[0].name == "a0" and pick.args[0] is reshape.output and pick.output.dtype == BF16
+    x, index = torch.randn(2, 3, 10).bfloat16(), torch.randint(0, 10, (6, 1))
+    assert torch.equal(eval_trace(folded, x, index), eval_trace(trace, x, index))
