@@ -1,11 +1,11 @@
 """fold_conversions: exact rewrites of conversion and reshape chains, so that each way users write
 the same work reaches the fusion partition as the same prims.
 
-Assumes: a flattened, pure trace (after autodiff's split, right before `fuse`). Guarantees: every
-value is unchanged, bit for bit; the trace's outputs and write-back values are produced as before
-(never replaced by a trace input, a view of one or another output, where that would alias
-what eager returns apart). The rules, one per prim
-(`RULES`):
+Assumes: a flattened, pure trace, right before `fuse` (after autodiff: moved before a gather
+of repeated indices, an upcast would make its VJP accumulate in the narrow dtype). Guarantees:
+every value is unchanged, bit for bit; the trace's outputs and write-back values are produced as
+before (never replaced by a trace input, a view of one or another output, where that would alias
+what eager returns apart). The rules, one per prim (`RULES`):
 
 - `convert(convert(x, d1), d2)` is `convert(x, d2)` where `x.dtype -> d1` is exact
   (`x.float().to(bf16)` of a bf16 `x` is `x`); a conversion to the dtype a value already has is
@@ -71,7 +71,8 @@ class _Folder:
     inputs or views of them, and which are returned or written back."""
 
     def __init__(self, trace: Trace) -> None:
-        self.context = TraceContext(reserved=trace.names())
+        self.trace = trace
+        self.context: TraceContext | None = None  # made on first need: collecting names walks the trace
         self.producer: dict[str, BoundSymbol] = {}
         self.returned = {p.name for p in proxies_in(trace.output)}
         self.written = {b.args[0].name for b in trace.bsyms if b.sym is Prim.COPY_TO and isinstance(b.args[0], Proxy)}
@@ -104,6 +105,8 @@ class _Folder:
             self.input_views.update(p.name for p in bsym.outputs)
 
     def fresh_like(self, proxy: TensorProxy, dtype: torch.dtype) -> TensorProxy:
+        if self.context is None:
+            self.context = TraceContext(reserved=self.trace.names())
         return TensorProxy(proxy.shape, dtype, proxy.device, name=self.context.fresh(proxy.name))
 
 
