@@ -25,32 +25,36 @@ _OPS = re.compile(r"fd\.ops\.(\w+)\(")
 _NOT_COMPARED = frozenset({"cast", "size"})
 
 
-def _bytes(p: TensorProxy) -> int:
-    return p.dtype.itemsize * int(torch.Size(p.shape).numel())
+def _bytes(tensors: list) -> int | None:
+    """The bytes of these tensors; None where a size is symbolic."""
+    if any(type(size) is not int for p in tensors for size in p.shape):
+        return None
+    return sum(p.dtype.itemsize * int(torch.Size(p.shape).numel()) for p in tensors)
 
 
 @dataclass(frozen=True)
 class Definition:
     """What one fusion reads, the shapes it writes and the nvFuser ops its definition uses."""
 
-    bytes_read: int
+    bytes_read: int | None
     output_shapes: tuple[tuple[int, ...], ...]
     ops: tuple[tuple[str, int], ...]
 
 
 def _definitions(jfn: compiler.JittedFunction) -> tuple[list[Definition], list[str]]:
-    """The fusion definitions of the last call, and the prims left outside them (views aside)."""
+    """The fusion definitions of the last call, and the tensor prims left outside them (views aside)."""
     definitions, outside = [], []
     for bsym in compiler.last_traces(jfn)[-1].bsyms:
         if getattr(bsym.sym, "executor", None) != "nvfuser":
-            if bsym.sym not in VIEWS:
+            tensors = any(isinstance(p, TensorProxy) for p in (*bsym.inputs, *bsym.outputs))
+            if bsym.sym not in VIEWS and tensors:  # sizes computed on the host are no tensor work
                 outside.append(str(bsym.sym))
             continue
         source = examine.fusion_source_of(jfn, bsym.sym.name)
         ops = Counter(op for op in _OPS.findall(source) if op not in _NOT_COMPARED)
         definitions.append(
             Definition(
-                sum(_bytes(p) for p in bsym.inputs if isinstance(p, TensorProxy)),
+                _bytes([p for p in bsym.inputs if isinstance(p, TensorProxy)]),
                 tuple(tuple(p.shape) for p in bsym.outputs),
                 tuple(sorted(ops.items())),
             )
@@ -125,6 +129,23 @@ def test_the_transformers_loss_compiles_to_the_definition_of_the_loss_without_it
         found.append(_definitions(jfn))
     assert found[1] == found[0] and found[0][1] == [], found
     assert dict(found[0][0][0].ops).get("take_along_axis") == 1
+
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.name)
+def test_a_loss_over_token_counts_that_vary_gathers_in_fusion(form: Form, fake_nvfuser) -> None:  # noqa: F811
+    """The third token count compiles symbolic sizes (automatic dynamic): the logits' and the
+    targets' token counts are then two symbols, and the gather must still be nvFuser's in-fusion
+    `take_along_axis` (its translator once compared those sizes by recording prims, and recursed)."""
+    pattern = next(p for p in PATTERNS if p.name == "cross_entropy")
+    fn = written(pattern, form)
+    jfn = compiler.jit(fn, executors=["nvfuser", "torch"], fallback=False)
+    for tokens in (8, 12, 20):
+        args = _inputs(pattern, tokens, 32, torch.bfloat16, tokens, strided=False)
+        torch.testing.assert_close(jfn(*args), fn(*args), rtol=1.6e-2, atol=2e-2)
+    assert compiler.cache_stats(jfn).misses == 2
+    (definition,), outside = _definitions(jfn)
+    assert outside == [], outside
+    assert dict(definition.ops).get("take_along_axis") == 1 and "gather" not in dict(definition.ops), definition
 
 
 _TOLERANCES = {torch.bfloat16: (1.6e-2, 2e-2), torch.float16: (2e-3, 2e-3), torch.float32: (2e-5, 2e-5)}
