@@ -233,8 +233,10 @@ def _class_dim(op: str, input: TensorProxy, target: TensorProxy, class_indices: 
 
 def _picked(values: TensorProxy, safe_target: TensorProxy, cdim: int) -> TensorProxy:
     """values[..., target, ...] along the class dim (torch.gather semantics through take_along_dim)."""
-    shape = list(safe_target.shape)
-    shape.insert(cdim, 1)
+    # NOTE: the index takes the values' own sizes off the class dim: with symbolic sizes the
+    # target's are other symbols (checked equal by `_class_dim`), and the nvFuser translator takes
+    # the gather in-fusion (`take_along_axis`) only where it sees those sizes are the values'.
+    shape = [1 if d == cdim else size for d, size in enumerate(values.shape)]
     index = prims.broadcast_in_dim(safe_target, shape, [i for i in range(len(shape)) if i != cdim])
     return prims.squeeze(prims.take_along_dim(values, index, cdim), [cdim])
 

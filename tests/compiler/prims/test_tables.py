@@ -25,6 +25,7 @@ from compiler.executors.nvfuser.define.translations import TRANSLATIONS
 from compiler.executors.nvfuser.diagnose import repro
 from compiler.executors.nvfuser.diagnose.repro import TORCH_SOURCE
 from compiler.passes import (
+    fold_conversions,
     update_fresh,
     update_in_place,
     vjp_attention,
@@ -37,6 +38,7 @@ from compiler.prims import (
     ATTENTION,
     BINARY,
     ELEMENTWISE,
+    GATHERS,
     KINDS,
     LIBRARY,
     LINALG,
@@ -74,6 +76,11 @@ TABLES: dict[str, tuple[Mapping, Collection[Prim]]] = {
     "compiler.executors.nvfuser.define.claims:POLICY_TORCH": (POLICY_TORCH, LINALG),
     "compiler.passes.update_in_place:IN_PLACE": (update_in_place.IN_PLACE, UPDATES),
     "compiler.passes.update_fresh:FRESH": (update_fresh.FRESH, UPDATES),
+    # conversions fold in chains and move after the gathers that read them; reshapes fold in chains
+    "compiler.passes.fold_conversions:RULES": (
+        fold_conversions.RULES,
+        GATHERS | {Prim.CONVERT_ELEMENT_TYPE, Prim.RESHAPE},
+    ),
     "compiler.runtime.guard_source:INLINE_GUARDS": (
         guard_source.INLINE_GUARDS,
         PROLOGUE_ONLY - guard_source.INLINED_PER_PROLOGUE,

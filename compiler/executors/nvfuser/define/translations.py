@@ -20,7 +20,7 @@ from compiler.core import dtypes
 from compiler.core.errors import check
 from compiler.core.executor import Region
 from compiler.core.ir import BoundSymbol, TensorProxy, callee_name
-from compiler.core.proxies import same_size
+from compiler.core.proxies import NumberProxy
 from compiler.executors.nvfuser.define.broadcast import expanded_unit_dims, is_unit, iteration_inputs, output_flags
 from compiler.executors.nvfuser.define.descriptors import (  # noqa: F401  (re-exported for callers)
     ScalarDesc,
@@ -120,6 +120,16 @@ def _data_movement(render: Callable[[DefinitionWriter, str, BoundSymbol], str]) 
     return translate
 
 
+def _same_extent(a: object, b: object) -> bool:
+    """Whether two sizes of a trace are the same: equal ints, or one symbolic size.
+
+    NOTE: not `proxies.same_size`: outside tracing, `==` on a NumberProxy evaluates the `eq` prim,
+    which compares the proxies again (without end)."""
+    if isinstance(a, NumberProxy) or isinstance(b, NumberProxy):
+        return a is b or (isinstance(a, NumberProxy) and isinstance(b, NumberProxy) and a.name == b.name)
+    return a == b
+
+
 def _take_along_dim(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     # NOTE: nvFuser's take_along_axis fuses with the ops around it, where its gather (torch.gather
     # semantics) runs as its own ATen segment: three kernels for a cross_entropy's target logits.
@@ -127,7 +137,7 @@ def _take_along_dim(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     # `dim` (a smaller one fails its shape inference) and an input that the fusion reads
     # (gathering from a value computed inside fails an internal assert); others use `gather`.
     a, index, dim = bsym.args
-    exact = all(same_size(i, s) for d, (i, s) in enumerate(zip(index.shape, a.shape)) if d != dim)
+    exact = all(_same_extent(i, s) for d, (i, s) in enumerate(zip(index.shape, a.shape)) if d != dim)
     read = any(a is p for p in tx.region.inputs)
     return f"fd.ops.{'take_along_axis' if exact and read else 'gather'}({x}, {tx.tensor(index)}, {dim})"
 

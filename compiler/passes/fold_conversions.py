@@ -1,0 +1,224 @@
+"""fold_conversions: exact rewrites of conversion and reshape chains, so that each way users write
+the same work reaches the fusion partition as the same prims.
+
+Assumes: a flattened, pure trace, right before `fuse` (after autodiff: moved before a gather
+of repeated indices, an upcast would make its VJP accumulate in the narrow dtype). Guarantees:
+every value is unchanged, bit for bit; the trace's outputs and write-back values are produced as
+before (never replaced by a trace input, a view of one or another output, where that would alias
+what eager returns apart). The rules, one per prim (`RULES`):
+
+- `convert(convert(x, d1), d2)` is `convert(x, d2)` where `x.dtype -> d1` is exact
+  (`x.float().to(bf16)` of a bf16 `x` is `x`); a conversion to the dtype a value already has is
+  that value. A first step that rounds (`f32 -> bf16 -> f32`) is kept: its rounding is the result.
+- `reshape(reshape(x, a), b)` is `reshape(x, b)`, and a reshape to `x`'s own shape is `x` (a
+  view of a view of `x` is a view of `x`; prims.reshape always views). A reshape of a conversion
+  that nothing else reads is the conversion of the reshape (`_sinks_below_reshape` says when).
+- A gather (`take_along_dim`, `index_select`) of `convert(x, d)` is `convert(gather(x), d)`: a
+  conversion is elementwise, so it commutes with picking elements.
+
+Why: `F.cross_entropy(logits.float(), target)` gathers the target logits from the float32 copy
+of the bf16 logits. nvFuser gathers in-fusion (`take_along_axis`) only from a value the fusion
+reads, and otherwise runs `gather` as a kernel of its own, which reads the float32 copy written
+out by another kernel: twice the loss's bytes and more. Written as `logits` viewed and viewed
+back, or as `.to(float32).to(dtype).float()`, the gather reads a reshape or a conversion chain
+of the input, with the same effect. Folded, every form gathers from the input itself, as the
+loss written without the upcast does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from compiler.core.context import TraceContext
+from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, Trace, map_proxies, proxies_in
+from compiler.passes import trace_pass
+from compiler.passes.dce import dce
+from compiler.prims import GATHERS, VIEWS, Prim
+
+_SMALL_INTS = (torch.uint8, torch.int8)
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+# dtype -> the dtypes that hold each of its values exactly (so converting there and on is the
+# same as converting on directly). bf16 and fp16 hold every integer up to 256 in magnitude.
+EXACT_IN: dict[torch.dtype, frozenset[torch.dtype]] = {
+    torch.bool: frozenset({torch.int16, torch.int32, torch.int64, *_SMALL_INTS, *_FLOATS}),
+    torch.uint8: frozenset({torch.int16, torch.int32, torch.int64, *_FLOATS}),
+    torch.int8: frozenset({torch.int16, torch.int32, torch.int64, *_FLOATS}),
+    torch.int16: frozenset({torch.int32, torch.int64, torch.float32, torch.float64}),
+    torch.int32: frozenset({torch.int64, torch.float64}),
+    torch.float16: frozenset({torch.float32, torch.float64}),
+    torch.bfloat16: frozenset({torch.float32, torch.float64}),
+    torch.float32: frozenset({torch.float64}),
+}
+
+
+def is_exact(source: torch.dtype, target: torch.dtype) -> bool:
+    """Whether converting `source` values to `target` never changes a value."""
+    return source == target or target in EXACT_IN.get(source, frozenset())
+
+
+def _same_shape(a: tuple, b: Any) -> bool:
+    # NOTE: sizes compare by identity or as ints: `==` on a NumberProxy would record a guard.
+    b = tuple(b)
+    return len(a) == len(b) and all(x is y or (type(x) is int and type(y) is int and x == y) for x, y in zip(a, b))
+
+
+class _Folder:
+    """The state of one run: who produced each value (after rewriting), which values are trace
+    inputs or views of them, and which are returned or written back."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.context: TraceContext | None = None  # made on first need: collecting names walks the trace
+        self.producer: dict[str, BoundSymbol] = {}
+        self.returned = {p.name for p in proxies_in(trace.output)}
+        self.written = {b.args[0].name for b in trace.bsyms if b.sym is Prim.COPY_TO and isinstance(b.args[0], Proxy)}
+        self.input_views = {p.name for p in trace.inputs}
+        self.readers: dict[str, int] = {}
+        for bsym in trace.bsyms:
+            for name in {p.name for p in bsym.inputs}:
+                self.readers[name] = self.readers.get(name, 0) + 1
+
+    def produced_by(self, value: Any, prim: Prim) -> BoundSymbol | None:
+        if not isinstance(value, TensorProxy):
+            return None
+        bsym = self.producer.get(value.name)
+        return bsym if bsym is not None and bsym.sym is prim else None
+
+    def may_stand_for(self, value: Proxy, existing: Proxy) -> bool:
+        """Whether `existing` may take `value`'s place: a write-back owns its value (nothing else
+        may read it), and an output must not become an input, a view of one or another output
+        where eager returns a tensor of its own."""
+        if value.name in self.written:
+            return False
+        return value.name not in self.returned or not (
+            existing.name in self.input_views or existing.name in self.returned or existing.name in self.written
+        )
+
+    def record(self, bsym: BoundSymbol) -> None:
+        for p in bsym.outputs:
+            self.producer[p.name] = bsym
+        if bsym.sym in VIEWS and any(p.name in self.input_views for p in proxies_in(bsym.args[0])):
+            self.input_views.update(p.name for p in bsym.outputs)
+
+    def fresh_like(self, proxy: TensorProxy, dtype: torch.dtype) -> TensorProxy:
+        if self.context is None:
+            self.context = TraceContext(reserved=self.trace.names())
+        return TensorProxy(proxy.shape, dtype, proxy.device, name=self.context.fresh(proxy.name))
+
+
+# A rule returns None (keep the line), a Proxy (the line's value is that existing value), or the
+# lines that replace it (the last defines the line's own output).
+Rule = Callable[[_Folder, BoundSymbol], "Proxy | list[BoundSymbol] | None"]
+
+
+def _convert(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | None:
+    source, dtype = bsym.args
+    if not isinstance(source, TensorProxy):
+        return None
+    root = source
+    while (inner := folder.produced_by(root, Prim.CONVERT_ELEMENT_TYPE)) is not None and is_exact(
+        inner.args[0].dtype, root.dtype
+    ):
+        root = inner.args[0]
+    if root.dtype == dtype and folder.may_stand_for(bsym.output, root):
+        return root
+    return None if root is source else [bsym.replace(args=(root, dtype))]
+
+
+def _reshape_root(folder: _Folder, value: TensorProxy) -> TensorProxy:
+    while (inner := folder.produced_by(value, Prim.RESHAPE)) is not None:
+        value = inner.args[0]
+    return value
+
+
+def _reshape(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | None:
+    source, shape = bsym.args
+    root = _reshape_root(folder, source)
+    conversion = folder.produced_by(root, Prim.CONVERT_ELEMENT_TYPE)
+    if conversion is not None and _sinks_below_reshape(folder, conversion, bsym):
+        return _reshaped_then_converted(folder, conversion, bsym)
+    if _same_shape(root.shape, shape) and folder.may_stand_for(bsym.output, root):
+        return root
+    return None if root is source else [bsym.replace(args=(root, shape))]
+
+
+def _sinks_below_reshape(folder: _Folder, conversion: BoundSymbol, reshape: BoundSymbol) -> bool:
+    """Whether `reshape(convert(x))` becomes `convert(reshape(x))`: where the conversion is an
+    upcast there only for this reshape (`logits.float().view(-1, vocab)`, as transformers' loss
+    writes it), the reshape then views `x` itself, which torch does for free outside a fusion
+    (`fuse` leaves the reshapes of a region's inputs to torch), where nvFuser splits a reduction
+    over a reshape into more kernels. Not a downcast (it ends a computation: its reshape is of a
+    region's output, which torch makes already), nor where `x` is a view (torch could have to
+    copy), where the upcast has other readers (it would be computed twice, and written twice if a
+    region returned both), nor where the reshape is returned or written back."""
+    source = _reshape_root(folder, conversion.args[0])
+    made_by = folder.producer.get(source.name)
+    return (
+        conversion.output.dtype.itemsize > source.dtype.itemsize
+        and folder.readers.get(conversion.output.name, 0) == 1
+        and (made_by is None or made_by.sym not in VIEWS)
+        and reshape.output.name not in folder.returned
+        and reshape.output.name not in folder.written
+    )
+
+
+def _reshaped_then_converted(folder: _Folder, conversion: BoundSymbol, reshape: BoundSymbol) -> list[BoundSymbol]:
+    source, shape = _reshape_root(folder, conversion.args[0]), reshape.args[1]
+    lines = []
+    if not _same_shape(source.shape, shape):
+        moved = folder.fresh_like(reshape.output, source.dtype)
+        lines.append(reshape.replace(args=(source, shape), output=moved))
+        source = moved
+    return [*lines, conversion.replace(args=(source, conversion.args[1]), output=reshape.output)]
+
+
+def _gather(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
+    conversion = folder.produced_by(bsym.args[0], Prim.CONVERT_ELEMENT_TYPE)
+    if conversion is None:
+        return None
+    source = conversion.args[0]
+    picked = folder.fresh_like(bsym.output, source.dtype)
+    gather = bsym.replace(args=(source, *bsym.args[1:]), output=picked)
+    return [gather, conversion.replace(args=(picked, bsym.output.dtype), output=bsym.output)]
+
+
+RULES: dict[Prim, Rule] = {
+    Prim.CONVERT_ELEMENT_TYPE: _convert,
+    Prim.RESHAPE: _reshape,
+    **{prim: _gather for prim in GATHERS},
+}
+
+
+@trace_pass("fold_conversions")
+def fold_conversions(trace: Trace) -> Trace:
+    """The trace with exact conversion and reshape chains folded and conversions moved after
+    the gathers that read them; lines left dead by that are dropped."""
+    folder = _Folder(trace)
+    replacement: dict[str, Proxy] = {}
+
+    def substitute(value: Any) -> Any:
+        return map_proxies(value, lambda p: replacement.get(p.name, p))
+
+    bsyms: list[BoundSymbol] = []
+    changed = False
+    for bsym in trace.bsyms:
+        if replacement and any(p.name in replacement for p in bsym.inputs):
+            bsym = bsym.replace(args=substitute(bsym.args), kwargs=substitute(bsym.kwargs))
+        rule = RULES.get(bsym.sym)
+        result = rule(folder, bsym) if rule is not None else None
+        if isinstance(result, Proxy):
+            replacement[bsym.output.name] = result
+            if bsym.output.name in folder.returned:  # two outputs must not both become it
+                folder.returned.add(result.name)
+            changed = True
+            continue
+        changed |= result is not None
+        for line in result or [bsym]:
+            bsyms.append(line)
+            folder.record(line)
+    folded = trace.with_bsyms(bsyms, output=substitute(trace.output))
+    return dce(folded) if changed else folded

@@ -1,0 +1,208 @@
+"""fold_conversions: exact conversion chains fold, rounding ones stay, reshape chains fold, a gather
+reads the value before its conversion, and outputs and write-backs keep what eager aliases."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from compiler import prims
+from compiler.passes.fold_conversions import EXACT_IN, fold_conversions, is_exact
+from compiler.prims import Prim
+from compiler.tracing.check_trace import check_trace
+from compiler.tracing.interpreter import eval_trace
+from tests.support.nvfuser_helpers import prim_trace
+
+F32, BF16, F16 = torch.float32, torch.bfloat16, torch.float16
+
+
+def _every_value(dtype: torch.dtype) -> torch.Tensor:
+    """Every value of an 8- or 16-bit dtype (each bit pattern), or a spread of a wider one's."""
+    if dtype is torch.bool:
+        return torch.tensor([False, True])
+    if dtype.itemsize == 1:
+        return torch.arange(256, dtype=torch.int16).to(torch.uint8).view(dtype)
+    if dtype.itemsize == 2:
+        return torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+    bits = torch.randint(-(2**31), 2**31 - 1, (200_000,), generator=torch.Generator().manual_seed(0), dtype=torch.int32)
+    edges = torch.tensor([-(2**31), 2**31 - 1, 0, 1, -1, 0x7F800000, -0x00800000, 0x7FC00000, 1], dtype=torch.int32)
+    values = torch.cat([bits, edges])
+    return values.view(dtype) if dtype is F32 else values
+
+
+@pytest.mark.parametrize("source", sorted(EXACT_IN, key=str), ids=str)
+def test_every_value_survives_each_conversion_the_table_calls_exact(source: torch.dtype) -> None:
+    values = _every_value(source)
+    for target in EXACT_IN[source]:
+        back = values.to(target).to(source)
+        torch.testing.assert_close(back, values, rtol=0, atol=0, equal_nan=True, msg=f"{source} -> {target}")
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [(F32, BF16), (F32, F16), (BF16, F16), (F16, BF16), (torch.int16, F16), (torch.int32, F32), (F32, torch.int64)],
+)
+def test_a_rounding_conversion_is_not_called_exact(source: torch.dtype, target: torch.dtype) -> None:
+    values = _every_value(source)
+    if source.is_floating_point:
+        values = values[values.isfinite()]
+    assert not is_exact(source, target)
+    assert bool((values.to(target).to(source) != values).any()), f"{source} -> {target} changed no value"
+
+
+def _converts(trace) -> list[tuple[torch.dtype, torch.dtype]]:
+    return [(b.args[0].dtype, b.args[1]) for b in trace.bsyms if b.sym is Prim.CONVERT_ELEMENT_TYPE]
+
+
+def test_a_lossless_round_trip_folds_to_its_input_and_the_chain_to_one_upcast() -> None:
+    def to_chain(x):  # x.to(float32).to(bf16).float() * 2
+        back = prims.convert_element_type(prims.convert_element_type(x, F32), BF16)
+        return prims.mul(prims.convert_element_type(back, F32), 2.0)
+
+    trace = prim_trace(to_chain, ((4, 8), BF16))
+    folded = check_trace(fold_conversions(trace))
+    assert _converts(trace) == [(BF16, F32), (F32, BF16), (BF16, F32)]
+    assert _converts(folded) == [(BF16, F32)] and folded.bsyms[0].args[0].name == "a0"
+    for seed in range(3):
+        x = torch.randn(4, 8, generator=torch.Generator().manual_seed(seed)).bfloat16()
+        assert torch.equal(eval_trace(folded, x), eval_trace(trace, x))
+
+
+def test_a_chain_of_widenings_folds_to_one() -> None:
+    trace = prim_trace(
+        lambda x: prims.convert_element_type(prims.convert_element_type(x, F32), torch.float64), ((5,), F16)
+    )
+    folded = check_trace(fold_conversions(trace))
+    assert _converts(folded) == [(F16, torch.float64)]
+    x = torch.randn(5).half()
+    assert torch.equal(eval_trace(folded, x), x.double())
+
+
+def test_a_rounding_round_trip_keeps_its_rounding() -> None:
+    def cast_after(x):  # f32 -> bf16 -> f32 rounds: it is the result, not a no-op
+        return prims.add(prims.convert_element_type(prims.convert_element_type(x, BF16), F32), 1.0)
+
+    trace = prim_trace(cast_after, ((64,), F32))
+    folded = check_trace(fold_conversions(trace))
+    assert _converts(folded) == [(F32, BF16), (BF16, F32)]
+    x = torch.randn(64, dtype=torch.float32)
+    assert torch.equal(eval_trace(folded, x), x.bfloat16().float() + 1.0)
+    assert not torch.equal(eval_trace(folded, x), x + 1.0)
+
+
+def test_a_reshape_chain_folds_and_a_view_back_to_the_input_shape_is_the_input() -> None:
+    def viewed(x):  # x.view(2, 3, 8).view(6, 8) read by a sum
+        return prims.sum(prims.reshape(prims.reshape(x, [2, 3, 8]), [6, 8]), (1,))
+
+    trace = prim_trace(viewed, ((6, 8), F32))
+    folded = check_trace(fold_conversions(trace))
+    assert [b.sym for b in folded.bsyms] == [Prim.SUM] and folded.bsyms[0].args[0].name == "a0"
+    x = torch.randn(6, 8)
+    assert torch.equal(eval_trace(folded, x), x.sum(1))
+
+    two_steps = prim_trace(lambda x: prims.exp(prims.reshape(prims.reshape(x, [2, 3, 8]), [48])), ((6, 8), F32))
+    folded = check_trace(fold_conversions(two_steps))
+    reshape, exp = folded.bsyms
+    assert reshape.sym is Prim.RESHAPE and reshape.args[0].name == "a0" and exp.sym is Prim.EXP
+    assert torch.equal(eval_trace(folded, x), x.exp().reshape(48))
+
+
+def test_an_output_never_becomes_an_input_nor_another_output() -> None:
+    """eager returns a view of the input, and its own tensor for each output: no rule may return the
+    input itself, nor one tensor for two outputs."""
+    viewed_back = prim_trace(lambda x: prims.reshape(prims.reshape(x, [2, 3, 8]), [6, 8]), ((6, 8), F32))
+    folded = check_trace(fold_conversions(viewed_back))
+    assert folded.output.name != "a0" and [b.args[0].name for b in folded.bsyms] == ["a0"]  # one view of it
+
+    round_trip = prim_trace(
+        lambda x: prims.convert_element_type(prims.convert_element_type(x, F32), BF16), ((4,), BF16)
+    )
+    assert check_trace(fold_conversions(round_trip)).output.name != "a0"
+
+    def two_outputs(x):
+        y = prims.exp(x)
+        return y, prims.reshape(prims.reshape(y, [2, 2]), [4])
+
+    folded = check_trace(fold_conversions(prim_trace(two_outputs, ((4,), F32))))
+    assert folded.output[0].name != folded.output[1].name
+
+
+def test_a_value_written_back_stays_its_own() -> None:
+    def write_round_trip(x, buffer):  # buffer.copy_(x.float().to(bf16)): the write-back owns its value
+        value = prims.convert_element_type(prims.convert_element_type(x, F32), BF16)
+        prims.copy_to(value, buffer)
+        return prims.neg(x)
+
+    trace = prim_trace(write_round_trip, ((4,), BF16), ((4,), BF16))
+    folded = check_trace(fold_conversions(trace))
+    (write,) = [b for b in folded.bsyms if b.sym is Prim.COPY_TO]
+    assert write.args[0].name not in {"a0", "a1"}
+
+
+@pytest.mark.parametrize("gather", ["take_along_dim", "index_select"])
+def test_a_gather_reads_the_value_before_its_conversion(gather: str) -> None:
+    def loss_target(x, index):  # x.float() gathered: the gather reads bf16 x, the few picked are upcast
+        up = prims.convert_element_type(x, F32)
+        if gather == "take_along_dim":
+            picked = prims.take_along_dim(up, index, 1)
+        else:
+            picked = prims.index_select(up, 0, index)
+        return prims.add(picked, 1.0)
+
+    index_shape = (6, 1) if gather == "take_along_dim" else (3,)
+    trace = prim_trace(loss_target, ((6, 10), BF16), (index_shape, torch.int64))
+    folded = check_trace(fold_conversions(trace))
+    picks = [b for b in folded.bsyms if b.sym is Prim(gather)]
+    assert len(picks) == 1 and picks[0].args[0].name == "a0" and picks[0].output.dtype == BF16
+    assert _converts(folded) == [(BF16, F32)]  # of the picked values only: the whole upcast is dead
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+        x = torch.randn(6, 10, generator=gen).bfloat16()
+        index = torch.randint(0, 6 if gather == "index_select" else 10, index_shape, generator=gen)
+        assert torch.equal(eval_trace(folded, x, index), eval_trace(trace, x, index))
+
+
+def _reshape_of_upcast(returned_too: bool, read_twice: bool):
+    def fn(x):  # x.float().view(6, 8) read by a sum (transformers' `logits.float().view(-1, vocab)`)
+        up = prims.convert_element_type(x, F32)
+        viewed = prims.reshape(up, [6, 8])
+        total = prims.sum(viewed, (1,))
+        if read_twice:
+            total = prims.add(total, prims.reshape(prims.sum(up, (2,)), [6]))
+        return (total, viewed) if returned_too else total
+
+    return fn
+
+
+def test_a_reshape_of_an_upcast_read_by_nothing_else_reshapes_the_input() -> None:
+    trace = prim_trace(_reshape_of_upcast(returned_too=False, read_twice=False), ((2, 3, 8), BF16))
+    folded = check_trace(fold_conversions(trace))
+    assert [(b.sym, b.args[0].name) for b in folded.bsyms[:2]] == [
+        (Prim.RESHAPE, "a0"),
+        (Prim.CONVERT_ELEMENT_TYPE, folded.bsyms[0].output.name),
+    ]
+    assert folded.bsyms[0].output.dtype == BF16
+    x = torch.randn(2, 3, 8).bfloat16()
+    assert torch.equal(eval_trace(folded, x), eval_trace(trace, x))
+
+
+@pytest.mark.parametrize(("returned_too", "read_twice"), [(True, False), (False, True)])
+def test_a_reshape_of_an_upcast_that_is_returned_or_read_elsewhere_stays(returned_too: bool, read_twice: bool) -> None:
+    """Moved, the upcast would be computed (and, where a region outputs both, written) twice."""
+    trace = prim_trace(_reshape_of_upcast(returned_too, read_twice), ((2, 3, 8), BF16))
+    folded = check_trace(fold_conversions(trace))
+    assert [b.sym for b in folded.bsyms] == [b.sym for b in trace.bsyms]
+
+
+def test_a_gather_of_a_reshaped_upcast_reads_the_reshaped_input() -> None:
+    def loss_target(x, index):  # x.float().view(6, 10) gathered, as transformers' loss does
+        picked = prims.take_along_dim(prims.reshape(prims.convert_element_type(x, F32), [6, 10]), index, 1)
+        return prims.add(picked, 1.0)
+
+    trace = prim_trace(loss_target, ((2, 3, 10), BF16), ((6, 1), torch.int64))
+    folded = check_trace(fold_conversions(trace))
+    (reshape,) = [b for b in folded.bsyms if b.sym is Prim.RESHAPE]
+    (pick,) = [b for b in folded.bsyms if b.sym is Prim.TAKE_ALONG_DIM]
+    assert reshape.args[0].name == "a0" and pick.args[0] is reshape.output and pick.output.dtype == BF16
+    x, index = torch.randn(2, 3, 10).bfloat16(), torch.randint(0, 10, (6, 1))
+    assert torch.equal(eval_trace(folded, x, index), eval_trace(trace, x, index))
