@@ -1,8 +1,8 @@
 """duplicate_upcasts: an upcast read by several fusible prims becomes one upcast per reader.
 
-Assumes: a flattened, pure trace, right before `fuse`. Conversion and reshape chains are folded
-first (`fold_conversions`: `x.float().to(bf16).float()` of a bf16 `x` is `x.float()`), so that
-the upcasts found are those of the values the program reads. Guarantees: every `convert_element_type`
+Assumes: a flattened, pure trace, right before `fuse`, its conversion and reshape chains folded
+(`fold_conversions` runs first: `x.float().to(bf16).float()` of a bf16 `x` is `x.float()`), so
+that the upcasts found are those of the values the program reads. Guarantees: every `convert_element_type`
 to a wider dtype read by more than one elementwise, reduction or shape prim gets a copy per such
 reader after the first (same source, same dtype, placed just before the reader); values are
 unchanged, and readers of other kinds (a matmul, the trace's output) keep the original.
@@ -24,7 +24,6 @@ from typing import Any
 from compiler.core.context import TraceContext
 from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, Trace, map_proxies
 from compiler.passes import trace_pass
-from compiler.passes.fold_conversions import fold_conversions
 from compiler.prims import ELEMENTWISE, REDUCTIONS, SHAPE_OPS, Prim
 
 _FUSIBLE_READERS = ELEMENTWISE | REDUCTIONS | SHAPE_OPS
@@ -45,9 +44,7 @@ def is_upcast(bsym: BoundSymbol) -> bool:
 
 @trace_pass("duplicate_upcasts")
 def duplicate_upcasts(trace: Trace) -> Trace:
-    """The trace, its conversions folded, with a copy of each shared upcast for every fusible
-    reader after its first."""
-    trace = fold_conversions(trace)
+    """The trace with a copy of each shared upcast for every fusible reader after its first."""
     fusible_readers: dict[str, int] = {}
     for bsym in trace.bsyms:
         if bsym.sym in _FUSIBLE_READERS:

@@ -21,6 +21,7 @@ from compiler.passes.cse import cse
 from compiler.passes.dce import dce
 from compiler.passes.duplicate_upcasts import duplicate_upcasts
 from compiler.passes.flatten import flatten
+from compiler.passes.fold_conversions import fold_conversions
 from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import fuse
 from compiler.passes.split_backward import Split, backward_from_saved, split_backward
@@ -61,11 +62,12 @@ _PURE_PASSES = (functionalize, flatten, cse, dce)
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on the computation trace, in order: functionalize first (the others assume
     a pure trace), the stop_gradients autodiff alone reads dropped, then fusion when an executor
-    fuses (shared upcasts duplicated first, small same-structure regions batched after), and last
+    fuses (exact conversion chains folded and shared upcasts duplicated first, small same-structure regions batched after), and last
     the in-place partial updates (of written-back inputs, then of dead temporaries)."""
     passes: list[Callable[[Trace], Trace]] = [*_PURE_PASSES, drop_stop_gradients]
     if fusion_executor(options.executors) is not None:
         passes += [
+            fold_conversions,
             duplicate_upcasts,
             lambda trace: fuse(trace, options.executors),
             lambda trace: batch_regions(trace, options.executors),
@@ -78,7 +80,7 @@ def backward_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on a backward trace (already pure and flattened)."""
     passes: list[Callable[[Trace], Trace]] = [cse, dce]
     if fusion_executor(options.executors) is not None:
-        passes += [duplicate_upcasts, lambda trace: fuse(trace, options.executors)]
+        passes += [fold_conversions, duplicate_upcasts, lambda trace: fuse(trace, options.executors)]
     passes.append(update_fresh)
     return passes
 
