@@ -51,6 +51,7 @@ from compiler.executors.codegen import python_source
 from compiler.executors.nvfuser.define.aliasing import shares_memory
 from compiler.executors.nvfuser.executor import ExecutorUnavailableError, InputRecord
 from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
+from compiler.executors.one_op_regions import OneOpRegion, one_op_call
 from compiler.executors.region_fallback import FusionFallbackWarning, RegionFallback, fallback_default
 from compiler.executors.torch import TorchExecutor
 from compiler.prims import ELEMENTWISE, REDUCTIONS, SHAPE_OPS, Prim
@@ -396,10 +397,15 @@ class InductorExecutor(FusionExecutor):
         return None
 
     def region_impl(self, region: Region) -> Callable:
-        """The callable running `region`."""
+        """The callable running `region`: on CPU, a region that is one torch op's decomposition
+        runs as that op (`one_op_regions.py`); any other is compiled by Inductor."""
+        if all(p.device.type == "cpu" for p in (*region.inputs, *region.outputs) if isinstance(p, TensorProxy)):
+            call = one_op_call(region)
+            if call is not None:
+                return OneOpRegion(region, call)
         return InductorFusion(region, self)
 
 
-def inductor_fusions(trace: Trace) -> list[InductorFusion]:
-    """The `InductorFusion` callables of a fused trace, in order."""
-    return [impl for b in trace.bsyms if isinstance(impl := getattr(b.sym, "impl", None), InductorFusion)]
+def inductor_fusions(trace: Trace) -> list[InductorFusion | OneOpRegion]:
+    """The callables of a fused trace's regions this executor made, in order."""
+    return [impl for b in trace.bsyms if isinstance(impl := getattr(b.sym, "impl", None), InductorFusion | OneOpRegion)]
