@@ -54,6 +54,15 @@ class Call:
         resolve = lambda a: inputs[a.index] if isinstance(a, Input) else a.run(inputs) if isinstance(a, Call) else a
         return self.op(*map(resolve, self.args), **{k: resolve(v) for k, v in self.kwargs})
 
+    def substituted(self, calls: dict[int, Call]) -> Call:
+        """This call with the region inputs at the keys of `calls` read through those calls."""
+        if not calls:
+            return self
+        swap = lambda a: (
+            calls.get(a.index, a) if isinstance(a, Input) else a.substituted(calls) if isinstance(a, Call) else a
+        )
+        return Call(self.op, tuple(map(swap, self.args)), tuple((k, swap(v)) for k, v in self.kwargs))
+
     def source(self, names: Sequence[str], g: Globals) -> str:
         """The call as a Python expression over the inputs' `names` (its callables bound in `g`)."""
         render = lambda a: (
@@ -263,6 +272,42 @@ def _flat_outputs(output: Any) -> Iterator[Proxy]:
             yield from _flat_outputs(value)
 
 
+def _viewed_inputs(
+    region: Region, inputs: list[TensorProxy]
+) -> Iterator[tuple[list[TensorProxy], dict[int, Call], str]]:
+    """The region's inputs as the op may read them: as they come; each one the region reshapes
+    first (a model's views before the op) as that reshape; every bf16 or fp16 one the region
+    upcasts as that upcast (`op(x.float())`)."""
+    yield inputs, {}, ""
+    for b in region.bsyms:
+        at = next((i for i, p in enumerate(inputs) if b.args and b.args[0] is p), None)
+        if b.sym is Prim.RESHAPE and at is not None and all(isinstance(s, int) for s in b.args[1]):
+            viewed = [b.output if i == at else p for i, p in enumerate(inputs)]
+            yield viewed, {at: Call(torch.reshape, (Input(at), tuple(b.args[1])))}, f" of input {at} reshaped"
+    upcasts = {
+        i: b.output
+        for b in region.bsyms
+        if b.sym is Prim.CONVERT_ELEMENT_TYPE and b.args[1] == torch.float32
+        for i, p in enumerate(inputs)
+        if b.args[0] is p and p.dtype in (torch.bfloat16, torch.float16)
+    }
+    if upcasts:
+        calls = {i: Call(_float, (Input(i),)) for i in upcasts}
+        yield [upcasts.get(i, p) for i, p in enumerate(inputs)], calls, f" of inputs {sorted(upcasts)} upcast"
+
+
+def _variants(region: Region, inputs: list[TensorProxy], propose: Proposer) -> Iterator[OneOpCall]:
+    """The calls `propose` makes, over the inputs as they come or viewed (`_viewed_inputs`), and
+    each also with its result upcast by `.float()` (an op in bf16 whose result is upcast after)."""
+    upcast = region.outputs[0].dtype == torch.float32 and len(region.outputs) == 1
+    for viewed, views, how in _viewed_inputs(region, inputs):
+        for call in propose(region, viewed):
+            made = OneOpCall(call.call.substituted(views), call.description + how)
+            yield made
+            if upcast:
+                yield OneOpCall(Call(_float, (made.call,)), f"{made.description}.float()")
+
+
 def one_op_call(region: Region) -> OneOpCall | None:
     """The one torch op `region`'s prims are the decomposition of, as a call on its inputs; None
     when it is not one of `CANDIDATES` (or writes into an input, or has symbolic sizes)."""
@@ -272,24 +317,17 @@ def one_op_call(region: Region) -> OneOpCall | None:
     if not all(isinstance(p, TensorProxy) for p in region.outputs):
         return None
     held = {b.sym for b in region.bsyms}
-    if any(
-        isinstance(s, NumberProxy)
-        for b in region.bsyms
-        for p in b.outputs
-        if isinstance(p, TensorProxy)
-        for s in p.shape
-    ):
+    values = [p for b in region.bsyms for p in b.outputs]
+    if any(isinstance(s, NumberProxy) for p in values if isinstance(p, TensorProxy) for s in p.shape):
         return None
+    numbering = _Numbering()
+    actual = numbering.outputs(inputs, region.bsyms, region.outputs)
     for needs, propose in CANDIDATES:
         if not needs <= held:
             continue
-        for call in propose(region, inputs):
+        for call in _variants(region, inputs, propose):
             traced = _prims_of(call, inputs)
-            if traced is None:
-                continue
-            numbering = _Numbering()
-            expected = numbering.outputs(*traced)
-            if expected is not None and expected == numbering.outputs(inputs, region.bsyms, region.outputs):
+            if traced is not None and numbering.outputs(*traced) == actual:
                 return call
     return None
 

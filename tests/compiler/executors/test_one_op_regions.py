@@ -109,3 +109,25 @@ def test_a_region_beyond_one_op_is_compiled_by_inductor() -> None:
     x = torch.randn(4, 8)
     torch.testing.assert_close(jfn(x), program(x))
     assert isinstance(_region(jfn), InductorFusion) and compiler.examine.stats(jfn).compiled == 1
+
+
+def _viewed(t: torch.Tensor) -> torch.Tensor:
+    return t.view(2, t.shape[0] // 2, t.shape[1]).view(-1, t.shape[1])
+
+
+# the forms user_patterns writes: the input viewed first, the result upcast after, inputs upcast first
+FORMS = [
+    (lambda x, w: _viewed(torch.softmax(_viewed(x), -1)), "softmax(x, 1) of input 0 reshaped"),
+    (lambda x, w: torch.log_softmax(x, -1).float(), "log_softmax(x, 1).float()"),
+    (lambda x, w: F.gelu(x.float()), "gelu(x, approximate='none') of inputs [0] upcast"),
+    (lambda x, w: F.silu(x.float()) * w.float(), "silu(gate) * up of inputs [0, 1] upcast"),
+]
+
+
+@pytest.mark.parametrize(("program", "runs_as"), FORMS, ids=[f[1] for f in FORMS])
+def test_views_before_and_casts_around_the_op_run_with_it(program, runs_as) -> None:
+    jfn = compiler.jit(program, executors=INDUCTOR, fallback=False)
+    for seed in range(2):
+        x, w, _ = _tensors(seed, (4, 8), BF16)
+        torch.testing.assert_close(jfn(x, w), program(x, w), atol=0, rtol=0)
+    assert _region(jfn).runs_as == f"torch ({runs_as})"
