@@ -93,8 +93,12 @@ def _reduced_dims(region: Region) -> set[tuple[int, ...]]:
     return {tuple(b.args[1]) for b in region.bsyms if b.sym in (Prim.AMAX, Prim.SUM)}
 
 
-def _float_constants(region: Region) -> list[float]:
-    found = {a for b in region.bsyms for a in b.args if type(a) is float}
+def _epsilons(region: Region) -> list[float]:
+    """The numbers the region adds to a value before its reciprocal square root (a norm's eps)."""
+    rooted = {id(b.args[0]) for b in region.bsyms if b.sym is Prim.RSQRT}
+    found = {
+        a for b in region.bsyms if b.sym is Prim.ADD and id(b.output) in rooted for a in b.args if type(a) is float
+    }
     return sorted(found)
 
 
@@ -142,7 +146,7 @@ def _layer_norm(region: Region, inputs: list[TensorProxy]) -> Iterator[OneOpCall
                 continue
             for order in itertools.permutations(others):
                 weight_bias = tuple(Input(i) for i in order) + (None,) * (2 - len(order))
-                for eps in _float_constants(region):
+                for eps in _epsilons(region):
                     call = Call(F.layer_norm, (Input(x_at), shape, *weight_bias, eps))
                     yield OneOpCall(call, f"layer_norm(x, {list(shape)}, eps={eps})")
 
