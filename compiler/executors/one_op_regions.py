@@ -147,7 +147,7 @@ def _layer_norm(region: Region, inputs: list[TensorProxy]) -> Iterator[OneOpCall
             for order in itertools.permutations(others):
                 weight_bias = tuple(Input(i) for i in order) + (None,) * (2 - len(order))
                 for eps in _epsilons(region):
-                    call = Call(F.layer_norm, (Input(x_at), shape, *weight_bias, eps))
+                    call = Call(torch.layer_norm, (Input(x_at), shape, *weight_bias, eps))
                     yield OneOpCall(call, f"layer_norm(x, {list(shape)}, eps={eps})")
 
 
