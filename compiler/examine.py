@@ -35,6 +35,7 @@ from compiler.executors.inductor import InductorFusion, InductorStats, inductor_
 from compiler.executors.nvfuser import InputRecord, NvFuserStats, NvFusion, region_fusions
 from compiler.executors.nvfuser.define.translations import fusion_source
 from compiler.executors.nvfuser.diagnose.repro import ops_by_scheduler, repro_script, segmentation_hint
+from compiler.executors.one_op_regions import OneOpRegion
 from compiler.passes.fuse import partition
 from compiler.passes.split_backward import saved_summary
 from compiler.runtime.autograd import CompiledAutograd
@@ -68,7 +69,7 @@ def _traces(jfn: Any, api: str, backward: bool = False) -> list[Trace]:
     return jfn.last_entry.backward_traces
 
 
-def _fused(jfn: Any, api: str, backward: bool = False) -> list[NvFusion | InductorFusion]:
+def _fused(jfn: Any, api: str, backward: bool = False) -> list[NvFusion | InductorFusion | OneOpRegion]:
     trace = _traces(jfn, api, backward)[-1]
     return [*region_fusions(trace), *inductor_fusions(trace)]
 
@@ -126,7 +127,10 @@ def fusions(jfn: JittedFunction, *, backward: bool = False) -> Listing:
     """Each fusion's name, its ops, and its last actual inputs (shape, stride, dtype, device, value)."""
     result = Listing()
     for f in _fused(jfn, "fusions", backward):
-        runner = "inductor" if isinstance(f, InductorFusion) else f.executor.options.runner
+        if isinstance(f, OneOpRegion):
+            runner = f.runs_as
+        else:
+            runner = "inductor" if isinstance(f, InductorFusion) else f.executor.options.runner
         runner = "torch (fallback)" if f.fallback_error else runner
         error = f"{type(f.fallback_error).__name__}: {f.fallback_error}" if f.fallback_error else None
         ops = [str(b).splitlines()[0] for b in f.region.bsyms]
@@ -208,6 +212,8 @@ def fusion_source_of(jfn: JittedFunction, name: str, *, backward: bool = False) 
     f = _find(jfn, name, "fusion_source_of", backward)
     if isinstance(f, InductorFusion):
         return f.canonical.source
+    if isinstance(f, OneOpRegion):
+        return f"# {name} runs as one torch op\n{f.call.description}\n"
     return fusion_source(f.region, f.descriptors())[0]
 
 

@@ -26,7 +26,8 @@ Left to the others: matmul and linear (the BLAS, unless `FusionOptions(matmul=Tr
 (sdpa), random numbers (drawn from torch's generator as eager draws them), scatters and partial
 updates (torch writes them in one kernel; `update_in_place` writes caches in their own memory),
 sorts, and complex or float8 dtypes. If Inductor fails on a region, the region falls back to
-running its prims with torch, with one warning (`fallback=False` raises instead).
+running its prims with torch, with one warning (`fallback=False` raises instead;
+`executors/region_fallback.py`, shared with the nvFuser executor).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ import functools
 import importlib.util
 import os
 import shutil
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -49,14 +49,10 @@ from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace
 from compiler.core.tensor_checks import TensorChecks
 from compiler.executors.codegen import python_source
 from compiler.executors.nvfuser.define.aliasing import shares_memory
-from compiler.executors.nvfuser.executor import (
-    FALLBACK_ENV,
-    ExecutorUnavailableError,
-    FusionFallbackWarning,
-    InputRecord,
-    fallback_default,
-)
+from compiler.executors.nvfuser.executor import ExecutorUnavailableError, InputRecord
 from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
+from compiler.executors.one_op_regions import OneOpRegion, one_op_call
+from compiler.executors.region_fallback import FusionFallbackWarning, RegionFallback, fallback_default
 from compiler.executors.torch import TorchExecutor
 from compiler.prims import ELEMENTWISE, REDUCTIONS, SHAPE_OPS, Prim
 
@@ -300,15 +296,14 @@ class InductorFusion:
         # NOTE: one C++ check says whether this call's tensors are laid out as the last one's; only
         # a call that is not looks its compiled function up by strides (read per tensor) and is recorded.
         self._same_layout = TensorChecks(exact_strides=[True] * len(self._tensor_idx))
-        self._torch: Callable | None = None
-        self.fallback_error: BaseException | None = None
+        self.fallback = RegionFallback(region, "Inductor", InductorFallbackWarning)
         self.last_inputs: list[InputRecord] = []
         self.calls = 0
 
     def __call__(self, *args: Any) -> Any:
         self.calls += 1
-        if self.fallback_error is not None:
-            return self.torch_fn()(*args)
+        if self.fallback.error is not None:
+            return self.fallback.function()(*args)
         try:
             tensors = self._tensors(args)
             if self._same_layout.check(*tensors):
@@ -321,7 +316,7 @@ class InductorFusion:
         except Exception as error:
             if not self.executor.fallback:
                 raise
-            return self._fall_back(error, args)
+            return self.fallback.fall_back(error, args, self.executor.stats)
         if self._written and outputs:
             buffers = [args[i] for i in self._written]
             outputs = tuple(o.clone() if shares_memory(o, buffers) else o for o in outputs)
@@ -353,24 +348,10 @@ class InductorFusion:
             if self.last_inputs[i].value is not args[i]:
                 self.last_inputs[i] = InputRecord(self.region.inputs[i].name, None, None, type(args[i]), None, args[i])
 
-    def torch_fn(self) -> Callable:
-        """The region's prims run with torch, uncompiled (the fallback)."""
-        if self._torch is None:
-            self._torch = self.canonical.function(f"<fusebench {self.name} (torch)>")
-        return self._torch
-
-    def _fall_back(self, error: BaseException, args: tuple) -> Any:
-        self.fallback_error = error
-        self.executor.stats.fallbacks += 1
-        message = f"{error}".strip().splitlines()[0] if str(error).strip() else ""
-        warnings.warn(
-            f"Inductor failed on {self.name} ({type(error).__name__}: {message}); {self.name} now runs its "
-            f"{len(self.region.bsyms)} prims with torch. Pass fallback=False to jit (or set {FALLBACK_ENV}=0) "
-            "to raise instead.",
-            InductorFallbackWarning,
-            stacklevel=2,
-        )
-        return self.torch_fn()(*args)
+    @property
+    def fallback_error(self) -> BaseException | None:
+        """The error that made this region run with torch from then on, or None."""
+        return self.fallback.error
 
     def __repr__(self) -> str:
         return f"<{self.name}: {len(self.region.bsyms)} prims, compiled by Inductor>"
@@ -416,10 +397,15 @@ class InductorExecutor(FusionExecutor):
         return None
 
     def region_impl(self, region: Region) -> Callable:
-        """The callable running `region`."""
+        """The callable running `region`: on CPU, a region that is one torch op's decomposition
+        runs as that op (`one_op_regions.py`); any other is compiled by Inductor."""
+        if all(p.device.type == "cpu" for p in (*region.inputs, *region.outputs) if isinstance(p, TensorProxy)):
+            call = one_op_call(region)
+            if call is not None:
+                return OneOpRegion(region, call)
         return InductorFusion(region, self)
 
 
-def inductor_fusions(trace: Trace) -> list[InductorFusion]:
-    """The `InductorFusion` callables of a fused trace, in order."""
-    return [impl for b in trace.bsyms if isinstance(impl := getattr(b.sym, "impl", None), InductorFusion)]
+def inductor_fusions(trace: Trace) -> list[InductorFusion | OneOpRegion]:
+    """The callables of a fused trace's regions this executor made, in order."""
+    return [impl for b in trace.bsyms if isinstance(impl := getattr(b.sym, "impl", None), InductorFusion | OneOpRegion)]

@@ -2,7 +2,10 @@
 
 `torch.compile(model, backend="fusebench")` works right after `import compiler`: dynamo's guards
 and graph breaks handle the Python, and each FX graph (a `GraphModule`, an `nn.Module`) is jitted
-like any module by `compiler.jit`, compiling on its first call.
+like any module by `compiler.jit`, compiling on its first call. What dynamo itself writes into a
+graph for Inductor (`torch.sym_sum` of symbolic sizes; `prims.fma`, its decomposition of
+`addcmul_` and `addcdiv_` as torch.optim calls them) is rewritten into Python and torch calls
+this compiler traces (`_plain_helpers`), so an optimizer step compiles whole.
 
 The backend never raises for what this compiler cannot compile. A graph whose compilation fails
 is split (runtime/graph_split.py): the nodes the compiler cannot trace run eagerly, the rest is
@@ -107,7 +110,7 @@ def dynamo_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[
     runs split, its unsupported nodes eagerly (see the module docstring). The graph break that
     ends the graph, if one does, is recorded as a fallback."""
     _note_graph_break()
-    jitted = DynamoGraph(_without_sym_ops(graph_module), make_options("constant", None))
+    jitted = DynamoGraph(_plain_helpers(graph_module), make_options("constant", None))
     _remember(jitted)
     return jitted
 
@@ -117,16 +120,37 @@ def _sum(values: Sequence[Any]) -> Any:
     return functools.reduce(operator.add, values)
 
 
-_SYM_OPS = {torch.sym_sum: _sum}  # dynamo's helpers for symbolic sizes, written as plain Python
+def _fma(a: Any, b: Any, c: Any) -> Any:
+    """`torch.ops.prims.fma(a, b, c)`, Inductor's fused multiply-add prim, as `a * b + c` (its
+    reference implementation); dynamo records it for `addcmul_`, `addcdiv_` and `add_` with a
+    tensor `alpha` (torch.optim's Adam, AdamW, ... write their updates so), expecting Inductor to
+    compile it."""
+    return a * b + c
 
 
-def _without_sym_ops(graph_module: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """`graph_module` with dynamo's symbolic-size helpers (`torch.sym_sum` of a dynamic graph)
-    calling their Python equivalents, which trace as arithmetic on symbolic sizes."""
-    nodes = [n for n in graph_module.graph.nodes if n.op == "call_function" and n.target in _SYM_OPS]
-    for node in nodes:
-        node.target = _SYM_OPS[node.target]
-    if nodes:
+# Dynamo's helpers for symbolic sizes and its decompositions into Inductor's prims, written as
+# plain Python and torch calls, which this compiler traces (`torch.sym_sum` of a dynamic graph
+# into arithmetic on symbolic sizes, `prims.fma` into a multiply and an add that fuse with their
+# neighbours); keyed by the callable, or an operator's "namespace::name" (its default overload).
+_SYM_OPS: dict[Any, Callable[..., Any]] = {torch.sym_sum: _sum}
+_DYNAMO_PRIMS: dict[str, Callable[..., Any]] = {"prims::fma": _fma}
+
+
+def _rewritten(target: Any) -> Callable[..., Any] | None:
+    if isinstance(target, torch._ops.OpOverload):
+        return _DYNAMO_PRIMS.get(target._schema.name) if target._overloadname == "default" else None
+    return _SYM_OPS.get(target)
+
+
+def _plain_helpers(graph_module: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """`graph_module` with dynamo's helpers and prims (`_SYM_OPS`, `_DYNAMO_PRIMS`) calling their
+    Python equivalents, which this compiler traces."""
+    rewritten = False
+    for node in graph_module.graph.nodes:
+        replacement = _rewritten(node.target) if node.op == "call_function" else None
+        if replacement is not None:
+            node.target, rewritten = replacement, True
+    if rewritten:
         graph_module.recompile()
     return graph_module
 

@@ -16,7 +16,8 @@ and dtype, or the same fusion in a function jitted again, are defined and compil
 
 If nvFuser fails to define, compile or run a region, the region falls back to running its prims
 with torch, with one `FusionFallbackWarning` naming the fusion and the error; `fallback=False`
-(or FUSEBENCH_NVFUSER_FALLBACK=0) raises instead.
+(or FUSEBENCH_NVFUSER_FALLBACK=0) raises instead (`executors/region_fallback.py`, shared with
+the Inductor executor).
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
-import os
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +36,6 @@ from compiler.core.executor import FusionExecutor, FusionOptions, Reason, Region
 from compiler.core.gather import picker, stride
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
 from compiler.core.tensor_checks import TensorChecks
-from compiler.executors.codegen import compile_trace
 from compiler.executors.nvfuser.define.aliasing import copied_write_backs, shares_memory, written_inputs
 from compiler.executors.nvfuser.define.broadcast import iteration_inputs
 from compiler.executors.nvfuser.define.claims import unsupported
@@ -53,19 +51,19 @@ from compiler.executors.nvfuser.run.batch import BatchedFusion
 from compiler.executors.nvfuser.run.edge_sizes import EdgeSizes
 from compiler.executors.nvfuser.run.kernel_db import compiling
 from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
-from compiler.executors.torch import TorchExecutor
+from compiler.executors.region_fallback import (
+    FALLBACK_ENV,  # noqa: F401  (re-exported: importers name it from here)
+    FusionFallbackWarning,
+    RegionFallback,
+    fallback_default,
+    torch_function,
+)
 
-FALLBACK_ENV = "FUSEBENCH_NVFUSER_FALLBACK"
-_TORCH = TorchExecutor()
 _MAX_SEEN_COMPILE_KEYS = 4096
 
 
 class ExecutorUnavailableError(RuntimeError):
     """An executor was asked for by name but cannot run on this machine."""
-
-
-class FusionFallbackWarning(UserWarning):
-    """nvFuser failed on a fusion; that fusion now runs its prims with torch."""
 
 
 @functools.cache
@@ -114,11 +112,6 @@ def workarounds_checked(version: str) -> bool:
     return version.split("+")[0] == WORKAROUNDS_CHECKED_ON
 
 
-def fallback_default() -> bool:
-    """Whether failing fusions fall back to torch when `jit(fallback=None)` (env FUSEBENCH_NVFUSER_FALLBACK)."""
-    return os.environ.get(FALLBACK_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
-
-
 @dataclass
 class NvFuserStats:
     """Counters of one nvFuser executor (one per jitted function)."""
@@ -135,11 +128,10 @@ class NvFuserStats:
 
 
 class TorchRunner:
-    """Runs a region's prims with torch (FusionOptions(runner="torch"), and every fallback)."""
+    """Runs a region's prims with torch (FusionOptions(runner="torch"))."""
 
     def __init__(self, region: Region) -> None:
-        trace = Trace(region.inputs, list(region.bsyms), region.outputs, name=region.name.lower())
-        self.fn = compile_trace(trace, [_TORCH])
+        self.fn = torch_function(region)
 
     def run(self, fusion: NvFusion, args: tuple, key: tuple) -> Any:
         return self.fn(*args)
@@ -242,7 +234,7 @@ class NvFuserRunner:
             compiles = self.count_compilation(fusion, entry, args, key)
         if compiles is None:  # edge sizes met for the first time: torch runs this call (nvfuser_edge_sizes.py)
             fusion.executor.stats.deferred += 1
-            return fusion.torch_runner().fn(*args)
+            return fusion.fallback.function()(*args)
         self._hot_key, self._hot_entry = key, entry
         fd, copies = entry.fd, entry.copies
         fusion.last_definition = fd
@@ -321,8 +313,7 @@ class NvFusion:
         self.runner: TorchRunner | NvFuserRunner = (
             NvFuserRunner(region) if executor.options.runner == "nvfuser" else TorchRunner(region)
         )
-        self._torch: TorchRunner | None = None
-        self.fallback_error: BaseException | None = None
+        self.fallback = RegionFallback(region, "nvFuser", FusionFallbackWarning)
         self.last_key: tuple | None = None
         self.last_inputs: list[InputRecord] = []
         self.last_definition: Any = None
@@ -337,14 +328,19 @@ class NvFusion:
                 if record.value is not args[i]:
                     self.last_inputs[i] = InputRecord(record.name, None, None, record.dtype, None, args[i])
         self.calls += 1
-        if self.fallback_error is not None:
-            return self.torch_runner().fn(*args)
+        if self.fallback.error is not None:
+            return self.fallback.function()(*args)
         try:
             return self.runner.run(self, args, key)
         except Exception as error:
             if not self.executor.fallback:
                 raise
-            return self._fall_back(error, args)
+            return self.fallback.fall_back(error, args, self.executor.stats)
+
+    @property
+    def fallback_error(self) -> BaseException | None:
+        """The error that made this region run with torch from then on, or None."""
+        return self.fallback.error
 
     def _layout_key(self, args: tuple, tensors: tuple) -> tuple:
         """The definition key of a call whose tensors are not laid out as the last call's (or
@@ -363,25 +359,6 @@ class NvFusion:
             if self._layout_changes < self.LAYOUT_CHANGES:
                 self._same_layout.learn(*tensors)
         return key
-
-    def torch_runner(self) -> TorchRunner:
-        """The torch implementation of this region (compiled on first need)."""
-        if self._torch is None:
-            self._torch = TorchRunner(self.region)
-        return self._torch
-
-    def _fall_back(self, error: BaseException, args: tuple) -> Any:
-        self.fallback_error = error
-        self.executor.stats.fallbacks += 1
-        message = f"{error}".strip().splitlines()[0] if str(error).strip() else ""
-        warnings.warn(
-            f"nvFuser failed on {self.name} ({type(error).__name__}: {message}); {self.name} now runs its "
-            f"{len(self.region.bsyms)} prims with torch. Pass fallback=False to jit (or set "
-            f"{FALLBACK_ENV}=0) to raise instead.",
-            FusionFallbackWarning,
-            stacklevel=2,
-        )
-        return self.torch_runner().fn(*args)
 
     def _records(self, args: tuple) -> list[InputRecord]:
         records = []
