@@ -62,8 +62,9 @@ _PURE_PASSES = (functionalize, flatten, cse, dce)
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on the computation trace, in order: functionalize first (the others assume
     a pure trace), the stop_gradients autodiff alone reads dropped, then fusion when an executor
-    fuses (exact conversion chains folded and shared upcasts duplicated first, small same-structure regions batched after), and last
-    the in-place partial updates (of written-back inputs, then of dead temporaries)."""
+    fuses (exact conversion chains folded and shared upcasts duplicated first, small
+    same-structure regions batched after), and last the in-place partial updates (of written-back
+    inputs, then of dead temporaries)."""
     passes: list[Callable[[Trace], Trace]] = [*_PURE_PASSES, drop_stop_gradients]
     if fusion_executor(options.executors) is not None:
         passes += [
