@@ -253,6 +253,7 @@ def _prims_of(call: OneOpCall, inputs: list[TensorProxy]) -> tuple[list[Proxy], 
     """(inputs, prims, outputs) of `call` traced over empty tensors like `inputs` (None when it
     does not trace)."""
     from compiler.passes.flatten import flatten
+    from compiler.passes.fold_conversions import fold_conversions
     from compiler.tracing import frontend
 
     examples = [torch.empty(p.shape, dtype=p.dtype, device=p.device) for p in inputs]
@@ -261,7 +262,9 @@ def _prims_of(call: OneOpCall, inputs: list[TensorProxy]) -> tuple[list[Proxy], 
             _, computation = frontend.trace(call.fn, tuple(examples), {})
     except Exception:  # NOTE: a candidate that does not apply to these inputs (a dtype it refuses)
         return None
-    flat = flatten(computation)
+    # NOTE: the region was cut from a trace whose conversions `fold_conversions` moved (an upcast
+    # after the lookup or the reshape that reads it): the candidate's prims are folded alike
+    flat = fold_conversions(flatten(computation))
     outputs = list(_flat_outputs(flat.output))
     if len(flat.inputs) != len(inputs):
         return None
