@@ -76,29 +76,50 @@ def _compare_tensors(path: str, want: torch.Tensor, got: torch.Tensor, tolerance
         return None
     rtol, atol = tolerance(got.dtype)
     compute = torch.float64 if (want.is_floating_point() or got.is_floating_point()) else torch.int64
-    want_c = want.to(device="cpu", dtype=compute)
-    got_c = got.to(device="cpu", dtype=compute)
-    error = (got_c - want_c).abs()
-    both_nan = torch.isnan(want_c) & torch.isnan(got_c) if compute == torch.float64 else None
-    allowed = atol + rtol * want_c.abs()
-    bad = ~(error <= allowed)  # NOTE: NaN errors compare False, so NaN counts as bad ...
-    if both_nan is not None:
-        bad &= ~both_nan  # ... unless the reference is NaN there too.
-        error = torch.where(both_nan, torch.zeros_like(error), error)
-        error = torch.nan_to_num(error, nan=float("inf"))
-    bad_count = int(bad.sum())
+    # NOTE: compared where the result lives (a GPU compares a vocabulary-sized output in
+    # milliseconds, one CPU thread in seconds), a slice at a time so the float64 copies stay small
+    where = got.device if got.device.type == "cuda" else torch.device("cpu")
+    want_flat, got_flat = want.reshape(-1), got.reshape(-1)
+    bad_count, worst, worst_at = 0, -1.0, -1
+    for start in range(0, want_flat.numel(), CHUNK_ELEMENTS):
+        piece = slice(start, start + CHUNK_ELEMENTS)
+        error, bad = _errors(want_flat[piece], got_flat[piece], atol, rtol, compute, where)
+        count = int(bad.sum())
+        if count:
+            bad_count += count
+            masked = torch.where(bad, error, torch.full_like(error, -1.0))
+            at = int(torch.argmax(masked))
+            if float(masked[at]) > worst:
+                worst, worst_at = float(masked[at]), start + at
     if bad_count == 0:
         return None
-    flat_worst = int(torch.argmax(torch.where(bad, error, torch.full_like(error, -1.0))))
-    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat_worst), want.shape))
-    max_error = float(error[bad].max())
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst_at), want.shape))
     return Mismatch(
         path,
-        max_error,
-        f"{path}: max abs error {max_error:.3g} at index {index} (expected {float(want_c[index]):.6g}, "
-        f"got {float(got_c[index]):.6g}); {bad_count} of {want.numel()} elements exceed "
+        worst,
+        f"{path}: max abs error {worst:.3g} at index {index} (expected {float(want[index]):.6g}, "
+        f"got {float(got[index]):.6g}); {bad_count} of {want.numel()} elements exceed "
         f"atol {atol:g} + rtol {rtol:g} * |expected| for {_dtype_name(got.dtype)}",
     )
+
+
+CHUNK_ELEMENTS = 1 << 24
+
+
+def _errors(
+    want: torch.Tensor, got: torch.Tensor, atol: float, rtol: float, compute: torch.dtype, where: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(|got - want|, where it exceeds atol + rtol * |want|) of one slice; NaN is bad unless the
+    reference is NaN there too, and a bad NaN's error reads inf."""
+    want_c = want.to(device=where, dtype=compute)
+    got_c = got.to(device=where, dtype=compute)
+    error = (got_c - want_c).abs()
+    bad = ~(error <= atol + rtol * want_c.abs())  # NOTE: NaN errors compare False, so NaN counts as bad ...
+    if compute == torch.float64:
+        both_nan = torch.isnan(want_c) & torch.isnan(got_c)
+        bad &= ~both_nan  # ... unless the reference is NaN there too.
+        error = torch.nan_to_num(torch.where(both_nan, torch.zeros_like(error), error), nan=float("inf"))
+    return error, bad
 
 
 def _describe(value: Any) -> str:

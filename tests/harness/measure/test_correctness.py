@@ -55,3 +55,22 @@ def test_nan_agrees_only_with_nan() -> None:
 def test_integer_tensors_must_match_exactly() -> None:
     assert compare(torch.tensor([1, 2]), torch.tensor([1, 2]), tolerance) is None
     assert compare(torch.tensor([1, 2]), torch.tensor([1, 3]), tolerance).max_abs_error == 1
+
+
+def test_slices_add_up_to_the_whole_comparison(monkeypatch) -> None:
+    # outputs are compared a slice at a time: counts add up, the worst element wins across slices,
+    # and a NaN in the result (not in the reference) is the worst of all
+    import fusebench.measure.correctness as correctness
+
+    expected = torch.zeros(4, 5, dtype=torch.float64)
+    actual = torch.zeros(4, 5)
+    actual[0, 1], actual[2, 3], actual[3, 4] = 0.25, 0.75, 0.5
+    for chunk in (3, 7, 1 << 24):
+        monkeypatch.setattr(correctness, "CHUNK_ELEMENTS", chunk)
+        mismatch = compare(expected, actual, tolerance)
+        assert mismatch is not None and mismatch.max_abs_error == 0.75
+        assert "at index (2, 3)" in mismatch.message and "3 of 20 elements" in mismatch.message
+        actual[1, 1] = float("nan")
+        with_nan = compare(expected, actual, tolerance)
+        assert with_nan is not None and "at index (1, 1)" in with_nan.message and "4 of 20" in with_nan.message
+        actual[1, 1] = 0.0
