@@ -32,6 +32,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -56,10 +57,11 @@ from compiler.core.memory import overlapping
 from compiler.ops import aliasing
 from compiler.prims import GUARDS, INPLACE, Prim
 from compiler.tracing.dense_strides import dense_strides
+from compiler.tracing import objects
 from compiler.tracing.numbers import Numbers
 
 _NUMBERS = (int, float, bool)
-_BAKED_TYPES = (type(None), str, torch.dtype, torch.device, type(Ellipsis))
+_BAKED_TYPES = (type(None), str, torch.dtype, torch.device, type(Ellipsis), type)
 
 
 class _TracingMode(TorchFunctionMode):
@@ -173,6 +175,8 @@ class _Inputs:
         self.tensors: list[tuple[TensorProxy, torch.Tensor, int]] = []
         self.views: dict[tuple, int] = {}  # _view_key(tensor) -> index of the first tensor with it
         self.passed_twice = False  # whether some tensor argument is the same view as another
+        self.stand_ins = objects.StandIns()  # the objects, lists and dicts given (objects.py)
+        self.objects: dict[int, str] = {}  # id of an object argument -> its name
 
     def _guard(self, prim: Prim, *args: Any) -> None:
         self.prologue.append(BoundSymbol(prim, args, {}, None))
@@ -207,22 +211,46 @@ class _Inputs:
                 return proxy, proxy
             self._guard(Prim.CHECK_VALUE, proxy, value)
             return proxy, value
-        if type(value) in (tuple, list):
+        if type(value) is tuple:
             proxy = Proxy(proxy_name)
-            self._guard(Prim.CHECK_TYPE, proxy, type(value))
-            return proxy, type(value)(self.sequence(proxy, value, proxy_name))
+            self._guard(Prim.CHECK_TYPE, proxy, tuple)
+            return proxy, tuple(self.sequence(proxy, value, proxy_name))
+        if type(value) is list:
+            proxy = Proxy(proxy_name)
+            self._guard(Prim.CHECK_TYPE, proxy, list)
+            return proxy, self.stand_ins.container(proxy, self.sequence(proxy, value, proxy_name))
         if type(value) is dict:
             proxy = Proxy(proxy_name)
             self._guard(Prim.CHECK_TYPE, proxy, dict)
-            return proxy, self.mapping(proxy, value, proxy_name)
+            return proxy, self.stand_ins.container(proxy, self.mapping(proxy, value, proxy_name))
         if isinstance(value, _BAKED_TYPES):
             proxy = Proxy(proxy_name)
             self._guard(Prim.CHECK_VALUE, proxy, value)
             return proxy, value
+        if objects.is_object_argument(value):
+            return self.object(value, name, proxy_name)
         raise TypeError(
             f"argument {name} of type {type(value).__name__} is not supported: jitted functions take "
-            "tensors, int/float/bool, None, strings, dtypes, devices, and tuples/lists/dicts of those"
+            "tensors, int/float/bool, None, strings, dtypes, devices, classes, tuples/lists/dicts of those, "
+            "and objects whose attributes are those"
         )
+
+    def object(self, value: Any, name: str, proxy_name: str) -> tuple[Proxy, Any]:
+        """Unpacks an object by its attributes (tracing/objects.py); returns (its proxy, its stand-in)."""
+        first = self.objects.setdefault(id(value), name)
+        check(
+            first == name,
+            lambda: (
+                f"argument {name} is the same {type(value).__name__} object as argument {first}: an object "
+                "reached twice (or holding itself) is not supported; pass it once"
+            ),
+            NotImplementedError,
+        )
+        proxy = Proxy(proxy_name)
+        self._guard(Prim.CHECK_TYPE, proxy, type(value))
+        state = Proxy(self.context.claim(f"{proxy_name}_state"))
+        self.prologue.append(BoundSymbol(objects.OBJECT_STATE, (proxy,), {}, state))
+        return proxy, self.stand_ins.object(proxy, type(value), self.mapping(state, vars(value), proxy_name))
 
     def _multiply(self, a: Any, b: Any) -> Any:
         """a * b, recorded in the prologue where either is symbolic."""
@@ -254,11 +282,12 @@ class _Inputs:
         return list(seen)
 
     def mapping(self, proxy: Proxy, values: dict, name: str) -> dict:
-        """Unpacks a dict proxy (string keys); returns what the traced function sees."""
+        """Unpacks a dict proxy (string keys; int keys too inside arguments, as a cache's per-layer
+        flags); returns what the traced function sees."""
         for key in values:
             check(
-                isinstance(key, str),
-                lambda key=key: f"dict argument {name} has a non-string key {key!r}",
+                isinstance(key, str) or (type(key) is int and name != "kwargs"),
+                lambda key=key: f"dict argument {name} has a non-string key {key!r} (an int key is fine inside an argument)",
                 TypeError,
             )
         at = len(self.prologue)
@@ -408,6 +437,18 @@ def compiling() -> contextlib.AbstractContextManager[None]:
     return _COMPILING.applied()
 
 
+@dataclass(frozen=True)
+class Traced:
+    """A traced call: its prologue and computation traces, and what it did to the objects, lists
+    and dicts it was given (tracing/objects.py). When `writes` is not empty, the prologue returns
+    its targets after the computation's inputs and the computation returns `(output, values)`:
+    `writes.around` makes the entry's computation of it."""
+
+    prologue: Trace
+    computation: Trace
+    writes: objects.ObjectWrites
+
+
 def trace(
     fn: Callable,
     args: tuple,
@@ -418,7 +459,27 @@ def trace(
     exact_strides: bool = False,
 ) -> tuple[Trace, Trace]:
     """Traces `fn(*args, **kwargs)`; returns (prologue trace, computation trace). `numbers`,
-    `dynamic` and `exact_strides` (also guard every tensor's strides) as the module says."""
+    `dynamic` and `exact_strides` (also guard every tensor's strides) as the module says. A call
+    that changes an object or list it was given needs `trace_call`, which says what to write back."""
+    traced = trace_call(fn, args, kwargs, numbers=numbers, dynamic=dynamic, exact_strides=exact_strides)
+    check(
+        not traced.writes,
+        lambda: f"{getattr(fn, '__qualname__', fn)} changes an object it was given; frontend.trace_call writes it back",
+        NotImplementedError,
+    )
+    return traced.prologue, traced.computation
+
+
+def trace_call(
+    fn: Callable,
+    args: tuple,
+    kwargs: dict,
+    *,
+    numbers: Numbers = Numbers.CONSTANT,
+    dynamic: frozenset[str] = frozenset(),
+    exact_strides: bool = False,
+) -> Traced:
+    """`trace`, with the write-backs onto the objects the call was given (see `Traced`)."""
     symbolic = numbers is Numbers.SYMBOLIC
     traced = _trace(fn, args, kwargs, symbolic, dynamic, False, exact_strides)
     return traced if traced is not None else _trace(fn, args, kwargs, symbolic, dynamic, True, exact_strides)
@@ -443,10 +504,26 @@ def _trace(
     dynamic: frozenset[str],
     merge_same: bool,
     exact_strides: bool,
-) -> tuple[Trace, Trace] | None:
+) -> Traced | None:
     context = TraceContext()
     args_proxy, kwargs_proxy = Proxy(context.claim("args")), Proxy(context.claim("kwargs"))
     inputs = _Inputs(context, symbolic, merge_same, dynamic, exact_strides)
+    try:
+        return _trace_inputs(fn, args, kwargs, context, inputs, args_proxy, kwargs_proxy, exact_strides)
+    finally:
+        inputs.stand_ins.release()
+
+
+def _trace_inputs(
+    fn: Callable,
+    args: tuple,
+    kwargs: dict,
+    context: TraceContext,
+    inputs: _Inputs,
+    args_proxy: Proxy,
+    kwargs_proxy: Proxy,
+    exact_strides: bool,
+) -> Traced | None:
     names = _parameter_names(fn, len(args))
     at = len(inputs.prologue)
     arg_elements, fn_args = [], []
@@ -462,6 +539,7 @@ def _trace(
     with tracing(context), _TracingMode(), compiling(), _BYPASSES.applied():
         output = fn(*fn_args, **fn_kwargs)
     _check_output(output)
+    output, writes = inputs.stand_ins.writes(output)
 
     recorded = context.bsyms
     memory_guards = _memory_guards(inputs, context, recorded)
@@ -473,12 +551,12 @@ def _trace(
     prologue = Trace(
         (args_proxy, kwargs_proxy),
         inputs.prologue + memory_guards + _guards_with_dependencies(recorded),
-        computation_inputs,
+        computation_inputs + writes.targets,
         name="prologue",
     )
-    computation = Trace(computation_inputs, _without_guards(recorded), output)
+    computation = Trace(computation_inputs, _without_guards(recorded), (output, writes.values) if writes else output)
     _check_outputs_defined(computation)
-    return prologue, computation
+    return Traced(prologue, computation, writes)
 
 
 def _check_outputs_defined(computation: Trace) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +70,29 @@ class Spec:
 _LEAF = Spec("leaf")
 
 
+class _LiveStandIns:
+    """The stand-ins of the traces in progress, in every thread (tracing/objects.py): objects a
+    traced call was given, which an output keeps as leaves (the caller gets its own object back)."""
+
+    def __init__(self) -> None:
+        self._ids: set[int] = set()
+        self._lock = threading.Lock()
+
+    def add(self, stand_in: Any) -> None:
+        with self._lock:
+            self._ids.add(id(stand_in))
+
+    def discard(self, stand_in: Any) -> None:
+        with self._lock:
+            self._ids.discard(id(stand_in))
+
+    def __contains__(self, value: Any) -> bool:
+        return id(value) in self._ids
+
+
+STAND_INS = _LiveStandIns()
+
+
 class _Traced:
     """Marks, among an object's constant attributes, the place of a traced one."""
 
@@ -80,6 +104,9 @@ def flatten(value: Any) -> tuple[list, Spec]:
 
 
 def _flatten(value: Any, leaves: list) -> Spec:
+    if value in STAND_INS:
+        leaves.append(value)
+        return _LEAF
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = tuple(f.name for f in dataclasses.fields(value) if f.init)
         children = tuple(_flatten(getattr(value, n), leaves) for n in names)
