@@ -136,7 +136,9 @@ def explain(entry: int, prologue: Trace, args: tuple, kwargs: dict) -> list[Guar
         try:
             arguments_of = _value(bsym.args, env)
             # NOTE: a prologue Symbol (`object_state`, tracing/objects.py) runs its own implementation
-            output = prims.evaluate(bsym.sym, arguments_of) if isinstance(bsym.sym, Prim) else bsym.sym.impl(*arguments_of)
+            output = (
+                prims.evaluate(bsym.sym, arguments_of) if isinstance(bsym.sym, Prim) else bsym.sym.impl(*arguments_of)
+            )
         except GuardFailure:
             misses.append(_miss(entry, bsym, env, arguments))
             if bsym.sym in _UNPACKS:

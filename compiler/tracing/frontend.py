@@ -2,8 +2,10 @@
 
 Arguments become proxies: tensors become `TensorProxy` inputs; int/float/bool become
 `NumberProxy` inputs under `Numbers.SYMBOLIC` and baked-in constants under `Numbers.CONSTANT`
-(`jit(numbers=...)`); tuples, lists and dicts are unpacked; other values (None, strings, dtypes)
-are baked in. The prologue trace unpacks `(args, kwargs)` and guards everything the computation
+(`jit(numbers=...)`); tuples, lists and dicts are unpacked; objects (a Hugging Face cache) are
+unpacked by their attributes, and what the call does to them, or to a list or dict it was given,
+is written back after it (objects.py, `trace_call`); other values (None, strings, dtypes,
+classes) are baked in. The prologue trace unpacks `(args, kwargs)` and guards everything the computation
 assumed: each tensor's shape, dtype and device, each number's type (symbolic) or value (constant),
 each baked-in value, and every condition a branch took on a NumberProxy (recorded as `check_value`
 while tracing, moved to the prologue together with the number arithmetic it depends on). Under
@@ -26,20 +28,15 @@ With `exact_strides` (a CUDA-graphed entry) every tensor argument's strides are 
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import re
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from compiler import ops  # noqa: F401  (registers the ops and installs proxies.HOOKS.dispatch)
-from compiler.core import proxies
 from compiler.core.errors import TracingError, check
 from compiler.core.ir import (
     BoundSymbol,
@@ -49,110 +46,24 @@ from compiler.core.ir import (
     TensorProxy,
     Trace,
     TraceContext,
-    current,
     proxies_in,
     tracing,
 )
 from compiler.core.memory import overlapping
 from compiler.ops import aliasing
 from compiler.prims import GUARDS, INPLACE, Prim
-from compiler.tracing.dense_strides import dense_strides
 from compiler.tracing import objects
+from compiler.tracing.dense_strides import dense_strides
 from compiler.tracing.numbers import Numbers
+from compiler.tracing.patches import (
+    BYPASSES,
+    TracingMode,
+    _TracingMode,  # noqa: F401  (tests enter the mode by this name)
+    compiling,
+)
 
 _NUMBERS = (int, float, bool)
 _BAKED_TYPES = (type(None), str, torch.dtype, torch.device, type(Ellipsis), type)
-
-
-class _TracingMode(TorchFunctionMode):
-    """Routes every torch function called while tracing (factories included) to the ops table."""
-
-    def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        context = current()
-        if context is not None:
-            numbers = {id(p) for p in proxies_in((args, kwargs)) if isinstance(p, NumberProxy)}
-            if numbers:
-                context.drop_argument_parser_guards(sys._getframe(1), numbers)
-        return proxies.HOOKS.dispatch(func, args, kwargs)
-
-
-# torch functions whose argument parser takes a number argument only as a Python number (not
-# through `__index__`, as it does for sizes): called with a NumberProxy while tracing, they go
-# straight to the ops table (`torch.arange(n)` over a symbolic size n).
-_NUMBER_PARAMETERS = ("arange", "full", "linspace")
-
-
-def _number_parameters_bypass(name: str, original: Callable) -> Callable:
-    def bypass(*args: Any, **kwargs: Any) -> Any:
-        if current() is not None and any(isinstance(p, NumberProxy) for p in proxies_in((args, kwargs))):
-            return proxies.HOOKS.dispatch(original, args, kwargs)
-        return original(*args, **kwargs)
-
-    bypass.__name__ = bypass.__qualname__ = name
-    bypass.__wrapped__ = original
-    return bypass
-
-
-class _SharedPatch:
-    """A change to `torch` that traces share: the first to enter makes it (`make` returns how to
-    undo it), the last to leave undoes it, whatever the threads (and traces inside traces).
-
-    Before, each trace saved what it found and put it back when it ended: a trace that ended while
-    another thread traced undid the change under it (torch's own `arange` refused that trace's
-    symbolic size), or put back the other's change for good (`torch.compiler.is_compiling()` stayed
-    True after both had ended).
-    """
-
-    def __init__(self, make: Callable[[], Callable[[], None]]) -> None:
-        self.make = make
-        self.lock = threading.Lock()
-        self.entered = 0
-        self.undo: Callable[[], None] | None = None
-
-    @contextlib.contextmanager
-    def applied(self) -> Iterator[None]:
-        """The change, made for the block."""
-        with self.lock:
-            if self.entered == 0:
-                self.undo = self.make()
-            self.entered += 1
-        try:
-            yield
-        finally:
-            with self.lock:
-                self.entered -= 1
-                if self.entered == 0 and self.undo is not None:
-                    self.undo()
-                    self.undo = None
-
-
-def _install_bypasses() -> Callable[[], None]:
-    """Installs the bypasses of `_NUMBER_PARAMETERS` on `torch`; returns how to remove them."""
-    originals = {name: getattr(torch, name) for name in _NUMBER_PARAMETERS}
-    for name, original in originals.items():
-        setattr(torch, name, _number_parameters_bypass(name, original))
-
-    def undo() -> None:
-        for name, original in originals.items():
-            setattr(torch, name, original)
-
-    return undo
-
-
-def _set_compiling_flag() -> Callable[[], None]:
-    """Sets torch's "compiling" flag (see `compiling`); returns how to put it back."""
-    previous = torch.compiler._is_compiling_flag
-    torch.compiler._is_compiling_flag = True
-
-    def undo() -> None:
-        torch.compiler._is_compiling_flag = previous
-
-    return undo
-
-
-_BYPASSES = _SharedPatch(_install_bypasses)
-_COMPILING = _SharedPatch(_set_compiling_flag)
 
 
 class _Inputs:
@@ -287,7 +198,7 @@ class _Inputs:
         for key in values:
             check(
                 isinstance(key, str) or (type(key) is int and name != "kwargs"),
-                lambda key=key: f"dict argument {name} has a non-string key {key!r} (an int key is fine inside an argument)",
+                lambda key=key: f"dict argument {name} has a non-string key {key!r} (int keys only inside arguments)",
                 TypeError,
             )
         at = len(self.prologue)
@@ -427,16 +338,6 @@ def _check_output(value: Any) -> None:
         )
 
 
-def compiling() -> contextlib.AbstractContextManager[None]:
-    """`torch.compiler.is_compiling()` is True inside the block, as while torch.compile traces
-    (shared by the traces of every thread: `_SharedPatch`).
-
-    NOTE: torch reads the module global `torch.compiler._is_compiling_flag` (torch 2.11 to 2.13;
-    2.13's `_compile_session_context` sets the same flag, 2.11 has no such helper).
-    """
-    return _COMPILING.applied()
-
-
 @dataclass(frozen=True)
 class Traced:
     """A traced call: its prologue and computation traces, and what it did to the objects, lists
@@ -536,7 +437,7 @@ def _trace_inputs(
 
     # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
-    with tracing(context), _TracingMode(), compiling(), _BYPASSES.applied():
+    with tracing(context), TracingMode(), compiling(), BYPASSES.applied():
         output = fn(*fn_args, **fn_kwargs)
     _check_output(output)
     output, writes = inputs.stand_ins.writes(output)

@@ -289,4 +289,3 @@ def _caller_objects(value: Any, targets: tuple) -> Any:
     if type(value) is dict:
         return {k: _caller_objects(v, targets) for k, v in value.items()}
     return value
-

@@ -5,7 +5,8 @@ A model returns its own containers: dicts and their subclasses (`OrderedDict`), 
 objects the program built that hold tensors in their attributes (a Hugging Face `DynamicCache`
 and its layers). Traces only carry plain tuples, lists and dicts of proxies, so a jitted module
 returns `(spec, leaves)` and the caller calls `spec.rebuild(leaves)`. Anything else is a leaf
-(proxies, tensors, numbers, None, objects without proxies).
+(proxies, tensors, numbers, None, objects without proxies), and so is the stand-in of an object
+the call was given (tracing/objects.py): the caller gets its own object back, as from eager.
 
 NOTE: an object is rebuilt as a new instance of its class (`__new__`, no `__init__`) whose
 attributes are its traced ones: the proxies' values, and a deep copy per call of the rest (a
