@@ -43,7 +43,11 @@ def _assert_same_cache(got: Any, want: Any) -> None:
                 assert getattr(layer, name) == value, name
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+# NOTE: a few seconds each on CPU: one seed runs by default, the others are slow
+SEEDS = [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("kind", ["dynamic", "static"])
 def test_prefill_and_decode_steps_with_a_cache_match_eager(kind: str, seed: int) -> None:
     eager = _model(seed)
@@ -90,3 +94,35 @@ def test_an_uninitialised_cache_after_an_initialised_one_recompiles() -> None:
     torch.testing.assert_close(got.logits, want.logits, atol=1e-5, rtol=1e-5)
     _assert_same_cache(fresh, expected_cache)
     assert compiler.cache_stats(jitted).hits == 1  # the fresh cache reuses the prefill's entry
+
+
+@pytest.mark.slow
+def test_an_encoder_decoder_cache_through_decode_steps_matches_eager() -> None:
+    config = transformers.BartConfig(
+        encoder_layers=2, decoder_layers=2, d_model=32, encoder_attention_heads=4, decoder_attention_heads=4,
+        encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=VOCABULARY, max_position_embeddings=64, dropout=0.0,
+        attention_dropout=0.0, activation_dropout=0.0, decoder_start_token_id=0, pad_token_id=2,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    eager = transformers.BartForConditionalGeneration(config).eval()
+    jitted = compiler.jit(copy.deepcopy(eager).forward)
+
+    def cache() -> Any:
+        return transformers.EncoderDecoderCache(
+            transformers.DynamicCache(config=config), transformers.DynamicCache(config=config)
+        )
+
+    got_cache, want_cache = cache(), cache()
+    generator = torch.Generator().manual_seed(5)
+    source, tokens = torch.randint(3, VOCABULARY, (2, 6), generator=generator), torch.randint(3, VOCABULARY, (2, 3))
+    with torch.no_grad():
+        encoded = (eager.get_encoder()(input_ids=source).last_hidden_state,)
+        for _ in range(4):
+            got = jitted(encoder_outputs=encoded, decoder_input_ids=tokens, cache=got_cache)
+            want = eager(encoder_outputs=encoded, decoder_input_ids=tokens, cache=want_cache)
+            assert got.cache is got_cache
+            torch.testing.assert_close(got.logits, want.logits, atol=1e-5, rtol=1e-5)
+            _assert_same_cache(got_cache.self_attention_cache, want_cache.self_attention_cache)
+            _assert_same_cache(got_cache.cross_attention_cache, want_cache.cross_attention_cache)
+            assert got_cache.is_updated == want_cache.is_updated == {0: True, 1: True}
+            tokens = want.logits[:, -1:].argmax(-1)

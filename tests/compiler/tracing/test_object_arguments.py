@@ -169,3 +169,14 @@ def test_an_object_passed_twice_is_rejected_with_its_names() -> None:
     layer = Layer()
     with pytest.raises(NotImplementedError, match="argument cache_layers_1 is the same Layer object as argument"):
         compiler.jit(decode)(torch.randn(2, 1, 4), Cache([layer, layer]))
+
+
+def test_trace_names_trace_call_for_a_call_that_changes_its_arguments() -> None:
+    from compiler.tracing import frontend
+
+    args = (torch.randn(2, 1, 4), Cache([Layer()]))
+    traced = frontend.trace_call(decode, args, {})
+    assert [w.name for w in traced.writes.writes] == ["keys", "is_initialized"]
+    assert traced.prologue.output[-len(traced.writes.targets) :] == traced.writes.targets
+    with pytest.raises(NotImplementedError, match=r"frontend\.trace_call writes it back"):
+        frontend.trace(decode, args, {})
