@@ -60,6 +60,7 @@ from compiler.tracing.patches import (
     TracingMode,
     _TracingMode,  # noqa: F401  (tests enter the mode by this name)
     compiling,
+    program_running,
 )
 
 _NUMBERS = (int, float, bool)
@@ -437,7 +438,7 @@ def _trace_inputs(
 
     # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
-    with tracing(context), TracingMode(), compiling(), BYPASSES.applied():
+    with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running():
         output = fn(*fn_args, **fn_kwargs)
     _check_output(output)
     output, writes = inputs.stand_ins.writes(output)

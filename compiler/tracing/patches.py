@@ -1,11 +1,13 @@
-"""What tracing changes in `torch` while a function runs on proxies: every torch function goes to the
-ops table (`TracingMode`), `torch.arange`/`full`/`linspace` take symbolic numbers (`BYPASSES`), and
-`torch.compiler.is_compiling()` is True (`compiling`). The changes to `torch` are shared by the
-traces of every thread (`_SharedPatch`).
+"""What tracing changes while a function runs on proxies: every torch function goes to the ops table
+(`TracingMode`), `torch.arange`/`full`/`linspace` take symbolic numbers (`BYPASSES`),
+`torch.compiler.is_compiling()` is True (`compiling`), and the program's own
+`isinstance(x, torch.Tensor)` holds for a traced tensor (`program_running`). The changes are
+shared by the traces of every thread (`_SharedPatch`).
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import sys
 import threading
@@ -16,7 +18,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from compiler.core import proxies
-from compiler.core.ir import NumberProxy, current, proxies_in
+from compiler.core.ir import NumberProxy, TensorProxy, current, proxies_in
 
 
 class TracingMode(TorchFunctionMode):
@@ -121,3 +123,75 @@ def compiling() -> contextlib.AbstractContextManager[None]:
 
 
 _TracingMode = TracingMode  # NOTE: the name tests/compiler/ops/test_inplace_aliasing.py enters by
+
+
+class _Program(threading.local):
+    """Whether the traced program's own code runs now in this thread, not the compiler's."""
+
+    running = False
+
+
+_PROGRAM = _Program()
+_isinstance = builtins.isinstance
+
+
+def _names_tensor(classes: Any) -> bool:
+    if classes is torch.Tensor:
+        return True
+    return type(classes) is tuple and any(_names_tensor(c) for c in classes)
+
+
+def _program_isinstance(obj: Any, classes: Any, /) -> bool:
+    """`isinstance`, True for a TensorProxy against torch.Tensor while the program runs.
+
+    NOTE: programs tell tensors from other values with it (transformers takes a prepared 4-d
+    attention mask as is only when `isinstance(mask, torch.Tensor)`). A proxy answering through
+    `__class__` instead would crash torch: its C argument parser takes it for a real tensor."""
+    if _PROGRAM.running and type(obj) is TensorProxy and _names_tensor(classes):
+        return True
+    return _isinstance(obj, classes)
+
+
+def _compiler_code(hook: Callable) -> Callable:
+    """`hook` (where the program calls into the compiler) run as the compiler's code."""
+
+    def run(*args: Any) -> Any:
+        if not _PROGRAM.running:
+            return hook(*args)
+        _PROGRAM.running = False
+        try:
+            return hook(*args)
+        finally:
+            _PROGRAM.running = True
+
+    return run
+
+
+def _install_program_isinstance() -> Callable[[], None]:
+    """`_program_isinstance` as the builtin, the proxies' hooks as `_compiler_code`; returns how
+    to undo both."""
+    hooks = proxies.HOOKS
+    dispatch, bind_prim = hooks.dispatch, hooks.bind_prim
+    hooks.dispatch, hooks.bind_prim = _compiler_code(dispatch), _compiler_code(bind_prim)
+    builtins.isinstance = _program_isinstance
+
+    def undo() -> None:
+        builtins.isinstance = _isinstance
+        hooks.dispatch, hooks.bind_prim = dispatch, bind_prim
+
+    return undo
+
+
+_PROGRAM_ISINSTANCE = _SharedPatch(_install_program_isinstance)
+
+
+@contextlib.contextmanager
+def program_running() -> Iterator[None]:
+    """The traced program runs in the block (see `_program_isinstance`); the ops it calls run as
+    the compiler's code, which sees proxies as they are."""
+    with _PROGRAM_ISINSTANCE.applied():
+        previous, _PROGRAM.running = _PROGRAM.running, True
+        try:
+            yield
+        finally:
+            _PROGRAM.running = previous

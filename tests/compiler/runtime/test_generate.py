@@ -85,24 +85,8 @@ def test_generate_through_the_dynamo_backend_gives_eager_tokens(architecture: st
         assert all(f.kind == "op" for f in fallbacks), str(fallbacks)  # ops split out, no graph breaks
 
 
-# NOTE: with a StaticCache, generate() hands the forward a 4-d attention mask it built itself;
-# transformers' mask code recognises it with `isinstance(attention_mask, torch.Tensor)`, which a
-# traced tensor (a TensorProxy, not a torch.Tensor subclass) fails, so the mask is taken for a 2-d
-# padding mask. Calling the model with a StaticCache directly works (tests/compiler/tracing/
-# test_hf_cache_arguments.py).
-_PROXY_ISINSTANCE = (
-    "transformers' masking_utils tells a prepared 4-d mask by isinstance(mask, torch.Tensor), False for a TensorProxy"
-)
-JIT_CASES = [
-    pytest.param(a, c, marks=[pytest.mark.xfail(strict=True, raises=ValueError, reason=_PROXY_ISINSTANCE)])
-    if c == "static"
-    else (a, c)
-    for a, c in CASES
-]
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(("architecture", "cache"), JIT_CASES)
+@pytest.mark.parametrize(("architecture", "cache"), CASES)
 def test_generate_through_compiler_jit_gives_eager_tokens(architecture: str, cache: str) -> None:
     expected = _eager_tokens(architecture, cache)
     model = _model(architecture)
