@@ -142,13 +142,17 @@ def _names_tensor(classes: Any) -> bool:
 
 
 def _program_isinstance(obj: Any, classes: Any, /) -> bool:
-    """`isinstance`, True for a TensorProxy against torch.Tensor while the program runs.
+    """`isinstance`, True for a TensorProxy against torch.Tensor while the program runs, asked by
+    the program's code (not torch's own).
 
     NOTE: programs tell tensors from other values with it (transformers takes a prepared 4-d
-    attention mask as is only when `isinstance(mask, torch.Tensor)`). A proxy answering through
-    `__class__` instead would crash torch: its C argument parser takes it for a real tensor."""
+    attention mask as is only when `isinstance(mask, torch.Tensor)`). torch's own Python hands the
+    tensors it finds so to its C functions (`autograd.Function.apply`), which would reject a proxy;
+    a proxy answering through `__class__` instead would crash torch's C argument parser."""
     if _PROGRAM.running and type(obj) is TensorProxy and _names_tensor(classes):
-        return True
+        module = sys._getframe(1).f_globals.get("__name__", "")
+        if module != "torch" and not module.startswith("torch."):
+            return True
     return _isinstance(obj, classes)
 
 
