@@ -102,7 +102,7 @@ def _batch(params: Params, device: torch.device, seed: int, labels: bool) -> tup
         classes = torch.randint(0, 10, (batch,), generator=gen).to(device)
         return (("pixel_values", "labels"), (pixels, classes)) if labels else (("pixel_values",), (pixels,))
     if kind == SPEECH:
-        features = torch.randn(batch, dims.mel_bins, dims.positions, generator=gen).to(device=device, dtype=dtype)
+        features = torch.randn(batch, dims.mel_bins, dims.frames, generator=gen).to(device=device, dtype=dtype)
         second = "labels" if labels else "decoder_input_ids"
         return ("input_features", second), (features, ids)
     if kind == SEQ2SEQ:
@@ -133,7 +133,25 @@ def _decode_inputs(params: Params, device: torch.device, seed: int) -> tuple:
 
 
 def _reference(model: nn.Module, *inputs: Any) -> Any:
-    return copy.deepcopy(model).to(torch.float64)(*inputs)
+    reference = copy.deepcopy(model).to(torch.float64)
+    with _experts_looped(reference):
+        return reference(*inputs)
+
+
+@contextlib.contextmanager
+def _experts_looped(model: nn.Module) -> Iterator[None]:
+    """A mixture of experts runs transformers' own loop over its experts inside the block: the
+    float64 reference cannot take the default grouped GEMMs (torch's grouped_mm has no float64)."""
+    found = [m for m in model.modules() if getattr(m, "_can_set_experts_implementation", lambda: False)()]
+    if not found:
+        yield
+        return
+    original = found[0].get_experts_implementation()
+    found[0].set_experts_implementation("eager")
+    try:
+        yield
+    finally:
+        found[0].set_experts_implementation(original)
 
 
 @contextlib.contextmanager
@@ -153,7 +171,7 @@ def _float64_buffers(model: nn.Module) -> Iterator[None]:
 def _training_reference(model: nn.Module, *inputs: Any) -> Any:
     """The model with the harness's float64 parameters (installed by `forward_backward`) and its
     floating buffers in float64 too."""
-    with _float64_buffers(model):
+    with _float64_buffers(model), _experts_looped(model):
         return model(*inputs)
 
 

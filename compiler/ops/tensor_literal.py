@@ -72,9 +72,14 @@ def _element(leaf: Any, dtype: torch.dtype, device: torch.device) -> TensorProxy
     )
 
 
+# NOTE: torch takes a Python type as a dtype (`torch.tensor([-1], dtype=int)` in transformers' caches)
+_PYTHON_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
+
 def _built(data: Any, dtype: Any, device: Any, name: str) -> TensorProxy:
     shape, leaves = _shape_and_leaves(data, name)
     dtype = dtype or _inferred_dtype(leaves)
+    dtype = _PYTHON_DTYPES.get(dtype, dtype)
     device = torch.device(device) if device is not None else torch.get_default_device()
     if len(leaves) == 1 and isinstance(leaves[0], TensorProxy) and shape == list(leaves[0].shape):
         # NOTE: a copy, as eager's (it warns to use clone().detach()): writes to it reach no one else

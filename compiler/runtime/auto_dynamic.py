@@ -134,7 +134,11 @@ def explain(entry: int, prologue: Trace, args: tuple, kwargs: dict) -> list[Guar
         if bsym.sym is Prim.SIZE and bsym.args[0].name in rejected:
             continue
         try:
-            output = prims.evaluate(bsym.sym, _value(bsym.args, env))
+            arguments_of = _value(bsym.args, env)
+            # NOTE: a prologue Symbol (`object_state`, tracing/objects.py) runs its own implementation
+            output = (
+                prims.evaluate(bsym.sym, arguments_of) if isinstance(bsym.sym, Prim) else bsym.sym.impl(*arguments_of)
+            )
         except GuardFailure:
             misses.append(_miss(entry, bsym, env, arguments))
             if bsym.sym in _UNPACKS:

@@ -96,12 +96,22 @@ def compile_entry(
     # it, for the guards below and for the caller.
     enabled = torch.is_grad_enabled()
     try:
-        prologue, computation = frontend.trace(
+        traced = frontend.trace_call(
             fn, args, kwargs, numbers=options.numbers, dynamic=dynamic, exact_strides=options.cuda_graphs
         )
     finally:
         torch.set_grad_enabled(enabled)
+    entry = _compile_traced(fn, options, traced, args, kwargs)
+    entry.computation = traced.writes.around(entry.computation)
+    return entry
+
+
+def _compile_traced(fn: Callable, options: Options, traced: frontend.Traced, args: tuple, kwargs: dict) -> CacheEntry:
+    """The entry of a traced call (its computation before the write-backs onto objects it was given)."""
+    prologue, computation = traced.prologue, traced.computation
     prologue, requires_grad, leaf = grad_guard(prologue, args, kwargs)
+    # NOTE: the prologue's last outputs are the objects written back (`traced.writes`), not inputs
+    requires_grad, leaf = requires_grad[: len(computation.inputs)], leaf[: len(computation.inputs)]
     if any(requires_grad):
         return _compile_autograd(fn, options, prologue, computation, requires_grad, leaf)
     traces = [computation]

@@ -2,8 +2,10 @@
 
 Arguments become proxies: tensors become `TensorProxy` inputs; int/float/bool become
 `NumberProxy` inputs under `Numbers.SYMBOLIC` and baked-in constants under `Numbers.CONSTANT`
-(`jit(numbers=...)`); tuples, lists and dicts are unpacked; other values (None, strings, dtypes)
-are baked in. The prologue trace unpacks `(args, kwargs)` and guards everything the computation
+(`jit(numbers=...)`); tuples, lists and dicts are unpacked; objects (a Hugging Face cache) are
+unpacked by their attributes, and what the call does to them, or to a list or dict it was given,
+is written back after it (objects.py, `trace_call`); other values (None, strings, dtypes,
+classes) are baked in. The prologue trace unpacks `(args, kwargs)` and guards everything the computation
 assumed: each tensor's shape, dtype and device, each number's type (symbolic) or value (constant),
 each baked-in value, and every condition a branch took on a NumberProxy (recorded as `check_value`
 while tracing, moved to the prologue together with the number arithmetic it depends on). Under
@@ -26,19 +28,15 @@ With `exact_strides` (a CUDA-graphed entry) every tensor argument's strides are 
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import re
-import sys
-import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from compiler import ops  # noqa: F401  (registers the ops and installs proxies.HOOKS.dispatch)
-from compiler.core import proxies
 from compiler.core.errors import TracingError, check
 from compiler.core.ir import (
     BoundSymbol,
@@ -48,109 +46,25 @@ from compiler.core.ir import (
     TensorProxy,
     Trace,
     TraceContext,
-    current,
     proxies_in,
     tracing,
 )
 from compiler.core.memory import overlapping
 from compiler.ops import aliasing
 from compiler.prims import GUARDS, INPLACE, Prim
+from compiler.tracing import objects
 from compiler.tracing.dense_strides import dense_strides
 from compiler.tracing.numbers import Numbers
+from compiler.tracing.patches import (
+    BYPASSES,
+    TracingMode,
+    _TracingMode,  # noqa: F401  (tests enter the mode by this name)
+    compiling,
+    program_running,
+)
 
 _NUMBERS = (int, float, bool)
-_BAKED_TYPES = (type(None), str, torch.dtype, torch.device, type(Ellipsis))
-
-
-class _TracingMode(TorchFunctionMode):
-    """Routes every torch function called while tracing (factories included) to the ops table."""
-
-    def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        context = current()
-        if context is not None:
-            numbers = {id(p) for p in proxies_in((args, kwargs)) if isinstance(p, NumberProxy)}
-            if numbers:
-                context.drop_argument_parser_guards(sys._getframe(1), numbers)
-        return proxies.HOOKS.dispatch(func, args, kwargs)
-
-
-# torch functions whose argument parser takes a number argument only as a Python number (not
-# through `__index__`, as it does for sizes): called with a NumberProxy while tracing, they go
-# straight to the ops table (`torch.arange(n)` over a symbolic size n).
-_NUMBER_PARAMETERS = ("arange", "full", "linspace")
-
-
-def _number_parameters_bypass(name: str, original: Callable) -> Callable:
-    def bypass(*args: Any, **kwargs: Any) -> Any:
-        if current() is not None and any(isinstance(p, NumberProxy) for p in proxies_in((args, kwargs))):
-            return proxies.HOOKS.dispatch(original, args, kwargs)
-        return original(*args, **kwargs)
-
-    bypass.__name__ = bypass.__qualname__ = name
-    bypass.__wrapped__ = original
-    return bypass
-
-
-class _SharedPatch:
-    """A change to `torch` that traces share: the first to enter makes it (`make` returns how to
-    undo it), the last to leave undoes it, whatever the threads (and traces inside traces).
-
-    Before, each trace saved what it found and put it back when it ended: a trace that ended while
-    another thread traced undid the change under it (torch's own `arange` refused that trace's
-    symbolic size), or put back the other's change for good (`torch.compiler.is_compiling()` stayed
-    True after both had ended).
-    """
-
-    def __init__(self, make: Callable[[], Callable[[], None]]) -> None:
-        self.make = make
-        self.lock = threading.Lock()
-        self.entered = 0
-        self.undo: Callable[[], None] | None = None
-
-    @contextlib.contextmanager
-    def applied(self) -> Iterator[None]:
-        """The change, made for the block."""
-        with self.lock:
-            if self.entered == 0:
-                self.undo = self.make()
-            self.entered += 1
-        try:
-            yield
-        finally:
-            with self.lock:
-                self.entered -= 1
-                if self.entered == 0 and self.undo is not None:
-                    self.undo()
-                    self.undo = None
-
-
-def _install_bypasses() -> Callable[[], None]:
-    """Installs the bypasses of `_NUMBER_PARAMETERS` on `torch`; returns how to remove them."""
-    originals = {name: getattr(torch, name) for name in _NUMBER_PARAMETERS}
-    for name, original in originals.items():
-        setattr(torch, name, _number_parameters_bypass(name, original))
-
-    def undo() -> None:
-        for name, original in originals.items():
-            setattr(torch, name, original)
-
-    return undo
-
-
-def _set_compiling_flag() -> Callable[[], None]:
-    """Sets torch's "compiling" flag (see `compiling`); returns how to put it back."""
-    previous = torch.compiler._is_compiling_flag
-    torch.compiler._is_compiling_flag = True
-
-    def undo() -> None:
-        torch.compiler._is_compiling_flag = previous
-
-    return undo
-
-
-_BYPASSES = _SharedPatch(_install_bypasses)
-_COMPILING = _SharedPatch(_set_compiling_flag)
+_BAKED_TYPES = (type(None), str, torch.dtype, torch.device, type(Ellipsis), type)
 
 
 class _Inputs:
@@ -173,6 +87,8 @@ class _Inputs:
         self.tensors: list[tuple[TensorProxy, torch.Tensor, int]] = []
         self.views: dict[tuple, int] = {}  # _view_key(tensor) -> index of the first tensor with it
         self.passed_twice = False  # whether some tensor argument is the same view as another
+        self.stand_ins = objects.StandIns()  # the objects, lists and dicts given (objects.py)
+        self.objects: dict[int, str] = {}  # id of an object argument -> its name
 
     def _guard(self, prim: Prim, *args: Any) -> None:
         self.prologue.append(BoundSymbol(prim, args, {}, None))
@@ -207,22 +123,46 @@ class _Inputs:
                 return proxy, proxy
             self._guard(Prim.CHECK_VALUE, proxy, value)
             return proxy, value
-        if type(value) in (tuple, list):
+        if type(value) is tuple:
             proxy = Proxy(proxy_name)
-            self._guard(Prim.CHECK_TYPE, proxy, type(value))
-            return proxy, type(value)(self.sequence(proxy, value, proxy_name))
+            self._guard(Prim.CHECK_TYPE, proxy, tuple)
+            return proxy, tuple(self.sequence(proxy, value, proxy_name))
+        if type(value) is list:
+            proxy = Proxy(proxy_name)
+            self._guard(Prim.CHECK_TYPE, proxy, list)
+            return proxy, self.stand_ins.container(proxy, self.sequence(proxy, value, proxy_name))
         if type(value) is dict:
             proxy = Proxy(proxy_name)
             self._guard(Prim.CHECK_TYPE, proxy, dict)
-            return proxy, self.mapping(proxy, value, proxy_name)
+            return proxy, self.stand_ins.container(proxy, self.mapping(proxy, value, proxy_name))
         if isinstance(value, _BAKED_TYPES):
             proxy = Proxy(proxy_name)
             self._guard(Prim.CHECK_VALUE, proxy, value)
             return proxy, value
+        if objects.is_object_argument(value):
+            return self.object(value, name, proxy_name)
         raise TypeError(
             f"argument {name} of type {type(value).__name__} is not supported: jitted functions take "
-            "tensors, int/float/bool, None, strings, dtypes, devices, and tuples/lists/dicts of those"
+            "tensors, int/float/bool, None, strings, dtypes, devices, classes, tuples/lists/dicts of those, "
+            "and objects whose attributes are those"
         )
+
+    def object(self, value: Any, name: str, proxy_name: str) -> tuple[Proxy, Any]:
+        """Unpacks an object by its attributes (tracing/objects.py); returns (its proxy, its stand-in)."""
+        first = self.objects.setdefault(id(value), name)
+        check(
+            first == name,
+            lambda: (
+                f"argument {name} is the same {type(value).__name__} object as argument {first}: an object "
+                "reached twice (or holding itself) is not supported; pass it once"
+            ),
+            NotImplementedError,
+        )
+        proxy = Proxy(proxy_name)
+        self._guard(Prim.CHECK_TYPE, proxy, type(value))
+        state = Proxy(self.context.claim(f"{proxy_name}_state"))
+        self.prologue.append(BoundSymbol(objects.OBJECT_STATE, (proxy,), {}, state))
+        return proxy, self.stand_ins.object(proxy, type(value), self.mapping(state, vars(value), proxy_name))
 
     def _multiply(self, a: Any, b: Any) -> Any:
         """a * b, recorded in the prologue where either is symbolic."""
@@ -254,11 +194,12 @@ class _Inputs:
         return list(seen)
 
     def mapping(self, proxy: Proxy, values: dict, name: str) -> dict:
-        """Unpacks a dict proxy (string keys); returns what the traced function sees."""
+        """Unpacks a dict proxy (string keys; int keys too inside arguments, as a cache's per-layer
+        flags); returns what the traced function sees."""
         for key in values:
             check(
-                isinstance(key, str),
-                lambda key=key: f"dict argument {name} has a non-string key {key!r}",
+                isinstance(key, str) or (type(key) is int and name != "kwargs"),
+                lambda key=key: f"dict argument {name} has a non-string key {key!r} (int keys only inside arguments)",
                 TypeError,
             )
         at = len(self.prologue)
@@ -398,14 +339,16 @@ def _check_output(value: Any) -> None:
         )
 
 
-def compiling() -> contextlib.AbstractContextManager[None]:
-    """`torch.compiler.is_compiling()` is True inside the block, as while torch.compile traces
-    (shared by the traces of every thread: `_SharedPatch`).
+@dataclass(frozen=True)
+class Traced:
+    """A traced call: its prologue and computation traces, and what it did to the objects, lists
+    and dicts it was given (tracing/objects.py). When `writes` is not empty, the prologue returns
+    its targets after the computation's inputs and the computation returns `(output, values)`:
+    `writes.around` makes the entry's computation of it."""
 
-    NOTE: torch reads the module global `torch.compiler._is_compiling_flag` (torch 2.11 to 2.13;
-    2.13's `_compile_session_context` sets the same flag, 2.11 has no such helper).
-    """
-    return _COMPILING.applied()
+    prologue: Trace
+    computation: Trace
+    writes: objects.ObjectWrites
 
 
 def trace(
@@ -418,7 +361,27 @@ def trace(
     exact_strides: bool = False,
 ) -> tuple[Trace, Trace]:
     """Traces `fn(*args, **kwargs)`; returns (prologue trace, computation trace). `numbers`,
-    `dynamic` and `exact_strides` (also guard every tensor's strides) as the module says."""
+    `dynamic` and `exact_strides` (also guard every tensor's strides) as the module says. A call
+    that changes an object or list it was given needs `trace_call`, which says what to write back."""
+    traced = trace_call(fn, args, kwargs, numbers=numbers, dynamic=dynamic, exact_strides=exact_strides)
+    check(
+        not traced.writes,
+        lambda: f"{getattr(fn, '__qualname__', fn)} changes an object it was given; frontend.trace_call writes it back",
+        NotImplementedError,
+    )
+    return traced.prologue, traced.computation
+
+
+def trace_call(
+    fn: Callable,
+    args: tuple,
+    kwargs: dict,
+    *,
+    numbers: Numbers = Numbers.CONSTANT,
+    dynamic: frozenset[str] = frozenset(),
+    exact_strides: bool = False,
+) -> Traced:
+    """`trace`, with the write-backs onto the objects the call was given (see `Traced`)."""
     symbolic = numbers is Numbers.SYMBOLIC
     traced = _trace(fn, args, kwargs, symbolic, dynamic, False, exact_strides)
     return traced if traced is not None else _trace(fn, args, kwargs, symbolic, dynamic, True, exact_strides)
@@ -443,10 +406,26 @@ def _trace(
     dynamic: frozenset[str],
     merge_same: bool,
     exact_strides: bool,
-) -> tuple[Trace, Trace] | None:
+) -> Traced | None:
     context = TraceContext()
     args_proxy, kwargs_proxy = Proxy(context.claim("args")), Proxy(context.claim("kwargs"))
     inputs = _Inputs(context, symbolic, merge_same, dynamic, exact_strides)
+    try:
+        return _trace_inputs(fn, args, kwargs, context, inputs, args_proxy, kwargs_proxy, exact_strides)
+    finally:
+        inputs.stand_ins.release()
+
+
+def _trace_inputs(
+    fn: Callable,
+    args: tuple,
+    kwargs: dict,
+    context: TraceContext,
+    inputs: _Inputs,
+    args_proxy: Proxy,
+    kwargs_proxy: Proxy,
+    exact_strides: bool,
+) -> Traced | None:
     names = _parameter_names(fn, len(args))
     at = len(inputs.prologue)
     arg_elements, fn_args = [], []
@@ -459,9 +438,10 @@ def _trace(
 
     # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
-    with tracing(context), _TracingMode(), compiling(), _BYPASSES.applied():
+    with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running():
         output = fn(*fn_args, **fn_kwargs)
     _check_output(output)
+    output, writes = inputs.stand_ins.writes(output)
 
     recorded = context.bsyms
     memory_guards = _memory_guards(inputs, context, recorded)
@@ -473,12 +453,12 @@ def _trace(
     prologue = Trace(
         (args_proxy, kwargs_proxy),
         inputs.prologue + memory_guards + _guards_with_dependencies(recorded),
-        computation_inputs,
+        computation_inputs + writes.targets,
         name="prologue",
     )
-    computation = Trace(computation_inputs, _without_guards(recorded), output)
+    computation = Trace(computation_inputs, _without_guards(recorded), (output, writes.values) if writes else output)
     _check_outputs_defined(computation)
-    return prologue, computation
+    return Traced(prologue, computation, writes)
 
 
 def _check_outputs_defined(computation: Trace) -> None:

@@ -5,7 +5,8 @@ A model returns its own containers: dicts and their subclasses (`OrderedDict`), 
 objects the program built that hold tensors in their attributes (a Hugging Face `DynamicCache`
 and its layers). Traces only carry plain tuples, lists and dicts of proxies, so a jitted module
 returns `(spec, leaves)` and the caller calls `spec.rebuild(leaves)`. Anything else is a leaf
-(proxies, tensors, numbers, None, objects without proxies).
+(proxies, tensors, numbers, None, objects without proxies), and so is the stand-in of an object
+the call was given (tracing/objects.py): the caller gets its own object back, as from eager.
 
 NOTE: an object is rebuilt as a new instance of its class (`__new__`, no `__init__`) whose
 attributes are its traced ones: the proxies' values, and a deep copy per call of the rest (a
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +71,29 @@ class Spec:
 _LEAF = Spec("leaf")
 
 
+class _LiveStandIns:
+    """The stand-ins of the traces in progress, in every thread (tracing/objects.py): objects a
+    traced call was given, which an output keeps as leaves (the caller gets its own object back)."""
+
+    def __init__(self) -> None:
+        self._ids: set[int] = set()
+        self._lock = threading.Lock()
+
+    def add(self, stand_in: Any) -> None:
+        with self._lock:
+            self._ids.add(id(stand_in))
+
+    def discard(self, stand_in: Any) -> None:
+        with self._lock:
+            self._ids.discard(id(stand_in))
+
+    def __contains__(self, value: Any) -> bool:
+        return id(value) in self._ids
+
+
+STAND_INS = _LiveStandIns()
+
+
 class _Traced:
     """Marks, among an object's constant attributes, the place of a traced one."""
 
@@ -80,6 +105,9 @@ def flatten(value: Any) -> tuple[list, Spec]:
 
 
 def _flatten(value: Any, leaves: list) -> Spec:
+    if value in STAND_INS:
+        leaves.append(value)
+        return _LEAF
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = tuple(f.name for f in dataclasses.fields(value) if f.init)
         children = tuple(_flatten(getattr(value, n), leaves) for n in names)

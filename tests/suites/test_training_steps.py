@@ -15,10 +15,7 @@ from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
 
 CPU_SETTINGS = Settings(device=torch.device("cpu"), budget_s=0.005, min_repeats=2)
 # NOTE: what the compiler cannot trace yet, by (case, model): strict, so a fix shows up here.
-KNOWN_FAILURES = {
-    ("zoo_training", "mixtral"): "Mixtral's expert loop selects the experts hit with `.nonzero()`, a shape that "
-    "depends on values (the hf_zoo suite's config takes that path under tracing)",
-}
+KNOWN_FAILURES: dict[tuple[str, str], str] = {}
 
 
 def _step(suite: str, case, params: dict):

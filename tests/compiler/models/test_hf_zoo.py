@@ -1,5 +1,6 @@
 """Hugging Face transformers architectures as users bring them (tiny random configurations, nothing
-downloaded), called as their model cards call them, through `compiler.jit(model)` and
+downloaded: the table suites/_models/hf_architectures.py, which the hf_zoo suite runs at larger
+sizes), called as their model cards call them, through `compiler.jit(model)` and
 `torch.compile(model, backend="fusebench")`, against eager: the forward's whole output tree (a
 decoder's default call returns its cache, which must hold eager's keys and values and work for
 the next step), and a training call's loss and every parameter's gradient.
@@ -17,7 +18,8 @@ import pytest
 import torch
 
 import compiler
-from tests.compiler.models.hf_zoo_configs import INPUTS, ZOO, ZooModel
+from suites._models.hf_architectures import QUICK, ZOO, Architecture
+from tests.compiler.models.hf_zoo_inputs import INPUTS
 
 transformers = pytest.importorskip("transformers")
 
@@ -31,10 +33,10 @@ GRADIENT_TOLERANCE = 1e-3  # ||g - g_eager|| / max(||g_eager||, floor)
 GRADIENT_NORM_FLOOR = 1e-5
 
 
-def _build(zoo: ZooModel) -> torch.nn.Module:
-    config = getattr(transformers, zoo.config_class)(**zoo.config)
+def _build(zoo: Architecture) -> torch.nn.Module:
+    config = zoo.build_config(QUICK)
     torch.manual_seed(0)
-    return getattr(transformers, zoo.model_class)(config).to(DEVICE)
+    return getattr(transformers, zoo.model)(config).to(DEVICE)
 
 
 def _compile(model: torch.nn.Module, entry: str) -> Any:
@@ -85,7 +87,7 @@ def _loss(output: Any) -> torch.Tensor:
 DEFAULT = ("gpt2", "llama")
 
 
-def _case(zoo: ZooModel, entry: str, mode: str) -> Any:
+def _case(zoo: Architecture, entry: str, mode: str) -> Any:
     reason = zoo.known_failures.get(f"{entry}-{mode}", zoo.known_failures.get(entry))
     marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
     marks += [] if zoo.name in DEFAULT else [pytest.mark.slow]
@@ -96,12 +98,12 @@ CASES = [_case(zoo, entry, mode) for zoo in ZOO for entry in ("jit", "dynamo") f
 
 
 @pytest.mark.parametrize(("zoo", "entry", "mode"), CASES)
-def test_matches_eager(zoo: ZooModel, entry: str, mode: str) -> None:
+def test_matches_eager(zoo: Architecture, entry: str, mode: str) -> None:
     training = mode == "training"
     eager = _build(zoo).train(training)
     model = copy.deepcopy(eager)
     compiled = _compile(model, entry)
-    inputs = {k: v.to(DEVICE) for k, v in INPUTS[zoo.inputs](torch.Generator().manual_seed(1), training).items()}
+    inputs = {k: v.to(DEVICE) for k, v in INPUTS[zoo.kind](torch.Generator().manual_seed(1), training).items()}
     with torch.set_grad_enabled(training):
         output = compiled(**copy.deepcopy(inputs))
         expected = eager(**inputs)

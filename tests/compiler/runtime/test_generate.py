@@ -86,7 +86,6 @@ def test_generate_through_the_dynamo_backend_gives_eager_tokens(architecture: st
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="needs zoo46's torch.tensor/DynamicCache support", strict=True, raises=TypeError)
 @pytest.mark.parametrize(("architecture", "cache"), CASES)
 def test_generate_through_compiler_jit_gives_eager_tokens(architecture: str, cache: str) -> None:
     expected = _eager_tokens(architecture, cache)

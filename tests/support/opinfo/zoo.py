@@ -44,6 +44,8 @@ def _tensor_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((3,), {"dtype": dtype})
     yield Sample(([make(), make()],))  # 0-d tensors: their dtype, values without gradient
     yield Sample((make(2, 3),), {"dtype": dtype})
+    yield Sample(([-1],), {"dtype": int})  # a Python type as the dtype, as transformers' caches pass it
+    yield Sample(([0.5, 2],), {"dtype": float})
 
 
 def _inferred_samples(make: Maker) -> Iterator[Sample]:

@@ -1,0 +1,201 @@
+"""What tracing changes while a function runs on proxies: every torch function goes to the ops table
+(`TracingMode`), `torch.arange`/`full`/`linspace` take symbolic numbers (`BYPASSES`),
+`torch.compiler.is_compiling()` is True (`compiling`), and the program's own
+`isinstance(x, torch.Tensor)` holds for a traced tensor (`program_running`). The changes are
+shared by the traces of every thread (`_SharedPatch`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from compiler.core import proxies
+from compiler.core.ir import NumberProxy, TensorProxy, current, proxies_in
+
+
+class TracingMode(TorchFunctionMode):
+    """Routes every torch function called while tracing (factories included) to the ops table."""
+
+    def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        context = current()
+        if context is not None:
+            numbers = {id(p) for p in proxies_in((args, kwargs)) if isinstance(p, NumberProxy)}
+            if numbers:
+                context.drop_argument_parser_guards(sys._getframe(1), numbers)
+        return proxies.HOOKS.dispatch(func, args, kwargs)
+
+
+# torch functions whose argument parser takes a number argument only as a Python number (not
+# through `__index__`, as it does for sizes): called with a NumberProxy while tracing, they go
+# straight to the ops table (`torch.arange(n)` over a symbolic size n).
+_NUMBER_PARAMETERS = ("arange", "full", "linspace")
+
+
+def _number_parameters_bypass(name: str, original: Callable) -> Callable:
+    def bypass(*args: Any, **kwargs: Any) -> Any:
+        if current() is not None and any(isinstance(p, NumberProxy) for p in proxies_in((args, kwargs))):
+            return proxies.HOOKS.dispatch(original, args, kwargs)
+        return original(*args, **kwargs)
+
+    bypass.__name__ = bypass.__qualname__ = name
+    bypass.__wrapped__ = original
+    return bypass
+
+
+class _SharedPatch:
+    """A change to `torch` that traces share: the first to enter makes it (`make` returns how to
+    undo it), the last to leave undoes it, whatever the threads (and traces inside traces).
+
+    Before, each trace saved what it found and put it back when it ended: a trace that ended while
+    another thread traced undid the change under it (torch's own `arange` refused that trace's
+    symbolic size), or put back the other's change for good (`torch.compiler.is_compiling()` stayed
+    True after both had ended).
+    """
+
+    def __init__(self, make: Callable[[], Callable[[], None]]) -> None:
+        self.make = make
+        self.lock = threading.Lock()
+        self.entered = 0
+        self.undo: Callable[[], None] | None = None
+
+    @contextlib.contextmanager
+    def applied(self) -> Iterator[None]:
+        """The change, made for the block."""
+        with self.lock:
+            if self.entered == 0:
+                self.undo = self.make()
+            self.entered += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.entered -= 1
+                if self.entered == 0 and self.undo is not None:
+                    self.undo()
+                    self.undo = None
+
+
+def _install_bypasses() -> Callable[[], None]:
+    """Installs the bypasses of `_NUMBER_PARAMETERS` on `torch`; returns how to remove them."""
+    originals = {name: getattr(torch, name) for name in _NUMBER_PARAMETERS}
+    for name, original in originals.items():
+        setattr(torch, name, _number_parameters_bypass(name, original))
+
+    def undo() -> None:
+        for name, original in originals.items():
+            setattr(torch, name, original)
+
+    return undo
+
+
+def _set_compiling_flag() -> Callable[[], None]:
+    """Sets torch's "compiling" flag (see `compiling`); returns how to put it back."""
+    previous = torch.compiler._is_compiling_flag
+    torch.compiler._is_compiling_flag = True
+
+    def undo() -> None:
+        torch.compiler._is_compiling_flag = previous
+
+    return undo
+
+
+BYPASSES = _SharedPatch(_install_bypasses)
+_COMPILING = _SharedPatch(_set_compiling_flag)
+
+
+def compiling() -> contextlib.AbstractContextManager[None]:
+    """`torch.compiler.is_compiling()` is True inside the block, as while torch.compile traces
+    (shared by the traces of every thread: `_SharedPatch`).
+
+    NOTE: torch reads the module global `torch.compiler._is_compiling_flag` (torch 2.11 to 2.13;
+    2.13's `_compile_session_context` sets the same flag, 2.11 has no such helper).
+    """
+    return _COMPILING.applied()
+
+
+_TracingMode = TracingMode  # NOTE: the name tests/compiler/ops/test_inplace_aliasing.py enters by
+
+
+class _Program(threading.local):
+    """Whether the traced program's own code runs now in this thread, not the compiler's."""
+
+    running = False
+
+
+_PROGRAM = _Program()
+_isinstance = builtins.isinstance
+
+
+def _names_tensor(classes: Any) -> bool:
+    if classes is torch.Tensor:
+        return True
+    return type(classes) is tuple and any(_names_tensor(c) for c in classes)
+
+
+def _program_isinstance(obj: Any, classes: Any, /) -> bool:
+    """`isinstance`, True for a TensorProxy against torch.Tensor while the program runs, asked by
+    the program's code (not torch's own).
+
+    NOTE: programs tell tensors from other values with it (transformers takes a prepared 4-d
+    attention mask as is only when `isinstance(mask, torch.Tensor)`). torch's own Python hands the
+    tensors it finds so to its C functions (`autograd.Function.apply`), which would reject a proxy;
+    a proxy answering through `__class__` instead would crash torch's C argument parser."""
+    if _PROGRAM.running and type(obj) is TensorProxy and _names_tensor(classes):
+        module = sys._getframe(1).f_globals.get("__name__", "")
+        if module != "torch" and not module.startswith("torch."):
+            return True
+    return _isinstance(obj, classes)
+
+
+def _compiler_code(hook: Callable) -> Callable:
+    """`hook` (where the program calls into the compiler) run as the compiler's code."""
+
+    def run(*args: Any) -> Any:
+        if not _PROGRAM.running:
+            return hook(*args)
+        _PROGRAM.running = False
+        try:
+            return hook(*args)
+        finally:
+            _PROGRAM.running = True
+
+    return run
+
+
+def _install_program_isinstance() -> Callable[[], None]:
+    """`_program_isinstance` as the builtin, the proxies' hooks as `_compiler_code`; returns how
+    to undo both."""
+    hooks = proxies.HOOKS
+    dispatch, bind_prim = hooks.dispatch, hooks.bind_prim
+    hooks.dispatch, hooks.bind_prim = _compiler_code(dispatch), _compiler_code(bind_prim)
+    builtins.isinstance = _program_isinstance
+
+    def undo() -> None:
+        builtins.isinstance = _isinstance
+        hooks.dispatch, hooks.bind_prim = dispatch, bind_prim
+
+    return undo
+
+
+_PROGRAM_ISINSTANCE = _SharedPatch(_install_program_isinstance)
+
+
+@contextlib.contextmanager
+def program_running() -> Iterator[None]:
+    """The traced program runs in the block (see `_program_isinstance`); the ops it calls run as
+    the compiler's code, which sees proxies as they are."""
+    with _PROGRAM_ISINSTANCE.applied():
+        previous, _PROGRAM.running = _PROGRAM.running, True
+        try:
+            yield
+        finally:
+            _PROGRAM.running = previous

@@ -1,0 +1,78 @@
+"""The inputs of the zoo's tiny models (suites/_models/hf_architectures.py, `QUICK` sizes), called
+as their model cards call them, per kind of model: for the forward (logits; a decoder's default
+call keeps its cache on) and for the call whose `loss` is backpropagated (`training`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from suites._models.hf_architectures import (
+    AUDIO,
+    CAUSAL,
+    MASKED,
+    QUICK,
+    SEQ2SEQ,
+    SPEECH,
+    TEXT_FEATURES,
+    VISION,
+)
+
+BATCH = 2
+SEQUENCE = 8
+VOCAB = QUICK.vocabulary
+
+
+def _tokens(generator: torch.Generator) -> torch.Tensor:
+    return torch.randint(0, VOCAB, (BATCH, SEQUENCE), generator=generator)
+
+
+def _text(generator: torch.Generator, training: bool) -> dict[str, torch.Tensor]:
+    ids = _tokens(generator)
+    return {"input_ids": ids, "labels": ids} if training else {"input_ids": ids}
+
+
+def _seq2seq(generator: torch.Generator, training: bool) -> dict[str, torch.Tensor]:
+    ids, target = _tokens(generator), _tokens(generator)
+    return {"input_ids": ids, "labels": target} if training else {"input_ids": ids, "decoder_input_ids": target}
+
+
+def _sequence_label(generator: torch.Generator, training: bool) -> dict[str, torch.Tensor]:
+    ids = _tokens(generator)
+    labels = torch.randint(0, 2, (BATCH,), generator=generator)
+    return {"input_ids": ids, "labels": labels} if training else {"input_ids": ids}
+
+
+def _image(generator: torch.Generator, training: bool) -> dict[str, torch.Tensor]:
+    pixels = torch.randn(BATCH, 3, QUICK.image, QUICK.image, generator=generator)
+    labels = torch.randint(0, 2, (BATCH,), generator=generator)
+    return {"pixel_values": pixels, "labels": labels} if training else {"pixel_values": pixels}
+
+
+def _speech(generator: torch.Generator, training: bool) -> dict[str, torch.Tensor]:
+    # Whisper's encoder takes 2 * max_source_positions frames of num_mel_bins features
+    features = torch.randn(BATCH, QUICK.mel_bins, QUICK.frames, generator=generator)
+    target = _tokens(generator)
+    return (
+        {"input_features": features, "labels": target}
+        if training
+        else {"input_features": features, "decoder_input_ids": target}
+    )
+
+
+def _audio(generator: torch.Generator, training: bool) -> dict[str, torch.Tensor]:
+    return {"input_values": torch.randn(BATCH, 400, generator=generator)}
+
+
+# by the architecture's kind
+INPUTS: dict[str, Callable[[torch.Generator, bool], dict[str, torch.Tensor]]] = {
+    CAUSAL: _text,
+    MASKED: _text,
+    SEQ2SEQ: _seq2seq,
+    TEXT_FEATURES: _sequence_label,
+    VISION: _image,
+    SPEECH: _speech,
+    AUDIO: _audio,
+}
