@@ -101,7 +101,7 @@ class Timers:
 # (owner, attribute, label): the pipeline's steps that are not `@trace_pass` passes.
 def _timed_steps() -> list[tuple[Any, str, str]]:
     return [
-        (frontend, "trace", "tracing"),
+        (frontend, "trace_call", "tracing"),
         (pipeline, "grad_guard", "grad guard"),
         (pipeline, "joint", "autodiff (joint trace)"),
         (pipeline, "split_backward", "split_backward (min-cut)"),
