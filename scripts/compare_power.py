@@ -11,8 +11,10 @@ on top, as a developer would make:
 - A: the suite as written;
 - B: each `grow_<percent>` case does percent / 100 times the work (its `reps` multiplied) and the
   compiler's `torch.add` decomposition multiplies its first operand by 1.0 `--extra-prims` times
-  before adding (k extra prims per add: the `fusebench` variant of `adds` gets slower, eager does
-  not). `steady` is untouched.
+  before adding (k extra prims per add: the `fusebench-torch` variant of `adds`, which runs each
+  prim as its own torch call, gets slower; eager does not, and executors that fuse (Inductor,
+  nvFuser: `fusebench`) fold or fuse the multiplies, so their row's true effect reads `fused`,
+  counted neither as a detection nor as unchanged). `steady` is untouched.
 It then runs `--tries` comparisons A against A (nothing changed: every flag is a false positive)
 and `--tries` comparisons A against B with this checkout's `fusebench compare`, and prints per row
 how often each verdict came, the detection rate per effect and the false-positive rates. Exit 0.
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extra-prims", type=int, default=2, help="extra mul prims per add in B's compiler")
     parser.add_argument("--replicas", type=int, default=1, help="copies of each case in one comparison")
     parser.add_argument("--kinds", default="AA,AB", help="which comparisons: AA (A against A), AB, or both")
-    parser.add_argument("--variants", default="eager,fusebench", help="variants compared")
+    parser.add_argument("--variants", default="eager,fusebench,fusebench-torch", help="variants compared")
     parser.add_argument("--compare-args", default="", help="more `fusebench compare` flags, e.g. '--rounds 4'")
     parser.add_argument("--keep", type=Path, help="keep each comparison's JSON in this folder")
     parser.add_argument(
@@ -279,7 +281,9 @@ def _effect(kind: str, case: str, variant: str, extra_prims: int) -> str:
     if kind == "A/A" or case == "steady":
         return "none"
     if case == "adds":
-        return f"+{extra_prims} mul/add" if variant == "fusebench" and extra_prims else "none"
+        if not extra_prims or not variant.startswith("fusebench"):
+            return "none"
+        return f"+{extra_prims} mul/add" if variant == "fusebench-torch" else f"+{extra_prims} mul/add, fused"
     factor = int(case.removeprefix("grow_")) / 100
     return f"x{round(BASE_REPS * factor) / BASE_REPS:g} work"
 

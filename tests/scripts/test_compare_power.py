@@ -63,3 +63,13 @@ def test_the_table_counts_verdicts_per_effect_from_the_kept_samples(tmp_path: Pa
     assert rows[("A/A", "grow_150", "eager")][-5:] == ["0", "0", "0", "2", "0"]
     assert "A/A comparisons that flagged nothing: 2 of 2" in table
     assert "unchanged rows flagged in A/B comparisons: 0 of 2" in table
+
+
+def test_extra_prims_slow_only_the_variant_that_runs_each_prim() -> None:
+    from scripts.compare_power import _effect
+
+    assert _effect("A/B", "adds", "fusebench-torch", 2) == "+2 mul/add"
+    assert _effect("A/B", "adds", "fusebench", 2) == "+2 mul/add, fused"  # Inductor/nvFuser fuse them
+    assert _effect("A/B", "adds", "eager", 2) == "none"
+    assert _effect("A/B", "adds", "fusebench-torch", 0) == "none"
+    assert _effect("A/A", "adds", "fusebench-torch", 2) == "none"
