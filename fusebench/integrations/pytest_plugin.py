@@ -1,4 +1,4 @@
-"""pytest-benchmark over fusebench suites: every (case, parameters, variant) is one benchmark test.
+"""pytest-benchmark over fusebench suites: each (case, parameters, variant) is one benchmark test.
 
     pytest suites/ --benchmark-only                        # suites/conftest.py loads this plugin
     pytest -p fusebench.integrations.pytest_plugin my_suites/ --benchmark-only --benchmark-json out.json
@@ -17,9 +17,15 @@ pytest-benchmark's median), its fraction of the machine's peak, compile time, re
 kernels and fusions per call, so `--benchmark-json` records them and `--benchmark-compare-fail`
 guards the times.
 
+What is collected is what `fusebench run` measures by default: each case's headline parameters
+(`Case.headline_grid`) with its default variants (`default_variants_for`); --fusebench-all collects
+every parameter combination with every variant, and --fusebench-variant picks variants from all of
+a case's variants (as `fusebench run --variant` does).
+
 Options: --fusebench-device cpu|cuda (default: cuda when available), --fusebench-full (GPU sizes;
-default on CUDA), --fusebench-variant NAME (names or globs, repeatable or comma-separated),
---fusebench-budget S (seconds of timed rounds per test; default 0.2 on CPU, 1 on CUDA).
+default on CUDA), --fusebench-all (every combination), --fusebench-variant NAME (names or globs,
+repeatable or comma-separated), --fusebench-budget S (seconds of timed rounds per test; default 0.2
+on CPU, 1 on CUDA).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from typing import Any
 import pytest
 import torch
 
-from fusebench.cases.case import Case, format_params, variants_for
+from fusebench.cases.case import Case, default_variants_for, format_params, variants_for
 from fusebench.cases.discovery import suite_from_module
 from fusebench.cases.variants import Compiled, Target, Variant
 from fusebench.measure.bandwidth import peak_bandwidth_gbs
@@ -57,6 +63,7 @@ class PluginSettings:
     quick: bool
     variants: tuple[str, ...]
     budget_s: float
+    everything: bool = False
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -64,6 +71,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fusebench", "fusebench suites as pytest-benchmark tests")
     group.addoption("--fusebench-device", choices=["cpu", "cuda"], help="default: cuda when available")
     group.addoption("--fusebench-full", action="store_true", help="GPU sizes (default on CUDA; quick sizes on CPU)")
+    group.addoption(
+        "--fusebench-all", action="store_true", help="every parameter combination and variant (default: headlines)"
+    )
     group.addoption("--fusebench-variant", action="append", default=[], metavar="NAME", help="only these variants")
     group.addoption("--fusebench-budget", type=float, metavar="S", help="seconds of timed rounds per test")
 
@@ -78,7 +88,8 @@ def plugin_settings(config: pytest.Config) -> PluginSettings:
         raise pytest.UsageError(f"--fusebench-budget {budget}: expected a positive number of seconds")
     variants = tuple(v.strip() for value in config.getoption("fusebench_variant") for v in value.split(",") if v)
     quick = not config.getoption("fusebench_full") and device == "cpu"
-    return PluginSettings(torch.device(device), quick, variants, budget)
+    everything = bool(config.getoption("fusebench_all"))
+    return PluginSettings(torch.device(device), quick, variants, budget, everything)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -123,15 +134,24 @@ class SuiteModule(pytest.Module):
         suite = suite_from_module(self.path.stem, self.obj)
         assert suite is not None
         for case in suite.cases:
-            variants = [v for v in variants_for(case) if _selected(v.name, settings.variants)]
+            variants = collected_variants(case, settings)
             clock = clock_for(case.timer, settings.device)
-            for params in case.grid(settings.quick):
+            grid = case.grid(settings.quick) if settings.everything else case.headline_grid(settings.quick)
+            for params in grid:
                 for variant in variants:
                     name = f"{case.name}[{format_params(params)}-{variant.name}]"
                     test = _benchmark_test(suite.name, case, params, variant)
                     item = pytest.Function.from_parent(self, name=name, callobj=test)
                     item.add_marker(pytest.mark.benchmark(group=f"{suite.name}.{case.name}", timer=clock))
                     yield item
+
+
+def collected_variants(case: Case, settings: PluginSettings) -> list[Variant]:
+    """The variants collected for `case`: those --fusebench-variant names (from all of them), else
+    every variant with --fusebench-all, else the case's default variants."""
+    if settings.variants:
+        return [v for v in variants_for(case) if _selected(v.name, settings.variants)]
+    return variants_for(case) if settings.everything else default_variants_for(case)
 
 
 def _selected(name: str, patterns: tuple[str, ...]) -> bool:

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import compiler
+from fusebench.cases.case import Case, default_variants_for, format_params, variants_for
 from fusebench.cases.variants import FUSEBENCH, Compiled, Target, Variant
 from fusebench.integrations.pytest_plugin import PluginSettings, declares_cases, run_benchmark
 from tests.support.fakes import double, tiny_case
@@ -73,6 +74,33 @@ def test_the_project_tests_never_collect_benchmarks(tmp_path: Path) -> None:
     listed = _pytest(tmp_path, "--collect-only", "-m", "not slow")
     assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr[-2000:]
     assert "suites/" not in listed.stdout.replace("tests/suites/", "")
+
+
+def _collected(tmp_path: Path, *args: str) -> list[str]:
+    listed = _pytest(tmp_path, "suites/llm_norms.py", "--collect-only", "--fusebench-device", "cpu", *args)
+    assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr[-2000:]
+    return sorted(line.split("::", 1)[1] for line in listed.stdout.splitlines() if "::" in line)
+
+
+def _names(grid: Callable[[Case], list[dict]], variants: Callable[[Case], list[Variant]]) -> list[str]:
+    from suites import llm_norms
+
+    cases = llm_norms.CASES
+    return sorted(f"{c.name}[{format_params(p)}-{v.name}]" for c in cases for p in grid(c) for v in variants(c))
+
+
+def test_collects_what_a_default_run_measures_and_everything_with_all(tmp_path: Path) -> None:
+    headline = _names(lambda c: c.headline_grid(True), default_variants_for)
+    everything = _names(lambda c: c.grid(True), variants_for)
+    assert _collected(tmp_path) == headline
+    assert _collected(tmp_path, "--fusebench-all") == everything
+    assert len(everything) > len(headline)
+    # --fusebench-variant picks from every variant, over the headline parameters
+    opt_in = _collected(tmp_path, "--fusebench-variant", "fusebench-torch")
+    assert opt_in == _names(
+        lambda c: c.headline_grid(True), lambda c: [v for v in variants_for(c) if v.name == "fusebench-torch"]
+    )
+    assert opt_in
 
 
 def test_only_modules_that_assign_cases_are_suites(tmp_path: Path) -> None:
