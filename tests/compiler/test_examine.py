@@ -243,7 +243,7 @@ json.dump(dict(kernels=[kernel], scheduled_ir=str(os.getpid())), open(out, "w"))
 
 def test_segments_runs_the_repro_scripts_in_one_long_lived_profiler_child(monkeypatch, fake_backend):  # noqa: F811
     monkeypatch.setattr(examine, "repro_script", lambda region, *_: STAND_IN_REPRO.format(name=region.name))
-    profiler = ProfilerProcess(job_timeout_s=60)
+    profiler = ProfilerProcess(job_timeout_s=60, preload=())
     monkeypatch.setattr(examine, "shared_profiler", lambda: profiler)
     jfn = compiler.jit(adam_step, executors=["nvfuser", "torch"], fusion={"batch_numel": 0})
     shapes = [(8, 4), (8, 4), (3,), (8, 4)]

@@ -1,17 +1,18 @@
 """The loop of the long-lived profiler child that `profiler_process.ProfilerProcess` starts.
 
-Run by path, `python profiler_child.py JOBS_FD ANSWERS_FD FOLDER`, so that it imports nothing but the
-standard library until a script imports torch and nvFuser itself (the compiler's package would
-load torch, and with it CUPTI state, before any script asked for it). It reads jobs from the pipe
-JOBS_FD, one JSON line each: `{"id": N, "script": PATH, "output": PATH}`, and runs each script as
-`python SCRIPT --profile-json OUTPUT` would (`__main__`, the script's folder first on sys.path).
-A script that raises gets its traceback written to `OUTPUT.error`, and the loop carries on. After
-each job it frees what the script left (a collection, and torch's cached CUDA memory where the
-scripts initialized CUDA), flushes stdout and stderr, and answers `{"id": N, "error": traceback or
-null}` as one JSON line on the pipe ANSWERS_FD, which no print of a script reaches. It ends when
-JOBS_FD ends: the parent closed it, or died (then it removes FOLDER, where its stdout and stderr
-went: a parent that crashed leaves nothing behind). Each job is acknowledged first, `{"id": N, "started":
-true}`, so that the parent can tell a child that died before a job from one the job killed.
+Run by path, `python profiler_child.py JOBS_FD ANSWERS_FD FOLDER [MODULE ...]`, so that it does not
+import the compiler's package (all of the compiler, which no repro script needs). It first imports
+each MODULE it can (torch and nvFuser: a child started ahead of its first job has them loaded by
+then), then reads jobs from the pipe JOBS_FD, one JSON line each: `{"id": N, "script": PATH,
+"output": PATH}`, acknowledges each at once with `{"id": N, "started": true}` (so the parent can
+tell a child that died before a job from one the job killed), and runs the script as `python
+SCRIPT --profile-json OUTPUT` would (`__main__`, the script's folder first on sys.path). A script
+that raises gets its traceback written to `OUTPUT.error`, and the loop carries on. After each job
+it frees what the script left (a collection, and torch's cached CUDA memory where CUDA is
+initialized), flushes stdout and stderr, and answers `{"id": N, "error": traceback or null}`.
+Answers are JSON lines on the pipe ANSWERS_FD, which no print of a script reaches. It ends when
+JOBS_FD ends (the parent closed it, or died) and then removes FOLDER, where its stdout and stderr
+went, so a parent that crashed leaves nothing behind.
 
 Fatal signals (a segfault in nvFuser) and SIGUSR1 (the parent's signal before it kills a job that
 ran past its timeout) dump every thread's Python stack to stderr, for the parent's report.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import faulthandler
 import gc
+import importlib
 import json
 import os
 import runpy
@@ -63,6 +65,15 @@ def free_memory() -> None:
         cuda.empty_cache()
 
 
+def preload(modules: list[str]) -> None:
+    """Imports each of `modules` that imports; a script that needs a missing one fails on its own."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # NOTE: the script's own import then reports it, as `python SCRIPT` would
+            print(f"profiler child: cannot preload {module}:\n{traceback.format_exc()}", file=sys.stderr)
+
+
 def serve(jobs_fd: int, answers_fd: int) -> None:
     """Runs the jobs read from `jobs_fd` one at a time, answering each on `answers_fd`."""
     with os.fdopen(jobs_fd, "r", encoding="utf-8") as jobs, os.fdopen(answers_fd, "w", encoding="utf-8") as answers:
@@ -84,5 +95,6 @@ def _answer(answers: TextIO, answer: dict) -> None:
 if __name__ == "__main__":
     faulthandler.enable(all_threads=True)
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    preload(sys.argv[4:])
     serve(int(sys.argv[1]), int(sys.argv[2]))
     shutil.rmtree(sys.argv[3], ignore_errors=True)

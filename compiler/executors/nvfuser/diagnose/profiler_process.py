@@ -4,8 +4,9 @@ Why a child: nvFuser's profiler needs CUPTI to itself, and after torch.profiler 
 process (the harness counts kernels with it) nvFuser's profiler ends that whole process. Why one
 that lives: starting Python, torch and nvFuser costs seconds, and a harness worker profiles the new
 fusions of program after program. So each parent process has one child (`shared_profiler()`),
-started on the first job, reused by every later one, closed at interpreter exit, and started again
-on the next job after it died or was killed.
+started on the first job (or ahead of it, `start()`: it loads torch and nvFuser while the parent
+goes on), reused by every later one, closed at interpreter exit, and started again on the next job
+after it died or was killed.
 
 The protocol (`profiler_child.py` is the other end): a job is `python SCRIPT --profile-json
 OUTPUT` run inside the child, sent as one JSON line on a pipe of its own; the answer comes back as
@@ -35,9 +36,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+PRELOAD = ("torch", "nvfuser_direct")  # what every repro script imports first
 JOB_TIMEOUT_S = 600.0  # one script: importing torch and nvFuser (first job), compiling, 30 timed runs
 OUTPUT_TAIL_LINES = 20
 CHILD_SCRIPT = Path(__file__).with_name("profiler_child.py")
@@ -73,7 +76,7 @@ class _NotStarted(Exception):
 class _Child:
     """One running child: its process, the job and answer pipes, the files its output goes to."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: Sequence[str]) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="fusebench-profiler-"))
         self.stdout_path, self.stderr_path = self.folder / "stdout.log", self.folder / "stderr.log"
         jobs_read, self.jobs_fd = os.pipe()
@@ -82,7 +85,7 @@ class _Child:
         try:
             with self.stdout_path.open("ab") as stdout, self.stderr_path.open("ab") as stderr:
                 self.process = subprocess.Popen(
-                    [sys.executable, str(CHILD_SCRIPT), str(jobs_read), str(answers_write), str(self.folder)],
+                    [sys.executable, str(CHILD_SCRIPT), str(jobs_read), str(answers_write), str(self.folder), *preload],
                     stdin=subprocess.DEVNULL,
                     stdout=stdout,
                     stderr=stderr,
@@ -203,10 +206,12 @@ def _write_all(fd: int, data: bytes) -> None:
 
 class ProfilerProcess:
     """Runs profiling jobs one at a time in one long-lived child, started on the first job and again
-    after a child died or was killed. Jobs from several threads wait for each other."""
+    after a child died or was killed. Jobs from several threads wait for each other. The child
+    imports `preload` (default `PRELOAD`) before it takes jobs."""
 
-    def __init__(self, job_timeout_s: float = JOB_TIMEOUT_S) -> None:
+    def __init__(self, job_timeout_s: float = JOB_TIMEOUT_S, preload: Sequence[str] | None = None) -> None:
         self.job_timeout_s = job_timeout_s
+        self.preload = tuple(PRELOAD if preload is None else preload)
         self.owner_pid = os.getpid()
         self._lock = threading.Lock()
         self._child: _Child | None = None
@@ -217,6 +222,20 @@ class ProfilerProcess:
         """The process id of the child that will run the next job; None when it has none yet."""
         child = self._child
         return child.process.pid if child is not None and child.alive else None
+
+    def start(self) -> None:
+        """Starts the child now, if none runs, without waiting for it: it imports `preload` while the
+        caller goes on, so that the first job does not wait for torch and nvFuser to load."""
+        with self._lock:
+            self._live_child()
+
+    def _live_child(self) -> _Child:
+        if self._child is not None and not self._child.alive:  # NOTE: it died between jobs
+            self._child.close()
+            self._child = None
+        if self._child is None:
+            self._child = _Child(self.preload)
+        return self._child
 
     def run(self, script: str | Path, output: str | Path, timeout_s: float | None = None) -> JobResult:
         """Runs `python SCRIPT --profile-json OUTPUT` in the child (`job_timeout_s` unless `timeout_s`)."""
@@ -232,10 +251,7 @@ class ProfilerProcess:
                 return again.result
 
     def _run(self, script: str, output: str, timeout_s: float) -> JobResult:
-        if self._child is not None and not self._child.alive:  # NOTE: it died between jobs
-            self._child.close()
-            self._child = None
-        child = self._child = self._child or _Child()
+        child = self._live_child()
         self._jobs_sent += 1
         try:
             result = child.run(self._jobs_sent, script, output, timeout_s)

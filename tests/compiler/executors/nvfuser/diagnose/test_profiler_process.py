@@ -47,7 +47,7 @@ def profiled_pid(output: Path) -> int:
 
 @pytest.fixture
 def profiler():
-    with ProfilerProcess(job_timeout_s=60) as process:
+    with ProfilerProcess(job_timeout_s=60, preload=()) as process:
         yield process
 
 
@@ -58,6 +58,16 @@ def test_jobs_run_one_after_another_in_the_same_child(tmp_path, profiler):
     assert first.ok and second.ok, (first, second)
     assert profiled_pid(tmp_path / "a.json") == profiled_pid(tmp_path / "b.json") == first.pid == second.pid
     assert first.pid == profiler.pid and first.pid != os.getpid()
+
+
+def test_a_child_started_ahead_of_its_first_job_preloads_what_it_can_and_takes_it(tmp_path):
+    with ProfilerProcess(job_timeout_s=60, preload=("colorsys", "no_such_module_for_fusebench")) as profiler:
+        profiler.start()
+        started = profiler.pid
+        assert started is not None
+        loaded = script(tmp_path, "preloaded", "import sys\nassert 'colorsys' in sys.modules\n")
+        result = profiler.run(loaded, tmp_path / "preloaded.json")
+        assert result.ok and result.pid == started, result
 
 
 def test_a_script_that_raises_is_reported_and_the_child_carries_on(tmp_path, profiler):
@@ -163,6 +173,7 @@ def _parent_program(tmp_path: Path, ending: str) -> str:
         spec = importlib.util.spec_from_file_location("profiler_process", {str(module)!r})
         profiler_process = sys.modules["profiler_process"] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(profiler_process)
+        profiler_process.PRELOAD = ()  # the stand-in scripts need no torch
         profiler = profiler_process.shared_profiler()
         assert profiler is profiler_process.shared_profiler()
         result = profiler.run({str(script(tmp_path, "job"))!r}, {str(tmp_path / "job.json")!r})
