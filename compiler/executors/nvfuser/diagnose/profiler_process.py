@@ -294,11 +294,27 @@ _shared_lock = threading.Lock()
 
 
 def shared_profiler() -> ProfilerProcess:
-    """This process's profiler: one per process (a forked process gets its own), its child closed
-    at interpreter exit."""
+    """This process's profiler: one per process (a forked process gets its own, `_after_fork`), its
+    child closed at interpreter exit."""
     global _shared
     with _shared_lock:
         if _shared is None or _shared.owner_pid != os.getpid():
             _shared = ProfilerProcess()
             atexit.register(_shared.close)
         return _shared
+
+
+def _after_fork() -> None:
+    """In a forked process (a DataLoader's workers): closes its copies of the shared child's pipes,
+    so that the child still sees its job pipe end when the parent's end closes, and forgets that
+    child, which stays its parent's."""
+    global _shared, _shared_lock
+    child = None if _shared is None else _shared._child
+    if child is not None:
+        for fd in (child.jobs_fd, child.answers_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    _shared, _shared_lock = None, threading.Lock()  # NOTE: another thread may have held the lock at the fork
+
+
+os.register_at_fork(after_in_child=_after_fork)

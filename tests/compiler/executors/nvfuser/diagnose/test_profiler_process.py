@@ -169,7 +169,7 @@ def _parent_program(tmp_path: Path, ending: str) -> str:
     folder, then ends with `ending`. It loads the module by path: importing the compiler would take seconds."""
     module = CHILD_SCRIPT.with_name("profiler_process.py")
     return textwrap.dedent(f"""
-        import importlib.util, os, sys
+        import importlib.util, os, sys, time
         spec = importlib.util.spec_from_file_location("profiler_process", {str(module)!r})
         profiler_process = sys.modules["profiler_process"] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(profiler_process)
@@ -179,8 +179,7 @@ def _parent_program(tmp_path: Path, ending: str) -> str:
         result = profiler.run({str(script(tmp_path, "job"))!r}, {str(tmp_path / "job.json")!r})
         assert result.ok, result
         print(result.pid, profiler._child.folder, flush=True)
-        {ending}
-    """)
+    """) + textwrap.dedent(ending)
 
 
 def _ends(pid: int) -> bool:
@@ -217,3 +216,26 @@ def test_the_child_of_a_parent_that_vanished_ends_and_removes_its_files(tmp_path
     while Path(folder).exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not Path(folder).exists()
+
+
+def test_a_forked_process_does_not_keep_its_parents_child_alive(tmp_path):
+    forks = """
+        fork = os.fork()
+        if fork == 0:
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, 1)
+            os.dup2(null, 2)  # NOTE: the test reads the parent's output to its end
+            time.sleep(60)
+            os._exit(0)
+        print(fork, flush=True)
+        os._exit(0)
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", _parent_program(tmp_path, forks)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    pid, _, fork = done.stdout.split()
+    try:
+        assert _ends(int(pid))  # the fork closed its copy of the job pipe: the parent's end was the last
+    finally:
+        os.kill(int(fork), 9)
