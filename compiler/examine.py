@@ -332,10 +332,10 @@ def segments(jfn: JittedFunction, names: Iterable[str] | None = None, *, backwar
     """For each fusion (that ran with nvFuser): kernels, scheduler, time and bandwidth per segment.
 
     Runs each fusion's repro script (fresh random inputs with its last inputs' layouts) under
-    nvfuser_direct.PythonProfiler in this process's long-lived profiler child, once per distinct definition and
-    input layout (identical layers share one profile). Multi-kernel fusions are flagged, with the structural reason
-    the region suggests; which ops landed in which segment is exact for one kernel and inferred
-    (reductions vs the rest) for several.
+    nvfuser_direct.PythonProfiler in this process's long-lived profiler child, once per distinct
+    definition and input layout (identical layers share one profile). Multi-kernel fusions are
+    flagged, with the structural reason the region suggests; which ops landed in which segment is
+    exact for one kernel and inferred (reductions vs the rest) for several.
     """
     result = Listing()
     chosen: list[NvFusion] = []
