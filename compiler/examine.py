@@ -20,8 +20,6 @@ the cotangents that were present), whose fusions are named on their own.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,6 +32,7 @@ from compiler.core.ir import Trace
 from compiler.executors.inductor import InductorFusion, InductorStats, inductor_fusions
 from compiler.executors.nvfuser import InputRecord, NvFuserStats, NvFusion, region_fusions
 from compiler.executors.nvfuser.define.translations import fusion_source
+from compiler.executors.nvfuser.diagnose.profiler_process import shared_profiler
 from compiler.executors.nvfuser.diagnose.repro import ops_by_scheduler, repro_script, segmentation_hint
 from compiler.executors.one_op_regions import OneOpRegion
 from compiler.passes.fuse import partition
@@ -290,52 +289,30 @@ class SegmentReport:
         return "\n".join(lines)
 
 
-# Runs each repro script in the one child process, as its own `python SCRIPT --profile-json OUT`.
-_PROFILE_DRIVER = """
-import json, runpy, sys, traceback
-for script, out in json.load(open(sys.argv[1])):
-    sys.argv = [script, "--profile-json", out]
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except BaseException:
-        open(out + ".error", "w").write(traceback.format_exc())
-"""
-
-
 def _profile_all(fusions: list[NvFusion]) -> list[tuple[list[KernelInfo], str]]:
     """Each fusion's kernels and scheduled IR, from its repro script run under nvFuser's profiler.
 
     NOTE: nvFuser's profiler needs CUPTI to itself: after torch.profiler has run in a process
     (the harness counts kernels with it), cuptiSubscribe fails and nvFuser ends the whole
-    process. So the scripts run in a child process: ONE for all of them, since starting Python,
-    torch and nvFuser costs seconds each time.
+    process. So the scripts run in a child process, this process's long-lived one
+    (`diagnose/profiler_process.py`), since starting Python, torch and nvFuser costs seconds each time.
     """
+    profiler = shared_profiler()
+    profiles = []
     with tempfile.TemporaryDirectory(prefix="fusebench-segments-") as tmp:
-        jobs = []
         for number, f in enumerate(fusions):
             script = Path(tmp) / f"{f.name}_{number}_repro.py"
             script.write_text(repro_script(f.region, f.last_inputs, f.descriptors(), script.name))
-            jobs.append((str(script), str(Path(tmp) / f"profile_{number}.json")))
-        (Path(tmp) / "jobs.json").write_text(json.dumps(jobs))
-        (Path(tmp) / "driver.py").write_text(_PROFILE_DRIVER)
-        result = subprocess.run(
-            [sys.executable, str(Path(tmp) / "driver.py"), str(Path(tmp) / "jobs.json")],
-            capture_output=True,
-            text=True,
-            timeout=600 + 60 * len(jobs),
-        )
-        profiles = []
-        for f, (_, out) in zip(fusions, jobs):
-            error = Path(out + ".error")
+            out = Path(tmp) / f"profile_{number}.json"
+            job = profiler.run(script, out)
             check(
-                Path(out).exists(),
-                lambda f=f, error=error: (
-                    f"profiling {f.name} in a child process failed (exit {result.returncode}):\n"
-                    + (error.read_text() if error.exists() else (result.stderr or result.stdout))[-2000:]
+                job.ok,
+                lambda f=f, job=job: (
+                    f"profiling {f.name} in a child process failed ({job.failure}):\n{job.detail[-2000:]}"
                 ),
                 RuntimeError,
             )
-            data = json.loads(Path(out).read_text())
+            data = json.loads(out.read_text())
             kernels = [
                 KernelInfo(k["segment"], k["scheduler"], k["time_ms"], k["bandwidth_gbs"], k["name"], k["launch"])
                 for k in data["kernels"]
@@ -355,10 +332,10 @@ def segments(jfn: JittedFunction, names: Iterable[str] | None = None, *, backwar
     """For each fusion (that ran with nvFuser): kernels, scheduler, time and bandwidth per segment.
 
     Runs each fusion's repro script (fresh random inputs with its last inputs' layouts) under
-    nvfuser_direct.PythonProfiler, all in one child process, once per distinct definition and
-    input layout (identical layers share one profile). Multi-kernel fusions are flagged, with the structural reason
-    the region suggests; which ops landed in which segment is exact for one kernel and inferred
-    (reductions vs the rest) for several.
+    nvfuser_direct.PythonProfiler in this process's long-lived profiler child, once per distinct
+    definition and input layout (identical layers share one profile). Multi-kernel fusions are
+    flagged, with the structural reason the region suggests; which ops landed in which segment is
+    exact for one kernel and inferred (reductions vs the rest) for several.
     """
     result = Listing()
     chosen: list[NvFusion] = []

@@ -11,6 +11,7 @@ import compiler
 from compiler import examine, prims
 from compiler.core.executor import Reason
 from compiler.executors.nvfuser.diagnose import fake_nvfuser
+from compiler.executors.nvfuser.diagnose.profiler_process import ProfilerProcess
 from compiler.executors.nvfuser.diagnose.repro import ops_by_scheduler, segmentation_hint
 from compiler.executors.nvfuser.executor import region_fusions
 from suites.adam_step import adam_step
@@ -227,3 +228,38 @@ def test_segments_profiles_each_distinct_fusion_once_in_one_child(monkeypatch, f
     assert len(reports) == 4 and [len(r.kernels) for r in reports] == [1, 1, 1, 1]
     assert len(asked) == 1 and len(asked[0]) == 2, asked  # the three [8, 4] fusions share one profile
     assert {r.scheduled_ir for r in reports} == {f"ir of {name}" for name in asked[0]}
+
+
+# A stand-in for a fusion's repro script (no GPU here): it writes what a repro script writes with
+# `--profile-json OUT`, with the process that ran it as the scheduled IR.
+STAND_IN_REPRO = """
+import json, os, sys
+out = sys.argv[sys.argv.index("--profile-json") + 1]
+kernel = dict(segment=0, scheduler="pointwise", time_ms=0.02, bandwidth_gbs=50.0, name="{name}_k", launch="grid [1]")
+print("{name}: 1 outputs match PyTorch")
+json.dump(dict(kernels=[kernel], scheduled_ir=str(os.getpid())), open(out, "w"))
+"""
+
+
+def test_segments_runs_the_repro_scripts_in_one_long_lived_profiler_child(monkeypatch, fake_backend):  # noqa: F811
+    monkeypatch.setattr(examine, "repro_script", lambda region, *_: STAND_IN_REPRO.format(name=region.name))
+    profiler = ProfilerProcess(job_timeout_s=60, preload=())
+    monkeypatch.setattr(examine, "shared_profiler", lambda: profiler)
+    jfn = compiler.jit(adam_step, executors=["nvfuser", "torch"], fusion={"batch_numel": 0})
+    shapes = [(8, 4), (8, 4), (3,), (8, 4)]
+    tensors = [[torch.randn(s) for s in shapes] for _ in range(4)]
+    jfn(*tensors[:3], [t.abs() for t in tensors[3]], 3, 1e-3, 0.9, 0.999, 1e-8)
+    with profiler:
+        reports = examine.segments(jfn)
+        child = profiler.pid
+        assert [r.kernels[0].time_ms for r in reports] == [0.02] * 4 and child is not None
+        assert {r.scheduled_ir for r in reports} == {str(child)}
+        assert {r.scheduled_ir for r in examine.segments(jfn, ["nvFusion1"])} == {str(child)}  # the same child
+        monkeypatch.setattr(examine, "repro_script", lambda *_: "raise ValueError('no kernel for this layout')\n")
+        with pytest.raises(
+            RuntimeError,
+            match=r"(?s)profiling nvFusion0 in a child process failed \(the script raised\)"
+            r":\n.*ValueError: no kernel for this layout",
+        ):
+            examine.segments(jfn)
+        assert profiler.pid == child

@@ -1,1 +1,1 @@
-"""Diagnostics for nvFuser fusions: standalone repro scripts."""
+"""Diagnostics for nvFuser fusions: standalone repro scripts, and the child process that profiles them."""

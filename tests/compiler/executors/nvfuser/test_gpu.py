@@ -21,6 +21,7 @@ import torch
 import compiler
 from compiler import examine
 from compiler.executors import default_executor_names
+from compiler.executors.nvfuser.diagnose.profiler_process import shared_profiler
 from compiler.executors.nvfuser.executor import (
     WORKAROUNDS_CHECKED_ON,
     FusionFallbackWarning,
@@ -163,8 +164,10 @@ def test_segments_report_kernels_schedulers_and_bandwidth():
     assert report.kernels and all(k.time_ms > 0 and k.bandwidth_gbs > 0 for k in report.kernels)
     region = region_fusions(compiler.last_traces(jfn)[-1])[0].region
     assert sum(len(ops) for ops in report.ops_by_segment.values()) == len(region.bsyms)
+    child = shared_profiler().pid
     text = str(examine.segments(jfn))
     assert "nvFusion0" in text and ("MULTI-KERNEL" in text) == (len(report.kernels) > 1)
+    assert child is not None and shared_profiler().pid == child  # profiled again in the same long-lived child
 
 
 def test_repro_script_runs_standalone(tmp_path):
