@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from compiler.executors.nvfuser.diagnose.profiler_process import shared_profiler
 from fusebench.cases.discovery import discover
 from fusebench.cases.selection import (
     Group,
@@ -294,6 +295,9 @@ def _serve(
     """Worker mode: measures the unit indices read from stdin; answers on `--outcomes-fd`."""
     check(args.outcomes_fd is not None, lambda: "--worker needs --outcomes-fd")
     settings = _settings(args, device, budget, peak_bandwidth_gbs(device), precision)
+    if settings.segments:
+        # the child that profiles nvFuser's kernels imports torch and nvFuser while the first units run
+        shared_profiler().start()
     prepared = _Prepared()
     with os.fdopen(args.outcomes_fd, "w") as answers:
         for line in sys.stdin:
