@@ -73,6 +73,8 @@ class Architecture:
     keywords: Callable[[Dims], dict[str, Any]]
     # why the compiler cannot run it yet, per entry point ("jit", "dynamo", or "dynamo-forward"...)
     known_failures: dict[str, str] = field(default_factory=dict)
+    # a mixture of experts: each token goes to its top-k experts, chosen from computed router logits
+    routes_tokens: bool = False
 
     def build_config(self, dims: Dims) -> Any:
         """The config at these sizes, dropout off."""
@@ -187,7 +189,7 @@ ZOO: tuple[Architecture, ...] = (
     # torch's CPU grouped GEMM's 16-byte strides in float32
     Architecture("mixtral", "MixtralConfig", "MixtralForCausalLM", CAUSAL, lambda d: _llama_like(
         d, intermediate_size=d.ffn // 3 // 8 * 8, num_local_experts=d.experts, num_experts_per_tok=2,
-        sliding_window=None)),
+        sliding_window=None), routes_tokens=True),
     Architecture("qwen2", "Qwen2Config", "Qwen2ForCausalLM", CAUSAL, _llama_like),
     Architecture("qwen3", "Qwen3Config", "Qwen3ForCausalLM", CAUSAL,
                  lambda d: _llama_like(d, head_dim=d.hidden // d.heads)),
@@ -207,7 +209,7 @@ ZOO: tuple[Architecture, ...] = (
         "window_size": d.window, **_IDS}),
     Architecture("qwen3_moe", "Qwen3MoeConfig", "Qwen3MoeForCausalLM", CAUSAL, lambda d: _llama_like(
         d, head_dim=d.hidden // d.heads, num_experts=d.experts, num_experts_per_tok=2,
-        moe_intermediate_size=d.ffn // 2, decoder_sparse_step=1)),
+        moe_intermediate_size=d.ffn // 2, decoder_sparse_step=1), routes_tokens=True),
     Architecture("starcoder2", "Starcoder2Config", "Starcoder2ForCausalLM", CAUSAL, _llama_like),
     Architecture("granite", "GraniteConfig", "GraniteForCausalLM", CAUSAL, _llama_like),
     Architecture("cohere", "CohereConfig", "CohereForCausalLM", CAUSAL, _llama_like),
