@@ -149,20 +149,6 @@ def _speech_encoder(d: Dims) -> dict[str, Any]:
     }  # fmt: skip
 
 
-_MAMBA_SCAN = (
-    "Mamba's selective scan (torch._higher_order_ops.associative_scan, the path transformers takes where "
-    "torch.compiler.is_compiling(), which tracing sets)"
-)
-_MAMBA_FAILURES = {
-    "jit": _MAMBA_SCAN + " is called on proxies: torch's associative_scan validates its inputs as real "
-    "tensors (ValueError: xs leaves must be a Tensor); the tracer has no higher-order scan op",
-    # NOTE: the backend's graph split runs the scan's unsupported nodes eagerly: training matches
-    # eager, the forward under no_grad does not run yet.
-    "dynamo-forward": _MAMBA_SCAN + " is lowered by dynamo into aten operators the compiler lacks; the "
-    "split graph's eager pieces then write in place into a view made under no_grad "
-    "(RuntimeError: a view was created in no_grad mode and is being modified inplace)",
-}
-
 ZOO: tuple[Architecture, ...] = (
     # decoders
     Architecture("gpt2", "GPT2Config", "GPT2LMHeadModel", CAUSAL, lambda d: _gpt2_like(d, n_inner=d.ffn)),
@@ -220,7 +206,7 @@ ZOO: tuple[Architecture, ...] = (
         "vocab_size": d.vocabulary, "max_seq_len": d.positions, **_IDS}),
     Architecture("mamba", "MambaConfig", "MambaForCausalLM", CAUSAL, lambda d: {
         "num_hidden_layers": d.layers, "hidden_size": d.hidden, "state_size": 8, "expand": 2, "conv_kernel": 4,
-        "vocab_size": d.vocabulary, **_IDS}, known_failures=_MAMBA_FAILURES),
+        "vocab_size": d.vocabulary, **_IDS}),
     # encoders
     Architecture("bert", "BertConfig", "BertForMaskedLM", MASKED, _bert_like),
     Architecture("roberta", "RobertaConfig", "RobertaForMaskedLM", MASKED,
