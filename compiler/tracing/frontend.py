@@ -440,7 +440,7 @@ def _trace_inputs(
         return None
     if exact_strides:
         memory_guards += _stride_guards(inputs, memory_guards)
-    memory_guards += inputs.places.guard(bool(writes.writes), Proxy(context.claim("places")))
+    memory_guards += inputs.places.guard(bool(writes.writes), lambda: Proxy(context.claim("places")))
     computation_inputs = tuple(inputs.computation_inputs)
     prologue = Trace(
         (args_proxy, kwargs_proxy),

@@ -128,13 +128,15 @@ class Places:
         self.groups.append(self._first[key])
         return seen
 
-    def guard(self, writes_back: bool, places: Proxy) -> list[BoundSymbol]:
-        """`places = first_places(...)` and its `check_value` where the entry depends on which places
-        share a value: some place was not unpacked (it shares an earlier one's), or the call
-        writes back (two places sharing an object would take both places' writes)."""
+    def guard(self, writes_back: bool, new_proxy: Callable[[], Proxy]) -> list[BoundSymbol]:
+        """`places = first_places(...)` (`places` from `new_proxy`) and its `check_value` where the
+        entry depends on which places share a value: some place was not unpacked (it shares an
+        earlier one's), or the call writes back (two places sharing an object would take both
+        places' writes)."""
         shared = any(group != index for index, group in enumerate(self.groups))
         if len(self.proxies) < 2 or not (shared or writes_back):
             return []
+        places = new_proxy()
         return [
             BoundSymbol(FIRST_PLACES, (tuple(self.proxies),), {}, places),
             BoundSymbol(Prim.CHECK_VALUE, (places, tuple(self.groups)), {}, None),
