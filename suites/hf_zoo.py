@@ -12,7 +12,10 @@ builds them at ~50-150M parameters in bf16 for the GPU grid and tiny in float32 
 
 Every standard variant runs every case (eager, torch.compile, fusebench = `compiler.jit` of the
 model, fusebench-dynamo, thunder, ...); each is checked against the model in float64 before it
-is timed. What PyTorch's inductor dashboard reports per compiler (pass rate, geomean speedup over
+is timed. A mixture of experts (Mixtral) may disagree on a few whole token rows of its logits
+(`routed_rows_may_differ`): where a token's router logits nearly tie, a run in bf16 sends it to
+other experts than the float64 reference does, and whether eager or a compiler does so at a given
+token is chance. What PyTorch's inductor dashboard reports per compiler (pass rate, geomean speedup over
 eager, compile time, peak memory against eager) is read from these outcomes by the report.
 
 Skipped, with the reason, where transformers is not installed (nothing here imports it before a
@@ -250,6 +253,20 @@ def _grid(models: list[str], quick: bool) -> dict[str, list[Any]]:
 _TOLERANCES = {torch.bfloat16: (1e-1, 1e-1), torch.float32: (1e-3, 1e-4)}
 _COMMON: dict[str, Any] = {"fn": call_model, "tolerances": _TOLERANCES, "requires": ("transformers",)}
 
+# NOTE: a token whose k-th and (k+1)-th experts nearly tie in the reference's router goes to the
+# other expert where the router's logits are rounded to bf16 (eager as much as any compiler), and from
+# that layer on its hidden state, hence its whole row of logits, is another one; every layer gives
+# a token another chance to flip. A tenth of the rows leaves room for those tokens, while an error
+# that touches every token (a wrong op, a wrong expert, shifted logits) still fails.
+ROUTED_ROWS_MAY_DIFFER = 0.1
+
+
+def routed_rows_may_differ(params: Params) -> float:
+    """The fraction of the logits' token rows that may disagree with the reference as a whole: only
+    for a model routing tokens to experts (`Architecture.routes_tokens`), 0 for every other."""
+    return ROUTED_ROWS_MAY_DIFFER if BY_NAME[params["model"]].routes_tokens else 0.0
+
+
 CASES = [
     Case(
         name="zoo_inference",
@@ -259,6 +276,7 @@ CASES = [
         quick_params=_grid(ALL, quick=True),
         headline={"model": ["llama", "mixtral", "bert", "t5", "vit"]},
         reference=_reference,
+        rows_may_differ=routed_rows_may_differ,
         call=_logits,
         tokens=_tokens,
         description="transformers architectures (random configs): logits of the default call",
@@ -286,6 +304,7 @@ CASES = [
         quick_params=_grid(list(DECODERS), quick=True),
         headline={"model": ["llama", "mixtral"]},
         reference=_reference,
+        rows_may_differ=routed_rows_may_differ,
         tokens=_decode_tokens,
         description="transformers decoders: one new token per sequence over a prompt's key/value cache",
         **_COMMON,

@@ -23,7 +23,9 @@ Guarantees:
   write-back the caller's tensor holds the new value, as eager returns that very tensor. A
   returned view of a written input is made again from the input by the same view prims, after
   the write-backs (the only prims that follow them), so it shares the caller's memory as in
-  eager. Any other returned value that still lives in a written input's memory is copied out first.
+  eager. Any other returned value that still lives in a written input's memory is copied out first,
+  and so is a returned tensor the function created and wrote into whose value is a view of another
+  tensor or an input: eager's has memory of its own.
 Values, names of kept proxies and the order of kept bound symbols are unchanged.
 """
 
@@ -185,7 +187,15 @@ class _Functionalizer:
             value = self.current(p)
             # NOTE: a value still held in a written input's memory (its old contents) must be
             # copied out before the write-backs overwrite that memory.
-            return self.emit_copy(value) if self.memory(value).name in written else value
+            if self.memory(value).name in written:
+                return self.emit_copy(value)
+            # NOTE: a tensor the function made and then wrote into whole (`zeros(...).copy_(x[-k:])`,
+            # a cache's new state) has memory of its own in eager; its value here may be a view of
+            # another tensor or an input, which the caller would then share (and keep alive)
+            overwritten = p.name in self.write_count and p.name not in self.link
+            if overwritten and (value.name in self.view_source or value.name in self.input_names):
+                return self.emit_copy(value)
+            return value
 
         output = map_proxies(trace.output, final)
         returned = {id(p) for p in proxies_in(output)}

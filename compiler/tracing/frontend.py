@@ -88,7 +88,7 @@ class _Inputs:
         self.views: dict[tuple, int] = {}  # _view_key(tensor) -> index of the first tensor with it
         self.passed_twice = False  # whether some tensor argument is the same view as another
         self.stand_ins = objects.StandIns()  # the objects, lists and dicts given (objects.py)
-        self.objects: dict[int, str] = {}  # id of an object argument -> its name
+        self.places = objects.Places()  # where each of them is reached
 
     def _guard(self, prim: Prim, *args: Any) -> None:
         self.prologue.append(BoundSymbol(prim, args, {}, None))
@@ -127,42 +127,33 @@ class _Inputs:
             proxy = Proxy(proxy_name)
             self._guard(Prim.CHECK_TYPE, proxy, tuple)
             return proxy, tuple(self.sequence(proxy, value, proxy_name))
-        if type(value) is list:
-            proxy = Proxy(proxy_name)
-            self._guard(Prim.CHECK_TYPE, proxy, list)
-            return proxy, self.stand_ins.container(proxy, self.sequence(proxy, value, proxy_name))
-        if type(value) is dict:
-            proxy = Proxy(proxy_name)
-            self._guard(Prim.CHECK_TYPE, proxy, dict)
-            return proxy, self.stand_ins.container(proxy, self.mapping(proxy, value, proxy_name))
         if isinstance(value, _BAKED_TYPES):
             proxy = Proxy(proxy_name)
             self._guard(Prim.CHECK_VALUE, proxy, value)
             return proxy, value
-        if objects.is_object_argument(value):
-            return self.object(value, name, proxy_name)
+        if type(value) in (list, dict) or objects.is_object_argument(value):
+            proxy = Proxy(proxy_name)
+            shared, seen = self.places.again(value, proxy, name)
+            if shared:  # NOTE: unpacked where it was first reached; the guard on `first_places` checks it
+                return proxy, seen
+            return proxy, self.places.unpacked(value, proxy, self.unpack(value, proxy, proxy_name))
         raise TypeError(
             f"argument {name} of type {type(value).__name__} is not supported: jitted functions take "
             "tensors, int/float/bool, None, strings, dtypes, devices, classes, tuples/lists/dicts of those, "
             "and objects whose attributes are those"
         )
 
-    def object(self, value: Any, name: str, proxy_name: str) -> tuple[Proxy, Any]:
-        """Unpacks an object by its attributes (tracing/objects.py); returns (its proxy, its stand-in)."""
-        first = self.objects.setdefault(id(value), name)
-        check(
-            first == name,
-            lambda: (
-                f"argument {name} is the same {type(value).__name__} object as argument {first}: an object "
-                "reached twice (or holding itself) is not supported; pass it once"
-            ),
-            NotImplementedError,
-        )
-        proxy = Proxy(proxy_name)
+    def unpack(self, value: list | dict | Any, proxy: Proxy, name: str) -> Any:
+        """Unpacks a list, a dict or an object by its attributes (tracing/objects.py) at its first
+        place; returns what the traced function sees: a new list or dict, or a stand-in."""
         self._guard(Prim.CHECK_TYPE, proxy, type(value))
-        state = Proxy(self.context.claim(f"{proxy_name}_state"))
+        if type(value) is list:
+            return self.stand_ins.container(proxy, self.sequence(proxy, value, name))
+        if type(value) is dict:
+            return self.stand_ins.container(proxy, self.mapping(proxy, value, name))
+        state = Proxy(self.context.claim(f"{name}_state"))
         self.prologue.append(BoundSymbol(objects.OBJECT_STATE, (proxy,), {}, state))
-        return proxy, self.stand_ins.object(proxy, type(value), self.mapping(state, vars(value), proxy_name))
+        return self.stand_ins.object(proxy, type(value), self.mapping(state, vars(value), name))
 
     def _multiply(self, a: Any, b: Any) -> Any:
         """a * b, recorded in the prologue where either is symbolic."""
@@ -449,6 +440,7 @@ def _trace_inputs(
         return None
     if exact_strides:
         memory_guards += _stride_guards(inputs, memory_guards)
+    memory_guards += inputs.places.guard(bool(writes.writes), lambda: Proxy(context.claim("places")))
     computation_inputs = tuple(inputs.computation_inputs)
     prologue = Trace(
         (args_proxy, kwargs_proxy),

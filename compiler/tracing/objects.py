@@ -28,6 +28,14 @@ other values as traced. A stand-in the function returns is the caller's own obje
 returns the cache it was given): the output holds a `CallerObject` marker in its place, replaced
 after the call.
 
+An object, list or dict reached at several places of the arguments (layers sharing one object,
+a list holding an object twice) is unpacked at the first place only; every later place sees the
+same stand-in, so the function's writes through either place are one object's, written back once
+(`Places`). Where a place was not unpacked, or the call writes back, the prologue's guard on
+`first_places` (per place, the first place holding the same value) makes a call share objects
+exactly as the traced call did: a call whose places share otherwise, or not at all, misses the
+entry. An object that holds itself is not supported.
+
 NOTE: the writes are part of the entry, so they are what the trace did: a call that would change
 another attribute takes another branch, guarded by the values the branch read.
 """
@@ -41,7 +49,8 @@ from typing import Any
 
 import torch
 
-from compiler.core.ir import NumberProxy, Proxy, Symbol
+from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol
+from compiler.prims import Prim
 from compiler.tracing.structure import STAND_INS, Spec
 
 _LEAF = Spec("leaf")
@@ -69,6 +78,69 @@ def _object_state(obj: Any) -> dict:
 
 
 OBJECT_STATE = Symbol("object_state", impl=_object_state)
+
+
+def _first_places(values: tuple) -> tuple[int, ...]:
+    """Prologue: per place, the first place holding the very same value (the guard compares it
+    with the traced call's)."""
+    first: dict[int, int] = {}
+    return tuple(first.setdefault(id(value), index) for index, value in enumerate(values))
+
+
+FIRST_PLACES = Symbol("first_places", impl=_first_places)
+
+
+class Places:
+    """The places where the objects, lists and dicts of the arguments are reached, in the order
+    they are unpacked, and for each which place first held the same value (see the module)."""
+
+    def __init__(self) -> None:
+        self.proxies: list[Proxy] = []  # prologue proxy of each place
+        self.groups: list[int] = []  # per place: the first place holding the same value
+        self._first: dict[int, int] = {}  # id(value) -> its first place
+        self._seen: dict[int, Any] = {}  # id(value) -> what the traced function sees for it
+        self._open: dict[int, str] = {}  # id(value) -> name: being unpacked
+
+    def again(self, value: Any, proxy: Proxy, name: str) -> tuple[bool, Any]:
+        """(True, what the function sees) where `value` was reached at an earlier place, now also
+        at `proxy`; (False, None) where this is its first place, to unpack before `unpacked`."""
+        key = id(value)
+        if key in self._open:
+            raise NotImplementedError(
+                f"argument {name} is the {type(value).__name__} {self._open[key]} it is part of: an object, "
+                "list or dict that holds itself is not supported"
+            )
+        if key not in self._first:
+            self._open[key] = name
+            return False, None
+        self.proxies.append(proxy)
+        self.groups.append(self._first[key])
+        return True, self._seen[key]
+
+    def unpacked(self, value: Any, proxy: Proxy, seen: Any) -> Any:
+        """Records the first place of `value`, unpacked as `proxy`; returns `seen`, what the
+        function sees for it there and at every later place."""
+        key = id(value)
+        del self._open[key]
+        self._first[key] = len(self.proxies)
+        self._seen[key] = seen
+        self.proxies.append(proxy)
+        self.groups.append(self._first[key])
+        return seen
+
+    def guard(self, writes_back: bool, new_proxy: Callable[[], Proxy]) -> list[BoundSymbol]:
+        """`places = first_places(...)` (`places` from `new_proxy`) and its `check_value` where the
+        entry depends on which places share a value: some place was not unpacked (it shares an
+        earlier one's), or the call writes back (two places sharing an object would take both
+        places' writes)."""
+        shared = any(group != index for index, group in enumerate(self.groups))
+        if len(self.proxies) < 2 or not (shared or writes_back):
+            return []
+        places = new_proxy()
+        return [
+            BoundSymbol(FIRST_PLACES, (tuple(self.proxies),), {}, places),
+            BoundSymbol(Prim.CHECK_VALUE, (places, tuple(self.groups)), {}, None),
+        ]
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """What tracing changes while a function runs on proxies: every torch function goes to the ops table
-(`TracingMode`), `torch.arange`/`full`/`linspace` take symbolic numbers (`BYPASSES`),
+(`TracingMode`), `torch.arange`/`full`/`linspace` take symbolic numbers and `associative_scan`
+takes proxies (`BYPASSES`),
 `torch.compiler.is_compiling()` is True (`compiling`), and the program's own
 `isinstance(x, torch.Tensor)` holds for a traced tensor (`program_running`). The changes are
 shared by the traces of every thread (`_SharedPatch`).
@@ -19,6 +20,7 @@ from torch.overrides import TorchFunctionMode
 
 from compiler.core import proxies
 from compiler.core.ir import NumberProxy, TensorProxy, current, proxies_in
+from compiler.tracing import scan
 
 
 class TracingMode(TorchFunctionMode):
@@ -85,12 +87,15 @@ class _SharedPatch:
 
 
 def _install_bypasses() -> Callable[[], None]:
-    """Installs the bypasses of `_NUMBER_PARAMETERS` on `torch`; returns how to remove them."""
+    """Installs the bypasses of `_NUMBER_PARAMETERS` on `torch`, and the traced `associative_scan`
+    (scan.py); returns how to remove them."""
     originals = {name: getattr(torch, name) for name in _NUMBER_PARAMETERS}
     for name, original in originals.items():
         setattr(torch, name, _number_parameters_bypass(name, original))
+    undo_scan = scan.install()
 
     def undo() -> None:
+        undo_scan()
         for name, original in originals.items():
             setattr(torch, name, original)
 

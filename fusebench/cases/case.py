@@ -55,6 +55,15 @@ class Case:
     reference: computes the expected result eagerly; defaults to `fn`. It is called on a copy of
         the inputs upcast to `reference_dtype` (floating tensors only; None keeps dtypes).
     tolerances: (rtol, atol) per dtype of the checked tensor, over `DEFAULT_TOLERANCES`.
+    rows_may_differ: params -> the fraction (in [0, 1)) of the rows of each checked tensor of two
+        or more dimensions (its slices along the last dimension, such as one token's logits) that
+        may disagree with the reference as a whole, rounded up to whole rows; each such row must
+        still be finite, every other row agrees element by element. For a model that makes
+        discrete choices from computed values, such as a mixture of experts routing each token to
+        its top-k experts: where two choices nearly tie, a lower precision than the reference's
+        may take the other one, for eager as for any compiled variant, and that token's row then
+        differs entirely. An error that touches most rows (a wrong op, a shift) still fails.
+        None: every element must agree.
     mutated_args: indices of arguments the function writes in place; they are restored between
         repeats (outside the timed region) and compared with the reference's after the first call.
     call: how one call runs given the (compiled) function and the arguments; defaults to
@@ -89,6 +98,7 @@ class Case:
     reference: Callable[..., Any] | None = None
     reference_dtype: torch.dtype | None = torch.float64
     tolerances: Mapping[torch.dtype, tuple[float, float]] = field(default_factory=dict)
+    rows_may_differ: Callable[[Params], float] | None = None
     mutated_args: tuple[int, ...] = ()
     call: Callable[[Callable[..., Any], tuple], Any] | None = None
     forward_call: Callable[[Callable[..., Any], tuple], Any] | None = None
@@ -183,6 +193,10 @@ class Case:
     def options(self, params: Params) -> dict[str, Any]:
         """Compile options for these parameters (empty unless the case declares `jit_options`)."""
         return dict(self.jit_options(params)) if self.jit_options is not None else {}
+
+    def differing_rows(self, params: Params) -> float:
+        """The fraction of a checked tensor's rows that may disagree as a whole (see `rows_may_differ`)."""
+        return float(self.rows_may_differ(params)) if self.rows_may_differ is not None else 0.0
 
     def tolerance(self, dtype: torch.dtype) -> tuple[float, float]:
         """(rtol, atol) for a tensor of `dtype`; exact for non-floating dtypes."""

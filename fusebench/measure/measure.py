@@ -375,10 +375,11 @@ def check_result(prepared: PreparedCase, output: Any) -> tuple[str, float] | Non
     """(message, max error) for the first disagreement with the reference, or None."""
     case, args, snapshot = prepared.case, prepared.args, prepared.snapshot
     assert snapshot is not None and prepared.expected_mutated is not None
-    mismatch = compare(prepared.expected_output, output, case.tolerance, "output")
+    rows = case.differing_rows(prepared.params)
+    mismatch = compare(prepared.expected_output, output, case.tolerance, "output", rows)
     for index in case.mutated_args:
         if mismatch is None:
-            mismatch = compare(prepared.expected_mutated[index], args[index], case.tolerance, f"argument {index}")
+            mismatch = compare(prepared.expected_mutated[index], args[index], case.tolerance, f"argument {index}", rows)
     if mismatch is not None:
         return mismatch.message, mismatch.max_abs_error
     modified = snapshot.modified_unmutated()

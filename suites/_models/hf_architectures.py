@@ -73,6 +73,8 @@ class Architecture:
     keywords: Callable[[Dims], dict[str, Any]]
     # why the compiler cannot run it yet, per entry point ("jit", "dynamo", or "dynamo-forward"...)
     known_failures: dict[str, str] = field(default_factory=dict)
+    # a mixture of experts: each token goes to its top-k experts, chosen from computed router logits
+    routes_tokens: bool = False
 
     def build_config(self, dims: Dims) -> Any:
         """The config at these sizes, dropout off."""
@@ -147,20 +149,6 @@ def _speech_encoder(d: Dims) -> dict[str, Any]:
     }  # fmt: skip
 
 
-_MAMBA_SCAN = (
-    "Mamba's selective scan (torch._higher_order_ops.associative_scan, the path transformers takes where "
-    "torch.compiler.is_compiling(), which tracing sets)"
-)
-_MAMBA_FAILURES = {
-    "jit": _MAMBA_SCAN + " is called on proxies: torch's associative_scan validates its inputs as real "
-    "tensors (ValueError: xs leaves must be a Tensor); the tracer has no higher-order scan op",
-    # NOTE: the backend's graph split runs the scan's unsupported nodes eagerly: training matches
-    # eager, the forward under no_grad does not run yet.
-    "dynamo-forward": _MAMBA_SCAN + " is lowered by dynamo into aten operators the compiler lacks; the "
-    "split graph's eager pieces then write in place into a view made under no_grad "
-    "(RuntimeError: a view was created in no_grad mode and is being modified inplace)",
-}
-
 ZOO: tuple[Architecture, ...] = (
     # decoders
     Architecture("gpt2", "GPT2Config", "GPT2LMHeadModel", CAUSAL, lambda d: _gpt2_like(d, n_inner=d.ffn)),
@@ -187,7 +175,7 @@ ZOO: tuple[Architecture, ...] = (
     # torch's CPU grouped GEMM's 16-byte strides in float32
     Architecture("mixtral", "MixtralConfig", "MixtralForCausalLM", CAUSAL, lambda d: _llama_like(
         d, intermediate_size=d.ffn // 3 // 8 * 8, num_local_experts=d.experts, num_experts_per_tok=2,
-        sliding_window=None)),
+        sliding_window=None), routes_tokens=True),
     Architecture("qwen2", "Qwen2Config", "Qwen2ForCausalLM", CAUSAL, _llama_like),
     Architecture("qwen3", "Qwen3Config", "Qwen3ForCausalLM", CAUSAL,
                  lambda d: _llama_like(d, head_dim=d.hidden // d.heads)),
@@ -207,7 +195,7 @@ ZOO: tuple[Architecture, ...] = (
         "window_size": d.window, **_IDS}),
     Architecture("qwen3_moe", "Qwen3MoeConfig", "Qwen3MoeForCausalLM", CAUSAL, lambda d: _llama_like(
         d, head_dim=d.hidden // d.heads, num_experts=d.experts, num_experts_per_tok=2,
-        moe_intermediate_size=d.ffn // 2, decoder_sparse_step=1)),
+        moe_intermediate_size=d.ffn // 2, decoder_sparse_step=1), routes_tokens=True),
     Architecture("starcoder2", "Starcoder2Config", "Starcoder2ForCausalLM", CAUSAL, _llama_like),
     Architecture("granite", "GraniteConfig", "GraniteForCausalLM", CAUSAL, _llama_like),
     Architecture("cohere", "CohereConfig", "CohereForCausalLM", CAUSAL, _llama_like),
@@ -218,7 +206,7 @@ ZOO: tuple[Architecture, ...] = (
         "vocab_size": d.vocabulary, "max_seq_len": d.positions, **_IDS}),
     Architecture("mamba", "MambaConfig", "MambaForCausalLM", CAUSAL, lambda d: {
         "num_hidden_layers": d.layers, "hidden_size": d.hidden, "state_size": 8, "expand": 2, "conv_kernel": 4,
-        "vocab_size": d.vocabulary, **_IDS}, known_failures=_MAMBA_FAILURES),
+        "vocab_size": d.vocabulary, **_IDS}),
     # encoders
     Architecture("bert", "BertConfig", "BertForMaskedLM", MASKED, _bert_like),
     Architecture("roberta", "RobertaConfig", "RobertaForMaskedLM", MASKED,

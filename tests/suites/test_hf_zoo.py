@@ -4,6 +4,8 @@ counted), and nothing breaks where transformers is missing."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import subprocess
 import sys
 import warnings
@@ -16,7 +18,8 @@ pytest.importorskip("transformers")
 
 import compiler
 from fusebench.cases.variants import EAGER, FUSEBENCH_DYNAMO
-from fusebench.measure.measure import Settings, measure_variant, prepare_case
+from fusebench.measure.correctness import compare
+from fusebench.measure.measure import Settings, check_result, measure_variant, prepare_case
 from suites import hf_zoo
 from suites._models.hf_architectures import ARCHITECTURES, DECODERS, GPU, QUICK, parameter_count
 
@@ -102,3 +105,46 @@ def test_without_transformers_the_suite_is_listed_and_skipped_with_the_reason(tm
     assert f"model=gpt2, size=quick, tokens=(2, 16), dtype=float32  (skipped here: {reason})" in done.stdout
     table = [line for line in done.stdout.splitlines() if line.startswith(tuple(CASES))]
     assert len(table) == 3 and all(f"eager    skipped: {reason}" in line for line in table), done.stdout
+
+
+# Mixtral wide enough that a token taking another expert moves its logits past bf16's tolerance
+_MOE_DIMS = dataclasses.replace(QUICK, hidden=256, ffn=1024, vocabulary=128, positions=512)
+_MOE_PARAMS = {"model": "mixtral", "size": "quick", "tokens": (4, 256), "dtype": "bfloat16"}
+
+
+def _routers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    return [m for m in model.modules() if type(m).__name__ == "MixtralTopKRouter"]
+
+
+@pytest.mark.slow
+def test_mixtral_in_bf16_passes_eagerly_where_near_ties_route_tokens_elsewhere_and_wrong_results_fail(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(hf_zoo, "_dims", lambda params: _MOE_DIMS)
+    case = CASES["zoo_inference"]
+    prepared = prepare_case("hf_zoo", case, _MOE_PARAMS, CPU_SETTINGS)
+    called, ids = prepared.args
+    with torch.no_grad():
+        logits = called(ids)
+    # the float64 reference routes some tokens to other experts than bf16 does: whole rows differ
+    assert compare(prepared.expected_output, logits, case.tolerance) is not None
+    assert measure_variant(prepared, EAGER, CPU_SETTINGS).status == "ok"
+    assert check_result(prepared, logits) is None
+
+    def wrong_expert(module: torch.nn.Module, inputs: tuple, output: tuple) -> tuple:
+        router_logits, weights, experts = output
+        return router_logits, weights, (experts + 1) % module.num_experts
+
+    hooks = [router.register_forward_hook(wrong_expert) for router in _routers(called)]
+    with torch.no_grad():
+        every_token_to_the_wrong_expert = called(ids)
+    for hook in hooks:
+        hook.remove()
+    wrong_activation = copy.deepcopy(called)
+    for experts in (m for m in wrong_activation.modules() if hasattr(m, "gate_up_proj")):
+        experts.act_fn = torch.nn.ReLU()
+    with torch.no_grad():
+        relu_for_silu = wrong_activation(ids)
+    for wrong in (logits + 0.2, every_token_to_the_wrong_expert, relu_for_silu):
+        failure = check_result(prepared, wrong)
+        assert failure is not None and "rows disagree, more than the" in failure[0], failure

@@ -207,3 +207,29 @@ def test_a_returned_view_aliases_when_the_entry_runs_under_autograd():
     loss.backward()
     assert view.data_ptr() == buffer[1:].data_ptr()
     torch.testing.assert_close(w.grad, torch.full((3,), 2.0))
+
+
+def _overwritten_fresh_tensors(x):
+    state = torch.zeros(x.shape[0], 3)
+    state.copy_(x[:, -3:])  # a cache's new state: the last positions
+    whole = torch.zeros_like(x)
+    whole.copy_(x)
+    return state, whole
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_tensor_made_and_overwritten_whole_has_memory_of_its_own_as_in_eager(seed: int) -> None:
+    # returned as the view (or the input) it was overwritten with, it would share that memory:
+    # keep the view's base alive, alias the caller's input, and, made under no_grad, refuse an
+    # in-place write under grad mode as a view made under no_grad does
+    x = torch.randn(2, 5, generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        state, whole = compiler.jit(_overwritten_fresh_tensors)(x)
+    expected_state, expected_whole = _overwritten_fresh_tensors(x)
+    torch.testing.assert_close(state, expected_state)
+    torch.testing.assert_close(whole, expected_whole)
+    assert state._base is None and whole._base is None
+    assert whole.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    state.add_(1)  # under grad mode, as eager allows
+    whole.add_(1)
+    torch.testing.assert_close(x, expected_whole)  # the input is untouched

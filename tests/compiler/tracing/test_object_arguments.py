@@ -165,12 +165,6 @@ def test_objects_are_flattened_in_the_prologue_by_their_attributes() -> None:
     assert "prims.check_value(cache_layers_0_keys, None)" in prologue
 
 
-def test_an_object_passed_twice_is_rejected_with_its_names() -> None:
-    layer = Layer()
-    with pytest.raises(NotImplementedError, match="argument cache_layers_1 is the same Layer object as argument"):
-        compiler.jit(decode)(torch.randn(2, 1, 4), Cache([layer, layer]))
-
-
 def test_trace_names_trace_call_for_a_call_that_changes_its_arguments() -> None:
     from compiler.tracing import frontend
 

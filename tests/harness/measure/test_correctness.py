@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from fusebench.cases.case import DEFAULT_TOLERANCES
+from fusebench.errors import CaseError
 from fusebench.measure.correctness import compare
 
 
@@ -74,3 +76,31 @@ def test_slices_add_up_to_the_whole_comparison(monkeypatch) -> None:
         with_nan = compare(expected, actual, tolerance)
         assert with_nan is not None and "at index (1, 1)" in with_nan.message and "4 of 20" in with_nan.message
         actual[1, 1] = 0.0
+
+
+def test_rows_may_differ_excuses_a_few_whole_rows_and_nothing_that_touches_most_rows() -> None:
+    expected = torch.randn(50, 8, dtype=torch.float64)
+    two_rows_off = expected.float().clone()
+    two_rows_off[[3, 40]] = -two_rows_off[[3, 40]] + 1.0  # another choice: whole rows differ
+    assert compare(expected, two_rows_off, tolerance) is not None  # elementwise, as before
+    assert compare(expected, two_rows_off, tolerance, rows_may_differ=0.04) is None  # 2 of 50 rows
+    too_many = compare(expected, two_rows_off, tolerance, rows_may_differ=0.02)  # 1 row allowed
+    assert too_many is not None and "2 of 50 rows disagree, more than the 1 the case allows" in too_many.message
+    shifted = expected.float() + 0.05
+    assert compare(expected, shifted, tolerance, rows_may_differ=0.5) is not None  # every row: fails
+    nan_row = expected.float().clone()
+    nan_row[7] = float("nan")
+    assert compare(expected, nan_row, tolerance, rows_may_differ=0.5).max_abs_error == float("inf")
+
+
+def test_rows_may_differ_never_excuses_a_scalar_or_a_vector() -> None:
+    # a loss or a vector has no rows of a choice: its elements are checked one by one
+    loss = torch.tensor(1.0, dtype=torch.float64)
+    assert compare(loss, torch.tensor(2.0), tolerance, rows_may_differ=0.5) is not None
+    vector = torch.zeros(10, dtype=torch.float64)
+    assert compare(vector, vector.float() + torch.eye(10)[0], tolerance, rows_may_differ=0.5) is not None
+
+
+def test_rows_may_differ_is_a_fraction() -> None:
+    with pytest.raises(CaseError, match=r"rows_may_differ is 1\.0; expected a fraction in \[0, 1\)"):
+        compare(torch.zeros(2, 2), torch.zeros(2, 2), tolerance, rows_may_differ=1.0)
