@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 import threading
@@ -52,7 +53,7 @@ from fusebench.measure.noise import run_noise
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
 from fusebench.measure.precision import DEFAULT_PRECISION, PRECISION_ENV, checked_precision
 from fusebench.measure.threads import add_threads_argument, checked_threads
-from fusebench.measure.workers import devices_from, run_units
+from fusebench.measure.workers import READY, devices_from, run_units
 from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
 from fusebench.report.overhead import render_overhead
 from fusebench.report.progress import Progress
@@ -61,6 +62,7 @@ from fusebench.report.summary import render_summary
 from fusebench.report.table import format_seconds, render
 
 DEFAULT_BUDGET_S = {"cpu": 0.2, "cuda": 1.0}
+DEFAULT_UNIT_TIMEOUT_S = 120.0
 Unit = tuple[Group, Variant]
 
 
@@ -106,6 +108,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="measure in a worker process, so a crash marks one measurement `crashed` (default: on for CUDA)",
     )
     parser.add_argument(
+        "--unit-timeout",
+        type=float,
+        default=DEFAULT_UNIT_TIMEOUT_S,
+        metavar="S",
+        help=f"stop a measurement still running after S seconds and go on with a fresh worker (where "
+        f"measurements run in workers: CUDA, --isolate, --devices; 0: no limit; default {DEFAULT_UNIT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
         "--no-artifacts", action="store_true", help="do not record traces and fusion definitions next to the results"
     )
     parser.add_argument(
@@ -129,6 +139,11 @@ def run(args: argparse.Namespace) -> int:
     selection = selection_from_args(args)
     budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
     check(budget > 0, lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds", FusebenchError)
+    check(
+        math.isfinite(args.unit_timeout) and args.unit_timeout >= 0,
+        lambda: f"--unit-timeout {args.unit_timeout:g}: expected seconds >= 0 (0: no limit)",
+        FusebenchError,
+    )
     precision = checked_precision(args.precision)
     devices = _devices(args.devices) if args.devices else None
     suites = discover(selection.suite_dirs)
@@ -300,6 +315,8 @@ def _serve(
         shared_profiler().start()
     prepared = _Prepared()
     with os.fdopen(args.outcomes_fd, "w") as answers:
+        answers.write(json.dumps(READY) + "\n")
+        answers.flush()
         for line in sys.stdin:
             group, variant = units[int(line)]
             outcome = _measure_unit(args, run_info, settings, prepared, group, variant)
@@ -338,6 +355,7 @@ def _in_workers(
         answer,
         lambda line: _print_locked(lock, line),
         group_of=lambda index: id(units[index][0]),
+        unit_timeout_s=args.unit_timeout or None,
     )
     return [by_unit[index] for index in range(len(units))]
 

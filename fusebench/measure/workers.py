@@ -7,6 +7,11 @@ and answers with the outcome as one JSON line on a pipe of its own (`--outcomes-
 case prints cannot garble the answers. Its stdout and stderr are forwarded here line by line,
 prefixed with its device.
 
+A unit that runs longer than the run's unit time limit (`fusebench run --unit-timeout`: a compile
+that hangs, a peer that takes minutes) is stopped: its worker is killed, the unit is `crashed` with
+"stopped after N s", and a fresh worker takes the next unit. The limit counts from the unit's start;
+a worker says when it is ready (its imports and set-up are not the first unit's time).
+
 Each device has a thread that hands the next unit of one shared queue to its worker (so a fast
 GPU takes more units) and waits for the answer. The queue keeps a worker on the group of units it
 is on (one case and parameters: their inputs and reference are made once per worker), gives a
@@ -22,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -34,6 +40,7 @@ from typing import Any
 OUTPUT_TAIL_LINES = 20
 Report = Callable[[str], None]
 Answer = Callable[[int, str, dict[str, Any] | None, str], None]  # (unit, device, outcome JSON or None, crash detail)
+READY = {"ready": True}  # a worker's first line on its answer pipe, once it reads units
 
 
 @dataclass(frozen=True)
@@ -119,15 +126,17 @@ def run_units(
     answer: Answer,
     report: Report,
     group_of: Callable[[int], Hashable] = lambda unit: unit,
+    unit_timeout_s: float | None = None,
 ) -> None:
     """Measures `units` over one worker per device; calls `answer` once per unit as it finishes.
-    Units of one `group_of` (the same prepared inputs) go to the same worker where they can."""
+    Units of one `group_of` (the same prepared inputs) go to the same worker where they can; a unit
+    still running after `unit_timeout_s` (None: no limit) is stopped and answered as crashed."""
     pending = UnitQueue(units, group_of)
     errors: list[BaseException] = []
 
     def serve(device: Device) -> None:
         try:
-            _serve(worker_args, device, pending, answer, report)
+            _serve(worker_args, device, pending, answer, report, unit_timeout_s)
         except BaseException as error:  # NOTE: re-raised in the main thread below
             errors.append(error)
 
@@ -159,6 +168,8 @@ class _Worker:
         os.close(write_fd)
         self.answers = os.fdopen(read_fd)
         self.tail: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
+        self.ready = False
+        self.timed_out: float | None = None  # the limit a unit ran past (the worker was killed)
         self.forwarder = threading.Thread(target=self._forward, args=(device.label, report), daemon=True)
         self.forwarder.start()
 
@@ -168,13 +179,23 @@ class _Worker:
             self.tail.append(line.rstrip("\n"))
             report(f"  {label}| {line.rstrip()}")
 
-    def measure(self, unit: int) -> dict[str, Any] | None:
-        """The outcome JSON of `unit`, or None when the worker died before answering."""
+    def measure(self, unit: int, timeout_s: float | None = None) -> dict[str, Any] | None:
+        """The outcome JSON of `unit`, or None when the worker died before answering or was killed
+        because the unit ran past `timeout_s` (then `timed_out` is set)."""
         assert self.process.stdin is not None
+        if not self.ready:
+            line = self.answers.readline()  # NOTE: its start-up, however long, is not the unit's time
+            if not line:
+                return None
+            self.ready = json.loads(line) == READY
         try:
             self.process.stdin.write(f"{unit}\n")
             self.process.stdin.flush()
         except BrokenPipeError:
+            return None
+        if timeout_s is not None and not select.select([self.answers], [], [], timeout_s)[0]:
+            self.timed_out = timeout_s
+            self.process.kill()
             return None
         line = self.answers.readline()
         return json.loads(line) if line else None
@@ -183,7 +204,9 @@ class _Worker:
         """How the worker ended (signal or exit status) and the last lines it printed."""
         returncode = self.process.wait()
         self.forwarder.join(timeout=10)
-        if returncode < 0:
+        if self.timed_out is not None:
+            how = f"stopped after {self.timed_out:g} s (the unit time limit, --unit-timeout)"
+        elif returncode < 0:
             how = f"killed by {signal.Signals(-returncode).name}"
         else:
             how = f"exit status {returncode}"
@@ -204,12 +227,19 @@ class _Worker:
         self.answers.close()
 
 
-def _serve(worker_args: Sequence[str], device: Device, pending: UnitQueue, answer: Answer, report: Report) -> None:
+def _serve(
+    worker_args: Sequence[str],
+    device: Device,
+    pending: UnitQueue,
+    answer: Answer,
+    report: Report,
+    unit_timeout_s: float | None,
+) -> None:
     worker: _Worker | None = None
     try:
         while (unit := pending.take(device.label)) is not None:
             worker = worker or _Worker(worker_args, device, report)
-            result = worker.measure(unit)
+            result = worker.measure(unit, unit_timeout_s)
             if result is None:
                 answer(unit, device.label, None, worker.crash_detail())
             else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ from tests.support.fakes import tiny_case, variant_from
 CRASHING_SUITE = """
 import os
 import signal
+import time
 
 import torch
 
@@ -52,13 +54,19 @@ def segfault(x):
     return x * 2
 
 
+def hang(x):
+    if os.environ.get("FUSEBENCH_WORKER_TEST") == "hang":
+        time.sleep(600)
+    return x * 2
+
+
 def inputs(params, device, seed):
     return (torch.ones(params["n"], device=device),)
 
 
 CASES = [
     Case(name=name, fn=fn, make_inputs=inputs, bytes_moved=lambda p: 8 * p["n"], params={"n": [4]})
-    for name, fn in (("before", double), ("aborts", abort), ("segfaults", segfault), ("after", double))
+    for name, fn in (("before", double), ("aborts", abort), ("segfaults", segfault), ("hangs", hang), ("after", double))
 ]
 """
 
@@ -86,7 +94,7 @@ def test_a_crash_marks_its_unit_crashed_and_the_run_goes_on(
     assert status == 1, out + err
     outcomes = {o["case"]: o for o in json.loads((tmp_path / "r.json").read_text())["outcomes"]}
     assert {case: o["status"] for case, o in outcomes.items()} == {
-        "before": "ok", "aborts": "crashed", "segfaults": "crashed", "after": "ok",
+        "before": "ok", "aborts": "crashed", "segfaults": "crashed", "hangs": "ok", "after": "ok",
     }  # fmt: skip
     assert outcomes["aborts"]["detail"].startswith("killed by SIGABRT")
     assert outcomes["segfaults"]["detail"].startswith("killed by SIGSEGV")
@@ -99,6 +107,24 @@ def test_a_crash_marks_its_unit_crashed_and_the_run_goes_on(
     assert segfaults.cells["eager"].status == "crashed"
     page = build_report(load_inputs(results, None))
     assert "killed by SIGSEGV" in page and "purple: failed, errored or crashed" in page
+
+
+def test_a_unit_past_the_time_limit_is_stopped_and_a_fresh_worker_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FUSEBENCH_WORKER_TEST", "hang")
+    argv = ["run", "--suites", str(_suite(tmp_path)), "--variant", "eager", "--device", "cpu", "--isolate"]
+    argv += ["--unit-timeout", "8", "--repeat-budget", "0.01", "--results", str(tmp_path / "results")]
+    started = time.monotonic()
+    status = main([*argv, "--json", str(tmp_path / "r.json")])
+    out, err = capsys.readouterr()
+    assert status == 1, out + err
+    assert time.monotonic() - started < 300  # the hanging unit sleeps 600 s
+    outcomes = {o["case"]: o for o in json.loads((tmp_path / "r.json").read_text())["outcomes"]}
+    assert {case: o["status"] for case, o in outcomes.items()} == {
+        "before": "ok", "aborts": "ok", "segfaults": "ok", "hangs": "crashed", "after": "ok",
+    }  # fmt: skip
+    assert outcomes["hangs"]["detail"].startswith("stopped after 8 s (the unit time limit, --unit-timeout)")
 
 
 def test_two_cpu_workers_share_the_units_and_merge_into_one_history(
@@ -114,9 +140,9 @@ def test_two_cpu_workers_share_the_units_and_merge_into_one_history(
     assert len([f for f in files if f.name != "machine.json"]) == 1
     frame = read_results(results)
     times = frame[frame.metric == "time_call"]
-    assert sorted(times.case) == ["aborts", "after", "before", "segfaults"]
+    assert sorted(times.case) == ["aborts", "after", "before", "hangs", "segfaults"]
     assert (times.status == "ok").all() and times.value.notna().all()
-    assert "1/4" in err and "4/4" in err
+    assert "1/5" in err and "5/5" in err
 
 
 LOGGING_SUITE = """
