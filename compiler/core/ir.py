@@ -53,6 +53,27 @@ class Symbol:
         return self.name
 
 
+class _computed_once:
+    """A property computed on first access and kept in the instance's `__dict__`, where later
+    reads find it as a plain attribute (a frozen dataclass's fields never change, so neither does
+    what is derived from them).
+
+    NOTE: passes ask every line of a trace for its inputs and outputs many times over; a property
+    call per ask was a large share of compile time. The value is a tuple: callers cannot change it.
+    """
+
+    def __init__(self, compute: Callable[[Any], Any]) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.compute(instance)
+        return value
+
+
 @dataclass(frozen=True, eq=False)
 class BoundSymbol:
     """One line of a trace: `output = sym(*args, **kwargs)`, with the decomposition it stands for."""
@@ -63,23 +84,15 @@ class BoundSymbol:
     output: Any
     subsymbols: tuple[BoundSymbol, ...] = ()
 
-    @property
-    def inputs(self) -> list[Proxy]:
+    @_computed_once
+    def inputs(self) -> tuple[Proxy, ...]:
         """The proxies this line reads, in order (with repeats)."""
-        found = self.__dict__.get("_inputs")
-        if found is None:  # NOTE: found once per line (it is frozen); passes ask for it many times
-            found = (*proxies_in(self.args), *proxies_in(self.kwargs))
-            object.__setattr__(self, "_inputs", found)
-        return list(found)
+        return (*proxies_in(self.args), *proxies_in(self.kwargs))
 
-    @property
-    def outputs(self) -> list[Proxy]:
+    @_computed_once
+    def outputs(self) -> tuple[Proxy, ...]:
         """The proxies this line defines."""
-        found = self.__dict__.get("_outputs")
-        if found is None:
-            found = tuple(proxies_in(self.output))
-            object.__setattr__(self, "_outputs", found)
-        return list(found)
+        return tuple(proxies_in(self.output))
 
     def replace(self, **changes: Any) -> BoundSymbol:
         """A copy with some fields changed."""

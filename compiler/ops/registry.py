@@ -202,4 +202,4 @@ def _hoist_scalar_work(context: ir.TraceContext, recorded: list[BoundSymbol]) ->
 
 
 def _defined(bsym: BoundSymbol) -> list[Proxy]:
-    return bsym.outputs + [p for sub in bsym.subsymbols for p in _defined(sub)]
+    return [*bsym.outputs, *(p for sub in bsym.subsymbols for p in _defined(sub))]
