@@ -93,3 +93,11 @@ def test_dtypes_shapes_and_symbolic_sizes_are_part_of_the_fingerprint():
     symbolic = Region("nvFusion0", (BoundSymbol(Prim.ADD, (a, 2.0), {}, out),), (a,), (out,))
     keys = [fingerprint(r, _descriptors(r)) for r in (base, half, symbolic)]
     assert len(set(keys)) == 3
+
+
+def test_clear_fusion_cache_forgets_the_written_sources():
+    region = _region(2.0)
+    SOURCES.written(region, _descriptors(region))
+    assert len(SOURCES) > 0
+    compiler.clear_fusion_cache()
+    assert len(SOURCES) == 0
