@@ -119,12 +119,15 @@ class Trace:
     def names(self) -> frozenset[str]:
         """Every proxy name used in the trace (for making fresh names in passes)."""
         names = {p.name for p in self.inputs}
-        for bsym in self.bsyms:
-            stack = [bsym]
-            while stack:
-                b = stack.pop()
-                names.update(p.name for p in b.outputs)
-                names.update(p.name for p in b.inputs)
+        add = names.add
+        stack = list(self.bsyms)
+        while stack:
+            b = stack.pop()
+            for p in b.outputs:
+                add(p.name)
+            for p in b.inputs:
+                add(p.name)
+            if b.subsymbols:
                 stack.extend(b.subsymbols)
         return frozenset(names)
 
