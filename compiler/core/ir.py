@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import torch
 
 from compiler.core.context import TraceContext, current, tracing
+from compiler.core.errors import check
 from compiler.core.proxies import NumberProxy, Proxy, TensorProxy, map_proxies, proxies_in, same_size, size_product
 
 __all__ = [
@@ -96,10 +97,20 @@ class BoundSymbol:
 
     def replace(self, **changes: Any) -> BoundSymbol:
         """A copy with some fields changed."""
-        return replace(self, **changes)
+        # NOTE: `dataclasses.replace` looks the fields up on every call; passes replace many lines
+        values = [changes.pop(name, getattr(self, name)) for name in _BOUND_SYMBOL_FIELDS]
+        check(
+            not changes,
+            lambda: f"BoundSymbol.replace: unknown fields {sorted(changes)}, expected some of {_BOUND_SYMBOL_FIELDS}",
+            TypeError,
+        )
+        return BoundSymbol(*values)
 
     def __str__(self) -> str:
         return "\n".join(bsym_lines(self))
+
+
+_BOUND_SYMBOL_FIELDS = tuple(f.name for f in fields(BoundSymbol))
 
 
 @dataclass
