@@ -180,10 +180,13 @@ def cache_stats(jfn: JittedFunction) -> CacheStats:
 def clear_fusion_cache() -> None:
     """Drops the nvFuser definitions shared by every jitted function of this process, with their
     compiled kernels: the next compilation of any function defines and compiles its fusions afresh
-    (as the first one in a new process would). Entries already compiled keep their own."""
+    (as the first one in a new process would), writing each definition's source again. Entries
+    already compiled keep their own."""
+    from compiler.executors.nvfuser.define.fingerprint import SOURCES
     from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
 
     DEFINITIONS.clear()
+    SOURCES.clear()
 
 
 dynamo.install()

@@ -20,7 +20,10 @@ definitions, compiling a backward on the first `backward()`); "first run (the re
 the program, nvFuser compiling its kernels included. "host-side compile" is everything but that.
 Then the slowest first runs of single fusions (definition + nvFuser compilation + run; on a GPU
 each is synchronised) and, with --profile N, cProfile's N costliest functions of the first call.
---repeat N compiles N times and shows each row's minimum (for a busy machine).
+"of which Python's garbage collector": the collections that ran inside those steps (a full one
+scans every object of the process, torch's included). --repeat N compiles N times, each from a
+cleared fusion cache (`compiler.clear_fusion_cache()`, as in a new process), and shows each row's
+minimum (for a busy machine).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import argparse
 import ast
 import contextlib
 import cProfile
+import gc
 import io
 import pstats
 import time
@@ -57,6 +61,8 @@ class Timers:
         self.stack: list[str] = []
         self.listing = ""  # cProfile's, when asked for
         self.first_runs: list[tuple[str, int, int, int, float]] = []  # (fusion, ops, inputs, outputs, seconds)
+        self.gc_seconds = 0.0  # Python's garbage collections while a step ran
+        self._gc_start = 0.0
 
     def wrap(self, label: str, fn: Callable) -> Callable:
         """`fn`, each call timed under `label` (below the steps it runs inside)."""
@@ -93,6 +99,13 @@ class Timers:
 
         return timed
 
+    def observe_gc(self, phase: str, info: dict) -> None:
+        """A `gc.callbacks` entry: the time of each collection that starts inside a step."""
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        elif self.stack:
+            self.gc_seconds += time.perf_counter() - self._gc_start
+
     def observe_pass(self, name: str, trace: Trace, took_ms: float) -> None:
         """A `PASS_OBSERVERS` entry: the pass's own record of its time, under the running step."""
         self.seconds[(*self.stack, f"{trace.name}: {name}")] += took_ms / 1e3
@@ -124,11 +137,13 @@ def timing(timers: Timers, device: torch.device) -> Iterator[None]:
     steps += [(owner, name, timers.wrap(label, getattr(owner, name))) for owner, name, label in _timed_steps()]
     originals = [getattr(owner, name) for owner, name, _ in steps]
     PASS_OBSERVERS.append(timers.observe_pass)
+    gc.callbacks.append(timers.observe_gc)
     try:
         for owner, name, replacement in steps:
             setattr(owner, name, replacement)
         yield
     finally:
+        gc.callbacks.remove(timers.observe_gc)
         PASS_OBSERVERS.remove(timers.observe_pass)
         for (owner, name, _), original in zip(steps, originals):
             setattr(owner, name, original)
@@ -226,6 +241,7 @@ def measure(call: Callable, jitted: Any, device: torch.device, profile: int) -> 
     rows += [
         ("= compile (the jit miss)", compile_seconds),
         ("= host-side compile (all but the run)", compile_seconds + outside),
+        ("= of which Python's garbage collector", timers.gc_seconds),
         ("= first call, total", first),
         ("= second call (a cache hit)", again),
     ]
@@ -266,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         fusion = {key: ast.literal_eval(value) for key, value in (item.split("=", 1) for item in args.fusion)}
         runs = []
         for _ in range(max(args.repeat, 1)):
+            compiler.clear_fusion_cache()  # NOTE: each compilation defines its fusions afresh, as a new process would
             jitted, call = program(args.program, args.model, tuple(args.tokens), device, fusion)
             runs.append(measure(call, jitted, device, args.profile))
     rows = [(label, min(dict(r)[label] for r, _ in runs)) for label, _ in runs[0][0]]

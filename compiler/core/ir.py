@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import torch
 
 from compiler.core.context import TraceContext, current, tracing
+from compiler.core.errors import check
 from compiler.core.proxies import NumberProxy, Proxy, TensorProxy, map_proxies, proxies_in, same_size, size_product
 
 __all__ = [
@@ -53,6 +54,27 @@ class Symbol:
         return self.name
 
 
+class _computed_once:
+    """A property computed on first access and kept in the instance's `__dict__`, where later
+    reads find it as a plain attribute (a frozen dataclass's fields never change, so neither does
+    what is derived from them).
+
+    NOTE: passes ask every line of a trace for its inputs and outputs many times over; a property
+    call per ask was a large share of compile time. The value is a tuple: callers cannot change it.
+    """
+
+    def __init__(self, compute: Callable[[Any], Any]) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.compute(instance)
+        return value
+
+
 @dataclass(frozen=True, eq=False)
 class BoundSymbol:
     """One line of a trace: `output = sym(*args, **kwargs)`, with the decomposition it stands for."""
@@ -63,30 +85,32 @@ class BoundSymbol:
     output: Any
     subsymbols: tuple[BoundSymbol, ...] = ()
 
-    @property
-    def inputs(self) -> list[Proxy]:
+    @_computed_once
+    def inputs(self) -> tuple[Proxy, ...]:
         """The proxies this line reads, in order (with repeats)."""
-        found = self.__dict__.get("_inputs")
-        if found is None:  # NOTE: found once per line (it is frozen); passes ask for it many times
-            found = (*proxies_in(self.args), *proxies_in(self.kwargs))
-            object.__setattr__(self, "_inputs", found)
-        return list(found)
+        return (*proxies_in(self.args), *proxies_in(self.kwargs))
 
-    @property
-    def outputs(self) -> list[Proxy]:
+    @_computed_once
+    def outputs(self) -> tuple[Proxy, ...]:
         """The proxies this line defines."""
-        found = self.__dict__.get("_outputs")
-        if found is None:
-            found = tuple(proxies_in(self.output))
-            object.__setattr__(self, "_outputs", found)
-        return list(found)
+        return tuple(proxies_in(self.output))
 
     def replace(self, **changes: Any) -> BoundSymbol:
         """A copy with some fields changed."""
-        return replace(self, **changes)
+        # NOTE: `dataclasses.replace` looks the fields up on every call; passes replace many lines
+        values = [changes.pop(name, getattr(self, name)) for name in _BOUND_SYMBOL_FIELDS]
+        check(
+            not changes,
+            lambda: f"BoundSymbol.replace: unknown fields {sorted(changes)}, expected some of {_BOUND_SYMBOL_FIELDS}",
+            TypeError,
+        )
+        return BoundSymbol(*values)
 
     def __str__(self) -> str:
         return "\n".join(bsym_lines(self))
+
+
+_BOUND_SYMBOL_FIELDS = tuple(f.name for f in fields(BoundSymbol))
 
 
 @dataclass
@@ -106,12 +130,15 @@ class Trace:
     def names(self) -> frozenset[str]:
         """Every proxy name used in the trace (for making fresh names in passes)."""
         names = {p.name for p in self.inputs}
-        for bsym in self.bsyms:
-            stack = [bsym]
-            while stack:
-                b = stack.pop()
-                names.update(p.name for p in b.outputs)
-                names.update(p.name for p in b.inputs)
+        add = names.add
+        stack = list(self.bsyms)
+        while stack:
+            b = stack.pop()
+            for p in b.outputs:
+                add(p.name)
+            for p in b.inputs:
+                add(p.name)
+            if b.subsymbols:
                 stack.extend(b.subsymbols)
         return frozenset(names)
 

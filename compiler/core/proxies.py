@@ -8,6 +8,7 @@ and comparisons on it are recorded as prims, and asking for its concrete value (
 
 from __future__ import annotations
 
+import builtins
 import functools
 import sys
 from collections.abc import Callable, Iterator
@@ -371,9 +372,16 @@ def proxies_in(value: Any) -> Iterator[Proxy]:
     return iter(found)
 
 
+# NOTE: the builtin itself: while a program is traced, `builtins.isinstance` is a Python function
+# (tracing/patches.py) that answers as the builtin for anything but torch.Tensor, which
+# `_collect` never asks about; called per value of every line, it would pay a Python call each.
+_builtin_isinstance = builtins.isinstance
+
+
 def _collect(value: Any, found: list[Proxy]) -> None:
     # NOTE: a list filled by plain recursion, not nested generators: passes ask every line of a
     # trace for its proxies, and a generator per nesting level was the compiler's hottest code.
+    isinstance = _builtin_isinstance
     if isinstance(value, Proxy):
         found.append(value)
     elif isinstance(value, (tuple, list)):

@@ -12,6 +12,7 @@ is written into `out` (see ops/writes.py), so decompositions never see `out`.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import importlib
 import inspect
@@ -117,13 +118,23 @@ def torch_name(fn: Any) -> str:
     return f"{module}.{qualname}" if module else qualname
 
 
+_builtin_isinstance = builtins.isinstance
+
+
 def _contains(value: Any, kind: type | tuple[type, ...]) -> bool:
+    # NOTE: the builtin isinstance, not the one tracing installs for the program's code
+    # (tracing/patches.py): the compiler's own code sees proxies as they are.
+    isinstance = _builtin_isinstance
     if isinstance(value, kind):
         return True
     if isinstance(value, (tuple, list)):
-        return any(_contains(v, kind) for v in value)
-    if isinstance(value, dict):
-        return any(_contains(v, kind) for v in value.values())
+        for v in value:
+            if _contains(v, kind):
+                return True
+    elif isinstance(value, dict):
+        for v in value.values():
+            if _contains(v, kind):
+                return True
     return False
 
 
@@ -202,4 +213,4 @@ def _hoist_scalar_work(context: ir.TraceContext, recorded: list[BoundSymbol]) ->
 
 
 def _defined(bsym: BoundSymbol) -> list[Proxy]:
-    return bsym.outputs + [p for sub in bsym.subsymbols for p in _defined(sub)]
+    return [*bsym.outputs, *(p for sub in bsym.subsymbols for p in _defined(sub))]

@@ -24,7 +24,10 @@ def _key(value: Any) -> Any:
     if isinstance(value, Proxy):
         return ("proxy", value.name)
     if isinstance(value, (tuple, list)):
-        return (type(value).__name__, tuple(_key(v) for v in value))
+        # NOTE: a shape (ints only) is its own key: no int equals an item's (type, value) pair.
+        if all(type(v) is int for v in value):
+            return (type(value).__name__, tuple(value))
+        return (type(value).__name__, tuple([_key(v) for v in value]))
     if isinstance(value, dict):
         return ("dict", tuple((k, _key(v)) for k, v in value.items()))
     if isinstance(value, slice):
@@ -51,7 +54,12 @@ def cse(trace: Trace) -> Trace:
         owned = any(id(p) in written_back for p in bsym.outputs)
         if isinstance(bsym.sym, Prim) and bsym.sym not in _NEVER_MERGED and not owned:
             # NOTE: a view of a buffer after its write-back sees other contents than before it.
-            versions = tuple(writebacks_seen.get(p.name, 0) for p in bsym.inputs)
+            # (input position, write-backs into it so far) where there were any
+            versions = (
+                tuple((i, n) for i, p in enumerate(bsym.inputs) if (n := writebacks_seen.get(p.name)))
+                if writebacks_seen
+                else ()
+            )
             key = (bsym.sym, _key(bsym.args), _key(bsym.kwargs), versions)
             earlier = seen.get(key)
             if earlier is not None:

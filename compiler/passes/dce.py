@@ -14,6 +14,8 @@ from compiler.tracing.frontend import leaves
 
 def has_side_effects(bsym: BoundSymbol) -> bool:
     """True when removing `bsym` would change more than the values it defines."""
+    if not bsym.subsymbols:  # NOTE: a prim, as every line of a flattened trace is
+        return bsym.sym in SIDE_EFFECTS
     return any(leaf.sym in SIDE_EFFECTS for leaf in leaves([bsym]))
 
 

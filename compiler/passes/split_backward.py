@@ -175,7 +175,8 @@ def split_backward(joint: Joint) -> Split:
     joint = _without_stop_gradients(joint)
     trace = joint.trace
     live = _live_backward(joint)
-    saved = _choose_saved(joint, _needed(joint, live), live)
+    needed = _needed(joint, live)
+    saved = _choose_saved(joint, needed, live)
     forward = list(trace.bsyms[: joint.forward_length])
     forward_saved = list(saved)
     written = {b.args[1].name for b in forward if b.sym is Prim.COPY_TO}
@@ -199,7 +200,7 @@ def split_backward(joint: Joint) -> Split:
     forward_trace = Trace(primals, forward, (joint.outputs, tuple(forward_saved)), name="forward")
     return Split(
         forward=replace(dce(forward_trace), provenance=f"split_backward {took}"),
-        backward=replace(backward_from_saved(joint, saved), provenance=f"split_backward {took}"),
+        backward=replace(_backward_from_saved(joint, saved, live, needed), provenance=f"split_backward {took}"),
         saved=tuple(saved),
         differentiable=joint.differentiable,
     )
@@ -209,13 +210,21 @@ def backward_from_saved(joint: Joint, saved: Sequence[Proxy]) -> Trace:
     """The backward of `joint` taking `(*saved, *cotangents)`: the forward values it reads that are
     not saved are recomputed from saved ones. Raises AssertionError when `saved` is not enough."""
     joint = _without_stop_gradients(joint)
+    live = _live_backward(joint)
+    return _backward_from_saved(joint, saved, live, _needed(joint, live))
+
+
+def _backward_from_saved(
+    joint: Joint, saved: Sequence[Proxy], live: list[BoundSymbol], needed: dict[str, Proxy]
+) -> Trace:
+    """`backward_from_saved` of a joint without its `stop_gradient` lines, whose backward lines
+    the gradients need are `live` (`_live_backward`), reading the forward values `needed`."""
     trace = joint.trace
     forward = trace.bsyms[: joint.forward_length]
     producer = {p.name: b for b in forward for p in b.outputs}
     available = {p.name for p in saved}
     recomputed: set[int] = set()
-    live = _live_backward(joint)
-    stack = list(_needed(joint, live).values())
+    stack = list(needed.values())
     while stack:
         p = stack.pop()
         if p.name in available:

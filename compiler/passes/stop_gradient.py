@@ -27,7 +27,7 @@ def without_stop_gradients(bsyms: Sequence[BoundSymbol], output: Any) -> list[Bo
     replacement: dict[int, Proxy] = {}
     kept: list[BoundSymbol] = []
     for bsym in bsyms:
-        if replacement:
+        if replacement and any(id(p) in replacement for p in bsym.inputs):
             swap = lambda p: replacement.get(id(p), p)
             bsym = bsym.replace(args=map_proxies(bsym.args, swap), kwargs=map_proxies(bsym.kwargs, swap))
         if bsym.sym is Prim.STOP_GRADIENT:

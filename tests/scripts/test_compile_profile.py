@@ -26,6 +26,7 @@ def test_the_breakdown_lists_each_step_once_and_the_totals(program, steps, capsy
     for step in ["tracing", "codegen", "nvFuser definitions", *steps]:
         assert step in labels, out
     assert "= host-side compile (all but the run)" in labels
+    assert "= of which Python's garbage collector" in labels
     assert "slowest first runs of" in out and "nvFuser fake" in out
 
 
@@ -41,3 +42,15 @@ def test_fusion_options_reach_the_compiled_program(capsys):
 
 def _fusions_run(out: str) -> int:
     return int(re.search(r"slowest first runs of (\d+) fusions", out).group(1))
+
+
+def test_each_repeat_defines_its_fusions_afresh(capsys):
+    argv = ["--program", "adam-gpt2", "--model", "tiny", "--fake-nvfuser"]
+    assert compile_profile.main(argv) == 0
+    once = _definitions(capsys.readouterr().out)
+    assert compile_profile.main([*argv, "--repeat", "2"]) == 0
+    assert _definitions(capsys.readouterr().out) == once > 0  # the last compilation too, not reusing the first's
+
+
+def _definitions(out: str) -> int:
+    return int(re.search(r"(\d+) nvFuser definitions", out).group(1))

@@ -12,7 +12,8 @@ Definitions are shared by structure, process-wide (`nvfuser_definitions.py`): ea
 FusionDefinition is kept under its source with names canonicalised (`structure_key`), so regions
 that differ only in their proxies' names, e.g. the same Adam update of every parameter of one rank
 and dtype, or the same fusion in a function jitted again, are defined and compiled by nvFuser once
-(`NvFuserStats.reused` counts the others).
+(`NvFuserStats.reused` counts the others). A region of the same fingerprint as one written before
+(the same fusion in another layer, `define/fingerprint.py`) does not even have its source written.
 
 If nvFuser fails to define, compile or run a region, the region falls back to running its prims
 with torch, with one `FusionFallbackWarning` naming the fusion and the error; `fallback=False`
@@ -39,12 +40,11 @@ from compiler.core.tensor_checks import TensorChecks
 from compiler.executors.nvfuser.define.aliasing import copied_write_backs, shares_memory, written_inputs
 from compiler.executors.nvfuser.define.broadcast import iteration_inputs
 from compiler.executors.nvfuser.define.claims import unsupported
-from compiler.executors.nvfuser.define.descriptors import structure_key
+from compiler.executors.nvfuser.define.fingerprint import SOURCES
 from compiler.executors.nvfuser.define.translations import (
     ScalarDesc,
     TensorDesc,
     describe,
-    fusion_source,
     layout_descriptor,
 )
 from compiler.executors.nvfuser.run.batch import BatchedFusion
@@ -203,8 +203,8 @@ class NvFuserRunner:
         descriptors = tuple(describe(p, a, p.name in self.iteration) for p, a in zip(self.region.inputs, args))
         entry = self.by_descriptor.get(descriptors)
         if entry is None:
-            source, fn_name, shape_scalars, taken = fusion_source(self.region, descriptors)
-            structure = structure_key(source)
+            # NOTE: a region of the same fingerprint as one written before (another layer's) is not written again
+            source, fn_name, structure, shape_scalars, taken = SOURCES.written(self.region, descriptors)
             nvf = nvfuser_direct()
             fd = DEFINITIONS.get(nvf, structure)
             if fd is None:
@@ -218,9 +218,9 @@ class NvFuserRunner:
             else:
                 fusion.executor.stats.reused += 1
             copies = written_inputs(self.region) if copied_write_backs(self.region, descriptors) else []
-            every = len(taken) == len(self.region.inputs)
-            entry = self.by_descriptor[descriptors] = _Definition(fd, copies, self.device, None if every else taken)
-            self.shape_scalar_idx = [i for i, p in enumerate(self.region.inputs) if p.name in shape_scalars]
+            subset = None if len(taken) == len(self.region.inputs) else list(taken)
+            entry = self.by_descriptor[descriptors] = _Definition(fd, copies, self.device, subset)
+            self.shape_scalar_idx = list(shape_scalars)
         self.by_key[key] = entry
         return entry
 
