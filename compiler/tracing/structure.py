@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -59,13 +60,30 @@ class Spec:
         if self.kind == "dataclass":
             return self.type(**dict(zip(self.keys, items))), at
         rebuilt = object.__new__(self.type)
-        attributes = copy.deepcopy(dict(self.constants))  # in the object's order, traced ones as _Traced
+        attributes = dict(self.constants)  # in the object's order, traced ones as _Traced
+        if not self.atomic_constants:
+            attributes = copy.deepcopy(attributes)
         attributes.update(zip(self.keys, items))
         rebuilt.__dict__.update(attributes)
         return rebuilt, at
 
+    @functools.cached_property
+    def atomic_constants(self) -> bool:
+        """Whether every constant attribute is a value no caller can mutate (numbers, strings,
+        None, dtypes, devices, and tuples of them), so rebuilding needs no deep copy."""
+        return all(_atomic(value) for _, value in self.constants)
+
     def __repr__(self) -> str:
         return f"Spec({getattr(self.type, '__name__', self.kind)})"
+
+
+_ATOMS = (int, float, complex, bool, str, bytes, type(None), torch.dtype, torch.device, type)
+
+
+def _atomic(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(_atomic(item) for item in value)
+    return type(value) in _ATOMS or isinstance(value, type)
 
 
 _LEAF = Spec("leaf")
