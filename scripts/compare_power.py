@@ -245,12 +245,14 @@ def render(results: dict[str, list[list[dict]]], effects: list[float], extra_pri
         for benchmarks in comparisons:
             for entry in benchmarks:
                 counts[(kind, _base(entry["case"]), entry["variant"])][entry["verdict"]] += 1
-    lines = [f"{'compare':7} {'case':12} {'variant':10} {'true effect':>16}  slower  faster  noisy  no change  other"]
+    width = max([len("variant"), *(len(variant) for _, _, variant in counts)])
+    header = f"{'compare':7} {'case':12} {'variant':{width}} {'true effect':>16}"
+    lines = [f"{header}  slower  faster  noisy  no change  other"]
     for (kind, case, variant), verdicts in sorted(counts.items()):
         effect = _effect(kind, case, variant, extra_prims)
         other = sum(n for v, n in verdicts.items() if v not in ("slower", "faster", "noisy", "no change"))
         lines.append(
-            f"{kind:7} {case:12} {variant:10} {effect:>16}  {verdicts['slower']:6}  {verdicts['faster']:6}  "
+            f"{kind:7} {case:12} {variant:{width}} {effect:>16}  {verdicts['slower']:6}  {verdicts['faster']:6}  "
             f"{verdicts['noisy']:5}  {verdicts['no change']:9}  {other:5}"
         )
     tries = len(results["A/A"])

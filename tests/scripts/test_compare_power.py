@@ -73,3 +73,14 @@ def test_extra_prims_slow_only_the_variant_that_runs_each_prim() -> None:
     assert _effect("A/B", "adds", "eager", 2) == "none"
     assert _effect("A/B", "adds", "fusebench-torch", 0) == "none"
     assert _effect("A/A", "adds", "fusebench-torch", 2) == "none"
+
+
+def test_the_table_columns_line_up_with_long_variant_names() -> None:
+    rows = [
+        {"case": "adds_r0", "variant": v, "verdict": "no change", "noisy_machine": False}
+        for v in ("eager", "fusebench-torch")
+    ]
+    table = render({"A/A": [rows], "A/B": [rows]}, [1.5], 2).splitlines()
+    header, lines = table[0], [line for line in table[1:5] if line.startswith(("A/A", "A/B"))]
+    start = header.index("slower")
+    assert lines and all(line[start - 2 : start] == "  " and line[start:].split()[0] == "0" for line in lines)
