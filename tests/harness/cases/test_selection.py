@@ -123,7 +123,9 @@ def test_a_default_run_measures_each_cases_headline_with_the_default_variants() 
     assert group.params["tokens"] == 8192
     assert [v.name for v in group.variants] == ["eager", "torch.compile", "fusebench", "thunder"]
     adam = next(g for g in plan(SUITES, parse("--suite", "adam_step")) if g.case.name == "adam_step")
-    assert [v.name for v in adam.variants][-4:] == [v.name for v in adam.case.extra_variants]
+    extras = [v.name for v in adam.case.extra_variants if v.default]
+    assert extras and [v.name for v in adam.variants][-len(extras) :] == extras
+    assert "fusebench(merged same-shape)" not in {v.name for v in adam.variants}  # opt-in
     overhead = plan(SUITES, parse("--suite", "host_overhead"))[0]
     assert {"torch.compile(reduce-overhead)", "fusebench-cudagraphs"} <= {v.name for v in overhead.variants}
 
