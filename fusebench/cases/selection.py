@@ -149,22 +149,25 @@ def plan(suites: list[Suite], selection: Selection) -> list[Group]:
             any(_variant_matches(pattern, name) for name in all_variants),
             lambda pattern=pattern: f"--variant {pattern}: matches no variant; known variants: {all_variants}",
         )
-    every_variant = selection.everything or bool(selection.variants)
     every_combination = selection.everything or bool(selection.patterns)
     groups = []
     for suite in chosen:
         for case in suite.cases:
-            variants = tuple(
-                v
-                for v in (variants_for(case) if every_variant else default_variants_for(case))
-                if not selection.variants or any(_variant_matches(p, v.name) for p in selection.variants)
-            )
+            variants = selected_variants(case, selection.variants, selection.everything)
             grid = case.grid(selection.quick) if every_combination else case.headline_grid(selection.quick)
             for params in grid:
                 group = Group(suite, case, params, variants)
                 if variants and _id_matches(selection.patterns, group.case_id):
                     groups.append(group)
     return shard_of(groups, selection.shard)
+
+
+def selected_variants(case: Case, patterns: tuple[str, ...], everything: bool) -> tuple[Variant, ...]:
+    """The variants of `case` to measure: those `patterns` name (names or globs, among all of its
+    variants), else all of them with `everything`, else its default ones."""
+    if patterns:
+        return tuple(v for v in variants_for(case) if any(_variant_matches(p, v.name) for p in patterns))
+    return tuple(variants_for(case) if everything else default_variants_for(case))
 
 
 def plan_size(groups: list[Group]) -> int:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import fnmatch
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +40,9 @@ from typing import Any
 import pytest
 import torch
 
-from fusebench.cases.case import Case, default_variants_for, format_params, variants_for
+from fusebench.cases.case import Case, format_params
 from fusebench.cases.discovery import suite_from_module
+from fusebench.cases.selection import selected_variants
 from fusebench.cases.variants import Compiled, Target, Variant
 from fusebench.measure.bandwidth import peak_bandwidth_gbs
 from fusebench.measure.clocks import clock_for
@@ -134,7 +134,7 @@ class SuiteModule(pytest.Module):
         suite = suite_from_module(self.path.stem, self.obj)
         assert suite is not None
         for case in suite.cases:
-            variants = collected_variants(case, settings)
+            variants = selected_variants(case, settings.variants, settings.everything)
             clock = clock_for(case.timer, settings.device)
             grid = case.grid(settings.quick) if settings.everything else case.headline_grid(settings.quick)
             for params in grid:
@@ -144,19 +144,6 @@ class SuiteModule(pytest.Module):
                     item = pytest.Function.from_parent(self, name=name, callobj=test)
                     item.add_marker(pytest.mark.benchmark(group=f"{suite.name}.{case.name}", timer=clock))
                     yield item
-
-
-def collected_variants(case: Case, settings: PluginSettings) -> list[Variant]:
-    """The variants collected for `case`: those --fusebench-variant names (from all of them), else
-    every variant with --fusebench-all, else the case's default variants."""
-    if settings.variants:
-        return [v for v in variants_for(case) if _selected(v.name, settings.variants)]
-    return variants_for(case) if settings.everything else default_variants_for(case)
-
-
-def _selected(name: str, patterns: tuple[str, ...]) -> bool:
-    globbed = [fnmatch.fnmatchcase(name, p) if any(c in p for c in "*?[") else p == name for p in patterns]
-    return not patterns or any(globbed)
 
 
 def _benchmark_test(suite: str, case: Case, params: dict[str, Any], variant: Variant) -> Callable[..., None]:
