@@ -61,6 +61,8 @@ class _computed_once:
 
     NOTE: passes ask every line of a trace for its inputs and outputs many times over; a property
     call per ask was a large share of compile time. The value is a tuple: callers cannot change it.
+    It is `functools.cached_property` without the lock that Python 3.11's takes on every first
+    access (lines are made by the thousand per compile, each asked once at least).
     """
 
     def __init__(self, compute: Callable[[Any], Any]) -> None:
