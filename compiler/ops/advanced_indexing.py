@@ -85,6 +85,8 @@ def _index_tensor(item: Any, size: Any, device: torch.device) -> TensorProxy:
         IndexError,
     )
     index = to_dtype(index, torch.int64)
+    if index.device != device and index.device.type == "cpu":  # eager indexes a tensor on any device with CPU indices
+        index = prims.device_put(index, device)
     return prims.where(prims.lt(index, 0), prims.add(index, size), index)
 
 
