@@ -23,7 +23,10 @@ State lives per `TraceContext` (keyed weakly), next to the context's `producers`
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -258,19 +261,48 @@ def fresh_copy(t: TensorProxy) -> TensorProxy:
     return prims.bitwise_and(t, True) if t.dtype == torch.bool else prims.mul(t, 1)
 
 
+# How the reshapes recorded now behave in eager: None (as `reshape`: a view or a copy by the
+# strides), "view" (as `Tensor.view`: always a view; eager raises where strides forbid one) or
+# "read" (an op's own reshape whose result is only read, never written through: view or copy
+# cannot be told apart).
+_RESHAPE_KIND: contextvars.ContextVar[str | None] = contextvars.ContextVar("reshape_kind", default=None)
+
+
+@contextlib.contextmanager
+def reshapes_as(kind: str) -> Iterator[None]:
+    """Reshapes recorded inside are eager views ("view") or only read ("read"): never ambiguous."""
+    token = _RESHAPE_KIND.set(kind)
+    try:
+        yield
+    finally:
+        _RESHAPE_KIND.reset(token)
+
+
 def reshape_operand(a: TensorProxy, shape: list | tuple) -> TensorProxy:
     """What a reshape prim about to be recorded should view: `a`, or a copy of it where eager's
-    reshape would copy. Remembers `a` as ambiguous when its layout is unknown."""
+    reshape would copy. Remembers `a` as ambiguous when its layout is unknown (unless the reshape
+    is known to view, or only to be read: `reshapes_as`)."""
     context = ir.current()
     if context is None or not isinstance(a, TensorProxy):
         return a
     state = _state(context)
+    kind = _RESHAPE_KIND.get()
     src = layout(context, a) if _concrete(a.shape) and _concrete(shape) else None
     if src is None:
-        state.ambiguous.append(a)
+        if kind is None:
+            state.ambiguous.append(a)
         return a
     if view_strides(a.shape, src, shape) is not None:
         return a
+    check(
+        kind != "view",
+        lambda: (
+            f"view size is not compatible with input tensor's size and stride (at least one dimension spans "
+            f"across two contiguous subspaces): {a.name} of shape {tuple(a.shape)} and strides {src} viewed as "
+            f"{tuple(shape)}. Use .reshape(...) instead{called_at()}"
+        ),
+        RuntimeError,
+    )
     copy = fresh_copy(a)
     state.layouts[id(copy)] = contiguous_strides(a.shape)
     return copy

@@ -15,7 +15,7 @@ import torch
 from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy, same_size, size_product
-from compiler.ops.aliasing import contiguous_operand, fresh_copy
+from compiler.ops.aliasing import contiguous_operand, fresh_copy, reshapes_as
 from compiler.ops.operands import (
     Promotion,
     broadcast_shapes,
@@ -36,7 +36,15 @@ def _sizes(args: tuple) -> list:
     return list(args)
 
 
-@register("torch.reshape", "torch.Tensor.reshape", "torch.Tensor.view")
+@register("torch.Tensor.view")
+def view(input: TensorProxy, *shape: Any) -> Any:
+    """Tensor.view: a reshape that eager always makes a view (or rejects), whatever is known of
+    the layout while tracing, so a write through it is never ambiguous."""
+    with reshapes_as("view"):
+        return reshape(input, *shape)
+
+
+@register("torch.reshape", "torch.Tensor.reshape")
 def reshape(input: TensorProxy, *shape: Any) -> Any:
     sizes = _sizes(shape)
     check(
