@@ -58,6 +58,14 @@ def tensor_split(input: TensorProxy, indices_or_sections: Any, dim: int = 0) -> 
             bounds.append((start, start + length))
             start += length
     else:
+        check(
+            not isinstance(indices_or_sections, TensorProxy),
+            lambda: (
+                f"tensor_split: indices given as a tensor need its values, which are not known while tracing; "
+                f"pass a list of ints{called_at()}"
+            ),
+            NotImplementedError,
+        )
         cuts = [min(max(int(i) + size if int(i) < 0 else int(i), 0), size) for i in indices_or_sections]
         starts, ends = [0, *cuts], [*cuts, size]
         bounds = [(s, max(s, e)) for s, e in zip(starts, ends)]
@@ -139,6 +147,10 @@ def unfold(input: TensorProxy, dimension: int, size: int, step: int) -> TensorPr
         picked = prims.index_select(source, d, reshape(positions, [count * size]))
     shape = [*source.shape[:d], count, size, *source.shape[d + 1 :]]
     windows = reshape(picked, shape)
+    if input.ndim == 0:  # eager: a 0-d tensor's windows are one dim of `size` elements
+        windows = reshape(windows, [size])
+        aliasing.forbid_writes(windows, "unfold (a view in eager, a gathered copy here)")
+        return windows
     out = windows if d == source.ndim - 1 else prims.permute(windows, [*range(d + 1), *range(d + 2, len(shape)), d + 1])
     aliasing.forbid_writes(out, "unfold (a view in eager, a gathered copy here)")
     return out
@@ -149,12 +161,22 @@ def take_along_dim(input: TensorProxy, indices: TensorProxy, dim: int | None = N
     """input gathered at `indices` along `dim`, the other dims broadcast; without `dim`, of the flattened input."""
     check(out is None, lambda: f"torch.take_along_dim: out= is not supported{called_at()}", NotImplementedError)
     if dim is None:
-        return gather(reshape(input, [-1]), 0, reshape(indices, [-1]))
+        return gather(reshape(input, [-1]), 0, _wrapped(reshape(indices, [-1]), input.numel()))
     d = canonical_dim(dim, input.ndim)
-    shape = list(broadcast_shapes(input.shape, indices.shape))
+    shape = list(broadcast_shapes(_with_one_at(input.shape, d), _with_one_at(indices.shape, d)))
     input_shape, indices_shape = list(shape), list(shape)
     input_shape[d], indices_shape[d] = input.shape[d], indices.shape[d]
-    return gather(broadcast_to(input, input_shape), d, broadcast_to(indices, indices_shape))
+    return gather(broadcast_to(input, input_shape), d, broadcast_to(_wrapped(indices, input.shape[d]), indices_shape))
+
+
+def _wrapped(indices: TensorProxy, size: Any) -> TensorProxy:
+    """Negative indices counted from the end (take_along_dim allows them, gather does not)."""
+    indices = to_dtype(indices, torch.int64)
+    return prims.where(prims.lt(indices, 0), prims.add(indices, size), indices)
+
+
+def _with_one_at(shape: Sequence, d: int) -> list:
+    return [1 if i == d else s for i, s in enumerate(shape)]
 
 
 def _index_fill(input: TensorProxy, dim: int, index: TensorProxy, value: Any) -> TensorProxy:
@@ -170,7 +192,7 @@ def _index_fill(input: TensorProxy, dim: int, index: TensorProxy, value: Any) ->
     count = flat.shape[0]
     positions = prims.broadcast_in_dim(prims.iota(size, 0, 1, torch.int64, input.device), [size, count], [0])
     hits = prims.eq(positions, prims.broadcast_in_dim(flat, [size, count], [1]))
-    hit = prims.gt(prims.sum(to_dtype(hits, torch.int32), (1,)), 0)
+    hit = prims.gt(prims.sum(to_dtype(hits, torch.int64), (1,)), 0)
     mask = prims.broadcast_in_dim(hit, list(input.shape), [d]) if input.ndim else reshape(hit, [])
     if isinstance(value, TensorProxy):
         check(value.ndim == 0, lambda: f"index_fill: value must be a 0-d tensor or a number{called_at()}", ValueError)

@@ -50,6 +50,12 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
         )
         for flag in ("scale_grad_by_freq=True", "sparse=True")
     },
+    **{
+        ("tensor_split", variant, ", int64["): (
+            "indices given as a tensor: the pieces' sizes depend on its values, refused (NotImplementedError)"
+        )
+        for variant in ("torch.tensor_split", "Tensor.tensor_split")
+    },
     ("nn.functional.one_hot", "F.one_hot", "num_classes=-1"): (
         "num_classes=-1 takes the largest index + 1: a shape that depends on values, refused (NotImplementedError)"
     ),
@@ -141,6 +147,9 @@ NO_OP_DB_ENTRY = {
     "as_tensor",
     "_grouped_mm",
     "_weight_norm",
+    # NOTE: layout questions, not ops with samples: opinfo_shape_compositions.py
+    "is_contiguous",
+    "stride",
 }
 
 

@@ -12,8 +12,6 @@ from tests.support.user_patterns import Arg, Pattern, check_pattern, fused_optio
 X = Arg(("B", "D"))
 X3 = Arg(("B", "N", "D"))
 W = Arg(("D",))
-# NOTE: layout questions (is_contiguous, stride) are answered for concrete sizes only.
-STATIC = {"automatic_dynamic": False}
 EVEN = ({"B": 3, "N": 5, "D": 6}, {"B": 1, "N": 1, "D": 2}, {"B": 2, "N": 7, "D": 4})
 
 
@@ -204,15 +202,15 @@ VIEW_PATTERNS = [
     Pattern(cat_negative_dim_and_empty, (X,)),
     Pattern(hstack_vstack, (X, W)),
     Pattern(rotary_embedding, (X3, W), sizes=EVEN),
-    Pattern(clone_memory_formats, (X3,), jit_options=STATIC),
-    Pattern(channels_last_clone, (Arg(("B", "K", "N", "D")),), jit_options=STATIC),
+    Pattern(clone_memory_formats, (X3,)),
+    Pattern(channels_last_clone, (Arg(("B", "K", "N", "D")),)),
     Pattern(contiguous_then_view, (X3,)),
     Pattern(flip_roll, (X,)),
     Pattern(repeat_and_tile, (X,)),
     Pattern(size_arithmetic, (X3,)),
     Pattern(transpose_sum_grad, (X3, Arg(("D",)))),
     Pattern(select_and_slices, (X3,)),
-    Pattern(layout_queries, (X,), jit_options=STATIC),
+    Pattern(layout_queries, (X,)),
     Pattern(output_views_of_input, (X,)),
 ]
 
