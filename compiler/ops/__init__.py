@@ -28,6 +28,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     masks,
     nn,
     norms,
+    numeric_compositions,
     padding,
     pooling,
     random,

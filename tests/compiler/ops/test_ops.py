@@ -44,6 +44,9 @@ from tests.support.opinfo import (
     nn as opinfo_nn,
 )
 from tests.support.opinfo import (
+    numeric_compositions as opinfo_numeric_compositions,
+)
+from tests.support.opinfo import (
     scatter as opinfo_scatter,
 )
 from tests.support.opinfo import (
@@ -68,6 +71,7 @@ CASES = (
     + opinfo_nn.CASES
     + opinfo_shape.CASES
     + opinfo_shape_compositions.CASES
+    + opinfo_numeric_compositions.CASES
     + opinfo_foreach.CASES
     + opinfo_indexing.CASES
     + opinfo_models.CASES

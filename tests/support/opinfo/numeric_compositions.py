@@ -1,0 +1,52 @@
+"""Op cases: the ops of compiler/ops/numeric_compositions.py (round, frac, copysign, isclose, nansum)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from tests.support.opinfo.samples import ALL, FLOATS, Maker, OpCase, Sample, method
+
+
+def _round_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(4, 5, low=-30, high=30),))
+    yield Sample((torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, 0.49999997, -2.5000002]).to(make.dtype),))
+    if make.is_float:
+        yield Sample((make(3, 4, noncontiguous=True),), {"decimals": 2})
+        yield Sample((make(3, 4, low=-500, high=500),), {"decimals": -1})
+
+
+def _copysign_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(4, 5), make(4, 5)))
+    yield Sample((make(4, 5), make(5, transposed=False)))
+    yield Sample((make(3), torch.tensor([-0.0, 0.0, -2.0])))
+    yield Sample((make(3), -0.0))
+
+
+def _isclose_samples(make: Maker) -> Iterator[Sample]:
+    x = make(4, 5)
+    yield Sample((x, x + make.small_values(4, 5) * 1e-6))
+    yield Sample((make(4, 5), make(4, 5)), {"atol": 1.0})
+    yield Sample((torch.tensor([float("nan"), 1.0, float("inf")]), torch.tensor([float("nan"), 1.0, float("inf")])))
+    yield Sample(
+        (torch.tensor([float("nan"), 1.0]), torch.tensor([float("nan"), 1.1])), {"equal_nan": True, "rtol": 0.2}
+    )
+
+
+def _nansum_samples(make: Maker) -> Iterator[Sample]:
+    x = make(4, 5)
+    if make.is_float:
+        x[1, 2] = float("nan")
+    yield Sample((x,))
+    yield Sample((x, 1))
+    yield Sample((x, (0, 1), True))
+
+
+CASES = [
+    OpCase("round", (torch.round, method("round")), _round_samples, ALL),
+    OpCase("frac", (torch.frac, method("frac")), lambda make: [Sample((make(4, 5, low=-9, high=9),))], FLOATS),
+    OpCase("copysign", (torch.copysign, method("copysign")), _copysign_samples, FLOATS),
+    OpCase("isclose", (torch.isclose, method("isclose")), _isclose_samples, (torch.float32,)),
+    OpCase("nansum", (torch.nansum, method("nansum")), _nansum_samples, ALL),
+]
