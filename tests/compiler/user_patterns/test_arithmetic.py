@@ -62,7 +62,7 @@ def norms_users_write(x):
 
 
 def keepdim_reductions(x):
-    return x.sum(-1, keepdim=True) / x.shape[-1], x.mean((0, 1), keepdim=True), x.var(0, keepdim=True), x.std(-1)
+    return x.sum(-1, keepdim=True) / x.shape[-1], x.mean((0, 1), keepdim=True), x.var(-1, keepdim=True), x.std(-1)
 
 
 def logsumexp_and_softplus(x):
