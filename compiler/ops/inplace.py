@@ -75,6 +75,8 @@ for _name, _dunders in (
     ("masked_fill", ()),
     ("index_copy", ()),
     ("index_fill", ()),
+    ("tril", ()),
+    ("triu", ()),
     ("cumsum", ()),
     ("cumprod", ()),
     ("scatter", ()),

@@ -37,11 +37,24 @@ def view_of_transposed(x):
     return x.t().view(-1)
 
 
+def in_place_unsqueeze(x):
+    h = x.clone()
+    h.unsqueeze_(0)
+    return h
+
+
+def reads_requires_grad(x):
+    y = x * 2
+    return y if y.requires_grad else x
+
+
 CASES = [
     (view_as_other_dtype, "x.view(torch.int32)", NotImplementedError, "Tensor.view(dtype) reinterprets bits"),
     (as_strided_window, "x.as_strided(", NotImplementedError, "torch.Tensor.as_strided is not supported"),
     (write_through_unfold, "h.unfold(", NotImplementedError, "made by unfold"),
     (view_of_transposed, "x.t().view(-1)", RuntimeError, "view size is not compatible with input tensor's size"),
+    (in_place_unsqueeze, "h.unsqueeze_(0)", NotImplementedError, "torch.Tensor.unsqueeze_ is not supported"),
+    (reads_requires_grad, "y.requires_grad", AttributeError, "reading requires_grad of the traced tensor"),
 ]
 
 

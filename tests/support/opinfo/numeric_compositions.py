@@ -1,4 +1,5 @@
-"""Op cases: the ops of compiler/ops/numeric_compositions.py (round, frac, copysign, isclose, nansum)."""
+"""Op cases: the ops of compiler/ops/numeric_compositions.py (round, frac, copysign, isclose, nansum),
+median and kthvalue, and the cast methods byte/char/short and cpu."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Iterator
 
 import torch
 
-from tests.support.opinfo.samples import ALL, FLOATS, Maker, OpCase, Sample, method
+from tests.support.opinfo.samples import ALL, FLOATS, Maker, OpCase, Sample, method, named
 
 
 def _round_samples(make: Maker) -> Iterator[Sample]:
@@ -43,10 +44,35 @@ def _nansum_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((x, (0, 1), True))
 
 
+def _median_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(4, 5),))
+    yield Sample((make(4, 5, noncontiguous=True), 1))
+    yield Sample((make(3, 6, transposed=True), 0, True))
+
+
+def _kthvalue_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(4, 5), 2))
+    yield Sample((make(4, 5, noncontiguous=True), 4, 0, True))
+
+
+def _casts(x: torch.Tensor) -> tuple:
+    return x.byte(), x.char(), x.short(), x.cpu() * 2
+
+
 CASES = [
     OpCase("round", (torch.round, method("round")), _round_samples, ALL),
     OpCase("frac", (torch.frac, method("frac")), lambda make: [Sample((make(4, 5, low=-9, high=9),))], FLOATS),
     OpCase("copysign", (torch.copysign, method("copysign")), _copysign_samples, FLOATS),
     OpCase("isclose", (torch.isclose, method("isclose")), _isclose_samples, (torch.float32,)),
     OpCase("nansum", (torch.nansum, method("nansum")), _nansum_samples, ALL),
+    # NOTE: values only where ties are possible (integers): which tied index eager reports is unspecified
+    OpCase(
+        "median",
+        (named("median values", lambda *a: torch.median(*a)[0] if len(a) > 1 else torch.median(*a)),),
+        _median_samples,
+        ALL,
+    ),
+    OpCase("median_method", (method("median"),), _median_samples, FLOATS),
+    OpCase("kthvalue", (torch.kthvalue, method("kthvalue")), _kthvalue_samples, FLOATS),
+    OpCase("byte_char_short_cpu", (named("casts", _casts),), lambda make: [Sample((make(3, 4, low=0, high=9),))], ALL),
 ]
