@@ -68,6 +68,12 @@ def cuda(input: TensorProxy, device: Any = None, non_blocking: bool = False, mem
     return to_device(input, device)
 
 
+@register("torch.Tensor.cpu")
+def cpu(input: TensorProxy, memory_format: Any = None) -> Any:
+    """Tensor.cpu: the input itself on the CPU (moving a tensor between devices is refused, as in `to`)."""
+    return to(input, "cpu")
+
+
 @register("torch.Tensor.type")
 def type_(input: TensorProxy, dtype: Any = None, non_blocking: bool = False) -> Any:
     check(
@@ -95,6 +101,9 @@ for _name, _dtype in (
     ("half", torch.float16),
     ("bfloat16", torch.bfloat16),
     ("int", torch.int32),
+    ("short", torch.int16),
+    ("char", torch.int8),
+    ("byte", torch.uint8),
     ("long", torch.int64),
     ("bool", torch.bool),
 ):
