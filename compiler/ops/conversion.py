@@ -68,12 +68,6 @@ def cuda(input: TensorProxy, device: Any = None, non_blocking: bool = False, mem
     return to_device(input, device)
 
 
-@register("torch.Tensor.cpu")
-def cpu(input: TensorProxy, memory_format: Any = None) -> Any:
-    """Tensor.cpu: the input itself on the CPU (moving a tensor between devices is refused, as in `to`)."""
-    return to(input, "cpu")
-
-
 @register("torch.Tensor.type")
 def type_(input: TensorProxy, dtype: Any = None, non_blocking: bool = False) -> Any:
     check(
