@@ -32,7 +32,9 @@ from fusebench.measure.outcome import Outcome
 
 FILE_NAME = "peers.fusebench"
 DRIFT = 0.10  # the largest change of a case's eager time under which its peers' times still stand
-REUSED_STATUSES = ("ok", "skipped", "unsupported")  # failures and crashes are measured again
+# A peer's error or wrong result is as reproducible as its time (the same code on the same inputs
+# and libraries); a crash (a unit time limit, a dead worker) may be the machine's, and is measured again.
+REUSED_STATUSES = ("ok", "skipped", "unsupported", "failed", "error")
 _FORMAT = 1
 
 

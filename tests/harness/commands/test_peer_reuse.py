@@ -105,3 +105,17 @@ def test_a_reused_peer_is_measured_again_when_its_cases_eager_time_moved(tmp_pat
     kept = measure_reusing_peers(units, run, cache, measure(1.5), tmp_path / "results")
     assert measured == [[0], [1]] and kept[1].timing.median == 3.0  # eager moved 50%: measured again
     assert drifted(None, 1.0) and drifted(1.0, None) and not drifted(1.0, 1.09) and drifted(1.0, 1.11)
+
+
+def test_a_peers_error_is_reused_and_its_crash_measured_again(tmp_path: Path) -> None:
+    cache = PeerCache(tmp_path / FILE_NAME, "key")
+    eager = _outcome("eager", 1.0)
+    for status in ("error", "crashed"):
+        outcome = Outcome("s", "c", {"n": 1}, f"peer-{status}", "cpu", status, detail="thunder raised")
+        cache.remember("s.c(n=1)", outcome, "d" * 40, eager)
+    assert cache.reusable("s.c(n=1)", "peer-error").detail == "thunder raised"
+    assert cache.reusable("s.c(n=1)", "peer-crashed") is None
+    cache.save()
+    assert PeerCache(tmp_path / FILE_NAME, "key").reusable("s.c(n=1)", "peer-error") is not None
+    stale = PeerCache(tmp_path / FILE_NAME, "another machine or code")
+    assert stale.stale and stale.reusable("s.c(n=1)", "peer-error") is None
