@@ -34,7 +34,7 @@ _TOLERANCE = {
 @dataclass(frozen=True)
 class Arg:
     """One tensor argument. `shape` holds ints or size names (keys of the call's sizes). `kind`:
-    "float" (the call's dtype), "pos" (positive, the call's dtype), "f32" (always float32),
+    "float" (the call's dtype, which may be an integer one), "pos" (positive, the call's dtype), "f32" (always float32),
     "long:H" / "int:H" (ints in [0, H), H an int or a size name), "bool", "mask" (bool, mostly True).
     `written`: the function writes into it (never expanded, never requires grad)."""
 
@@ -205,8 +205,8 @@ def check_call(pattern: Pattern, jfn: Callable, call: Call) -> bool:
     """Runs one call eagerly and jitted; False when eager itself rejects the arguments (skipped)."""
     args = make_args(pattern, call)
     grads = [
-        call.grad and isinstance(a, Arg) and a.grad and not a.written and a.kind in ("float", "pos", "f32")
-        for a in pattern.args
+        call.grad and isinstance(a, Arg) and a.grad and not a.written and t.is_floating_point()
+        for a, t in zip(pattern.args, args)
     ]
     eager_args, jit_args = _clone(args, grads), _clone(args, grads)
     try:

@@ -184,6 +184,27 @@ def write_through_diagonal_of_leading_dims(out3):
     return out3
 
 
+def write_through_no_op_cast(out):
+    out.float().mul_(2)  # float32 in, float32 out: eager returns `out` itself, and so writes into it
+    out.to(torch.float32).add_(1)
+    out.contiguous().neg_()
+    return out
+
+
+def write_through_reshape_of_contiguous(out):
+    out.reshape(-1)[1::2] = 0.0
+    out.flatten()[0] += 1
+    return out
+
+
+def cast_copy_then_write(x):
+    h = x.double()
+    h.mul_(3)
+    g = x.to(torch.float32, copy=True)
+    g.zero_()
+    return h.float() + g, x
+
+
 def zero_then_accumulate(out, y):
     out.zero_()
     out += y
@@ -221,6 +242,9 @@ INPLACE_PATTERNS = [
     Pattern(lerp_in_place, (OUT, Y)),
     Pattern(write_through_diagonal, (OUT,)),
     Pattern(write_through_diagonal_of_leading_dims, (OUT3,)),
+    Pattern(write_through_no_op_cast, (OUT,), dtypes=(torch.float32,)),
+    Pattern(write_through_reshape_of_contiguous, (OUT,), layouts=("contiguous",)),
+    Pattern(cast_copy_then_write, (X,)),
     Pattern(zero_then_accumulate, (OUT, Y)),
 ]
 
