@@ -9,6 +9,8 @@ input for the same random cotangents."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +19,9 @@ import torch
 
 import compiler
 
+# NOTE: the device the tensors are made on: the CPU, or the one FUSEBENCH_PATTERNS_DEVICE names
+# (`cuda` runs the battery through the default executors there, nvFuser included).
+DEVICE = torch.device(os.environ.get("FUSEBENCH_PATTERNS_DEVICE", "cpu"))
 FLOATS = (torch.float32, torch.bfloat16, torch.float16)
 SIZES = ({"B": 3, "N": 5, "D": 6, "K": 2}, {"B": 1, "N": 1, "D": 6, "K": 1}, {"B": 2, "N": 7, "D": 4, "K": 3})
 LAYOUTS = ("contiguous", "transposed", "strided", "expanded")
@@ -104,13 +109,13 @@ def _size(entry: int | str, sizes: dict[str, int]) -> int:
 def _values(arg: Arg, shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
     kind = arg.kind
     if kind == "bool":
-        return torch.rand(shape, generator=generator) < 0.5
+        return (torch.rand(shape, generator=generator) < 0.5).to(DEVICE)
     if kind == "mask":
-        return torch.rand(shape, generator=generator) < 0.8
+        return (torch.rand(shape, generator=generator) < 0.8).to(DEVICE)
     values = torch.randn(shape, generator=generator)
     if kind == "pos":
         values = values.abs() + 0.5
-    return values.to(torch.float32 if kind == "f32" else dtype)
+    return values.to(device=DEVICE, dtype=torch.float32 if kind == "f32" else dtype)
 
 
 def make_tensor(arg: Arg, call: Call, generator: torch.Generator) -> torch.Tensor:
@@ -120,7 +125,7 @@ def make_tensor(arg: Arg, call: Call, generator: torch.Generator) -> torch.Tenso
     if kind in ("long", "int"):
         bound = max(_size(int(high) if high.isdigit() else high, call.sizes), 1)
         base = torch.randint(0, bound, shape, generator=generator, dtype=torch.int64 if kind == "long" else torch.int32)
-        return base
+        return base.to(DEVICE)
     layout = call.layout
     if layout == "transposed" and len(shape) >= 2:
         swapped = (*shape[:-2], shape[-1], shape[-2])
@@ -166,7 +171,7 @@ def _clone(args: list[Any], grads: list[bool]) -> list[Any]:
 def _with_strides_like(a: torch.Tensor) -> torch.Tensor:
     """A copy of `a` with its strides, gaps of a step-sliced tensor included."""
     storage_size = 1 + sum((n - 1) * s for n, s in zip(a.shape, a.stride())) if a.numel() else 0
-    flat = torch.zeros(storage_size, dtype=a.dtype)
+    flat = torch.zeros(storage_size, dtype=a.dtype, device=a.device)
     copy = flat.as_strided(a.shape, a.stride())
     copy.copy_(a)
     return copy
@@ -224,7 +229,7 @@ def check_call(pattern: Pattern, jfn: Callable, call: Call) -> bool:
     if not wants or not inputs:
         return True
     generator = torch.Generator().manual_seed(100 + call.seed)
-    cotangents = [torch.randn(w.shape, generator=generator).to(w.dtype) for w in wants]
+    cotangents = [torch.randn(w.shape, generator=generator).to(device=w.device, dtype=w.dtype) for w in wants]
     try:
         want = torch.autograd.grad(wants, [eager_args[i] for i in inputs], cotangents, allow_unused=True)
     except RuntimeError:  # NOTE: eager's own backward refuses (a saved value was written in place)
@@ -245,12 +250,21 @@ def check_pattern(pattern: Pattern, *, short: bool = False, **jit_options: Any) 
     calls = list(schedule(pattern))
     if short:
         calls = [c for c in calls if c.layout == "contiguous" and c.dtype == calls[0].dtype] + calls[-1:]
-    ran = sum(check_call(pattern, jfn, call) for call in calls)
+    with on_device():
+        ran = sum(check_call(pattern, jfn, call) for call in calls)
     assert ran, f"{pattern.name}: eager rejected every call of the schedule"
     return ran
 
 
+def on_device() -> contextlib.AbstractContextManager:
+    """Factories inside the patterns (torch.zeros, torch.arange, ...) make tensors on `DEVICE`."""
+    return contextlib.nullcontext() if DEVICE.type == "cpu" else torch.device(DEVICE)
+
+
 def fused_options() -> dict[str, Any]:
     """The fusion planner of the GPU path with torch running each region, so that the passes that
-    matter on a GPU (fusion, upcast placement) run here too; the short schedule."""
+    matter on a GPU (fusion, upcast placement) run on the CPU too (on a GPU: the default
+    executors, nvFuser's fusions); the short schedule."""
+    if DEVICE.type != "cpu":
+        return {"short": True}
     return {"executors": ["nvfuser", "torch"], "fusion": {"runner": "torch"}, "short": True}

@@ -52,7 +52,7 @@ def to_same_dtype(x):
 
 
 def to_device_and_dtype(x):
-    return x.to("cpu", torch.float32) + x.to(device=x.device)
+    return x.to(x.device, torch.float32) + x.to(device=x.device)
 
 
 def double_round_trip(x):
