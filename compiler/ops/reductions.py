@@ -11,6 +11,7 @@ norms, losses), which decompose into the same prims.
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -405,7 +406,14 @@ def min(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, out: Any 
 def _logical_reduction(op: str, prim_fn: Callable, input: TensorProxy, dim: Any, keepdim: bool) -> Any:
     _check_tensor(op, input)
     truth = input if input.dtype == torch.bool else prims.ne(input, 0)
-    out = _extremum(op, prim_fn, truth, dim, keepdim)
+    dims = reduce_dims(op, truth, dim)
+    if builtins.any(type(truth.shape[d]) is int and truth.shape[d] == 0 for d in dims):  # amax rejects empty slices
+        # NOTE: over no elements, any is False and all is True (symbolic sizes are at least 2).
+        kept = [s for i, s in enumerate(truth.shape) if i not in dims]
+        out = prims.full(kept, op == "all", torch.bool, truth.device)
+        out = keep_dims(out, truth.shape, dims) if keepdim else out
+    else:
+        out = _extremum(op, prim_fn, truth, dim, keepdim)
     # NOTE: torch keeps uint8 for uint8 inputs (a legacy of masks stored as bytes); bool otherwise.
     return to_dtype(out, torch.uint8) if input.dtype == torch.uint8 else out
 

@@ -129,6 +129,13 @@ def median(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, out: A
     check_no_out("torch.median", out)
     if dim is None:
         flat = prims.reshape(input, [int(input.numel())]) if input.ndim != 1 else input
+        if int(flat.shape[0]) == 0:  # NOTE: eager's median of no elements is NaN (integers: an error)
+            check(
+                input.dtype.is_floating_point,
+                lambda: f"torch.median: the median of an empty {input.dtype} tensor is undefined{called_at()}",
+                IndexError,
+            )
+            return prims.mul(prims.sum(flat, (0,)), float("nan"))  # NaN, and differentiable as eager's
         value = _kth_smallest("torch.median", flat, (int(flat.shape[0]) + 1) // 2, 0, False)[0]
         if not input.dtype.is_floating_point:
             return value

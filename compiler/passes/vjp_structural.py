@@ -105,7 +105,7 @@ def _take_along_dim(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
         hit = prims.eq(classes, prims.broadcast_in_dim(column[0], shape, others))
         term = prims.where(hit, prims.broadcast_in_dim(column[1], shape, others), 0.0)
         total = term if total is None else prims.add(total, term)
-    return [(a, total)]
+    return [(a, zeros(a) if total is None else total)]  # NOTE: no picks (an empty dim): no gradient
 
 
 def slice_index(t: TensorProxy, dim: int, j: int) -> TensorProxy:

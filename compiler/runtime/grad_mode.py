@@ -12,6 +12,7 @@ import torch
 
 from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, TensorProxy, Trace
+from compiler.passes.autodiff import differentiable_values
 from compiler.prims import Prim
 from compiler.tracing.interpreter import eval_trace
 
@@ -30,14 +31,33 @@ def grad_guard(prologue: Trace, args: tuple, kwargs: dict) -> tuple[Trace, tuple
     return prologue.with_bsyms([*prologue.bsyms, guard]), requires_grad, leaf
 
 
-def check_no_write_into_grad_inputs(trace: Trace, requires_grad: tuple[bool, ...], leaf: tuple[bool, ...]) -> None:
-    """Raises as eager does when the (functionalized) trace writes into an input that requires grad."""
+def check_no_write_into_grad_inputs(
+    trace: Trace, requires_grad: tuple[bool, ...], leaf: tuple[bool, ...], *, constants_allowed: bool = False
+) -> None:
+    """Raises as eager does when the (functionalized) trace writes into an input that requires grad.
+
+    constants_allowed: a write of a value no input's gradient flows through (made under `torch.no_grad()`
+    inside the function, as an SGD update is) is allowed, as eager allows it; only where nothing returned
+    carries a gradient, so no later read of the updated input can need one."""
     flags = {p.name: (r, l) for p, r, l in zip(trace.inputs, requires_grad, leaf)}
+    live = differentiable_values(trace, requires_grad)
     for bsym in trace.bsyms:
         if bsym.sym is not Prim.COPY_TO:
             continue
         buffer = bsym.args[1]
         requires, is_leaf = flags.get(buffer.name, (False, False))
+        constant = bsym.args[0].name not in live
+        if constant and constants_allowed:
+            continue
+        check(
+            not (requires and constant),
+            lambda buffer=buffer: (
+                f"the compiled function updates its input {buffer.name}, which requires grad, under "
+                "torch.no_grad() and also returns values that carry a gradient; not supported (return them "
+                "from another function, or update the input after the call)"
+            ),
+            NotImplementedError,
+        )
         check(
             not (requires and is_leaf),
             lambda: "a leaf Variable that requires grad is being used in an in-place operation.",

@@ -13,9 +13,9 @@ import torch
 from compiler import executors as executors_module
 from compiler.core.errors import check
 from compiler.core.executor import FusionOptions, fusion_executor
-from compiler.core.ir import TensorProxy, Trace
+from compiler.core.ir import TensorProxy, Trace, proxies_in
 from compiler.executors.codegen import compile_trace
-from compiler.passes.autodiff import Joint, joint
+from compiler.passes.autodiff import Joint, differentiable_values, joint
 from compiler.passes.batch_regions import batch_regions
 from compiler.passes.cse import cse
 from compiler.passes.dce import dce
@@ -117,10 +117,18 @@ def _compile_traced(fn: Callable, options: Options, traced: frontend.Traced, arg
     traces = [computation]
     for run_pass in computation_passes(options):
         traces.append(run_pass(traces[-1]))
+    return _compile_plain(options, prologue, traces)
+
+
+def _compile_plain(options: Options, prologue: Trace, traces: list[Trace], without_grad: bool = False) -> CacheEntry:
+    """The entry that runs the last of `traces` (every computation pass run) without autograd;
+    `without_grad`: under `torch.no_grad()` (its write-backs go into inputs that require grad)."""
     if options.check_writebacks:
         check_writebacks(traces[-1])
     prologue = dce(cse(prologue))
     computation = compile_trace(traces[-1], options.executors)
+    if without_grad:
+        computation = _without_grad(computation)
     return CacheEntry(
         prologue=compile_prologue(prologue),
         computation=(
@@ -132,6 +140,14 @@ def _compile_traced(fn: Callable, options: Options, traced: frontend.Traced, arg
         traces=traces,
         compile_seconds=0.0,
     )
+
+
+def _without_grad(computation: Callable[..., Any]) -> Callable[..., Any]:
+    def computation_without_grad(*inputs: Any) -> Any:
+        with torch.no_grad():
+            return computation(*inputs)
+
+    return computation_without_grad
 
 
 def _compile_autograd(
@@ -146,6 +162,16 @@ def _compile_autograd(
     for run_pass in (functionalize, flatten, cse, dce):
         traces.append(run_pass(traces[-1]))
     pure = traces[-1]
+    live = differentiable_values(pure, requires_grad)
+    inputs = {p.name for p in pure.inputs}
+    if not any(p.name in live and p.name not in inputs for p in proxies_in(pure.output)):
+        # NOTE: nothing the function computes and returns carries a gradient (an update made under
+        # `torch.no_grad()`, as an SGD step's; an input returned is returned itself): no backward
+        # to build, and eager's writes into inputs requiring grad allowed.
+        check_no_write_into_grad_inputs(pure, requires_grad, leaf, constants_allowed=True)
+        for run_pass in computation_passes(options)[len(_PURE_PASSES) :]:
+            traces.append(run_pass(traces[-1]))
+        return _compile_plain(options, prologue, traces, without_grad=True)
     check_no_write_into_grad_inputs(pure, requires_grad, leaf)
     full = joint(pure, requires_grad)
     split = split_backward(full)

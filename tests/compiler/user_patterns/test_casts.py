@@ -52,11 +52,15 @@ def to_same_dtype(x):
 
 
 def to_device_and_dtype(x):
-    return x.to("cpu", torch.float32) + x.to(device=x.device)
+    return x.to(x.device, torch.float32) + x.to(device=x.device)
 
 
 def double_round_trip(x):
     return x.double().sum(-1).to(x.dtype)
+
+
+def integer_or_float_input(x):
+    return x.float() / 2, x.to(torch.float16) + 1, x * 2, (x > 0).sum(-1), x.abs().max(-1).values
 
 
 def cross_entropy_upcast(logits, target):
@@ -189,6 +193,8 @@ CAST_PATTERNS = [
     Pattern(to_same_dtype, (X,)),
     Pattern(to_device_and_dtype, (X,)),
     Pattern(double_round_trip, (X,)),
+    # NOTE: one jitted function called with float32, int64, int32 and bfloat16 inputs in turn
+    Pattern(integer_or_float_input, (X,), dtypes=(torch.float32, torch.int64, torch.int32, torch.bfloat16)),
     Pattern(cross_entropy_upcast, (X, Arg(("B",), kind="long:D"))),
     Pattern(cross_entropy_upcast_view, (Arg(("B", "N", "D")), Arg(("B", "N"), kind="long:D"))),
     Pattern(nll_log_softmax_upcast, (X, Arg(("B",), kind="long:D"))),

@@ -9,7 +9,7 @@ import torch
 import torch._dynamo
 
 from tests.compiler.user_patterns import test_casts, test_inplace, test_views
-from tests.support.user_patterns import Call, Pattern, check_call
+from tests.support.user_patterns import Call, Pattern, check_call, on_device
 
 
 def _pattern(patterns: list[Pattern], name: str) -> Pattern:
@@ -32,4 +32,5 @@ def test_pattern_matches_eager_through_torch_compile(pattern: Pattern) -> None:
         Call(0, torch.float32, pattern.sizes[0], "contiguous", True),
         Call(1, torch.bfloat16, pattern.sizes[2], "transposed", True),
     ]
-    assert all(check_call(pattern, compiled, call) for call in calls)
+    with on_device():
+        assert all(check_call(pattern, compiled, call) for call in calls)

@@ -32,7 +32,7 @@ def heads_view_permute_contiguous_view(x):
 
 
 def more_cast_spellings(x):
-    return x.byte(), x.char(), x.short(), x.to(torch.uint8), x.cpu() * 2, x.to(x.device, x.dtype)
+    return x.byte(), x.char(), x.short(), x.to(torch.uint8), x.to(x.device, x.dtype)
 
 
 def bool_mask_logic(x, y):
@@ -123,6 +123,62 @@ def chained_views_then_inplace(x):
     return h
 
 
+def hf_shift_loss(logits, labels):
+    shift_logits = logits[..., :-1, :].contiguous()
+    shift_labels = labels[..., 1:].contiguous()
+    shift_labels = torch.where(shift_labels == 0, -100, shift_labels)
+    return F.cross_entropy(
+        shift_logits.float().view(-1, shift_logits.size(-1)), shift_labels.view(-1), ignore_index=-100
+    )
+
+
+def causal_mask_min(x):
+    n = x.shape[-2]
+    mask = torch.full((n, n), torch.finfo(x.dtype).min, dtype=x.dtype).triu(1)
+    scores = x @ x.transpose(-1, -2) + mask[None, :, :]
+    return scores.softmax(-1, dtype=torch.float32).to(x.dtype)
+
+
+def where_two_scalars(x, m):
+    bias = torch.where(m.bool(), 0.0, torch.finfo(x.dtype).min)
+    return (x + bias.to(x.dtype)).softmax(-1)
+
+
+def position_ids_rotary(x):
+    b, n, d = x.shape
+    pos = torch.arange(n).unsqueeze(0).expand(b, -1)
+    inv = 1.0 / (10000 ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+    freqs = pos[..., None].float() * inv
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return x * emb.cos().to(x.dtype) + x * emb.sin().to(x.dtype)
+
+
+def masked_fill_broadcast_inplace(x, m):
+    s = x[:, None, :, None] * x[:, None, None, :]
+    s.masked_fill_(~m[:, None, None, :], -1e4)
+    return s.softmax(-1)
+
+
+def new_empty_fill(x):
+    y = x.new_empty(x.shape).fill_(2.0)
+    return y * x, x.new_zeros(3, dtype=torch.long) + 1
+
+
+def bf16_chain(x):
+    return x.to(dtype=torch.bfloat16).to(torch.float32).exp().type_as(x)
+
+
+def log_softmax_dtype(x):
+    return F.log_softmax(x, dim=-1, dtype=torch.float32), x.log_softmax(0).to(torch.float16)
+
+
+def attention_mask_expand(x, m):
+    b, n = m.shape
+    expanded = m[:, None, None, :].expand(b, 1, n, n).to(x.dtype)
+    inverted = 1.0 - expanded
+    return inverted.masked_fill(inverted.to(torch.bool), torch.finfo(x.dtype).min) + x[:, None, None, :n]
+
+
 IDIOM_PATTERNS = [
     Pattern(int_mask_equals_zero_fill, (X, Arg(("B", "D"), kind="long:2"))),
     Pattern(int_mask_times_float, (X3, Arg(("B", "N"), kind="long:2"))),
@@ -146,6 +202,15 @@ IDIOM_PATTERNS = [
     Pattern(padding_and_slicing, (X,)),
     Pattern(clamp_with_tensor_bounds, (X, Arg(("D",)))),
     Pattern(chained_views_then_inplace, (X,)),
+    Pattern(hf_shift_loss, (X3, Arg(("B", "N"), kind="long:D"))),
+    Pattern(causal_mask_min, (X3,)),
+    Pattern(where_two_scalars, (X, Arg(("B", "D"), kind="mask"))),
+    Pattern(position_ids_rotary, (X3,), sizes=EVEN),
+    Pattern(masked_fill_broadcast_inplace, (X, Arg(("B", "D"), kind="mask"))),
+    Pattern(new_empty_fill, (X,)),
+    Pattern(bf16_chain, (X,), inner=torch.bfloat16),
+    Pattern(log_softmax_dtype, (X,), inner=torch.float16),
+    Pattern(attention_mask_expand, (Arg(("B", "N")), Arg(("B", "N"), kind="long:2"))),
 ]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import compiler
 from tests.support.user_patterns import Arg, Pattern, check_pattern, fused_options
 
 X = Arg(("B", "D"))
@@ -184,6 +185,27 @@ def write_through_diagonal_of_leading_dims(out3):
     return out3
 
 
+def write_through_no_op_cast(out):
+    out.float().mul_(2)  # float32 in, float32 out: eager returns `out` itself, and so writes into it
+    out.to(torch.float32).add_(1)
+    out.contiguous().neg_()
+    return out
+
+
+def write_through_reshape_of_contiguous(out):
+    out.reshape(-1)[1::2] = 0.0
+    out.flatten()[0] += 1
+    return out
+
+
+def cast_copy_then_write(x):
+    h = x.double()
+    h.mul_(3)
+    g = x.to(torch.float32, copy=True)
+    g.zero_()
+    return h.float() + g, x
+
+
 def zero_then_accumulate(out, y):
     out.zero_()
     out += y
@@ -221,6 +243,9 @@ INPLACE_PATTERNS = [
     Pattern(lerp_in_place, (OUT, Y)),
     Pattern(write_through_diagonal, (OUT,)),
     Pattern(write_through_diagonal_of_leading_dims, (OUT3,)),
+    Pattern(write_through_no_op_cast, (OUT,), dtypes=(torch.float32,)),
+    Pattern(write_through_reshape_of_contiguous, (OUT,), layouts=("contiguous",)),
+    Pattern(cast_copy_then_write, (X,)),
     Pattern(zero_then_accumulate, (OUT, Y)),
 ]
 
@@ -233,3 +258,54 @@ def test_inplace_pattern_matches_eager(pattern: Pattern) -> None:
 @pytest.mark.parametrize("pattern", INPLACE_PATTERNS[::4], ids=lambda p: p.name)
 def test_inplace_pattern_matches_eager_through_the_fusion_pass(pattern: Pattern) -> None:
     check_pattern(pattern, **fused_options())
+
+
+def sgd_update(params, grads, lr):
+    with torch.no_grad():
+        for p, g in zip(params, grads):
+            p.sub_(lr * g)
+            p.clamp_(-1.0, 1.0)
+    return params[0]
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (1, 5), (0, 2)])
+def test_update_under_no_grad_of_inputs_requiring_grad_matches_eager(shape: tuple[int, ...]) -> None:
+    """An SGD-style update inside the function, of leaves that require grad, as eager allows it:
+    same contents, the leaves stay leaves requiring grad, the returned input is that input."""
+    jfn = compiler.jit(sgd_update)
+    for scale in (1.0, 3.0):  # NOTE: a second call, other values, the same entry
+        weights = [torch.randn(shape) * scale, torch.randn(shape[-1])]
+        grads = [torch.randn_like(w) for w in weights]
+        eager = [w.clone().requires_grad_() for w in weights]
+        jitted = [w.clone().requires_grad_() for w in weights]
+        sgd_update(eager, grads, 0.5)
+        returned = jfn(jitted, grads, 0.5)
+        assert returned is jitted[0]
+        for got, want in zip(jitted, eager):
+            torch.testing.assert_close(got.detach(), want.detach())
+            assert got.is_leaf and got.requires_grad and got.grad_fn is None
+
+
+def loss_then_clamp(w, x):
+    loss = (w * x).sum()
+    with torch.no_grad():
+        w.clamp_(-0.5, 0.5)
+    return loss
+
+
+def test_update_under_no_grad_beside_a_differentiable_output_is_refused_in_one_line() -> None:
+    with pytest.raises(
+        NotImplementedError, match=r"updates its input w, which requires grad, under torch\.no_grad"
+    ) as raised:
+        compiler.jit(loss_then_clamp)(torch.randn(4, requires_grad=True), torch.randn(4))
+    assert "\n" not in str(raised.value)
+
+
+def test_a_write_into_a_leaf_requiring_grad_outside_no_grad_raises_as_eager() -> None:
+    def scale(w):
+        w.mul_(2)
+
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
+        scale(torch.randn(3, requires_grad=True))
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
+        compiler.jit(scale)(torch.randn(3, requires_grad=True))

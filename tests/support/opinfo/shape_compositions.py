@@ -1,4 +1,5 @@
-"""Op cases: the ops of compiler/ops/shape_compositions.py and compiler/ops/layout_queries.py."""
+"""Op cases: the ops of compiler/ops/shape_compositions.py and compiler/ops/layout_queries.py, and
+Tensor.new_empty."""
 
 from __future__ import annotations
 
@@ -118,6 +119,13 @@ CASES = [
     OpCase("count_nonzero", (torch.count_nonzero, method("count_nonzero")), _count_nonzero_samples, ALL),
     OpCase("eye", (named("torch.eye", _eye),), lambda make: [Sample((3, make.dtype)), Sample((1, make.dtype))], ALL),
     OpCase("layout_queries", (named("is_contiguous/stride", _layout_queries),), _layout_samples, FLOATS),
+    OpCase(
+        "new_empty",
+        (method("new_empty"),),
+        lambda make: [Sample((make(2, 3), (4, 2))), Sample((make(3), 5), {"dtype": torch.int64})],
+        ALL,
+        compare_values=False,
+    ),
     OpCase(
         "channels_last_layout",
         (named("clone(channels_last)", _channels_last),),
