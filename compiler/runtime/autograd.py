@@ -69,6 +69,10 @@ class CompiledAutograd:
         )
         # the tensor outputs that carry no gradient (integer tensors, values no input requiring grad reaches)
         self.frozen = [i for i, p in enumerate(outputs) if isinstance(p, TensorProxy) and not differentiable[i]]
+        self.differentiable_tensor_positions = [
+            i for i, p in enumerate(outputs) if isinstance(p, TensorProxy) and differentiable[i]
+        ]
+        self.differentiable_tensors = picker(self.differentiable_tensor_positions)
         self.all_cotangents = (True,) * len(self.cotangent_positions)
         self.every_output_differentiable = all(differentiable)  # then the cotangents are `given` as they come
         self.full_backward: Callable[..., Any] | None = None  # the backward for every cotangent, once compiled
@@ -118,6 +122,8 @@ class _Function(torch.autograd.Function):
         ctx.numbers = saved[runner.saved_tensors :]
         if runner.frozen:
             ctx.mark_non_differentiable(*(outputs[i] for i in runner.frozen))
+        if any(map(_is_view, runner.differentiable_tensors(outputs))):
+            return _views_of_own_memory_detached(outputs, inputs, runner.differentiable_tensor_positions)
         return tuple(outputs)
 
     @staticmethod
@@ -145,6 +151,36 @@ class _Function(torch.autograd.Function):
         if ctx.lent is not None:
             ctx.lent.release()
         return (None, *grads)
+
+
+_is_view = torch.Tensor._is_view
+
+
+def _views_of_own_memory_detached(outputs: Any, inputs: tuple, positions: list[int]) -> tuple:
+    """The outputs, each differentiable view whose memory no input and no other output shares
+    detached (the same memory, no longer a view as autograd sees it).
+
+    NOTE: autograd forbids in-place writes into a view a Function returns (its view+inplace
+    rebasing would bypass the Function's backward), where eager allows them: a program writes into
+    what a compiled piece returned (`pos_query_layer /= scale` after a graph break in DeBERTa, on a
+    head-split transpose). Such a view's base is an intermediate of the compiled function nobody
+    else can reach, so the output is the only way to its memory and autograd loses nothing when it
+    stops being a view. A view of an input, or of memory another output shares, stays a view: a
+    write into it must reach the others' gradients, which only autograd's view tracking gives
+    (it raises instead of computing a wrong gradient).
+    """
+    shared: dict[int, int] = {}
+    for value in (*inputs, *outputs):
+        if isinstance(value, torch.Tensor):
+            pointer = value.untyped_storage().data_ptr()
+            shared[pointer] = shared.get(pointer, 0) + 1
+    outputs = list(outputs)
+    for i in positions:
+        output = outputs[i]
+        pointer = output.untyped_storage().data_ptr()
+        if output._is_view() and pointer != 0 and shared[pointer] == 1:
+            outputs[i] = output.detach()
+    return tuple(outputs)
 
 
 # `torch._C._FunctionBase.apply` bound to `_Function`: the C call that `_Function.apply` (Python) ends in
