@@ -159,6 +159,22 @@ _new("zeros", 0)
 _new("ones", 1)
 
 
+@register("torch.Tensor.new_empty")
+def new_empty(
+    self: TensorProxy,
+    *size: Any,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Any:
+    """Uninitialised memory of `self`'s dtype and device unless given (DeepSeek's attention fills one
+    with two slice writes)."""
+    _check_factory_kwargs("Tensor.new_empty", None, layout, pin_memory)
+    return prims.empty(_sizes(size), dtype or self.dtype, device or self.device)
+
+
 @register("torch.Tensor.new_full")
 def new_full(
     self: TensorProxy,
