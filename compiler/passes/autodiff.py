@@ -63,7 +63,7 @@ def distinct_outputs(trace: Trace) -> tuple[Proxy, ...]:
     return tuple(seen.values())
 
 
-def _differentiable_values(trace: Trace, requires_grad: Sequence[bool]) -> set[str]:
+def differentiable_values(trace: Trace, requires_grad: Sequence[bool]) -> set[str]:
     """Names of the float tensors that depend on an input requiring grad (through differentiable prims)."""
     live = {p.name for p, r in zip(trace.inputs, requires_grad) if r and _float_tensor(p)}
     for bsym in trace.bsyms:
@@ -241,8 +241,8 @@ def joint(trace: Trace, requires_grad: Sequence[bool], cotangents: Sequence[bool
         ValueError,
     )
     start = time.perf_counter()
-    trace = _rewrite_forward(trace, _differentiable_values(trace, requires_grad))
-    live = _differentiable_values(trace, requires_grad)
+    trace = _rewrite_forward(trace, differentiable_values(trace, requires_grad))
+    live = differentiable_values(trace, requires_grad)
     outputs = distinct_outputs(trace)
     flags = [True] * len(outputs) if cotangents is None else cotangents
     differentiable = tuple(p.name in live and flag for p, flag in zip(outputs, flags, strict=True))

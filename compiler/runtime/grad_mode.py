@@ -12,6 +12,7 @@ import torch
 
 from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, TensorProxy, Trace
+from compiler.passes.autodiff import differentiable_values
 from compiler.prims import Prim
 from compiler.tracing.interpreter import eval_trace
 
@@ -48,6 +49,33 @@ def check_no_write_into_grad_inputs(trace: Trace, requires_grad: tuple[bool, ...
             lambda buffer=buffer: (
                 f"the compiled function writes in place into its input {buffer.name}, which requires grad; "
                 "in-place updates of inputs that take part in autograd are not supported (clone it first)"
+            ),
+            NotImplementedError,
+        )
+
+
+def check_no_differentiable_write_into_inputs(trace: Trace, requires_grad: tuple[bool, ...]) -> None:
+    """Raises NotImplementedError where the (functionalized) trace writes a value that depends on
+    an input requiring grad into an input that does not (eager's `buffer[:, i:] = f(weight)`).
+
+    NOTE: the write-back runs inside the compiled forward, which autograd does not record, so the
+    input would hold the value without its history: later readers of the input (the rest of the
+    program, after a dynamo graph break the next piece) would get no gradient through it. Refused
+    instead (the dynamo backend then runs the piece eagerly).
+    """
+    live = differentiable_values(trace, requires_grad)
+    inputs = {p.name for p in trace.inputs}
+    for bsym in trace.bsyms:
+        if bsym.sym is not Prim.COPY_TO:
+            continue
+        value, buffer = bsym.args[0], bsym.args[1]
+        check(
+            not (buffer.name in inputs and isinstance(value, TensorProxy) and value.name in live),
+            lambda buffer=buffer: (
+                f"the compiled function writes a value that depends on an input requiring grad into its input "
+                f"{buffer.name}, which does not require grad: autograd would not record the write, and later "
+                "readers of that tensor would get no gradient through it (write into a tensor created inside "
+                "the function, or return the value)"
             ),
             NotImplementedError,
         )

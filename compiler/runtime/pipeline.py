@@ -33,7 +33,11 @@ from compiler.runtime.autograd import CompiledAutograd
 from compiler.runtime.cache import CacheEntry
 from compiler.runtime.cuda_graphs import GraphedComputation
 from compiler.runtime.cuda_graphs import unavailable_reason as cuda_graphs_unavailable
-from compiler.runtime.grad_mode import check_no_write_into_grad_inputs, grad_guard
+from compiler.runtime.grad_mode import (
+    check_no_differentiable_write_into_inputs,
+    check_no_write_into_grad_inputs,
+    grad_guard,
+)
 from compiler.runtime.guard_source import compile_prologue
 from compiler.tracing import frontend
 from compiler.tracing.check_writebacks import check_writebacks
@@ -147,6 +151,7 @@ def _compile_autograd(
         traces.append(run_pass(traces[-1]))
     pure = traces[-1]
     check_no_write_into_grad_inputs(pure, requires_grad, leaf)
+    check_no_differentiable_write_into_inputs(pure, requires_grad)
     full = joint(pure, requires_grad)
     split = split_backward(full)
     traces.append(split.forward)
