@@ -21,6 +21,7 @@ from compiler.ops.factory import _check_factory_kwargs, _device
 from compiler.ops.operands import elementwise
 from compiler.ops.registry import register
 from compiler.ops.shape import _sizes
+from compiler.ops.writes import write
 
 
 @register("torch.nn.functional.dropout", "torch.dropout")
@@ -36,13 +37,13 @@ def dropout(input: TensorProxy, p: float = 0.5, training: bool = True, inplace: 
         lambda: f"dropout: expected a floating point tensor, got {getattr(input, 'dtype', input)!r}{called_at()}",
         TypeError,
     )
-    check(not inplace, lambda: f"dropout: inplace=True is not supported{called_at()}", NotImplementedError)
     if not training or p == 0.0:
-        return input
+        return input  # NOTE: in place or not, eager returns the input itself
     if p == 1.0:
-        return elementwise(prims.mul, input, 0.0)
-    noise = prims.dropout_noise(list(input.shape), float(p), input.dtype, input.device)
-    return prims.mul(input, noise)
+        dropped = elementwise(prims.mul, input, 0.0)
+    else:
+        dropped = prims.mul(input, prims.dropout_noise(list(input.shape), float(p), input.dtype, input.device))
+    return write(input, dropped, "dropout(inplace=True)") if inplace else dropped
 
 
 def _random_values(name: str, distribution: str, shape: list, dtype: Any, device: Any, generator: Any) -> TensorProxy:
