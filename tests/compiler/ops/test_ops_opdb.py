@@ -51,6 +51,12 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
         )
         for flag in ("scale_grad_by_freq=True", "sparse=True")
     },
+    **{
+        (f"nn.functional.interpolate.{mode}", "F.interpolate", f"mode='{mode}'"): (
+            f"mode={mode!r} is refused (NotImplementedError): the compiler resizes with the nearest and linear modes"
+        )
+        for mode in ("bicubic", "area", "trilinear")
+    },
     ("nn.functional.one_hot", "F.one_hot", "num_classes=-1"): (
         "num_classes=-1 takes the largest index + 1: a shape that depends on values, refused (NotImplementedError)"
     ),
