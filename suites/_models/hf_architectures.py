@@ -207,6 +207,27 @@ ZOO: tuple[Architecture, ...] = (
     Architecture("mamba", "MambaConfig", "MambaForCausalLM", CAUSAL, lambda d: {
         "num_hidden_layers": d.layers, "hidden_size": d.hidden, "state_size": 8, "expand": 2, "conv_kernel": 4,
         "vocab_size": d.vocabulary, **_IDS}),
+    Architecture("olmo2", "Olmo2Config", "Olmo2ForCausalLM", CAUSAL, _llama_like),
+    Architecture("gpt_bigcode", "GPTBigCodeConfig", "GPTBigCodeForCausalLM", CAUSAL,
+                 lambda d: _gpt2_like(d, n_inner=d.ffn)),
+    Architecture("gpt_oss", "GptOssConfig", "GptOssForCausalLM", CAUSAL, lambda d: _llama_like(
+        d, head_dim=d.hidden // d.heads, num_local_experts=d.experts, num_experts_per_tok=2,
+        intermediate_size=d.ffn // 2, sliding_window=d.window), routes_tokens=True),
+    # NOTE: multi-head latent attention: keys and values from a low-rank projection, a rotary part of
+    # each head apart (its size is the config's head_dim); every head its own key and value
+    Architecture("deepseek_v3", "DeepseekV3Config", "DeepseekV3ForCausalLM", CAUSAL, lambda d: _llama_like(
+        d, num_key_value_heads=d.heads, head_dim=d.hidden // d.heads // 2, qk_rope_head_dim=d.hidden // d.heads // 2,
+        qk_nope_head_dim=d.hidden // d.heads, v_head_dim=d.hidden // d.heads, kv_lora_rank=d.hidden // 2,
+        q_lora_rank=d.hidden * 3 // 4, n_routed_experts=d.experts, num_experts_per_tok=2, n_group=2, topk_group=1,
+        moe_intermediate_size=d.ffn // 2, n_shared_experts=1, first_k_dense_replace=1), routes_tokens=True),
+    # hybrids of attention and state-space layers (their selective scans as transformers' torch code)
+    Architecture("jamba", "JambaConfig", "JambaForCausalLM", CAUSAL, lambda d: _llama_like(
+        d, num_experts=d.experts, num_experts_per_tok=2, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2,
+        attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1),
+        routes_tokens=True),
+    Architecture("bamba", "BambaConfig", "BambaForCausalLM", CAUSAL, lambda d: _llama_like(
+        d, mamba_n_heads=d.heads, mamba_d_head=2 * d.hidden // d.heads, mamba_n_groups=1, mamba_d_state=8,
+        mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=d.window, attn_layer_indices=[1])),
     # encoders
     Architecture("bert", "BertConfig", "BertForMaskedLM", MASKED, _bert_like),
     Architecture("roberta", "RobertaConfig", "RobertaForMaskedLM", MASKED,
@@ -224,6 +245,8 @@ ZOO: tuple[Architecture, ...] = (
         **_bert_like(d), "local_attention": d.window, **_IDS}),
     Architecture("clip_text", "CLIPTextConfig", "CLIPTextModel", TEXT_FEATURES,
                  lambda d: {**_bert_like(d), **_IDS}),
+    Architecture("mpnet", "MPNetConfig", "MPNetForMaskedLM", MASKED,
+                 lambda d: _bert_like(d, max_position_embeddings=d.positions + 2, pad_token_id=1)),
     # encoder-decoders
     Architecture("t5", "T5Config", "T5ForConditionalGeneration", SEQ2SEQ, lambda d: {
         "num_layers": _half(d), "num_decoder_layers": _half(d), "num_heads": d.heads, "d_model": d.hidden,
@@ -255,6 +278,15 @@ ZOO: tuple[Architecture, ...] = (
         "image_size": d.image, "patch_size": 4, "embed_dim": 16, "depths": [1, 1], "num_heads": [2, 2],
         "window_size": 4, "num_labels": 10}),
     Architecture("clip_vision", "CLIPVisionConfig", "CLIPVisionModel", VISION, _vit_like),
+    Architecture("swinv2", "Swinv2Config", "Swinv2ForImageClassification", VISION, lambda d: {
+        "image_size": d.image, "patch_size": 4, "embed_dim": 16, "depths": [1, 1], "num_heads": [2, 2],
+        "window_size": 4, "num_labels": 10}),
+    Architecture("convnextv2", "ConvNextV2Config", "ConvNextV2ForImageClassification", VISION, lambda d: {
+        "num_channels": 3, "hidden_sizes": [8, 16], "depths": [1, 1], "num_stages": 2, "patch_size": 4,
+        "num_labels": 10}),
+    Architecture("regnet", "RegNetConfig", "RegNetForImageClassification", VISION, lambda d: {
+        "num_channels": 3, "embedding_size": 8, "hidden_sizes": [8, 16], "depths": [1, 1], "groups_width": 4,
+        "num_labels": 10}),
     Architecture("wav2vec2", "Wav2Vec2Config", "Wav2Vec2Model", AUDIO, _speech_encoder),
     Architecture("hubert", "HubertConfig", "HubertModel", AUDIO, _speech_encoder),
 )  # fmt: skip
