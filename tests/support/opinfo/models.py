@@ -148,6 +148,12 @@ def _interpolate_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(2, 3, 5, 7),), {"size": (3, 20), "mode": "nearest-exact"})
 
 
+def _meshgrid_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3), make(4)), {"indexing": "ij"})
+    yield Sample((make(3), make(4), make(2)), {"indexing": "xy"})
+    yield Sample((make(), make(5)), {"indexing": "ij"})
+
+
 def _index_tensors_samples(make: Maker) -> Iterator[Sample]:
     rows = make(3, 1, dtype=torch.int64, low=-4, high=4)
     yield Sample((make(4, 5), (rows, make(1, 2, dtype=torch.int64, low=-5, high=5))))
@@ -192,5 +198,6 @@ CASES = [
     OpCase("new_full", (method("new_full"),), _new_full_samples, ALL),
     OpCase("new_empty", (method("new_empty"),), _new_samples, ALL, compare_values=False),
     OpCase("interpolate", (F.interpolate,), _interpolate_samples, FLOATS),
+    OpCase("meshgrid", (torch.meshgrid,), _meshgrid_samples, ALL),
     OpCase("index_with_tensors", (named("Tensor.__getitem__(tensors)", _index),), _index_tensors_samples, ALL),
 ]
