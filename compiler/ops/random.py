@@ -17,7 +17,7 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
-from compiler.ops.factory import _check_factory_kwargs, _device
+from compiler.ops.factory import _check_factory_kwargs, _device, size_arguments
 from compiler.ops.operands import elementwise
 from compiler.ops.registry import register
 from compiler.ops.shape import _sizes
@@ -66,7 +66,8 @@ def _random_values(name: str, distribution: str, shape: list, dtype: Any, device
 def _draw(name: str, distribution: str) -> None:
     @register(f"torch.{name}")
     def op(
-        *size: Any,
+        *sizes: Any,
+        size: Any = None,
         generator: Any = None,
         out: Any = None,
         dtype: Any = None,
@@ -76,7 +77,7 @@ def _draw(name: str, distribution: str) -> None:
         pin_memory: bool = False,
     ) -> TensorProxy:
         _check_factory_kwargs(f"torch.{name}", out, layout, pin_memory)
-        shape = _sizes(size)
+        shape = _sizes(size_arguments(f"torch.{name}", sizes, size))
         dtype = dtype or torch.get_default_dtype()
         return _random_values(f"torch.{name}", distribution, shape, dtype, device, generator)
 
