@@ -73,6 +73,8 @@ class CompiledAutograd:
             i for i, p in enumerate(outputs) if isinstance(p, TensorProxy) and differentiable[i]
         ]
         self.differentiable_tensors = picker(self.differentiable_tensor_positions)
+        # the (output, input) positions of outputs that view an input, set by the forward just run
+        self.views_of_inputs: list[tuple[int, int]] | None = None
         self.all_cotangents = (True,) * len(self.cotangent_positions)
         self.every_output_differentiable = all(differentiable)  # then the cotangents are `given` as they come
         self.full_backward: Callable[..., Any] | None = None  # the backward for every cotangent, once compiled
@@ -84,7 +86,7 @@ class CompiledAutograd:
 
     def __call__(self, *inputs: Any) -> Any:
         if _functorch_transforms_active():
-            return self.rebuild(_Function.apply(self, *inputs))
+            return self.rebuild(self._with_views_of_inputs(_Function.apply(self, *inputs), inputs))
         # NOTE: what `Function.apply` does without functorch transforms, less its Python layer; its
         # unwrapping of dead functorch wrappers (a Python loop over every input) only where a tensor
         # input is a functorch wrapper at all, which one C-level map over the tensor inputs tells.
@@ -92,7 +94,15 @@ class CompiledAutograd:
             self._tensors = picker([i for i, value in enumerate(inputs) if isinstance(value, torch.Tensor)])
         if any(map(_is_functorch_wrapped, self._tensors(inputs))):
             inputs = _unwrap_dead_wrappers(inputs)
-        return self.rebuild(_apply(self, *inputs))
+        outputs = _apply(self, *inputs)
+        if self.views_of_inputs is not None:
+            outputs = self._with_views_of_inputs(outputs, inputs)
+        return self.rebuild(outputs)
+
+    def _with_views_of_inputs(self, outputs: tuple, inputs: tuple) -> tuple:
+        """The outputs, each that views an input (found by the forward just run) made again from it."""
+        of_inputs, self.views_of_inputs = self.views_of_inputs, None
+        return outputs if of_inputs is None else _viewed_again(outputs, inputs, of_inputs)
 
     def backward_for(self, present: tuple[bool, ...]) -> Callable[..., Any]:
         """The backward compiled for the cotangents flagged present, compiled on first need; the
@@ -123,7 +133,9 @@ class _Function(torch.autograd.Function):
         if runner.frozen:
             ctx.mark_non_differentiable(*(outputs[i] for i in runner.frozen))
         if any(map(_is_view, runner.differentiable_tensors(outputs))):
-            return _views_of_own_memory_detached(outputs, inputs, runner.differentiable_tensor_positions)
+            outputs, runner.views_of_inputs = _views_of_own_memory_detached(
+                outputs, inputs, runner.differentiable_tensor_positions
+            )
         return tuple(outputs)
 
     @staticmethod
@@ -156,30 +168,49 @@ class _Function(torch.autograd.Function):
 _is_view = torch.Tensor._is_view
 
 
-def _views_of_own_memory_detached(outputs: Any, inputs: tuple, positions: list[int]) -> tuple:
-    """The outputs, each differentiable view whose memory no input and no other output shares
-    detached (the same memory, no longer a view as autograd sees it).
+def _views_of_own_memory_detached(
+    outputs: Any, inputs: tuple, positions: list[int]
+) -> tuple[tuple, list[tuple[int, int]] | None]:
+    """(the outputs, each differentiable view whose memory no input and no other output shares
+    detached (the same memory, no longer a view as autograd sees it); the (output, input) positions
+    of each differentiable view whose memory only that one input shares, or None).
 
     NOTE: autograd forbids in-place writes into a view a Function returns (its view+inplace
     rebasing would bypass the Function's backward), where eager allows them: a program writes into
     what a compiled piece returned (`pos_query_layer /= scale` after a graph break in DeBERTa, on a
-    head-split transpose). Such a view's base is an intermediate of the compiled function nobody
-    else can reach, so the output is the only way to its memory and autograd loses nothing when it
-    stops being a view. A view of an input, or of memory another output shares, stays a view: a
-    write into it must reach the others' gradients, which only autograd's view tracking gives
-    (it raises instead of computing a wrong gradient).
+    head-split transpose). A view of an intermediate of the compiled function is the only way to
+    that memory, so autograd loses nothing when it stops being a view. A view of one input is made
+    again outside the Function (`CompiledAutograd.__call__`), as the same view of that input, which
+    autograd tracks as eager does. A view of memory several values share stays as it is: a write
+    into it must reach the others' gradients, which only autograd's view tracking could give (it
+    raises instead of computing a wrong gradient).
     """
-    shared: dict[int, int] = {}
-    for value in (*inputs, *outputs):
-        if isinstance(value, torch.Tensor):
-            pointer = value.untyped_storage().data_ptr()
-            shared[pointer] = shared.get(pointer, 0) + 1
+    sharing: dict[int, list[tuple[str, int]]] = {}
+    for kind, values in (("input", inputs), ("output", outputs)):
+        for i, value in enumerate(values):
+            if isinstance(value, torch.Tensor):
+                sharing.setdefault(value.untyped_storage().data_ptr(), []).append((kind, i))
     outputs = list(outputs)
+    of_inputs = []
     for i in positions:
         output = outputs[i]
         pointer = output.untyped_storage().data_ptr()
-        if output._is_view() and pointer != 0 and shared[pointer] == 1:
+        if not output._is_view() or pointer == 0:
+            continue
+        others = [place for place in sharing[pointer] if place != ("output", i)]
+        if not others:
             outputs[i] = output.detach()
+        elif len(others) == 1 and others[0][0] == "input":
+            of_inputs.append((i, others[0][1]))
+    return tuple(outputs), of_inputs or None
+
+
+def _viewed_again(outputs: tuple, inputs: tuple, of_inputs: list[tuple[int, int]]) -> tuple:
+    """The outputs, each that views an input made again as the same view of that input, under autograd."""
+    outputs = list(outputs)
+    for i, j in of_inputs:
+        view = outputs[i]
+        outputs[i] = inputs[j].as_strided(view.size(), view.stride(), view.storage_offset())
     return tuple(outputs)
 
 
