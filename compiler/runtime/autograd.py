@@ -48,6 +48,7 @@ class CompiledAutograd:
         outputs: tuple[Proxy, ...],
         differentiable: tuple[bool, ...],
         saved_tensors: int,
+        writes: list[tuple[int, int]] = (),
     ) -> None:
         self.name = name
         self.lends = isinstance(forward, GraphedComputation)  # its saved values are lent, see `Lent`
@@ -73,6 +74,10 @@ class CompiledAutograd:
             i for i, p in enumerate(outputs) if isinstance(p, TensorProxy) and differentiable[i]
         ]
         self.differentiable_tensors = picker(self.differentiable_tensor_positions)
+        # (input, output) positions: the forward wrote that output, which depends on an input requiring
+        # grad, into that input, which does not; it is written again under autograd so that the
+        # input's later readers get its gradient (runtime/grad_mode.differentiable_writes)
+        self.writes = list(writes)
         # the (output, input) positions of outputs that view an input, set by the forward just run
         self.views_of_inputs: list[tuple[int, int]] | None = None
         self.all_cotangents = (True,) * len(self.cotangent_positions)
@@ -86,7 +91,9 @@ class CompiledAutograd:
 
     def __call__(self, *inputs: Any) -> Any:
         if _functorch_transforms_active():
-            return self.rebuild(self._with_views_of_inputs(_Function.apply(self, *inputs), inputs))
+            outputs = self._with_views_of_inputs(_Function.apply(self, *inputs), inputs)
+            _write_again(outputs, inputs, self.writes)
+            return self.rebuild(outputs)
         # NOTE: what `Function.apply` does without functorch transforms, less its Python layer; its
         # unwrapping of dead functorch wrappers (a Python loop over every input) only where a tensor
         # input is a functorch wrapper at all, which one C-level map over the tensor inputs tells.
@@ -97,6 +104,8 @@ class CompiledAutograd:
         outputs = _apply(self, *inputs)
         if self.views_of_inputs is not None:
             outputs = self._with_views_of_inputs(outputs, inputs)
+        if self.writes:
+            _write_again(outputs, inputs, self.writes)
         return self.rebuild(outputs)
 
     def _with_views_of_inputs(self, outputs: tuple, inputs: tuple) -> tuple:
@@ -203,6 +212,12 @@ def _views_of_own_memory_detached(
         elif len(others) == 1 and others[0][0] == "input":
             of_inputs.append((i, others[0][1]))
     return tuple(outputs), of_inputs or None
+
+
+def _write_again(outputs: tuple, inputs: tuple, writes: list[tuple[int, int]]) -> None:
+    """Writes each output into its input (which holds its value already) where autograd records it."""
+    for i, k in writes:
+        inputs[i].copy_(outputs[k])
 
 
 def _viewed_again(outputs: tuple, inputs: tuple, of_inputs: list[tuple[int, int]]) -> tuple:
