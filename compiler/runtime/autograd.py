@@ -70,10 +70,8 @@ class CompiledAutograd:
         )
         # the tensor outputs that carry no gradient (integer tensors, values no input requiring grad reaches)
         self.frozen = [i for i, p in enumerate(outputs) if isinstance(p, TensorProxy) and not differentiable[i]]
-        self.differentiable_tensor_positions = [
-            i for i, p in enumerate(outputs) if isinstance(p, TensorProxy) and differentiable[i]
-        ]
-        self.differentiable_tensors = picker(self.differentiable_tensor_positions)
+        self.tensor_positions = [i for i, p in enumerate(outputs) if isinstance(p, TensorProxy)]
+        self.tensor_outputs = picker(self.tensor_positions)
         # (input, output) positions: the forward wrote that output, which depends on an input requiring
         # grad, into that input, which does not; it is written again under autograd so that the
         # input's later readers get its gradient (runtime/grad_mode.differentiable_writes)
@@ -139,12 +137,10 @@ class _Function(torch.autograd.Function):
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(*saved[: runner.saved_tensors])
         ctx.numbers = saved[runner.saved_tensors :]
-        if runner.frozen:
+        if any(map(_is_view, runner.tensor_outputs(outputs))):
+            outputs, runner.views_of_inputs = _views_of_own_memory_detached(outputs, inputs, runner.tensor_positions)
+        if runner.frozen:  # NOTE: after the detaching above: autograd marks the very tensors returned
             ctx.mark_non_differentiable(*(outputs[i] for i in runner.frozen))
-        if any(map(_is_view, runner.differentiable_tensors(outputs))):
-            outputs, runner.views_of_inputs = _views_of_own_memory_detached(
-                outputs, inputs, runner.differentiable_tensor_positions
-            )
         return tuple(outputs)
 
     @staticmethod
@@ -180,9 +176,9 @@ _is_view = torch.Tensor._is_view
 def _views_of_own_memory_detached(
     outputs: Any, inputs: tuple, positions: list[int]
 ) -> tuple[tuple, list[tuple[int, int]] | None]:
-    """(the outputs, each differentiable view whose memory no input and no other output shares
-    detached (the same memory, no longer a view as autograd sees it); the (output, input) positions
-    of each differentiable view whose memory only that one input shares, or None).
+    """(the outputs, each view whose memory no input and no other output shares detached (the same
+    memory, no longer a view as autograd sees it); the (output, input) positions of each view whose
+    memory only that one input shares, or None).
 
     NOTE: autograd forbids in-place writes into a view a Function returns (its view+inplace
     rebasing would bypass the Function's backward), where eager allows them: a program writes into
@@ -192,7 +188,9 @@ def _views_of_own_memory_detached(
     again outside the Function (`CompiledAutograd.__call__`), as the same view of that input, which
     autograd tracks as eager does. A view of memory several values share stays as it is: a write
     into it must reach the others' gradients, which only autograd's view tracking could give (it
-    raises instead of computing a wrong gradient).
+    raises instead of computing a wrong gradient). Outputs without a gradient too: a buffer a piece
+    returns may be written under autograd later (`_write_again`), which autograd refuses for a view
+    a Function made.
     """
     sharing: dict[int, list[tuple[str, int]]] = {}
     for kind, values in (("input", inputs), ("output", outputs)):

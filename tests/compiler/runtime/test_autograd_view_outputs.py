@@ -87,3 +87,14 @@ def test_a_view_sharing_memory_with_another_output_stays_guarded_by_autograd() -
     # could account for: refused rather than a wrong gradient
     with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
         view.mul_(2.0)
+
+
+def test_a_view_without_gradient_stays_without_gradient_and_can_be_written() -> None:
+    def program(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        indices = torch.arange(6).view(2, 3).t()  # integer: never differentiable
+        return (x @ w).sum(), indices
+
+    _, indices = compiler.jit(program)(torch.randn(3, 4), torch.randn(4, 6, requires_grad=True))
+    assert not indices.requires_grad
+    indices.add_(1)
+    torch.testing.assert_close(indices, torch.arange(6).view(2, 3).t() + 1)
