@@ -105,7 +105,7 @@ def _optimizer_variant(name: str, **flags: bool) -> Variant:
         return Compiled(run)
 
     settings = ", ".join(f"{key}={value}" for key, value in flags.items())
-    return Variant(name, prepare, description=f"torch.optim.Adam({settings})")
+    return Variant(name, prepare, description=f"torch.optim.Adam({settings})", reusable=True)
 
 
 OPTIMIZER_VARIANTS = (

@@ -116,7 +116,11 @@ def _prepare_nvfuser(target: Target) -> Compiled:
 
 
 NVFUSER = Variant(
-    "nvfuser", _prepare_nvfuser, _nvfuser_unavailable, "hand-written nvFuser FusionDefinition (nvfuser_direct)"
+    "nvfuser",
+    _prepare_nvfuser,
+    _nvfuser_unavailable,
+    "hand-written nvFuser FusionDefinition (nvfuser_direct)",
+    reusable=True,
 )
 
 # ---------------------------------------------------------------------------------------------

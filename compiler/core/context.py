@@ -13,6 +13,8 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+import torch
+
 
 class TraceContext:
     """Hands out fresh proxy names and collects the bound symbols recorded while it is current.
@@ -27,6 +29,9 @@ class TraceContext:
         self._counters: dict[str, int] = {}
         self._scopes: list[list[Any]] = [[]]
         self.producers: dict[int, Any] = {}
+        # NOTE: values made while the program turns grad off (`with torch.no_grad():`) carry no
+        # gradient; that matters only where tracing began with grad on.
+        self.grad_at_start: bool = torch.is_grad_enabled()
         # id of a guard recorded by a NumberProxy's `__index__` -> (the caller's frame, its instruction)
         self._index_guards: dict[int, tuple[Any, int]] = {}
 

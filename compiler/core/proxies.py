@@ -180,6 +180,11 @@ class TensorProxy(Proxy):
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(torch.Tensor, name, None) if not name.startswith("_") else None
+        if name == "requires_grad":  # NOTE: the property raised; say why, not that it is missing
+            raise AttributeError(
+                f"reading requires_grad of the traced tensor {self.name} is not supported (it is known per call, "
+                f"not while tracing){called_at()}"
+            )
         if method is None or not callable(method):
             raise AttributeError(f"'TensorProxy' object has no attribute '{name}'")
         return functools.partial(_dispatch, method, self)

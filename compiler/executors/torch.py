@@ -347,6 +347,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.SDPA_BACKWARD: attention_backward,
     Prim.CONVOLUTION: convolution,
     Prim.CONVOLUTION_BACKWARD: convolution_backward,
+    Prim.DEVICE_PUT: torch.Tensor.to,
     Prim.FULL: lambda shape, value, dtype, device: torch.full(shape, value, dtype=dtype, device=device),
     Prim.EMPTY: lambda shape, dtype, device: torch.empty(shape, dtype=dtype, device=device),
     Prim.IOTA: _iota,

@@ -23,6 +23,7 @@ from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy, size_product
 from compiler.ops import shape
+from compiler.ops.aliasing import reshapes_as
 from compiler.ops.operands import broadcast_shapes, broadcast_to, to_dtype
 from compiler.ops.registry import register
 
@@ -85,6 +86,8 @@ def _index_tensor(item: Any, size: Any, device: torch.device) -> TensorProxy:
         IndexError,
     )
     index = to_dtype(index, torch.int64)
+    if index.device != device and index.device.type == "cpu":  # eager indexes a tensor on any device with CPU indices
+        index = prims.device_put(index, device)
     return prims.where(prims.lt(index, 0), prims.add(index, size), index)
 
 
@@ -185,12 +188,15 @@ def put_advanced(base: TensorProxy, advanced: list[tuple[int, Any]], values: Any
         RuntimeError,
     )
     values = _move(broadcast_to(to_dtype(values, base.dtype), selection), position, len(batch), 0)
-    source = prims.reshape(values, [size_product(batch), *rest])
-    flat_index = prims.reshape(linear, [size_product(batch)])
-    flat = _to_front(base, dims)
-    updated = (prims.index_add if accumulate else prims.index_copy)(flat, 0, flat_index, source)
-    rest_dims = [d for d in range(base.ndim) if d not in dims]
-    unflat = prims.reshape(updated, [*(base.shape[d] for d in dims), *rest])
+    # NOTE: these reshapes are only read (the update makes a new tensor), so a write into `base`
+    # later does not depend on whether eager would have viewed or copied.
+    with reshapes_as("read"):
+        source = prims.reshape(values, [size_product(batch), *rest])
+        flat_index = prims.reshape(linear, [size_product(batch)])
+        flat = _to_front(base, dims)
+        updated = (prims.index_add if accumulate else prims.index_copy)(flat, 0, flat_index, source)
+        rest_dims = [d for d in range(base.ndim) if d not in dims]
+        unflat = prims.reshape(updated, [*(base.shape[d] for d in dims), *rest])
     perm = dims + rest_dims
     if perm == list(range(base.ndim)):
         return unflat

@@ -23,7 +23,10 @@ State lives per `TraceContext` (keyed weakly), next to the context's `producers`
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -49,6 +52,8 @@ class _State:
     layouts: dict[int, Strides | None] = field(default_factory=dict)
     relied_on: dict[int, TensorProxy] = field(default_factory=dict)
     ambiguous: list[TensorProxy] = field(default_factory=list)
+    unwritable: list[tuple[TensorProxy, str]] = field(default_factory=list)
+    strides_read: bool = False
 
 
 _STATES: weakref.WeakKeyDictionary[TraceContext, _State] = weakref.WeakKeyDictionary()
@@ -64,6 +69,46 @@ def _state(context: TraceContext) -> _State:
 def register_input(context: TraceContext, proxy: TensorProxy, tensor: torch.Tensor) -> None:
     """Records the strides of the example tensor a computation input stands for."""
     _state(context).input_strides[id(proxy)] = tuple(tensor.stride())
+
+
+def read_strides(t: TensorProxy) -> Strides | None:
+    """eager's strides of `t` for a program that reads them (is_contiguous, stride): the inputs
+    they derive from are then guarded whatever the program writes (`strides_were_read`)."""
+    context = ir.current()
+    if context is None:
+        return None
+    _state(context).strides_read = True
+    return layout(context, t) if _concrete(t.shape) else None
+
+
+def set_memory_format(t: TensorProxy, source: TensorProxy, memory_format: object) -> None:
+    """Records eager's layout for `t`, a new tensor made from `source` with `memory_format`
+    (None or preserve_format: `source`'s dense order; channels-last orders; otherwise row-major)."""
+    context = ir.current()
+    if context is None:
+        return
+    state = _state(context)
+    layouts: Strides | None = None
+    if _concrete(t.shape):
+        ndim = len(t.shape)
+        if memory_format in (None, torch.preserve_format):
+            src = layout(context, source) if _concrete(source.shape) else None
+            layouts = None if src is None else iterator_strides(t.shape, [src])
+        elif memory_format is torch.contiguous_format:
+            layouts = contiguous_strides(t.shape)
+        elif (memory_format, ndim) in ((torch.channels_last, 4), (torch.channels_last_3d, 5)):
+            order = [0, *range(2, ndim), 1]  # slowest first
+            strides, step = [0] * ndim, 1
+            for d in reversed(order):
+                strides[d] = step
+                step *= max(t.shape[d], 1)
+            layouts = tuple(strides)
+    state.layouts[id(t)] = layouts
+
+
+def strides_were_read(context: TraceContext) -> bool:
+    """Whether the program asked for a layout (its inputs' strides must then be guarded)."""
+    return _state(context).strides_read
 
 
 def relied_on_inputs(context: TraceContext) -> list[tuple[TensorProxy, Strides]]:
@@ -258,19 +303,53 @@ def fresh_copy(t: TensorProxy) -> TensorProxy:
     return prims.bitwise_and(t, True) if t.dtype == torch.bool else prims.mul(t, 1)
 
 
+# How the reshapes recorded now behave in eager: None (as `reshape`: a view or a copy by the
+# strides), "view" (as `Tensor.view`: always a view; eager raises where strides forbid one),
+# "read" (an op's own reshape whose result is only read, never written through: view or copy
+# cannot be told apart) or "element_view" (part of an op that eager makes a view whatever the
+# strides, such as `diagonal`: the IR's reshape views elements in logical order, which is what a
+# write through that op must reach).
+_RESHAPE_KIND: contextvars.ContextVar[str | None] = contextvars.ContextVar("reshape_kind", default=None)
+
+
+@contextlib.contextmanager
+def reshapes_as(kind: str) -> Iterator[None]:
+    """Reshapes recorded inside are never ambiguous: eager views ("view"), only read ("read") or
+    parts of an op that views ("element_view"); see `_RESHAPE_KIND`."""
+    token = _RESHAPE_KIND.set(kind)
+    try:
+        yield
+    finally:
+        _RESHAPE_KIND.reset(token)
+
+
 def reshape_operand(a: TensorProxy, shape: list | tuple) -> TensorProxy:
     """What a reshape prim about to be recorded should view: `a`, or a copy of it where eager's
-    reshape would copy. Remembers `a` as ambiguous when its layout is unknown."""
+    reshape would copy. Remembers `a` as ambiguous when its layout is unknown (unless the reshape
+    is known to view, or only to be read: `reshapes_as`)."""
     context = ir.current()
     if context is None or not isinstance(a, TensorProxy):
         return a
     state = _state(context)
+    kind = _RESHAPE_KIND.get()
+    if kind == "element_view":
+        return a
     src = layout(context, a) if _concrete(a.shape) and _concrete(shape) else None
     if src is None:
-        state.ambiguous.append(a)
+        if kind is None:
+            state.ambiguous.append(a)
         return a
     if view_strides(a.shape, src, shape) is not None:
         return a
+    check(
+        kind != "view",
+        lambda: (
+            f"view size is not compatible with input tensor's size and stride (at least one dimension spans "
+            f"across two contiguous subspaces): {a.name} of shape {tuple(a.shape)} and strides {src} viewed as "
+            f"{tuple(shape)}. Use .reshape(...) instead{called_at()}"
+        ),
+        RuntimeError,
+    )
     copy = fresh_copy(a)
     state.layouts[id(copy)] = contiguous_strides(a.shape)
     return copy
@@ -292,6 +371,14 @@ def contiguous_operand(t: TensorProxy) -> TensorProxy:
     return copy
 
 
+def forbid_writes(t: TensorProxy, why: str) -> None:
+    """Makes writes into `t` (or any view of it) raise: `t` is a new tensor where eager's op returns
+    a view, so a write would not reach what eager's would (`why` names the op)."""
+    context = ir.current()
+    if context is not None:
+        _state(context).unwritable.append((t, why))
+
+
 def check_writable(target: TensorProxy, what: str) -> None:
     """Raises unless an in-place write into `target` can be functionalized exactly as eager runs it.
 
@@ -304,6 +391,15 @@ def check_writable(target: TensorProxy, what: str) -> None:
         if link.sym is Prim.BROADCAST_IN_DIM and expands(link):
             _reject_expanded_write(context, target, node, link, what)
         node, link = link.args[0], view_link(context, link.args[0])
+    for t, why in _state(context).unwritable:
+        check(
+            root(context, t) is not node,
+            lambda t=t, why=why: (
+                f"{what} writes into {target.name}, which shares memory with {t.name}, made by {why}: writing "
+                f"through it is not supported; clone() it first{called_at()}"
+            ),
+            NotImplementedError,
+        )
     for a in _state(context).ambiguous:
         check(
             root(context, a) is not node,

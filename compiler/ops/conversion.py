@@ -1,7 +1,7 @@
 """Type conversion ops: Tensor.to / type / float / double / half / bfloat16 / int / long / bool.
 
-Conversions that change nothing return the input itself (as torch does); a device move inside a
-jitted function is rejected.
+Conversions that change nothing return the input itself (as torch does); a device move is a copy
+(`prims.device_put`), which torch runs outside any fusion.
 """
 
 from __future__ import annotations
@@ -31,24 +31,41 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple[torch.dtype | None, torch.devi
     return dtype, torch.device(device) if device is not None else None
 
 
+def _target(device: torch.device) -> torch.device:
+    """`device` with its index: 'cuda' is the current CUDA device, as torch moves a tensor to it."""
+    if device.index is None and device.type == "cuda" and torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+def to_device(input: TensorProxy, device: Any) -> TensorProxy:
+    """`input` on `device`: itself when it is there already, else a copy (`prims.device_put`)."""
+    device = torch.device(device)
+    same = device.type == input.device.type and (device.index is None or device.index == input.device.index)
+    return input if same else prims.device_put(input, _target(device))
+
+
 @register("torch.Tensor.to")
 def to(input: TensorProxy, *args: Any, **kwargs: Any) -> Any:
     dtype, device = _parse_to(args, kwargs)
-    if device is not None:
-        same = device.type == input.device.type and (device.index is None or device.index == input.device.index)
-        check(
-            same,
-            lambda: (
-                f"moving {input.name} from {input.device} to {device} inside a jitted function is not "
-                f"supported{called_at()}"
-            ),
-            NotImplementedError,
-        )
-    if kwargs.get("copy"):
+    moved = to_device(input, device) if device is not None else input
+    if kwargs.get("copy") and moved is input:
         return (
             prims.convert_element_type(input, dtype or input.dtype) if dtype not in (None, input.dtype) else copy(input)
         )
-    return to_dtype(input, dtype) if dtype is not None else input
+    return to_dtype(moved, dtype) if dtype is not None else moved
+
+
+@register("torch.Tensor.cpu")
+def cpu(input: TensorProxy, memory_format: Any = None) -> Any:
+    return to_device(input, "cpu")
+
+
+@register("torch.Tensor.cuda")
+def cuda(input: TensorProxy, device: Any = None, non_blocking: bool = False, memory_format: Any = None) -> Any:
+    if device is None or isinstance(device, int):
+        return to_device(input, torch.device("cuda", device))
+    return to_device(input, device)
 
 
 @register("torch.Tensor.type")
@@ -78,6 +95,9 @@ for _name, _dtype in (
     ("half", torch.float16),
     ("bfloat16", torch.bfloat16),
     ("int", torch.int32),
+    ("short", torch.int16),
+    ("char", torch.int8),
+    ("byte", torch.uint8),
     ("long", torch.int64),
     ("bool", torch.bool),
 ):

@@ -23,6 +23,7 @@ from compiler.ops.operands import (
     check_no_out,
     elementwise,
     is_number,
+    on_one_device,
     result_dtypes,
     to_dtype,
 )
@@ -336,6 +337,7 @@ def where(condition: TensorProxy, input: Any = None, other: Any = None, *, out: 
     )
     if isinstance(condition, TensorProxy) and condition.dtype != torch.bool:
         condition = _as_bool(condition)
+    condition, input, other = on_one_device([condition, input, other])
     tensors = [x for x in (condition, input, other) if isinstance(x, TensorProxy)]
     shape = broadcast_shapes(*(t.shape for t in tensors))
     _, result = result_dtypes([input, other], Promotion.DEFAULT)

@@ -16,6 +16,7 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy
+from compiler.ops.aliasing import set_memory_format
 from compiler.ops.elementwise import where
 from compiler.ops.operands import Promotion, elementwise, to_dtype
 from compiler.ops.registry import register
@@ -131,7 +132,9 @@ def _like(name: str, value: Any) -> None:
         pin_memory: bool = False,
     ) -> Any:
         _check_factory_kwargs(f"torch.{name}_like", None, layout, pin_memory)
-        return _full(f"torch.{name}_like", list(input.shape), value, dtype or input.dtype, device or input.device)
+        out = _full(f"torch.{name}_like", list(input.shape), value, dtype or input.dtype, device or input.device)
+        set_memory_format(out, input, memory_format)
+        return out
 
 
 _like("zeros", 0)
@@ -150,7 +153,9 @@ def empty_like(
     pin_memory: bool = False,
 ) -> Any:
     _check_factory_kwargs("torch.empty_like", None, layout, pin_memory)
-    return prims.empty(list(input.shape), dtype or input.dtype, device or input.device)
+    out = prims.empty(list(input.shape), dtype or input.dtype, device or input.device)
+    set_memory_format(out, input, memory_format)
+    return out
 
 
 def _new(name: str, value: Any) -> None:
@@ -221,7 +226,9 @@ def full_like(
     pin_memory: bool = False,
 ) -> Any:
     _check_factory_kwargs("torch.full_like", None, layout, pin_memory)
-    return _full("torch.full_like", list(input.shape), fill_value, dtype or input.dtype, device or input.device)
+    out = _full("torch.full_like", list(input.shape), fill_value, dtype or input.dtype, device or input.device)
+    set_memory_format(out, input, memory_format)
+    return out
 
 
 @register("torch.arange")

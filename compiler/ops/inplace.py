@@ -74,6 +74,9 @@ for _name, _dunders in (
     ("lerp", ()),
     ("masked_fill", ()),
     ("index_copy", ()),
+    ("index_fill", ()),
+    ("tril", ()),
+    ("triu", ()),
     ("cumsum", ()),
     ("cumprod", ()),
     ("scatter", ()),
@@ -169,7 +172,10 @@ def index_add(
 # NOTE: clone lives here, as the copy that in-place code reaches for, until another module wants it.
 @register("torch.clone", "torch.Tensor.clone")
 def clone(input: TensorProxy, *, memory_format: Any = None) -> TensorProxy:
-    return aliasing.fresh_copy(input)
+    out = aliasing.fresh_copy(input)
+    if memory_format not in (None, torch.preserve_format):
+        aliasing.set_memory_format(out, input, memory_format)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -159,6 +159,7 @@ def elementwise(
         )
     if not tensors:
         return prim_fn(*args)
+    args = on_one_device(args)
     compute_dtype, result_dtype = result_dtypes(args, promotion)
     if compute is not None:
         compute_dtype = compute
@@ -166,6 +167,27 @@ def elementwise(
     operands = [to_dtype(broadcast_to(a, shape) if isinstance(a, TensorProxy) else a, compute_dtype) for a in args]
     out = prim_fn(*operands)
     return to_dtype(out, result_dtype) if out.dtype != result_dtype else out
+
+
+def on_one_device(args: Sequence[Any]) -> list[Any]:
+    """`args` with their tensors on one device, as eager combines them: a 0-d CPU tensor used with
+    tensors on another device is moved to theirs (`prims.device_put`); any other mix raises."""
+    devices = {a.device for a in args if isinstance(a, TensorProxy)}
+    if len(devices) < 2:
+        return list(args)
+    others = {d for d in devices if d.type != "cpu"}
+    movable = all(a.ndim == 0 for a in args if isinstance(a, TensorProxy) and a.device.type == "cpu")
+    check(
+        len(others) == 1 and movable,
+        lambda: (
+            "expected all tensors on one device (a 0-d CPU tensor may join tensors on another), got "
+            + ", ".join(f"{a.name} {list(a.shape)} on {a.device}" for a in args if isinstance(a, TensorProxy))
+            + called_at()
+        ),
+        ValueError,
+    )
+    (target,) = others
+    return [prims.device_put(a, target) if isinstance(a, TensorProxy) and a.device != target else a for a in args]
 
 
 def check_no_out(op: str, out: Any) -> None:

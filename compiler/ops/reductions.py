@@ -369,8 +369,18 @@ def _max_or_min(op: str, input: TensorProxy, dim: Any, keepdim: bool, out: Any) 
         lambda: f"torch.{op}: dim must be an int, got {type(dim).__name__} {dim!r}{called_at()}",
         TypeError,
     )
-    values = _extremum(op, prims.amax if is_max else prims.amin, input, dim, keepdim)
     # NOTE: torch.max/min along a dim accept bool tensors, unlike argmax/argmin.
+    if input.ndim and dtypes.is_float(input.dtype):
+        # NOTE: the values are taken at the indices, so that their gradient goes to that one
+        # element, as eager's does; amax's would be shared among tied elements.
+        d = canonical_dim(dim, input.ndim)
+        indices = _arg_extremum(op, input, d, True, flip=not is_max)
+        values = prims.take_along_dim(input, indices, d)
+        if not keepdim:
+            values, indices = prims.squeeze(values, [d]), prims.squeeze(indices, [d])
+        result_type = torch.return_types.max if is_max else torch.return_types.min
+        return result_type((values, indices))
+    values = _extremum(op, prims.amax if is_max else prims.amin, input, dim, keepdim)
     indices = _arg_extremum(op, input, dim, keepdim, flip=not is_max, allow_bool=True)
     result_type = torch.return_types.max if is_max else torch.return_types.min
     return result_type((values, indices))

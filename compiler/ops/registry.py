@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from compiler import prims
 from compiler.core import ir
 from compiler.core.errors import TracingError, called_at, check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol
@@ -176,7 +177,21 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
         else:
             for bsym in recorded:
                 context.record(bsym)
+        if context.grad_at_start and not torch.is_grad_enabled():
+            output = _without_gradient(output, {id(p) for p in new})
     return output
+
+
+def _without_gradient(output: Any, new: set[int]) -> Any:
+    """`output` with the floating tensors the op made behind `prims.stop_gradient`: the program
+    made them with grad turned off, so eager's autograd sees constants."""
+
+    def cut(p: Any) -> Any:
+        if id(p) in new and isinstance(p, ir.TensorProxy) and p.dtype.is_floating_point:
+            return prims.stop_gradient(p)
+        return p
+
+    return ir.map_proxies(output, cut)
 
 
 @functools.cache

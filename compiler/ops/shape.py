@@ -15,7 +15,7 @@ import torch
 from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy, same_size, size_product
-from compiler.ops.aliasing import contiguous_operand, fresh_copy
+from compiler.ops.aliasing import contiguous_operand, fresh_copy, reshapes_as, set_memory_format
 from compiler.ops.operands import (
     Promotion,
     broadcast_shapes,
@@ -36,7 +36,15 @@ def _sizes(args: tuple) -> list:
     return list(args)
 
 
-@register("torch.reshape", "torch.Tensor.reshape", "torch.Tensor.view")
+@register("torch.Tensor.view")
+def view(input: TensorProxy, *shape: Any) -> Any:
+    """Tensor.view: a reshape that eager always makes a view (or rejects), whatever is known of
+    the layout while tracing, so a write through it is never ambiguous."""
+    with reshapes_as("view"):
+        return reshape(input, *shape)
+
+
+@register("torch.reshape", "torch.Tensor.reshape")
 def reshape(input: TensorProxy, *shape: Any) -> Any:
     sizes = _sizes(shape)
     check(
@@ -170,6 +178,10 @@ def flatten(input: TensorProxy, start_dim: int = 0, end_dim: int = -1) -> Any:
 def contiguous(input: TensorProxy, memory_format: Any = None) -> Any:
     # NOTE: traces hold values, not layouts; executors choose memory layouts themselves. But
     # eager copies a non-contiguous tensor, and in-place writes can tell a copy from an alias.
+    if memory_format not in (None, torch.contiguous_format, torch.preserve_format):
+        out = fresh_copy(input)
+        set_memory_format(out, input, memory_format)
+        return out
     return contiguous_operand(input)
 
 

@@ -1,4 +1,4 @@
-"""Orderings: sort, argsort, topk, msort.
+"""Orderings: sort, argsort, topk, msort, kthvalue, median.
 
 Each computes int64 indices with a prim that torch runs (`prims.argsort`, `prims.topk`: nvFuser
 has no sort) and takes the values with `take_along_dim` of the input, so the values are the
@@ -95,3 +95,48 @@ def topk(
         )
     pair = _indices_and_values(input, d, lambda x, dd: prims.topk(x, k, dd, bool(largest), bool(sorted)))
     return torch.return_types.topk(pair)
+
+
+def _kth_smallest(op: str, input: TensorProxy, k: int, dim: Any, keepdim: bool) -> tuple[TensorProxy, TensorProxy]:
+    """(values, indices) of the k-th smallest element (1-based) along `dim`, from a stable sort."""
+    _check_input(op, input)
+    d = canonical_dim(dim, input.ndim)
+    x = prims.reshape(input, [1]) if input.ndim == 0 else input
+    size = int(x.shape[d])
+    check(1 <= k <= size, lambda: f"{op}: k={k} is out of range for dim {d} of size {size}{called_at()}", IndexError)
+    order = prims.argsort(x, d, False, True)
+    starts, ends = [0] * x.ndim, list(x.shape)
+    starts[d], ends[d] = k - 1, k
+    indices = prims.slice(order, starts, ends, [1] * x.ndim)
+    values = prims.take_along_dim(x, indices, d)
+    if input.ndim == 0:
+        return prims.reshape(values, []), prims.reshape(indices, [])
+    if not keepdim:
+        values, indices = prims.squeeze(values, [d]), prims.squeeze(indices, [d])
+    return values, indices
+
+
+@register("torch.kthvalue", "torch.Tensor.kthvalue")
+def kthvalue(input: TensorProxy, k: int, dim: Any = -1, keepdim: bool = False, *, out: Any = None) -> Any:
+    """torch.kthvalue: (values, indices) of the k-th smallest element along `dim`."""
+    check_no_out("torch.kthvalue", out)
+    return torch.return_types.kthvalue(_kth_smallest("torch.kthvalue", input, int(k), dim, keepdim))
+
+
+@register("torch.median", "torch.Tensor.median")
+def median(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
+    """torch.median: the lower of the two middle values; (values, indices) along `dim` when given."""
+    check_no_out("torch.median", out)
+    if dim is None:
+        flat = prims.reshape(input, [int(input.numel())]) if input.ndim != 1 else input
+        value = _kth_smallest("torch.median", flat, (int(flat.shape[0]) + 1) // 2, 0, False)[0]
+        if not input.dtype.is_floating_point:
+            return value
+        # NOTE: eager shares the gradient of the overall median among the elements equal to it
+        # (as amax's): the amax of those elements, the value itself where it is NaN.
+        value = prims.stop_gradient(value)
+        ties = prims.where(prims.eq(flat, prims.broadcast_in_dim(value, list(flat.shape), [])), flat, float("-inf"))
+        return prims.where(prims.ne(value, value), value, prims.amax(ties, (0,)))
+    d = canonical_dim(dim, input.ndim)
+    size = 1 if input.ndim == 0 else int(input.shape[d])
+    return torch.return_types.median(_kth_smallest("torch.median", input, (size + 1) // 2, d, keepdim))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.core.ir import BoundSymbol, Proxy, Trace, map_proxies
+from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, map_proxies
 from compiler.passes import trace_pass
 from compiler.prims import GUARDS, RANDOM, SIDE_EFFECTS, Prim
 
@@ -67,7 +67,22 @@ def cse(trace: Trace) -> Trace:
                     replacement[id(old)] = new
                 continue
             seen[key] = bsym
+        if replacement:
+            bsym = _with_sizes_replaced(bsym, replacement)
         if bsym.sym is Prim.COPY_TO:
             writebacks_seen[bsym.args[1].name] = writebacks_seen.get(bsym.args[1].name, 0) + 1
         kept.append(bsym)
     return trace.with_bsyms(kept, output=substitute(trace.output))
+
+
+def _with_sizes_replaced(bsym: BoundSymbol, replacement: dict[int, Proxy]) -> BoundSymbol:
+    """`bsym` whose output tensors have their replaced sizes substituted (each such tensor is
+    replaced by its new proxy for the lines after it too)."""
+    resized: dict[int, Proxy] = {}
+    for p in bsym.outputs:
+        if isinstance(p, TensorProxy) and any(isinstance(s, NumberProxy) and id(s) in replacement for s in p.shape):
+            shape = tuple(replacement.get(id(s), s) if isinstance(s, NumberProxy) else s for s in p.shape)
+            resized[id(p)] = replacement[id(p)] = TensorProxy(shape, p.dtype, p.device, name=p.name)
+    if not resized:
+        return bsym
+    return bsym.replace(output=map_proxies(bsym.output, lambda p: resized.get(id(p), p)))

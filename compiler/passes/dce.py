@@ -1,12 +1,14 @@
 """dce: dead-code elimination.
 
 Assumes: a valid trace. Guarantees: every remaining bound symbol has side effects (guards,
-write-backs) or defines a value the output or a later kept bound symbol reads.
+write-backs) or defines a value the output or a later kept bound symbol reads, or a symbolic size
+of a kept tensor (autodiff's rules read a forward value's shape: a slice's gradient is made in the
+sliced shape, so its sizes must stay defined).
 """
 
 from __future__ import annotations
 
-from compiler.core.ir import BoundSymbol, Trace, proxies_in
+from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace, proxies_in
 from compiler.passes import trace_pass
 from compiler.prims import SIDE_EFFECTS
 from compiler.tracing.frontend import leaves
@@ -28,5 +30,8 @@ def dce(trace: Trace) -> Trace:
         if has_side_effects(bsym) or any(id(p) in live for p in bsym.outputs):
             kept.append(bsym)
             live.update(id(p) for p in bsym.inputs)
+            for p in bsym.outputs:
+                if isinstance(p, TensorProxy):
+                    live.update(id(s) for s in p.shape if isinstance(s, NumberProxy))
     kept.reverse()
     return trace.with_bsyms(kept)

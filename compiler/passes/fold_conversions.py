@@ -15,6 +15,8 @@ what eager returns apart). The rules, one per prim (`RULES`):
   that nothing else reads is the conversion of the reshape (`_sinks_below_reshape` says when).
 - A gather (`take_along_dim`, `index_select`) of `convert(x, d)` is `convert(gather(x), d)`: a
   conversion is elementwise, so it commutes with picking elements.
+- `device_put(full(..., d1), d2)` is `full(..., d2)` (and so for `iota`): a constant built on the
+  CPU and moved (`torch.tensor(window).to(x.device)`, a 0-d CPU operand) is built where it is used.
 
 Why: `F.cross_entropy(logits.float(), target)` gathers the target logits from the float32 copy
 of the bf16 logits. nvFuser gathers in-fusion (`take_along_axis`) only from a value the fusion
@@ -186,8 +188,17 @@ def _gather(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
     return [gather, conversion.replace(args=(picked, bsym.output.dtype), output=bsym.output)]
 
 
+def _device_put(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
+    """A constant made on one device and copied to another is made there: no copy each call."""
+    made = folder.produced_by(bsym.args[0], Prim.FULL) or folder.produced_by(bsym.args[0], Prim.IOTA)
+    if made is None:
+        return None
+    return [made.replace(args=(*made.args[:-1], bsym.args[1]), output=bsym.output)]
+
+
 RULES: dict[Prim, Rule] = {
     Prim.CONVERT_ELEMENT_TYPE: _convert,
+    Prim.DEVICE_PUT: _device_put,
     Prim.RESHAPE: _reshape,
     **{prim: _gather for prim in GATHERS},
 }

@@ -143,6 +143,13 @@ def _convert(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
     return [(a, g if g.dtype == a.dtype else prims.convert_element_type(g, a.dtype))]
 
 
+def _device_put(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    a = bsym.args[0]
+    if not a.dtype.is_floating_point:
+        return []
+    return [(a, prims.device_put(g, a.device))]
+
+
 def _sum(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
     a, dims = bsym.args
     return [(a, expand_reduced(g, a.shape, dims))]
@@ -226,6 +233,7 @@ _ELEMENTWISE_RULES: dict[Prim, Rule] = {
     Prim.MINIMUM: _extremum(Prim.LT),
     Prim.WHERE: _where,
     Prim.CONVERT_ELEMENT_TYPE: _convert,
+    Prim.DEVICE_PUT: _device_put,
     Prim.SUM: _sum,
     Prim.AMAX: _amax_amin,
     Prim.AMIN: _amax_amin,

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 from compiler import prims
-from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, TensorProxy, same_size, size_product
 from compiler.prims import Prim
 
@@ -90,18 +89,14 @@ def _slice_update(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
 
 
 def _take_along_dim(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
-    """out[..., j, ...] = a[..., index[..., j, ...], ...] along `dim`: each gathered column adds its
-    cotangent where the class iota equals its index (a one-hot mask, elementwise over `a`)."""
+    """out[..., j, ...] = a[..., index[..., j, ...], ...] along `dim`. With indices of `a`'s shape off
+    `dim` and a constant count along it, each gathered column adds its cotangent where the class
+    iota equals its index (a one-hot mask, elementwise over `a`, which fuses); otherwise (fewer
+    rows than `a`, as `gather` allows, or a symbolic count) the cotangent is scatter-added."""
     a, index, dim = bsym.args
     picks = index.shape[dim]
-    check(
-        isinstance(picks, int) and all(same_size(index.shape[d], a.shape[d]) for d in range(a.ndim) if d != dim),
-        lambda: (
-            f"the gradient of take_along_dim is implemented for indices of {a.name}'s shape off dim {dim} and a "
-            f"constant count along it; got index shape {index.shape} for input shape {a.shape}"
-        ),
-        NotImplementedError,
-    )
+    if not (isinstance(picks, int) and all(same_size(index.shape[d], a.shape[d]) for d in range(a.ndim) if d != dim)):
+        return [(a, prims.scatter_reduce(zeros(a), dim, index, g, "sum", True))]
     shape, others = list(a.shape), [d for d in range(a.ndim) if d != dim]
     classes = prims.broadcast_in_dim(prims.iota(a.shape[dim], 0, 1, index.dtype, a.device), shape, [dim])
     total: Any = None

@@ -331,6 +331,15 @@ def _stop_gradient_meta(a: TensorProxy) -> TensorProxy:
     return TensorProxy(a.shape, a.dtype, a.device)
 
 
+def _device_put_meta(a: TensorProxy, device: torch.device) -> TensorProxy:
+    check(
+        isinstance(a, TensorProxy) and isinstance(device, torch.device),
+        lambda: f"prims.device_put: expected a tensor and a torch.device, got {a!r} and {device!r}",
+        TypeError,
+    )
+    return TensorProxy(a.shape, a.dtype, device)
+
+
 def _full_meta(shape: Any, value: Any, dtype: torch.dtype, device: torch.device) -> TensorProxy:
     return TensorProxy(shape, dtype, device)
 
@@ -394,6 +403,7 @@ META: dict[Prim, Callable | None] = {
     Prim.SQUEEZE: _squeeze_meta,
     Prim.CAT: _cat_meta,
     Prim.STOP_GRADIENT: _stop_gradient_meta,
+    Prim.DEVICE_PUT: _device_put_meta,
     Prim.INDEX_SELECT: _index_select_meta,
     Prim.INDEX_COPY: _index_update_meta(Prim.INDEX_COPY),
     Prim.INDEX_ADD: _index_update_meta(Prim.INDEX_ADD),

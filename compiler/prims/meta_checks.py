@@ -32,15 +32,6 @@ def check_same_shape(prim: Prim, tensors: list[TensorProxy], same_dtype: bool = 
         )
         check(
             t.device == first.device,
-            lambda t=t: (
-                f"prims.{prim.value}: {first.name} is on {first.device} but {t.name} is on {t.device}"
-                + (_DEVICE_HINT if "cpu" in (first.device.type, t.device.type) else "")
-            ),
+            lambda t=t: f"prims.{prim.value}: {first.name} is on {first.device} but {t.name} is on {t.device}",
             ValueError,
         )
-
-
-_DEVICE_HINT = (
-    "; eager moves a CPU tensor used with GPU tensors (a 0-d operand, an index) to the GPU, a jitted "
-    "function never moves data between devices: move it before the call, or pass a Python number"
-)

@@ -115,6 +115,9 @@ class Prim(enum.Enum):
     # (grad, a, weight, stride, padding, dilation, groups, output_mask): the cotangents of
     # convolution's (a, weight, bias) where output_mask (three bools) says so, in that order
     CONVOLUTION_BACKWARD = "convolution_backward"
+    # (a, device): a copy of a on another device (Tensor.to(device); eager's move of a 0-d CPU
+    # operand or a CPU index to the device of the tensors it is used with)
+    DEVICE_PUT = "device_put"
     # factories
     FULL = "full"
     EMPTY = "empty"
@@ -207,6 +210,7 @@ KINDS: dict[str, frozenset[Prim]] = {
     "linear algebra": LINALG,
     "attention": ATTENTION,
     "library kernel": LIBRARY,
+    "transfer": frozenset({Prim.DEVICE_PUT}),
     "factory": FACTORIES,
     "write": INPLACE | {Prim.COPY_TO},
     "prologue": PROLOGUE_ONLY,

@@ -115,6 +115,7 @@ class JittedFunction(functools.partial):
         self._streak = 0  # calls in a row that `last_entry` accepted after another entry's guards failed
         self.automatic_dynamic = automatic_dynamic
         self.dynamic: frozenset[str] = frozenset(dynamic)
+        self.requested: frozenset[str] = self.dynamic  # what jit was given; the rest automatic dynamic chose
         self.kept_constant: frozenset[str] = frozenset()  # names that could not be traced symbolic
         self.recompilations: list[Recompilation] = []
 
@@ -156,12 +157,16 @@ class JittedFunction(functools.partial):
             entry = self._compile_entry(args, kwargs, self.dynamic | symbolic)
             self.dynamic |= symbolic
         except Exception:
-            if not symbolic:
+            # NOTE: an earlier entry may have made a size symbolic where this call's tracing needs
+            # it known (a layout question: is_contiguous); every automatic choice is undone then.
+            automatic = (self.dynamic - self.requested) | symbolic
+            if not automatic:
                 raise
             # NOTE: the function cannot be traced with these numbers or sizes symbolic: they stay
             # constant, and later misses on them do not try again.
             self.recompilations[-1].made_symbolic = ()
-            self.kept_constant |= symbolic
+            self.kept_constant |= automatic
+            self.dynamic -= automatic
             entry = self._compile_entry(args, kwargs, self.dynamic)
         entry.compile_seconds = time.perf_counter() - start
         if not self.entries and self.dynamic:  # before a first entry, `dynamic` is what jit was given

@@ -236,7 +236,7 @@ def _memory_guards(inputs: _Inputs, context: TraceContext, recorded: list[BoundS
         tensors = tuple(p for p, _, _ in inputs.tensors)
         groups = tuple(g for _, _, g in inputs.tensors) if merged else None
         guards.append(BoundSymbol(Prim.CHECK_ALIASING, (tensors, groups, writes_arguments), {}, None))
-    if roots:
+    if roots or aliasing.strides_were_read(context):
         guards += [BoundSymbol(Prim.CHECK_STRIDES, guard, {}, None) for guard in aliasing.relied_on_inputs(context)]
     return guards
 

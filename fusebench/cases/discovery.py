@@ -47,6 +47,13 @@ def discover(folders: Sequence[str | Path] = (), package: str = BUNDLED_PACKAGE)
     return sorted(suites, key=lambda s: s.name)
 
 
+def suite_roots(folders: Sequence[str | Path] = (), package: str = BUNDLED_PACKAGE) -> list[Path]:
+    """The folders whose files define the suites `discover(folders, package)` finds."""
+    if folders:
+        return [Path(folder) for folder in folders]
+    return [Path(p) for p in importlib.import_module(package).__path__]
+
+
 def discover_package(package_name: str) -> list[Suite]:
     """Suites among the top-level modules of an importable package."""
     try:

@@ -103,6 +103,10 @@ class Variant:
     unavailable: Callable[[torch.device], str | None] = field(default=_available)
     description: str = ""
     default: bool = True
+    # Runs none of fusebench's compiler (torch.compile, thunder, torch.optim, a hand-written
+    # definition): its measurement stands until the machine, libraries or harness change, so a run
+    # may reuse it (fusebench.history.peer_cache). Never eager: each run measures it as the control.
+    reusable: bool = False
 
 
 # --------------------------------------------------------------------------------------------
@@ -176,6 +180,7 @@ TORCH_COMPILE = Variant(
     _torch_compile_prepare(None),
     _torch_compile_unavailable,
     "torch.compile (Inductor; dynamic=True under cache='symbolic')",
+    reusable=True,
 )
 TORCH_COMPILE_REDUCE_OVERHEAD = Variant(
     "torch.compile(reduce-overhead)",
@@ -183,6 +188,7 @@ TORCH_COMPILE_REDUCE_OVERHEAD = Variant(
     _cuda_only(_torch_compile_unavailable),
     "torch.compile(mode='reduce-overhead'): Inductor with CUDA graphs",
     default=False,
+    reusable=True,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -337,7 +343,9 @@ def _prepare_thunder(target: Target) -> Compiled:
     return Compiled(call, compilations=lambda: thunder.cache_misses(jitted))
 
 
-THUNDER = Variant("thunder", _prepare_thunder, _thunder_unavailable, "lightning-thunder (thunder.jit)")
+THUNDER = Variant(
+    "thunder", _prepare_thunder, _thunder_unavailable, "lightning-thunder (thunder.jit)", reusable=True
+)
 
 STANDARD_VARIANTS: tuple[Variant, ...] = (
     EAGER,

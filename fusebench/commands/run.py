@@ -26,8 +26,9 @@ from typing import Any
 
 import torch
 
+import fusebench
 from compiler.executors.nvfuser.diagnose.profiler_process import shared_profiler
-from fusebench.cases.discovery import discover
+from fusebench.cases.discovery import discover, suite_roots
 from fusebench.cases.selection import (
     Group,
     Selection,
@@ -41,9 +42,12 @@ from fusebench.cases.selection import (
 )
 from fusebench.cases.variants import Variant
 from fusebench.commands.compare import child_run_arguments
+from fusebench.commands.peer_reuse import measure_reusing_peers
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
 from fusebench.history.artifacts import write_artifacts
+from fusebench.history.peer_cache import FILE_NAME as PEER_CACHE_FILE
+from fusebench.history.peer_cache import PeerCache, fingerprint
 from fusebench.history.results import RunInfo, result_path, write_outcomes
 from fusebench.history.revision import UNKNOWN_COMMIT, code_revision, commit_revision
 from fusebench.measure.bandwidth import peak_bandwidth_gbs
@@ -126,6 +130,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print where each measurement's time went beyond compile time and the repeat budget",
     )
+    parser.add_argument(
+        "--remeasure-peers",
+        action="store_true",
+        help="measure every peer again (default: reuse a peer's earlier measurement on this machine where "
+        "nothing it depends on changed and the case's eager time is as it was; see fusebench.history.peer_cache)",
+    )
     add_threads_argument(parser)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--outcomes-fd", type=int, help=argparse.SUPPRESS)
@@ -181,10 +191,24 @@ def run(args: argparse.Namespace) -> int:
     if args.devices or isolate:
         devices = devices or _devices("cuda:0" if selection.device.type == "cuda" else "cpu")
         worker_args = [*child_run_arguments(selection, budget), *_record_arguments(args, revision.commit)]
-        outcomes = _in_workers(args, units, run_info, devices, worker_args)
+
+        def measure(indices: list[int]) -> dict[int, Outcome]:
+            return _in_workers(args, units, run_info, devices, worker_args, indices)
     else:
         settings = _settings(args, selection.device, budget, peak, precision)
-        outcomes = _in_process(args, units, run_info, settings)
+
+        def measure(indices: list[int]) -> dict[int, Outcome]:
+            return _in_process(args, units, run_info, settings, indices)
+
+    cache = PeerCache(
+        args.results / machine.machine / PEER_CACHE_FILE,
+        fingerprint(
+            machine,
+            {"device": str(selection.device), "quick": selection.quick, "budget": budget, "precision": precision},
+            [Path(fusebench.__file__).parent, *suite_roots(selection.suite_dirs)],
+        ),
+    )
+    outcomes = measure_reusing_peers(units, run_info, cache, measure, args.results, reuse=not args.remeasure_peers)
     took = format_seconds(time.perf_counter() - started)
     where = args.devices or selection.device
     print(f"fusebench run: {len(units)} measurements done in {took} on {where}", file=sys.stderr)
@@ -258,15 +282,18 @@ def _keep(args: argparse.Namespace, run_info: RunInfo, outcome: Outcome) -> None
         outcome.extra["artifacts"] = str(directory)
 
 
-def _in_process(args: argparse.Namespace, units: list[Unit], run_info: RunInfo, settings: Settings) -> list[Outcome]:
-    progress = Progress(len(units))
-    outcomes: list[Outcome] = []
+def _in_process(
+    args: argparse.Namespace, units: list[Unit], run_info: RunInfo, settings: Settings, indices: list[int]
+) -> dict[int, Outcome]:
+    progress = Progress(len(indices))
+    outcomes: dict[int, Outcome] = {}
     prepared = _Prepared()
-    for group, variant in units:
+    for index in indices:
+        group, variant = units[index]
         progress.start(group.case_id, variant.name)
         outcome = _measure_unit(args, run_info, settings, prepared, group, variant)
         progress.finish(outcome)
-        outcomes.append(outcome)
+        outcomes[index] = outcome
     return outcomes
 
 
@@ -329,9 +356,14 @@ def _serve(
 
 
 def _in_workers(
-    args: argparse.Namespace, units: list[Unit], run_info: RunInfo, devices: list, worker_args: list[str]
-) -> list[Outcome]:
-    progress = Progress(len(units))
+    args: argparse.Namespace,
+    units: list[Unit],
+    run_info: RunInfo,
+    devices: list,
+    worker_args: list[str],
+    indices: list[int],
+) -> dict[int, Outcome]:
+    progress = Progress(len(indices))
     by_unit: dict[int, Outcome] = {}
 
     def answer(index: int, device: str, data: dict[str, Any] | None, crash: str) -> None:
@@ -351,13 +383,13 @@ def _in_workers(
     run_units(
         worker_args,
         devices,
-        range(len(units)),
+        indices,
         answer,
         lambda line: _print_locked(lock, line),
         group_of=lambda index: id(units[index][0]),
         unit_timeout_s=args.unit_timeout or None,
     )
-    return [by_unit[index] for index in range(len(units))]
+    return by_unit
 
 
 def crashed_outcome(group: Group, variant: Variant, device: str, detail: str) -> Outcome:

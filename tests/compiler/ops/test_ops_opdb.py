@@ -57,6 +57,13 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
         )
         for mode in ("bicubic", "area", "trilinear")
     },
+    **{
+        ("kthvalue", variant, "int64["): (
+            "integer samples have ties: which of the tied elements' index eager reports is unspecified (its CPU "
+            "kernel's quickselect order); the values match"
+        )
+        for variant in ("torch.kthvalue", "Tensor.kthvalue")
+    },
     ("nn.functional.one_hot", "F.one_hot", "num_classes=-1"): (
         "num_classes=-1 takes the largest index + 1: a shape that depends on values, refused (NotImplementedError)"
     ),
@@ -148,6 +155,10 @@ NO_OP_DB_ENTRY = {
     "as_tensor",
     "_grouped_mm",
     "_weight_norm",
+    # NOTE: layout questions, not ops with samples: opinfo_shape_compositions.py
+    "is_contiguous",
+    "stride",
+    "cpu",  # opinfo_numeric_compositions.py
 }
 
 
@@ -179,6 +190,8 @@ def _unsupported(name: str, sample: Sample) -> str | None:
     repeats = sample.kwargs.get("repeats", sample.args[1] if len(sample.args) > 1 else None)
     if name == "repeat_interleave" and isinstance(repeats, torch.Tensor):
         return "a tensor of repeats gives an output shape that depends on tensor values"
+    if name == "tensor_split" and len(sample.args) > 1 and isinstance(sample.args[1], torch.Tensor):
+        return "indices given as a tensor give pieces whose sizes depend on its values (refused with a message)"
     return None
 
 

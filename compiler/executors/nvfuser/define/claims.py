@@ -31,6 +31,7 @@ LEFT_TO_TORCH: dict[Prim, str] = {
     Prim.CONVOLUTION: "nvFuser has no convolution; torch runs it (cuDNN on CUDA)",
     Prim.CONVOLUTION_BACKWARD: "nvFuser has no convolution; torch runs its backward (cuDNN on CUDA)",
     Prim.GROUPED_MM: "a grouped GEMM: nvFuser has none we rely on; torch runs it (CUTLASS on CUDA)",
+    Prim.DEVICE_PUT: "a copy between devices: a fusion runs on one device; torch copies it",
     Prim.UNPACK_SEQUENCE: "prologue-only prim",
     Prim.UNPACK_DICT: "prologue-only prim",
     Prim.SIZE: "prologue-only prim",

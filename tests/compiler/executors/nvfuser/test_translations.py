@@ -39,7 +39,7 @@ def test_translation_table_covers_every_prim_or_says_why_not():
         Prim.DROPOUT_NOISE, Prim.SDPA_FORWARD, Prim.SDPA_BACKWARD, Prim.CHECK_REQUIRES_GRAD, Prim.STOP_GRADIENT,
         Prim.SIZE, Prim.CUMSUM, Prim.CUMPROD, Prim.ARGSORT, Prim.TOPK, Prim.RANDOM_VALUES,
         Prim.SCATTER, Prim.SCATTER_REDUCE, Prim.CONVOLUTION, Prim.CONVOLUTION_BACKWARD,
-        Prim.GROUPED_MM,
+        Prim.GROUPED_MM, Prim.DEVICE_PUT,
     }  # fmt: skip
     assert set(POLICY_TORCH) == {Prim.MATMUL, Prim.LINEAR} and set(POLICY_TORCH) <= set(TRANSLATIONS)
     assert set(TORCH_SOURCE) == set(TRANSLATIONS)  # repro scripts can check every translated prim

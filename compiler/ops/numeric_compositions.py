@@ -1,0 +1,94 @@
+"""Elementwise ops written with other prims: round (half to even, with `decimals`), frac, copysign,
+isclose, and nansum.
+
+round has no prim: with f = floor(x), x - f is exact in floating point, so comparing it with 0.5
+decides the rounding without the error that floor(x + 0.5) makes just below a half; ties go to
+the even neighbour (f, or f + 1 when f is odd: f + remainder(f, 2)).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from compiler import prims
+from compiler.core import dtypes
+from compiler.core.errors import called_at, check
+from compiler.core.ir import TensorProxy
+from compiler.ops.elementwise import copy
+from compiler.ops.operands import Promotion, check_no_out, elementwise
+from compiler.ops.reductions import sum as sum_op
+from compiler.ops.registry import register
+
+
+def _round_half_even(x: TensorProxy) -> TensorProxy:
+    floor = prims.floor(x)
+    fraction = prims.sub(x, floor)
+    tie = prims.add(floor, prims.remainder(floor, 2.0))
+    up = prims.add(floor, 1.0)
+    return prims.where(prims.gt(fraction, 0.5), up, prims.where(prims.lt(fraction, 0.5), floor, tie))
+
+
+@register("torch.round", "torch.Tensor.round")
+def round(input: TensorProxy, *, decimals: int = 0, out: Any = None) -> TensorProxy:
+    """torch.round: to the nearest integer, ties to even; with `decimals`, at that decimal place."""
+    check_no_out("torch.round", out)
+    if not dtypes.is_float(input.dtype):
+        check(decimals == 0, lambda: f"round: decimals needs a float tensor, got {input.dtype}{called_at()}", TypeError)
+        return copy(input)
+    if decimals == 0:
+        return elementwise(_round_half_even, input)
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return elementwise(lambda x: prims.div(_round_half_even(prims.mul(x, scale)), scale), input)
+    return elementwise(lambda x: prims.mul(_round_half_even(prims.div(x, scale)), scale), input)
+
+
+@register("torch.copysign", "torch.Tensor.copysign")
+def copysign(input: Any, other: Any, *, out: Any = None) -> TensorProxy:
+    """|input| with the sign of `other` (-0.0 counts as negative: 1 / -0.0 is -inf)."""
+    check_no_out("torch.copysign", out)
+
+    def magnitude_with_sign(a: Any, b: Any) -> Any:
+        negative = prims.lt(prims.div(1.0, b), 0) if isinstance(b, TensorProxy) else math.copysign(1.0, b) < 0
+        magnitude = prims.abs(a)
+        if isinstance(negative, bool):
+            return prims.neg(magnitude) if negative else magnitude
+        return prims.where(negative, prims.neg(magnitude), magnitude)
+
+    return elementwise(magnitude_with_sign, input, other, promotion=Promotion.INT_TO_FLOAT)
+
+
+@register("torch.isclose", "torch.Tensor.isclose")
+def isclose(
+    input: TensorProxy, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> TensorProxy:
+    """|input - other| <= atol + rtol * |other| (equal values, infinities included, are close)."""
+
+    def close(a: Any, b: Any) -> Any:
+        equal = prims.eq(a, b)
+        if not (dtypes.is_float(a.dtype) if isinstance(a, TensorProxy) else isinstance(a, float)):
+            return equal
+        within = prims.le(prims.abs(prims.sub(a, b)), prims.add(prims.mul(prims.abs(b), rtol), atol))
+        result = prims.bitwise_or(equal, within)
+        if equal_nan:
+            both_nan = prims.bitwise_and(prims.ne(a, a), prims.ne(b, b))
+            result = prims.bitwise_or(result, both_nan)
+        return result
+
+    return elementwise(close, input, other, promotion=Promotion.ALWAYS_BOOL)
+
+
+@register("torch.nansum", "torch.Tensor.nansum")
+def nansum(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:
+    """torch.sum with NaNs counted as zero."""
+    if dtypes.is_float(input.dtype):
+        input = prims.where(prims.ne(input, input), 0.0, input)
+    return sum_op(input, dim, keepdim, dtype=dtype)
+
+
+@register("torch.frac", "torch.Tensor.frac")
+def frac(input: TensorProxy, *, out: Any = None) -> TensorProxy:
+    """input - trunc(input): the fractional part, with the input's sign."""
+    check_no_out("torch.frac", out)
+    return elementwise(lambda x: prims.sub(x, prims.trunc(x)), input)

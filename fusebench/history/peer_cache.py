@@ -1,0 +1,121 @@
+"""Peers' measurements kept between runs, so that a run on every change measures what changed.
+
+A change to fusebench's compiler changes none of its peers' numbers: torch.compile, thunder,
+torch.optim or a hand-written nvFuser definition run the same code on the same inputs. A run
+therefore reuses a peer's earlier measurement (variants marked `Variant.reusable`) where nothing it
+depends on changed: the same machine and GPU, the same torch, CUDA, nvFuser, thunder and Python,
+the same thread count, sizes, repeat budget and precision, and the same harness and suite code
+(every file of the `fusebench` and suite packages, hashed). Anything else differing, the whole
+cache is stale and every peer is measured again.
+
+Eager is never reused: measured on every run, it is the control. A reused peer whose case's eager
+time now differs from the eager time measured beside it by more than `DRIFT` (the machine or its
+clocks are not as they were) is measured again in the same run.
+
+The cache is `<results>/<machine>/peers.fusebench` (not a `.json` file: ASV reads those), written
+atomically. `fusebench run --remeasure-peers` measures every peer and refreshes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from fusebench.files import atomic_write_json
+from fusebench.measure.machine import MachineInfo
+from fusebench.measure.outcome import Outcome
+
+FILE_NAME = "peers.fusebench"
+DRIFT = 0.10  # the largest change of a case's eager time under which its peers' times still stand
+# A peer's error or wrong result is as reproducible as its time (the same code on the same inputs
+# and libraries); a crash (a unit time limit, a dead worker) may be the machine's, and is measured again.
+REUSED_STATUSES = ("ok", "skipped", "unsupported", "failed", "error")
+_FORMAT = 1
+
+
+def fingerprint(machine: MachineInfo, settings: dict[str, Any], code_roots: Sequence[Path]) -> str:
+    """A hash of everything a peer's measurement depends on (see the module docstring): the
+    machine facts, `settings` (sizes, budget, precision...) and every Python file under `code_roots`."""
+    facts = {k: v for k, v in asdict(machine).items() if k not in ("os", "ram")}
+    digest = hashlib.sha256(json.dumps([_FORMAT, facts, settings, _thunder_version()], sort_keys=True).encode())
+    for root in code_roots:
+        for path in sorted(Path(root).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _thunder_version() -> str:
+    try:
+        return importlib.metadata.version("lightning-thunder")
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
+
+
+def _key(case_id: str, variant: str) -> str:
+    return f"{case_id} | {variant}"
+
+
+class PeerCache:
+    """The peers' outcomes measured under one fingerprint, with the eager time measured beside each."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path, self.key = Path(path), key
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.stale = False  # a cache file was there, measured under another fingerprint
+        if self.path.exists():
+            try:
+                document = json.loads(self.path.read_text())
+            except (OSError, ValueError):
+                document = {}
+            if document.get("fingerprint") == key:
+                self.entries = document.get("entries", {})
+            else:
+                self.stale = True
+
+    def reusable(self, case_id: str, variant: str) -> Outcome | None:
+        """The kept outcome of `variant` on `case_id`, or None when there is none to reuse."""
+        entry = self.entries.get(_key(case_id, variant))
+        if entry is None or entry["outcome"].get("status") not in REUSED_STATUSES:
+            return None
+        outcome = Outcome.from_json(entry["outcome"])
+        outcome.extra["reused"] = {"commit": entry["commit"], "eager_median": entry.get("eager_median")}
+        return outcome
+
+    def eager_median(self, case_id: str, variant: str) -> float | None:
+        """The eager time measured in the run that measured this peer (None: not known)."""
+        entry = self.entries.get(_key(case_id, variant))
+        return None if entry is None else entry.get("eager_median")
+
+    def remember(self, case_id: str, outcome: Outcome, commit: str, eager: Outcome | None) -> None:
+        """Keeps a freshly measured peer's outcome, with the eager time of the same run."""
+        data = asdict(outcome)
+        data.pop("artifacts", None)
+        data["extra"] = {k: v for k, v in data["extra"].items() if k != "reused"}
+        median = eager.timing.median if eager is not None and eager.status == "ok" and eager.timing else None
+        self.entries[_key(case_id, outcome.variant)] = {"outcome": data, "commit": commit, "eager_median": median}
+
+    def save(self) -> None:
+        """Writes the cache (atomically)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.path, {"fingerprint": self.key, "entries": self.entries})
+
+
+def drifted(eager_now: float | None, eager_then: float | None, tolerance: float = DRIFT) -> bool:
+    """Whether a case's eager time moved by more than `tolerance` since its peers were measured
+    (unknown either side counts as moved: nothing vouches for the kept numbers)."""
+    if not eager_now or not eager_then:
+        return True
+    return max(eager_now / eager_then, eager_then / eager_now) - 1.0 > tolerance
+
+
+def eager_medians(outcomes: Iterable[tuple[str, Outcome]]) -> dict[str, float]:
+    """{case id: eager's median} over the (case id, outcome) pairs of a run's ok eager rows."""
+    return {
+        case_id: o.timing.median for case_id, o in outcomes if o.variant == "eager" and o.status == "ok" and o.timing
+    }

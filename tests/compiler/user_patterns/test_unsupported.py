@@ -1,0 +1,76 @@
+"""Patterns users write that the compiler deliberately does not support: each raises one line
+naming the operation and the user's line of code (the convention of tests/compiler/ops/test_op_errors.py)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import compiler
+
+
+def _line_of(fn: Callable, text: str) -> str:
+    """'this_file.py:N:' for the first line of `fn`'s source containing `text`."""
+    lines, first = inspect.getsourcelines(fn)
+    offset = next(i for i, line in enumerate(lines) if text in line)
+    return f"{__file__}:{first + offset}:"
+
+
+def view_as_other_dtype(x):
+    return x.view(torch.int32) & 0x7FFFFFFF
+
+
+def as_strided_window(x):
+    return x.as_strided((x.shape[0], 2), (x.stride(0), 1)) * 2
+
+
+def write_through_unfold(x):
+    h = x.clone()
+    h.unfold(-1, 2, 2).zero_()
+    return h
+
+
+def view_of_transposed(x):
+    return x.t().view(-1)
+
+
+def in_place_unsqueeze(x):
+    h = x.clone()
+    h.unsqueeze_(0)
+    return h
+
+
+def reads_requires_grad(x):
+    y = x * 2
+    return y if y.requires_grad else x
+
+
+CASES = [
+    (view_as_other_dtype, "x.view(torch.int32)", NotImplementedError, "Tensor.view(dtype) reinterprets bits"),
+    (as_strided_window, "x.as_strided(", NotImplementedError, "torch.Tensor.as_strided is not supported"),
+    (write_through_unfold, "h.unfold(", NotImplementedError, "made by unfold"),
+    (view_of_transposed, "x.t().view(-1)", RuntimeError, "view size is not compatible with input tensor's size"),
+    (in_place_unsqueeze, "h.unsqueeze_(0)", NotImplementedError, "torch.Tensor.unsqueeze_ is not supported"),
+    (reads_requires_grad, "y.requires_grad", AttributeError, "reading requires_grad of the traced tensor"),
+]
+
+
+@pytest.mark.parametrize(("fn", "text", "error", "expected"), CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_unsupported_pattern_is_one_line_naming_the_op_and_the_line(
+    fn: Callable, text: str, error: type[Exception], expected: str
+) -> None:
+    x = torch.randn(3, 4)
+    with pytest.raises(error) as raised:
+        compiler.jit(fn)(x)
+    message = str(raised.value)
+    assert expected in message, message
+    assert _line_of(fn, text) in message, message
+    assert "\n" not in message
+
+
+def test_eager_rejects_what_the_compiler_rejects_as_a_view_error() -> None:
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        view_of_transposed(torch.randn(4, 4))

@@ -1,0 +1,121 @@
+"""`fusebench run` reuses a peer's earlier measurement on the same machine, where nothing it depends
+on changed and its case's eager time (measured every run) has not drifted; `--remeasure-peers`, a
+changed suite file, or a drifted eager measure it again (fusebench.history.peer_cache)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fusebench.cases import Case
+from fusebench.cases.discovery import Suite
+from fusebench.cases.selection import Group
+from fusebench.cases.variants import EAGER, Compiled, Variant
+from fusebench.cli import main
+from fusebench.commands.peer_reuse import measure_reusing_peers
+from fusebench.history.peer_cache import FILE_NAME, PeerCache, drifted
+from fusebench.history.results import RunInfo
+from fusebench.history.revision import Revision
+from fusebench.measure.machine import machine_info
+from fusebench.measure.outcome import Outcome
+from fusebench.measure.stats import TimingStats
+
+SUITE = """
+import os
+from pathlib import Path
+
+import torch
+
+from fusebench.cases import Case, Compiled, Variant
+
+
+def _prepare_peer(target):
+    with Path(os.environ["PEER_PREPARED"]).open("a") as log:
+        log.write("prepared\\n")
+    return Compiled(target.fn)
+
+
+CASES = [
+    Case(
+        name="double",
+        fn=lambda x: x * 2,
+        make_inputs=lambda params, device, seed: (torch.ones(params["n"], device=device),),
+        bytes_moved=lambda params: 8 * params["n"],
+        params={"n": [64]},
+        extra_variants=(Variant("peer", _prepare_peer, reusable=True),),
+    )
+]
+"""
+
+
+def _run(tmp_path: Path, *flags: str) -> int:
+    command = ["run", "--suites", str(tmp_path / "suites"), "--device", "cpu", "--quick", "--repeat-budget", "0.01"]
+    command += ["--variant", "eager,peer", "--results", str(tmp_path / "results"), "--machine", "m", *flags]
+    assert main(command) == 0
+    return len((tmp_path / "prepared").read_text().splitlines())
+
+
+def test_a_peer_is_reused_until_its_suite_changes_or_remeasuring_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "suites" / "tiny.py").write_text(SUITE)
+    (tmp_path / "prepared").write_text("")
+    monkeypatch.setenv("PEER_PREPARED", str(tmp_path / "prepared"))
+    monkeypatch.setattr("fusebench.commands.peer_reuse.drifted", lambda now, then: False)  # a quiet machine
+    assert _run(tmp_path, "--commit", "a" * 40) == 1
+    assert (tmp_path / "results" / "m" / FILE_NAME).exists()
+    capsys.readouterr()
+    assert _run(tmp_path, "--commit", "b" * 40) == 1  # reused, not prepared again
+    assert "1 peer measurements reused" in capsys.readouterr().err
+    recorded = json.loads(next((tmp_path / "results" / "m").glob("bbbbbbbb-*.json")).read_text())
+    assert any(name.endswith(".time_call") and "peer" in json.dumps(row) for name, row in recorded["results"].items())
+    assert _run(tmp_path, "--commit", "c" * 40, "--remeasure-peers") == 2
+    (tmp_path / "suites" / "tiny.py").write_text(SUITE + "\n# the suite changed\n")
+    assert _run(tmp_path, "--commit", "d" * 40) == 3
+
+
+def _outcome(variant: str, median: float) -> Outcome:
+    timing = TimingStats(median=median, q25=median, q75=median, min=median, max=median, repeats=1, samples=(median,))
+    return Outcome("s", "c", {"n": 1}, variant, "cpu", "ok", timing=timing)
+
+
+def test_a_reused_peer_is_measured_again_when_its_cases_eager_time_moved(tmp_path: Path) -> None:
+    peer = Variant("peer", lambda target: Compiled(target.fn), reusable=True)
+    case = Case(name="c", fn=lambda x: x, make_inputs=lambda p, d, s: (), bytes_moved=lambda p: 0, params={"n": [1]})
+    group = Group(Suite("s", "s.py", (case,)), case, {"n": 1}, (EAGER, peer))
+    units = [(group, EAGER), (group, peer)]
+    run = RunInfo(machine_info("m"), Revision("e" * 40, 0, dirty=False), "env")
+    cache = PeerCache(tmp_path / FILE_NAME, "key")
+    cache.remember(group.case_id, _outcome("peer", 2.0), "d" * 40, _outcome("eager", 1.0))
+    measured: list[list[int]] = []
+
+    def measure(eager_median: float) -> object:
+        def run_units(indices: list[int]) -> dict[int, Outcome]:
+            measured.append(indices)
+            return {i: _outcome(units[i][1].name, eager_median if i == 0 else 3.0) for i in indices}
+
+        return run_units
+
+    kept = measure_reusing_peers(units, run, cache, measure(1.05), tmp_path / "results")
+    assert measured == [[0]] and kept[1].timing.median == 2.0  # eager within 10%: the kept peer stands
+    measured.clear()
+    kept = measure_reusing_peers(units, run, cache, measure(1.5), tmp_path / "results")
+    assert measured == [[0], [1]] and kept[1].timing.median == 3.0  # eager moved 50%: measured again
+    assert drifted(None, 1.0) and drifted(1.0, None) and not drifted(1.0, 1.09) and drifted(1.0, 1.11)
+
+
+def test_a_peers_error_is_reused_and_its_crash_measured_again(tmp_path: Path) -> None:
+    cache = PeerCache(tmp_path / FILE_NAME, "key")
+    eager = _outcome("eager", 1.0)
+    for status in ("error", "crashed"):
+        outcome = Outcome("s", "c", {"n": 1}, f"peer-{status}", "cpu", status, detail="thunder raised")
+        cache.remember("s.c(n=1)", outcome, "d" * 40, eager)
+    assert cache.reusable("s.c(n=1)", "peer-error").detail == "thunder raised"
+    assert cache.reusable("s.c(n=1)", "peer-crashed") is None
+    cache.save()
+    assert PeerCache(tmp_path / FILE_NAME, "key").reusable("s.c(n=1)", "peer-error") is not None
+    stale = PeerCache(tmp_path / FILE_NAME, "another machine or code")
+    assert stale.stale and stale.reusable("s.c(n=1)", "peer-error") is None

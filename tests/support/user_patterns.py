@@ -1,0 +1,248 @@
+"""A battery runner for small functions written the way users write them: each `Pattern` is called
+jitted and eagerly on the same arguments over a fixed schedule of calls (seeds, size-1 and other
+sizes, transposed, step-sliced and expanded inputs, float32, bfloat16 and float16), through one
+jitted function so that every later call exercises the cache, its guards and recompilation.
+
+Each call compares outputs (dtype, shape, requires_grad, values), every argument's final contents
+(in-place writes), and, where the call's inputs require grad, the gradients of every differentiable
+input for the same random cotangents."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+import compiler
+
+FLOATS = (torch.float32, torch.bfloat16, torch.float16)
+SIZES = ({"B": 3, "N": 5, "D": 6, "K": 2}, {"B": 1, "N": 1, "D": 6, "K": 1}, {"B": 2, "N": 7, "D": 4, "K": 3})
+LAYOUTS = ("contiguous", "transposed", "strided", "expanded")
+
+# NOTE: the compiler computes a chain of bf16/f16 ops in float32 and rounds once where eager rounds
+# after every op, so low-precision results are compared loosely.
+_TOLERANCE = {
+    torch.float32: {"atol": 1e-5, "rtol": 1e-4},
+    torch.float64: {"atol": 1e-7, "rtol": 1e-7},
+    torch.bfloat16: {"atol": 6e-2, "rtol": 5e-2},
+    torch.float16: {"atol": 1e-2, "rtol": 1e-2},
+}
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One tensor argument. `shape` holds ints or size names (keys of the call's sizes). `kind`:
+    "float" (the call's dtype), "pos" (positive, the call's dtype), "f32" (always float32),
+    "long:H" / "int:H" (ints in [0, H), H an int or a size name), "bool", "mask" (bool, mostly True).
+    `written`: the function writes into it (never expanded, never requires grad)."""
+
+    shape: tuple[int | str, ...]
+    kind: str = "float"
+    written: bool = False
+    grad: bool = True
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A user-style function and how to call it. Non-`Arg` entries of `args` are passed as given;
+    `inner`: a lower precision the function computes in whatever the inputs' dtype (its tolerance
+    applies to every call)."""
+
+    fn: Callable
+    args: tuple[Any, ...]
+    dtypes: tuple[torch.dtype, ...] = FLOATS
+    sizes: tuple[dict[str, int], ...] = SIZES
+    layouts: tuple[str, ...] = LAYOUTS
+    grad: bool = True
+    inner: torch.dtype | None = None
+    jit_options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of the schedule."""
+
+    seed: int
+    dtype: torch.dtype
+    sizes: dict[str, int]
+    layout: str
+    grad: bool
+
+    def __str__(self) -> str:
+        return f"seed={self.seed} {self.dtype} sizes={self.sizes} {self.layout} grad={self.grad}"
+
+
+def schedule(pattern: Pattern) -> Iterator[Call]:
+    """The calls one pattern gets: the first sizes in float32 with two seeds, the other sizes, every
+    layout, then the other dtypes; gradients on every other call where the pattern has them."""
+    first = pattern.sizes[0]
+    dtype = pattern.dtypes[0]
+    calls = [Call(0, dtype, first, "contiguous", True), Call(1, dtype, first, "contiguous", False)]
+    calls += [Call(2 + i, dtype, s, "contiguous", i % 2 == 0) for i, s in enumerate(pattern.sizes[1:])]
+    calls += [Call(7 + i, dtype, first, lay, i % 2 == 0) for i, lay in enumerate(pattern.layouts[1:])]
+    calls += [
+        Call(11 + i, d, first, pattern.layouts[i % len(pattern.layouts)], True)
+        for i, d in enumerate(pattern.dtypes[1:])
+    ]
+    for call in calls:
+        yield Call(call.seed, call.dtype, call.sizes, call.layout, call.grad and pattern.grad)
+
+
+def _size(entry: int | str, sizes: dict[str, int]) -> int:
+    return entry if isinstance(entry, int) else sizes[entry]
+
+
+def _values(arg: Arg, shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
+    kind = arg.kind
+    if kind == "bool":
+        return torch.rand(shape, generator=generator) < 0.5
+    if kind == "mask":
+        return torch.rand(shape, generator=generator) < 0.8
+    values = torch.randn(shape, generator=generator)
+    if kind == "pos":
+        values = values.abs() + 0.5
+    return values.to(torch.float32 if kind == "f32" else dtype)
+
+
+def make_tensor(arg: Arg, call: Call, generator: torch.Generator) -> torch.Tensor:
+    """`arg` for `call`: its values, then laid out as the call says (where the shape allows)."""
+    shape = tuple(_size(s, call.sizes) for s in arg.shape)
+    kind, _, high = arg.kind.partition(":")
+    if kind in ("long", "int"):
+        bound = max(_size(int(high) if high.isdigit() else high, call.sizes), 1)
+        base = torch.randint(0, bound, shape, generator=generator, dtype=torch.int64 if kind == "long" else torch.int32)
+        return base
+    layout = call.layout
+    if layout == "transposed" and len(shape) >= 2:
+        swapped = (*shape[:-2], shape[-1], shape[-2])
+        return _values(arg, swapped, call.dtype, generator).transpose(-1, -2)
+    if layout == "strided" and len(shape) >= 1:
+        wide = (*shape[:-1], 2 * shape[-1])
+        return _values(arg, wide, call.dtype, generator)[..., ::2]
+    if layout == "expanded" and len(shape) >= 2 and not arg.written:
+        return _values(arg, (1, *shape[1:]), call.dtype, generator).expand(shape)
+    return _values(arg, shape, call.dtype, generator)
+
+
+def make_args(pattern: Pattern, call: Call) -> list[Any]:
+    generator = torch.Generator().manual_seed(call.seed)
+    return [make_tensor(a, call, generator) if isinstance(a, Arg) else a for a in pattern.args]
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    return [value]
+
+
+def _clone(args: list[Any], grads: list[bool]) -> list[Any]:
+    """Same values and the same strides (a transposed or step-sliced input stays so), requiring grad
+    where told; expanded inputs keep their zero strides."""
+    copies = []
+    for a, g in zip(args, grads):
+        if not isinstance(a, torch.Tensor):
+            copies.append(a)
+            continue
+        if 0 in a.stride() and a.numel() > 1:
+            base = a[tuple(slice(0, 1) if s == 0 else slice(None) for s in a.stride())].clone()
+            copy = base.expand(a.shape)
+        else:
+            copy = _with_strides_like(a)
+        copies.append(copy.requires_grad_(g) if g else copy)
+    return copies
+
+
+def _with_strides_like(a: torch.Tensor) -> torch.Tensor:
+    """A copy of `a` with its strides, gaps of a step-sliced tensor included."""
+    storage_size = 1 + sum((n - 1) * s for n, s in zip(a.shape, a.stride())) if a.numel() else 0
+    flat = torch.zeros(storage_size, dtype=a.dtype)
+    copy = flat.as_strided(a.shape, a.stride())
+    copy.copy_(a)
+    return copy
+
+
+def assert_close(actual: Any, expected: Any, dtype: torch.dtype, what: str) -> None:
+    """Leaf-wise: tensors of the same dtype, shape and requires_grad, values within the dtype's
+    tolerance (exact for integers and bools, NaNs equal); other leaves equal."""
+    a_leaves, e_leaves = _leaves(actual), _leaves(expected)
+    assert len(a_leaves) == len(e_leaves), f"{what}: {len(a_leaves)} leaves, eager has {len(e_leaves)}"
+    for i, (a, e) in enumerate(zip(a_leaves, e_leaves)):
+        if not isinstance(e, torch.Tensor):
+            assert type(a) is type(e) and (a == e or (a != a and e != e)), f"{what} leaf {i}: {a!r}, eager {e!r}"
+            continue
+        assert isinstance(a, torch.Tensor), f"{what} leaf {i}: got {type(a).__name__}, eager gives a tensor"
+        assert (a.dtype, a.shape) == (e.dtype, e.shape), (
+            f"{what} leaf {i}: {a.dtype} {tuple(a.shape)}, eager {e.dtype} {tuple(e.shape)}"
+        )
+        assert a.requires_grad == e.requires_grad, (
+            f"{what} leaf {i}: requires_grad {a.requires_grad}, eager {e.requires_grad}"
+        )
+        # NOTE: a float32 result computed from low-precision inputs carries their rounding.
+        tol = _TOLERANCE.get(dtype if e.is_floating_point() else e.dtype, {"atol": 0, "rtol": 0})
+        torch.testing.assert_close(
+            a.detach(), e.detach(), equal_nan=True, **tol, msg=lambda m, i=i: f"{what} leaf {i}: {m}"
+        )
+
+
+def _differentiable(output: Any) -> list[torch.Tensor]:
+    return [o for o in _leaves(output) if isinstance(o, torch.Tensor) and o.requires_grad]
+
+
+def check_call(pattern: Pattern, jfn: Callable, call: Call) -> bool:
+    """Runs one call eagerly and jitted; False when eager itself rejects the arguments (skipped)."""
+    args = make_args(pattern, call)
+    grads = [
+        call.grad and isinstance(a, Arg) and a.grad and not a.written and a.kind in ("float", "pos", "f32")
+        for a in pattern.args
+    ]
+    eager_args, jit_args = _clone(args, grads), _clone(args, grads)
+    try:
+        expected = pattern.fn(*eager_args)
+    except (RuntimeError, IndexError, ValueError):
+        return False
+    where = f"{pattern.name} [{call}]"
+    dtype = call.dtype if pattern.inner is None else pattern.inner
+    actual = jfn(*jit_args)
+    assert_close(actual, expected, dtype, f"{where} output")
+    written = [i for i, a in enumerate(pattern.args) if isinstance(a, Arg)]
+    assert_close([jit_args[i] for i in written], [eager_args[i] for i in written], dtype, f"{where} arguments after")
+    wants, gots = _differentiable(expected), _differentiable(actual)
+    inputs = [i for i, g in enumerate(grads) if g]
+    if not wants or not inputs:
+        return True
+    generator = torch.Generator().manual_seed(100 + call.seed)
+    cotangents = [torch.randn(w.shape, generator=generator).to(w.dtype) for w in wants]
+    try:
+        want = torch.autograd.grad(wants, [eager_args[i] for i in inputs], cotangents, allow_unused=True)
+    except RuntimeError:  # NOTE: eager's own backward refuses (a saved value was written in place)
+        return True
+    got = torch.autograd.grad(gots, [jit_args[i] for i in inputs], cotangents, allow_unused=True)
+    for i, w, g in zip(inputs, want, got):
+        w = torch.zeros_like(eager_args[i]) if w is None else w
+        g = torch.zeros_like(jit_args[i]) if g is None else g
+        assert_close(g, w, dtype, f"{where} gradient of argument {i}")
+    return True
+
+
+def check_pattern(pattern: Pattern, **jit_options: Any) -> int:
+    """Every call of the schedule through one jitted function; returns how many calls ran (eager
+    accepted the arguments)."""
+    torch.manual_seed(0)
+    jfn = compiler.jit(pattern.fn, **{**pattern.jit_options, **jit_options})
+    ran = sum(check_call(pattern, jfn, call) for call in schedule(pattern))
+    assert ran, f"{pattern.name}: eager rejected every call of the schedule"
+    return ran
+
+
+def fused_options() -> dict[str, Any]:
+    """The fusion planner of the GPU path with torch running each region, so that the passes that
+    matter on a GPU (fusion, upcast placement) run here too."""
+    return {"executors": ["nvfuser", "torch"], "fusion": {"runner": "torch"}}
