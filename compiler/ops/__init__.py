@@ -22,6 +22,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     foreach,
     indexing,
     inplace,
+    interpolate,
     layout_queries,
     linalg,
     losses,

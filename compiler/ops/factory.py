@@ -39,6 +39,15 @@ def _check_factory_kwargs(name: str, out: Any, layout: Any, pin_memory: Any) -> 
     check(not pin_memory, lambda: f"{name}: pin_memory is not supported{called_at()}", NotImplementedError)
 
 
+def size_arguments(name: str, sizes: tuple, size: Any) -> tuple:
+    """The sizes a factory was given, positionally (`torch.zeros(2, 3)`, `torch.zeros((2, 3))`) or
+    as its `size=` keyword (`torch.zeros(size=(2, 3))`, which torch's parser takes too)."""
+    if size is None:
+        return sizes
+    check(not sizes, lambda: f"{name}: size given both positionally and as size={size!r}{called_at()}", TypeError)
+    return (size,)
+
+
 def _full(name: str, size: Any, value: Any, dtype: Any, device: Any) -> TensorProxy:
     shape = _sizes(size) if isinstance(size, tuple) else list(size)
     for s in shape:
@@ -58,7 +67,8 @@ def _full(name: str, size: Any, value: Any, dtype: Any, device: Any) -> TensorPr
 def _factory(name: str, value: Any) -> None:
     @register(f"torch.{name}")
     def op(
-        *size: Any,
+        *sizes: Any,
+        size: Any = None,
         out: Any = None,
         dtype: Any = None,
         layout: Any = None,
@@ -68,6 +78,7 @@ def _factory(name: str, value: Any) -> None:
         memory_format: Any = None,
     ) -> Any:
         _check_factory_kwargs(f"torch.{name}", out, layout, pin_memory)
+        size = size_arguments(f"torch.{name}", sizes, size)
         return _full(f"torch.{name}", size, value, dtype or torch.get_default_dtype(), device)
 
 
@@ -77,7 +88,8 @@ _factory("ones", 1)
 
 @register("torch.empty")
 def empty(
-    *size: Any,
+    *sizes: Any,
+    size: Any = None,
     out: Any = None,
     dtype: Any = None,
     layout: Any = None,
@@ -87,6 +99,7 @@ def empty(
     memory_format: Any = None,
 ) -> Any:
     _check_factory_kwargs("torch.empty", out, layout, pin_memory)
+    size = size_arguments("torch.empty", sizes, size)
     return prims.empty(_sizes(size), dtype or torch.get_default_dtype(), _device(device))
 
 
@@ -149,7 +162,8 @@ def _new(name: str, value: Any) -> None:
     @register(f"torch.Tensor.new_{name}")
     def op(
         self: TensorProxy,
-        *size: Any,
+        *sizes: Any,
+        size: Any = None,
         dtype: Any = None,
         layout: Any = None,
         device: Any = None,
@@ -157,6 +171,7 @@ def _new(name: str, value: Any) -> None:
         pin_memory: bool = False,
     ) -> Any:
         _check_factory_kwargs(f"Tensor.new_{name}", None, layout, pin_memory)
+        size = size_arguments(f"Tensor.new_{name}", sizes, size)
         return _full(f"Tensor.new_{name}", _sizes(size), value, dtype or self.dtype, device or self.device)
 
 
@@ -167,15 +182,18 @@ _new("ones", 1)
 @register("torch.Tensor.new_empty")
 def new_empty(
     self: TensorProxy,
-    *size: Any,
+    *sizes: Any,
+    size: Any = None,
     dtype: Any = None,
     layout: Any = None,
     device: Any = None,
     requires_grad: bool = False,
     pin_memory: bool = False,
 ) -> Any:
-    """Tensor.new_empty: an uninitialised tensor of `size`, of `self`'s dtype and device by default."""
+    """Uninitialised memory of `self`'s dtype and device unless given (DeepSeek's attention fills one
+    with two slice writes)."""
     _check_factory_kwargs("Tensor.new_empty", None, layout, pin_memory)
+    size = size_arguments("Tensor.new_empty", sizes, size)
     return prims.empty(_sizes(size), dtype or self.dtype, _device(device) if device is not None else self.device)
 
 

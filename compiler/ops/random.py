@@ -17,10 +17,11 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
-from compiler.ops.factory import _check_factory_kwargs, _device
+from compiler.ops.factory import _check_factory_kwargs, _device, size_arguments
 from compiler.ops.operands import elementwise
 from compiler.ops.registry import register
 from compiler.ops.shape import _sizes
+from compiler.ops.writes import write
 
 
 @register("torch.nn.functional.dropout", "torch.dropout")
@@ -36,13 +37,13 @@ def dropout(input: TensorProxy, p: float = 0.5, training: bool = True, inplace: 
         lambda: f"dropout: expected a floating point tensor, got {getattr(input, 'dtype', input)!r}{called_at()}",
         TypeError,
     )
-    check(not inplace, lambda: f"dropout: inplace=True is not supported{called_at()}", NotImplementedError)
     if not training or p == 0.0:
-        return input
+        return input  # NOTE: in place or not, eager returns the input itself
     if p == 1.0:
-        return elementwise(prims.mul, input, 0.0)
-    noise = prims.dropout_noise(list(input.shape), float(p), input.dtype, input.device)
-    return prims.mul(input, noise)
+        dropped = elementwise(prims.mul, input, 0.0)
+    else:
+        dropped = prims.mul(input, prims.dropout_noise(list(input.shape), float(p), input.dtype, input.device))
+    return write(input, dropped, "dropout(inplace=True)") if inplace else dropped
 
 
 def _random_values(name: str, distribution: str, shape: list, dtype: Any, device: Any, generator: Any) -> TensorProxy:
@@ -65,7 +66,8 @@ def _random_values(name: str, distribution: str, shape: list, dtype: Any, device
 def _draw(name: str, distribution: str) -> None:
     @register(f"torch.{name}")
     def op(
-        *size: Any,
+        *sizes: Any,
+        size: Any = None,
         generator: Any = None,
         out: Any = None,
         dtype: Any = None,
@@ -75,7 +77,7 @@ def _draw(name: str, distribution: str) -> None:
         pin_memory: bool = False,
     ) -> TensorProxy:
         _check_factory_kwargs(f"torch.{name}", out, layout, pin_memory)
-        shape = _sizes(size)
+        shape = _sizes(size_arguments(f"torch.{name}", sizes, size))
         dtype = dtype or torch.get_default_dtype()
         return _random_values(f"torch.{name}", distribution, shape, dtype, device, generator)
 

@@ -157,6 +157,8 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
         )
     context = ir.current()
     check(context is not None, lambda: f"{op.name} was called on proxies outside of tracing", TracingError)
+    if kwargs and not _NUMPY_NAMES.keys().isdisjoint(kwargs):
+        kwargs = _torch_names(op.impl, kwargs)
     if kwargs.get("out") is not None and _accepts_out(op.impl):
         return _dispatch_out(op, fn, args, kwargs)
     with context.scope() as recorded:
@@ -195,6 +197,33 @@ def _without_gradient(output: Any, new: set[int]) -> Any:
 @functools.cache
 def _accepts_out(impl: Callable) -> bool:
     return "out" in inspect.signature(impl).parameters
+
+
+# NOTE: torch's argument parser takes NumPy's names for these parameters of every function it
+# parses (`torch.cat(xs, axis=1)`, `x.sum(axis=0, keepdims=True)`), and programs use them
+# (transformers' Funnel); a decomposition is written with torch's names.
+_NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim", "x": "input", "a": "input", "x1": "input", "x2": "other"}
+
+
+@functools.cache
+def _parameters(impl: Callable) -> frozenset[str]:
+    return frozenset(inspect.signature(impl).parameters)
+
+
+def _torch_names(impl: Callable, kwargs: dict) -> dict:
+    """`kwargs` with NumPy's parameter names the decomposition does not take given torch's names."""
+    accepted = _parameters(impl)
+    renamed = {}
+    for key, value in kwargs.items():
+        torch_key = _NUMPY_NAMES.get(key)
+        use_torch_name = torch_key is not None and key not in accepted and torch_key in accepted
+        check(
+            not (use_torch_name and torch_key in kwargs),
+            lambda key=key, torch_key=torch_key: f"{torch_key} given twice (also as {key}=){called_at()}",
+            TypeError,
+        )
+        renamed[torch_key if use_torch_name else key] = value
+    return renamed
 
 
 def _dispatch_out(op: Op, fn: Any, args: tuple, kwargs: dict) -> Any:

@@ -1,5 +1,6 @@
 """Repeating a tensor: repeat_interleave with a number of repeats (grouped-query attention's
-copies of key/value heads) and repeat (tiling), as broadcasts and reshapes."""
+copies of key/value heads), repeat (tiling) and meshgrid (a grid of coordinates: relative position
+tables), as broadcasts and reshapes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy, size_product
 from compiler.ops.operands import canonical_dim
 from compiler.ops.registry import register
-from compiler.ops.shape import _sizes
+from compiler.ops.shape import _sizes, expand, reshape
 
 
 @register("torch.repeat_interleave", "torch.Tensor.repeat_interleave")
@@ -49,3 +50,35 @@ def repeat(input: TensorProxy, *sizes: Any) -> Any:
     expanded = [x for r, s in zip(reps, shape) for x in (r, s)]
     out = prims.broadcast_in_dim(input, expanded, list(range(len(expanded) - 2 * input.ndim + 1, len(expanded), 2)))
     return prims.reshape(out, [r * s for r, s in zip(reps, shape)])
+
+
+@register("torch.meshgrid")
+def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[TensorProxy, ...]:
+    """One grid per 1-d (or 0-d) tensor, each its values along its own dim broadcast over the others
+    (views, as eager's); `indexing="xy"` swaps the first two dims. None is eager's default, "ij"."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    check(
+        indexing in (None, "ij", "xy"),
+        lambda: f"torch.meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}{called_at()}",
+        ValueError,
+    )
+    check(
+        len(tensors) > 0 and all(isinstance(t, TensorProxy) and t.ndim <= 1 for t in tensors),
+        lambda: f"torch.meshgrid: expected 0-d or 1-d tensors{called_at()}",
+        ValueError,
+    )
+    check(
+        len({t.dtype for t in tensors}) == 1,
+        lambda: f"torch.meshgrid: expects all tensors to have the same dtype{called_at()}",
+        RuntimeError,
+    )
+    swap = indexing == "xy" and len(tensors) >= 2
+    order = [1, 0, *range(2, len(tensors))] if swap else list(range(len(tensors)))
+    sizes = [size_product(tensors[i].shape) for i in order]
+    grids = []
+    for position, i in enumerate(order):
+        shape = [1] * len(tensors)
+        shape[position] = sizes[position]
+        grids.append((i, expand(reshape(tensors[i], shape), sizes)))
+    return tuple(grid for _, grid in sorted(grids, key=lambda pair: pair[0]))

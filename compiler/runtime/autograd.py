@@ -48,6 +48,7 @@ class CompiledAutograd:
         outputs: tuple[Proxy, ...],
         differentiable: tuple[bool, ...],
         saved_tensors: int,
+        writes: list[tuple[int, int]] = (),
     ) -> None:
         self.name = name
         self.lends = isinstance(forward, GraphedComputation)  # its saved values are lent, see `Lent`
@@ -69,6 +70,14 @@ class CompiledAutograd:
         )
         # the tensor outputs that carry no gradient (integer tensors, values no input requiring grad reaches)
         self.frozen = [i for i, p in enumerate(outputs) if isinstance(p, TensorProxy) and not differentiable[i]]
+        self.tensor_positions = [i for i, p in enumerate(outputs) if isinstance(p, TensorProxy)]
+        self.tensor_outputs = picker(self.tensor_positions)
+        # (input, output) positions: the forward wrote that output, which depends on an input requiring
+        # grad, into that input, which does not; it is written again under autograd so that the
+        # input's later readers get its gradient (runtime/grad_mode.differentiable_writes)
+        self.writes = list(writes)
+        # the (output, input) positions of outputs that view an input, set by the forward just run
+        self.views_of_inputs: list[tuple[int, int]] | None = None
         self.all_cotangents = (True,) * len(self.cotangent_positions)
         self.every_output_differentiable = all(differentiable)  # then the cotangents are `given` as they come
         self.full_backward: Callable[..., Any] | None = None  # the backward for every cotangent, once compiled
@@ -80,7 +89,9 @@ class CompiledAutograd:
 
     def __call__(self, *inputs: Any) -> Any:
         if _functorch_transforms_active():
-            return self.rebuild(_Function.apply(self, *inputs))
+            outputs = self._with_views_of_inputs(_Function.apply(self, *inputs), inputs)
+            _write_again(outputs, inputs, self.writes)
+            return self.rebuild(outputs)
         # NOTE: what `Function.apply` does without functorch transforms, less its Python layer; its
         # unwrapping of dead functorch wrappers (a Python loop over every input) only where a tensor
         # input is a functorch wrapper at all, which one C-level map over the tensor inputs tells.
@@ -88,7 +99,17 @@ class CompiledAutograd:
             self._tensors = picker([i for i, value in enumerate(inputs) if isinstance(value, torch.Tensor)])
         if any(map(_is_functorch_wrapped, self._tensors(inputs))):
             inputs = _unwrap_dead_wrappers(inputs)
-        return self.rebuild(_apply(self, *inputs))
+        outputs = _apply(self, *inputs)
+        if self.views_of_inputs is not None:
+            outputs = self._with_views_of_inputs(outputs, inputs)
+        if self.writes:
+            _write_again(outputs, inputs, self.writes)
+        return self.rebuild(outputs)
+
+    def _with_views_of_inputs(self, outputs: tuple, inputs: tuple) -> tuple:
+        """The outputs, each that views an input (found by the forward just run) made again from it."""
+        of_inputs, self.views_of_inputs = self.views_of_inputs, None
+        return outputs if of_inputs is None else _viewed_again(outputs, inputs, of_inputs)
 
     def backward_for(self, present: tuple[bool, ...]) -> Callable[..., Any]:
         """The backward compiled for the cotangents flagged present, compiled on first need; the
@@ -116,7 +137,9 @@ class _Function(torch.autograd.Function):
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(*saved[: runner.saved_tensors])
         ctx.numbers = saved[runner.saved_tensors :]
-        if runner.frozen:
+        if any(map(_is_view, runner.tensor_outputs(outputs))):
+            outputs, runner.views_of_inputs = _views_of_own_memory_detached(outputs, inputs, runner.tensor_positions)
+        if runner.frozen:  # NOTE: after the detaching above: autograd marks the very tensors returned
             ctx.mark_non_differentiable(*(outputs[i] for i in runner.frozen))
         return tuple(outputs)
 
@@ -145,6 +168,63 @@ class _Function(torch.autograd.Function):
         if ctx.lent is not None:
             ctx.lent.release()
         return (None, *grads)
+
+
+_is_view = torch.Tensor._is_view
+
+
+def _views_of_own_memory_detached(
+    outputs: Any, inputs: tuple, positions: list[int]
+) -> tuple[tuple, list[tuple[int, int]] | None]:
+    """(the outputs, each view whose memory no input and no other output shares detached (the same
+    memory, no longer a view as autograd sees it); the (output, input) positions of each view whose
+    memory only that one input shares, or None).
+
+    NOTE: autograd forbids in-place writes into a view a Function returns (its view+inplace
+    rebasing would bypass the Function's backward), where eager allows them: a program writes into
+    what a compiled piece returned (`pos_query_layer /= scale` after a graph break in DeBERTa, on a
+    head-split transpose). A view of an intermediate of the compiled function is the only way to
+    that memory, so autograd loses nothing when it stops being a view. A view of one input is made
+    again outside the Function (`CompiledAutograd.__call__`), as the same view of that input, which
+    autograd tracks as eager does. A view of memory several values share stays as it is: a write
+    into it must reach the others' gradients, which only autograd's view tracking could give (it
+    raises instead of computing a wrong gradient). Outputs without a gradient too: a buffer a piece
+    returns may be written under autograd later (`_write_again`), which autograd refuses for a view
+    a Function made.
+    """
+    sharing: dict[int, list[tuple[str, int]]] = {}
+    for kind, values in (("input", inputs), ("output", outputs)):
+        for i, value in enumerate(values):
+            if isinstance(value, torch.Tensor):
+                sharing.setdefault(value.untyped_storage().data_ptr(), []).append((kind, i))
+    outputs = list(outputs)
+    of_inputs = []
+    for i in positions:
+        output = outputs[i]
+        pointer = output.untyped_storage().data_ptr()
+        if not output._is_view() or pointer == 0:
+            continue
+        others = [place for place in sharing[pointer] if place != ("output", i)]
+        if not others:
+            outputs[i] = output.detach()
+        elif len(others) == 1 and others[0][0] == "input":
+            of_inputs.append((i, others[0][1]))
+    return tuple(outputs), of_inputs or None
+
+
+def _write_again(outputs: tuple, inputs: tuple, writes: list[tuple[int, int]]) -> None:
+    """Writes each output into its input (which holds its value already) where autograd records it."""
+    for i, k in writes:
+        inputs[i].copy_(outputs[k])
+
+
+def _viewed_again(outputs: tuple, inputs: tuple, of_inputs: list[tuple[int, int]]) -> tuple:
+    """The outputs, each that views an input made again as the same view of that input, under autograd."""
+    outputs = list(outputs)
+    for i, j in of_inputs:
+        view = outputs[i]
+        outputs[i] = inputs[j].as_strided(view.size(), view.stride(), view.storage_offset())
+    return tuple(outputs)
 
 
 # `torch._C._FunctionBase.apply` bound to `_Function`: the C call that `_Function.apply` (Python) ends in

@@ -71,3 +71,48 @@ def check_no_write_into_grad_inputs(
             ),
             NotImplementedError,
         )
+
+
+def differentiable_writes(trace: Trace, requires_grad: tuple[bool, ...]) -> list[tuple[int, TensorProxy]]:
+    """(input position, value) of each write the (functionalized) trace makes of a value that
+    depends on an input requiring grad into an input that does not (eager's `buffer.mul_(0.9).add_(x)`,
+    `buffer[:, i:] = f(weight)`).
+
+    NOTE: a write-back runs inside the compiled forward, which autograd does not record: the input
+    would hold the value without its history, and its later readers (the rest of the program, after
+    a dynamo graph break the next piece) would get no gradient through it. The caller returns these
+    values too and writes them again under autograd (`CompiledAutograd`), as eager's write records.
+    """
+    live = differentiable_values(trace, requires_grad)
+    position = {p.name: i for i, p in enumerate(trace.inputs)}
+    writes = []
+    for bsym in trace.bsyms:
+        if bsym.sym is not Prim.COPY_TO:
+            continue
+        value, buffer = bsym.args[0], bsym.args[1]
+        if buffer.name in position and isinstance(value, TensorProxy) and value.name in live:
+            writes.append((position[buffer.name], value))
+    return writes
+
+
+def returning_written_values(trace: Trace, writes: list[tuple[int, TensorProxy]]) -> Trace:
+    """`trace` returning `(its output, (a copy of each written value, in `writes`' order))`.
+
+    NOTE: a copy, made before the write-back: the value itself is handed to its buffer, and a value
+    handed to a buffer is read by nothing after (tracing/check_writebacks.py's contract)."""
+    names = set(trace.names())
+    written = {(value.name, trace.inputs[i].name) for i, value in writes}
+    copies = []
+    bsyms = []
+    for bsym in trace.bsyms:
+        if bsym.sym is Prim.COPY_TO and (bsym.args[0].name, bsym.args[1].name) in written:
+            value = bsym.args[0]
+            name = next(
+                f"{value.name}_written{n}" for n in range(len(names) + 1) if f"{value.name}_written{n}" not in names
+            )
+            names.add(name)
+            copy = TensorProxy(value.shape, value.dtype, value.device, name=name)
+            bsyms.append(BoundSymbol(Prim.MUL, (value, 1.0), {}, copy))
+            copies.append(copy)
+        bsyms.append(bsym)
+    return trace.with_bsyms(bsyms, output=(trace.output, tuple(copies)))

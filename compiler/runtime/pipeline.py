@@ -33,7 +33,12 @@ from compiler.runtime.autograd import CompiledAutograd
 from compiler.runtime.cache import CacheEntry
 from compiler.runtime.cuda_graphs import GraphedComputation
 from compiler.runtime.cuda_graphs import unavailable_reason as cuda_graphs_unavailable
-from compiler.runtime.grad_mode import check_no_write_into_grad_inputs, grad_guard
+from compiler.runtime.grad_mode import (
+    check_no_write_into_grad_inputs,
+    differentiable_writes,
+    grad_guard,
+    returning_written_values,
+)
 from compiler.runtime.guard_source import compile_prologue
 from compiler.tracing import frontend
 from compiler.tracing.check_writebacks import check_writebacks
@@ -173,6 +178,10 @@ def _compile_autograd(
             traces.append(run_pass(traces[-1]))
         return _compile_plain(options, prologue, traces, without_grad=True)
     check_no_write_into_grad_inputs(pure, requires_grad, leaf)
+    output_tree = pure.output
+    writes = differentiable_writes(pure, requires_grad)
+    if writes:  # the written values are outputs too, which the runner writes again under autograd
+        pure = returning_written_values(pure, writes)
     full = joint(pure, requires_grad)
     split = split_backward(full)
     traces.append(split.forward)
@@ -193,10 +202,11 @@ def _compile_autograd(
             else forward
         ),
         lambda present: _compile_backward(options, full, split, full_backward, present),
-        pure.output,
+        output_tree,
         forward_outputs,
         split.differentiable,
         sum(isinstance(p, TensorProxy) for p in saved),
+        [(i, len(forward_outputs) - len(writes) + k) for k, (i, _) in enumerate(writes)],
     )
     return CacheEntry(
         prologue=compile_prologue(prologue),

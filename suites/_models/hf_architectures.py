@@ -133,6 +133,14 @@ def _bart_like(d: Dims, **extra: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _t5_like(d: Dims) -> dict[str, Any]:
+    return {
+        "num_layers": _half(d), "num_decoder_layers": _half(d), "num_heads": d.heads, "d_model": d.hidden,
+        "d_kv": d.hidden // d.heads, "d_ff": d.ffn, "vocab_size": d.vocabulary, "relative_attention_num_buckets": 8,
+        "decoder_start_token_id": 0, **_IDS,
+    }  # fmt: skip
+
+
 def _gpt2_like(d: Dims, **extra: Any) -> dict[str, Any]:
     return {
         "n_layer": d.layers, "n_head": d.heads, "n_embd": d.hidden, "vocab_size": d.vocabulary,
@@ -207,6 +215,39 @@ ZOO: tuple[Architecture, ...] = (
     Architecture("mamba", "MambaConfig", "MambaForCausalLM", CAUSAL, lambda d: {
         "num_hidden_layers": d.layers, "hidden_size": d.hidden, "state_size": 8, "expand": 2, "conv_kernel": 4,
         "vocab_size": d.vocabulary, **_IDS}),
+    Architecture("olmo2", "Olmo2Config", "Olmo2ForCausalLM", CAUSAL, _llama_like),
+    Architecture("smollm3", "SmolLM3Config", "SmolLM3ForCausalLM", CAUSAL, _llama_like),
+    Architecture("glm4", "Glm4Config", "Glm4ForCausalLM", CAUSAL,
+                 lambda d: _llama_like(d, head_dim=d.hidden // d.heads)),
+    Architecture("cohere2", "Cohere2Config", "Cohere2ForCausalLM", CAUSAL,
+                 lambda d: _llama_like(d, sliding_window=d.window)),
+    Architecture("gpt_bigcode", "GPTBigCodeConfig", "GPTBigCodeForCausalLM", CAUSAL,
+                 lambda d: _gpt2_like(d, n_inner=d.ffn)),
+    Architecture("gpt_oss", "GptOssConfig", "GptOssForCausalLM", CAUSAL, lambda d: _llama_like(
+        d, head_dim=d.hidden // d.heads, num_local_experts=d.experts, num_experts_per_tok=2,
+        intermediate_size=d.ffn // 2, sliding_window=d.window), routes_tokens=True),
+    Architecture("qwen2_moe", "Qwen2MoeConfig", "Qwen2MoeForCausalLM", CAUSAL, lambda d: _llama_like(
+        d, num_experts=d.experts, num_experts_per_tok=2, moe_intermediate_size=d.ffn // 2,
+        shared_expert_intermediate_size=d.ffn, decoder_sparse_step=1), routes_tokens=True),
+    # NOTE: multi-head latent attention: keys and values from a low-rank projection, a rotary part of
+    # each head apart (its size is the config's head_dim); every head its own key and value
+    Architecture("deepseek_v3", "DeepseekV3Config", "DeepseekV3ForCausalLM", CAUSAL, lambda d: _llama_like(
+        d, num_key_value_heads=d.heads, head_dim=d.hidden // d.heads // 2, qk_rope_head_dim=d.hidden // d.heads // 2,
+        qk_nope_head_dim=d.hidden // d.heads, v_head_dim=d.hidden // d.heads, kv_lora_rank=d.hidden // 2,
+        q_lora_rank=d.hidden * 3 // 4, n_routed_experts=d.experts, num_experts_per_tok=2, n_group=2, topk_group=1,
+        moe_intermediate_size=d.ffn // 2, n_shared_experts=1, first_k_dense_replace=1), routes_tokens=True),
+    # hybrids of attention and state-space layers (their selective scans as transformers' torch code)
+    Architecture("jamba", "JambaConfig", "JambaForCausalLM", CAUSAL, lambda d: _llama_like(
+        d, num_experts=d.experts, num_experts_per_tok=2, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2,
+        attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1),
+        routes_tokens=True),
+    Architecture("bamba", "BambaConfig", "BambaForCausalLM", CAUSAL, lambda d: _llama_like(
+        d, mamba_n_heads=d.heads, mamba_d_head=2 * d.hidden // d.heads, mamba_n_groups=1, mamba_d_state=8,
+        mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=d.window, attn_layer_indices=[1])),
+    Architecture("mamba2", "Mamba2Config", "Mamba2ForCausalLM", CAUSAL, lambda d: {
+        "num_hidden_layers": d.layers, "hidden_size": d.hidden, "num_heads": d.heads,
+        "head_dim": 2 * d.hidden // d.heads, "state_size": 8, "expand": 2, "n_groups": 1, "chunk_size": d.window,
+        "vocab_size": d.vocabulary, **_IDS}),
     # encoders
     Architecture("bert", "BertConfig", "BertForMaskedLM", MASKED, _bert_like),
     Architecture("roberta", "RobertaConfig", "RobertaForMaskedLM", MASKED,
@@ -224,15 +265,18 @@ ZOO: tuple[Architecture, ...] = (
         **_bert_like(d), "local_attention": d.window, **_IDS}),
     Architecture("clip_text", "CLIPTextConfig", "CLIPTextModel", TEXT_FEATURES,
                  lambda d: {**_bert_like(d), **_IDS}),
+    Architecture("xlm_roberta", "XLMRobertaConfig", "XLMRobertaForMaskedLM", MASKED,
+                 lambda d: _bert_like(d, max_position_embeddings=d.positions + 2, pad_token_id=1)),
+    Architecture("mpnet", "MPNetConfig", "MPNetForMaskedLM", MASKED,
+                 lambda d: _bert_like(d, max_position_embeddings=d.positions + 2, pad_token_id=1)),
     # encoder-decoders
-    Architecture("t5", "T5Config", "T5ForConditionalGeneration", SEQ2SEQ, lambda d: {
-        "num_layers": _half(d), "num_decoder_layers": _half(d), "num_heads": d.heads, "d_model": d.hidden,
-        "d_kv": d.hidden // d.heads, "d_ff": d.ffn, "vocab_size": d.vocabulary, "relative_attention_num_buckets": 8,
-        "decoder_start_token_id": 0, **_IDS}),
+    Architecture("t5", "T5Config", "T5ForConditionalGeneration", SEQ2SEQ, _t5_like),
     Architecture("bart", "BartConfig", "BartForConditionalGeneration", SEQ2SEQ, _bart_like),
     Architecture("mbart", "MBartConfig", "MBartForConditionalGeneration", SEQ2SEQ, _bart_like),
     Architecture("pegasus", "PegasusConfig", "PegasusForConditionalGeneration", SEQ2SEQ, _bart_like),
     Architecture("marian", "MarianConfig", "MarianMTModel", SEQ2SEQ, _bart_like),
+    Architecture("mt5", "MT5Config", "MT5ForConditionalGeneration", SEQ2SEQ, _t5_like),
+    Architecture("m2m_100", "M2M100Config", "M2M100ForConditionalGeneration", SEQ2SEQ, _bart_like),
     Architecture("whisper", "WhisperConfig", "WhisperForConditionalGeneration", SPEECH, lambda d: {
         **{k: v for k, v in _bart_like(d).items() if k not in ("max_position_embeddings", "forced_eos_token_id")},
         "num_mel_bins": d.mel_bins, "max_source_positions": d.frames // 2, "max_target_positions": d.positions,
@@ -255,8 +299,25 @@ ZOO: tuple[Architecture, ...] = (
         "image_size": d.image, "patch_size": 4, "embed_dim": 16, "depths": [1, 1], "num_heads": [2, 2],
         "window_size": 4, "num_labels": 10}),
     Architecture("clip_vision", "CLIPVisionConfig", "CLIPVisionModel", VISION, _vit_like),
+    Architecture("beit", "BeitConfig", "BeitForImageClassification", VISION,
+                 lambda d: _vit_like(d, num_labels=10, use_relative_position_bias=True)),
+    Architecture("data2vec_vision", "Data2VecVisionConfig", "Data2VecVisionForImageClassification", VISION,
+                 lambda d: _vit_like(d, num_labels=10, use_relative_position_bias=True)),
+    Architecture("swinv2", "Swinv2Config", "Swinv2ForImageClassification", VISION, lambda d: {
+        "image_size": d.image, "patch_size": 4, "embed_dim": 16, "depths": [1, 1], "num_heads": [2, 2],
+        "window_size": 4, "num_labels": 10}),
+    Architecture("convnextv2", "ConvNextV2Config", "ConvNextV2ForImageClassification", VISION, lambda d: {
+        "num_channels": 3, "hidden_sizes": [8, 16], "depths": [1, 1], "num_stages": 2, "patch_size": 4,
+        "num_labels": 10}),
+    Architecture("regnet", "RegNetConfig", "RegNetForImageClassification", VISION, lambda d: {
+        "num_channels": 3, "embedding_size": 8, "hidden_sizes": [8, 16], "depths": [1, 1], "groups_width": 4,
+        "num_labels": 10}),
     Architecture("wav2vec2", "Wav2Vec2Config", "Wav2Vec2Model", AUDIO, _speech_encoder),
     Architecture("hubert", "HubertConfig", "HubertModel", AUDIO, _speech_encoder),
+    Architecture("data2vec_audio", "Data2VecAudioConfig", "Data2VecAudioModel", AUDIO, lambda d: {
+        **_speech_encoder(d), "num_conv_pos_embeddings": 4}),
+    Architecture("wav2vec2_conformer", "Wav2Vec2ConformerConfig", "Wav2Vec2ConformerModel", AUDIO, lambda d: {
+        **_speech_encoder(d), "conv_depthwise_kernel_size": 3}),
 )  # fmt: skip
 ZOO_BY_NAME = {a.name: a for a in ZOO}
 # the hf_zoo suite's architectures, those the issue names: at GPU sizes ~50-150M parameters

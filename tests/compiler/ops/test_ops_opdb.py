@@ -52,6 +52,12 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
         for flag in ("scale_grad_by_freq=True", "sparse=True")
     },
     **{
+        (f"nn.functional.interpolate.{mode}", "F.interpolate", f"mode='{mode}'"): (
+            f"mode={mode!r} is refused (NotImplementedError): the compiler resizes with the nearest and linear modes"
+        )
+        for mode in ("bicubic", "area", "trilinear")
+    },
+    **{
         ("kthvalue", variant, "int64["): (
             "integer samples have ties: which of the tied elements' index eager reports is unspecified (its CPU "
             "kernel's quickselect order); the values match"

@@ -90,3 +90,20 @@ def test_refused_arguments_name_the_problem() -> None:
         compiler.jit(lambda x: x + torch.rand(3, dtype=torch.int64))(x)
     with pytest.raises(TypeError, match="must be tuple of ints"):  # torch's own argument check
         compiler.jit(lambda x: x + torch.randn(3.5))(x)
+
+
+@pytest.mark.parametrize(("p", "training"), [(0.3, True), (0.0, True), (0.3, False), (1.0, True)])
+def test_dropout_in_place_writes_its_input_as_eager(p: float, training: bool) -> None:
+    def in_place(x):
+        y = x * 2
+        out = F.dropout(y, p, training, inplace=True)
+        return out, y, out is y
+
+    x = torch.randn(6, 4)
+    for seed in SEEDS:
+        torch.manual_seed(seed)
+        got = compiler.jit(in_place)(x)
+        torch.manual_seed(seed)
+        want = in_place(x)
+        torch.testing.assert_close(got[:2], want[:2], atol=0, rtol=0)
+        assert got[2] == want[2]

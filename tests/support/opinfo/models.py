@@ -138,6 +138,22 @@ def _new_full_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(3), (), -1), {"dtype": torch.int64})
 
 
+def _interpolate_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3, 5, 7),), {"size": (8, 4), "mode": "bilinear"})
+    yield Sample((make(2, 3, 5, 7),), {"size": (11, 13), "mode": "bilinear", "align_corners": True})
+    yield Sample((make(1, 2, 6, 6),), {"scale_factor": 1.5, "mode": "bilinear"})
+    yield Sample((make(1, 2, 9),), {"size": 4, "mode": "linear"})
+    yield Sample((make(2, 3, 5, 7),), {"scale_factor": 2, "mode": "nearest"})
+    yield Sample((make(2, 3, 4, 4, 4),), {"size": (2, 5, 3), "mode": "nearest"})
+    yield Sample((make(2, 3, 5, 7),), {"size": (3, 20), "mode": "nearest-exact"})
+
+
+def _meshgrid_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3), make(4)), {"indexing": "ij"})
+    yield Sample((make(3), make(4), make(2)), {"indexing": "xy"})
+    yield Sample((make(), make(5)), {"indexing": "ij"})
+
+
 def _index_tensors_samples(make: Maker) -> Iterator[Sample]:
     rows = make(3, 1, dtype=torch.int64, low=-4, high=4)
     yield Sample((make(4, 5), (rows, make(1, 2, dtype=torch.int64, low=-5, high=5))))
@@ -180,5 +196,8 @@ CASES = [
     OpCase("new_zeros", (method("new_zeros"),), _new_samples, ALL),
     OpCase("new_ones", (method("new_ones"),), _new_samples, ALL),
     OpCase("new_full", (method("new_full"),), _new_full_samples, ALL),
+    OpCase("new_empty", (method("new_empty"),), _new_samples, ALL, compare_values=False),
+    OpCase("interpolate", (F.interpolate,), _interpolate_samples, FLOATS),
+    OpCase("meshgrid", (torch.meshgrid,), _meshgrid_samples, ALL),
     OpCase("index_with_tensors", (named("Tensor.__getitem__(tensors)", _index),), _index_tensors_samples, ALL),
 ]
