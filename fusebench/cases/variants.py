@@ -343,9 +343,7 @@ def _prepare_thunder(target: Target) -> Compiled:
     return Compiled(call, compilations=lambda: thunder.cache_misses(jitted))
 
 
-THUNDER = Variant(
-    "thunder", _prepare_thunder, _thunder_unavailable, "lightning-thunder (thunder.jit)", reusable=True
-)
+THUNDER = Variant("thunder", _prepare_thunder, _thunder_unavailable, "lightning-thunder (thunder.jit)", reusable=True)
 
 STANDARD_VARIANTS: tuple[Variant, ...] = (
     EAGER,
