@@ -171,6 +171,11 @@ class _Function(torch.autograd.Function):
 
 
 _is_view = torch.Tensor._is_view
+# NOTE: an input whose elements share memory (an expanded one) is not made into a view again with
+# as_strided: autograd's as_strided backward cannot tell which of the overlapping elements a
+# gradient belongs to (the result would be wrong); such an output stays the Function's own view.
+_overlap = torch._debug_has_internal_overlap
+_NO_OVERLAP = 0
 
 
 def _views_of_own_memory_detached(
@@ -186,9 +191,10 @@ def _views_of_own_memory_detached(
     head-split transpose). A view of an intermediate of the compiled function is the only way to
     that memory, so autograd loses nothing when it stops being a view. A view of one input is made
     again outside the Function (`CompiledAutograd.__call__`), as the same view of that input, which
-    autograd tracks as eager does. A view of memory several values share stays as it is: a write
-    into it must reach the others' gradients, which only autograd's view tracking could give (it
-    raises instead of computing a wrong gradient). Outputs without a gradient too: a buffer a piece
+    autograd tracks as eager does, unless that input's elements overlap (see `_overlap`). A view of
+    memory several values share stays as it is: a write into it must reach the others' gradients,
+    which only autograd's view tracking could give (it raises instead of computing a wrong
+    gradient). Outputs without a gradient too: a buffer a piece
     returns may be written under autograd later (`_write_again`), which autograd refuses for a view
     a Function made.
     """
@@ -207,7 +213,7 @@ def _views_of_own_memory_detached(
         others = [place for place in sharing[pointer] if place != ("output", i)]
         if not others:
             outputs[i] = output.detach()
-        elif len(others) == 1 and others[0][0] == "input":
+        elif len(others) == 1 and others[0][0] == "input" and _overlap(inputs[others[0][1]]) == _NO_OVERLAP:
             of_inputs.append((i, others[0][1]))
     return tuple(outputs), of_inputs or None
 
