@@ -241,19 +241,22 @@ def decide_again(
 def render(results: dict[str, list[list[dict]]], effects: list[float], extra_prims: int) -> str:
     """Per (kind, case, variant): the true effect and how many comparisons gave each verdict."""
     counts: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    rounds: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for kind, comparisons in results.items():
         for benchmarks in comparisons:
             for entry in benchmarks:
                 counts[(kind, _base(entry["case"]), entry["variant"])][entry["verdict"]] += 1
+                rounds[(kind, _base(entry["case"]), entry["variant"])].append(_rounds(entry))
     width = max([len("variant"), *(len(variant) for _, _, variant in counts)])
     header = f"{'compare':7} {'case':12} {'variant':{width}} {'true effect':>16}"
-    lines = [f"{header}  slower  faster  noisy  no change  other"]
+    lines = [f"{header}  slower  faster  noisy  no change  other  rounds (mean, max)"]
     for (kind, case, variant), verdicts in sorted(counts.items()):
         effect = _effect(kind, case, variant, extra_prims)
         other = sum(n for v, n in verdicts.items() if v not in ("slower", "faster", "noisy", "no change"))
         lines.append(
             f"{kind:7} {case:12} {variant:{width}} {effect:>16}  {verdicts['slower']:6}  {verdicts['faster']:6}  "
-            f"{verdicts['noisy']:5}  {verdicts['no change']:9}  {other:5}"
+            f"{verdicts['noisy']:5}  {verdicts['no change']:9}  {other:5}  "
+            f"{np.mean(rounds[(kind, case, variant)]):6.1f}, {max(rounds[(kind, case, variant)])}"
         )
     tries = len(results["A/A"])
     quiet = sum(not any(e["verdict"] in FLAGS for e in benchmarks) for benchmarks in results["A/A"])
@@ -271,6 +274,13 @@ def render(results: dict[str, list[list[dict]]], effects: list[float], extra_pri
         f"comparisons that called the machine noisy: {noisy_machine} of {sum(map(len, results.values()))}",
     ]
     return "\n".join(lines)
+
+
+def _rounds(entry: dict) -> int:
+    """The rounds a row got, follow-ups included (a comparison from before follow-ups: its A side's)."""
+    if "rounds" in entry:
+        return int(entry["rounds"])
+    return len(entry.get("a", {}).get("rounds", [])) if isinstance(entry.get("a"), dict) else 0
 
 
 def _timed(benchmarks: list[dict]) -> list[dict]:

@@ -48,6 +48,7 @@ class SideRun:
     seconds: float
     outcomes: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    look: int = 0  # 0: a planned round; k: a round of the k-th follow-up batch (fusebench.compare.followup)
 
 
 def run_side(
@@ -103,10 +104,17 @@ def interleaved_rounds(
     report: Report,
     environment: Mapping[str, str] | None = None,
     runs: dict[str, list[SideRun]] | None = None,
+    *,
+    first: int = 0,
+    total: int | None = None,
+    look: int = 0,
+    keep: Callable[[dict[str, Any]], bool] | None = None,
 ) -> dict[str, list[SideRun]]:
     """Runs both sides `rounds` times, alternating which goes first; the runs of each side by label,
     appended to `runs` as each ends (so a caller interrupted midway still holds the finished ones).
     `environment` is added to each run's (`fusebench compare` passes the thread count this way).
+    Follow-up rounds (`fusebench.compare.followup`) number on from `first` (of `total` at most),
+    mark their runs with their `look`, and keep only the outcomes `keep` accepts.
 
     Only the first round records the compiler's artifacts (traces, fusion definitions, nvFuser
     segmentation, which `why` reads): they are the same every round, and profiling the
@@ -115,14 +123,20 @@ def interleaved_rounds(
     runs = runs if runs is not None else {}
     for side in sides:
         runs.setdefault(side.label, [])
-    for round_index in range(rounds):
+    total = total or first + rounds
+    prefix = "follow-up " if look else ""
+    for round_index in range(first, first + rounds):
         order = sides if round_index % 2 == 0 else sides[::-1]
         round_args = list(run_args) if round_index == 0 else [*run_args, "--no-artifacts"]
         for side in order:
-            report(f"round {round_index + 1}/{rounds}: {side.label} = {side.revision} ({side.commit[:8]})")
+            name = f"{prefix}round {round_index + 1}/{total}"
+            report(f"{name}: {side.label} = {side.revision} ({side.commit[:8]})")
             run = run_side(side, round_args, scratch, round_index, report, environment)
+            run.look = look
+            if keep is not None:
+                run.outcomes = [outcome for outcome in run.outcomes if keep(outcome)]
             status = f"failed ({run.error.splitlines()[0]})" if run.error else f"{len(run.outcomes)} measurements"
-            report(f"round {round_index + 1}/{rounds}: {side.label} done in {run.seconds:.1f} s: {status}")
+            report(f"{name}: {side.label} done in {run.seconds:.1f} s: {status}")
             runs[side.label].append(run)
     return runs
 
