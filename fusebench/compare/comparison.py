@@ -116,7 +116,8 @@ class BenchmarkComparison:
             return f"{detail}; {self.why.reason}" if self.why and self.verdict == FAILED else detail
         notes = [*_interval_notes(self.decision)] if self.verdict in (NO_CHANGE, NOISY) else []
         if self.follow_ups:
-            notes.append(f"after {len(self.b.rounds)} rounds ({self.follow_ups} follow-up)")
+            rounds = min(len(self.a.rounds), len(self.b.rounds))
+            notes.append(f"after {rounds} rounds ({self.follow_ups} follow-up)")
         if self.why is not None:
             notes.append(self.why.reason)
         if self.a.recompilations and self.b.recompilations and self.a.recompilations != self.b.recompilations:
@@ -188,13 +189,16 @@ def summary_line(comparisons: Sequence[BenchmarkComparison]) -> str:
 
 
 def noisy_advice(comparisons: Sequence[BenchmarkComparison]) -> str:
-    """What would decide the noisy rows: 'noisy rows need about 12 rounds (--rounds 12)', or ''."""
+    """What would decide the noisy rows: 'noisy rows need about 12 rounds (--max-rounds 12)', or ''. The
+    flag is `--max-rounds`: with it only the rows left noisy by the planned rounds get more."""
     noisy = [c.decision for c in comparisons if c.verdict == NOISY and c.decision]
     if not noisy:
         return ""
     needed = [d.rounds_needed for d in noisy if d.rounds_needed is not None]
     undecidable = len(noisy) - len(needed)
-    parts = [f"{len(needed)} noisy row(s) need about {max(needed)} rounds (--rounds {max(needed)})"] if needed else []
+    parts = (
+        [f"{len(needed)} noisy row(s) need about {max(needed)} rounds (--max-rounds {max(needed)})"] if needed else []
+    )
     if undecidable:
         parts.append(
             f"{undecidable} noisy row(s) sit at the minimum effect's edge (over {MAX_ROUNDS} rounds would be needed)"
@@ -304,7 +308,7 @@ def _interval_notes(decision: Decision | None) -> list[str]:
     if decision.verdict == NOISY:
         needed = decision.rounds_needed
         notes.append(
-            f"too wide to decide: about {needed} rounds would (--rounds {needed})"
+            f"too wide to decide: about {needed} rounds would (--max-rounds {needed})"
             if needed is not None
             else f"B/A sits at the minimum effect's edge: over {MAX_ROUNDS} rounds would be needed"
         )
