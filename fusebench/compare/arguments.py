@@ -16,9 +16,10 @@ from fusebench.errors import check
 from fusebench.measure.threads import add_threads_argument, checked_threads
 
 DEFAULT_ROUNDS = 6
-# NOTE: rows the planned rounds leave noisy on a loaded machine need about one to three times the
-# planned rounds to decide (their `rounds_needed`); a cap of four times leaves room for the alpha
-# the follow-up looks give up (fusebench.compare.looks) while bounding the extra time.
+# NOTE: four times the planned rounds is two follow-up looks (the rounds double: 6, 12, 24), the
+# last with half the first's standard error and a far smaller t quantile, which decides a row whose
+# interval was about twice too wide, in spite of the alpha the later looks give up
+# (fusebench.compare.looks); only noisy rows are measured again, which bounds the extra time.
 DEFAULT_MAX_ROUNDS_FACTOR = 4
 # NOTE: on CUDA a round's samples of a device-timed kernel agree closely, so a short budget per round
 # keeps the power; the rounds carry the drift between processes that the interval must see (check
