@@ -2,9 +2,10 @@
 
 After the planned rounds, every time row whose verdict is `noisy` and whose interval, projected,
 would decide within the cap (`LookSchedule.wants_more`) is measured again, both sides in
-interleaved rounds as before, each side's `fusebench run` selecting just those benchmarks (their
-case ids as `-k` patterns, their variants as `--variant`; what else that selection measures is
-dropped). A batch ends in a look that decides each of its rows on all their rounds at that look's
+interleaved rounds as before, each side selecting just those benchmarks: one `fusebench run` per
+variant among them, with their case ids as `-k` patterns (a run's flags select every case named
+with every variant named, so one run for all would measure pairs nobody asked for; what else a
+selection measures is dropped). A batch ends in a look that decides each of its rows on all their rounds at that look's
 alpha (`fusebench.compare.looks`: the looks share alpha, so the false-positive rate stays bounded);
 rows still noisy go on to the next batch, up to `--max-rounds`. Rows decided earlier keep their
 decision. The runs join the planned ones (`SideRun.look` says which batch), so an interruption
@@ -54,10 +55,11 @@ def follow_up(
             f"{first + 1} to {first + count} (of at most {schedule.max_rounds}): {names}{more}"
         )
         keys = {c.key for c in pending}
-        arguments = run_arguments(follow_up_selection(selection, pending))
+        by_variant = {variant: [c for c in pending if c.variant == variant] for variant in {c.variant for c in pending}}
+        groups = [run_arguments(follow_up_selection(selection, rows)) for _, rows in sorted(by_variant.items())]
         interleaved_rounds(
             sides,
-            arguments,
+            [],
             scratch,
             count,
             report,
@@ -67,6 +69,7 @@ def follow_up(
             total=first + count,
             look=look,
             keep=lambda outcome, keys=keys: outcome_key(outcome) in keys,
+            groups=groups,
         )
         decided = [c for c in compare_runs(runs["A"], runs["B"], settings, schedule) if c.key in keys]
         verdicts = [c.verdict for c in decided if c.metric == TIME.name and c.look == look]
