@@ -140,3 +140,18 @@ def test_ctrl_c_during_the_follow_ups_keeps_the_planned_and_follow_up_rounds(
     rows = {(b["case"], b["variant"]): b for b in document["benchmarks"]}
     assert all((rows[pair]["rounds"], rows[pair]["follow_up_rounds"]) == (8, 2) for pair in NOISY)
     assert rows[("steady", "eager")]["rounds"] == 6
+
+
+def test_a_follow_up_selection_matches_exactly_the_rows_ids_even_with_glob_characters() -> None:
+    from fusebench.cases.selection import Selection, _id_matches
+    from fusebench.compare.comparison import BenchmarkComparison, SideSummary
+    from fusebench.compare.followup import follow_up_selection
+
+    def row(case: str, params: dict, variant: str) -> BenchmarkComparison:
+        return BenchmarkComparison("s", case, params, variant, SideSummary(), SideSummary(), "noisy")
+
+    rows = [row("c", {"pattern": "a*[b]?"}, "eager"), row("d", {"n": 4}, "eager")]
+    narrowed = follow_up_selection(Selection(suites=("s", "t"), patterns=("x",), quick=False), rows)
+    assert narrowed.suites == ("s",) and narrowed.variants == ("eager",) and not narrowed.quick
+    assert _id_matches(narrowed.patterns, "s.c(pattern=a*[b]?)") and _id_matches(narrowed.patterns, "s.d(n=4)")
+    assert not _id_matches(narrowed.patterns, "s.c(pattern=axxbq)") and not _id_matches(narrowed.patterns, "s.e(n=4)")
