@@ -5,11 +5,11 @@ would decide within the cap (`LookSchedule.wants_more`) is measured again, both 
 interleaved rounds as before, each side selecting just those benchmarks: one `fusebench run` per
 variant among them, with their case ids as `-k` patterns (a run's flags select every case named
 with every variant named, so one run for all would measure pairs nobody asked for; what else a
-selection measures is dropped). A batch ends in a look that decides each of its rows on all their rounds at that look's
-alpha (`fusebench.compare.looks`: the looks share alpha, so the false-positive rate stays bounded);
-rows still noisy go on to the next batch, up to `--max-rounds`. Rows decided earlier keep their
-decision. The runs join the planned ones (`SideRun.look` says which batch), so an interruption
-keeps them too.
+selection measures is dropped). A batch ends in a look that decides each of its rows on all
+their rounds at that look's alpha (`fusebench.compare.looks`: the looks share alpha, so the
+false-positive rate stays bounded); rows still noisy go on to the next batch, up to
+`--max-rounds`. Rows decided earlier keep their decision. The runs join the planned ones
+(`SideRun.look` says which batch), so an interruption keeps them too.
 """
 
 from __future__ import annotations

@@ -62,6 +62,7 @@ def run_side(
     """Runs `fusebench run RUN_ARGS` of `side` once, with `environment` added to this process's;
     forwards its progress lines to `report`."""
     json_path = scratch / f"{side.label}-round{round_index}.json"
+    json_path.unlink(missing_ok=True)  # a round of several runs (follow-ups) reuses the path: no stale result
     command = [
         sys.executable,
         "-m",
