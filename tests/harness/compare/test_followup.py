@@ -155,3 +155,12 @@ def test_a_follow_up_selection_matches_exactly_the_rows_ids_even_with_glob_chara
     assert narrowed.suites == ("s",) and narrowed.variants == ("eager",) and not narrowed.quick
     assert _id_matches(narrowed.patterns, "s.c(pattern=a*[b]?)") and _id_matches(narrowed.patterns, "s.d(n=4)")
     assert not _id_matches(narrowed.patterns, "s.c(pattern=axxbq)") and not _id_matches(narrowed.patterns, "s.e(n=4)")
+
+
+def test_a_run_that_writes_no_result_does_not_read_the_one_an_earlier_run_of_its_round_left(tmp_path: Path) -> None:
+    """A follow-up round runs several `fusebench run`s per side on one result path: one that fails
+    must not be credited with the previous one's outcomes (their rows would count a round twice)."""
+    (tmp_path / "A-round7.json").write_text(json.dumps({"outcomes": [_outcome("wobbly", "eager", "A", 7)]}))
+    side = interleave.Side("A", "a", "a" * 40, tmp_path)
+    run = interleave.run_side(side, ["--no-such-flag"], tmp_path, 7, lambda line: None)
+    assert run.error and not run.outcomes
