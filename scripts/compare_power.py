@@ -132,10 +132,18 @@ def main(argv: list[str] | None = None) -> int:
         default=1.0,
         help="with --decide-again: decide on the first fraction of each round's samples (a shorter repeat budget)",
     )
+    parser.add_argument(
+        "--max-rounds",
+        type=int,
+        help=(
+            "with --decide-again: decide as a comparison with this cap on follow-up rounds would, each row at "
+            "the alpha of its last look (default: the cap each comparison used)"
+        ),
+    )
     args = parser.parse_args(argv)
     effects = [float(f) for f in args.effects.split(",") if f]
     if args.decide_again:
-        kept = decide_again(args.decide_again, args.quantile, args.first_rounds, args.sample_fraction)
+        kept = decide_again(args.decide_again, args.quantile, args.first_rounds, args.sample_fraction, args.max_rounds)
         print(render(kept, effects, args.extra_prims))
         return 0
     with tempfile.TemporaryDirectory(prefix="fusebench-power-") as scratch:
@@ -203,12 +211,18 @@ def compare(repo: Path, a: str, b: str, selection: list[str], output: Path) -> l
 
 
 def decide_again(
-    folder: Path, quantile: float, first_rounds: int | None = None, sample_fraction: float = 1.0
+    folder: Path,
+    quantile: float,
+    first_rounds: int | None = None,
+    sample_fraction: float = 1.0,
+    max_rounds: int | None = None,
 ) -> dict[str, list[list[dict]]]:
     """The comparisons kept in `folder` (AA-*.json, AB-*.json), each benchmark decided again from its
     samples with the current rule (and the minimum effect and alpha the comparison used), on each
     side's `first_rounds` and each round's first `sample_fraction` of samples: what fewer rounds or a
-    shorter repeat budget would have decided."""
+    shorter repeat budget would have decided. Each row is decided at the alpha of its last look
+    (`fusebench.compare.looks`) under the comparison's cap on rounds, or `max_rounds`: on samples
+    kept without follow-ups, what the planned rounds' share of alpha decides."""
 
     def cut(side: dict) -> dict:
         rounds = [r[: max(1, round(len(r) * sample_fraction))] for r in side["rounds"][:first_rounds]]
@@ -217,6 +231,7 @@ def decide_again(
     from fusebench.commands.compare import comparison_noise
     from fusebench.compare.comparison import BenchmarkComparison, SideSummary
     from fusebench.compare.decide import DecisionSettings, decide
+    from fusebench.compare.looks import LookSchedule
 
     results: dict[str, list[list[dict]]] = {"A/A": [], "A/B": []}
     for kind, prefix in (("A/A", "AA"), ("A/B", "AB")):
@@ -224,13 +239,19 @@ def decide_again(
             document = json.loads(path.read_text())
             used = document.get("settings", {})
             settings = DecisionSettings(used.get("min_effect", 0.05), used.get("alpha", 0.01), quantile)
+            planned = int(document.get("rounds", 1))
+            cap = max_rounds or int(document.get("max_rounds", planned))
+            schedule = LookSchedule(planned, max(cap, planned), settings.alpha)
             entries, comparisons = [], []
             for entry in _timed(document["benchmarks"]):
                 a, b = cut(entry["a"]), cut(entry["b"])
                 if not (a["rounds"] and b["rounds"]):
                     continue
-                decision = decide(a["rounds"], b["rounds"], settings)
-                entries.append({**entry, "verdict": decision.verdict})
+                measured = min(len(a["rounds"]), len(b["rounds"]))
+                looked = max(entry["a"].get("look", 0), entry["b"].get("look", 0))
+                look = min(looked, sum(count < measured for count in schedule.looks))
+                decision = decide(a["rounds"], b["rounds"], schedule.settings_at(look, settings))
+                entries.append({**entry, "verdict": decision.verdict, "rounds": measured})
                 sides = [SideSummary("ok", rounds=s["rounds"], round_medians=s["round_medians"]) for s in (a, b)]
                 comparisons.append(BenchmarkComparison("", "", {}, entry["variant"], *sides, decision.verdict))
             noisy = comparison_noise(comparisons).noisy
@@ -241,19 +262,22 @@ def decide_again(
 def render(results: dict[str, list[list[dict]]], effects: list[float], extra_prims: int) -> str:
     """Per (kind, case, variant): the true effect and how many comparisons gave each verdict."""
     counts: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    rounds: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for kind, comparisons in results.items():
         for benchmarks in comparisons:
             for entry in benchmarks:
                 counts[(kind, _base(entry["case"]), entry["variant"])][entry["verdict"]] += 1
+                rounds[(kind, _base(entry["case"]), entry["variant"])].append(_rounds(entry))
     width = max([len("variant"), *(len(variant) for _, _, variant in counts)])
     header = f"{'compare':7} {'case':12} {'variant':{width}} {'true effect':>16}"
-    lines = [f"{header}  slower  faster  noisy  no change  other"]
+    lines = [f"{header}  slower  faster  noisy  no change  other  rounds (mean, max)"]
     for (kind, case, variant), verdicts in sorted(counts.items()):
         effect = _effect(kind, case, variant, extra_prims)
         other = sum(n for v, n in verdicts.items() if v not in ("slower", "faster", "noisy", "no change"))
         lines.append(
             f"{kind:7} {case:12} {variant:{width}} {effect:>16}  {verdicts['slower']:6}  {verdicts['faster']:6}  "
-            f"{verdicts['noisy']:5}  {verdicts['no change']:9}  {other:5}"
+            f"{verdicts['noisy']:5}  {verdicts['no change']:9}  {other:5}  "
+            f"{np.mean(rounds[(kind, case, variant)]):6.1f}, {max(rounds[(kind, case, variant)])}"
         )
     tries = len(results["A/A"])
     quiet = sum(not any(e["verdict"] in FLAGS for e in benchmarks) for benchmarks in results["A/A"])
@@ -271,6 +295,13 @@ def render(results: dict[str, list[list[dict]]], effects: list[float], extra_pri
         f"comparisons that called the machine noisy: {noisy_machine} of {sum(map(len, results.values()))}",
     ]
     return "\n".join(lines)
+
+
+def _rounds(entry: dict) -> int:
+    """The rounds a row got, follow-ups included (a comparison from before follow-ups: its A side's)."""
+    if "rounds" in entry:
+        return int(entry["rounds"])
+    return len(entry.get("a", {}).get("rounds", [])) if isinstance(entry.get("a"), dict) else 0
 
 
 def _timed(benchmarks: list[dict]) -> list[dict]:

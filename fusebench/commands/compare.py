@@ -7,7 +7,8 @@ interpreter and its installed packages, over several rounds that alternate which
 hierarchical bootstrap (rounds, then samples within rounds) gives the interval of the ratio B/A of
 the rounds' geometric-mean lower quartiles (`--quantile`), and the verdict says whether it lies
 beyond the minimum effect (slower, faster), within it (no change) or across its edge (noisy, with
-the rounds that would decide) (`fusebench.compare.decide`, docs/verdicts.md); the table is
+the rounds that would decide) (`fusebench.compare.decide`, docs/verdicts.md); rows still noisy
+get follow-up rounds of their own up to `--max-rounds` (`fusebench.compare.followup`); the table is
 `fusebench.compare.comparison`. Progress goes to
 stderr, the table to stdout. Exit status: 1 when a benchmark got slower or fails at B, 0 otherwise
 (2 for bad arguments).
@@ -16,6 +17,7 @@ stderr, the table to stdout. Exit status: 1 when a benchmark got slower or fails
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -34,6 +36,7 @@ from fusebench.compare.comparison import (
     render,
     summary_line,
 )
+from fusebench.compare.followup import follow_up
 from fusebench.compare.interleave import Side, SideRun, interleaved_rounds
 from fusebench.compare.worktree import repository_root, resolve_commit, temporary_worktrees, terminate_as_interrupt
 from fusebench.errors import FusebenchError
@@ -83,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
     size = "quick sizes" if selection.quick else "full sizes"
     _report(
         f"A = {args.revision_a} ({commits[0][:8]}), B = {args.revision_b} ({commits[1][:8]}) in {repo}; "
-        f"{options.rounds} interleaved rounds on {selection.device} ({size}), {options.budget_s:g} s of repeats "
-        f"each, {options.threads} thread(s)"
+        f"{options.rounds} interleaved rounds (noisy rows: up to {options.schedule.looks[-1]}) on {selection.device} "
+        f"({size}), {options.budget_s:g} s of repeats each, {options.threads} thread(s)"
     )
     header = compare_header(names, commits, selection, options)
     kept_at = args.json or Path.cwd() / f"fusebench-compare-{commits[0][:8]}-{commits[1][:8]}-interrupted.json"
@@ -125,9 +128,16 @@ def measure_revisions(
         with tempfile.TemporaryDirectory(prefix="fusebench-compare-") as scratch:
             try:
                 interleaved_rounds(sides, run_args, Path(scratch), options.rounds, _report, environment, runs)
+                narrowed_args = functools.partial(
+                    child_run_arguments, budget=options.budget_s, segments=False, repo=repo
+                )
+                schedule, settings = options.schedule, options.settings
+                follow_up(
+                    sides, selection, narrowed_args, Path(scratch), schedule, settings, _report, environment, runs
+                )
             except KeyboardInterrupt:
                 raise Interrupted(keep_interrupted(runs, options, header, kept_at)) from None
-            comparisons = compare_runs(runs["A"], runs["B"], options.settings)
+            comparisons = compare_runs(runs["A"], runs["B"], options.settings, options.schedule)
             explain_changes(comparisons)  # NOTE: while the rounds' compiler records still exist
     if not comparisons:
         crashes = [run.error for side_runs in runs.values() for run in side_runs if run.error]
@@ -144,10 +154,13 @@ def keep_interrupted(
     if complete == 0:
         return "nothing is kept: no round had finished on both sides"
     kept = {label: runs[label][:complete] for label in "AB"}
-    comparisons = compare_runs(kept["A"], kept["B"], options.settings)
-    document = compare_document(comparisons, {**header, "interrupted": True, "rounds_done": complete}, kept)
-    atomic_write_json(path, document, indent=2)
-    return f"the {complete} of {options.rounds} rounds both sides finished are kept in {path}"
+    comparisons = compare_runs(kept["A"], kept["B"], options.settings, options.schedule)
+    planned = sum(not run.look for run in kept["A"])
+    follow_ups = complete - planned
+    done = {**header, "interrupted": True, "rounds_done": planned, "follow_up_rounds_done": follow_ups}
+    atomic_write_json(path, compare_document(comparisons, done, kept), indent=2)
+    more = f" and {follow_ups} follow-up round(s) of the noisy rows" if follow_ups else ""
+    return f"the {planned} of {options.rounds} rounds{more} both sides finished are kept in {path}"
 
 
 def comparison_noise(comparisons: Sequence[BenchmarkComparison]) -> Noise:
@@ -177,6 +190,9 @@ def compare_header(
         "device": str(selection.device),
         "quick": selection.quick,
         "rounds": options.rounds,
+        "max_rounds": options.schedule.looks[-1],
+        "looks": list(options.schedule.looks),
+        "look_alphas": [options.schedule.alpha_at(look) for look in range(len(options.schedule.looks))],
         "repeat_budget_s": options.budget_s,
         "threads": options.threads,
         "settings": {

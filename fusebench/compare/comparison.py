@@ -5,6 +5,9 @@ A benchmark is one (suite, case, params, variant); its time samples are kept per
 - faster / slower / no change / noisy: both sides measured it; `fusebench.compare.decide` decided
   on all the rounds' samples (a hierarchical bootstrap: rounds, then samples within rounds); noisy
   means the interval is too wide to decide, and the notes say how many rounds would.
+  Rows still noisy after the planned rounds may get follow-up rounds (`fusebench.compare.followup`):
+  each row is decided at the alpha of its last look (`fusebench.compare.looks`), and its notes say
+  how many rounds it got.
 - failed: a side's result disagreed with the reference or errored in some round, or a side's
   run ended without results.
 - new: only B measures it (a new case or variant, or one A could not run).
@@ -36,6 +39,7 @@ from fusebench.compare.decide import (
     decide,
 )
 from fusebench.compare.interleave import SideRun
+from fusebench.compare.looks import LookSchedule
 from fusebench.compare.memory_rows import memory_cells, memory_comparisons
 from fusebench.compare.why import Explanation, explain
 from fusebench.history.artifacts import read_artifacts
@@ -60,6 +64,8 @@ class SideSummary:
     recompilations: list[int] = field(default_factory=list)
     artifacts: str = ""  # the folder of the compiler's record of its last round (fusebench.history.artifacts)
     peak_device_bytes: list[float] = field(default_factory=list)  # per ok round (fusebench.compare.memory_rows)
+    look: int = 0  # the last look whose rounds measured it (0: the planned rounds only)
+    follow_ups: int = 0  # of its ok rounds, how many were follow-up rounds
 
     @property
     def median(self) -> float | None:
@@ -83,6 +89,21 @@ class BenchmarkComparison:
     metric: str = TIME.name  # time_call, or a memory metric's name (fusebench.compare.memory_rows)
 
     @property
+    def follow_ups(self) -> int:
+        """The follow-up rounds both sides measured this benchmark in (0: the planned rounds only)."""
+        return min(self.a.follow_ups, self.b.follow_ups)
+
+    @property
+    def look(self) -> int:
+        """The last look that measured this benchmark (0: the planned rounds)."""
+        return max(self.a.look, self.b.look)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """(suite, case, params as JSON, variant): what identifies its outcomes (`outcome_key`)."""
+        return (self.suite, self.case, json.dumps(self.params), self.variant)
+
+    @property
     def regressed(self) -> bool:
         """Slower, or B failed: what makes `fusebench compare` exit 1."""
         return self.verdict == SLOWER or (self.verdict == FAILED and self.b.status in _BAD)
@@ -94,6 +115,9 @@ class BenchmarkComparison:
             detail = _side_detail(self)
             return f"{detail}; {self.why.reason}" if self.why and self.verdict == FAILED else detail
         notes = [*_interval_notes(self.decision)] if self.verdict in (NO_CHANGE, NOISY) else []
+        if self.follow_ups:
+            rounds = min(len(self.a.rounds), len(self.b.rounds))
+            notes.append(f"after {rounds} rounds ({self.follow_ups} follow-up)")
         if self.why is not None:
             notes.append(self.why.reason)
         if self.a.recompilations and self.b.recompilations and self.a.recompilations != self.b.recompilations:
@@ -106,9 +130,13 @@ class BenchmarkComparison:
 
 
 def compare_runs(
-    runs_a: Sequence[SideRun], runs_b: Sequence[SideRun], settings: DecisionSettings | None = None
+    runs_a: Sequence[SideRun],
+    runs_b: Sequence[SideRun],
+    settings: DecisionSettings | None = None,
+    schedule: LookSchedule | None = None,
 ) -> list[BenchmarkComparison]:
-    """Every benchmark either side ran, in the order first seen, with its verdict."""
+    """Every benchmark either side ran, in the order first seen, with its verdict; with a `schedule`
+    of follow-ups, each decided at the alpha of the last look that measured it."""
     summaries_a, order = _summarize(runs_a)
     summaries_b, order_b = _summarize(runs_b)
     order += [key for key in order_b if key not in summaries_a]
@@ -119,9 +147,10 @@ def compare_runs(
         a = summaries_a.get(key) or _missing(crash_a)
         b = summaries_b.get(key) or _missing(crash_b)
         comparison = BenchmarkComparison(suite, case, _tuples(json.loads(params_json)), variant, a, b, NO_CHANGE)
-        comparison.verdict, comparison.decision = _verdict(a, b, settings)
+        looked = schedule.settings_at(comparison.look, settings or DecisionSettings()) if schedule else settings
+        comparison.verdict, comparison.decision = _verdict(a, b, looked)
         comparisons.append(comparison)
-        comparisons += memory_comparisons(comparison, settings)
+        comparisons += memory_comparisons(comparison, looked)
     return comparisons
 
 
@@ -160,13 +189,16 @@ def summary_line(comparisons: Sequence[BenchmarkComparison]) -> str:
 
 
 def noisy_advice(comparisons: Sequence[BenchmarkComparison]) -> str:
-    """What would decide the noisy rows: 'noisy rows need about 12 rounds (--rounds 12)', or ''."""
+    """What would decide the noisy rows: 'noisy rows need about 12 rounds (--max-rounds 12)', or ''. The
+    flag is `--max-rounds`: with it only the rows left noisy by the planned rounds get more."""
     noisy = [c.decision for c in comparisons if c.verdict == NOISY and c.decision]
     if not noisy:
         return ""
     needed = [d.rounds_needed for d in noisy if d.rounds_needed is not None]
     undecidable = len(noisy) - len(needed)
-    parts = [f"{len(needed)} noisy row(s) need about {max(needed)} rounds (--rounds {max(needed)})"] if needed else []
+    parts = (
+        [f"{len(needed)} noisy row(s) need about {max(needed)} rounds (--max-rounds {max(needed)})"] if needed else []
+    )
     if undecidable:
         parts.append(
             f"{undecidable} noisy row(s) sit at the minimum effect's edge (over {MAX_ROUNDS} rounds would be needed)"
@@ -181,6 +213,10 @@ def comparison_document(comparisons: Sequence[BenchmarkComparison], header: dict
         entry = asdict(comparison)
         entry["decision"] = asdict(comparison.decision) if comparison.decision else None
         entry["regressed"] = comparison.regressed
+        entry["rounds"], entry["follow_up_rounds"] = (
+            min(len(comparison.a.rounds), len(comparison.b.rounds)),
+            comparison.follow_ups,
+        )
         entry["a"]["median"], entry["b"]["median"] = comparison.a.median, comparison.b.median
         benchmarks.append(entry)
     return {**header, "summary": summary_line(comparisons), "benchmarks": benchmarks}
@@ -191,12 +227,19 @@ def _summarize(runs: Sequence[SideRun]) -> tuple[dict[tuple, SideSummary], list[
     order: list[tuple] = []
     for run in runs:
         for outcome in run.outcomes:
-            key = (outcome["suite"], outcome["case"], json.dumps(outcome["params"]), outcome["variant"])
+            key = outcome_key(outcome)
             if key not in summaries:
                 summaries[key] = SideSummary(status=outcome["status"], detail=outcome.get("detail", ""))
                 order.append(key)
             _add(summaries[key], outcome)
+            summaries[key].look = max(summaries[key].look, run.look)
+            summaries[key].follow_ups += bool(run.look) and outcome["status"] == "ok" and bool(outcome.get("timing"))
     return summaries, order
+
+
+def outcome_key(outcome: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(suite, case, params as JSON, variant) of a run's outcome: the benchmark it measured."""
+    return (outcome["suite"], outcome["case"], json.dumps(outcome["params"]), outcome["variant"])
 
 
 def _add(summary: SideSummary, outcome: dict[str, Any]) -> None:
@@ -265,7 +308,7 @@ def _interval_notes(decision: Decision | None) -> list[str]:
     if decision.verdict == NOISY:
         needed = decision.rounds_needed
         notes.append(
-            f"too wide to decide: about {needed} rounds would (--rounds {needed})"
+            f"too wide to decide: about {needed} rounds would (--max-rounds {needed})"
             if needed is not None
             else f"B/A sits at the minimum effect's edge: over {MAX_ROUNDS} rounds would be needed"
         )

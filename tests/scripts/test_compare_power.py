@@ -59,8 +59,8 @@ def test_the_table_counts_verdicts_per_effect_from_the_kept_samples(tmp_path: Pa
         (tmp_path / f"AB-{index}.json").write_text(json.dumps(document(1.5)))
     table = render(decide_again(tmp_path, 0.25), [1.5], 0)
     rows = {tuple(line.split()[:3]): line.split() for line in table.splitlines()[1:] if line.startswith("A/")}
-    assert rows[("A/B", "grow_150", "eager")][-5:] == ["2", "0", "0", "0", "0"]
-    assert rows[("A/A", "grow_150", "eager")][-5:] == ["0", "0", "0", "2", "0"]
+    assert rows[("A/B", "grow_150", "eager")][-7:] == ["2", "0", "0", "0", "0", "6.0,", "6"]
+    assert rows[("A/A", "grow_150", "eager")][-7:] == ["0", "0", "0", "2", "0", "6.0,", "6"]
     assert "A/A comparisons that flagged nothing: 2 of 2" in table
     assert "unchanged rows flagged in A/B comparisons: 0 of 2" in table
 
@@ -84,3 +84,25 @@ def test_the_table_columns_line_up_with_long_variant_names() -> None:
     header, lines = table[0], [line for line in table[1:5] if line.startswith(("A/A", "A/B"))]
     start = header.index("slower")
     assert lines and all(line[start - 2 : start] == "  " and line[start:].split()[0] == "0" for line in lines)
+
+
+def test_decided_again_a_row_with_follow_ups_counts_its_rounds_and_uses_its_looks_alpha(tmp_path: Path) -> None:
+    from fusebench.compare.decide import DecisionSettings, decide
+    from fusebench.compare.looks import LookSchedule
+
+    rng = np.random.default_rng(5)
+
+    def side(center: float, rounds: int) -> dict:
+        samples = [list(center * rng.lognormal(0, 0.1) * rng.lognormal(0, 0.05, 40)) for _ in range(rounds)]
+        return {"rounds": samples, "round_medians": [float(np.median(r)) for r in samples], "look": int(rounds > 6)}
+
+    followed = {"case": "grow_150_r0", "variant": "eager", "verdict": "?", "a": side(1.0, 12), "b": side(1.08, 12)}
+    planned = {"case": "steady_r0", "variant": "eager", "verdict": "?", "a": side(1.0, 6), "b": side(1.0, 6)}
+    document = {"rounds": 6, "max_rounds": 24, "settings": {"min_effect": 0.05, "alpha": 0.01}}
+    (tmp_path / "AB-0.json").write_text(json.dumps({**document, "benchmarks": [followed, planned]}))
+    [rows] = decide_again(tmp_path, 0.25)["A/B"]
+    schedule = LookSchedule(6, 24, 0.01)
+    expected = decide(followed["a"]["rounds"], followed["b"]["rounds"], DecisionSettings(alpha=schedule.alpha_at(1)))
+    assert [(row["rounds"], row["verdict"]) for row in rows] == [(12, expected.verdict), (6, rows[1]["verdict"])]
+    table = render({"A/A": [], "A/B": [rows]}, [1.5], 0)
+    assert "12.0, 12" in table and "6.0, 6" in table

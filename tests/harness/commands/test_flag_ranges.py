@@ -19,6 +19,12 @@ BAD = [
     ),
     (["compare", "a", "b", "--repeat-budget", "1e5"], "--repeat-budget 100000: expected a positive number of seconds"),
     (["compare", "a", "b", "--quantile", "1"], "--quantile 1: expected a level strictly between 0 and 1"),
+    (
+        ["compare", "a", "b", "--max-rounds", "5"],
+        "--max-rounds 5: expected a whole number of rounds from --rounds (6) to 100 (equal to --rounds: no follow-up",
+    ),
+    (["compare", "a", "b", "--rounds", "8", "--max-rounds", "101"], "--max-rounds 101: expected a whole number of"),
+    (["bisect", "a", "b", "--max-rounds", "0"], "--max-rounds 0: expected a whole number of rounds from --rounds (6)"),
     (["bisect", "a", "b", "--rounds", "0"], "--rounds 0: expected a whole number of rounds from 1 to 100"),
     (["bisect", "a", "b", "--retries", "-1"], "--retries -1: expected a whole number of retries from 0 to 10"),
     (["run", "--unit-timeout", "-1"], "--unit-timeout -1: expected seconds >= 0 (0: no limit)"),

@@ -120,9 +120,9 @@ def test_notes_and_advice_of_noisy_rows() -> None:
     decision = decide(a, b)
     comparison = BenchmarkComparison("s", "c", {}, "v", SideSummary("ok", rounds=a), SideSummary("ok", rounds=b), "")
     comparison.verdict, comparison.decision = decision.verdict, decision
-    assert f"about {decision.rounds_needed} rounds would (--rounds {decision.rounds_needed})" in comparison.notes()
+    assert f"about {decision.rounds_needed} rounds would (--max-rounds {decision.rounds_needed})" in comparison.notes()
     assert noisy_advice([comparison]) == (
-        f"1 noisy row(s) need about {decision.rounds_needed} rounds (--rounds {decision.rounds_needed})"
+        f"1 noisy row(s) need about {decision.rounds_needed} rounds (--max-rounds {decision.rounds_needed})"
     )
 
 

@@ -1,0 +1,102 @@
+"""Follow-up looks keep the false-positive rate at alpha and find more real slowdowns: simulated on
+synthetic samples (known effect, known noise, fixed seeds), with the rule `fusebench compare` uses
+(`fusebench.compare.looks`).
+
+A benchmark is simulated as rounds run side by side: each round a drift common to both sides
+(log-normal, sd `common`), each side's own drift (sd `drift`) and samples with their own noise
+(sd `noise`); `more(count)` measures that many more rounds the same way, as a follow-up batch would.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fusebench.compare.decide import DecisionSettings
+from fusebench.compare.looks import LookSchedule, decide_sequentially
+
+FLAGS = ("slower", "faster")
+
+
+def _rounds(rng: np.random.Generator, effect: float, count: int, drift: float, noise: float, common: float, n: int):
+    a, b = [], []
+    for _ in range(count):
+        shared = rng.lognormal(0, common)
+        a.append(list(shared * rng.lognormal(0, drift) * rng.lognormal(0, noise, n)))
+        b.append(list(shared * effect * rng.lognormal(0, drift) * rng.lognormal(0, noise, n)))
+    return a, b
+
+
+def _verdicts(
+    effect: float,
+    schedule: LookSchedule,
+    settings: DecisionSettings,
+    seeds: int,
+    drift: float = 0.15,
+    noise: float = 0.3,
+    common: float = 0.1,
+    n: int = 24,
+) -> list[tuple[str, int]]:
+    """(verdict, last look) of `seeds` simulated benchmarks, each decided with follow-ups."""
+    out = []
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+
+        def more(count: int, rng: np.random.Generator = rng) -> tuple[list, list]:
+            return _rounds(rng, effect, count, drift, noise, common, n)
+
+        decision, look = decide_sequentially(*more(schedule.rounds), more, schedule, settings)
+        out.append((decision.verdict, look))
+    return out
+
+
+def test_the_looks_double_the_rounds_up_to_the_cap_and_their_alphas_add_up_to_alpha() -> None:
+    assert LookSchedule(6, 24, 0.01).looks == (6, 12, 24)
+    assert LookSchedule(6, 18, 0.01).looks == (6, 12, 18)
+    assert LookSchedule(4, 4, 0.01).looks == (4,)
+    schedule = LookSchedule(6, 24, 0.01)
+    alphas = [schedule.alpha_at(look) for look in range(len(schedule.looks))]
+    assert sum(alphas) == pytest.approx(0.01) and alphas[0] > alphas[1] == alphas[2]
+    assert schedule.batch(1) == (6, 6) and schedule.batch(2) == (12, 12)
+    assert LookSchedule(6, 6, 0.01).alpha_at(0) == 0.01  # no follow-ups: the plain decision
+
+
+@pytest.mark.slow
+def test_a_revision_compared_with_itself_is_flagged_at_most_at_alpha_despite_the_looks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worst case for looking more than once: no minimum effect (every interval that excludes 1
+    is a flag) and every undecided row going on to the next look (the bound holds whatever rule
+    picks the rows that go on). Sharing alpha keeps the flags of many A/A comparisons at alpha;
+    deciding every look at the full alpha does not."""
+    monkeypatch.setattr(LookSchedule, "wants_more", lambda self, decision, look: _undecided(self, decision, look))
+    alpha, seeds = 0.2, 150
+    schedule, settings = LookSchedule(6, 24, alpha), DecisionSettings(min_effect=0.0, alpha=alpha, replicates=200)
+    shared = _verdicts(1.0, schedule, settings, seeds, n=16)
+    assert sum(look == 2 for _, look in shared) > seeds / 2  # most were looked at three times
+    assert sum(verdict in FLAGS for verdict, _ in shared) <= alpha * seeds
+    monkeypatch.setattr(LookSchedule, "alpha_at", lambda self, look: self.alpha)
+    every_look_at_alpha = _verdicts(1.0, schedule, settings, seeds, n=16)
+    assert sum(verdict in FLAGS for verdict, _ in every_look_at_alpha) > alpha * seeds
+
+
+def test_with_the_default_rule_a_revision_compared_with_itself_is_never_flagged() -> None:
+    schedule, settings = LookSchedule(6, 24, 0.01), DecisionSettings(replicates=400)
+    verdicts = _verdicts(1.0, schedule, settings, 40)
+    assert not [verdict for verdict, _ in verdicts if verdict in FLAGS]
+    assert any(look > 0 for _, look in verdicts)  # some were noisy and got follow-ups
+
+
+def test_follow_ups_find_a_slowdown_by_half_that_the_planned_rounds_leave_noisy() -> None:
+    """Rounds drifting by 15% on each side and 10% together, samples by 30%: six rounds leave most
+    trials noisy; the follow-ups decide nearly all of them, and all correctly."""
+    settings = DecisionSettings(replicates=400)
+    planned = _verdicts(1.5, LookSchedule(6, 6, 0.01), settings, 40)
+    followed = _verdicts(1.5, LookSchedule(6, 24, 0.01), settings, 40)
+    assert sum(verdict == "slower" for verdict, _ in planned) < 20
+    assert sum(verdict == "slower" for verdict, _ in followed) >= 38
+    assert not [verdict for verdict, _ in followed if verdict in ("faster", "no change")]
+
+
+def _undecided(schedule: LookSchedule, decision: object, look: int) -> bool:
+    return getattr(decision, "verdict", None) == "noisy" and look + 1 < len(schedule.looks)
