@@ -47,7 +47,7 @@ from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
 from fusebench.history.artifacts import write_artifacts
 from fusebench.history.peer_cache import FILE_NAME as PEER_CACHE_FILE
-from fusebench.history.peer_cache import PeerCache, fingerprint
+from fusebench.history.peer_cache import REUSE_ENV, PeerCache, fingerprint
 from fusebench.history.results import RunInfo, result_path, write_outcomes
 from fusebench.history.revision import UNKNOWN_COMMIT, code_revision, commit_revision
 from fusebench.measure.bandwidth import peak_bandwidth_gbs
@@ -208,7 +208,14 @@ def run(args: argparse.Namespace) -> int:
             [Path(fusebench.__file__).parent, *suite_roots(selection.suite_dirs)],
         ),
     )
-    outcomes = measure_reusing_peers(units, run_info, cache, measure, args.results, reuse=not args.remeasure_peers)
+    outcomes = measure_reusing_peers(
+        units,
+        run_info,
+        cache,
+        measure,
+        args.results,
+        reuse=not args.remeasure_peers and os.environ.get(REUSE_ENV, "1") != "0",
+    )
     took = format_seconds(time.perf_counter() - started)
     where = args.devices or selection.device
     print(f"fusebench run: {len(units)} measurements done in {took} on {where}", file=sys.stderr)

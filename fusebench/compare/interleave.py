@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fusebench.files import read_json
+from fusebench.history.peer_cache import REUSE_ENV
 
 STDERR_TAIL_LINES = 15
 Report = Callable[[str], None]
@@ -75,7 +76,10 @@ def run_side(
         str(scratch / f"results-{side.label}"),
     ]
     python_path = [str(side.worktree), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    env = {**os.environ, **(environment or {}), "PYTHONPATH": os.pathsep.join(python_path)}
+    # NOTE: every round measures every variant: a peer reused from an earlier round
+    # (fusebench.history.peer_cache) would give the comparison the same samples again. An
+    # environment variable, not a flag: a revision older than the peer cache ignores it.
+    env = {**os.environ, **(environment or {}), "PYTHONPATH": os.pathsep.join(python_path), REUSE_ENV: "0"}
     tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
     start = time.perf_counter()
     process = subprocess.Popen(

@@ -13,7 +13,8 @@ time now differs from the eager time measured beside it by more than `DRIFT` (th
 clocks are not as they were) is measured again in the same run.
 
 The cache is `<results>/<machine>/peers.fusebench` (not a `.json` file: ASV reads those), written
-atomically. `fusebench run --remeasure-peers` measures every peer and refreshes it.
+atomically. `fusebench run --remeasure-peers` (or `FUSEBENCH_REUSE_PEERS=0`, which `compare`'s
+runs set) measures every peer and refreshes it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from fusebench.measure.machine import MachineInfo
 from fusebench.measure.outcome import Outcome
 
 FILE_NAME = "peers.fusebench"
+REUSE_ENV = "FUSEBENCH_REUSE_PEERS"  # "0": measure every peer (compare's side runs set it)
 DRIFT = 0.10  # the largest change of a case's eager time under which its peers' times still stand
 # A peer's error or wrong result is as reproducible as its time (the same code on the same inputs
 # and libraries); a crash (a unit time limit, a dead worker) may be the machine's, and is measured again.
