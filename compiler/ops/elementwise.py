@@ -457,25 +457,6 @@ def masked_fill(input: TensorProxy, mask: TensorProxy, value: Any) -> Any:
 # logaddexp, nan_to_num
 
 
-def _logaddexp(a: Any, b: Any) -> Any:
-    # NOTE: as eager, equal infinities give themselves (inf - inf would make the formula NaN).
-    both_inf = prims.bitwise_and(prims.eq(a, b), prims.eq(prims.abs(a), math.inf))
-    stable = prims.add(prims.maximum(a, b), prims.log1p(prims.exp(prims.neg(prims.abs(prims.sub(a, b))))))
-    return prims.where(both_inf, a, stable)
-
-
-@register("torch.logaddexp", "torch.Tensor.logaddexp")
-def logaddexp(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any:
-    """log(exp(input) + exp(other)), computed without overflow."""
-    check_no_out("torch.logaddexp", out)
-    check(
-        dtypes.is_float(result_dtypes([input, other], Promotion.DEFAULT)[1]),
-        lambda: f"torch.logaddexp needs a floating operand{called_at()}",
-        TypeError,
-    )
-    return elementwise(_logaddexp, input, other)
-
-
 @register("torch.nan_to_num", "torch.Tensor.nan_to_num")
 def nan_to_num(
     input: TensorProxy,

@@ -16,6 +16,7 @@ import builtins
 import functools
 import importlib
 import inspect
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -177,9 +178,26 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
         else:
             for bsym in recorded:
                 context.record(bsym)
-        if context.grad_at_start and not torch.is_grad_enabled():
+        if context.grad_at_start and not torch.is_grad_enabled() and not _in_function_forward():
             output = _without_gradient(output, {id(p) for p in new})
     return output
+
+
+def _in_function_forward() -> bool:
+    """Whether a custom `torch.autograd.Function`'s forward is running: torch runs it with grad
+    off, and the compiler inlines it and differentiates its ops like any other, so grad being off
+    there is not the program's `torch.no_grad()`."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code is _FUNCTION_APPLY:
+            return True
+        frame = frame.f_back
+    return False
+
+
+# `torch.autograd.Function.apply`'s code: every custom Function's forward runs below its frame
+# (Bloom's GELU as written, or dynamo's `autograd_function_apply` of one)
+_FUNCTION_APPLY = torch.autograd.Function.apply.__func__.__code__
 
 
 def _without_gradient(output: Any, new: set[int]) -> Any:

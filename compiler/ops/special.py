@@ -1,6 +1,6 @@
-"""Special elementwise functions: atan2, erfinv, hypot, logit and xlogy.
+"""Special elementwise functions: atan2, erfinv, hypot, logit, xlogy and logaddexp.
 
-atan2 and erfinv are prims (nvFuser has both ops); hypot, logit and xlogy are written with prims
+atan2 and erfinv are prims (nvFuser has both ops); hypot, logit, xlogy and logaddexp are written with prims
 so that their values at the special points (0, +-inf, NaN) and their gradients are eager's. Integer
 and bool inputs give the default float dtype as in eager; each computes in its float compute dtype
 (bf16/f16 in float32) and rounds once. The in-place forms (`atan2_`, `logit_`, ...) are in inplace.py.
@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from compiler import prims
+from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy
 from compiler.ops.operands import Promotion, check_no_out, elementwise, result_dtypes
@@ -147,3 +148,22 @@ def xlogy(input: Any, other: Any, *, out: Any = None) -> Any:
         TypeError,
     )
     return elementwise(_xlogy, input, other, promotion=Promotion.INT_TO_FLOAT)
+
+
+def _logaddexp(a: Any, b: Any) -> Any:
+    # NOTE: as eager, equal infinities give themselves (inf - inf would make the formula NaN).
+    both_inf = prims.bitwise_and(prims.eq(a, b), prims.eq(prims.abs(a), math.inf))
+    stable = prims.add(prims.maximum(a, b), prims.log1p(prims.exp(prims.neg(prims.abs(prims.sub(a, b))))))
+    return prims.where(both_inf, a, stable)
+
+
+@register("torch.logaddexp", "torch.Tensor.logaddexp")
+def logaddexp(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any:
+    """log(exp(input) + exp(other)), computed without overflow."""
+    check_no_out("torch.logaddexp", out)
+    check(
+        dtypes.is_float(result_dtypes([input, other], Promotion.DEFAULT)[1]),
+        lambda: f"torch.logaddexp needs a floating operand{called_at()}",
+        TypeError,
+    )
+    return elementwise(_logaddexp, input, other)

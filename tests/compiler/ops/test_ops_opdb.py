@@ -132,6 +132,7 @@ ELSEWHERE = {
     "_foreach_": "op_db has no foreach entries (torch keeps them apart): opinfo_foreach.py in test_ops.py",
     "value-dependent shape": "test_indexing.py (refused with a message suggesting torch.where)",
     "no op_db entry": "opinfo_*.py in test_ops.py",
+    "another device": "test_devices.py (copies to a GPU, checked on CUDA)",
 }
 NO_OP_DB_ENTRY = {
     "__rdiv__",
@@ -249,6 +250,8 @@ def _family(fn: Any) -> str | None:
         return "in-place"
     if name in EXCLUDED or name in ("masked_select", "nonzero", "argwhere", "unique"):
         return "value-dependent shape" if name not in ("empty", "empty_like", "__rdiv__") else "no op_db entry"
+    if name == "cuda":
+        return "another device"
     return "no op_db entry" if name in NO_OP_DB_ENTRY else None
 
 

@@ -120,13 +120,6 @@ CASES = [
     OpCase("eye", (named("torch.eye", _eye),), lambda make: [Sample((3, make.dtype)), Sample((1, make.dtype))], ALL),
     OpCase("layout_queries", (named("is_contiguous/stride", _layout_queries),), _layout_samples, FLOATS),
     OpCase(
-        "new_empty",
-        (method("new_empty"),),
-        lambda make: [Sample((make(2, 3), (4, 2))), Sample((make(3), 5), {"dtype": torch.int64})],
-        ALL,
-        compare_values=False,
-    ),
-    OpCase(
         "channels_last_layout",
         (named("clone(channels_last)", _channels_last),),
         lambda make: [Sample((make(2, 3, 4, 5),))],
