@@ -207,3 +207,10 @@ def test_activations_refuse_what_eager_refuses_naming_the_line() -> None:
         F.threshold(torch.arange(3), float("nan"), 1.0)
     message = _raises(RuntimeError, lambda x: F.threshold(x, float("nan"), 1.0), torch.arange(3))
     assert "threshold" in message and "without overflow" in message, message
+
+
+@pytest.mark.parametrize("mode", ["bicubic", "area", "trilinear"])
+def test_interpolate_in_a_mode_it_does_not_resize_with_names_the_mode(mode: str) -> None:
+    x = torch.randn(1, 1, 4, 4, 4) if mode == "trilinear" else torch.randn(1, 1, 4, 4)
+    message = _raises(NotImplementedError, lambda x: F.interpolate(x, scale_factor=2, mode=mode), x)
+    assert f"mode={mode!r}" in message and "nearest" in message, message

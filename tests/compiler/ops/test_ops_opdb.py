@@ -36,6 +36,11 @@ EXCLUDED = {
         name: "a result shape that depends on values: refused with a message (test_indexing.py)"
         for name in ("masked_select", "nonzero", "argwhere", "unique", "unique_consecutive", "nonzero_static")
     },
+    **{
+        f"nn.functional.interpolate.{mode}": "refused (NotImplementedError): the compiler resizes with the nearest "
+        "and linear modes (test_op_errors.py checks the message)"
+        for mode in ("bicubic", "area", "trilinear")
+    },
 }
 
 # (entry id, variant name, a part of the sample's repr) -> why those samples do not match eager, at
@@ -50,12 +55,6 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
             "model: refused (NotImplementedError) rather than silently giving other gradients"
         )
         for flag in ("scale_grad_by_freq=True", "sparse=True")
-    },
-    **{
-        (f"nn.functional.interpolate.{mode}", "F.interpolate", f"mode='{mode}'"): (
-            f"mode={mode!r} is refused (NotImplementedError): the compiler resizes with the nearest and linear modes"
-        )
-        for mode in ("bicubic", "area", "trilinear")
     },
     **{
         ("kthvalue", variant, "int64["): (
@@ -182,8 +181,9 @@ def _unsupported(name: str, sample: Sample) -> str | None:
     """Why this compiler rejects the sample by design, or None."""
     if DEVICE != "cpu" and _on_cpu((sample.args, sample.kwargs)):
         return (
-            "a CPU tensor (a 0-d operand, an index, a start) among CUDA tensors: eager moves it to the GPU, "
-            "a jitted function never moves data between devices (refused with a message naming both)"
+            "a CPU tensor (a 0-d operand, an index, a start) among CUDA tensors: elementwise ops, where and "
+            "indexing move it to the GPU as eager does (test_devices.py); op_db's other samples of the kind "
+            "are not run here"
         )
     if name in ("__getitem__", "index_put") and _has_mask(sample.args[1]):
         return "a bool mask index gives a shape that depends on values (refused with a message)"
