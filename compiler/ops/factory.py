@@ -171,30 +171,15 @@ def _new(name: str, value: Any) -> None:
         pin_memory: bool = False,
     ) -> Any:
         _check_factory_kwargs(f"Tensor.new_{name}", None, layout, pin_memory)
-        size = size_arguments(f"Tensor.new_{name}", sizes, size)
-        return _full(f"Tensor.new_{name}", _sizes(size), value, dtype or self.dtype, device or self.device)
+        size = _sizes(size_arguments(f"Tensor.new_{name}", sizes, size))
+        if value is None:  # new_empty: uninitialised memory (DeepSeek's attention fills one with slice writes)
+            return prims.empty(size, dtype or self.dtype, _device(device) if device is not None else self.device)
+        return _full(f"Tensor.new_{name}", size, value, dtype or self.dtype, device or self.device)
 
 
 _new("zeros", 0)
 _new("ones", 1)
-
-
-@register("torch.Tensor.new_empty")
-def new_empty(
-    self: TensorProxy,
-    *sizes: Any,
-    size: Any = None,
-    dtype: Any = None,
-    layout: Any = None,
-    device: Any = None,
-    requires_grad: bool = False,
-    pin_memory: bool = False,
-) -> Any:
-    """Uninitialised memory of `self`'s dtype and device unless given (DeepSeek's attention fills one
-    with two slice writes)."""
-    _check_factory_kwargs("Tensor.new_empty", None, layout, pin_memory)
-    size = size_arguments("Tensor.new_empty", sizes, size)
-    return prims.empty(_sizes(size), dtype or self.dtype, _device(device) if device is not None else self.device)
+_new("empty", None)
 
 
 @register("torch.Tensor.new_full")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fusebench.cases.selection import Group
 from fusebench.cases.variants import Variant
-from fusebench.history.peer_cache import DRIFT, PeerCache, drifted, eager_medians
+from fusebench.history.peer_cache import DRIFT, PeerCache, drifted, median
 from fusebench.history.results import RunInfo, write_outcomes
 from fusebench.measure.outcome import Outcome
 
@@ -47,8 +47,10 @@ def measure_reusing_peers(
         )
     todo = [i for i in range(len(units)) if i not in reused]
     outcomes = measure(todo) if todo else {}
-    eager_now = eager_medians((units[i][0].case_id, o) for i, o in outcomes.items())
-    again = [i for i in reused if drifted(eager_now.get(units[i][0].case_id), cache.eager_median(*_key(units[i])))]
+    eager_now = {units[i][0].case_id: o for i, o in outcomes.items() if units[i][1].name == "eager"}
+    again = [
+        i for i in reused if drifted(median(eager_now.get(units[i][0].case_id)), cache.eager_median(*_key(units[i])))
+    ]
     if again:
         print(
             f"fusebench run: measuring {len(again)} reused peer measurements again: their cases' eager times "
@@ -60,11 +62,10 @@ def measure_reusing_peers(
         del reused[index]
     if reused:
         write_outcomes(results, run_info, list(reused.values()))
-    eager_by_case = {units[i][0].case_id: o for i, o in outcomes.items() if units[i][1].name == "eager"}
     for index, outcome in outcomes.items():
         group, variant = units[index]
         if variant.reusable:
-            cache.remember(group.case_id, outcome, run_info.revision.commit, eager_by_case.get(group.case_id))
+            cache.remember(group.case_id, outcome, run_info.revision.commit, eager_now.get(group.case_id))
     if any(units[i][1].reusable for i in outcomes):
         cache.save()
     return [reused[i] if i in reused else outcomes[i] for i in range(len(units))]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -99,13 +99,21 @@ class PeerCache:
         data = asdict(outcome)
         data.pop("artifacts", None)
         data["extra"] = {k: v for k, v in data["extra"].items() if k != "reused"}
-        median = eager.timing.median if eager is not None and eager.status == "ok" and eager.timing else None
-        self.entries[_key(case_id, outcome.variant)] = {"outcome": data, "commit": commit, "eager_median": median}
+        self.entries[_key(case_id, outcome.variant)] = {
+            "outcome": data,
+            "commit": commit,
+            "eager_median": median(eager),
+        }
 
     def save(self) -> None:
         """Writes the cache (atomically)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.path, {"fingerprint": self.key, "entries": self.entries})
+
+
+def median(outcome: Outcome | None) -> float | None:
+    """An ok outcome's median time, else None."""
+    return outcome.timing.median if outcome is not None and outcome.status == "ok" and outcome.timing else None
 
 
 def drifted(eager_now: float | None, eager_then: float | None, tolerance: float = DRIFT) -> bool:
@@ -114,10 +122,3 @@ def drifted(eager_now: float | None, eager_then: float | None, tolerance: float 
     if not eager_now or not eager_then:
         return True
     return max(eager_now / eager_then, eager_then / eager_now) - 1.0 > tolerance
-
-
-def eager_medians(outcomes: Iterable[tuple[str, Outcome]]) -> dict[str, float]:
-    """{case id: eager's median} over the (case id, outcome) pairs of a run's ok eager rows."""
-    return {
-        case_id: o.timing.median for case_id, o in outcomes if o.variant == "eager" and o.status == "ok" and o.timing
-    }
