@@ -5,7 +5,8 @@ reference once. For each variant, `measure_variant`:
 1. restores every input, prepares the variant, and makes the first call, timed on the wall clock
    with the device synchronized; its result (and every argument the case mutates) must match the
    reference, and no other argument may have changed; otherwise the outcome is `failed` with the
-   max error and no time is recorded;
+   max error and no time is recorded (where eager misses the case's tolerance too, the variant is
+   judged by eager's own error instead: `fusebench.measure.yardstick`);
 2. warms up (at least two calls, about a tenth of the budget), then times repeats one by one
    (inputs restored and the L2 cache flushed before each, outside the timed region) until the
    time budget is spent and at least `min_repeats` were taken, or, with `Settings.precision`,
@@ -28,6 +29,7 @@ reference once. For each variant, `measure_variant`:
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +40,7 @@ import torch
 from fusebench.cases.case import Case
 from fusebench.cases.variants import Compiled, SkipVariant, Target, Variant
 from fusebench.measure.compiler_record import record
-from fusebench.measure.correctness import compare
+from fusebench.measure.correctness import Mismatch, compare
 from fusebench.measure.memory import MemoryWatch, PeakMemory
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.phases import Phases
@@ -47,6 +49,7 @@ from fusebench.measure.profiling import count_kernels
 from fusebench.measure.snapshot import InputSnapshot, map_tensors, upcast_copy
 from fusebench.measure.stats import summarize
 from fusebench.measure.timing import L2Flusher, Timer, WallTimer, make_timer
+from fusebench.measure.yardstick import EagerYardstick, judge, measure_eager, rms_errors
 
 Clock = Callable[[], float]
 
@@ -84,6 +87,7 @@ class PreparedCase:
     expected_mutated: dict[int, Any] | None = None
     error: str | None = None
     skip_reason: str | None = None  # the case cannot run here: every variant is skipped
+    eager: EagerYardstick | None = None  # eager's error, measured once a variant misses the tolerance
 
 
 def prepare_case(suite: str, case: Case, params: dict[str, Any], settings: Settings) -> PreparedCase:
@@ -372,20 +376,50 @@ def _backward_kernels(
 
 
 def check_result(prepared: PreparedCase, output: Any) -> tuple[str, float] | None:
-    """(message, max error) for the first disagreement with the reference, or None."""
+    """(message, max error) for the first disagreement with the reference, or None. A variant
+    that misses the case's tolerance where eager misses it too is judged by eager's own error
+    (fusebench/measure/yardstick.py)."""
     case, args, snapshot = prepared.case, prepared.args, prepared.snapshot
     assert snapshot is not None and prepared.expected_mutated is not None
     rows = case.differing_rows(prepared.params)
+    modified = snapshot.modified_unmutated()
     mismatch = compare(prepared.expected_output, output, case.tolerance, "output", rows)
     for index in case.mutated_args:
         if mismatch is None:
             mismatch = compare(prepared.expected_mutated[index], args[index], case.tolerance, f"argument {index}", rows)
     if mismatch is not None:
-        return mismatch.message, mismatch.max_abs_error
-    modified = snapshot.modified_unmutated()
+        message = _beyond_eager(prepared, output, mismatch)
+        if message is not None:
+            return message, mismatch.max_abs_error
     if modified:
         return f"wrote into {', '.join(modified[:3])}, which the case does not declare as mutated", float("inf")
     return None
+
+
+def _beyond_eager(prepared: PreparedCase, output: Any, mismatch: Mismatch) -> str | None:
+    """Why the variant fails, or None where eager misses the tolerance as well and the variant's
+    error stays within eager's (eager runs once per prepared case, on the pristine inputs)."""
+    case, args, snapshot = prepared.case, prepared.args, prepared.snapshot
+    assert snapshot is not None and prepared.expected_mutated is not None
+    if not math.isfinite(mismatch.max_abs_error):
+        return mismatch.message
+    variant_rms = rms_errors(prepared.expected_output, output, "output")
+    for index, want in prepared.expected_mutated.items():
+        variant_rms.update(rms_errors(want, args[index], f"argument {index}"))
+    if prepared.eager is None:
+        snapshot.restore_all()
+        try:
+            prepared.eager = measure_eager(
+                lambda: case.run(case.fn, args),
+                lambda: {i: map_tensors(lambda t: t.detach().clone(), args[i]) for i in case.mutated_args},
+                prepared.expected_output,
+                prepared.expected_mutated,
+                case.tolerance,
+                case.differing_rows(prepared.params),
+            )
+        finally:
+            snapshot.restore_all()
+    return judge(mismatch, variant_rms, prepared.eager)
 
 
 @functools.cache
