@@ -57,7 +57,7 @@ from fusebench.measure.noise import run_noise
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
 from fusebench.measure.precision import DEFAULT_PRECISION, PRECISION_ENV, checked_precision
 from fusebench.measure.threads import add_threads_argument, checked_threads
-from fusebench.measure.workers import READY, devices_from, run_units
+from fusebench.measure.workers import READY, WORKER_CPUS, apply_cpu_share, devices_from, run_units
 from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
 from fusebench.report.overhead import render_overhead
 from fusebench.report.progress import Progress
@@ -190,6 +190,13 @@ def run(args: argparse.Namespace) -> int:
     isolate = args.isolate if args.isolate is not None else selection.device.type == "cuda"
     if args.devices or isolate:
         devices = devices or _devices("cuda:0" if selection.device.type == "cuda" else "cpu")
+        shares = [device.env[WORKER_CPUS].count(",") + 1 for device in devices if WORKER_CPUS in device.env]
+        if shares:
+            print(
+                f"fusebench run: {len(devices)} workers, each on its own {min(shares)}-{max(shares)} CPUs "
+                "(one's compiles do not take another's CPU time)",
+                file=sys.stderr,
+            )
         worker_args = [*child_run_arguments(selection, budget), *_record_arguments(args, revision.commit)]
 
         def measure(indices: list[int]) -> dict[int, Outcome]:
@@ -343,6 +350,7 @@ def _serve(
 ) -> int:
     """Worker mode: measures the unit indices read from stdin; answers on `--outcomes-fd`."""
     check(args.outcomes_fd is not None, lambda: "--worker needs --outcomes-fd")
+    apply_cpu_share()
     settings = _settings(args, device, budget, peak_bandwidth_gbs(device), precision)
     if settings.segments:
         # the child that profiles nvFuser's kernels imports torch and nvFuser while the first units run

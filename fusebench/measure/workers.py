@@ -12,6 +12,9 @@ that hangs, a peer that takes minutes) is stopped: its worker is killed, the uni
 "stopped after N s", and a fresh worker takes the next unit. The limit counts from the unit's start;
 a worker says when it is ready (its imports and set-up are not the first unit's time).
 
+Several workers on one host each keep to their own share of its CPUs (and Inductor compiles with
+that many processes), so one worker's compile does not slow another's timed calls.
+
 Each device has a thread that hands the next unit of one shared queue to its worker (so a fast
 GPU takes more units) and waits for the answer. The queue keeps a worker on the group of units it
 is on (one case and parameters: their inputs and reference are made once per worker), gives a
@@ -41,6 +44,7 @@ OUTPUT_TAIL_LINES = 20
 Report = Callable[[str], None]
 Answer = Callable[[int, str, dict[str, Any] | None, str], None]  # (unit, device, outcome JSON or None, crash detail)
 READY = {"ready": True}  # a worker's first line on its answer pipe, once it reads units
+WORKER_CPUS = "FUSEBENCH_WORKER_CPUS"  # the CPUs a worker keeps to, where several share a host
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ def devices_from(spec: str, cuda_count: int) -> list[Device]:
     names = [f"cuda:{i}" for i in range(cuda_count)] if spec == "all" else [s.strip() for s in spec.split(",")]
     if not names or not all(names):
         raise ValueError(f"--devices {spec!r}: expected 'all' or a comma-separated list like cuda:0,cuda:1")
-    devices = []
+    devices: list[Device] = []
     for number, name in enumerate(names):
         if name == "cpu":
             devices.append(Device(f"cpu#{number}", "cpu", {}))
@@ -77,7 +81,57 @@ def devices_from(spec: str, cuda_count: int) -> list[Device]:
         if names.index(name) != number:
             raise ValueError(f"--devices: {name} is named twice: one worker per GPU (two would share its time)")
         devices.append(Device(name, "cuda", {"CUDA_VISIBLE_DEVICES": index}))
-    return devices
+    return _with_cpu_shares(devices, available_cpus())
+
+
+def available_cpus() -> list[int]:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def cpu_shares(count: int, cpus: Sequence[int]) -> list[tuple[int, ...]]:
+    """`cpus` split into `count` disjoint, contiguous shares, as even as can be (empty shares when
+    there are fewer CPUs than `count`)."""
+    if count < 1 or len(cpus) < count:
+        return [()] * max(count, 0)
+    size, extra = divmod(len(cpus), count)
+    shares, start = [], 0
+    for number in range(count):
+        end = start + size + (number < extra)
+        shares.append(tuple(cpus[start:end]))
+        start = end
+    return shares
+
+
+def _with_cpu_shares(devices: list[Device], cpus: Sequence[int]) -> list[Device]:
+    """Several workers on one host each get their own share of its CPUs (WORKER_CPUS, applied by
+    the worker with `apply_cpu_share`), and Inductor compiles with that many processes: one worker's
+    compile (Inductor starts a process per core by default) then cannot take the CPU time another
+    worker's timed calls need."""
+    if len(devices) < 2:
+        return devices
+    shared = []
+    for device, share in zip(devices, cpu_shares(len(devices), cpus)):
+        env = dict(device.env)
+        if share:
+            env[WORKER_CPUS] = ",".join(str(cpu) for cpu in share)
+            if "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ:  # the user's own setting stands
+                env["TORCHINDUCTOR_COMPILE_THREADS"] = str(len(share))
+        shared.append(Device(device.label, device.device_type, env))
+    return shared
+
+
+def apply_cpu_share() -> tuple[int, ...] | None:
+    """In a worker: keeps this process (and the processes it starts) on the CPUs its parent gave it
+    (WORKER_CPUS); the share, or None when it was given none."""
+    value = os.environ.get(WORKER_CPUS)
+    if not value or not hasattr(os, "sched_setaffinity"):
+        return None
+    share = tuple(int(cpu) for cpu in value.split(","))
+    os.sched_setaffinity(0, share)
+    return share
 
 
 class UnitQueue:

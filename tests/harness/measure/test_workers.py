@@ -23,7 +23,7 @@ from fusebench.history.revision import Revision
 from fusebench.measure.machine import machine_info
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.stats import summarize
-from fusebench.measure.workers import UnitQueue, devices_from
+from fusebench.measure.workers import WORKER_CPUS, UnitQueue, available_cpus, cpu_shares, devices_from
 from fusebench.report.report import build_report, load_inputs
 from fusebench.report.scoreboard import rows_from_frame
 from tests.support.fakes import tiny_case, variant_from
@@ -155,7 +155,8 @@ from fusebench.cases import Case, Compiled, Variant
 
 def inputs(params, device, seed):
     with open(os.environ["FUSEBENCH_PREPARE_LOG"], "a") as log:
-        log.write(f"{params['n']} {os.getpid()}\\n")
+        cpus = ",".join(str(cpu) for cpu in sorted(os.sched_getaffinity(0)))
+        log.write(f"{params['n']} {os.getpid()} {cpus}\\n")
     return (torch.ones(params["n"], device=device),)
 
 
@@ -181,12 +182,34 @@ def test_two_workers_start_on_different_cases_and_keep_to_them(
     status = main([*argv, "--results", str(tmp_path / "results")])
     out, err = capsys.readouterr()
     assert status == 0, out + err
-    prepared = [line.split() for line in log.read_text().splitlines()]  # (n, worker pid), in order
+    prepared = [line.split()[:2] for line in log.read_text().splitlines()]  # (n, worker pid), in order
     first = {}
     for n, pid in prepared:
         first.setdefault(pid, n)
     assert sorted(first.values()) == ["4", "8"], prepared
     assert len({tuple(p) for p in prepared}) == len(prepared) <= 3, prepared  # no worker made the same inputs twice
+    # each worker kept to its own CPUs (where the machine has one for each)
+    cpus_of = {pid: cpus for _, pid, cpus in (line.split() for line in log.read_text().splitlines())}
+    if len(available_cpus()) >= 2:
+        shares = [set(cpus.split(",")) for cpus in cpus_of.values()]
+        assert len(shares) == 2 and not shares[0] & shares[1], cpus_of
+
+
+def test_cpu_shares_are_disjoint_contiguous_and_even() -> None:
+    assert cpu_shares(2, [0, 1, 2, 3, 4]) == [(0, 1, 2), (3, 4)]
+    assert cpu_shares(3, list(range(9))) == [(0, 1, 2), (3, 4, 5), (6, 7, 8)]
+    assert cpu_shares(1, [5, 7]) == [(5, 7)]
+    assert cpu_shares(3, [0, 1]) == [(), (), ()]  # fewer CPUs than workers: nobody is pinned
+
+
+def test_several_gpu_workers_get_their_own_cpus_and_inductor_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("fusebench.measure.workers.available_cpus", lambda: list(range(64)))
+    monkeypatch.delenv("TORCHINDUCTOR_COMPILE_THREADS", raising=False)
+    devices = devices_from("all", cuda_count=4)
+    assert [d.env[WORKER_CPUS] for d in devices][1] == ",".join(str(c) for c in range(16, 32))
+    assert {d.env["TORCHINDUCTOR_COMPILE_THREADS"] for d in devices} == {"16"}
+    (single,) = devices_from("cuda:1", cuda_count=4)
+    assert WORKER_CPUS not in single.env  # one worker keeps the whole machine
 
 
 def test_bad_devices_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
