@@ -133,3 +133,22 @@ def _within_cap_at_own_alpha(schedule: LookSchedule, decision: object, look: int
 
 def _undecided(schedule: LookSchedule, decision: object, look: int) -> bool:
     return getattr(decision, "verdict", None) == "noisy" and look + 1 < len(schedule.looks)
+
+
+def test_the_chance_to_decide_grows_with_the_rounds_and_the_advice_names_a_cap_that_would() -> None:
+    from fusebench.compare.decide import Decision, decide_chance, projected_rounds
+
+    # B/A 1.15 with the standard error of a log ratio 0.06 after 6 paired rounds: noisy at 99%
+    noisy = Decision(1.15, 0.98, 1.35, 0.04, "noisy", rounds=6, paired=True, log_variance=0.06**2, min_effect=0.05)
+    chances = [decide_chance(noisy, 0.001, rounds) for rounds in (6, 12, 24, 48)]
+    assert chances[0] == 0.0 and chances == sorted(chances) and chances[-1] > 0.5
+    schedule = LookSchedule(6, 24, 0.01)
+    cap = schedule.rounds_advice(noisy)
+    assert cap is not None and 6 < cap <= 100
+    assert projected_rounds(noisy, LookSchedule(6, cap, 0.01).follow_up_alpha) <= cap
+    assert projected_rounds(noisy, LookSchedule(6, cap - 1, 0.01).follow_up_alpha) > cap - 1
+    assert schedule.wants_more(noisy, 0) == (decide_chance(noisy, schedule.follow_up_alpha, 24) >= 0.3)
+    # a ratio right at the band's edge: no number of rounds decides it
+    edge = Decision(1.05, 0.95, 1.16, 0.3, "noisy", rounds=6, paired=True, log_variance=0.02**2, min_effect=0.05)
+    assert schedule.rounds_advice(edge) is None and not schedule.wants_more(edge, 0)
+    assert decide_chance(Decision(1.5, 1.4, 1.6, 0.0, "slower", rounds=6), 0.001, 24) == 1.0
