@@ -19,6 +19,14 @@ It then runs `--tries` comparisons A against A (nothing changed: every flag is a
 and `--tries` comparisons A against B with this checkout's `fusebench compare`, and prints per row
 how often each verdict came, the detection rate per effect and the false-positive rates. Exit 0.
 
+On one GPU for a few minutes (`--budget`, an ETA after every round, the progress in `--log`):
+
+    python -m scripts.compare_power --device cuda --kinds AB --tries 1 --replicas 20 --effects 1.05 \
+        --extra-prims 0 --variants eager --budget 450 --log power_gpu.log
+
+one comparison A against B whose 20 `grow_105` rows are the A/B trials and whose 20 `steady` rows,
+the same code on both sides, the A/A ones (`unchanged rows flagged in A/B comparisons`).
+
 `--replicas R` declares every case R times (`steady_r0`, `steady_r1`, ...): one comparison then
 holds R trials of each effect, where a fresh process per trial costs too much (a GPU host's CUDA
 start-up per round). Replicas share their rounds, so a drift of the machine that pairing does not
@@ -35,19 +43,24 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 
+from fusebench.compare.arguments import DEFAULT_ROUNDS
 from fusebench.measure.outcome import TIME
+from scripts.power_progress import StudyClock, format_duration, open_log, run_comparison
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = ("slower", "faster")
 BASE_REPS = 20
 SIZES = {"cpu": 65536, "cuda": 16 * 1024 * 1024}
 ADD_LINE = "        return elementwise(prims.add, input, other)\n"
+MIN_BUDGET_S, MAX_BUDGET_S = 10.0, 7 * 24 * 3600.0
+MAX_NUMEL = 2**31 - 1
+MAX_REPLICAS = 100
+MAX_TRIES = 1000
 
 SUITE = '''"""The power study's cases (scripts/compare_power.py): elementwise chains whose work is set by `reps`."""
 
@@ -71,8 +84,8 @@ def adds(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def _inputs(params, device, seed):
-    generator = torch.Generator().manual_seed(seed)
-    x = torch.rand(params["numel"], generator=generator).to(device)
+    generator = torch.Generator(device).manual_seed(seed)  # made where measured: no host copy per case
+    x = torch.rand(params["numel"], generator=generator, device=device)
     return (x, x.flip(0).contiguous())
 
 
@@ -140,35 +153,108 @@ def main(argv: list[str] | None = None) -> int:
             "the alpha of its last look (default: the cap each comparison used)"
         ),
     )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="S",
+        help=(
+            f"seconds the study may take ({MIN_BUDGET_S:g} to {MAX_BUDGET_S:g}): at S the comparison running is "
+            "interrupted (its finished rounds decide) and none starts whose planned rounds would not fit"
+        ),
+    )
+    parser.add_argument("--log", type=Path, help="also write the progress, ETA and tables to this file as they come")
+    parser.add_argument(
+        "--numel", type=int, help=f"elements per tensor of the study's cases (1 to {MAX_NUMEL}; default: by device)"
+    )
     args = parser.parse_args(argv)
+    problem = _bad_flag(args)
+    if problem:
+        print(f"compare_power: {problem}", file=sys.stderr)
+        return 2
     effects = [float(f) for f in args.effects.split(",") if f]
     if args.decide_again:
         kept = decide_again(args.decide_again, args.quantile, args.first_rounds, args.sample_fraction, args.max_rounds)
         print(render(kept, effects, args.extra_prims))
         return 0
+    kinds = [kind for kind in ("AA", "AB") if kind in args.kinds.split(",")]
+    clock = StudyClock(args.tries * len(kinds), _planned_rounds(args.compare_args), args.budget, open_log(args.log))
+    numel = args.numel or SIZES[args.device]
     with tempfile.TemporaryDirectory(prefix="fusebench-power-") as scratch:
         repo = Path(scratch) / "repo"
-        base, changed = build_history(repo, effects, args.extra_prims, SIZES[args.device], args.replicas)
+        base, changed = build_history(repo, effects, args.extra_prims, numel, args.replicas)
         keep = args.keep or Path(scratch) / "json"
         keep.mkdir(parents=True, exist_ok=True)
         selection = ["--suite", "power_study", "--variant", args.variants, "--device", args.device, "--quick"]
         selection += args.compare_args.split()
+        clock.say(_plan_line(args, kinds, effects, numel, clock))
         results: dict[str, list[list[dict]]] = {"A/A": [], "A/B": []}
-        started = time.perf_counter()
+        interrupted = 0
         for attempt in range(args.tries):
-            for kind, other in (("A/A", base), ("A/B", changed)):
-                if kind.replace("/", "") not in args.kinds.split(","):
-                    continue
-                output = keep / f"{kind.replace('/', '')}-{attempt}.json"
-                results[kind].append(compare(repo, base, other, selection, output))
-                done = sum(len(r) for r in results.values())
-                elapsed = time.perf_counter() - started
-                total = args.tries * len(args.kinds.split(","))
-                print(f"[{done}/{total}] {kind} in {elapsed / done:.0f} s each", file=sys.stderr, flush=True)
-        print(render(results, effects, args.extra_prims))
+            for kind in kinds:
+                if not clock.can_start_another():
+                    clock.say(f"power study: no time left in --budget {args.budget:g} for another comparison")
+                    break
+                other = base if kind == "AA" else changed
+                label = f"{kind[0]}/{kind[1]} {attempt + 1} of {args.tries}"
+                entries, stopped = compare(repo, base, other, selection, keep / f"{kind}-{attempt}.json", clock, label)
+                interrupted += stopped
+                if entries is not None:
+                    results[f"{kind[0]}/{kind[1]}"].append(entries)
+                clock.say(f"power study: {label} done at {format_duration(clock.elapsed())}; the table so far:")
+                clock.say(render(results, effects, args.extra_prims))
+            else:
+                continue
+            break
         done = sum(len(r) for r in results.values())
-        print(f"\n{done} comparisons in {time.perf_counter() - started:.0f} s ({args.device})")
+        table = render(results, effects, args.extra_prims)
+        footer = f"\n{done} comparisons in {clock.elapsed():.0f} s ({args.device})"
+        footer += (
+            f", {interrupted} interrupted by --budget (decided on the rounds they finished)" if interrupted else ""
+        )
+        print(table + footer)
+        if clock.log is not None:
+            clock.log.write(table + footer + "\n")
+            clock.log.close()
     return 0
+
+
+def _bad_flag(args: argparse.Namespace) -> str:
+    """One line naming the first flag out of range and the range, or ''."""
+    if args.budget is not None and not MIN_BUDGET_S <= args.budget <= MAX_BUDGET_S:
+        return f"--budget {args.budget:g}: expected seconds from {MIN_BUDGET_S:g} to {MAX_BUDGET_S:g}"
+    if args.numel is not None and not 1 <= args.numel <= MAX_NUMEL:
+        return f"--numel {args.numel}: expected 1 to {MAX_NUMEL} elements"
+    if not 1 <= args.replicas <= MAX_REPLICAS:
+        return f"--replicas {args.replicas}: expected 1 to {MAX_REPLICAS}"
+    if not 1 <= args.tries <= MAX_TRIES:
+        return f"--tries {args.tries}: expected 1 to {MAX_TRIES}"
+    if not {kind for kind in args.kinds.split(",")} <= {"AA", "AB"} or not args.kinds:
+        return f"--kinds {args.kinds}: expected AA, AB or AA,AB"
+    return ""
+
+
+def _planned_rounds(compare_args: str) -> int:
+    """The planned rounds each comparison runs: --rounds among `compare_args`, else compare's default."""
+    words = compare_args.split()
+    for index, word in enumerate(words):
+        if word == "--rounds" and index + 1 < len(words):
+            return int(words[index + 1])
+        if word.startswith("--rounds="):
+            return int(word.split("=", 1)[1])
+    return DEFAULT_ROUNDS
+
+
+def _plan_line(args: argparse.Namespace, kinds: list[str], effects: list[float], numel: int, clock: StudyClock) -> str:
+    """What the study will run, in one line."""
+    cases = len(effects) + 1 + (args.extra_prims > 0)
+    variants = len([v for v in args.variants.split(",") if v])
+    budget = f"; budget {format_duration(args.budget)}" if args.budget is not None else ""
+    return (
+        f"power study: {clock.comparisons} comparison(s) ({', '.join(kinds)} x {args.tries}) on {args.device}, "
+        f"{clock.rounds} planned rounds each (2 runs of `fusebench run` per round), {cases * args.replicas * variants} "
+        f"measurements per run ({cases} cases x {args.replicas} replicas x {variants} variants, {numel} elements); "
+        f"noisy rows get follow-up rounds{budget}"
+    )
 
 
 def build_history(repo: Path, effects: list[float], extra_prims: int, numel: int, replicas: int = 1) -> tuple[str, str]:
@@ -195,19 +281,24 @@ def build_history(repo: Path, effects: list[float], extra_prims: int, numel: int
     return base, _commit(repo, f"B: grow cases x{effects}, +{extra_prims} mul per add")
 
 
-def compare(repo: Path, a: str, b: str, selection: list[str], output: Path) -> list[dict]:
-    """One `fusebench compare A B` (this checkout's); its benchmarks as the JSON lists them."""
+def compare(
+    repo: Path, a: str, b: str, selection: list[str], output: Path, clock: StudyClock, label: str
+) -> tuple[list[dict] | None, bool]:
+    """One `fusebench compare A B` (this checkout's): its benchmarks as the JSON lists them (None when
+    the budget stopped it before any round finished), and whether the budget interrupted it."""
     inherited = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *inherited])}
     command = [sys.executable, "-m", "fusebench", "compare", a, b, *selection, "--repo", str(repo)]
-    # compare's progress goes to this script's stderr as it comes: a long GPU study stopped at a
+    # compare's progress goes through the study's clock as it comes: a long GPU study stopped at a
     # time limit still shows how far each comparison got
-    result = subprocess.run([*command, "--json", str(output)], env=env, stdout=subprocess.DEVNULL, check=False)
+    result = run_comparison([*command, "--json", str(output)], env, clock, label)
     if not output.exists():
+        if result.interrupted:
+            return None, True
         raise SystemExit(f"fusebench compare failed (exit {result.returncode}): its output is above")
     document = json.loads(output.read_text())
     noisy = document.get("noise", {}).get("noisy")
-    return [{**entry, "noisy_machine": noisy} for entry in _timed(document["benchmarks"])]
+    return [{**entry, "noisy_machine": noisy} for entry in _timed(document["benchmarks"])], result.interrupted
 
 
 def decide_again(

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import json
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +34,7 @@ import torch
 from fusebench.cases.case import Case, default_variants_for, format_params, variants_for
 from fusebench.cases.discovery import Suite
 from fusebench.cases.variants import Variant
-from fusebench.errors import check
+from fusebench.errors import FusebenchError, check
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class Selection:
     suite_dirs: tuple[str, ...] = ()
     shard: tuple[int, int] | None = None  # (index from 1, count) of `--shard I/N`
     everything: bool = False  # `--all`: every combination and variant, not each case's headline
+    # exactly these (case id, variant) pairs among what the flags select (PAIRS_ENV); None: all
+    pairs: frozenset[tuple[str, str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,30 @@ class Group:
     def case_id(self) -> str:
         """'suite.case(name=value, ...)', what -k matches."""
         return case_id(self.suite.name, self.case.name, self.params)
+
+
+# NOTE: `fusebench compare`'s follow-up rounds measure (case, variant) pairs, which flags cannot
+# name (every case selected runs with every variant selected). An environment variable, not a
+# flag: a revision older than it ignores it and measures what its flags select, of which compare
+# keeps the pairs it asked for.
+PAIRS_ENV = "FUSEBENCH_RUN_PAIRS"
+
+
+def pairs_from_environment(environ: dict[str, str] | None = None) -> frozenset[tuple[str, str]] | None:
+    """The (case id, variant) pairs PAIRS_ENV names (a JSON list of [case id, variant]), or None when unset."""
+    text = (os.environ if environ is None else environ).get(PAIRS_ENV)
+    if text is None:
+        return None
+    try:
+        pairs = json.loads(text)
+        return frozenset((str(case), str(variant)) for case, variant in pairs)
+    except (ValueError, TypeError) as error:
+        raise FusebenchError(f"{PAIRS_ENV}: expected a JSON list of [case id, variant] pairs ({error})") from error
+
+
+def pairs_value(pairs: list[tuple[str, str]]) -> str:
+    """PAIRS_ENV's value for `pairs`."""
+    return json.dumps(sorted(set(pairs)))
 
 
 def case_id(suite: str, case: str, params: dict[str, Any]) -> str:
@@ -136,7 +164,8 @@ def selection_from_args(args: argparse.Namespace) -> Selection:
 def plan(suites: list[Suite], selection: Selection) -> list[Group]:
     """The groups to measure, in suite, case and grid order: each case's headline combinations and
     default variants, or with `--all` (`everything`) all of them; -k patterns match among every
-    combination and --variant names among every variant. Unknown suite names are errors, and so
+    combination and --variant names among every variant; `Selection.pairs` keeps only those
+    (case id, variant) pairs of what is selected. Unknown suite names are errors, and so
     is a variant name that matches no variant of any selected suite (one that only some suites
     have is measured where it exists: `variant_notes` says where not)."""
     known_suites = [s.name for s in suites]
@@ -157,7 +186,10 @@ def plan(suites: list[Suite], selection: Selection) -> list[Group]:
             grid = case.grid(selection.quick) if every_combination else case.headline_grid(selection.quick)
             for params in grid:
                 group = Group(suite, case, params, variants)
-                if variants and _id_matches(selection.patterns, group.case_id):
+                if selection.pairs is not None:
+                    chosen_here = tuple(v for v in variants if (group.case_id, v.name) in selection.pairs)
+                    group = Group(suite, case, params, chosen_here)
+                if group.variants and _id_matches(selection.patterns, group.case_id):
                     groups.append(group)
     return shard_of(groups, selection.shard)
 

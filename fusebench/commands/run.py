@@ -34,6 +34,7 @@ from fusebench.cases.selection import (
     Selection,
     add_selection_arguments,
     add_shard_argument,
+    pairs_from_environment,
     plan,
     plan_size,
     selection_from_args,
@@ -146,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     """Measures every selected (case, params, variant) and prints the summary table."""
     started = time.perf_counter()
     torch.set_num_threads(checked_threads(args.threads))
-    selection = selection_from_args(args)
+    selection = dataclasses.replace(selection_from_args(args), pairs=pairs_from_environment())
     budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
     check(budget > 0, lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds", FusebenchError)
     check(

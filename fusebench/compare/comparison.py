@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from fusebench.cases.case import format_params
@@ -149,6 +149,11 @@ def compare_runs(
         comparison = BenchmarkComparison(suite, case, _tuples(json.loads(params_json)), variant, a, b, NO_CHANGE)
         looked = schedule.settings_at(comparison.look, settings or DecisionSettings()) if schedule else settings
         comparison.verdict, comparison.decision = _verdict(a, b, looked)
+        if schedule and comparison.decision and comparison.verdict == NOISY:
+            # NOTE: more rounds are decided by follow-up looks, at their smaller alpha: the advice
+            # projects at that alpha, as the choice of the rows that get follow-ups does
+            advice = schedule.rounds_advice(comparison.decision)
+            comparison.decision = replace(comparison.decision, rounds_needed=advice)
         comparisons.append(comparison)
         comparisons += memory_comparisons(comparison, looked)
     return comparisons
@@ -308,7 +313,7 @@ def _interval_notes(decision: Decision | None) -> list[str]:
     if decision.verdict == NOISY:
         needed = decision.rounds_needed
         notes.append(
-            f"too wide to decide: about {needed} rounds would (--max-rounds {needed})"
+            f"too wide to decide: would need ~{needed} rounds (--max-rounds {needed})"
             if needed is not None
             else f"B/A sits at the minimum effect's edge: over {MAX_ROUNDS} rounds would be needed"
         )

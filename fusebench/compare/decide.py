@@ -99,6 +99,8 @@ class Decision:
     confidence: float = 0.99
     time_a: float = 0.0
     time_b: float = 0.0
+    log_variance: float = 0.0
+    min_effect: float = 0.05
 
     @property
     def excludes_one(self) -> bool:
@@ -135,7 +137,11 @@ def decide(a: Rounds, b: Rounds, settings: DecisionSettings | None = None) -> De
         p_value = t_two_sided_p(log_ratio / math.sqrt(variance), dof)
         half_width = t_quantile(1 - settings.alpha / 2, dof) * math.sqrt(variance)
     verdict = _verdict(log_ratio, half_width, settings.min_effect)
-    needed = _rounds_needed(log_ratio, variance, len(a), len(b), settings) if verdict == NOISY else None
+    needed = (
+        _rounds_needed(log_ratio, variance, min(len(a), len(b)), paired, settings.min_effect, settings.alpha)
+        if verdict == NOISY
+        else None
+    )
     return Decision(
         math.exp(log_ratio),
         math.exp(log_ratio - half_width),
@@ -148,6 +154,22 @@ def decide(a: Rounds, b: Rounds, settings: DecisionSettings | None = None) -> De
         confidence=settings.confidence,
         time_a=math.exp(log_a),
         time_b=math.exp(log_b),
+        log_variance=variance,
+        min_effect=settings.min_effect,
+    )
+
+
+def projected_rounds(decision: Decision, alpha: float) -> int | None:
+    """The fewest rounds per side whose interval at confidence 1 - `alpha` would decide `decision`'s
+    row, projected from its spread as `Decision.rounds_needed` is (None: not even MAX_ROUNDS; its
+    own rounds for a row that is not noisy). Follow-up looks decide at a smaller alpha than the
+    planned rounds' look, so what they could decide is projected at theirs
+    (`fusebench.compare.looks.LookSchedule.wants_more`)."""
+    if decision.verdict != NOISY:
+        return decision.rounds
+    log_ratio = math.log(decision.ratio)
+    return _rounds_needed(
+        log_ratio, decision.log_variance, decision.rounds, decision.paired, decision.min_effect, alpha
     )
 
 
@@ -164,20 +186,50 @@ def _verdict(log_ratio: float, half_width: float, min_effect: float) -> str:
     return NOISY
 
 
+def decide_chance(decision: Decision, alpha: float, rounds: int) -> float:
+    """The chance that `decision`'s row, measured to `rounds` rounds per side, is decided (slower,
+    faster or no change) by an interval at confidence 1 - `alpha`, were its true log ratio the
+    current estimate and each round's spread the current one: the rounds to come average with the
+    ones measured, so the estimate then is normal around today's with the new rounds' share of the
+    spread (a group-sequential design's conditional power). 1 for a row that is not noisy."""
+    if decision.verdict != NOISY:
+        return 1.0
+    measured = max(decision.rounds, 1)
+    if rounds <= measured:
+        return 0.0
+    per_round = decision.log_variance * measured
+    dof = rounds - 1.0 if decision.paired else 2.0 * (rounds - 1)
+    half_width = t_quantile(1 - alpha / 2, dof) * math.sqrt(per_round / rounds)
+    band = math.log1p(decision.min_effect)
+    center, spread = math.log(decision.ratio), math.sqrt((rounds - measured) * per_round) / rounds
+    if spread == 0:
+        return float(_verdict(center, half_width, decision.min_effect) != NOISY)
+
+    def below(x: float) -> float:
+        return 0.5 * math.erfc((center - x) / (spread * math.sqrt(2)))
+
+    chance = (1 - below(band + half_width)) + below(-band - half_width)
+    if half_width < band:
+        chance += below(band - half_width) - below(-band + half_width)
+    return chance
+
+
 def _rounds_needed(
-    log_ratio: float, variance: float, rounds_a: int, rounds_b: int, settings: DecisionSettings
+    log_ratio: float, variance: float, rounds: int, paired: bool, min_effect: float, alpha: float
 ) -> int | None:
     """The fewest rounds per side whose interval, as wide as this one scaled to that many rounds,
-    lies on one side of every band edge; None when even MAX_ROUNDS would not do."""
-    rounds = min(rounds_a, rounds_b)
-    band = math.log1p(settings.min_effect)
+    lies on one side of every band edge; None when even MAX_ROUNDS would not do. Both levels of
+    noise shrink alike: every round adds its own drift and its own samples, so the variance of the
+    mean of the rounds' statistics, between-round and within-round parts together, is one over
+    the rounds."""
+    band = math.log1p(min_effect)
     gap = abs(abs(log_ratio) - band)
     if gap == 0:
         return None
 
     def decides(candidate: int) -> bool:
-        dof = candidate - 1.0 if rounds_a == rounds_b else 2.0 * (candidate - 1)
-        return t_quantile(1 - settings.alpha / 2, dof) * math.sqrt(variance * rounds / candidate) < gap
+        dof = candidate - 1.0 if paired else 2.0 * (candidate - 1)
+        return t_quantile(1 - alpha / 2, dof) * math.sqrt(variance * rounds / candidate) < gap
 
     low, high = rounds + 1, MAX_ROUNDS
     if not decides(high):

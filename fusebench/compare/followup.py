@@ -1,15 +1,17 @@
 """Follow-up rounds: more interleaved rounds of only the benchmarks the planned rounds left noisy.
 
-After the planned rounds, every time row whose verdict is `noisy` and whose interval, projected,
-would decide within the cap (`LookSchedule.wants_more`) is measured again, both sides in
-interleaved rounds as before, each side selecting just those benchmarks: one `fusebench run` per
-variant among them, with their case ids as `-k` patterns (a run's flags select every case named
-with every variant named, so one run for all would measure pairs nobody asked for; what else a
-selection measures is dropped). A batch ends in a look that decides each of its rows on all
-their rounds at that look's alpha (`fusebench.compare.looks`: the looks share alpha, so the
-false-positive rate stays bounded); rows still noisy go on to the next batch, up to
-`--max-rounds`. Rows decided earlier keep their decision. The runs join the planned ones
-(`SideRun.look` says which batch), so an interruption keeps them too.
+After the planned rounds, every time row whose verdict is `noisy` and that the rounds up to the
+cap would likely decide (`LookSchedule.wants_more`) is measured again, both sides in interleaved
+rounds as before, each side selecting just those benchmarks: one `fusebench run` per side and
+round, its flags naming their case ids (as `-k` patterns) and variants, and
+`fusebench.cases.selection.PAIRS_ENV` the exact (case id, variant) pairs among them (flags alone
+select every case named with every variant named: pairs nobody asked for; a revision older than
+that variable measures them, and what else a run measures is dropped). A batch ends in a look
+that decides each of its rows on all their rounds at that look's alpha
+(`fusebench.compare.looks`: the looks share alpha, so the false-positive rate stays bounded);
+rows still noisy go on to the next batch, up to `--max-rounds`. Rows decided earlier keep their
+decision. The runs join the planned ones (`SideRun.look` says which batch), so an interruption
+keeps them too.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from fusebench.cases.case import format_params
-from fusebench.cases.selection import Selection, case_id
+from fusebench.cases.selection import PAIRS_ENV, Selection, case_id, pairs_value
 from fusebench.compare.comparison import BenchmarkComparison, compare_runs, outcome_key
 from fusebench.compare.decide import DecisionSettings
 from fusebench.compare.interleave import Report, Side, SideRun, interleaved_rounds
@@ -55,21 +57,19 @@ def follow_up(
             f"{first + 1} to {first + count} (of at most {schedule.max_rounds}): {names}{more}"
         )
         keys = {c.key for c in pending}
-        by_variant = {variant: [c for c in pending if c.variant == variant] for variant in {c.variant for c in pending}}
-        groups = [run_arguments(follow_up_selection(selection, rows)) for _, rows in sorted(by_variant.items())]
+        pairs = pairs_value([(case_id(c.suite, c.case, c.params), c.variant) for c in pending])
         interleaved_rounds(
             sides,
-            [],
+            run_arguments(follow_up_selection(selection, pending)),
             scratch,
             count,
             report,
-            environment,
+            {**(environment or {}), PAIRS_ENV: pairs},
             runs,
             first=first,
             total=first + count,
             look=look,
             keep=lambda outcome, keys=keys: outcome_key(outcome) in keys,
-            groups=groups,
         )
         decided = [c for c in compare_runs(runs["A"], runs["B"], settings, schedule) if c.key in keys]
         verdicts = [c.verdict for c in decided if c.metric == TIME.name and c.look == look]

@@ -63,7 +63,7 @@ def run_side(
     """Runs `fusebench run RUN_ARGS` of `side` once, with `environment` added to this process's;
     forwards its progress lines to `report`."""
     json_path = scratch / f"{side.label}-round{round_index}.json"
-    json_path.unlink(missing_ok=True)  # a round of several runs (follow-ups) reuses the path: no stale result
+    json_path.unlink(missing_ok=True)  # a run that writes no result must not be credited with a stale one
     command = [
         sys.executable,
         "-m",
@@ -114,16 +114,12 @@ def interleaved_rounds(
     total: int | None = None,
     look: int = 0,
     keep: Callable[[dict[str, Any]], bool] | None = None,
-    groups: Sequence[Sequence[str]] | None = None,
 ) -> dict[str, list[SideRun]]:
     """Runs both sides `rounds` times, alternating which goes first; the runs of each side by label,
     appended to `runs` as each ends (so a caller interrupted midway still holds the finished ones).
     `environment` is added to each run's (`fusebench compare` passes the thread count this way).
     Follow-up rounds (`fusebench.compare.followup`) number on from `first` (of `total` at most),
-    mark their runs with their `look`, and keep only the outcomes `keep` accepts. With `groups`, a
-    side's round is one `fusebench run` per group (`run_args` and the group's flags), their outcomes
-    joined into one `SideRun`: follow-ups select (case, variant) pairs, which one run's flags (every
-    selected case with every selected variant) cannot.
+    mark their runs with their `look`, and keep only the outcomes `keep` accepts.
 
     Only the first round records the compiler's artifacts (traces, fusion definitions, nvFuser
     segmentation, which `why` reads): they are the same every round, and profiling the
@@ -140,11 +136,7 @@ def interleaved_rounds(
         for side in order:
             name = f"{prefix}round {round_index + 1}/{total}"
             report(f"{name}: {side.label} = {side.revision} ({side.commit[:8]})")
-            parts = [
-                run_side(side, [*round_args, *group], scratch, round_index, report, environment)
-                for group in (groups or [[]])
-            ]
-            run = parts[0] if len(parts) == 1 else _joined(parts)
+            run = run_side(side, round_args, scratch, round_index, report, environment)
             run.look = look
             if keep is not None:
                 run.outcomes = [outcome for outcome in run.outcomes if keep(outcome)]
@@ -152,19 +144,6 @@ def interleaved_rounds(
             report(f"{name}: {side.label} done in {run.seconds:.1f} s: {status}")
             runs[side.label].append(run)
     return runs
-
-
-def _joined(parts: Sequence[SideRun]) -> SideRun:
-    """One side's runs of one round as one: their outcomes, time and errors together."""
-    errors = [part.error for part in parts if part.error]
-    return SideRun(
-        parts[0].side,
-        parts[0].round,
-        max(part.returncode for part in parts),
-        sum(part.seconds for part in parts),
-        outcomes=[outcome for part in parts for outcome in part.outcomes],
-        error="\n".join(errors) if errors else None,
-    )
 
 
 def _stop(process: subprocess.Popen) -> None:

@@ -4,6 +4,8 @@ After the planned rounds (look 0), the rows still `noisy` whose decision says mo
 decide them get follow-up rounds, in batches, up to a cap (`--max-rounds`); each batch ends in one
 more look. Looking more than once is a chance more to be wrong, so the looks share alpha:
 
+- a noisy row goes on only while the rounds up to the cap would likely decide it
+  (`LookSchedule.wants_more`: projected from its estimate and spread at the follow-up looks' alpha);
 - the looks happen at round counts fixed before anything is measured (`LookSchedule.looks`): the
   planned rounds, then each batch doubles the rounds so far, the last one stopping at the cap
   (6, 12, 18 for 6 rounds and a cap of 18). Doubling keeps the number of looks, and so the
@@ -17,7 +19,10 @@ NOTE: why this bounds the false-positive rate. A false verdict (slower or faster
 ratio lies within the minimum effect) after any number of looks is a false verdict at one of the
 looks made, and look k, a calibrated interval at a round count fixed in advance, is wrong with
 probability at most its alpha. The union is at most the sum of the looks' alphas, alpha, whatever
-rule chooses which rows go on and however much the looks (which share their rounds) agree. That
+rule chooses which rows go on and however much the looks (which share their rounds) agree: the rule
+may read the data (`wants_more` reads the estimate and spread so far), since a false verdict at
+look k needs the look-k interval to miss, an event of probability at most alpha_k whether or not
+the row was chosen; choosing only decides which of those events are looked at. That
 is Bonferroni's bound, conservative: a group-sequential boundary that models the looks'
 correlation would spend less, but needs the statistics' joint distribution, which the bootstrap
 over few rounds does not give. With no follow-ups (`--max-rounds` equal to `--rounds`) the one
@@ -30,10 +35,24 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fusebench.compare.decide import NOISY, Decision, DecisionSettings, decide
+from fusebench.compare.decide import (
+    MAX_ROUNDS,
+    NOISY,
+    Decision,
+    DecisionSettings,
+    decide,
+    decide_chance,
+    projected_rounds,
+)
 from fusebench.errors import check
 
 FOLLOW_UP_SHARE = 0.2
+# NOTE: a row gets follow-ups only while they would decide it with at least this chance
+# (`decide_chance` at the cap and the follow-up looks' alpha). At 0.5 it is the point projection
+# ("the rounds needed are within the cap"), which, from the few planned rounds' noisy estimate of
+# the spread, gives up on real slowdowns whose estimate came out low; lower, rows that only sit
+# near the band's edge (revisions compared with themselves, mostly) get rounds that leave them noisy.
+FOLLOW_UP_CHANCE = 0.3
 Rounds = Sequence[Sequence[float]]
 MoreRounds = Callable[[int], tuple[Rounds, Rounds]]
 
@@ -80,16 +99,29 @@ class LookSchedule:
         """The rounds follow-up look `look` (from 1) adds: (first round index, count)."""
         return self.looks[look - 1], self.looks[look] - self.looks[look - 1]
 
+    @property
+    def follow_up_alpha(self) -> float:
+        """The alpha every follow-up look decides at (the last look's; all of alpha without follow-ups)."""
+        return self.alpha_at(len(self.looks) - 1)
+
     def wants_more(self, decision: Decision | None, look: int) -> bool:
         """Whether a row decided at look `look` gets the next batch: it is noisy, there is a later
-        look, and its interval, projected, would decide within the cap."""
-        return (
-            decision is not None
-            and decision.verdict == NOISY
-            and look + 1 < len(self.looks)
-            and decision.rounds_needed is not None
-            and decision.rounds_needed <= self.max_rounds
-        )
+        look, and the rounds up to the cap, projected from its estimate and spread so far, would
+        decide it at the follow-up looks' alpha (not its own look's: a follow-up look decides at
+        less) with a chance of at least FOLLOW_UP_CHANCE. A row they would most likely leave noisy
+        is not measured again: its notes say how many rounds it would need (`rounds_advice`)."""
+        if decision is None or decision.verdict != NOISY or look + 1 >= len(self.looks):
+            return False
+        return decide_chance(decision, self.follow_up_alpha, self.max_rounds) >= FOLLOW_UP_CHANCE
+
+    def rounds_advice(self, decision: Decision) -> int | None:
+        """For a noisy row: the smallest cap on rounds (`--max-rounds`) whose follow-up looks would,
+        projected, decide it, each at the alpha that cap gives them; None: over MAX_ROUNDS."""
+        for cap in range(decision.rounds + 1, MAX_ROUNDS + 1):
+            needed = projected_rounds(decision, LookSchedule(self.rounds, cap, self.alpha).follow_up_alpha)
+            if needed is not None and needed <= cap:
+                return cap
+        return None
 
 
 def decide_sequentially(

@@ -106,3 +106,78 @@ def test_decided_again_a_row_with_follow_ups_counts_its_rounds_and_uses_its_look
     assert [(row["rounds"], row["verdict"]) for row in rows] == [(12, expected.verdict), (6, rows[1]["verdict"])]
     table = render({"A/A": [], "A/B": [rows]}, [1.5], 0)
     assert "12.0, 12" in table and "6.0, 6" in table
+
+
+FAKE_COMPARE = """
+import json, signal, sys, time
+def stop(*_):
+    json.dump({"benchmarks": [], "interrupted": True}, open(sys.argv[1], "w"))
+    sys.exit(130)
+signal.signal(signal.SIGINT, stop)
+for r in (1, 2):
+    for side in ("A", "B"):
+        print(f"fusebench compare: round {r}/6: {side} done in 2.0 s: 3 measurements", file=sys.stderr, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_comparison_reports_its_pace_and_is_interrupted_when_the_budget_runs_out(tmp_path: Path) -> None:
+    from scripts.power_progress import StudyClock, run_comparison
+
+    log = (tmp_path / "study.log").open("w")
+    clock = StudyClock(comparisons=2, rounds=6, budget=1.0, log=log)
+    output = tmp_path / "c.json"
+    command = [sys.executable, "-c", FAKE_COMPARE, str(output)]
+    result = run_comparison(command, dict(os.environ), clock, "A/B 1 of 1")
+    log.close()
+    assert result.interrupted and result.returncode == 130 and json.loads(output.read_text())["interrupted"]
+    text = (tmp_path / "study.log").read_text()
+    assert "round 2/6: B done in 2.0 s" in text  # forwarded as it came
+    # after round 2 of 6: 8 planned runs left in this comparison and 12 in the next, 2 s each
+    assert "power study: A/B 1 of 1 round 2/6 done at " in text and "ETA 40 s for the planned rounds left" in text
+    assert clock.side_runs == [2.0] * 4 and not clock.can_start_another()
+
+
+def test_the_study_starts_no_comparison_that_its_pace_says_would_not_fit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    import scripts.compare_power as power
+
+    started: list[str] = []
+
+    def fake_compare(repo, a, b, selection, output, clock, label):
+        started.append(label)
+        clock.side_runs += [30.0] * 12  # one comparison: 6 rounds, 2 runs each, 30 s a run...
+        clock.started -= 360  # ...which took 6 minutes
+        entry = {"case": "steady_r0", "variant": "eager", "verdict": "no change", "rounds": 6, "noisy_machine": False}
+        return [entry], False
+
+    monkeypatch.setattr(power, "compare", fake_compare)
+    monkeypatch.setattr(power, "build_history", lambda *args: ("a" * 40, "b" * 40))
+    log = tmp_path / "study.log"
+    argv = ["--kinds", "AB", "--tries", "3", "--effects", "1.05", "--extra-prims", "0", "--variants", "eager"]
+    assert power.main([*argv, "--replicas", "20", "--budget", "400", "--log", str(log), "--keep", str(tmp_path)]) == 0
+    assert started == ["A/B 1 of 3"]  # a second needs 12 runs of 30 s: more than the budget left
+    out, err = capsys.readouterr()
+    plan = "power study: 3 comparison(s) (AB x 3) on cpu, 6 planned rounds each (2 runs of `fusebench run` per round)"
+    assert plan in err and "40 measurements per run (2 cases x 20 replicas x 1 variants" in err
+    assert "no time left in --budget 400 for another comparison" in err
+    assert "1 comparisons in" in out and "A/B     steady" in out
+    assert log.read_text().splitlines()[0].startswith(plan) and "1 comparisons in" in log.read_text()
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        (["--budget", "5"], "--budget 5: expected seconds from 10 to 604800"),
+        (["--numel", "0"], "--numel 0: expected 1 to 2147483647 elements"),
+        (["--replicas", "101"], "--replicas 101: expected 1 to 100"),
+        (["--tries", "0"], "--tries 0: expected 1 to 1000"),
+        (["--kinds", "AC"], "--kinds AC: expected AA, AB or AA,AB"),
+    ],
+)
+def test_bad_flags_get_one_line_and_exit_2(flag: list[str], message: str, capsys: pytest.CaptureFixture) -> None:
+    from scripts.compare_power import main
+
+    assert main(flag) == 2
+    assert capsys.readouterr().err == f"compare_power: {message}\n"

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fusebench.cases.selection import PAIRS_ENV, pairs_from_environment
 from fusebench.cli import main
 from fusebench.compare import interleave
 
@@ -53,19 +54,22 @@ def _flags(run_args: list, flag: str) -> list:
     return [run_args[i + 1] for i, arg in enumerate(run_args) if arg == flag]
 
 
-def _fake_runs(monkeypatch: pytest.MonkeyPatch, interrupt_at: int | None = None) -> list:
-    """`fusebench run` honouring -k and --variant as `fusebench.cases.selection.plan` does."""
+def _fake_runs(monkeypatch: pytest.MonkeyPatch, interrupt_at: int | None = None, old: bool = False) -> list:
+    """`fusebench run` honouring -k, --variant and the pairs variable as `fusebench.cases.selection.plan`
+    does (with `old`, ignoring the variable as a revision from before it would)."""
     calls: list = []
 
     def fake_run(side: interleave.Side, run_args: list, scratch: Path, round_index: int, report, env) -> object:
-        calls.append((side.label, round_index, list(run_args)))
+        calls.append((side.label, round_index, list(run_args), dict(env or {})))
         if interrupt_at is not None and len(calls) > interrupt_at:
             raise KeyboardInterrupt
         patterns, variants = _flags(run_args, "-k"), _flags(run_args, "--variant")
+        exact = None if old else pairs_from_environment(env or {})
         pairs = [
             (case, variant)
             for case, variant in CASES
             if (not patterns or f"s.{case}(n=4)" in patterns) and (not variants or variant in variants)
+            if exact is None or (f"s.{case}(n=4)", variant) in exact
         ]
         outcomes = [_outcome(case, variant, side.label, round_index) for case, variant in pairs]
         return interleave.SideRun(side.label, round_index, 0, 0.1, outcomes=outcomes)
@@ -94,13 +98,18 @@ def test_only_the_noisy_rows_get_follow_up_rounds_and_are_then_decided(
         else:
             assert row["verdict"] == "no change" and (row["rounds"], row["follow_up_rounds"]) == (6, 0), pair
     assert document["looks"] == [6, 12, 24] and sum(document["look_alphas"]) == pytest.approx(0.01)
-    # the planned rounds measure everything; each follow-up round one run per variant of the noisy
-    # rows, selecting just their cases, rounds still alternating which side goes first
+    # the planned rounds measure everything; each follow-up round one run per side, its flags
+    # selecting the noisy rows' cases and variants and the pairs variable exactly those rows, rounds
+    # still alternating which side goes first
     planned, follow_ups = calls[:12], calls[12:]
-    assert all("-k" not in args for _, _, args in planned)
-    selected = {(tuple(_flags(args, "-k")), tuple(_flags(args, "--variant"))) for _, _, args in follow_ups}
-    assert selected == {(("s.wobbly(n=4)",), ("eager",)), (("s.shaky(n=4)",), ("torch",))}
-    assert [label for label, _, _ in follow_ups[:8]] == ["A", "A", "B", "B", "B", "B", "A", "A"]
+    assert all("-k" not in args and PAIRS_ENV not in env for _, _, args, env in planned)
+    first_batch = [call for call in follow_ups if call[1] < 12]
+    assert [(label, index) for label, index, _, _ in first_batch[:4]] == [("A", 6), ("B", 6), ("B", 7), ("A", 7)]
+    assert len(first_batch) == 12  # 6 rounds, one run per side each
+    for _, _, args, env in first_batch:
+        assert sorted(_flags(args, "-k")) == ["s.shaky(n=4)", "s.wobbly(n=4)"]
+        assert sorted(_flags(args, "--variant")) == ["eager", "torch"]
+        assert pairs_from_environment(env) == {("s.wobbly(n=4)", "eager"), ("s.shaky(n=4)", "torch")}
     assert "follow-up 1 of at most 2: 2 noisy row(s) get rounds 7 to 12 (of at most 24): " in captured.err
     assert "follow-up round 7/12: A = HEAD" in captured.err
     [first_look] = [line for line in captured.err.splitlines() if line.startswith("fusebench compare: follow-up 1: ")]
@@ -128,8 +137,8 @@ def test_ctrl_c_during_the_follow_ups_keeps_the_planned_and_follow_up_rounds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     repo = _repo(tmp_path / "repo")
-    # the planned rounds (12 runs), 2 follow-up rounds (2 runs per side each), then A's first run of a third
-    _fake_runs(monkeypatch, interrupt_at=12 + 8 + 1)
+    # the planned rounds (12 runs), 2 follow-up rounds (one run per side each), then a third's first run
+    _fake_runs(monkeypatch, interrupt_at=12 + 4 + 1)
     kept = tmp_path / "c.json"
     assert main(_argv(repo, "--json", str(kept))) == 130
     err = capsys.readouterr().err
@@ -140,6 +149,18 @@ def test_ctrl_c_during_the_follow_ups_keeps_the_planned_and_follow_up_rounds(
     rows = {(b["case"], b["variant"]): b for b in document["benchmarks"]}
     assert all((rows[pair]["rounds"], rows[pair]["follow_up_rounds"]) == (8, 2) for pair in NOISY)
     assert rows[("steady", "eager")]["rounds"] == 6
+
+
+def test_a_side_from_before_the_pairs_variable_measures_more_and_only_the_asked_pairs_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repo(tmp_path / "repo")
+    _fake_runs(monkeypatch, old=True)
+    out = tmp_path / "c.json"
+    assert main(_argv(repo, "--json", str(out))) == 1
+    rows = {(b["case"], b["variant"]): b for b in json.loads(out.read_text())["benchmarks"]}
+    assert all(rows[pair]["follow_up_rounds"] > 0 for pair in NOISY)
+    assert all(row["follow_up_rounds"] == 0 for pair, row in rows.items() if pair not in NOISY)
 
 
 def test_a_follow_up_selection_matches_exactly_the_rows_ids_even_with_glob_characters() -> None:

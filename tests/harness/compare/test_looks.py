@@ -80,11 +80,37 @@ def test_a_revision_compared_with_itself_is_flagged_at_most_at_alpha_despite_the
     assert sum(verdict in FLAGS for verdict, _ in every_look_at_alpha) > alpha * seeds
 
 
+def test_choosing_the_rows_that_go_on_from_their_data_keeps_the_flags_at_alpha() -> None:
+    """The rule `fusebench compare` uses picks rows by their estimate and spread; with no minimum
+    effect it picks just the A/A rows that look nearly significant, the worst data-driven choice.
+    Their flags still stay within alpha: each look's interval misses at most at its own alpha,
+    whichever rows are looked at."""
+    alpha, seeds = 0.2, 150
+    schedule, settings = LookSchedule(6, 24, alpha), DecisionSettings(min_effect=0.0, alpha=alpha, replicates=200)
+    verdicts = _verdicts(1.0, schedule, settings, seeds, n=16)
+    assert sum(look > 0 for _, look in verdicts) > seeds / 10  # the rule did choose rows to go on
+    assert sum(verdict in FLAGS for verdict, _ in verdicts) <= alpha * seeds
+
+
 def test_with_the_default_rule_a_revision_compared_with_itself_is_never_flagged() -> None:
     schedule, settings = LookSchedule(6, 24, 0.01), DecisionSettings(replicates=400)
     verdicts = _verdicts(1.0, schedule, settings, 40)
     assert not [verdict for verdict, _ in verdicts if verdict in FLAGS]
-    assert any(look > 0 for _, look in verdicts)  # some were noisy and got follow-ups
+
+
+def test_rows_the_follow_ups_would_leave_noisy_get_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Revisions compared with themselves, rounds drifting by 5% on each side and 10% together,
+    samples by 10%: projecting at the follow-up looks' alpha (and asking for a fair chance to decide)
+    spends far fewer follow-up rounds on them than projecting at the planned look's own alpha did,
+    and leaves none of them flagged."""
+    schedule, settings = LookSchedule(6, 24, 0.01), DecisionSettings(replicates=300)
+    noise = {"drift": 0.05, "noise": 0.1, "common": 0.1}
+    projected = _verdicts(1.0, schedule, settings, 150, **noise)
+    monkeypatch.setattr(LookSchedule, "wants_more", _within_cap_at_own_alpha)
+    at_own_alpha = _verdicts(1.0, schedule, settings, 150, **noise)
+    spent, spent_before = (sum(schedule.looks[look] - 6 for _, look in v) for v in (projected, at_own_alpha))
+    assert 2 * spent < spent_before, (spent, spent_before)
+    assert not [verdict for verdict, _ in projected + at_own_alpha if verdict in FLAGS]
 
 
 def test_follow_ups_find_a_slowdown_by_half_that_the_planned_rounds_leave_noisy() -> None:
@@ -98,5 +124,31 @@ def test_follow_ups_find_a_slowdown_by_half_that_the_planned_rounds_leave_noisy(
     assert not [verdict for verdict, _ in followed if verdict in ("faster", "no change")]
 
 
+def _within_cap_at_own_alpha(schedule: LookSchedule, decision: object, look: int) -> bool:
+    """The rule before: the rounds needed at the alpha of the look that decided the row."""
+    needed = getattr(decision, "rounds_needed", None)
+    noisy = getattr(decision, "verdict", None) == "noisy"
+    return noisy and look + 1 < len(schedule.looks) and needed is not None and needed <= schedule.max_rounds
+
+
 def _undecided(schedule: LookSchedule, decision: object, look: int) -> bool:
     return getattr(decision, "verdict", None) == "noisy" and look + 1 < len(schedule.looks)
+
+
+def test_the_chance_to_decide_grows_with_the_rounds_and_the_advice_names_a_cap_that_would() -> None:
+    from fusebench.compare.decide import Decision, decide_chance, projected_rounds
+
+    # B/A 1.15 with the standard error of a log ratio 0.06 after 6 paired rounds: noisy at 99%
+    noisy = Decision(1.15, 0.98, 1.35, 0.04, "noisy", rounds=6, paired=True, log_variance=0.06**2, min_effect=0.05)
+    chances = [decide_chance(noisy, 0.001, rounds) for rounds in (6, 12, 24, 48)]
+    assert chances[0] == 0.0 and chances == sorted(chances) and chances[-1] > 0.5
+    schedule = LookSchedule(6, 24, 0.01)
+    cap = schedule.rounds_advice(noisy)
+    assert cap is not None and 6 < cap <= 100
+    assert projected_rounds(noisy, LookSchedule(6, cap, 0.01).follow_up_alpha) <= cap
+    assert projected_rounds(noisy, LookSchedule(6, cap - 1, 0.01).follow_up_alpha) > cap - 1
+    assert schedule.wants_more(noisy, 0) == (decide_chance(noisy, schedule.follow_up_alpha, 24) >= 0.3)
+    # a ratio right at the band's edge: no number of rounds decides it
+    edge = Decision(1.05, 0.95, 1.16, 0.3, "noisy", rounds=6, paired=True, log_variance=0.02**2, min_effect=0.05)
+    assert schedule.rounds_advice(edge) is None and not schedule.wants_more(edge, 0)
+    assert decide_chance(Decision(1.5, 1.4, 1.6, 0.0, "slower", rounds=6), 0.001, 24) == 1.0

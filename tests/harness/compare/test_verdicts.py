@@ -120,7 +120,7 @@ def test_notes_and_advice_of_noisy_rows() -> None:
     decision = decide(a, b)
     comparison = BenchmarkComparison("s", "c", {}, "v", SideSummary("ok", rounds=a), SideSummary("ok", rounds=b), "")
     comparison.verdict, comparison.decision = decision.verdict, decision
-    assert f"about {decision.rounds_needed} rounds would (--max-rounds {decision.rounds_needed})" in comparison.notes()
+    assert f"would need ~{decision.rounds_needed} rounds (--max-rounds {decision.rounds_needed})" in comparison.notes()
     assert noisy_advice([comparison]) == (
         f"1 noisy row(s) need about {decision.rounds_needed} rounds (--max-rounds {decision.rounds_needed})"
     )
