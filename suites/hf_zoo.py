@@ -57,6 +57,18 @@ from suites._models.training import forward_backward, forward_loss
 ALL = [a.name for a in ARCHITECTURES]
 
 
+@functools.cache
+def cache_name() -> str:
+    """What the installed transformers calls a model's key/value cache, as an argument and in its
+    outputs: `cache` in newer releases (which warn on the old name), `past_key_values` before."""
+    import dataclasses
+
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    fields = {field.name for field in dataclasses.fields(CausalLMOutputWithPast)}
+    return "cache" if "cache" in fields else "past_key_values"
+
+
 def _dims(params: Params) -> Dims:
     return QUICK if params["size"] == "quick" else GPU
 
@@ -86,7 +98,7 @@ class DecodeStep(nn.Module):
         import transformers
 
         past = transformers.DynamicCache(list(zip(cache[0::2], cache[1::2])), config=self.model.config)
-        return self.model(input_ids=token, past_key_values=past).logits
+        return self.model(input_ids=token, **{cache_name(): past}).logits
 
 
 def _model(params: Params, device: torch.device, seed: int, train: bool) -> nn.Module:
@@ -133,7 +145,7 @@ def _decode_inputs(params: Params, device: torch.device, seed: int) -> tuple:
     gen = generator(seed)
     prompt = torch.randint(1, _dims(params).vocabulary, (batch, length + 1), generator=gen).to(device)
     with torch.no_grad():
-        past = model(input_ids=prompt[:, :-1]).past_key_values
+        past = getattr(model(input_ids=prompt[:, :-1]), cache_name())
     cache = [t.detach().clone() for layer in past.layers for t in (layer.keys, layer.values)]
     return (DecodeStep(model), prompt[:, -1:].contiguous(), *cache)
 
@@ -200,7 +212,7 @@ def _cache_elements(architecture: str, size: str, batch: int, length: int) -> in
                 model = model.to_empty(device=device)
                 model.config.pad_token_id = None
                 ids = torch.zeros(1, length, dtype=torch.long, device=device)
-                past = model(input_ids=ids).past_key_values
+                past = getattr(model(input_ids=ids), cache_name())
             return batch * sum(t.numel() for layer in past.layers for t in (layer.keys, layer.values))
         except (RuntimeError, NotImplementedError):
             if device == "cpu":
