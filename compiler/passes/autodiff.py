@@ -20,7 +20,7 @@ Raises NotImplementedError for a prim on a differentiable path that has no rule.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,8 +64,17 @@ def distinct_outputs(trace: Trace) -> tuple[Proxy, ...]:
 
 
 def differentiable_values(trace: Trace, requires_grad: Sequence[bool]) -> set[str]:
-    """Names of the float tensors that depend on an input requiring grad (through differentiable prims)."""
-    live = {p.name for p, r in zip(trace.inputs, requires_grad) if r and _float_tensor(p)}
+    """Names of the float tensors that depend on an input requiring grad (through differentiable prims).
+
+    Raises NotImplementedError where a complex tensor would carry a gradient (an input requiring
+    grad, or a differentiable prim's output reached from one): eager differentiates it, and these
+    rules are written for real values only, so treating it as a constant would lose the gradient
+    without a word (a dynamo backend then runs that graph eagerly)."""
+    live: set[str] = set()
+    for p, r in zip(trace.inputs, requires_grad):
+        if r and isinstance(p, TensorProxy):
+            _check_real(p, lambda p=p: f"its input {p.name}")
+            live.update([p.name] if _float_tensor(p) else [])
     for bsym in trace.bsyms:
         if bsym.sym in NONDIFFERENTIABLE or not any(p.name in live for p in bsym.inputs):
             continue
@@ -75,8 +84,22 @@ def differentiable_values(trace: Trace, requires_grad: Sequence[bool]) -> set[st
             NotImplementedError,
         )
         outputs = bsym.outputs[:1] if bsym.sym in RESIDUALS else bsym.outputs
+        for p in outputs:
+            if isinstance(p, TensorProxy):
+                _check_real(p, lambda bsym=bsym: f"`{str(bsym).splitlines()[0].strip()}`")
         live.update(p.name for p in outputs if _float_tensor(p))
     return live
+
+
+def _check_real(p: TensorProxy, made_by: Callable[[], str]) -> None:
+    check(
+        not p.dtype.is_complex,
+        lambda: (
+            f"autodiff: the complex tensor {p.name} ({p.type_string()}, {made_by()}) carries a gradient; "
+            "gradients through complex values are not supported"
+        ),
+        NotImplementedError,
+    )
 
 
 def _rewrite_forward(trace: Trace, live: set[str]) -> Trace:
