@@ -207,6 +207,7 @@ def _compile_autograd(
         split.differentiable,
         sum(isinstance(p, TensorProxy) for p in saved),
         [(i, len(forward_outputs) - len(writes) + k) for k, (i, _) in enumerate(writes)],
+        _inputs_returned(forward_outputs, pure.inputs),
     )
     return CacheEntry(
         prologue=compile_prologue(prologue),
@@ -218,6 +219,12 @@ def _compile_autograd(
         backward_ran=lambda: runner.last_present is not None,
         saved=split.saved,
     )
+
+
+def _inputs_returned(outputs: tuple, inputs: tuple) -> list[tuple[int, int]]:
+    """(output, input) positions of the outputs that are inputs returned as they are."""
+    position = {p.name: j for j, p in enumerate(inputs)}
+    return [(i, position[p.name]) for i, p in enumerate(outputs) if isinstance(p, TensorProxy) and p.name in position]
 
 
 class _FullBackward:
