@@ -170,15 +170,14 @@ def _compile_autograd(
     live = differentiable_values(pure, requires_grad)
     inputs = {p.name for p in pure.inputs}
     writes = differentiable_writes(pure, requires_grad)
+    check_no_write_into_grad_inputs(pure, requires_grad, leaf)
     if not writes and not any(p.name in live and p.name not in inputs for p in proxies_in(pure.output)):
         # NOTE: nothing the function computes and returns or writes carries a gradient (an update
         # made under `torch.no_grad()`, as an SGD step's; an input returned is returned itself): no
         # backward to build, and eager's writes into inputs requiring grad allowed.
-        check_no_write_into_grad_inputs(pure, requires_grad, leaf, constants_allowed=True)
         for run_pass in computation_passes(options)[len(_PURE_PASSES) :]:
             traces.append(run_pass(traces[-1]))
         return _compile_plain(options, prologue, traces, without_grad=True)
-    check_no_write_into_grad_inputs(pure, requires_grad, leaf)
     output_tree = pure.output
     if writes:  # the written values are outputs too, which the runner writes again under autograd
         pure = returning_written_values(pure, writes)
