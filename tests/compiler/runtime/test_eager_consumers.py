@@ -73,13 +73,32 @@ def _data_read(y: torch.Tensor, fr: torch.Tensor) -> torch.Tensor:
     return (y * y.data).sum()
 
 
+def _data_written(y: torch.Tensor, fr: torch.Tensor) -> torch.Tensor:
+    y.data.mul_(2.0)  # NOTE: unseen by autograd: a backward that reads y reads the new values
+    return (y * _weights(y)).sum()
+
+
+def _detached_alias_written(y: torch.Tensor, fr: torch.Tensor) -> torch.Tensor:
+    y.detach().add_(1.0)
+    return (y * y).sum()
+
+
 def _new_leaf(y: torch.Tensor, fr: torch.Tensor) -> torch.Tensor:
     leaf = y.detach().requires_grad_()
     _new_leaf.leaf = leaf
     return (leaf * _weights(leaf)).sum() + (y**3).sum()
 
 
-CONSUMERS = [_viewed, _rotated, _scaled_in_place, _slice_in_place, _data_read, _new_leaf]
+CONSUMERS = [
+    _viewed,
+    _rotated,
+    _scaled_in_place,
+    _slice_in_place,
+    _data_read,
+    _data_written,
+    _detached_alias_written,
+    _new_leaf,
+]
 
 
 def _normalized_error(got: torch.Tensor | None, want: torch.Tensor | None) -> float:
