@@ -174,9 +174,19 @@ def copy_to(computed: torch.Tensor, buffer: torch.Tensor) -> None:
     buffer.copy_(computed)
 
 
-def copy_(target: torch.Tensor, value: torch.Tensor) -> None:
-    """In-place (unfunctionalized traces only): overwrites `target`, and so every view of it."""
-    target.copy_(value)
+def copy_(target: torch.Tensor, value: torch.Tensor, without_grad: bool = False) -> None:
+    """In-place (unfunctionalized traces only): overwrites `target`, and so every view of it
+    (`without_grad`: where autograd does not record, as the program wrote it)."""
+    if without_grad:
+        with torch.no_grad():
+            target.copy_(value)
+    else:
+        target.copy_(value)
+
+
+def updated_without_grad(value: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    """`value` (functionalized traces before autodiff only: the marker is dropped after it)."""
+    return value
 
 
 def slice_update(
@@ -330,6 +340,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.SQUEEZE: torch.squeeze,
     Prim.CAT: torch.cat,
     Prim.STOP_GRADIENT: torch.Tensor.detach,
+    Prim.UPDATED_WITHOUT_GRAD: updated_without_grad,
     Prim.INDEX_SELECT: torch.index_select,
     Prim.INDEX_COPY: torch.index_copy,
     Prim.INDEX_ADD: torch.index_add,

@@ -16,7 +16,6 @@ import builtins
 import functools
 import importlib
 import inspect
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +26,7 @@ from compiler import prims
 from compiler.core import ir
 from compiler.core.errors import TracingError, called_at, check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol
+from compiler.ops.program_grad import grad_off_by_program
 from compiler.ops.writes import write_out
 from compiler.prims import GUARDS, Prim
 
@@ -178,26 +178,9 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
         else:
             for bsym in recorded:
                 context.record(bsym)
-        if context.grad_at_start and not torch.is_grad_enabled() and not _in_function_forward():
+        if grad_off_by_program():
             output = _without_gradient(output, {id(p) for p in new})
     return output
-
-
-def _in_function_forward() -> bool:
-    """Whether a custom `torch.autograd.Function`'s forward is running: torch runs it with grad
-    off, and the compiler inlines it and differentiates its ops like any other, so grad being off
-    there is not the program's `torch.no_grad()`."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        if frame.f_code is _FUNCTION_APPLY:
-            return True
-        frame = frame.f_back
-    return False
-
-
-# `torch.autograd.Function.apply`'s code: every custom Function's forward runs below its frame
-# (Bloom's GELU as written, or dynamo's `autograd_function_apply` of one)
-_FUNCTION_APPLY = torch.autograd.Function.apply.__func__.__code__
 
 
 def _without_gradient(output: Any, new: set[int]) -> Any:

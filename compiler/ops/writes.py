@@ -17,6 +17,7 @@ from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy, same_size
 from compiler.ops import aliasing
 from compiler.ops.operands import broadcast_shapes, broadcast_to, to_dtype
+from compiler.ops.program_grad import grad_off_by_program
 
 
 def same_shape(a: tuple, b: tuple) -> bool:
@@ -78,7 +79,10 @@ def write(target: Any, value: Any, what: str, *, broadcast: bool = False, any_ca
         RuntimeError,
     )
     aliasing.check_writable(target, what)
-    prims.copy_(target, to_dtype(value, target.dtype))
+    if grad_off_by_program():  # NOTE: autograd does not record it: the target keeps its history
+        prims.copy_(target, to_dtype(value, target.dtype), True)
+    else:
+        prims.copy_(target, to_dtype(value, target.dtype))
     return target
 
 

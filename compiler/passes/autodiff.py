@@ -20,7 +20,7 @@ Raises NotImplementedError for a prim on a differentiable path that has no rule.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,10 +64,26 @@ def distinct_outputs(trace: Trace) -> tuple[Proxy, ...]:
 
 
 def differentiable_values(trace: Trace, requires_grad: Sequence[bool]) -> set[str]:
-    """Names of the float tensors that depend on an input requiring grad (through differentiable prims)."""
-    live = {p.name for p, r in zip(trace.inputs, requires_grad) if r and _float_tensor(p)}
+    """Names of the float tensors that depend on an input requiring grad (through differentiable prims).
+
+    Raises NotImplementedError where a complex tensor would carry a gradient (an input requiring
+    grad, or a differentiable prim's output reached from one): eager differentiates it, and these
+    rules are written for real values only, so treating it as a constant would lose the gradient
+    without a word (a dynamo backend then runs that graph eagerly)."""
+    seeds = []
+    for p, r in zip(trace.inputs, requires_grad):
+        if r and isinstance(p, TensorProxy):
+            _check_real(p, lambda p=p: f"its input {p.name}")
+            seeds += [p.name] if _float_tensor(p) else []
+    return gradient_reach(trace, seeds)
+
+
+def gradient_reach(trace: Trace, seeds: Iterable[str]) -> set[str]:
+    """`seeds` and the names of the float tensors a gradient would flow through from them (their
+    readers through differentiable prims, transitively); raises as `differentiable_values`."""
+    live = set(seeds)
     for bsym in trace.bsyms:
-        if bsym.sym in NONDIFFERENTIABLE or not any(p.name in live for p in bsym.inputs):
+        if bsym.sym in NONDIFFERENTIABLE or not any(p.name in live for p in _differentiated(bsym)):
             continue
         check(
             bsym.sym in VJP or bsym.sym in FORWARD_REWRITES,
@@ -75,8 +91,22 @@ def differentiable_values(trace: Trace, requires_grad: Sequence[bool]) -> set[st
             NotImplementedError,
         )
         outputs = bsym.outputs[:1] if bsym.sym in RESIDUALS else bsym.outputs
+        for p in outputs:
+            if isinstance(p, TensorProxy):
+                _check_real(p, lambda bsym=bsym: f"`{str(bsym).splitlines()[0].strip()}`")
         live.update(p.name for p in outputs if _float_tensor(p))
     return live
+
+
+def _check_real(p: TensorProxy, made_by: Callable[[], str]) -> None:
+    check(
+        not p.dtype.is_complex,
+        lambda: (
+            f"autodiff: the complex tensor {p.name} ({p.type_string()}, {made_by()}) carries a gradient; "
+            "gradients through complex values are not supported"
+        ),
+        NotImplementedError,
+    )
 
 
 def _rewrite_forward(trace: Trace, live: set[str]) -> Trace:
@@ -99,6 +129,12 @@ def _rewrite_forward(trace: Trace, live: set[str]) -> Trace:
                 b.replace(output=map_proxies(b.output, lambda p, old=bsym.output, new=stand_in: old if p is new else p))
             )
     return trace.with_bsyms(bsyms)
+
+
+def _differentiated(bsym: BoundSymbol) -> tuple[Proxy, ...]:
+    """The inputs of `bsym` its VJP rule can give a gradient (an updated tensor's new value takes
+    none: `prims.updated_without_grad`)."""
+    return (bsym.args[1],) if bsym.sym is Prim.UPDATED_WITHOUT_GRAD else bsym.inputs
 
 
 def _float_tensor(p: Any) -> bool:
@@ -207,7 +243,7 @@ class _Backward:
         out = bsym.outputs[0] if bsym.sym in RESIDUALS else bsym.output
         if not isinstance(out, TensorProxy) or out.name not in self.parts or bsym.sym not in VJP:
             return
-        self.reached.update(p.name for p in bsym.inputs if p.name in self.live)
+        self.reached.update(p.name for p in _differentiated(bsym) if p.name in self.live)
         for p, g in VJP[bsym.sym](bsym, self.total(out.name)):
             self.add(p, g)
 

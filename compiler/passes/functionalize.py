@@ -26,6 +26,11 @@ Guarantees:
   eager. Any other returned value that still lives in a written input's memory is copied out first,
   and so is a returned tensor the function created and wrote into whose value is a view of another
   tensor or an input: eager's has memory of its own.
+- a write autograd does not record (`prims.copy_(target, value, True)`, made under the program's
+  `torch.no_grad()`, and any write through a `stop_gradient` link, a detached alias, into what it
+  detaches) gives each tensor it changes the new value `updated_without_grad(stop_gradient(new),
+  old)`: eager's tensor keeps its autograd history, so a later read's gradient goes to its old
+  contents; its write-back writes `new` alone.
 Values, names of kept proxies and the order of kept bound symbols are unchanged.
 """
 
@@ -81,11 +86,15 @@ class _Functionalizer:
         self.seen: dict[str, int] = {}  # view name → its root's write count when `latest` was made
         self.write_count: dict[str, int] = {}  # root name → how many writes its memory has seen
         self.view_source: dict[str, Proxy] = {}  # name defined by a view prim here → what it views
+        self.stopped: set[str] = set()  # names defined by `stop_gradient` here
+        # an `updated_without_grad` output → its value alone, what a write-back writes
+        self.written_value: dict[str, TensorProxy] = {}
 
     # emitting ---------------------------------------------------------------------------------
     def emit(self, bsym: BoundSymbol) -> None:
         self.bsyms.append(bsym)
         self.view_source.update((leaf.output.name, leaf.args[0]) for leaf in leaves([bsym]) if leaf.sym in VIEWS)
+        self.stopped.update(leaf.output.name for leaf in leaves([bsym]) if leaf.sym is Prim.STOP_GRADIENT)
 
     def emit_prim(self, prim: Prim, args: tuple, like: TensorProxy) -> TensorProxy:
         out = TensorProxy(like.shape, like.dtype, like.device, name=self.names.fresh("t"))
@@ -153,20 +162,33 @@ class _Functionalizer:
                     self.seen[leaf.output.name] = self.write_count.get(self.root(leaf.output).name, 0)
             self.emit(_substitute(bsym, replacement) if replacement else bsym)
 
-    def write(self, target: TensorProxy, value: Any) -> None:
+    def write(self, target: TensorProxy, value: Any, without_grad: bool = False) -> None:
+        """`target` (and so its root and every view between) takes `value`; `without_grad`: where
+        autograd does not record (the program's `torch.no_grad()`), as is a write through a
+        detached alias into what it detaches from."""
         node, new = target, self.current(value)
         chain = []
         while True:
             chain.append(node.name)
-            self.latest[node.name] = new
+            self.latest[node.name] = self.keeping_history(node, new) if without_grad else new
             link = self.link.get(node.name)
             if link is None:
                 break
             new = self.inverse(link, self.current(link.args[0]), new)
+            without_grad = without_grad or link.sym is Prim.STOP_GRADIENT
             node = link.args[0]
         count = self.write_count.get(node.name, 0) + 1
         self.write_count[node.name] = count
         self.seen.update((name, count) for name in chain)
+
+    def keeping_history(self, node: TensorProxy, new: TensorProxy) -> TensorProxy:
+        """`node`'s new contents `new`, written where autograd does not record: its value, with the
+        gradient going to `node`'s contents before (eager's tensor keeps its autograd history)."""
+        if new.name not in self.stopped:
+            new = self.emit_prim(Prim.STOP_GRADIENT, (new,), like=new)
+        kept = self.emit_prim(Prim.UPDATED_WITHOUT_GRAD, (new, self.current(node)), like=node)
+        self.written_value[kept.name] = new
+        return kept
 
     def memory(self, p: Proxy) -> Proxy:
         """The proxy whose memory `p` views in the output trace (itself when fresh)."""
@@ -205,6 +227,7 @@ class _Functionalizer:
             value = self.latest.get(buffer.name, buffer)
             if buffer.name not in written or value is buffer:
                 continue
+            value = self.written_value.get(value.name, value)
             if value.name in self.input_names or value.name in self.view_source or id(value) in returned | claimed:
                 value = self.emit_copy(value)
             claimed.add(id(value))

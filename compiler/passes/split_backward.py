@@ -44,7 +44,7 @@ from compiler.passes.autodiff import Joint
 from compiler.passes.dce import dce
 from compiler.passes.mincut import INFINITE, FlowGraph
 from compiler.passes.stop_gradient import without_stop_gradients
-from compiler.prims import ELEMENTWISE, FACTORIES, RANDOM, SHAPE_OPS, VIEWS, Prim
+from compiler.prims import ELEMENTWISE, FACTORIES, GRADIENT_MARKERS, RANDOM, SHAPE_OPS, VIEWS, Prim
 
 # Prims whose outputs the backward may recompute instead of loading them.
 # NOTE: random draws are saved, never recomputed: drawing again would give other numbers.
@@ -164,7 +164,7 @@ def _without_stop_gradients(joint: Joint) -> Joint:
     trace = joint.trace
     returned = {id(p) for p in joint.outputs}
     forward = trace.bsyms[: joint.forward_length]
-    dropped = sum(b.sym is Prim.STOP_GRADIENT and id(b.output) not in returned for b in forward)
+    dropped = sum(b.sym in GRADIENT_MARKERS and id(b.output) not in returned for b in forward)
     bsyms = without_stop_gradients(trace.bsyms, joint.outputs)
     return replace(joint, trace=trace.with_bsyms(bsyms), forward_length=joint.forward_length - dropped)
 

@@ -1,7 +1,9 @@
 """drop_stop_gradients: `stop_gradient` lines removed once differentiation no longer needs them.
 
 `prims.stop_gradient(x)` (eager's `detach`, and the max shift of softmax-like ops) only tells
-autodiff that no gradient flows through it; its value is `x`. Kept, it would stand between fusible
+autodiff that no gradient flows through it; its value is `x`. `prims.updated_without_grad(x, old)`
+(a tensor written where autograd does not record) only tells it that the gradient goes to `old`;
+its value is `x` too: both are `GRADIENT_MARKERS`, and what follows holds for both. Kept, it would stand between fusible
 prims and make the min-cut count a copy of `x`. So once the joint trace is built (and, without
 autograd, right after the pure passes), every reader of a `stop_gradient` output reads its input.
 
@@ -17,7 +19,7 @@ from typing import Any
 
 from compiler.core.ir import BoundSymbol, Proxy, Trace, map_proxies, proxies_in
 from compiler.passes import trace_pass
-from compiler.prims import Prim
+from compiler.prims import GRADIENT_MARKERS
 
 
 def without_stop_gradients(bsyms: Sequence[BoundSymbol], output: Any) -> list[BoundSymbol]:
@@ -30,7 +32,7 @@ def without_stop_gradients(bsyms: Sequence[BoundSymbol], output: Any) -> list[Bo
         if replacement and any(id(p) in replacement for p in bsym.inputs):
             swap = lambda p: replacement.get(id(p), p)
             bsym = bsym.replace(args=map_proxies(bsym.args, swap), kwargs=map_proxies(bsym.kwargs, swap))
-        if bsym.sym is Prim.STOP_GRADIENT:
+        if bsym.sym in GRADIENT_MARKERS:
             replacement[id(bsym.output)] = bsym.args[0]
             if id(bsym.output) not in returned:
                 continue
@@ -41,6 +43,6 @@ def without_stop_gradients(bsyms: Sequence[BoundSymbol], output: Any) -> list[Bo
 @trace_pass("drop_stop_gradients")
 def drop_stop_gradients(trace: Trace) -> Trace:
     """The trace without the `stop_gradient` lines it does not need (see the module)."""
-    if not any(b.sym is Prim.STOP_GRADIENT for b in trace.bsyms):
+    if not any(b.sym in GRADIENT_MARKERS for b in trace.bsyms):
         return trace
     return trace.with_bsyms(without_stop_gradients(trace.bsyms, trace.output))

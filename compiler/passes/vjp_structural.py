@@ -138,7 +138,13 @@ def _cumsum(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
     return [(a, prims.cumsum(g, dim, not reverse))]
 
 
+def _updated_without_grad(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    """The tensor's new contents keep its old ones' history: the gradient goes to those."""
+    return [(bsym.args[1], g)]
+
+
 STRUCTURAL_RULES: dict[Prim, Callable[[BoundSymbol, TensorProxy], Cotangents]] = {
+    Prim.UPDATED_WITHOUT_GRAD: _updated_without_grad,
     Prim.BROADCAST_IN_DIM: _broadcast_in_dim,
     Prim.RESHAPE: _reshape,
     Prim.PERMUTE: _permute,

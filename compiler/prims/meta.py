@@ -322,6 +322,16 @@ def _scatter_meta(prim: Prim) -> Callable:
     return meta
 
 
+def _updated_without_grad_meta(value: TensorProxy, old: TensorProxy) -> TensorProxy:
+    check(
+        isinstance(value, TensorProxy) and isinstance(old, TensorProxy) and value.dtype == old.dtype,
+        lambda: f"prims.updated_without_grad: expected two tensors of one dtype, got {value!r} and {old!r}",
+        TypeError,
+    )
+    check_same_shape(Prim.UPDATED_WITHOUT_GRAD, [value, old])
+    return TensorProxy(value.shape, value.dtype, value.device)
+
+
 def _stop_gradient_meta(a: TensorProxy) -> TensorProxy:
     check(
         isinstance(a, TensorProxy),
@@ -377,7 +387,7 @@ def _copy_to_meta(computed: TensorProxy, buffer: TensorProxy) -> None:
     return None
 
 
-def _copy__meta(target: TensorProxy, value: TensorProxy) -> None:
+def _copy__meta(target: TensorProxy, value: TensorProxy, without_grad: bool = False) -> None:
     check_same_shape(Prim.COPY_, [target, value])
     return None
 
@@ -403,6 +413,7 @@ META: dict[Prim, Callable | None] = {
     Prim.SQUEEZE: _squeeze_meta,
     Prim.CAT: _cat_meta,
     Prim.STOP_GRADIENT: _stop_gradient_meta,
+    Prim.UPDATED_WITHOUT_GRAD: _updated_without_grad_meta,
     Prim.DEVICE_PUT: _device_put_meta,
     Prim.INDEX_SELECT: _index_select_meta,
     Prim.INDEX_COPY: _index_update_meta(Prim.INDEX_COPY),

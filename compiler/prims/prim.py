@@ -85,6 +85,10 @@ class Prim(enum.Enum):
     CAT = "cat"
     # `stop_gradient(x)` is x (a view of it, as eager's detach), through which no gradient flows
     STOP_GRADIENT = "stop_gradient"
+    # `updated_without_grad(value, old)` is `value`, the new contents of a tensor written where
+    # autograd does not record (under `torch.no_grad()`, or through a detached alias), whose
+    # gradient goes to `old`, its contents before: eager's tensor keeps its autograd history
+    UPDATED_WITHOUT_GRAD = "updated_without_grad"
     # indexing
     INDEX_SELECT = "index_select"
     INDEX_COPY = "index_copy"
@@ -189,7 +193,13 @@ PROLOGUE_ONLY = GUARDS | {Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT, Prim.SIZE}
 # The IR's aliasing rule: the output of a view prim aliases its first argument (writing into one
 # changes the other); every other prim returns a fresh tensor. passes/functionalize.py relies on
 # it, and the tracer (compiler/ops/aliasing.py) keeps it true to eager PyTorch.
-VIEWS = frozenset({Prim.SLICE, Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.BROADCAST_IN_DIM, Prim.STOP_GRADIENT})
+VIEWS = frozenset(
+    {Prim.SLICE, Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.BROADCAST_IN_DIM, Prim.STOP_GRADIENT,
+     Prim.UPDATED_WITHOUT_GRAD}
+)  # fmt: skip
+# Prims that only tell autodiff how gradients flow (their value is their first argument); gone
+# from a trace once autodiff has read it (passes/stop_gradient.py)
+GRADIENT_MARKERS = frozenset({Prim.STOP_GRADIENT, Prim.UPDATED_WITHOUT_GRAD})
 # Prims that mutate their arguments; none survives functionalization.
 INPLACE = frozenset({Prim.COPY_})
 # Prims kept by dead-code elimination even when nothing reads their outputs (unpacking checks
@@ -204,7 +214,7 @@ KINDS: dict[str, frozenset[Prim]] = {
     "scan": SCANS,
     "ordering": ORDERINGS,
     "shape": SHAPE_OPS,
-    "gradient stop": frozenset({Prim.STOP_GRADIENT}),
+    "gradient stop": GRADIENT_MARKERS,
     "gather": GATHERS,
     "update": UPDATES,
     "linear algebra": LINALG,

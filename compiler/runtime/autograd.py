@@ -49,6 +49,7 @@ class CompiledAutograd:
         differentiable: tuple[bool, ...],
         saved_tensors: int,
         writes: list[tuple[int, int]] = (),
+        inputs_returned: list[tuple[int, int]] = (),
     ) -> None:
         self.name = name
         self.lends = isinstance(forward, GraphedComputation)  # its saved values are lent, see `Lent`
@@ -76,6 +77,10 @@ class CompiledAutograd:
         # grad, into that input, which does not; it is written again under autograd so that the
         # input's later readers get its gradient (runtime/grad_mode.differentiable_writes)
         self.writes = list(writes)
+        # (output, input) positions: the function returns that input itself; the caller gets the input
+        # object, as from eager (after `writes`, with the history they gave it), not the Function's view
+        # of it, which autograd forbids writing into once the input is written under autograd
+        self.inputs_returned = list(inputs_returned)
         # the (output, input) positions of outputs that view an input, set by the forward just run
         self.views_of_inputs: list[tuple[int, int]] | None = None
         self.all_cotangents = (True,) * len(self.cotangent_positions)
@@ -91,7 +96,7 @@ class CompiledAutograd:
         if _functorch_transforms_active():
             outputs = self._with_views_of_inputs(_Function.apply(self, *inputs), inputs)
             _write_again(outputs, inputs, self.writes)
-            return self.rebuild(outputs)
+            return self.rebuild(_inputs_themselves(outputs, inputs, self.inputs_returned))
         # NOTE: what `Function.apply` does without functorch transforms, less its Python layer; its
         # unwrapping of dead functorch wrappers (a Python loop over every input) only where a tensor
         # input is a functorch wrapper at all, which one C-level map over the tensor inputs tells.
@@ -104,6 +109,8 @@ class CompiledAutograd:
             outputs = self._with_views_of_inputs(outputs, inputs)
         if self.writes:
             _write_again(outputs, inputs, self.writes)
+        if self.inputs_returned:
+            outputs = _inputs_themselves(outputs, inputs, self.inputs_returned)
         return self.rebuild(outputs)
 
     def _with_views_of_inputs(self, outputs: tuple, inputs: tuple) -> tuple:
@@ -222,6 +229,14 @@ def _write_again(outputs: tuple, inputs: tuple, writes: list[tuple[int, int]]) -
     """Writes each output into its input (which holds its value already) where autograd records it."""
     for i, k in writes:
         inputs[i].copy_(outputs[k])
+
+
+def _inputs_themselves(outputs: tuple, inputs: tuple, inputs_returned: list[tuple[int, int]]) -> tuple:
+    """The outputs, each that is an input returned as is replaced by that input."""
+    outputs = list(outputs)
+    for i, j in inputs_returned:
+        outputs[i] = inputs[j]
+    return tuple(outputs)
 
 
 def _viewed_again(outputs: tuple, inputs: tuple, of_inputs: list[tuple[int, int]]) -> tuple:

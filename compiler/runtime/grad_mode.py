@@ -31,40 +31,31 @@ def grad_guard(prologue: Trace, args: tuple, kwargs: dict) -> tuple[Trace, tuple
     return prologue.with_bsyms([*prologue.bsyms, guard]), requires_grad, leaf
 
 
-def check_no_write_into_grad_inputs(
-    trace: Trace, requires_grad: tuple[bool, ...], leaf: tuple[bool, ...], *, constants_allowed: bool = False
-) -> None:
-    """Raises as eager does when the (functionalized) trace writes into an input that requires grad.
-
-    constants_allowed: a write of a value no input's gradient flows through (made under `torch.no_grad()`
-    inside the function, as an SGD update is) is allowed, as eager allows it; only where nothing returned
-    carries a gradient, so no later read of the updated input can need one."""
+def check_no_write_into_grad_inputs(trace: Trace, requires_grad: tuple[bool, ...], leaf: tuple[bool, ...]) -> None:
+    """Raises as eager does when the (functionalized) trace writes a value that carries a gradient
+    into an input that requires grad. A write autograd does not record (under `torch.no_grad()`: an
+    SGD step, an EMA, weight clipping) is allowed, as in eager, next to returned values that carry
+    a gradient: functionalize has marked the input's later reads as reads of the input itself
+    (`prims.updated_without_grad`), so their gradients reach it, and the values the backward reads
+    from before the write are saved as copies (passes/split_backward.py)."""
     flags = {p.name: (r, l) for p, r, l in zip(trace.inputs, requires_grad, leaf)}
     live = differentiable_values(trace, requires_grad)
     for bsym in trace.bsyms:
         if bsym.sym is not Prim.COPY_TO:
             continue
-        buffer = bsym.args[1]
+        value, buffer = bsym.args[0], bsym.args[1]
         requires, is_leaf = flags.get(buffer.name, (False, False))
-        constant = bsym.args[0].name not in live
-        if constant and constants_allowed:
+        if not requires:
+            continue
+        if value.name not in live:
             continue
         check(
-            not (requires and constant),
-            lambda buffer=buffer: (
-                f"the compiled function updates its input {buffer.name}, which requires grad, under "
-                "torch.no_grad() and also returns values that carry a gradient; not supported (return them "
-                "from another function, or update the input after the call)"
-            ),
-            NotImplementedError,
-        )
-        check(
-            not (requires and is_leaf),
+            not is_leaf,
             lambda: "a leaf Variable that requires grad is being used in an in-place operation.",
             RuntimeError,
         )
         check(
-            not requires,
+            False,
             lambda buffer=buffer: (
                 f"the compiled function writes in place into its input {buffer.name}, which requires grad; "
                 "in-place updates of inputs that take part in autograd are not supported (clone it first)"

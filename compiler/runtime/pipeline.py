@@ -170,15 +170,14 @@ def _compile_autograd(
     live = differentiable_values(pure, requires_grad)
     inputs = {p.name for p in pure.inputs}
     writes = differentiable_writes(pure, requires_grad)
+    check_no_write_into_grad_inputs(pure, requires_grad, leaf)
     if not writes and not any(p.name in live and p.name not in inputs for p in proxies_in(pure.output)):
         # NOTE: nothing the function computes and returns or writes carries a gradient (an update
         # made under `torch.no_grad()`, as an SGD step's; an input returned is returned itself): no
         # backward to build, and eager's writes into inputs requiring grad allowed.
-        check_no_write_into_grad_inputs(pure, requires_grad, leaf, constants_allowed=True)
         for run_pass in computation_passes(options)[len(_PURE_PASSES) :]:
             traces.append(run_pass(traces[-1]))
         return _compile_plain(options, prologue, traces, without_grad=True)
-    check_no_write_into_grad_inputs(pure, requires_grad, leaf)
     output_tree = pure.output
     if writes:  # the written values are outputs too, which the runner writes again under autograd
         pure = returning_written_values(pure, writes)
@@ -207,6 +206,7 @@ def _compile_autograd(
         split.differentiable,
         sum(isinstance(p, TensorProxy) for p in saved),
         [(i, len(forward_outputs) - len(writes) + k) for k, (i, _) in enumerate(writes)],
+        _inputs_returned(forward_outputs, pure.inputs),
     )
     return CacheEntry(
         prologue=compile_prologue(prologue),
@@ -218,6 +218,12 @@ def _compile_autograd(
         backward_ran=lambda: runner.last_present is not None,
         saved=split.saved,
     )
+
+
+def _inputs_returned(outputs: tuple, inputs: tuple) -> list[tuple[int, int]]:
+    """(output, input) positions of the outputs that are inputs returned as they are."""
+    position = {p.name: j for j, p in enumerate(inputs)}
+    return [(i, position[p.name]) for i, p in enumerate(outputs) if isinstance(p, TensorProxy) and p.name in position]
 
 
 class _FullBackward:

@@ -21,7 +21,9 @@ again with those arguments merged into ONE computation input, so a write through
 through the other. The prologue's `check_aliasing` guard then makes sure a call shares memory
 between arguments exactly as the traced call did: merged arguments stay one tensor, and, when
 the trace writes into an argument, the others do not overlap it (arguments overlapping in other
-ways are rejected while tracing). `check_strides` guards the input layouts that reshape's
+ways are rejected while tracing). One computation input has one requires_grad: a merged argument
+that is another tensor than the first over the same memory (a tensor and its `.data`) is refused
+where either requires grad, and guarded not to. `check_strides` guards the input layouts that reshape's
 aliasing was decided on (compiler/ops/aliasing.py). Pure functions get none of these guards.
 With `exact_strides` (a CUDA-graphed entry) every tensor argument's strides are guarded too.
 """
@@ -105,6 +107,7 @@ class _Inputs:
             self.passed_twice |= same < len(self.tensors)
             self.tensors.append((proxy, value, same if self.merge_same else len(self.tensors)))
             if self.merge_same and same < len(self.tensors) - 1:
+                self._merged_without_grad(proxy, value, same)
                 return proxy, self.tensors[same][0]
             aliasing.register_input(self.context, proxy, value)
             self.computation_inputs.append(proxy)
@@ -142,6 +145,26 @@ class _Inputs:
             "tensors, int/float/bool, None, strings, dtypes, devices, classes, tuples/lists/dicts of those, "
             "and objects whose attributes are those"
         )
+
+    def _merged_without_grad(self, proxy: TensorProxy, value: torch.Tensor, same: int) -> None:
+        """Checks, and guards, that tensor argument `proxy`, merged with argument number `same`
+        (the same view of memory), takes no part in autograd of its own.
+
+        NOTE: the merged arguments are one computation input, whose requires_grad is the first's:
+        two different tensors over the same memory (a tensor and its `.data`, as a dynamo graph
+        split there passes them) may differ in autograd, which one input cannot hold."""
+        first_proxy, first = self.tensors[same][0], self.tensors[same][1]
+        grad = torch.is_grad_enabled() and (value.requires_grad or (first.requires_grad and value is not first))
+        check(
+            not grad,
+            lambda: (
+                f"arguments {first_proxy.name} and {proxy.name} are the same memory and the function writes into "
+                "one, while one of them requires grad and they are different tensors (a tensor and its .data or "
+                "detached alias): not supported (pass the tensor once)"
+            ),
+            NotImplementedError,
+        )
+        self._guard(Prim.CHECK_REQUIRES_GRAD, (proxy,), (False,))
 
     def unpack(self, value: list | dict | Any, proxy: Proxy, name: str) -> Any:
         """Unpacks a list, a dict or an object by its attributes (tracing/objects.py) at its first

@@ -197,3 +197,23 @@ def test_tracing_merges_written_arguments_exactly_when_they_are_the_same_view():
     got, want = arguments(), arguments()
     for result, expected in zip(compiler.jit(program)(*got), program(*want)):
         torch.testing.assert_close(result, expected)
+
+
+def _write_through_the_first(data: torch.Tensor, tensor: torch.Tensor) -> torch.Tensor:
+    data.mul_(2.0)
+    return (tensor * 3).sum()
+
+
+def test_merged_arguments_with_an_autograd_of_their_own_are_refused_and_guarded():
+    """A tensor and its `.data` (a dynamo graph split at `.data` passes both to the next piece) are
+    one computation input, which cannot require grad for one and not the other: refused, where a
+    silent merge would drop the tensor's gradient; an entry traced for plain tensors passed so is
+    guarded against such a call."""
+    jfn = compiler.jit(_write_through_the_first)
+    plain = torch.randn(3)
+    assert float(jfn(plain, plain)) == pytest.approx(float((plain * 3).sum()))  # written first, as in eager
+    tensor = torch.randn(3, requires_grad=True) * 1.0
+    with pytest.raises(NotImplementedError, match="are the same memory and the function writes into one"):
+        jfn(tensor.data, tensor)
+    with pytest.raises(NotImplementedError, match="are the same memory and the function writes into one"):
+        jfn(tensor, tensor.data)

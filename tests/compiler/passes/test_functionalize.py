@@ -91,9 +91,24 @@ def _returns_written_value(x, y):
     return t
 
 
+def _written_without_grad(x, y):
+    z = x * 2
+    with torch.no_grad():
+        z[1:].mul_(y[1:])
+        x.add_(1)
+    return z + x
+
+
+def _written_through_a_detached_alias(x, y):
+    z = x + y
+    z.detach()[0].fill_(2)
+    return z * y, z
+
+
+UNRECORDED_WRITES = (_written_without_grad, _written_through_a_detached_alias)
 PROGRAMS = {fn.__name__[1:]: fn for fn in (_input, _view_then_base, _base_then_view, _intermediate, _swap,
                                            _copy_from_input, _twice_same_value, _returns_old_contents,
-                                           _returns_written_value)}  # fmt: skip
+                                           _returns_written_value, *UNRECORDED_WRITES)}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -118,6 +133,20 @@ def test_each_pass_keeps_meaning_and_form(name):
         kinds = [b.sym is Prim.COPY_TO for i, b in enumerate(t.bsyms) if i not in returned_views]
         assert kinds == sorted(kinds), "write-backs come last, but for the returned views of written inputs"
         assert len({b.args[1].name for b in t.bsyms if b.sym is Prim.COPY_TO}) == count_writebacks(t)
+
+
+# NOTE: under no_grad, `z[1:]` is the slice and its detached alias (the view made there): each of
+# the three takes a marker, and so does `x`; through `z.detach()[0]` only `z` keeps a history
+@pytest.mark.parametrize("fn, changed", zip(UNRECORDED_WRITES, (4, 1)), ids=["no_grad", "detached_alias"])
+def test_a_write_autograd_does_not_record_keeps_the_written_tensors_history(fn, changed):
+    """Each tensor with a history that such a write changes (the view written, its base) takes its
+    new value through `updated_without_grad`, whose gradient goes to its old contents; the
+    write-back writes the value alone."""
+    trace = functionalize(_traced(fn, torch.randn(4, 4), torch.randn(4, 4))[0])
+    markers = [b for b in trace.bsyms if b.sym is Prim.UPDATED_WITHOUT_GRAD]
+    assert len(markers) == changed
+    written = {b.args[0].name for b in trace.bsyms if b.sym is Prim.COPY_TO}
+    assert written.isdisjoint(b.output.name for b in markers)
 
 
 def test_functionalize_leaves_pure_traces_alone():
