@@ -22,10 +22,12 @@ how often each verdict came, the detection rate per effect and the false-positiv
 On one GPU for a few minutes (`--budget`, an ETA after every round, the progress in `--log`):
 
     python -m scripts.compare_power --device cuda --kinds AB --tries 1 --replicas 20 --effects 1.05 \
-        --extra-prims 0 --variants eager --budget 450 --log power_gpu.log
+        --extra-prims 0 --variants eager --compare-args=--no-segments --budget 450 --log power_gpu.log
 
 one comparison A against B whose 20 `grow_105` rows are the A/B trials and whose 20 `steady` rows,
-the same code on both sides, the A/A ones (`unchanged rows flagged in A/B comparisons`).
+the same code on both sides, the A/A ones (`unchanged rows flagged in A/B comparisons`); eager
+runs no fusion, so the first round has no nvFuser kernels to profile (`--no-segments`). Flags of
+compare that start with dashes go as `--compare-args=...`.
 
 `--replicas R` declares every case R times (`steady_r0`, `steady_r1`, ...): one comparison then
 holds R trials of each effect, where a fresh process per trial costs too much (a GPU host's CUDA

@@ -44,7 +44,8 @@ class StudyClock:
     budget: float | None = None
     log: TextIO | None = None
     started: float = field(default_factory=time.perf_counter)
-    side_runs: list[float] = field(default_factory=list)
+    side_runs: list[float] = field(default_factory=list)  # seconds of each planned round's run of a side
+    follow_up_runs: list[float] = field(default_factory=list)  # follow-ups select a few rows: shorter
     finished: int = 0  # comparisons done
 
     def say(self, line: str) -> None:
@@ -62,7 +63,7 @@ class StudyClock:
         return None if self.budget is None else self.budget - self.elapsed()
 
     def pace(self) -> float | None:
-        """Mean seconds of one side's run so far (None before the first)."""
+        """Mean seconds of one side's run of a planned round so far (None before the first)."""
         return sum(self.side_runs) / len(self.side_runs) if self.side_runs else None
 
     def planned_left(self, planned_runs_done: int) -> float | None:
@@ -115,9 +116,10 @@ def run_comparison(command: Sequence[str], env: dict[str, str], clock: StudyCloc
             match = _DONE.search(line)
             if match is None:
                 continue
-            clock.side_runs.append(float(match.group(5)))
+            follow_up = match.group(1) is not None
+            (clock.follow_up_runs if follow_up else clock.side_runs).append(float(match.group(5)))
             sides_done += 1
-            planned_done += match.group(1) is None
+            planned_done += not follow_up
             if sides_done % 2 == 0:
                 clock.say(_eta_line(clock, label, match, planned_done))
         returncode = process.wait()
@@ -135,10 +137,13 @@ def _eta_line(clock: StudyClock, label: str, match: re.Match, planned_done: int)
     kind = "follow-up round" if match.group(1) else "round"
     planned = clock.planned_left(planned_done) or 0.0
     budget = f"; budget left {format_duration(clock.left() or 0)}" if clock.budget is not None else ""
+    pace = f"{clock.pace():.1f} s" if clock.side_runs else "?"
+    follow_ups = sum(clock.follow_up_runs)
+    spent = f", {format_duration(follow_ups)} spent on follow-ups so far" if follow_ups else ""
     return (
         f"power study: {label} {kind} {match.group(2)}/{match.group(3)} done at {format_duration(clock.elapsed())}; "
-        f"a side's run takes {clock.pace():.1f} s; ETA {format_duration(planned)} for the planned rounds left "
-        f"(follow-ups of noisy rows on top){budget}"
+        f"a side's planned run takes {pace}; ETA {format_duration(planned)} for the planned rounds left "
+        f"(follow-ups of noisy rows on top{spent}){budget}"
     )
 
 

@@ -117,6 +117,8 @@ signal.signal(signal.SIGINT, stop)
 for r in (1, 2):
     for side in ("A", "B"):
         print(f"fusebench compare: round {r}/6: {side} done in 2.0 s: 3 measurements", file=sys.stderr, flush=True)
+for side in ("A", "B"):
+    print(f"fusebench compare: follow-up round 7/12: {side} done in 0.5 s: 1 measurements", file=sys.stderr)
 time.sleep(60)
 """
 
@@ -135,7 +137,11 @@ def test_a_comparison_reports_its_pace_and_is_interrupted_when_the_budget_runs_o
     assert "round 2/6: B done in 2.0 s" in text  # forwarded as it came
     # after round 2 of 6: 8 planned runs left in this comparison and 12 in the next, 2 s each
     assert "power study: A/B 1 of 1 round 2/6 done at " in text and "ETA 40 s for the planned rounds left" in text
-    assert clock.side_runs == [2.0] * 4 and not clock.can_start_another()
+    assert clock.side_runs == [2.0] * 4 and clock.follow_up_runs == [0.5] * 2 and not clock.can_start_another()
+    assert (
+        "follow-up round 7/12 done at " in text and "ETA 40 s for the planned rounds left (follow-ups of noisy" in text
+    )
+    assert "1 s spent on follow-ups so far" in text
 
 
 def test_the_study_starts_no_comparison_that_its_pace_says_would_not_fit(
