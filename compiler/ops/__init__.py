@@ -42,6 +42,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     sorting,
     special,
     tensor_literal,
+    window_pooling,
 )
 from compiler.ops.registry import OPS, Op, dispatch, register, resolve, torch_name
 

@@ -47,6 +47,9 @@ from tests.support.opinfo import (
     numeric_compositions as opinfo_numeric_compositions,
 )
 from tests.support.opinfo import (
+    pooling as opinfo_pooling,
+)
+from tests.support.opinfo import (
     scatter as opinfo_scatter,
 )
 from tests.support.opinfo import (
@@ -80,6 +83,7 @@ CASES = (
     + opinfo_special.CASES
     + opinfo_activations.CASES
     + opinfo_zoo.CASES
+    + opinfo_pooling.CASES
 )
 
 # Registered torch callables that no sample reaches, each with the reason. Keep it short.
