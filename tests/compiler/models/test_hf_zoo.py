@@ -29,8 +29,9 @@ GRADIENT_TOLERANCE = 1e-3  # ||g - g_eager|| / max(||g_eager||, floor)
 # NOTE: some gradients are zero in exact arithmetic (attention's key bias: it adds one constant to a
 # query's scores, which softmax ignores), so eager's own are rounding noise that no two summation
 # orders reproduce; the floor, this fraction of the model's largest gradient norm, compares those
-# by their size next to the others instead.
-GRADIENT_NORM_FLOOR = 1e-5
+# by their size next to the others instead: with the tolerance, at about float32's epsilon times
+# the largest gradient (Funnel's key biases are such zeros).
+GRADIENT_NORM_FLOOR = 1e-4
 
 
 def _build(zoo: Architecture) -> torch.nn.Module:
