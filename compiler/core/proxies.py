@@ -135,6 +135,9 @@ class TensorProxy(Proxy):
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
 
+    # NOTE: a traced tensor is a dense one (nn.MultiheadAttention asks before its slow path)
+    is_nested = False
+
     @property
     def T(self) -> TensorProxy:
         return _dispatch(torch.Tensor.permute, self, *reversed(range(self.ndim)))

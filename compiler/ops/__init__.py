@@ -27,6 +27,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     linalg,
     losses,
     masks,
+    multi_head_attention,
     nn,
     norms,
     numeric_compositions,

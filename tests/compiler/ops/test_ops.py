@@ -92,7 +92,10 @@ NOT_EXERCISED: dict[str, str] = {
     name: _DATA_DEPENDENT
     for fn in ("nonzero", "argwhere", "masked_select", "unique")
     for name in (f"torch.{fn}", f"torch.Tensor.{fn}")
-} | {"torch.Tensor.cuda": "copies to a GPU: test_devices.py checks it on CUDA"}
+} | {
+    "torch.Tensor.cuda": "copies to a GPU: test_devices.py checks it on CUDA",
+    "torch.nn.functional.multi_head_attention_forward": "a module's worth of weights: test_multi_head_attention.py",
+}
 
 
 def _id(case: Any, dtype: torch.dtype) -> str:
