@@ -1,5 +1,6 @@
-"""Random ops: dropout, randn, rand and their *_like forms, drawing from torch's default generator
-as eager PyTorch does.
+"""Random ops: dropout, randn, rand and their *_like forms, and the in-place draws `Tensor.uniform_`,
+`normal_` and `exponential_` (a router's jitter), drawing from torch's default generator as eager
+PyTorch does.
 
 `prims.dropout_noise` makes the tensor eager dropout multiplies by (0 with probability p, else
 1 / (1 - p)) with the same generator calls, so under the same seed a compiled program drops the
@@ -102,3 +103,46 @@ def _draw(name: str, distribution: str) -> None:
 
 _draw("randn", "normal")
 _draw("rand", "uniform")
+
+
+def _draw_into(name: str, input: TensorProxy, distribution: str, generator: Any) -> TensorProxy:
+    check(
+        isinstance(input, TensorProxy),
+        lambda: f"{name}: expected a tensor, got {type(input).__name__}{called_at()}",
+        TypeError,
+    )
+    return _random_values(name, distribution, list(input.shape), input.dtype, input.device, generator)
+
+
+# NOTE: each in-place draw is the out-of-place draw eager's kernel makes (the same generator calls),
+# scaled and shifted: eager scales inside its kernel, within a rounding of this.
+@register("torch.Tensor.uniform_")
+def uniform_(input: TensorProxy, from_: float = 0.0, to: float = 1.0, *, generator: Any = None) -> TensorProxy:
+    """`input` overwritten with values drawn uniformly from [from_, to)."""
+    values = _draw_into("Tensor.uniform_", input, "uniform", generator)
+    if (from_, to) != (0.0, 1.0):
+        values = prims.add(prims.mul(values, to - from_), from_)
+    return write(input, values, "Tensor.uniform_")
+
+
+@register("torch.Tensor.normal_")
+def normal_(input: TensorProxy, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> TensorProxy:
+    """`input` overwritten with normally distributed values of this mean and standard deviation."""
+    values = _draw_into("Tensor.normal_", input, "normal", generator)
+    if (mean, std) != (0.0, 1.0):
+        values = prims.add(prims.mul(values, std), mean)
+    return write(input, values, "Tensor.normal_")
+
+
+@register("torch.Tensor.exponential_")
+def exponential_(input: TensorProxy, lambd: float = 1.0, *, generator: Any = None) -> TensorProxy:
+    """`input` overwritten with exponentially distributed values of rate `lambd`."""
+    check(
+        isinstance(lambd, (int, float)) and lambd > 0,
+        lambda: f"Tensor.exponential_: lambd must be a positive number, got {lambd!r}{called_at()}",
+        RuntimeError,
+    )
+    values = _draw_into("Tensor.exponential_", input, "exponential", generator)
+    if lambd != 1.0:
+        values = prims.div(values, lambd)
+    return write(input, values, "Tensor.exponential_")

@@ -75,6 +75,10 @@ class Architecture:
     known_failures: dict[str, str] = field(default_factory=dict)
     # a mixture of experts: each token goes to its top-k experts, chosen from computed router logits
     routes_tokens: bool = False
+    # called with the tokenizer's attention_mask, as its model card calls it: under compilation
+    # (torch.compiler.is_compiling()) transformers builds no default mask for these (LongT5's local
+    # attention, SwitchTransformers' encoder) and indexes None
+    attention_mask: bool = False
 
     def build_config(self, dims: Dims) -> Any:
         """The config at these sizes, dropout off."""

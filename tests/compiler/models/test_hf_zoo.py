@@ -105,8 +105,14 @@ def test_matches_eager(zoo: Architecture, entry: str, mode: str) -> None:
     model = copy.deepcopy(eager)
     compiled = _compile(model, entry)
     inputs = {k: v.to(DEVICE) for k, v in INPUTS[zoo.kind](torch.Generator().manual_seed(1), training).items()}
+    if zoo.attention_mask:
+        inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
     with torch.set_grad_enabled(training):
+        # NOTE: the same seed before each call: a model that draws random numbers (ViT-MAE's masking,
+        # a router's jitter in training) draws the same ones compiled, as the compiler draws as eager
+        torch.manual_seed(3)
         output = compiled(**copy.deepcopy(inputs))
+        torch.manual_seed(3)
         expected = eager(**inputs)
     _assert_tree_close(output, expected, zoo.name)
     cache_key = next((key for key in ("cache", "past_key_values") if expected.get(key) is not None), None)

@@ -95,6 +95,10 @@ NOT_EXERCISED: dict[str, str] = {
 } | {
     "torch.Tensor.cuda": "copies to a GPU: test_devices.py checks it on CUDA",
     "torch.nn.functional.multi_head_attention_forward": "a module's worth of weights: test_multi_head_attention.py",
+    **{
+        f"torch.Tensor.{name}_": "random draws, compared with eager's under one seed in test_random_values.py"
+        for name in ("uniform", "normal", "exponential")
+    },
 }
 
 
