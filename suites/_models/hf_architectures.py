@@ -288,6 +288,13 @@ ZOO: tuple[Architecture, ...] = (
     Architecture("m2m_100", "M2M100Config", "M2M100ForConditionalGeneration", SEQ2SEQ, _bart_like),
     Architecture("longt5", "LongT5Config", "LongT5ForConditionalGeneration", SEQ2SEQ,
                  lambda d: {**_t5_like(d), "local_radius": d.window}, attention_mask=True),
+    # NOTE: Longformer attention decides its global attention with `.item()` on the input: jit refuses
+    # it with one line; the dynamo backend runs it with that graph break (and what it cannot trace) eagerly
+    Architecture("led", "LEDConfig", "LEDForConditionalGeneration", SEQ2SEQ, lambda d: {
+        **{k: v for k, v in _bart_like(d).items() if k != "max_position_embeddings"},
+        "max_encoder_position_embeddings": d.positions, "max_decoder_position_embeddings": d.positions,
+        "attention_window": [d.window * 2] * _half(d)},
+        known_failures={"jit": "tensor.item() decides the control flow (global attention): refused with one line"}),
     Architecture("whisper", "WhisperConfig", "WhisperForConditionalGeneration", SPEECH, lambda d: {
         **{k: v for k, v in _bart_like(d).items() if k not in ("max_position_embeddings", "forced_eos_token_id")},
         "num_mel_bins": d.mel_bins, "max_source_positions": d.frames // 2, "max_target_positions": d.positions,
