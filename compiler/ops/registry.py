@@ -27,6 +27,7 @@ from compiler import prims
 from compiler.core import ir
 from compiler.core.errors import TracingError, called_at, check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol
+from compiler.ops import known_values
 from compiler.ops.writes import write_out
 from compiler.prims import GUARDS, Prim
 
@@ -165,6 +166,7 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
     with context.scope() as recorded:
         output = op.impl(*args, **kwargs)
     recorded = _hoist_scalar_work(context, recorded)
+    known_values.after_op(fn, args, kwargs, output, recorded)
     if recorded:
         defined = {id(p) for bsym in recorded for p in _defined(bsym)}
         outputs = list(ir.proxies_in(output))

@@ -259,6 +259,9 @@ ZOO: tuple[Architecture, ...] = (
                  lambda d: _bert_like(d, max_position_embeddings=d.positions + 2, pad_token_id=1)),
     Architecture("deberta_v2", "DebertaV2Config", "DebertaV2ForMaskedLM", MASKED, lambda d: _bert_like(
         d, relative_attention=True, position_buckets=8, pos_att_type=["p2c", "c2p"])),
+    # its attention span is a torch.tensor of sizes, used as a slice bound
+    Architecture("deberta", "DebertaConfig", "DebertaForMaskedLM", MASKED, lambda d: _bert_like(
+        d, relative_attention=True, pos_att_type=["p2c", "c2p"])),
     Architecture("distilbert", "DistilBertConfig", "DistilBertForMaskedLM", MASKED, lambda d: {
         "n_layers": d.layers, "n_heads": d.heads, "dim": d.hidden, "hidden_dim": d.ffn, "vocab_size": d.vocabulary,
         "max_position_embeddings": d.positions, "pad_token_id": 2}),
