@@ -71,8 +71,11 @@ def after_op(fn: Callable, args: tuple, kwargs: dict, output: Any, recorded: lis
         return
     if any(not isinstance(p, TensorProxy) or not _small(p) for p in outputs) or _draws(recorded):
         return
-    with torch._C.DisableTorchFunction():  # NOTE: the tracing mode would take real tensors for stray ones
-        values = fn(*_substituted(args), **_substituted(kwargs))
+    try:
+        with torch._C.DisableTorchFunction():  # NOTE: the tracing mode would take real tensors for stray ones
+            values = fn(*_substituted(args), **_substituted(kwargs))
+    except Exception:  # NOTE: the op was traced; where eager cannot evaluate it here, its value stays unknown
+        return
     flat = [v for v in _leaves(values) if isinstance(v, torch.Tensor)]
     if len(flat) == len(outputs):
         for proxy, value in zip(outputs, flat):

@@ -253,7 +253,9 @@ def _dispatch_out(op: Op, fn: Any, args: tuple, kwargs: dict) -> Any:
     with context.scope() as recorded:
         result = dispatch(fn, args, functional_kwargs)
         out = write_out(kwargs["out"], result, f"{op.name}(out=...)")
-    context.record(BoundSymbol(op.symbol, args, kwargs, None, tuple(_hoist_scalar_work(context, recorded))))
+    recorded = _hoist_scalar_work(context, recorded)
+    known_values.after_op(fn, args, kwargs, out, recorded)  # the write into `out` forgets its value
+    context.record(BoundSymbol(op.symbol, args, kwargs, None, tuple(recorded)))
     return out
 
 

@@ -39,12 +39,18 @@ def _written_through_a_view(x: torch.Tensor) -> torch.Tensor:
     return x[: int(bounds[0])]
 
 
+def _written_as_out(x: torch.Tensor) -> torch.Tensor:
+    bounds = torch.tensor([1, 3])
+    torch.add(bounds, 1, out=bounds)
+    return x[: int(bounds[0])]
+
+
 def _drawn(x: torch.Tensor) -> torch.Tensor:
     noise = torch.rand_like(torch.tensor([1.0, 2.0]))  # its values are drawn when the program runs
     return x[: int(noise[0] * 3)]
 
 
-@pytest.mark.parametrize("fn", [_written_through_a_view, _drawn], ids=["written", "random"])
+@pytest.mark.parametrize("fn", [_written_through_a_view, _written_as_out, _drawn], ids=["written", "out", "random"])
 def test_a_value_that_may_change_is_refused_in_one_line(fn) -> None:
     with pytest.raises(TracingError) as raised:
         compiler.jit(fn)(torch.randn(4, 3))
