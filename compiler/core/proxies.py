@@ -48,6 +48,8 @@ class Hooks:
 
     dispatch: Callable[[Callable, tuple, dict], Any] | None = None  # (torch fn, args, kwargs) -> result
     bind_prim: Callable[..., Any] | None = None  # (prim name, *args) -> result
+    # a tensor proxy's value where it is known while tracing (compiler.ops.known_values), else None
+    known_value: Callable[[Any], Any] | None = None
 
 
 HOOKS = Hooks()
@@ -135,6 +137,9 @@ class TensorProxy(Proxy):
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
 
+    # NOTE: a traced tensor is a dense one (nn.MultiheadAttention asks before its slow path)
+    is_nested = False
+
     @property
     def T(self) -> TensorProxy:
         return _dispatch(torch.Tensor.permute, self, *reversed(range(self.ndim)))
@@ -152,23 +157,30 @@ class TensorProxy(Proxy):
         return (self[i] for i in range(len(self)))
 
     # values that tracing cannot know ---------------------------------------------------------
+    def _known(self, what: str) -> Any:
+        """The value while tracing, where it is known (a constant of the trace), else the error."""
+        value = HOOKS.known_value(self) if HOOKS.known_value is not None else None
+        if value is None:
+            raise _value_error(what)
+        return value
+
     def __bool__(self) -> bool:
-        raise _value_error("bool(tensor) (an `if` or `while` on a tensor)")
+        return bool(self._known("bool(tensor) (an `if` or `while` on a tensor)"))
 
     def __int__(self) -> int:
-        raise _value_error("int(tensor)")
+        return int(self._known("int(tensor)"))
 
     def __float__(self) -> float:
-        raise _value_error("float(tensor)")
+        return float(self._known("float(tensor)"))
 
     def __index__(self) -> int:
-        raise _value_error("using a tensor as an index")
+        return self._known("using a tensor as an index").__index__()
 
     def item(self) -> Any:
-        raise _value_error("tensor.item()")
+        return self._known("tensor.item()").item()
 
     def tolist(self) -> Any:
-        raise _value_error("tensor.tolist()")
+        return self._known("tensor.tolist()").tolist()
 
     def numpy(self) -> Any:
         raise _value_error("tensor.numpy()")

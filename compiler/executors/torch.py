@@ -163,8 +163,10 @@ def dropout_noise(shape: Sequence[int], p: float, dtype: torch.dtype, device: to
 
 
 def random_values(shape: Sequence[int], distribution: str, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """torch.randn / torch.rand values: the same generator calls as eager makes, so a seeded program
-    draws the same numbers compiled as eager."""
+    """torch.randn / torch.rand / Tensor.exponential_ values: the same generator calls as eager makes,
+    so a seeded program draws the same numbers compiled as eager."""
+    if distribution == "exponential":
+        return torch.empty(shape, dtype=dtype, device=device).exponential_()
     draw = torch.randn if distribution == "normal" else torch.rand
     return draw(shape, dtype=dtype, device=device)
 

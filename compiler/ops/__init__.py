@@ -27,6 +27,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     linalg,
     losses,
     masks,
+    multi_head_attention,
     nn,
     norms,
     numeric_compositions,
@@ -42,6 +43,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     sorting,
     special,
     tensor_literal,
+    window_pooling,
 )
 from compiler.ops.registry import OPS, Op, dispatch, register, resolve, torch_name
 

@@ -90,7 +90,7 @@ for _name, _dunders in (
     _inplace(_name, getattr(torch.Tensor, _name), dunders=_dunders)
 
 for _name in (
-    "clamp", "clamp_min", "clamp_max", "sqrt", "rsqrt", "neg", "exp", "exp2", "log", "log1p", "abs",
+    "clamp", "clamp_min", "clamp_max", "sqrt", "rsqrt", "neg", "exp", "exp2", "expm1", "log", "log1p", "abs",
     "relu", "sigmoid", "tanh", "sin", "cos", "erf", "reciprocal", "floor", "ceil", "trunc", "logit", "xlogy",
 ):  # fmt: skip
     _inplace(_name, getattr(torch.Tensor, _name), function=True)

@@ -1,5 +1,6 @@
-"""Random ops: dropout, randn, rand and their *_like forms, drawing from torch's default generator
-as eager PyTorch does.
+"""Random ops: dropout, randn, rand and their *_like forms, and the in-place draws `Tensor.uniform_`,
+`normal_` and `exponential_` (a router's jitter), drawing from torch's default generator as eager
+PyTorch does.
 
 `prims.dropout_noise` makes the tensor eager dropout multiplies by (0 with probability p, else
 1 / (1 - p)) with the same generator calls, so under the same seed a compiled program drops the
@@ -9,6 +10,7 @@ as in eager); with p = 1 it multiplies by zero.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -18,7 +20,7 @@ from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
 from compiler.ops.factory import _check_factory_kwargs, _device, size_arguments
-from compiler.ops.operands import elementwise
+from compiler.ops.operands import elementwise, to_dtype
 from compiler.ops.registry import register
 from compiler.ops.shape import _sizes
 from compiler.ops.writes import write
@@ -102,3 +104,47 @@ def _draw(name: str, distribution: str) -> None:
 
 _draw("randn", "normal")
 _draw("rand", "uniform")
+
+
+def _draw_into(name: str, input: TensorProxy, distribution: str, generator: Any, scale: Callable | None) -> TensorProxy:
+    """Eager's draw for `input` (the same generator calls), through `scale`: bf16/f16 are drawn and
+    scaled in float32 and rounded once, as eager's kernels scale before they round."""
+    check(
+        isinstance(input, TensorProxy),
+        lambda: f"{name}: expected a tensor, got {type(input).__name__}{called_at()}",
+        TypeError,
+    )
+    dtype = input.dtype
+    if scale is not None and dtype in (torch.bfloat16, torch.float16):
+        dtype = torch.float32
+    values = _random_values(name, distribution, list(input.shape), dtype, input.device, generator)
+    return values if scale is None else to_dtype(scale(values), input.dtype)
+
+
+# NOTE: each in-place draw is the out-of-place draw eager's kernel makes (the same generator calls),
+# scaled and shifted: eager scales inside its kernel, within a rounding of this.
+@register("torch.Tensor.uniform_")
+def uniform_(input: TensorProxy, from_: float = 0.0, to: float = 1.0, *, generator: Any = None) -> TensorProxy:
+    """`input` overwritten with values drawn uniformly from [from_, to)."""
+    scale = None if (from_, to) == (0.0, 1.0) else lambda u: prims.add(prims.mul(u, to - from_), from_)
+    return write(input, _draw_into("Tensor.uniform_", input, "uniform", generator, scale), "Tensor.uniform_")
+
+
+@register("torch.Tensor.normal_")
+def normal_(input: TensorProxy, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> TensorProxy:
+    """`input` overwritten with normally distributed values of this mean and standard deviation."""
+    scale = None if (mean, std) == (0.0, 1.0) else lambda z: prims.add(prims.mul(z, std), mean)
+    return write(input, _draw_into("Tensor.normal_", input, "normal", generator, scale), "Tensor.normal_")
+
+
+@register("torch.Tensor.exponential_")
+def exponential_(input: TensorProxy, lambd: float = 1.0, *, generator: Any = None) -> TensorProxy:
+    """`input` overwritten with exponentially distributed values of rate `lambd`."""
+    check(
+        isinstance(lambd, (int, float)) and lambd > 0,
+        lambda: f"Tensor.exponential_: lambd must be a positive number, got {lambd!r}{called_at()}",
+        RuntimeError,
+    )
+    scale = None if lambd == 1.0 else lambda e: prims.div(e, lambd)
+    values = _draw_into("Tensor.exponential_", input, "exponential", generator, scale)
+    return write(input, values, "Tensor.exponential_")

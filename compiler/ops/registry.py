@@ -26,6 +26,7 @@ from compiler import prims
 from compiler.core import ir
 from compiler.core.errors import TracingError, called_at, check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol
+from compiler.ops import known_values
 from compiler.ops.program_grad import grad_off_by_program
 from compiler.ops.writes import write_out
 from compiler.prims import GUARDS, Prim
@@ -165,6 +166,7 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
     with context.scope() as recorded:
         output = op.impl(*args, **kwargs)
     recorded = _hoist_scalar_work(context, recorded)
+    known_values.after_op(fn, args, kwargs, output, recorded)
     if recorded:
         defined = {id(p) for bsym in recorded for p in _defined(bsym)}
         outputs = list(ir.proxies_in(output))
@@ -234,7 +236,9 @@ def _dispatch_out(op: Op, fn: Any, args: tuple, kwargs: dict) -> Any:
     with context.scope() as recorded:
         result = dispatch(fn, args, functional_kwargs)
         out = write_out(kwargs["out"], result, f"{op.name}(out=...)")
-    context.record(BoundSymbol(op.symbol, args, kwargs, None, tuple(_hoist_scalar_work(context, recorded))))
+    recorded = _hoist_scalar_work(context, recorded)
+    known_values.after_op(fn, args, kwargs, out, recorded)  # the write into `out` forgets its value
+    context.record(BoundSymbol(op.symbol, args, kwargs, None, tuple(recorded)))
     return out
 
 

@@ -6,12 +6,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy, size_product
+from compiler.ops.aliasing import fresh_copy, set_memory_format
 from compiler.ops.operands import canonical_dim
 from compiler.ops.registry import register
 from compiler.ops.shape import _sizes, expand, reshape
+
+
+def _contiguous_copy(broadcast: TensorProxy) -> TensorProxy:
+    """A new row-major tensor, as eager's repeats return (not a view of the input's broadcast)."""
+    out = fresh_copy(broadcast)
+    set_memory_format(out, broadcast, torch.contiguous_format)
+    return out
 
 
 @register("torch.repeat_interleave", "torch.Tensor.repeat_interleave")
@@ -32,7 +42,7 @@ def repeat_interleave(input: TensorProxy, repeats: Any, dim: int | None = None, 
     shape = list(input.shape)
     expanded = shape[: d + 1] + [repeats] + shape[d + 1 :]
     dims = [i for i in range(len(expanded)) if i != d + 1]
-    out = prims.broadcast_in_dim(input, expanded, dims)
+    out = _contiguous_copy(prims.broadcast_in_dim(input, expanded, dims))
     return prims.reshape(out, shape[:d] + [shape[d] * repeats] + shape[d + 1 :])
 
 
@@ -49,7 +59,7 @@ def repeat(input: TensorProxy, *sizes: Any) -> Any:
     # tiled as [r0, s0, r1, s1, ...] then merged pairwise: copies of the whole tensor, not of elements
     expanded = [x for r, s in zip(reps, shape) for x in (r, s)]
     out = prims.broadcast_in_dim(input, expanded, list(range(len(expanded) - 2 * input.ndim + 1, len(expanded), 2)))
-    return prims.reshape(out, [r * s for r, s in zip(reps, shape)])
+    return prims.reshape(_contiguous_copy(out), [r * s for r, s in zip(reps, shape)])
 
 
 @register("torch.meshgrid")

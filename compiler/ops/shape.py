@@ -7,6 +7,7 @@ them as Python numbers, so every comparison they need becomes a guard in the pro
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -331,6 +332,8 @@ def _clamp_bound(value: Any, size: Any, default: Any) -> Any:
     """A Python slice bound normalised to [0, size] (negative values count from the end)."""
     if value is None:
         return default
+    if isinstance(value, TensorProxy):
+        value = operator.index(value)  # a tensor whose value is known while tracing (ops/known_values.py)
     if isinstance(value, int) and isinstance(size, int):
         value = value + size if value < 0 else value
         return min(max(value, 0), size)

@@ -1,6 +1,6 @@
-"""Special elementwise functions: atan2, erfinv, hypot, logit, xlogy and logaddexp.
+"""Special elementwise functions: atan2, erfinv, hypot, logit, xlogy, logaddexp and expm1.
 
-atan2 and erfinv are prims (nvFuser has both ops); hypot, logit, xlogy and logaddexp are written with prims
+atan2 and erfinv are prims (nvFuser has both ops); hypot, logit, xlogy, logaddexp and expm1 are written with prims
 so that their values at the special points (0, +-inf, NaN) and their gradients are eager's. Integer
 and bool inputs give the default float dtype as in eager; each computes in its float compute dtype
 (bf16/f16 in float32) and rounds once. The in-place forms (`atan2_`, `logit_`, ...) are in inplace.py.
@@ -167,3 +167,22 @@ def logaddexp(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any
         TypeError,
     )
     return elementwise(_logaddexp, input, other)
+
+
+def _expm1(x: Any) -> Any:
+    # NOTE: exp(x) - 1 loses the digits of small x; tanh(x / 2) * (exp(x) + 1) is the same value with
+    # tanh's relative accuracy near 0. Farther out exp(x) - 1 is as accurate, and its gradient stays
+    # exp(x) where exp overflows (the product's would be 0 * inf); the product reads x only near 0,
+    # so its gradient is finite where the where drops it.
+    small = prims.lt(prims.abs(x), 0.5)
+    near_zero = prims.where(small, x, 0.0)
+    product = prims.mul(prims.tanh(prims.mul(near_zero, 0.5)), prims.add(prims.exp(near_zero), 1.0))
+    return prims.where(small, product, prims.sub(prims.exp(x), 1.0))
+
+
+@register("torch.expm1", "torch.special.expm1", "torch.Tensor.expm1")
+def expm1(input: TensorProxy, *, out: Any = None) -> Any:
+    """exp(input) - 1, accurate for small inputs (XIELU's activation)."""
+    check_no_out("torch.expm1", out)
+    _tensors_only("torch.expm1", input)
+    return elementwise(_expm1, input, promotion=Promotion.INT_TO_FLOAT)

@@ -18,7 +18,7 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy
-from compiler.ops import aliasing
+from compiler.ops import aliasing, known_values
 from compiler.ops.operands import to_dtype
 from compiler.ops.registry import register
 
@@ -93,10 +93,14 @@ def _built(data: Any, dtype: Any, device: Any, name: str) -> TensorProxy:
     # NOTE: compared by repr, not ==: -0.0 == 0.0 and nan != nan, but a `full` must repeat one value
     if len(concrete) == len(leaves) and len({repr(v) for v in concrete}) <= 1:
         value = dtypes.python_type(dtype)(concrete[0]) if concrete else dtypes.python_type(dtype)(0)
-        return prims.full(shape, value, dtype, device)
-    elements = [_element(leaf, dtype, device) for leaf in leaves]
-    flat = elements[0] if len(elements) == 1 else prims.cat(elements, 0)
-    return flat if len(shape) == 1 else prims.reshape(flat, shape)
+        built = prims.full(shape, value, dtype, device)
+    else:
+        elements = [_element(leaf, dtype, device) for leaf in leaves]
+        flat = elements[0] if len(elements) == 1 else prims.cat(elements, 0)
+        built = flat if len(shape) == 1 else prims.reshape(flat, shape)
+    if len(concrete) == len(leaves):  # Python numbers only: a value known while tracing
+        known_values.remember(built, torch.tensor(concrete, dtype=dtype).reshape(shape))
+    return built
 
 
 def _check_kwargs(name: str, requires_grad: bool, pin_memory: bool) -> None:

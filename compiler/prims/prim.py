@@ -128,8 +128,9 @@ class Prim(enum.Enum):
     IOTA = "iota"
     # random: `dropout_noise(shape, p, dtype, device)` draws from torch's default generator
     DROPOUT_NOISE = "dropout_noise"
-    # random: `random_values(shape, distribution, dtype, device)`, "normal" (torch.randn) or
-    # "uniform" (torch.rand) values drawn from torch's default generator
+    # random: `random_values(shape, distribution, dtype, device)`, "normal" (torch.randn),
+    # "uniform" (torch.rand) or "exponential" (Tensor.exponential_, rate 1) values drawn from
+    # torch's default generator
     RANDOM_VALUES = "random_values"
     # a copy of a tensor with a strided region replaced (the functional form of writing a slice)
     SLICE_UPDATE = "slice_update"
@@ -183,7 +184,7 @@ LIBRARY = frozenset({Prim.CONVOLUTION, Prim.CONVOLUTION_BACKWARD, Prim.GROUPED_M
 FACTORIES = frozenset({Prim.FULL, Prim.EMPTY, Prim.IOTA, Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES})
 # Prims whose every call draws new random numbers: never merged, never recomputed, kept in order.
 RANDOM = frozenset({Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES})
-DISTRIBUTIONS = ("normal", "uniform")  # of prims.random_values: torch.randn's, torch.rand's
+DISTRIBUTIONS = ("normal", "uniform", "exponential")  # of prims.random_values: randn's, rand's, exponential_'s
 SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")  # prims.scatter_reduce's `reduce`
 GUARDS = frozenset(
     {Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE, Prim.CHECK_STRIDES, Prim.CHECK_ALIASING,

@@ -75,6 +75,10 @@ class Architecture:
     known_failures: dict[str, str] = field(default_factory=dict)
     # a mixture of experts: each token goes to its top-k experts, chosen from computed router logits
     routes_tokens: bool = False
+    # called with the tokenizer's attention_mask, as its model card calls it: under compilation
+    # (torch.compiler.is_compiling()) transformers builds no default mask for these (LongT5's local
+    # attention, SwitchTransformers' encoder) and indexes None
+    attention_mask: bool = False
 
     def build_config(self, dims: Dims) -> Any:
         """The config at these sizes, dropout off."""
@@ -244,6 +248,7 @@ ZOO: tuple[Architecture, ...] = (
     Architecture("bamba", "BambaConfig", "BambaForCausalLM", CAUSAL, lambda d: _llama_like(
         d, mamba_n_heads=d.heads, mamba_d_head=2 * d.hidden // d.heads, mamba_n_groups=1, mamba_d_state=8,
         mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=d.window, attn_layer_indices=[1])),
+    Architecture("apertus", "ApertusConfig", "ApertusForCausalLM", CAUSAL, _llama_like),  # XIELU: expm1
     Architecture("mamba2", "Mamba2Config", "Mamba2ForCausalLM", CAUSAL, lambda d: {
         "num_hidden_layers": d.layers, "hidden_size": d.hidden, "num_heads": d.heads,
         "head_dim": 2 * d.hidden // d.heads, "state_size": 8, "expand": 2, "n_groups": 1, "chunk_size": d.window,
@@ -254,6 +259,9 @@ ZOO: tuple[Architecture, ...] = (
                  lambda d: _bert_like(d, max_position_embeddings=d.positions + 2, pad_token_id=1)),
     Architecture("deberta_v2", "DebertaV2Config", "DebertaV2ForMaskedLM", MASKED, lambda d: _bert_like(
         d, relative_attention=True, position_buckets=8, pos_att_type=["p2c", "c2p"])),
+    # its attention span is a torch.tensor of sizes, used as a slice bound
+    Architecture("deberta", "DebertaConfig", "DebertaForMaskedLM", MASKED, lambda d: _bert_like(
+        d, relative_attention=True, pos_att_type=["p2c", "c2p"])),
     Architecture("distilbert", "DistilBertConfig", "DistilBertForMaskedLM", MASKED, lambda d: {
         "n_layers": d.layers, "n_heads": d.heads, "dim": d.hidden, "hidden_dim": d.ffn, "vocab_size": d.vocabulary,
         "max_position_embeddings": d.positions, "pad_token_id": 2}),
@@ -269,6 +277,10 @@ ZOO: tuple[Architecture, ...] = (
                  lambda d: _bert_like(d, max_position_embeddings=d.positions + 2, pad_token_id=1)),
     Architecture("mpnet", "MPNetConfig", "MPNetForMaskedLM", MASKED,
                  lambda d: _bert_like(d, max_position_embeddings=d.positions + 2, pad_token_id=1)),
+    # pools its sequence between blocks (avg_pool2d with ceil_mode)
+    Architecture("funnel", "FunnelConfig", "FunnelForMaskedLM", MASKED, lambda d: {
+        "block_sizes": [1, 1], "num_decoder_layers": 1, "d_model": d.hidden, "n_head": d.heads,
+        "d_head": d.hidden // d.heads, "d_inner": d.ffn, "vocab_size": d.vocabulary, "pad_token_id": 2}),
     # encoder-decoders
     Architecture("t5", "T5Config", "T5ForConditionalGeneration", SEQ2SEQ, _t5_like),
     Architecture("bart", "BartConfig", "BartForConditionalGeneration", SEQ2SEQ, _bart_like),
@@ -277,6 +289,15 @@ ZOO: tuple[Architecture, ...] = (
     Architecture("marian", "MarianConfig", "MarianMTModel", SEQ2SEQ, _bart_like),
     Architecture("mt5", "MT5Config", "MT5ForConditionalGeneration", SEQ2SEQ, _t5_like),
     Architecture("m2m_100", "M2M100Config", "M2M100ForConditionalGeneration", SEQ2SEQ, _bart_like),
+    Architecture("longt5", "LongT5Config", "LongT5ForConditionalGeneration", SEQ2SEQ,
+                 lambda d: {**_t5_like(d), "local_radius": d.window}, attention_mask=True),
+    # NOTE: Longformer attention decides its global attention with `.item()` on the input: jit refuses
+    # it with one line; the dynamo backend runs it with that graph break (and what it cannot trace) eagerly
+    Architecture("led", "LEDConfig", "LEDForConditionalGeneration", SEQ2SEQ, lambda d: {
+        **{k: v for k, v in _bart_like(d).items() if k != "max_position_embeddings"},
+        "max_encoder_position_embeddings": d.positions, "max_decoder_position_embeddings": d.positions,
+        "attention_window": [d.window * 2] * _half(d)},
+        known_failures={"jit": "tensor.item() decides the control flow (global attention): refused with one line"}),
     Architecture("whisper", "WhisperConfig", "WhisperForConditionalGeneration", SPEECH, lambda d: {
         **{k: v for k, v in _bart_like(d).items() if k not in ("max_position_embeddings", "forced_eos_token_id")},
         "num_mel_bins": d.mel_bins, "max_source_positions": d.frames // 2, "max_target_positions": d.positions,
@@ -312,7 +333,15 @@ ZOO: tuple[Architecture, ...] = (
     Architecture("regnet", "RegNetConfig", "RegNetForImageClassification", VISION, lambda d: {
         "num_channels": 3, "embedding_size": 8, "hidden_sizes": [8, 16], "depths": [1, 1], "groups_width": 4,
         "num_labels": 10}),
+    # pooling head: nn.MultiheadAttention
+    Architecture("siglip_vision", "SiglipVisionConfig", "SiglipVisionModel", VISION, _vit_like),
+    Architecture("poolformer", "PoolFormerConfig", "PoolFormerForImageClassification", VISION, lambda d: {
+        "hidden_sizes": [8, 16, 24, 32], "depths": [1, 1, 1, 1], "num_labels": 10}),  # avg_pool2d
+    Architecture("vit_mae", "ViTMAEConfig", "ViTMAEModel", VISION, _vit_like),  # random masking: rand, argsort
     Architecture("wav2vec2", "Wav2Vec2Config", "Wav2Vec2Model", AUDIO, _speech_encoder),
+    # squeezes its sequence with avg_pool1d
+    Architecture("sew", "SEWConfig", "SEWModel", AUDIO, lambda d: {**_speech_encoder(d), "squeeze_factor": 2}),
+    Architecture("wavlm", "WavLMConfig", "WavLMModel", AUDIO, _speech_encoder),  # F.multi_head_attention_forward
     Architecture("hubert", "HubertConfig", "HubertModel", AUDIO, _speech_encoder),
     Architecture("data2vec_audio", "Data2VecAudioConfig", "Data2VecAudioModel", AUDIO, lambda d: {
         **_speech_encoder(d), "num_conv_pos_embeddings": 4}),

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import copy
 import os
+import warnings
 from typing import Any
 
 import pytest
 import torch
 
 import compiler
-from suites._models.hf_architectures import QUICK, ZOO, Architecture
+from suites._models.hf_architectures import QUICK, SEQ2SEQ, ZOO, ZOO_BY_NAME, Architecture
 from tests.compiler.models.hf_zoo_inputs import INPUTS
 
 transformers = pytest.importorskip("transformers")
@@ -29,8 +30,9 @@ GRADIENT_TOLERANCE = 1e-3  # ||g - g_eager|| / max(||g_eager||, floor)
 # NOTE: some gradients are zero in exact arithmetic (attention's key bias: it adds one constant to a
 # query's scores, which softmax ignores), so eager's own are rounding noise that no two summation
 # orders reproduce; the floor, this fraction of the model's largest gradient norm, compares those
-# by their size next to the others instead.
-GRADIENT_NORM_FLOOR = 1e-5
+# by their size next to the others instead: with the tolerance, at about float32's epsilon times
+# the largest gradient (Funnel's key biases are such zeros).
+GRADIENT_NORM_FLOOR = 1e-4
 
 
 def _build(zoo: Architecture) -> torch.nn.Module:
@@ -85,6 +87,13 @@ def _loss(output: Any) -> torch.Tensor:
 # NOTE: the whole zoo takes minutes on two CPU cores (each case compiles a model, dynamo's cases
 # twice); GPT-2 and Llama, a decoder's default call in each family, run by default, the rest are slow.
 DEFAULT = ("gpt2", "llama")
+# NOTE: architectures in the zoo for an op the others lack (pooling, multi-head attention, expm1,
+# random masking, LongT5's local attention, DeBERTa's tensor slice bounds) run one case each, the
+# training call through jit (its output and every gradient): the ops are the same through dynamo,
+# and the suite's time is bounded
+ONE_CASE = ("apertus", "funnel", "deberta", "longt5", "siglip_vision", "poolformer", "vit_mae", "sew", "wavlm")
+# NOTE: jit refuses LED by design; its own test checks that and the dynamo backend's fallback
+OWN_TEST = ("led",)
 
 
 def _case(zoo: Architecture, entry: str, mode: str) -> Any:
@@ -94,7 +103,14 @@ def _case(zoo: Architecture, entry: str, mode: str) -> Any:
     return pytest.param(zoo, entry, mode, id=f"{zoo.name}-{entry}-{mode}", marks=marks)
 
 
-CASES = [_case(zoo, entry, mode) for zoo in ZOO for entry in ("jit", "dynamo") for mode in ("forward", "training")]
+CASES = [
+    _case(zoo, entry, mode)
+    for zoo in ZOO
+    for entry in ("jit", "dynamo")
+    for mode in ("forward", "training")
+    if zoo.name not in ONE_CASE or (entry, mode) == ("jit", "training")
+    if zoo.name not in OWN_TEST
+]
 
 
 @pytest.mark.parametrize(("zoo", "entry", "mode"), CASES)
@@ -104,8 +120,14 @@ def test_matches_eager(zoo: Architecture, entry: str, mode: str) -> None:
     model = copy.deepcopy(eager)
     compiled = _compile(model, entry)
     inputs = {k: v.to(DEVICE) for k, v in INPUTS[zoo.kind](torch.Generator().manual_seed(1), training).items()}
+    if zoo.attention_mask:
+        inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
     with torch.set_grad_enabled(training):
+        # NOTE: the same seed before each call: a model that draws random numbers (ViT-MAE's masking,
+        # a router's jitter in training) draws the same ones compiled, as the compiler draws as eager
+        torch.manual_seed(3)
         output = compiled(**copy.deepcopy(inputs))
+        torch.manual_seed(3)
         expected = eager(**inputs)
     _assert_tree_close(output, expected, zoo.name)
     cache_key = next((key for key in ("cache", "past_key_values") if expected.get(key) is not None), None)
@@ -145,3 +167,25 @@ def test_an_unsupported_op_is_one_line_naming_op_module_and_source_line() -> Non
     assert message.startswith("torch.special.i0e is not supported by the fusebench compiler (called at ")
     assert f"{__file__}:" in message and "return torch.special.i0e(x)" in message
     assert message.endswith("[while tracing module 'transformer.h.1.mlp.act' (_Unsupported)]")
+
+
+def test_value_dependent_control_flow_is_one_line_from_jit_and_a_counted_fallback_in_dynamo() -> None:
+    """LED's encoder branches on `.item()` of its input: `compiler.jit` names the op, the source
+    line and the module in one line; the dynamo backend runs the graph break eagerly, counts it,
+    and gives eager's output."""
+    model = _build(ZOO_BY_NAME["led"]).eval()
+    inputs = {k: v.to(DEVICE) for k, v in INPUTS[SEQ2SEQ](torch.Generator().manual_seed(1), False).items()}
+    with pytest.raises(compiler.core.errors.TracingError) as raised:
+        compiler.jit(copy.deepcopy(model))(**inputs)
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith("tensor.item() needs the value of a tensor"), message
+    assert "modeling_led.py:" in message and ".item()" in message.split("called at", 1)[1], message
+    assert message.endswith("[while tracing module 'led.encoder' (LEDEncoder)]"), message
+    before = compiler.examine.fallbacks_recorded()
+    with torch.no_grad(), warnings.catch_warnings():  # NOTE: warned once per process: not asserted
+        warnings.simplefilter("ignore")
+        output = _compile(copy.deepcopy(model), "dynamo")(**inputs)
+        expected = model(**inputs)
+    torch.testing.assert_close(output.logits, expected.logits, **TOLERANCE)
+    fallbacks = str(compiler.examine.fallbacks(since=before))
+    assert "modeling_led.py:" in fallbacks and ".item()" in fallbacks, fallbacks

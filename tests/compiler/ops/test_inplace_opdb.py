@@ -30,6 +30,9 @@ ROUNDED_IN_BETWEEN = {"logit": "eager's CPU logit rounds x / (1 - x) to bfloat16
 # Entries whose bfloat16 products the compiler rounds at another point than eager's CPU kernel (see
 # KNOWN_FAILURES in test_ops_opdb.py): compared within a few bfloat16 ulps.
 PRODUCT_ROUNDING = {"addr", "baddbmm"}
+# In-place random draws in bfloat16: eager's kernels draw and scale bf16 their own way (not as the
+# float32 draw the compiler scales and rounds once), so values differ; float32 and float64 match.
+RANDOM_IN_BFLOAT16 = {"uniform", "normal", "exponential"}
 
 
 class _Slot:
@@ -76,6 +79,8 @@ def _shares_memory(tensors: list[torch.Tensor]) -> bool:
 def test_inplace_variant_matches_eager(info: Any, dtype: torch.dtype) -> None:
     if dtype not in info.supported_dtypes("cpu"):
         pytest.skip(f"op_db's {info.name} does not support {dtype}")
+    if dtype == torch.bfloat16 and info.name in RANDOM_IN_BFLOAT16:
+        pytest.skip("eager draws bfloat16 random values its own way (RANDOM_IN_BFLOAT16)")
     name = info.inplace_variant.__name__
     method = lambda self, *args, **kwargs: getattr(self, name)(*args, **kwargs)  # proxies are not Tensors
     checked = 0
@@ -86,12 +91,15 @@ def test_inplace_variant_matches_eager(info: Any, dtype: torch.dtype) -> None:
         if any(isinstance(t, torch.Tensor) and t.dtype == torch.bool for t in _flat(sample.args)):
             continue  # a bool mask index: data-dependent by design (ops/advanced_indexing.py)
         eager_args = [t.clone() for t in tensors]
+        torch.manual_seed(0)  # NOTE: before both calls: random draws (exponential_, uniform_) alike
         try:
             expected = fn(*eager_args)
         except (RuntimeError, ValueError, TypeError, IndexError):
             continue  # eager rejects it (e.g. an in-place op that would resize or up-cast)
         jit_args = [t.clone() for t in tensors]
-        actual = compiler.jit(fn)(*jit_args)
+        jitted = compiler.jit(fn)
+        torch.manual_seed(0)
+        actual = jitted(*jit_args)
         where = f"{info.name}{info.variant_test_name}({sample})"
         exact = 1.6e-2 if dtype == torch.bfloat16 and info.name in ROUNDED_IN_BETWEEN else False
         exact = 0.1 if dtype == torch.bfloat16 and info.name in PRODUCT_ROUNDING else exact

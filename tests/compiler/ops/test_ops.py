@@ -47,6 +47,9 @@ from tests.support.opinfo import (
     numeric_compositions as opinfo_numeric_compositions,
 )
 from tests.support.opinfo import (
+    pooling as opinfo_pooling,
+)
+from tests.support.opinfo import (
     scatter as opinfo_scatter,
 )
 from tests.support.opinfo import (
@@ -80,6 +83,7 @@ CASES = (
     + opinfo_special.CASES
     + opinfo_activations.CASES
     + opinfo_zoo.CASES
+    + opinfo_pooling.CASES
 )
 
 # Registered torch callables that no sample reaches, each with the reason. Keep it short.
@@ -88,7 +92,14 @@ NOT_EXERCISED: dict[str, str] = {
     name: _DATA_DEPENDENT
     for fn in ("nonzero", "argwhere", "masked_select", "unique")
     for name in (f"torch.{fn}", f"torch.Tensor.{fn}")
-} | {"torch.Tensor.cuda": "copies to a GPU: test_devices.py checks it on CUDA"}
+} | {
+    "torch.Tensor.cuda": "copies to a GPU: test_devices.py checks it on CUDA",
+    "torch.nn.functional.multi_head_attention_forward": "a module's worth of weights: test_multi_head_attention.py",
+    **{
+        f"torch.Tensor.{name}_": "random draws, compared with eager's under one seed in test_random_values.py"
+        for name in ("uniform", "normal", "exponential")
+    },
+}
 
 
 def _id(case: Any, dtype: torch.dtype) -> str:

@@ -107,3 +107,26 @@ def test_dropout_in_place_writes_its_input_as_eager(p: float, training: bool) ->
         want = in_place(x)
         torch.testing.assert_close(got[:2], want[:2], atol=0, rtol=0)
         assert got[2] == want[2]
+
+
+def test_in_place_draws_match_eager_under_the_same_seed() -> None:
+    """uniform_, normal_ and exponential_ (a router's jitter) draw eager's numbers, scaled as eager
+    scales them (within a rounding: eager scales inside its kernel), and write into their target."""
+
+    def jittered(x):
+        gates = torch.empty_like(x, memory_format=torch.legacy_contiguous_format).exponential_().log()
+        noise = torch.empty_like(x).uniform_(0.99, 1.01)
+        y = x.clone()
+        y.normal_(2.0, 0.5)
+        return gates, x * noise, y, torch.empty(5, 7).exponential_(3.0), torch.empty(3).uniform_()
+
+    x = torch.randn(4, 33)
+    jitted = compiler.jit(jittered)
+    for seed in SEEDS:
+        torch.manual_seed(seed)
+        got = jitted(x)
+        torch.manual_seed(seed)
+        expected = jittered(x)
+        for index, (g, e) in enumerate(zip(got, expected, strict=True)):
+            torch.testing.assert_close(g, e, atol=0, rtol=1e-6, msg=lambda m, index=index: f"output {index}: {m}")
+    assert not torch.equal(got[0], jitted(x)[0]), "a new draw on every call"

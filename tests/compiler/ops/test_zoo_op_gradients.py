@@ -1,6 +1,7 @@
-"""Gradients of the ops the Hugging Face zoo added (grouped GEMMs, weight and batch normalisation,
-adaptive and max pooling) against eager on random inputs, and what those ops must keep exact: scan dtypes,
-transformers' grouped-GEMM fallback operator, constants built from tensors carrying no gradient."""
+"""Gradients of the ops the Hugging Face zoo added (grouped GEMMs, weight and batch normalisation;
+pooling's are in test_pooling_gradients.py) against eager on random inputs, and what those ops must
+keep exact: scan dtypes, transformers' grouped-GEMM fallback operator, constants built from tensors
+carrying no gradient."""
 
 from __future__ import annotations
 
@@ -57,35 +58,6 @@ def test_weight_norm_gradients(shape: tuple, dim: int) -> None:
     g_shape = [] if dim == -1 else [size if d == dim else 1 for d, size in enumerate(shape)]
     g, out = torch.randn(g_shape, requires_grad=True), torch.randn(shape)
     _assert_gradients_match(lambda v, g, w: (torch._weight_norm(v, g, dim) * w).sum(), [v, g, out], [0, 1])
-
-
-@pytest.mark.parametrize(
-    ("pool", "shape", "size"),
-    [
-        (F.adaptive_avg_pool1d, (2, 3, 7), 3),
-        (F.adaptive_avg_pool1d, (2, 3, 8), 1),
-        (F.adaptive_avg_pool2d, (2, 3, 6, 5), (4, 2)),
-    ],
-)
-def test_adaptive_avg_pool_gradients(pool: Callable, shape: tuple, size: int | tuple) -> None:
-    torch.manual_seed(0)
-    x = torch.randn(shape, requires_grad=True)
-    out = torch.randn(pool(x, size).shape)
-    _assert_gradients_match(lambda x, w: (pool(x, size) * w).sum(), [x, out], [0])
-
-
-@pytest.mark.parametrize(
-    ("shape", "kwargs"),
-    [
-        ((2, 3, 8, 8), {"kernel_size": 3, "stride": 2, "padding": 1}),
-        ((3, 7, 7), {"kernel_size": (3, 2), "dilation": (2, 1)}),
-    ],
-)
-def test_max_pool2d_gradient_goes_to_the_first_maximum(shape: tuple, kwargs: dict) -> None:
-    torch.manual_seed(0)
-    x = torch.randn(shape).clamp(min=0.0).requires_grad_()  # windows of equal zeros: ties
-    out = torch.randn(F.max_pool2d(x, **kwargs).shape)
-    _assert_gradients_match(lambda x, w: (F.max_pool2d(x, **kwargs) * w).sum(), [x, out], [0])
 
 
 @pytest.mark.parametrize("training", [True, False])

@@ -83,6 +83,7 @@ SAME_SAMPLES: dict[str, tuple[Callable, ...]] = {
         reaching(torch.dropout, lambda input, p=0.5, training=True, inplace=False: torch.dropout(input, p, training)),
     ),
     "nn.functional.pad": (torch._C._nn.pad,),
+    "nn.functional.multi_head_attention_forward": (F.multi_head_attention_forward,),
     "nn.functional.embedding": (reaching(F.embedding, lambda weight, index, **kw: F.embedding(index, weight, **kw)),),
 }
 

@@ -1,4 +1,4 @@
-"""Op cases: atan2, erfinv, hypot, logit and xlogy (compiler/ops/special.py), with their special points."""
+"""Op cases: atan2, erfinv, hypot, logit, xlogy and expm1 (compiler/ops/special.py), with their special points."""
 
 from __future__ import annotations
 
@@ -93,7 +93,19 @@ def _xlogy_number_input_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((2, make(2, 3, noncontiguous=True)))
 
 
+def _expm1_samples(make: Maker) -> Iterator[Sample]:
+    if make.is_float:
+        # tiny values (exp(x) - 1 would lose them), both sides of the branch at 0.5, overflow, infinities
+        points = [0.0, -0.0, 1e-10, -3e-8, 1e-4, 0.49, -0.5, 0.5, 0.51, 3.0, -20.0, 100.0, -100.0, _INF, -_INF, _NAN]
+        yield Sample((torch.tensor(points, dtype=make.dtype),))
+    yield Sample((make(5, 7, low=-3, high=3),))
+    yield Sample((make(4, 6, noncontiguous=True, low=-1, high=1),))
+    yield Sample((make(3, 4, transposed=True),))
+    yield Sample((make(),))
+
+
 CASES = [
+    OpCase("expm1", (torch.expm1, method("expm1"), torch.special.expm1), _expm1_samples, ALL),
     OpCase("atan2", (torch.atan2, method("atan2"), torch.arctan2, method("arctan2")), _atan2_samples, ALL),
     OpCase("erfinv", (torch.erfinv, method("erfinv"), torch.special.erfinv), _erfinv_samples, ALL),
     OpCase("hypot", (torch.hypot, method("hypot")), _hypot_samples, FLOATS),

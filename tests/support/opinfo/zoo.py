@@ -1,7 +1,7 @@
 """Op cases for the ops Hugging Face models reach beyond the core ones: convolutions (audio and
 vision front ends), tensors built from Python data (`torch.tensor`, `torch.as_tensor`,
 `torch.scalar_tensor`: caches, masks, positions), a mixture of experts' routing (histc, grouped
-GEMMs), movedim, adaptive average and max pooling, batch and weight normalisation. Gradients are checked in
+GEMMs), movedim, batch and weight normalisation (pooling: pooling.py). Gradients are checked in
 tests/compiler/ops/test_convolution.py and test_zoo_op_gradients.py."""
 
 from __future__ import annotations
@@ -82,25 +82,6 @@ def _grouped_mm_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(2, 8, 8), make(2, 8, 16)))  # no offsets: a batched matmul
 
 
-def _pool1d_samples(make: Maker) -> Iterator[Sample]:
-    yield Sample((make(2, 3, 8), 1))  # Swin's pooler
-    yield Sample((make(2, 3, 7), 3))  # overlapping windows
-    yield Sample((make(3, 5, noncontiguous=True), 5))
-
-
-def _pool2d_samples(make: Maker) -> Iterator[Sample]:
-    yield Sample((make(2, 3, 6, 5), (2, 3)))
-    yield Sample((make(3, 4, 4), 1))
-    yield Sample((make(1, 2, 6, 5), (None, 2)))
-
-
-def _max_pool2d_samples(make: Maker) -> Iterator[Sample]:
-    yield Sample((make(2, 3, 8, 8), 3, 2, 1))  # a ResNet's stem
-    yield Sample((make(3, 7, 6), 2))
-    yield Sample((make(1, 2, 7, 7, noncontiguous=True), (3, 2)), {"stride": (1, 2), "dilation": (2, 1)})
-    yield Sample((make.small_values(2, 2, 6, 6), 2))  # ties
-
-
 def _movedim_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(2, 3, 4), 0, -1))
     yield Sample((make(2, 3, 4, 5), (0, 3), (2, 0)))
@@ -135,9 +116,6 @@ CASES = [
     OpCase("scalar_tensor", (torch.scalar_tensor,), _scalar_tensor_samples, ALL),
     OpCase("histc", (torch.histc, method("histc")), _histc_samples, (torch.float32, torch.float64)),
     OpCase("_grouped_mm", (torch._grouped_mm,), _grouped_mm_samples, (torch.float32,), CONV_TOL),
-    OpCase("adaptive_avg_pool1d", (torch.adaptive_avg_pool1d,), _pool1d_samples, FLOATS),
-    OpCase("adaptive_avg_pool2d", (F.adaptive_avg_pool2d,), _pool2d_samples, FLOATS),
-    OpCase("max_pool2d", (F.max_pool2d,), _max_pool2d_samples, FLOATS),
     OpCase("movedim", (torch.movedim, method("movedim"), torch.moveaxis, method("moveaxis")), _movedim_samples, ALL),
     OpCase("batch_norm", (F.batch_norm,), _batch_norm_samples, FLOATS, CONV_TOL),
     OpCase("_weight_norm", (torch._weight_norm,), _weight_norm_samples, FLOATS, CONV_TOL),

@@ -1,6 +1,7 @@
-"""Gradients of atan2, erfinv, hypot, logit and xlogy (compiler/ops/special.py) against eager autograd:
+"""Gradients of atan2, erfinv, hypot, logit, xlogy and expm1 (compiler/ops/special.py) against eager autograd:
 random inputs over 3 seeds in float32 and bfloat16 (broadcasting included), and the special points
-(zeros, the ends of erfinv's and logit's domains, logit's eps bounds, xlogy's x = 0) in float64."""
+(zeros, the ends of erfinv's and logit's domains, logit's eps bounds, xlogy's x = 0, expm1's overflow)
+in float64."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ CASES: dict[str, tuple[Callable, Callable[[int, torch.dtype], list]]] = {
         lambda x, y: torch.xlogy(x, y.abs() + 0.1),
         lambda s, d: [_zeros_in(randn(4, 6, dtype=d, seed=s)), randn(4, 6, dtype=d, seed=s + 7)],
     ),
+    "expm1": (lambda x: torch.expm1(x * 2), lambda s, d: [randn(4, 6, dtype=d, seed=s)]),
     "xlogy_number": (
         lambda x, y: torch.xlogy(2.0, y.abs()) + x.xlogy(3),
         lambda s, d: [_zeros_in(randn(4, 6, dtype=d, seed=s)), randn(1, 6, dtype=d, seed=s + 7)],
@@ -74,6 +76,7 @@ EDGES: dict[str, tuple[Callable, list[torch.Tensor]]] = {
     "erfinv": (torch.erfinv, [_t(-1, 1, 0, -0.0, 0.5, -0.999999, 1 - 1e-12)]),
     "hypot": (torch.hypot, [_t(0, 0, -0.0, 3, 2, -2, 1e200, 1e-200), _t(0, 1, 0, 4, 2, 2, 1e200, 1e-200)]),
     "logit": (torch.logit, [_t(0, 1, 0.5, 1e-300, 0.25, -0.5, 1.5)]),
+    "expm1": (torch.expm1, [_t(0, -0.0, 1e-300, -1e-12, 0.5, -0.5, 800, -800, _INF, -_INF, _NAN)]),
     "logit_eps": (lambda x: torch.logit(x, eps=0.25), [_t(0, 0.25, 0.2, 0.5, 0.75, 0.8, 1)]),
     # NOTE: not (0, 0) nor (0, inf), where one gradient differs (test_xlogy_gradients_where_eager_differs)
     "xlogy": (torch.xlogy, [_t(0, 0, 0, 1, 2, -0.0, 0, 0, 3), _t(-1, 1, 0.5, _NAN, 0, 3, 1e-300, _NAN, _INF)]),

@@ -1,0 +1,65 @@
+"""Gradients of pooling (adaptive average, and average and max over sliding windows) against eager on
+random inputs, several seeds, with the arguments that change which elements a gradient reaches:
+padding, ceil_mode's extra windows, count_include_pad, divisor_override, dilation; ties (the max's
+gradient goes to its window's first maximum, as eager's), non-contiguous and size-1 inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import compiler
+
+CASES = [
+    (F.adaptive_avg_pool1d, (2, 3, 7), {"output_size": 3}),
+    (F.adaptive_avg_pool1d, (2, 3, 8), {"output_size": 1}),
+    (F.adaptive_avg_pool2d, (2, 3, 6, 5), {"output_size": (4, 2)}),
+    (F.avg_pool1d, (2, 3, 8), {"kernel_size": 2}),
+    (F.avg_pool1d, (3, 7), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
+    (F.avg_pool2d, (2, 3, 6, 5), {"kernel_size": 3, "stride": 1, "padding": 1, "count_include_pad": False}),
+    (F.avg_pool2d, (1, 2, 7, 5), {"kernel_size": 2, "ceil_mode": True}),
+    (F.avg_pool2d, (2, 5, 6), {"kernel_size": (3, 2), "stride": (2, 1), "padding": 1, "divisor_override": 5}),
+    (F.avg_pool3d, (1, 2, 3, 5, 4), {"kernel_size": 2, "stride": 1, "padding": 1, "ceil_mode": True}),
+    (F.max_pool1d, (2, 3, 9), {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 2, "ceil_mode": True}),
+    (F.max_pool2d, (2, 3, 8, 8), {"kernel_size": 3, "stride": 2, "padding": 1}),
+    (F.max_pool2d, (3, 7, 7), {"kernel_size": (3, 2), "dilation": (2, 1)}),
+    (F.max_pool2d, (2, 2, 5, 5), {"kernel_size": 2, "stride": 1, "ceil_mode": True}),
+    (F.max_pool2d, (1, 1, 5, 4), {"kernel_size": 3, "stride": 2, "padding": 1, "return_indices": True}),
+    (F.max_pool3d, (1, 2, 4, 5, 3), {"kernel_size": 2, "stride": (1, 2, 2), "ceil_mode": True}),
+]
+
+
+def _first(output: Any) -> torch.Tensor:
+    return output[0] if isinstance(output, tuple) else output
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(("pool", "shape", "kwargs"), CASES, ids=lambda v: getattr(v, "__name__", None))
+def test_pooling_gradients_match_eager(pool: Callable, shape: tuple, kwargs: dict, seed: int) -> None:
+    torch.manual_seed(seed)
+    x = torch.randn(shape, dtype=torch.float64)
+    if seed == 1:
+        x = x.clamp(min=0.0)  # windows of equal zeros: ties
+    if seed == 2:
+        x = x.mT.contiguous().mT  # non-contiguous
+    x.requires_grad_()
+    weights = torch.randn(_first(pool(x, **kwargs)).shape, dtype=torch.float64)
+    fn = lambda x, w: (_first(pool(x, **kwargs)) * w).sum()
+    (got,) = torch.autograd.grad(compiler.jit(fn)(x, weights), x)
+    (expected,) = torch.autograd.grad(fn(x, weights), x)
+    torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_max_pool_index_and_gradient_reach_an_input_minus_inf_beside_padding() -> None:
+    # NOTE: padding holds -inf too; the window's input element must still be the one chosen
+    x = torch.tensor([[[-torch.inf, 1.0, -torch.inf]]], requires_grad=True)
+    fn = lambda x: F.max_pool1d(x, 2, stride=2, padding=1, return_indices=True)
+    got, expected = compiler.jit(fn)(x), fn(x)
+    torch.testing.assert_close(got[1], expected[1])
+    (got_grad,) = torch.autograd.grad(got[0].sum(), x)
+    (expected_grad,) = torch.autograd.grad(expected[0].sum(), x)
+    torch.testing.assert_close(got_grad, expected_grad)
