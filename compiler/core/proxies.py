@@ -141,6 +141,19 @@ class TensorProxy(Proxy):
     is_nested = False
 
     @property
+    def data(self) -> TensorProxy:
+        """`tensor.data`: the same memory without autograd history, as `detach()` (a write through it
+        reaches the tensor, and autograd does not record it)."""
+        return _dispatch(torch.Tensor.detach, self)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        raise NotImplementedError(
+            f"assigning {self.name}.data is not supported while tracing (it rebinds the tensor to other memory; "
+            f"write into it instead, e.g. {self.name}.data.copy_(value)){called_at()}"
+        )
+
+    @property
     def T(self) -> TensorProxy:
         return _dispatch(torch.Tensor.permute, self, *reversed(range(self.ndim)))
 

@@ -249,6 +249,11 @@ ZOO: tuple[Architecture, ...] = (
         d, mamba_n_heads=d.heads, mamba_d_head=2 * d.hidden // d.heads, mamba_n_groups=1, mamba_d_state=8,
         mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=d.window, attn_layer_indices=[1])),
     Architecture("apertus", "ApertusConfig", "ApertusForCausalLM", CAUSAL, _llama_like),  # XIELU: expm1
+    Architecture("gemma3n_text", "Gemma3nTextConfig", "Gemma3nForCausalLM", CAUSAL, lambda d: _llama_like(
+        d, head_dim=d.hidden // d.heads, sliding_window=d.window, num_kv_shared_layers=0, laurel_rank=4,
+        hidden_size_per_layer_input=8, vocab_size_per_layer_input=d.vocabulary, altup_num_inputs=2,
+        activation_sparsity_pattern=[0.0] * d.layers,
+        layer_types=["sliding_attention", "full_attention"] * (d.layers // 2))),  # weight.data.clamp_ in training
     Architecture("mamba2", "Mamba2Config", "Mamba2ForCausalLM", CAUSAL, lambda d: {
         "num_hidden_layers": d.layers, "hidden_size": d.hidden, "num_heads": d.heads,
         "head_dim": 2 * d.hidden // d.heads, "state_size": 8, "expand": 2, "n_groups": 1, "chunk_size": d.window,

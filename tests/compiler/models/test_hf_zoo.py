@@ -88,10 +88,12 @@ def _loss(output: Any) -> torch.Tensor:
 # twice); GPT-2 and Llama, a decoder's default call in each family, run by default, the rest are slow.
 DEFAULT = ("gpt2", "llama")
 # NOTE: architectures in the zoo for an op the others lack (pooling, multi-head attention, expm1,
-# random masking, LongT5's local attention, DeBERTa's tensor slice bounds) run one case each, the
-# training call through jit (its output and every gradient): the ops are the same through dynamo,
-# and the suite's time is bounded
-ONE_CASE = ("apertus", "funnel", "deberta", "longt5", "siglip_vision", "poolformer", "vit_mae", "sew", "wavlm")
+# random masking, LongT5's local attention, DeBERTa's tensor slice bounds, Gemma-3n's tensor.data)
+# run one case each, the training call through jit (its output and every gradient): the ops are the
+# same through dynamo, and the suite's time is bounded
+ONE_CASE = (
+    "apertus", "funnel", "deberta", "longt5", "siglip_vision", "poolformer", "vit_mae", "sew", "wavlm", "gemma3n_text",
+)  # fmt: skip
 # NOTE: jit refuses LED by design; its own test checks that and the dynamo backend's fallback
 OWN_TEST = ("led",)
 
