@@ -146,6 +146,11 @@ def _names_tensor(classes: Any) -> bool:
     return type(classes) is tuple and any(_names_tensor(c) for c in classes)
 
 
+# torch's own pure-Python helpers that only ask isinstance to tell a tensor from None or another value
+# before reading its metadata (nn.MultiheadAttention's masks): (module, function)
+_TORCH_TYPE_CHECKS = frozenset({("torch.nn.functional", "_none_or_dtype")})
+
+
 def _program_isinstance(obj: Any, classes: Any, /) -> bool:
     """`isinstance`, True for a TensorProxy against torch.Tensor while the program runs, asked by
     the program's code (not torch's own).
@@ -153,10 +158,13 @@ def _program_isinstance(obj: Any, classes: Any, /) -> bool:
     NOTE: programs tell tensors from other values with it (transformers takes a prepared 4-d
     attention mask as is only when `isinstance(mask, torch.Tensor)`). torch's own Python hands the
     tensors it finds so to its C functions (`autograd.Function.apply`), which would reject a proxy;
-    a proxy answering through `__class__` instead would crash torch's C argument parser."""
+    a proxy answering through `__class__` instead would crash torch's C argument parser. torch's
+    helpers in `_TORCH_TYPE_CHECKS` only read the tensor's metadata, so they see a tensor too."""
     if _PROGRAM.running and type(obj) is TensorProxy and _names_tensor(classes):
-        module = sys._getframe(1).f_globals.get("__name__", "")
-        if module != "torch" and not module.startswith("torch."):
+        frame = sys._getframe(1)
+        module = frame.f_globals.get("__name__", "")
+        programs = module != "torch" and not module.startswith("torch.")
+        if programs or (module, frame.f_code.co_name) in _TORCH_TYPE_CHECKS:
             return True
     return _isinstance(obj, classes)
 

@@ -18,8 +18,8 @@ L, S, B, EMBED, HEADS = 3, 5, 2, 8, 2
 
 
 class _Functional(torch.nn.Module):
-    """The module's parameters through `F.multi_head_attention_forward` itself, with masks (the
-    module's own mask check asks torch's isinstance, which sees a traced tensor as no tensor)."""
+    """The module's parameters through `F.multi_head_attention_forward` itself, as SigLIP's pooling
+    head and WavLM call it."""
 
     def __init__(self, attention: torch.nn.MultiheadAttention) -> None:
         super().__init__()
@@ -41,6 +41,12 @@ CASES = {
     "separate projections, no bias": ({"kdim": 6, "vdim": 6, "bias": False}, {}, "cross"),
     "bias_k and zero attention": ({"add_bias_kv": True, "add_zero_attn": True}, {"need_weights": False}, "cross"),
     "bool masks": ({}, {"key_padding_mask": "bool", "attn_mask": "bool"}, "functional"),
+    "the module, bool masks": ({}, {"key_padding_mask": "bool", "attn_mask": "bool"}, "cross"),
+    "the module, float masks, fused": (
+        {"batch_first": True},
+        {"key_padding_mask": "float", "attn_mask": "float", "need_weights": False},
+        "cross",
+    ),
     "float masks, fused": (
         {"add_zero_attn": True},
         {"key_padding_mask": "float", "attn_mask": "float", "need_weights": False},
