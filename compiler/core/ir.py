@@ -202,6 +202,11 @@ def callee_name(sym: Any) -> str:
     return sym.name if isinstance(sym, Symbol) else f"prims.{sym.value}"
 
 
+def defined_proxies(bsym: BoundSymbol) -> list[Proxy]:
+    """Every proxy `bsym` defines: its outputs, then those of its decomposition's bound symbols."""
+    return [*bsym.outputs, *(p for sub in bsym.subsymbols for p in defined_proxies(sub))]
+
+
 def bsym_lines(bsym: BoundSymbol, depth: int = 0) -> list[str]:
     """The printed lines of one bound symbol; its decomposition follows as indented comments."""
     args = [value_source(a) for a in bsym.args]

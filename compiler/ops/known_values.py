@@ -63,7 +63,7 @@ def after_op(fn: Callable, args: tuple, kwargs: dict, output: Any, recorded: lis
                 del table[key]
         return
     read = list(ir.proxies_in((args, kwargs)))
-    new = {id(p) for bsym in recorded for p in _defined(bsym)}
+    new = {id(p) for bsym in recorded for p in ir.defined_proxies(bsym)}
     outputs = list(ir.proxies_in(output))
     if not outputs or any(id(p) not in new for p in outputs):
         return
@@ -84,10 +84,6 @@ def after_op(fn: Callable, args: tuple, kwargs: dict, output: Any, recorded: lis
 
 def _small(p: TensorProxy) -> bool:
     return all(isinstance(size, int) for size in p.shape) and math.prod(p.shape) <= _LIMIT
-
-
-def _defined(bsym: BoundSymbol) -> list[Any]:
-    return [*bsym.outputs, *(p for sub in bsym.subsymbols for p in _defined(sub))]
 
 
 def _written(recorded: list[BoundSymbol]) -> list[TensorProxy]:

@@ -168,7 +168,7 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
     recorded = _hoist_scalar_work(context, recorded)
     known_values.after_op(fn, args, kwargs, output, recorded)
     if recorded:
-        defined = {id(p) for bsym in recorded for p in _defined(bsym)}
+        defined = {id(p) for bsym in recorded for p in ir.defined_proxies(bsym)}
         outputs = list(ir.proxies_in(output))
         new = [p for p in outputs if id(p) in defined]
         if len(new) == len(outputs):
@@ -259,7 +259,3 @@ def _hoist_scalar_work(context: ir.TraceContext, recorded: list[BoundSymbol]) ->
         else:
             kept.append(bsym)
     return kept
-
-
-def _defined(bsym: BoundSymbol) -> list[Proxy]:
-    return [*bsym.outputs, *(p for sub in bsym.subsymbols for p in _defined(sub))]
