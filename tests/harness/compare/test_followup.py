@@ -5,7 +5,6 @@ say how many rounds each row got; Ctrl-C during a follow-up keeps what was measu
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -14,19 +13,7 @@ import pytest
 from fusebench.cases.selection import PAIRS_ENV, pairs_from_environment
 from fusebench.cli import main
 from fusebench.compare import interleave
-
-
-def _repo(path: Path) -> Path:
-    path.mkdir()
-    subprocess.run(["git", "-C", str(path), "init", "-q"], check=True)
-    (path / "README").write_text("x\n")
-    subprocess.run(["git", "-C", str(path), "add", "-A"], check=True)
-    subprocess.run(
-        ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@x.invalid", "commit", "-qm", "one"],
-        check=True,
-    )
-    return path
-
+from tests.support.git_repos import one_commit_repo
 
 # NOTE: (B / A, drift of a round's time between processes) per (case, variant): the steady ones
 # are decided by the planned rounds; `wobbly` eager and `shaky` torch, slower by half at B, drift so
@@ -85,7 +72,7 @@ def _argv(repo: Path, *more: str) -> list[str]:
 def test_only_the_noisy_rows_get_follow_up_rounds_and_are_then_decided(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    repo = _repo(tmp_path / "repo")
+    repo = one_commit_repo(tmp_path / "repo")
     calls = _fake_runs(monkeypatch)
     out = tmp_path / "c.json"
     assert main(_argv(repo, "--json", str(out))) == 1
@@ -124,7 +111,7 @@ def test_only_the_noisy_rows_get_follow_up_rounds_and_are_then_decided(
 def test_max_rounds_equal_to_rounds_turns_follow_ups_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    repo = _repo(tmp_path / "repo")
+    repo = one_commit_repo(tmp_path / "repo")
     calls = _fake_runs(monkeypatch)
     out = tmp_path / "c.json"
     assert main(_argv(repo, "--max-rounds", "6", "--json", str(out))) == 0
@@ -136,7 +123,7 @@ def test_max_rounds_equal_to_rounds_turns_follow_ups_off(
 def test_ctrl_c_during_the_follow_ups_keeps_the_planned_and_follow_up_rounds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    repo = _repo(tmp_path / "repo")
+    repo = one_commit_repo(tmp_path / "repo")
     # the planned rounds (12 runs), 2 follow-up rounds (one run per side each), then a third's first run
     _fake_runs(monkeypatch, interrupt_at=12 + 4 + 1)
     kept = tmp_path / "c.json"
@@ -154,7 +141,7 @@ def test_ctrl_c_during_the_follow_ups_keeps_the_planned_and_follow_up_rounds(
 def test_a_side_from_before_the_pairs_variable_measures_more_and_only_the_asked_pairs_are_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = _repo(tmp_path / "repo")
+    repo = one_commit_repo(tmp_path / "repo")
     _fake_runs(monkeypatch, old=True)
     out = tmp_path / "c.json"
     assert main(_argv(repo, "--json", str(out))) == 1

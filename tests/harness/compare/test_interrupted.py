@@ -4,25 +4,13 @@ that nothing is kept: the interruption is raised inside the rounds (the handler 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from fusebench.cli import main
 from fusebench.compare import interleave
-
-
-def _repo(path: Path) -> Path:
-    path.mkdir()
-    subprocess.run(["git", "-C", str(path), "init", "-q"], check=True)
-    (path / "README").write_text("x\n")
-    subprocess.run(["git", "-C", str(path), "add", "-A"], check=True)
-    subprocess.run(
-        ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@x.invalid", "commit", "-qm", "one"],
-        check=True,
-    )
-    return path
+from tests.support.git_repos import one_commit_repo
 
 
 def _outcome(median: float) -> dict:
@@ -47,7 +35,7 @@ def _interrupt_after(finished: int, monkeypatch: pytest.MonkeyPatch) -> list:
 def test_the_rounds_both_sides_finished_are_kept_and_the_message_says_where(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    repo = _repo(tmp_path / "repo")
+    repo = one_commit_repo(tmp_path / "repo")
     calls = _interrupt_after(3, monkeypatch)  # round 1 of both, and A of round 2
     kept = tmp_path / "c.json"
     argv = ["compare", "HEAD", "HEAD", "--device", "cpu", "--quick", "--repo", str(repo), "--json", str(kept)]
@@ -64,7 +52,7 @@ def test_the_rounds_both_sides_finished_are_kept_and_the_message_says_where(
 def test_interrupted_before_any_round_finished_it_says_nothing_is_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    repo = _repo(tmp_path / "repo")
+    repo = one_commit_repo(tmp_path / "repo")
     _interrupt_after(1, monkeypatch)  # A of round 1 only
     monkeypatch.chdir(tmp_path)
     assert main(["compare", "HEAD", "HEAD", "--device", "cpu", "--quick", "--repo", str(repo)]) == 130
