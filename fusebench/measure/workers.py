@@ -123,15 +123,12 @@ def _with_cpu_shares(devices: list[Device], cpus: Sequence[int]) -> list[Device]
     return shared
 
 
-def apply_cpu_share() -> tuple[int, ...] | None:
+def apply_cpu_share() -> None:
     """In a worker: keeps this process (and the processes it starts) on the CPUs its parent gave it
-    (WORKER_CPUS); the share, or None when it was given none."""
+    (WORKER_CPUS), where it was given any."""
     value = os.environ.get(WORKER_CPUS)
-    if not value or not hasattr(os, "sched_setaffinity"):
-        return None
-    share = tuple(int(cpu) for cpu in value.split(","))
-    os.sched_setaffinity(0, share)
-    return share
+    if value and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, [int(cpu) for cpu in value.split(",")])
 
 
 class UnitQueue:
