@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from fusebench.report.progress import format_eta
+
 _DONE = re.compile(r"\b(follow-up )?round (\d+)/(\d+): ([AB]) done in ([0-9.]+) s")
 
 
 def format_duration(seconds: float) -> str:
-    """'7 min 05 s' or '42 s'."""
-    seconds = max(0, round(seconds))
-    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+    """'42 s', '7 min 05 s', '1 h 02 min' as `fusebench run`'s ETA reads; a spent budget reads '0 s'."""
+    return format_eta(max(0.0, seconds))
 
 
 @dataclass
