@@ -159,8 +159,9 @@ class _Inputs:
             not grad,
             lambda: (
                 f"arguments {first_proxy.name} and {proxy.name} are the same memory and the function writes into "
-                "one, while one of them requires grad and they are different tensors (a tensor and its .data or "
-                "detached alias): not supported (pass the tensor once)"
+                "one, while one of them requires grad ("
+                + ("the same tensor passed twice" if value is first else "a tensor and its .data or a detached alias")
+                + "): not supported (pass the tensor once)"
             ),
             NotImplementedError,
         )
