@@ -12,7 +12,6 @@ import torch
 
 from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, TensorProxy, Trace
-from compiler.passes.autodiff import differentiable_values
 from compiler.prims import Prim
 from compiler.tracing.interpreter import eval_trace
 
@@ -31,42 +30,38 @@ def grad_guard(prologue: Trace, args: tuple, kwargs: dict) -> tuple[Trace, tuple
     return prologue.with_bsyms([*prologue.bsyms, guard]), requires_grad, leaf
 
 
-def check_no_write_into_grad_inputs(trace: Trace, requires_grad: tuple[bool, ...], leaf: tuple[bool, ...]) -> None:
+def check_no_write_into_grad_inputs(
+    trace: Trace, requires_grad: tuple[bool, ...], leaf: tuple[bool, ...], live: set[str]
+) -> None:
     """Raises as eager does when the (functionalized) trace writes a value that carries a gradient
-    into an input that requires grad. A write autograd does not record (under `torch.no_grad()`: an
-    SGD step, an EMA, weight clipping) is allowed, as in eager, next to returned values that carry
-    a gradient: functionalize has marked the input's later reads as reads of the input itself
-    (`prims.updated_without_grad`), so their gradients reach it, and the values the backward reads
-    from before the write are saved as copies (passes/split_backward.py)."""
+    (one of `live`, `passes.autodiff.differentiable_values`) into an input that requires grad. A
+    write autograd does not record (under `torch.no_grad()`: an SGD step, an EMA, weight clipping)
+    is allowed, as in eager, next to returned values that carry a gradient: functionalize has
+    marked the input's later reads as reads of the input itself (`prims.updated_without_grad`), so
+    their gradients reach it, and the values the backward reads from before the write are saved as
+    copies (passes/split_backward.py)."""
     flags = {p.name: (r, l) for p, r, l in zip(trace.inputs, requires_grad, leaf)}
-    live = differentiable_values(trace, requires_grad)
     for bsym in trace.bsyms:
         if bsym.sym is not Prim.COPY_TO:
             continue
         value, buffer = bsym.args[0], bsym.args[1]
         requires, is_leaf = flags.get(buffer.name, (False, False))
-        if not requires:
-            continue
-        if value.name not in live:
+        if not requires or value.name not in live:
             continue
         check(
             not is_leaf,
             lambda: "a leaf Variable that requires grad is being used in an in-place operation.",
             RuntimeError,
         )
-        check(
-            False,
-            lambda buffer=buffer: (
-                f"the compiled function writes in place into its input {buffer.name}, which requires grad; "
-                "in-place updates of inputs that take part in autograd are not supported (clone it first)"
-            ),
-            NotImplementedError,
+        raise NotImplementedError(
+            f"the compiled function writes in place into its input {buffer.name}, which requires grad; "
+            "in-place updates of inputs that take part in autograd are not supported (clone it first)"
         )
 
 
-def differentiable_writes(trace: Trace, requires_grad: tuple[bool, ...]) -> list[tuple[int, TensorProxy]]:
+def differentiable_writes(trace: Trace, live: set[str]) -> list[tuple[int, TensorProxy]]:
     """(input position, value) of each write the (functionalized) trace makes of a value that
-    depends on an input requiring grad into an input that does not (eager's `buffer.mul_(0.9).add_(x)`,
+    depends on an input requiring grad (one of `live`) into an input that does not (eager's `buffer.mul_(0.9).add_(x)`,
     `buffer[:, i:] = f(weight)`).
 
     NOTE: a write-back runs inside the compiled forward, which autograd does not record: the input
@@ -74,7 +69,6 @@ def differentiable_writes(trace: Trace, requires_grad: tuple[bool, ...]) -> list
     a dynamo graph break the next piece) would get no gradient through it. The caller returns these
     values too and writes them again under autograd (`CompiledAutograd`), as eager's write records.
     """
-    live = differentiable_values(trace, requires_grad)
     position = {p.name: i for i, p in enumerate(trace.inputs)}
     writes = []
     for bsym in trace.bsyms:

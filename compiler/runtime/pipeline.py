@@ -169,8 +169,8 @@ def _compile_autograd(
     pure = traces[-1]
     live = differentiable_values(pure, requires_grad)
     inputs = {p.name for p in pure.inputs}
-    writes = differentiable_writes(pure, requires_grad)
-    check_no_write_into_grad_inputs(pure, requires_grad, leaf)
+    writes = differentiable_writes(pure, live)
+    check_no_write_into_grad_inputs(pure, requires_grad, leaf, live)
     if not writes and not any(p.name in live and p.name not in inputs for p in proxies_in(pure.output)):
         # NOTE: nothing the function computes and returns or writes carries a gradient (an update
         # made under `torch.no_grad()`, as an SGD step's; an input returned is returned itself): no
