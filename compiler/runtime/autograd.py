@@ -94,9 +94,7 @@ class CompiledAutograd:
 
     def __call__(self, *inputs: Any) -> Any:
         if _functorch_transforms_active():
-            outputs = self._with_views_of_inputs(_Function.apply(self, *inputs), inputs)
-            _write_again(outputs, inputs, self.writes)
-            return self.rebuild(_inputs_themselves(outputs, inputs, self.inputs_returned))
+            return self._finish(_Function.apply(self, *inputs), inputs)
         # NOTE: what `Function.apply` does without functorch transforms, less its Python layer; its
         # unwrapping of dead functorch wrappers (a Python loop over every input) only where a tensor
         # input is a functorch wrapper at all, which one C-level map over the tensor inputs tells.
@@ -104,7 +102,11 @@ class CompiledAutograd:
             self._tensors = picker([i for i, value in enumerate(inputs) if isinstance(value, torch.Tensor)])
         if any(map(_is_functorch_wrapped, self._tensors(inputs))):
             inputs = _unwrap_dead_wrappers(inputs)
-        outputs = _apply(self, *inputs)
+        return self._finish(_apply(self, *inputs), inputs)
+
+    def _finish(self, outputs: tuple, inputs: tuple) -> Any:
+        """What the caller gets of the Function's outputs: views of inputs made again from them,
+        written inputs written again under autograd, inputs returned as themselves, as a tree."""
         if self.views_of_inputs is not None:
             outputs = self._with_views_of_inputs(outputs, inputs)
         if self.writes:
@@ -116,7 +118,7 @@ class CompiledAutograd:
     def _with_views_of_inputs(self, outputs: tuple, inputs: tuple) -> tuple:
         """The outputs, each that views an input (found by the forward just run) made again from it."""
         of_inputs, self.views_of_inputs = self.views_of_inputs, None
-        return outputs if of_inputs is None else _viewed_again(outputs, inputs, of_inputs)
+        return _viewed_again(outputs, inputs, of_inputs)
 
     def backward_for(self, present: tuple[bool, ...]) -> Callable[..., Any]:
         """The backward compiled for the cotangents flagged present, compiled on first need; the
