@@ -175,6 +175,12 @@ def flatten(input: TensorProxy, start_dim: int = 0, end_dim: int = -1) -> Any:
     return prims.reshape(input, shape)
 
 
+@register("torch.ravel", "torch.Tensor.ravel")
+def ravel(input: TensorProxy) -> Any:
+    """The elements in a 1-D tensor: a view where reshape makes one, else a copy, as eager's."""
+    return reshape(input, -1)
+
+
 @register("torch.Tensor.contiguous")
 def contiguous(input: TensorProxy, memory_format: Any = None) -> Any:
     # NOTE: traces hold values, not layouts; executors choose memory layouts themselves. But

@@ -33,6 +33,19 @@ from compiler.ops.shape import cat, getitem, narrow, reshape
 def unflatten(input: TensorProxy, dim: int, sizes: Sequence) -> TensorProxy:
     """Dim `dim` split into `sizes` (one of them may be -1)."""
     d = canonical_dim(dim, input.ndim)
+    sizes = list(sizes)
+    inferred = [i for i, s in enumerate(sizes) if type(s) is int and s == -1]
+    if len(inferred) == 1:
+        # NOTE: eager infers the -1 from dim `dim`'s own size, so it is known in an empty tensor too
+        known = 1
+        for i, s in enumerate(sizes):
+            known = known if i == inferred[0] else known * s
+        check(
+            known != 0 and input.shape[d] % known == 0,
+            lambda: f"unflatten: sizes {sizes} do not split dim {dim} of size {input.shape[d]}{called_at()}",
+            RuntimeError,
+        )
+        sizes[inferred[0]] = input.shape[d] // known
     return reshape(input, [*input.shape[:d], *sizes, *input.shape[d + 1 :]])
 
 
@@ -78,6 +91,19 @@ def _at_least(t: TensorProxy, ndim: int) -> TensorProxy:
         return t
     shapes = {0: [1] * ndim, 1: [1, *t.shape] + [1] * (ndim - 2), 2: [*t.shape, 1]}
     return reshape(t, shapes[t.ndim])
+
+
+def _at_least_op(ndim: int) -> None:
+    @register(f"torch.atleast_{ndim}d")
+    def op(*tensors: Any) -> Any:
+        many = len(tensors) != 1 or isinstance(tensors[0], (list, tuple))
+        flat = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+        results = tuple(_at_least(t, ndim) for t in flat)
+        return results if many else results[0]
+
+
+for _ndim in (1, 2, 3):
+    _at_least_op(_ndim)
 
 
 @register("torch.hstack")
