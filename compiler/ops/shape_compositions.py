@@ -19,7 +19,7 @@ import torch
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
-from compiler.core.ir import NumberProxy, TensorProxy
+from compiler.core.ir import NumberProxy, TensorProxy, same_size, size_product
 from compiler.ops import aliasing
 from compiler.ops.factory import _device
 from compiler.ops.indexing import gather
@@ -27,6 +27,7 @@ from compiler.ops.operands import broadcast_shapes, broadcast_to, canonical_dim,
 from compiler.ops.reductions import sum as sum_op
 from compiler.ops.registry import register
 from compiler.ops.shape import cat, getitem, narrow, reshape
+from compiler.ops.symbolic_sizes import quotient_of_products
 
 
 @register("torch.unflatten", "torch.Tensor.unflatten")
@@ -37,15 +38,15 @@ def unflatten(input: TensorProxy, dim: int, sizes: Sequence) -> TensorProxy:
     inferred = [i for i, s in enumerate(sizes) if type(s) is int and s == -1]
     if len(inferred) == 1:
         # NOTE: eager infers the -1 from dim `dim`'s own size, so it is known in an empty tensor too
-        known = 1
-        for i, s in enumerate(sizes):
-            known = known if i == inferred[0] else known * s
+        known = size_product(s for i, s in enumerate(sizes) if i != inferred[0])
         check(
-            known != 0 and input.shape[d] % known == 0,
+            not same_size(known, 0) and same_size(input.shape[d] % known, 0),
             lambda: f"unflatten: sizes {sizes} do not split dim {dim} of size {input.shape[d]}{called_at()}",
             RuntimeError,
         )
-        sizes[inferred[0]] = input.shape[d] // known
+        sizes[inferred[0]] = quotient_of_products(
+            [input.shape[d]], [s for i, s in enumerate(sizes) if i != inferred[0]]
+        )
     return reshape(input, [*input.shape[:d], *sizes, *input.shape[d + 1 :]])
 
 

@@ -300,21 +300,25 @@ def _outside(trace: Any) -> tuple[str, ...]:
     return tuple(outside)
 
 
-def structure(pattern: Pattern, dtype: torch.dtype = torch.bfloat16) -> Structure:
-    """`pattern` jitted for the fusion planner (`planner_options`) and called once on its first
-    sizes in `dtype`, its floating inputs requiring grad, then differentiated: its `Structure`."""
-    call = Call(0, dtype, pattern.sizes[0], "contiguous", pattern.grad)
+def structure(
+    pattern: Pattern, dtype: torch.dtype = torch.bfloat16, sizes: tuple[dict[str, int], ...] = ()
+) -> Structure:
+    """`pattern` jitted for the fusion planner (`planner_options`) and called on each of `sizes`
+    (default: its first sizes; a second size makes the entry's sizes symbolic) in `dtype`, its
+    floating inputs requiring grad, each call differentiated: the `Structure` of the last call."""
     jfn = compiler.jit(pattern.fn, **{**pattern.jit_options, **planner_options()})
     with on_device():
-        args = make_args(pattern, call)
-        args = [
-            a.requires_grad_() if isinstance(spec, Arg) and spec.grad and pattern.grad and a.is_floating_point() else a
-            for spec, a in zip(pattern.args, args)
-        ]
-        wants = _differentiable(jfn(*args))
-        forward = compiler.last_traces(jfn)[-1]
-        if not wants:
-            return Structure(len(region_fusions(forward)), _outside(forward), None, None)
-        torch.autograd.backward(wants, [torch.ones_like(w) for w in wants])
+        for call_sizes in sizes or pattern.sizes[:1]:
+            call = Call(0, dtype, call_sizes, "contiguous", pattern.grad)
+            args = [
+                a.requires_grad_() if isinstance(spec, Arg) and spec.grad and call.grad and a.is_floating_point() else a
+                for spec, a in zip(pattern.args, make_args(pattern, call))
+            ]
+            wants = _differentiable(jfn(*args))
+            if wants:
+                torch.autograd.backward(wants, [torch.ones_like(w) for w in wants])
+    forward = compiler.last_traces(jfn)[-1]
+    if not wants:
+        return Structure(len(region_fusions(forward)), _outside(forward), None, None)
     backward = compiler.last_backward_traces(jfn)[-1]
     return Structure(len(region_fusions(forward)), _outside(forward), len(region_fusions(backward)), _outside(backward))

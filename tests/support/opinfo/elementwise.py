@@ -450,6 +450,7 @@ def _type_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(3, 4, low=-50, high=50), torch.bfloat16))
     yield Sample((make(3, 4, transposed=True), torch.int64))
     yield Sample((make(3, 4), torch.bool))
+    yield Sample((make(2, 3), "torch.DoubleTensor"))  # a type name, as legacy code writes it
 
 
 def _cast_samples(make: Maker) -> Iterator[Sample]:
