@@ -98,6 +98,20 @@ def _nan_samples(make: Maker) -> Iterator[Sample]:
 UNARY.append(OpCase("isnan_with_nans", (torch.isnan, method("isnan")), _nan_samples, FLOATS))
 
 
+def _special_values_samples(make: Maker) -> Iterator[Sample]:
+    x = make(4, 5)
+    x[0, 0], x[1, 1], x[2, 2], x[3, 3] = float("inf"), float("-inf"), float("nan"), 0.0
+    yield Sample((x,))
+    yield Sample((make(3, 4, transposed=True),))
+
+
+for _name in ("isinf", "isfinite", "isposinf", "isneginf"):
+    UNARY.append(_unary(_name))  # integers and bools: never inf, always finite
+    UNARY.append(
+        OpCase(f"{_name}_of_specials", (getattr(torch, _name), method(_name)), _special_values_samples, FLOATS)
+    )
+
+
 def _edges(make: Maker, *values: float) -> torch.Tensor:
     """A 1-d tensor of the dtype under test holding `values`, then random values."""
     return torch.cat([torch.tensor(values, dtype=make.dtype), make(6)])
