@@ -207,7 +207,7 @@ MODEL_PATTERNS = [
     Pattern(nll_with_weights, (X, TARGET, W)),
     Pattern(label_smoothing_by_hand, (X, TARGET)),
     Pattern(mse_and_l1_variants, (X, Y)),
-    Pattern(bce_with_logits_pos_weight, (X, Y, W)),
+    Pattern(bce_with_logits_pos_weight, (X, Y, Arg(("D",), grad=False))),  # eager: pos_weight takes no gradient
     Pattern(kl_div_distillation, (X, Y)),
     Pattern(cosine_and_margin, (X, Y)),
     Pattern(integer_floor_div_and_mod, (Arg(("B", "D"), kind="long:20"),), dtypes=F32),
