@@ -131,6 +131,40 @@ def intermediate_view_written_and_returned(x, y):
     return h, v
 
 
+def intermediate_slice_accumulates_its_neighbour(x, y):
+    h = x.exp()
+    h[:, 1:3] += y[:, 1:3] * h[:, :2]
+    return h
+
+
+def intermediate_column_read_then_written(x, y):
+    h = x.sigmoid()
+    col = h[:, 0]
+    h[:, 1] = col * y[:, 1]
+    return h, col
+
+
+def intermediate_narrow_copied_from_a_sibling(x, y):
+    h = x + y
+    top = h.narrow(1, 0, 2)
+    h.narrow(1, 2, 2).copy_(top.flip(-1))
+    return h * top.sum(-1, keepdim=True)
+
+
+def intermediate_flat_view_written(x, y):
+    h = x * 3
+    v = h.view(-1)
+    v[:2] = v[2:4] * y.view(-1)[:2]
+    return h, v
+
+
+def intermediate_unsqueezed_slice_scaled(x, y):
+    a = x * 2
+    b = a[:, :2]
+    b.unsqueeze(0).mul_(y[None, :, :2])
+    return a, b.sum()
+
+
 def write_into_float_copy(x):
     h = x.float()
     h[..., 0] = 0.0
@@ -198,6 +232,16 @@ INPLACE_VIEW_PATTERNS = [
     Pattern(intermediate_transposed_write, (X3,), sizes=WIDE),
     Pattern(intermediate_column_scaled_by_input, (X, Arg(("B", "D"))), sizes=WIDE),
     Pattern(intermediate_view_written_and_returned, (X, Arg(("B", "D"))), sizes=WIDE),
+    *(
+        Pattern(fn, (X, Arg(("B", "D"))), sizes=WIDE)
+        for fn in (
+            intermediate_slice_accumulates_its_neighbour,
+            intermediate_column_read_then_written,
+            intermediate_narrow_copied_from_a_sibling,
+            intermediate_flat_view_written,
+            intermediate_unsqueezed_slice_scaled,
+        )
+    ),
     Pattern(write_into_float_copy, (X,)),
     Pattern(setitem_with_broadcast_and_cast, (OUT, W)),
     Pattern(select_write_in_loop, (OUT3,)),
