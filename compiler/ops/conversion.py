@@ -100,10 +100,12 @@ def _dtype_of_type_name(name: str, input: TensorProxy) -> torch.dtype:
 
 @register("torch.Tensor.type")
 def type_(input: TensorProxy, dtype: Any = None, non_blocking: bool = False) -> Any:
-    """`x.type()` is its type name (a string); `x.type(torch.float16)` or `x.type("torch.HalfTensor")`
-    a conversion."""
+    """`x.type()` is its type name (a string); `x.type(torch.float16)`, `x.type("torch.HalfTensor")`
+    or `x.type(torch.HalfTensor)` a conversion."""
     if dtype is None:
         return type_name(input.dtype, input.device)
+    if isinstance(dtype, type) and dtype.__module__ in ("torch", "torch.cuda"):  # torch.DoubleTensor
+        dtype = f"{dtype.__module__}.{dtype.__name__}"
     if isinstance(dtype, str):
         dtype = _dtype_of_type_name(dtype, input)
     check(

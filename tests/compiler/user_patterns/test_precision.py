@@ -113,7 +113,13 @@ def to_other_tensor_dtype_and_back(x, w):
 
 
 def type_string_and_type_method(x):
-    return x.type(torch.float32) * 2, x.type_as(x.float()).mean(), x.type(), x.type(x.double().type()).sum(-1)
+    return (
+        x.type(torch.float32) * 2,
+        x.type_as(x.float()).mean(),
+        x.type(),
+        x.type(x.double().type()).sum(-1),
+        x.type(torch.HalfTensor if x.device.type == "cpu" else torch.cuda.HalfTensor),
+    )
 
 
 def half_bfloat16_double_chain(x):

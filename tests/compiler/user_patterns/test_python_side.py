@@ -156,6 +156,12 @@ def clip_and_half_casts(x):
     return x.clip(min=-0.5), x.clamp(-1e4, 1e4).to(torch.float16), torch.clamp(x, min=0).sqrt()
 
 
+def nibbles_unpacked_and_packed(q):
+    shifts = torch.arange(0, 16, 4, device=q.device)
+    nibbles = (q[..., None] >> shifts) & 0xF
+    return nibbles, (nibbles[..., 1] << 4) | nibbles[..., 0], torch.bitwise_left_shift(q, 2) >> 1
+
+
 PYTHON_SIDE_PATTERNS = [
     Pattern(shape_reads_in_python, (X3,)),
     Pattern(python_sum_of_tensors, (X3,)),
@@ -179,6 +185,7 @@ PYTHON_SIDE_PATTERNS = [
     Pattern(mean_over_numel_and_dtype_kwarg, (X,)),
     Pattern(logical_mask_algebra, (X, Y)),
     Pattern(clip_and_half_casts, (X,)),
+    Pattern(nibbles_unpacked_and_packed, (Arg(("B", "D"), kind="long:65536"),), dtypes=F32),
 ]
 
 

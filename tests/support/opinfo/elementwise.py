@@ -321,6 +321,15 @@ def _logaddexp_samples(make: Maker) -> Iterator[Sample]:
 
 BITWISE_DTYPES = (torch.int64, torch.bool)
 
+
+def _shift_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(5, 7, low=-100, high=100), 3))
+    yield Sample((make(3, 4, transposed=True, low=-(2**40), high=2**40), 40))  # high bits dropped
+    yield Sample((make(4, 8, low=-(2**31), high=2**31), torch.arange(0, 32, 4)))  # unpacking nibbles
+    yield Sample((make(2, 1, 3, dtype=torch.int32, low=-1000, high=1000), make(4, 3, low=0, high=31)))
+    yield Sample((make(6, dtype=torch.uint8, low=0, high=255), 5))
+
+
 BINARY = [
     _binary("add", (operator.add, _reflected(operator.add, "radd"))),
     _binary("sub", (operator.sub,), aliases=(torch.subtract,)),
@@ -371,6 +380,8 @@ BINARY = [
     ),
     _binary("bitwise_or", (operator.or_, _reflected(operator.or_, "ror")), BITWISE_DTYPES, sampler=_bitwise_samples),
     _binary("bitwise_xor", (operator.xor, _reflected(operator.xor, "rxor")), BITWISE_DTYPES, sampler=_bitwise_samples),
+    _binary("bitwise_left_shift", (operator.lshift,), (torch.int64,), sampler=_shift_samples),
+    _binary("bitwise_right_shift", (operator.rshift,), (torch.int64,), sampler=_shift_samples),
 ]
 
 # ---------------------------------------------------------------------------------------------
