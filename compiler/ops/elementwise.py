@@ -106,35 +106,6 @@ def isnan(input: TensorProxy) -> Any:
     return elementwise(lambda x: prims.ne(x, x), input, promotion=Promotion.ALWAYS_BOOL)
 
 
-def _float_test(test: Callable, integers: bool) -> Callable:
-    """An elementwise test of float values; integers and bools are never inf or NaN (`integers`:
-    the test's answer for them)."""
-    return lambda x: test(x) if dtypes.is_float(x.dtype) else (prims.eq(x, x) if integers else prims.ne(x, x))
-
-
-@register("torch.isinf", "torch.Tensor.isinf")
-def isinf(input: TensorProxy) -> Any:
-    test = _float_test(lambda x: prims.eq(prims.abs(x), math.inf), False)
-    return elementwise(test, input, promotion=Promotion.ALWAYS_BOOL)
-
-
-@register("torch.isfinite", "torch.Tensor.isfinite")
-def isfinite(input: TensorProxy) -> Any:
-    # NOTE: |x| < inf is False for inf and for NaN alike
-    test = _float_test(lambda x: prims.lt(prims.abs(x), math.inf), True)
-    return elementwise(test, input, promotion=Promotion.ALWAYS_BOOL)
-
-
-@register("torch.isposinf", "torch.Tensor.isposinf")
-def isposinf(input: TensorProxy) -> Any:
-    return elementwise(_float_test(lambda x: prims.eq(x, math.inf), False), input, promotion=Promotion.ALWAYS_BOOL)
-
-
-@register("torch.isneginf", "torch.Tensor.isneginf")
-def isneginf(input: TensorProxy) -> Any:
-    return elementwise(_float_test(lambda x: prims.eq(x, -math.inf), False), input, promotion=Promotion.ALWAYS_BOOL)
-
-
 @register("torch.logical_not", "torch.Tensor.logical_not")
 def logical_not(input: TensorProxy, *, out: Any = None) -> Any:
     check_no_out("torch.logical_not", out)
