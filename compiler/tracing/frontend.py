@@ -39,7 +39,7 @@ from typing import Any
 import torch
 
 from compiler import ops  # noqa: F401  (registers the ops and installs proxies.HOOKS.dispatch)
-from compiler.core.errors import TracingError, check
+from compiler.core.errors import TracingError, check, unbound_method_error
 from compiler.core.ir import (
     BoundSymbol,
     NumberProxy,
@@ -454,7 +454,13 @@ def _trace_inputs(
     # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
     with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running():
-        output = fn(*fn_args, **fn_kwargs)
+        try:
+            output = fn(*fn_args, **fn_kwargs)
+        except TypeError as error:
+            explained = unbound_method_error(error)
+            if explained is None:
+                raise
+            raise explained from None
     _check_output(output)
     output, writes = inputs.stand_ins.writes(output)
 
