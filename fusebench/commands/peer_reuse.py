@@ -26,16 +26,18 @@ def measure_reusing_peers(
     measure: Callable[[list[int]], dict[int, Outcome]],
     results: Path,
     reuse: bool = True,
+    unit_timeout_s: float | None = None,
 ) -> list[Outcome]:
     """Every unit's outcome, in order: a reusable peer's from `cache` (with `reuse`: not under
     --remeasure-peers) where its case's eager, measured now, has not drifted; the rest from
-    `measure(unit indices)`. Reused outcomes are recorded in this run's results like measured
+    `measure(unit indices)`. A peer kept as stopped at the unit time limit is reused where this run's
+    `unit_timeout_s` is no longer. Reused outcomes are recorded in this run's results like measured
     ones; freshly measured peers are kept in the cache."""
     reused: dict[int, Outcome] = {}
     if reuse:
         for index, (group, variant) in enumerate(units):
             if variant.reusable and any(v.name == "eager" for v in group.variants):
-                outcome = cache.reusable(group.case_id, variant.name)
+                outcome = cache.reusable(group.case_id, variant.name, unit_timeout_s)
                 if outcome is not None:
                     reused[index] = dataclasses.replace(outcome, params=dict(group.params))
     if reused:

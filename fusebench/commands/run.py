@@ -58,7 +58,7 @@ from fusebench.measure.noise import run_noise
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
 from fusebench.measure.precision import DEFAULT_PRECISION, PRECISION_ENV, checked_precision
 from fusebench.measure.threads import add_threads_argument, checked_threads
-from fusebench.measure.workers import READY, WORKER_CPUS, apply_cpu_share, devices_from, run_units
+from fusebench.measure.workers import READY, WORKER_CPUS, Crash, apply_cpu_share, devices_from, run_units
 from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
 from fusebench.report.overhead import render_overhead
 from fusebench.report.progress import Progress
@@ -223,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
         measure,
         args.results,
         reuse=not args.remeasure_peers and os.environ.get(REUSE_ENV, "1") != "0",
+        unit_timeout_s=args.unit_timeout or None,
     )
     took = format_seconds(time.perf_counter() - started)
     where = args.devices or selection.device
@@ -382,10 +383,10 @@ def _in_workers(
     progress = Progress(len(indices))
     by_unit: dict[int, Outcome] = {}
 
-    def answer(index: int, device: str, data: dict[str, Any] | None, crash: str) -> None:
+    def answer(index: int, device: str, data: dict[str, Any] | Crash) -> None:
         group, variant = units[index]
-        if data is None:
-            outcome = crashed_outcome(group, variant, device.split("#")[0], crash)
+        if isinstance(data, Crash):
+            outcome = crashed_outcome(group, variant, device.split("#")[0], data)
             write_outcomes(args.results, run_info, [outcome])
         else:
             data = {k: v for k, v in data.items() if k in _OUTCOME_FIELDS}
@@ -408,9 +409,10 @@ def _in_workers(
     return by_unit
 
 
-def crashed_outcome(group: Group, variant: Variant, device: str, detail: str) -> Outcome:
-    """The outcome of a unit whose worker died (`detail`: how, and its last output). It carries the
-    case's version, so that recording it keeps the other variants' points of the same benchmark."""
+def crashed_outcome(group: Group, variant: Variant, device: str, crash: Crash) -> Outcome:
+    """The outcome of a unit whose worker died (`crash`: how, and its last output; a unit stopped at
+    the time limit keeps the limit in `extra["time_limit_s"]`). It carries the case's version, so that
+    recording it keeps the other variants' points of the same benchmark."""
     case = group.case
     return Outcome(
         group.suite.name,
@@ -419,9 +421,10 @@ def crashed_outcome(group: Group, variant: Variant, device: str, detail: str) ->
         variant.name,
         device,
         "crashed",
-        detail,
+        crash.detail,
         calls_per_sample=case.calls_per_sample,
         case_version=case.version,
+        extra={} if crash.time_limit_s is None else {"time_limit_s": crash.time_limit_s},
     )
 
 

@@ -119,3 +119,38 @@ def test_a_peers_error_is_reused_and_its_crash_measured_again(tmp_path: Path) ->
     assert PeerCache(tmp_path / FILE_NAME, "key").reusable("s.c(n=1)", "peer-error") is not None
     stale = PeerCache(tmp_path / FILE_NAME, "another machine or code")
     assert stale.stale and stale.reusable("s.c(n=1)", "peer-error") is None
+
+
+def test_a_peer_past_the_time_limit_is_reused_under_a_limit_no_longer(tmp_path: Path) -> None:
+    cache = PeerCache(tmp_path / FILE_NAME, "key")
+    detail = "stopped after 120 s (the unit time limit, --unit-timeout)"
+    slow = Outcome("s", "c", {"n": 1}, "peer", "cpu", "crashed", detail=detail, extra={"time_limit_s": 120.0})
+    cache.remember("s.c(n=1)", slow, "d" * 40, _outcome("eager", 1.0))
+    cache.save()
+    kept = PeerCache(tmp_path / FILE_NAME, "key")
+    assert kept.reusable("s.c(n=1)", "peer", unit_timeout_s=120.0).detail == detail
+    assert kept.reusable("s.c(n=1)", "peer", unit_timeout_s=60.0).status == "crashed"
+    assert kept.reusable("s.c(n=1)", "peer", unit_timeout_s=300.0) is None  # it may finish within a longer limit
+    assert kept.reusable("s.c(n=1)", "peer", unit_timeout_s=None) is None  # no limit now
+
+
+def test_a_run_reuses_a_peer_past_the_limit_without_measuring_it(tmp_path: Path) -> None:
+    peer = Variant("peer", lambda target: Compiled(target.fn), reusable=True)
+    case = Case(name="c", fn=lambda x: x, make_inputs=lambda p, d, s: (), bytes_moved=lambda p: 0, params={"n": [1]})
+    group = Group(Suite("s", "s.py", (case,)), case, {"n": 1}, (EAGER, peer))
+    units = [(group, EAGER), (group, peer)]
+    run = RunInfo(machine_info("m"), Revision("e" * 40, 0, dirty=False), "env")
+    cache = PeerCache(tmp_path / FILE_NAME, "key")
+    measured: list[list[int]] = []
+
+    def measure(indices: list[int]) -> dict[int, Outcome]:
+        measured.append(indices)
+        slow = Outcome("s", "c", {"n": 1}, "peer", "cpu", "crashed", detail="stopped", extra={"time_limit_s": 120.0})
+        return {i: _outcome("eager", 1.0) if i == 0 else slow for i in indices}
+
+    first = measure_reusing_peers(units, run, cache, measure, tmp_path / "results", unit_timeout_s=120.0)
+    second = measure_reusing_peers(units, run, cache, measure, tmp_path / "results", unit_timeout_s=120.0)
+    assert measured == [[0, 1], [0]] and first[1].status == second[1].status == "crashed"
+    assert second[1].extra["reused"]["commit"] == "e" * 40
+    measure_reusing_peers(units, run, cache, measure, tmp_path / "results", unit_timeout_s=600.0)
+    assert measured[-1] == [0, 1]  # a longer limit measures it again
