@@ -43,7 +43,7 @@ from fusebench.cases.selection import (
 )
 from fusebench.cases.variants import Variant
 from fusebench.commands.compare import child_run_arguments
-from fusebench.commands.peer_reuse import measure_reusing_peers
+from fusebench.commands.peer_reuse import Done, measure_reusing_peers
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
 from fusebench.history.artifacts import write_artifacts
@@ -200,13 +200,13 @@ def run(args: argparse.Namespace) -> int:
             )
         worker_args = [*child_run_arguments(selection, budget), *_record_arguments(args, revision.commit)]
 
-        def measure(indices: list[int]) -> dict[int, Outcome]:
-            return _in_workers(args, units, run_info, devices, worker_args, indices)
+        def measure(indices: list[int], done: Done) -> dict[int, Outcome]:
+            return _in_workers(args, units, run_info, devices, worker_args, indices, done)
     else:
         settings = _settings(args, selection.device, budget, peak, precision)
 
-        def measure(indices: list[int]) -> dict[int, Outcome]:
-            return _in_process(args, units, run_info, settings, indices)
+        def measure(indices: list[int], done: Done) -> dict[int, Outcome]:
+            return _in_process(args, units, run_info, settings, indices, done)
 
     cache = PeerCache(
         args.results / machine.machine / PEER_CACHE_FILE,
@@ -299,7 +299,7 @@ def _keep(args: argparse.Namespace, run_info: RunInfo, outcome: Outcome) -> None
 
 
 def _in_process(
-    args: argparse.Namespace, units: list[Unit], run_info: RunInfo, settings: Settings, indices: list[int]
+    args: argparse.Namespace, units: list[Unit], run_info: RunInfo, settings: Settings, indices: list[int], done: Done
 ) -> dict[int, Outcome]:
     progress = Progress(len(indices))
     outcomes: dict[int, Outcome] = {}
@@ -310,6 +310,7 @@ def _in_process(
         outcome = _measure_unit(args, run_info, settings, prepared, group, variant)
         progress.finish(outcome)
         outcomes[index] = outcome
+        done(index, outcome)
     return outcomes
 
 
@@ -379,6 +380,7 @@ def _in_workers(
     devices: list,
     worker_args: list[str],
     indices: list[int],
+    done: Done,
 ) -> dict[int, Outcome]:
     progress = Progress(len(indices))
     by_unit: dict[int, Outcome] = {}
@@ -391,10 +393,11 @@ def _in_workers(
         else:
             data = {k: v for k, v in data.items() if k in _OUTCOME_FIELDS}
             outcome = dataclasses.replace(Outcome.from_json(data), params=dict(group.params))
-        by_unit[index] = outcome
         with lock:
+            by_unit[index] = outcome
             progress.start(f"{group.case_id} [{device}]", variant.name)
             progress.finish(outcome)
+            done(index, outcome)
 
     lock = threading.Lock()
     run_units(
