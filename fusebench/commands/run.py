@@ -47,6 +47,8 @@ from fusebench.commands.peer_reuse import Done, measure_reusing_peers
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
 from fusebench.history.artifacts import write_artifacts
+from fusebench.history.durations import FILE_NAME as DURATIONS_FILE
+from fusebench.history.durations import Durations, unit_key
 from fusebench.history.peer_cache import FILE_NAME as PEER_CACHE_FILE
 from fusebench.history.peer_cache import REUSE_ENV, PeerCache, fingerprint
 from fusebench.history.results import RunInfo, result_path, write_outcomes
@@ -189,6 +191,10 @@ def run(args: argparse.Namespace) -> int:
     if revision.commit == UNKNOWN_COMMIT:
         print("fusebench run: not in a git work tree: results are recorded under commit 00000000", file=sys.stderr)
     isolate = args.isolate if args.isolate is not None else selection.device.type == "cuda"
+    durations = Durations(
+        args.results / machine.machine / DURATIONS_FILE,
+        [unit_key(group.case_id, variant.name, selection.device.type, selection.quick) for group, variant in units],
+    )
     if args.devices or isolate:
         devices = devices or _devices("cuda:0" if selection.device.type == "cuda" else "cpu")
         shares = [device.env[WORKER_CPUS].count(",") + 1 for device in devices if WORKER_CPUS in device.env]
@@ -201,12 +207,14 @@ def run(args: argparse.Namespace) -> int:
         worker_args = [*child_run_arguments(selection, budget), *_record_arguments(args, revision.commit)]
 
         def measure(indices: list[int], done: Done) -> dict[int, Outcome]:
-            return _in_workers(args, units, run_info, devices, worker_args, indices, done)
+            progress = Progress(len(indices), expected=durations.expected(indices))
+            return _in_workers(args, units, run_info, devices, worker_args, indices, durations.watching(done), progress)
     else:
         settings = _settings(args, selection.device, budget, peak, precision)
 
         def measure(indices: list[int], done: Done) -> dict[int, Outcome]:
-            return _in_process(args, units, run_info, settings, indices, done)
+            progress = Progress(len(indices), expected=durations.expected(indices))
+            return _in_process(args, units, run_info, settings, indices, durations.watching(done), progress)
 
     cache = PeerCache(
         args.results / machine.machine / PEER_CACHE_FILE,
@@ -216,15 +224,18 @@ def run(args: argparse.Namespace) -> int:
             [Path(fusebench.__file__).parent, *suite_roots(selection.suite_dirs)],
         ),
     )
-    outcomes = measure_reusing_peers(
-        units,
-        run_info,
-        cache,
-        measure,
-        args.results,
-        reuse=not args.remeasure_peers and os.environ.get(REUSE_ENV, "1") != "0",
-        unit_timeout_s=args.unit_timeout or None,
-    )
+    try:
+        outcomes = measure_reusing_peers(
+            units,
+            run_info,
+            cache,
+            measure,
+            args.results,
+            reuse=not args.remeasure_peers and os.environ.get(REUSE_ENV, "1") != "0",
+            unit_timeout_s=args.unit_timeout or None,
+        )
+    finally:
+        durations.keep()
     took = format_seconds(time.perf_counter() - started)
     where = args.devices or selection.device
     print(f"fusebench run: {len(units)} measurements done in {took} on {where}", file=sys.stderr)
@@ -299,9 +310,14 @@ def _keep(args: argparse.Namespace, run_info: RunInfo, outcome: Outcome) -> None
 
 
 def _in_process(
-    args: argparse.Namespace, units: list[Unit], run_info: RunInfo, settings: Settings, indices: list[int], done: Done
+    args: argparse.Namespace,
+    units: list[Unit],
+    run_info: RunInfo,
+    settings: Settings,
+    indices: list[int],
+    done: Done,
+    progress: Progress,
 ) -> dict[int, Outcome]:
-    progress = Progress(len(indices))
     outcomes: dict[int, Outcome] = {}
     prepared = _Prepared()
     for index in indices:
@@ -381,8 +397,9 @@ def _in_workers(
     worker_args: list[str],
     indices: list[int],
     done: Done,
+    progress: Progress,
 ) -> dict[int, Outcome]:
-    progress = Progress(len(indices))
+    position = {index: n for n, index in enumerate(indices)}
     by_unit: dict[int, Outcome] = {}
 
     def answer(index: int, device: str, data: dict[str, Any] | Crash) -> None:
@@ -396,7 +413,7 @@ def _in_workers(
         with lock:
             by_unit[index] = outcome
             progress.start(f"{group.case_id} [{device}]", variant.name)
-            progress.finish(outcome)
+            progress.finish(outcome, position[index])
             done(index, outcome)
 
     lock = threading.Lock()
