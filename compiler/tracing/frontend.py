@@ -53,8 +53,11 @@ from compiler.core.ir import (
 )
 from compiler.core.memory import overlapping
 from compiler.ops import aliasing
+from compiler.ops.complex_proxy import ComplexProxy
 from compiler.prims import GUARDS, INPLACE, Prim
 from compiler.tracing import objects
+from compiler.tracing.complex_outputs import ComplexOutputs
+from compiler.tracing.complex_outputs import packed as packed_complex_outputs
 from compiler.tracing.dense_strides import dense_strides
 from compiler.tracing.numbers import Numbers
 from compiler.tracing.patches import (
@@ -66,6 +69,8 @@ from compiler.tracing.patches import (
 )
 
 _NUMBERS = (int, float, bool)
+# the prologue's real view of a complex tensor argument
+VIEW_AS_REAL = Symbol("view_as_real", impl=torch.view_as_real)
 _BAKED_TYPES = (type(None), str, torch.dtype, torch.device, type(Ellipsis), type)
 
 
@@ -91,6 +96,7 @@ class _Inputs:
         self.passed_twice = False  # whether some tensor argument is the same view as another
         self.stand_ins = objects.StandIns()  # the objects, lists and dicts given (objects.py)
         self.places = objects.Places()  # where each of them is reached
+        self.complex_inputs: list[ComplexProxy] = []  # what the function receives for complex tensors
 
     def _guard(self, prim: Prim, *args: Any) -> None:
         self.prologue.append(BoundSymbol(prim, args, {}, None))
@@ -103,21 +109,9 @@ class _Inputs:
             proxy = TensorProxy(shape, value.dtype, value.device, name=proxy_name)
             spec = tuple(None if isinstance(s, NumberProxy) else s for s in shape)
             self._guard(Prim.CHECK_TENSOR, proxy, spec, value.dtype, value.device)
-            same = self.views.setdefault(_view_key(value), len(self.tensors))
-            self.passed_twice |= same < len(self.tensors)
-            self.tensors.append((proxy, value, same if self.merge_same else len(self.tensors)))
-            if self.merge_same and same < len(self.tensors) - 1:
-                self._merged_without_grad(proxy, value, same)
-                return proxy, self.tensors[same][0]
-            aliasing.register_input(self.context, proxy, value)
-            self.computation_inputs.append(proxy)
-            for dim, s in enumerate(shape):
-                if isinstance(s, NumberProxy):
-                    self.prologue.append(BoundSymbol(Prim.SIZE, (proxy, dim), {}, s))
-                    self.computation_inputs.append(s)
-            if self.exact_strides and any(isinstance(s, NumberProxy) for s in shape):
-                self.strides[id(proxy)] = dense_strides(shape, value.stride(), value.shape, self._multiply)
-            return proxy, proxy
+            if value.dtype.is_complex:
+                return proxy, self._complex(proxy, value)
+            return proxy, self._tensor(proxy, value)
         if type(value) in _NUMBERS:
             proxy = NumberProxy(type(value), value, name=proxy_name)
             if self.symbolic or proxy_name in self.dynamic:
@@ -145,6 +139,37 @@ class _Inputs:
             "tensors, int/float/bool, None, strings, dtypes, devices, classes, tuples/lists/dicts of those, "
             "and objects whose attributes are those"
         )
+
+    def _tensor(self, proxy: TensorProxy, value: torch.Tensor) -> TensorProxy:
+        """What the traced function receives for tensor argument `value` (guarded as `proxy`): a
+        computation input, or the input it is merged with."""
+        shape = proxy.shape
+        same = self.views.setdefault(_view_key(value), len(self.tensors))
+        self.passed_twice |= same < len(self.tensors)
+        self.tensors.append((proxy, value, same if self.merge_same else len(self.tensors)))
+        if self.merge_same and same < len(self.tensors) - 1:
+            self._merged_without_grad(proxy, value, same)
+            return self.tensors[same][0]
+        aliasing.register_input(self.context, proxy, value)
+        self.computation_inputs.append(proxy)
+        for dim, s in enumerate(shape):
+            if isinstance(s, NumberProxy):
+                self.prologue.append(BoundSymbol(Prim.SIZE, (proxy, dim), {}, s))
+                self.computation_inputs.append(s)
+        if self.exact_strides and any(isinstance(s, NumberProxy) for s in shape):
+            self.strides[id(proxy)] = dense_strides(shape, value.stride(), value.shape, self._multiply)
+        return proxy
+
+    def _complex(self, proxy: TensorProxy, value: torch.Tensor) -> ComplexProxy:
+        """What the traced function receives for complex tensor argument `value` (guarded as `proxy`):
+        a `ComplexProxy` over its real view, which the prologue makes and the computation takes in
+        its place (traces hold real tensors only, see ops/complex_proxy.py)."""
+        real_view = torch.view_as_real(value)
+        real = TensorProxy((*proxy.shape, 2), real_view.dtype, value.device, name=self.context.claim(f"{proxy.name}_real"))
+        self.prologue.append(BoundSymbol(VIEW_AS_REAL, (proxy,), {}, real))
+        packed = self._tensor(real, real_view)
+        self.complex_inputs.append(ComplexProxy.of_packed(packed))
+        return self.complex_inputs[-1]
 
     def _merged_without_grad(self, proxy: TensorProxy, value: torch.Tensor, same: int) -> None:
         """Checks, and guards, that tensor argument `proxy`, merged with argument number `same`
@@ -359,11 +384,13 @@ class Traced:
     """A traced call: its prologue and computation traces, and what it did to the objects, lists
     and dicts it was given (tracing/objects.py). When `writes` is not empty, the prologue returns
     its targets after the computation's inputs and the computation returns `(output, values)`:
-    `writes.around` makes the entry's computation of it."""
+    `writes.around` makes the entry's computation of it. Complex values the function returns are
+    real views in the computation's output (`complex_outputs.around` makes them complex again)."""
 
     prologue: Trace
     computation: Trace
     writes: objects.ObjectWrites
+    complex_outputs: ComplexOutputs = ComplexOutputs()
 
 
 def trace(
@@ -454,7 +481,10 @@ def _trace_inputs(
     # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
     with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running():
+        for value in inputs.complex_inputs:
+            value.real, value.imag  # noqa: B018  (read before the program can turn grad off)
         output = fn(*fn_args, **fn_kwargs)
+        output, complex_outputs = packed_complex_outputs(output)
     _check_output(output)
     output, writes = inputs.stand_ins.writes(output)
 
@@ -474,7 +504,7 @@ def _trace_inputs(
     )
     computation = Trace(computation_inputs, _without_guards(recorded), (output, writes.values) if writes else output)
     _check_outputs_defined(computation)
-    return Traced(prologue, computation, writes)
+    return Traced(prologue, computation, writes, complex_outputs)
 
 
 def _check_outputs_defined(computation: Trace) -> None:
