@@ -163,7 +163,9 @@ def where(condition: Any, input: Any, other: Any) -> ComplexProxy:
     if isinstance(condition, ComplexProxy):  # NOTE: Tensor.where(self, condition, other)
         condition, input = input, condition
     (ar, ai), (br, bi) = _operands(input, other)
-    imag = None if ai is None and bi is None else torch.where(condition, 0.0 if ai is None else ai, 0.0 if bi is None else bi)
+    imag = None
+    if ai is not None or bi is not None:
+        imag = torch.where(condition, 0.0 if ai is None else ai, 0.0 if bi is None else bi)
     return make(torch.where(condition, ar, br), imag, like=input)
 
 

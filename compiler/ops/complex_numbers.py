@@ -18,7 +18,6 @@ raise one NotImplementedError naming the op and the program's line (ops/registry
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -108,11 +107,13 @@ def as_complex(x: Any, op: str) -> ComplexProxy:
 # making complex values and reading them back ---------------------------------------------------------
 @register_complex("torch.view_as_complex", makes_complex=True)
 def view_as_complex(input: Any) -> ComplexProxy:
+    pairs = isinstance(input, TensorProxy) and input.dtype in COMPLEX_OF and input.ndim > 0
     check(
-        isinstance(input, TensorProxy) and input.dtype in COMPLEX_OF and input.ndim > 0 and same_size(input.shape[-1], 2),
+        pairs and same_size(input.shape[-1], 2),
         lambda: (
             "torch.view_as_complex: expected a float16, float32 or float64 tensor whose last dim has size 2, got "
-            f"{getattr(input, 'dtype', type(input).__name__)} of shape {tuple(getattr(input, 'shape', ()))}{called_at()}"
+            f"{getattr(input, 'dtype', type(input).__name__)} of shape {tuple(getattr(input, 'shape', ()))}"
+            f"{called_at()}"
         ),
         ValueError,
     )

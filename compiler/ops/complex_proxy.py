@@ -40,9 +40,7 @@ class ComplexProxy:
 
     __slots__ = ("_imag", "_real", "packed")
 
-    def __init__(
-        self, real: TensorProxy | None, imag: TensorProxy | None, packed: TensorProxy | None = None
-    ) -> None:
+    def __init__(self, real: TensorProxy | None, imag: TensorProxy | None, packed: TensorProxy | None = None) -> None:
         self._real = real
         self._imag = imag
         self.packed = packed  # a real tensor [..., 2] whose views the parts are, or None

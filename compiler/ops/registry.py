@@ -169,6 +169,8 @@ def _contains(value: Any, kind: type | tuple[type, ...]) -> bool:
 def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
     """Runs the decomposition registered for `fn` and records it as one bound symbol (a call on
     complex values: as the calls on their parts it is made of, `COMPLEX_OPS`)."""
+    if kwargs.get("dtype") in _PYTHON_DTYPES:
+        kwargs = {**kwargs, "dtype": _PYTHON_DTYPES[kwargs["dtype"]]}
     if fn in COMPLEX_MAKERS or _on_complex_values(fn, args, kwargs):
         return _dispatch_complex(fn, args, kwargs)
     op = OPS.get(fn) or _custom_op(fn)
@@ -214,6 +216,11 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
     return output
 
 
+# NOTE: torch's argument parser takes a Python number type for a dtype (`torch.zeros(n, dtype=int)`,
+# as transformers' chunked attention mask is made); a decomposition is written for torch dtypes
+_PYTHON_DTYPES = {int: torch.int64, float: torch.float64, bool: torch.bool, complex: torch.complex128}
+
+
 def _on_complex_values(fn: Any, args: tuple, kwargs: dict) -> bool:
     values, numbers = complex_proxy.scan(args, kwargs)
     return values or (numbers and fn in COMPLEX_OPS)
@@ -242,7 +249,7 @@ def _check_real(op: Op, outputs: list) -> None:
     complex dtype): traces hold real tensors only (see `COMPLEX_OPS`)."""
     for p in outputs:
         check(
-            not (isinstance(p, TensorProxy) and p.dtype.is_complex),
+            not (isinstance(p, TensorProxy) and getattr(p.dtype, "is_complex", False)),
             lambda p=p: f"{op.name} making a {p.dtype} tensor is not supported by the fusebench compiler{called_at()}",
             NotImplementedError,
         )

@@ -33,7 +33,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -165,7 +165,8 @@ class _Inputs:
         a `ComplexProxy` over its real view, which the prologue makes and the computation takes in
         its place (traces hold real tensors only, see ops/complex_proxy.py)."""
         real_view = torch.view_as_real(value)
-        real = TensorProxy((*proxy.shape, 2), real_view.dtype, value.device, name=self.context.claim(f"{proxy.name}_real"))
+        name = self.context.claim(f"{proxy.name}_real")
+        real = TensorProxy((*proxy.shape, 2), real_view.dtype, value.device, name=name)
         self.prologue.append(BoundSymbol(VIEW_AS_REAL, (proxy,), {}, real))
         packed = self._tensor(real, real_view)
         self.complex_inputs.append(ComplexProxy.of_packed(packed))
@@ -390,7 +391,7 @@ class Traced:
     prologue: Trace
     computation: Trace
     writes: objects.ObjectWrites
-    complex_outputs: ComplexOutputs = ComplexOutputs()
+    complex_outputs: ComplexOutputs = field(default_factory=ComplexOutputs)
 
 
 def trace(
