@@ -180,7 +180,7 @@ def ne(input: Any, other: Any) -> TensorProxy:
     return ~eq(input, other)
 
 
-@register_complex("torch.is_complex", "torch.Tensor.is_complex")
+@register_complex("torch.is_complex")
 def is_complex(input: Any) -> bool:
     return isinstance(input, ComplexProxy)
 
@@ -210,7 +210,7 @@ def _partwise(fn: Callable, name: str) -> Callable:
 
 _PARTWISE = (
     "view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "permute", "transpose", "swapaxes",
-    "swapdims", "movedim", "moveaxis", "expand", "expand_as", "broadcast_to", "contiguous", "clone", "detach",
+    "movedim", "moveaxis", "expand", "expand_as", "broadcast_to", "contiguous", "clone", "detach",
     "__getitem__", "select", "narrow", "split", "chunk", "unbind", "repeat", "tile", "flip", "roll", "t",
     "diagonal", "view_as", "reshape_as", "sum", "mean", "cumsum", "tril", "triu", "index_select",
 )  # fmt: skip

@@ -25,7 +25,7 @@ import torch
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.proxies import NumberProxy, TensorProxy, same_size
-from compiler.ops.complex_proxy import COMPLEX_OF, ComplexProxy
+from compiler.ops.complex_proxy import COMPLEX_OF, ComplexProxy, call
 from compiler.ops.operands import broadcast_shapes
 from compiler.ops.registry import register_complex
 
@@ -215,7 +215,9 @@ def type_(input: Any, dtype: torch.dtype | None = None, non_blocking: bool = Fal
 
 
 def _conversion(name: str, dtype: torch.dtype) -> None:
-    register_complex(f"torch.Tensor.{name}")(lambda input, memory_format=None: _converted(input, None, dtype))
+    register_complex(f"torch.Tensor.{name}", makes_complex=dtype.is_complex)(
+        lambda input, memory_format=None: _converted(input, None, dtype)
+    )
 
 
 for _name, _dtype in (
@@ -246,10 +248,14 @@ def _factory(name: str, real_fill: float) -> None:
     def factory(*size: Any, dtype: torch.dtype | None = None, **kwargs: Any) -> Any:
         if dtype is None or not dtype.is_complex:
             raise NotImplementedError(f"torch.{name} with a complex argument is not supported{called_at()}")
-        real_part = torch.full(_size(size), real_fill, dtype=dtype.to_real(), **kwargs)
+        # NOTE: through dispatch: no proxy among the arguments would take torch.full there
+        real_part = call(_FULL, _size(size), real_fill, dtype=dtype.to_real(), **kwargs)
         return ComplexProxy(real_part, torch.zeros_like(real_part))
 
     register_complex(f"torch.{name}")(factory)
+
+
+_FULL = torch.full  # NOTE: torch's own, not the bypass tracing installs (tracing/patches.py)
 
 
 def _size(size: tuple) -> tuple:

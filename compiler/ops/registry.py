@@ -232,9 +232,11 @@ def _dispatch_complex(fn: Any, args: tuple, kwargs: dict) -> Any:
     op = COMPLEX_OPS.get(fn)
     if op is None:
         name = torch_name(fn)
-        writes = name.endswith("_") or name.rsplit(".", 1)[-1] in _WRITES
-        what = "writing into a complex tensor" if writes else "complex tensors"
-        raise NotImplementedError(f"{name} on {what} is not supported by the fusebench compiler{called_at()}")
+        if name.endswith("_") or name.rsplit(".", 1)[-1] in _WRITES:
+            raise NotImplementedError(
+                f"{name}: writing into a complex tensor is not supported by the fusebench compiler{called_at()}"
+            )
+        raise NotImplementedError(f"{name} on complex tensors is not supported by the fusebench compiler{called_at()}")
     check(ir.current() is not None, lambda: f"{op.name} was called on proxies outside of tracing", TracingError)
     if kwargs and not _NUMPY_NAMES.keys().isdisjoint(kwargs):
         kwargs = _torch_names(op.impl, kwargs)
