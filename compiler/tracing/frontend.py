@@ -53,11 +53,8 @@ from compiler.core.ir import (
 )
 from compiler.core.memory import overlapping
 from compiler.ops import aliasing
-from compiler.ops.complex_proxy import ComplexProxy
 from compiler.prims import GUARDS, INPLACE, Prim
-from compiler.tracing import objects
-from compiler.tracing.complex_outputs import ComplexOutputs
-from compiler.tracing.complex_outputs import packed as packed_complex_outputs
+from compiler.tracing import complex_values, objects
 from compiler.tracing.dense_strides import dense_strides
 from compiler.tracing.numbers import Numbers
 from compiler.tracing.patches import (
@@ -69,8 +66,6 @@ from compiler.tracing.patches import (
 )
 
 _NUMBERS = (int, float, bool)
-# the prologue's real view of a complex tensor argument
-VIEW_AS_REAL = Symbol("view_as_real", impl=torch.view_as_real)
 _BAKED_TYPES = (type(None), str, torch.dtype, torch.device, type(Ellipsis), type)
 
 
@@ -96,7 +91,6 @@ class _Inputs:
         self.passed_twice = False  # whether some tensor argument is the same view as another
         self.stand_ins = objects.StandIns()  # the objects, lists and dicts given (objects.py)
         self.places = objects.Places()  # where each of them is reached
-        self.complex_inputs: list[ComplexProxy] = []  # what the function receives for complex tensors
 
     def _guard(self, prim: Prim, *args: Any) -> None:
         self.prologue.append(BoundSymbol(prim, args, {}, None))
@@ -109,9 +103,9 @@ class _Inputs:
             proxy = TensorProxy(shape, value.dtype, value.device, name=proxy_name)
             spec = tuple(None if isinstance(s, NumberProxy) else s for s in shape)
             self._guard(Prim.CHECK_TENSOR, proxy, spec, value.dtype, value.device)
-            if value.dtype.is_complex:
-                return proxy, self._complex(proxy, value)
-            return proxy, self._tensor(proxy, value)
+            if value.dtype.is_complex:  # NOTE: traces hold real tensors only (tracing/complex_values.py)
+                return proxy, complex_values.argument(self, proxy, value)
+            return proxy, self.tensor(proxy, value)
         if type(value) in _NUMBERS:
             proxy = NumberProxy(type(value), value, name=proxy_name)
             if self.symbolic or proxy_name in self.dynamic:
@@ -140,10 +134,8 @@ class _Inputs:
             "and objects whose attributes are those"
         )
 
-    def _tensor(self, proxy: TensorProxy, value: torch.Tensor) -> TensorProxy:
-        """What the traced function receives for tensor argument `value` (guarded as `proxy`): a
-        computation input, or the input it is merged with."""
-        shape = proxy.shape
+    def tensor(self, proxy: TensorProxy, value: torch.Tensor) -> TensorProxy:
+        """What the function receives for tensor argument `value` guarded as `proxy` (see `element`)."""
         same = self.views.setdefault(_view_key(value), len(self.tensors))
         self.passed_twice |= same < len(self.tensors)
         self.tensors.append((proxy, value, same if self.merge_same else len(self.tensors)))
@@ -152,25 +144,13 @@ class _Inputs:
             return self.tensors[same][0]
         aliasing.register_input(self.context, proxy, value)
         self.computation_inputs.append(proxy)
-        for dim, s in enumerate(shape):
+        for dim, s in enumerate(proxy.shape):
             if isinstance(s, NumberProxy):
                 self.prologue.append(BoundSymbol(Prim.SIZE, (proxy, dim), {}, s))
                 self.computation_inputs.append(s)
-        if self.exact_strides and any(isinstance(s, NumberProxy) for s in shape):
-            self.strides[id(proxy)] = dense_strides(shape, value.stride(), value.shape, self._multiply)
+        if self.exact_strides and any(isinstance(s, NumberProxy) for s in proxy.shape):
+            self.strides[id(proxy)] = dense_strides(proxy.shape, value.stride(), value.shape, self._multiply)
         return proxy
-
-    def _complex(self, proxy: TensorProxy, value: torch.Tensor) -> ComplexProxy:
-        """What the traced function receives for complex tensor argument `value` (guarded as `proxy`):
-        a `ComplexProxy` over its real view, which the prologue makes and the computation takes in
-        its place (traces hold real tensors only, see ops/complex_proxy.py)."""
-        real_view = torch.view_as_real(value)
-        name = self.context.claim(f"{proxy.name}_real")
-        real = TensorProxy((*proxy.shape, 2), real_view.dtype, value.device, name=name)
-        self.prologue.append(BoundSymbol(VIEW_AS_REAL, (proxy,), {}, real))
-        packed = self._tensor(real, real_view)
-        self.complex_inputs.append(ComplexProxy.of_packed(packed))
-        return self.complex_inputs[-1]
 
     def _merged_without_grad(self, proxy: TensorProxy, value: torch.Tensor, same: int) -> None:
         """Checks, and guards, that tensor argument `proxy`, merged with argument number `same`
@@ -385,13 +365,12 @@ class Traced:
     """A traced call: its prologue and computation traces, and what it did to the objects, lists
     and dicts it was given (tracing/objects.py). When `writes` is not empty, the prologue returns
     its targets after the computation's inputs and the computation returns `(output, values)`:
-    `writes.around` makes the entry's computation of it. Complex values the function returns are
-    real views in the computation's output (`complex_outputs.around` makes them complex again)."""
+    `writes.around` makes the entry's computation of it; `complex_outputs.around`, of complex outputs."""
 
     prologue: Trace
     computation: Trace
     writes: objects.ObjectWrites
-    complex_outputs: ComplexOutputs = field(default_factory=ComplexOutputs)
+    complex_outputs: complex_values.ComplexOutputs = field(default_factory=complex_values.ComplexOutputs)
 
 
 def trace(
@@ -482,10 +461,8 @@ def _trace_inputs(
     # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
     with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running():
-        for value in inputs.complex_inputs:
-            value.real, value.imag  # noqa: B018  (read before the program can turn grad off)
         output = fn(*fn_args, **fn_kwargs)
-        output, complex_outputs = packed_complex_outputs(output)
+        output, complex_outputs = complex_values.packed(output)
     _check_output(output)
     output, writes = inputs.stand_ins.writes(output)
 

@@ -102,7 +102,8 @@ def test_complex_rotary_matches_eager(entry: str, dtype: torch.dtype, style: str
         got, want = _forward_backward(compiled, xq, xk, third), _forward_backward(fn, xq, xk, third)
         for name, g, w in zip(("q", "k", "xq.grad", "xk.grad"), got, want):
             assert g.dtype == w.dtype
-            torch.testing.assert_close(g, w, **(FP32 if dtype == torch.float32 else BF16), msg=lambda m: f"{name}: {m}")
+            tolerance = FP32 if dtype == torch.float32 else BF16
+            torch.testing.assert_close(g, w, **tolerance, msg=lambda m, name=name: f"{name}: {m}")
     assert len(compiler.examine.fallbacks(since=before)) == 0, compiler.examine.fallbacks(since=before)
 
 
@@ -145,7 +146,8 @@ def test_a_module_with_a_complex_buffer_trains_as_eager(entry: str) -> None:
         (want * want).sum().backward()
         for (name, p), q in zip(model.named_parameters(), eager.parameters()):
             # NOTE: at length 1 the query's gradient is zero (a softmax over one key)
-            torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4, msg=lambda m: f"{seed} {name}: {m}")
+            where = f"call {seed}, {name}"
+            torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4, msg=lambda m, at=where: f"{at}: {m}")
     assert len(compiler.examine.fallbacks(since=before)) == 0, compiler.examine.fallbacks(since=before)
 
 

@@ -275,3 +275,28 @@ def test_unsupported_complex_use_is_one_line_naming_op_and_line(fn: Callable, me
     with pytest.raises((NotImplementedError, ValueError, TypeError), match=re.escape(message)) as raised:
         compiler.jit(fn)(torch.randn(3, 4, dtype=torch.complex64))
     assert "\n" not in str(raised.value) and "test_complex_numbers.py:" in str(raised.value)
+
+
+def test_a_real_tensors_conj_is_the_tensor_itself_for_gradients_too() -> None:
+    program = lambda x: (x.conj() * torch.conj(x)).sum()
+    x = torch.randn(5)
+    (want,), (got,) = _run(program, (x,))[1], _run(compiler.jit(program), (x,))[1]
+    torch.testing.assert_close(got, want)
+
+
+def _with_unsupported_op(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    c = torch.view_as_complex((x @ w).reshape(x.shape[0], -1, 2))
+    return torch.view_as_real(torch.sin(c) * c.conj()).sum(-1)
+
+
+def test_dynamo_runs_an_unsupported_complex_op_eagerly_between_compiled_pieces() -> None:
+    """torch.sin of a complex tensor runs eagerly (one counted fallback); the pieces around it take
+    and return complex tensors, and the gradients are eager's."""
+    torch._dynamo.reset()
+    compiled = torch.compile(_with_unsupported_op, backend="fusebench")
+    before = compiler.examine.fallbacks_recorded()
+    inputs = (torch.randn(3, 4), torch.randn(4, 6))
+    (want, want_grads), (got, got_grads) = _run(_with_unsupported_op, inputs), _run(compiled, inputs)
+    _assert_same((got, got_grads), (want, want_grads), "output and gradients")
+    fallbacks = compiler.examine.fallbacks(since=before)
+    assert len(fallbacks) == 1 and "torch.sin on complex tensors is not supported" in str(fallbacks), fallbacks

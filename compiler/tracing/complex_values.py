@@ -1,6 +1,10 @@
-"""Complex values a traced function returns: real tensors in the trace, complex ones for the caller.
+"""Complex tensors at a traced function's boundary: real tensors in the trace, complex ones outside.
 
-Traces hold real tensors only (ops/complex_proxy.py), so each `ComplexProxy` in a function's
+Traces hold real tensors only (ops/complex_proxy.py). A complex tensor argument is guarded as
+itself by the prologue, which then makes its real view (`torch.view_as_real`, `VIEW_AS_REAL`):
+the computation takes that view as its input, and the function a `ComplexProxy` over it
+(`argument`), whose parts are read from it before the function runs (so a program that turns
+grad off first still reads them with their gradient). Each `ComplexProxy` in a function's
 output is returned by the computation as its real view (`torch.view_as_real`: a real tensor
 whose last dim of size 2 holds the parts), and `ComplexOutputs.around` wraps the entry's
 computation to give the caller `torch.view_as_complex` of it in that place, a view autograd
@@ -11,12 +15,39 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
+from compiler.core.ir import BoundSymbol, Symbol, TensorProxy, TraceContext, tracing
 from compiler.core.proxies import rebuild_tuple
 from compiler.ops.complex_proxy import ComplexProxy
+
+# the prologue's real view of a complex tensor argument
+VIEW_AS_REAL = Symbol("view_as_real", impl=torch.view_as_real)
+
+
+class _Inputs(Protocol):
+    """What `argument` uses of the frontend's argument builder (tracing/frontend.py)."""
+
+    context: TraceContext
+    prologue: list[BoundSymbol]
+
+    def tensor(self, proxy: TensorProxy, value: torch.Tensor) -> TensorProxy: ...
+
+
+def argument(inputs: _Inputs, proxy: TensorProxy, value: torch.Tensor) -> ComplexProxy:
+    """What the traced function receives for complex tensor argument `value`, which the prologue
+    guards as `proxy`: a `ComplexProxy` over the computation input that is its real view."""
+    real_view = torch.view_as_real(value)
+    name = inputs.context.claim(f"{proxy.name}_real")
+    real = TensorProxy((*proxy.shape, 2), real_view.dtype, value.device, name=name)
+    inputs.prologue.append(BoundSymbol(VIEW_AS_REAL, (proxy,), {}, real))
+    complex_value = ComplexProxy.of_packed(inputs.tensor(real, real_view))
+    with tracing(inputs.context):
+        complex_value.real, complex_value.imag  # noqa: B018  (recorded now: see the module)
+    return complex_value
+
 
 Path = tuple  # the keys and indices leading to a value inside tuples, lists and dicts
 
