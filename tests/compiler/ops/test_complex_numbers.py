@@ -14,10 +14,13 @@ import pytest
 import torch
 
 import compiler
+from compiler import prims
 from compiler.core.ir import TensorProxy, proxies_in
 from compiler.ops import registry
 from compiler.ops.registry import COMPLEX_OPS
+from compiler.passes.autodiff import differentiable_values
 from compiler.tracing.frontend import leaves
+from tests.support.nvfuser_helpers import prim_trace
 
 
 @dataclass(frozen=True)
@@ -300,3 +303,11 @@ def test_dynamo_runs_an_unsupported_complex_op_eagerly_between_compiled_pieces()
     _assert_same((got, got_grads), (want, want_grads), "output and gradients")
     fallbacks = compiler.examine.fallbacks(since=before)
     assert len(fallbacks) == 1 and "torch.sin on complex tensors is not supported" in str(fallbacks), fallbacks
+
+
+def test_autodiff_still_refuses_a_complex_tensor_carrying_a_gradient() -> None:
+    """Tracing never makes one; a trace built by hand with one is refused rather than differentiated
+    as if it were real."""
+    trace = prim_trace(lambda a: prims.mul(a, a), ((3,), torch.complex64))
+    with pytest.raises(NotImplementedError, match=r"the complex tensor a0 .* carries a gradient"):
+        differentiable_values(trace, (True,))
