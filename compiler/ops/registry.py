@@ -182,11 +182,7 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
             if not _contains(result, torch.Tensor):
                 return result
         raise NotImplementedError(f"{torch_name(fn)} is not supported by the fusebench compiler{called_at()}")
-    if _contains(args, torch.Tensor) or _contains(kwargs, torch.Tensor):
-        raise TracingError(
-            f"{op.name} received a real torch.Tensor that is not an argument of the jitted function "
-            f"(a global, a closure or an attribute){called_at()}; pass it to the function as an argument"
-        )
+    _check_no_tensors(op, args, kwargs)
     context = ir.current()
     check(context is not None, lambda: f"{op.name} was called on proxies outside of tracing", TracingError)
     if kwargs and not _NUMPY_NAMES.keys().isdisjoint(kwargs):
@@ -237,10 +233,19 @@ def _dispatch_complex(fn: Any, args: tuple, kwargs: dict) -> Any:
                 f"{name}: writing into a complex tensor is not supported by the fusebench compiler{called_at()}"
             )
         raise NotImplementedError(f"{name} on complex tensors is not supported by the fusebench compiler{called_at()}")
+    _check_no_tensors(op, args, kwargs)
     check(ir.current() is not None, lambda: f"{op.name} was called on proxies outside of tracing", TracingError)
     if kwargs and not _NUMPY_NAMES.keys().isdisjoint(kwargs):
         kwargs = _torch_names(op.impl, kwargs)
     return op.impl(*args, **kwargs)
+
+
+def _check_no_tensors(op: Op, args: tuple, kwargs: dict) -> None:
+    if _contains(args, torch.Tensor) or _contains(kwargs, torch.Tensor):
+        raise TracingError(
+            f"{op.name} received a real torch.Tensor that is not an argument of the jitted function "
+            f"(a global, a closure or an attribute){called_at()}; pass it to the function as an argument"
+        )
 
 
 _WRITES = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__"})

@@ -15,6 +15,7 @@ import torch
 
 import compiler
 from compiler import prims
+from compiler.core.errors import TracingError
 from compiler.core.ir import TensorProxy, proxies_in
 from compiler.ops import registry
 from compiler.ops.registry import COMPLEX_OPS
@@ -311,3 +312,14 @@ def test_autodiff_still_refuses_a_complex_tensor_carrying_a_gradient() -> None:
     trace = prim_trace(lambda a: prims.mul(a, a), ((3,), torch.complex64))
     with pytest.raises(NotImplementedError, match=r"the complex tensor a0 .* carries a gradient"):
         differentiable_values(trace, (True,))
+
+
+def test_a_complex_tensor_the_program_closes_over_is_named_as_any_tensor_is() -> None:
+    freqs_cis = torch.polar(torch.ones(4), torch.rand(4))
+    programs = {
+        "torch.Tensor.__mul__": lambda x: torch.view_as_complex(x) * freqs_cis,
+        "torch.view_as_real": lambda x: torch.view_as_real(freqs_cis) * x,
+    }
+    for op, program in programs.items():
+        with pytest.raises(TracingError, match=re.escape(f"{op} received a real torch.Tensor that is not an argument")):
+            compiler.jit(program)(torch.randn(4, 2))
