@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 import compiler
+from compiler.executors.nvfuser.executor import FALLBACK_ENV
 from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
 
 FP32 = {"atol": 1e-5, "rtol": 1e-5}
@@ -77,7 +78,7 @@ def _forward_backward(fn: Callable, xq: torch.Tensor, xk: torch.Tensor, third: t
     """[rotated q, rotated k, q's gradient, k's gradient] of a weighted sum of the outputs."""
     xq, xk = xq.detach().requires_grad_(), xk.detach().requires_grad_()
     q, k = fn(xq, xk, third)
-    weights = torch.linspace(-1.0, 2.0, q.numel()).view(q.shape)
+    weights = torch.linspace(-1.0, 2.0, q.numel(), device=q.device).view(q.shape)
     ((q.float() * weights).sum() + (k.float() * weights.flip(0)).sum()).backward()
     return [q.detach(), k.detach(), xq.grad, xk.grad]
 
@@ -162,5 +163,20 @@ def test_the_rotary_is_one_fusion_forward_and_backward(fake_nvfuser) -> None:  #
     want = _forward_backward(apply_rotary_emb, xq, xk, precompute_freqs_cis(8, 5))
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, **BF16)
+    assert len(compiler.examine.fusions(jfn)) == 1, compiler.examine.fusions(jfn)
+    assert len(compiler.examine.fusions(jfn, backward=True)) == 1, compiler.examine.fusions(jfn, backward=True)
+
+
+@pytest.mark.nvfuser
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_the_rotary_on_cuda_is_one_nvfuser_fusion_each_way(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FALLBACK_ENV, "0")  # an nvFuser error fails the test instead of falling back
+    jfn = compiler.jit(apply_rotary_emb)
+    for seed, seq in enumerate((16, 16, 33)):
+        xq, xk = (t.cuda() for t in _queries(torch.Generator().manual_seed(seed), 2, seq, 4, 64, dtype))
+        freqs_cis = precompute_freqs_cis(64, seq).cuda()
+        got, want = _forward_backward(jfn, xq, xk, freqs_cis), _forward_backward(apply_rotary_emb, xq, xk, freqs_cis)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, **(FP32 if dtype == torch.float32 else BF16))
     assert len(compiler.examine.fusions(jfn)) == 1, compiler.examine.fusions(jfn)
     assert len(compiler.examine.fusions(jfn, backward=True)) == 1, compiler.examine.fusions(jfn, backward=True)
