@@ -1,15 +1,14 @@
 """Complex numbers: torch calls on complex values as calls on their real and imaginary parts.
 
-Each decomposition here takes `ComplexProxy`s (ops/complex_proxy.py), real tensor proxies and
-Python numbers, and computes with torch calls on real tensor proxies, which the ops' `dispatch`
-records as the program's own calls would be (grad mode, type promotion and broadcasting as they
-are for real tensors). What is here: making complex values (`torch.view_as_complex`,
-`torch.polar`, `torch.complex`, `.to` a complex dtype, zeros and ones) and reading them back
-(`torch.view_as_real`, `.real`, `.imag`, `.to` a real dtype); arithmetic with complex, real
-tensor and Python number operands (`+ - * /`, `neg`, `conj`, `exp`, `log`, `abs`, `angle`,
-`reciprocal`, `pow` by a real number, `where`); and every layout op (`view`, `reshape`, slicing,
-`unsqueeze`, `transpose`, `expand`, `cat`, `stack`, ...) and `sum`/`mean`, applied to both parts.
-Result dtypes are torch's (`complex64` for float32 parts, `complex128` for float64).
+Each decomposition for complex values (`registry.COMPLEX_OPS`) takes `ComplexProxy`s
+(ops/complex_proxy.py), real tensor proxies and Python numbers, and computes with torch calls on
+real tensor proxies, which the ops' `dispatch` records as the program's own calls would be (grad
+mode, type promotion and broadcasting as they are for real tensors). Here: the helpers they share
+(operands as parts, torch's complex result dtype, complex values from parts), making complex
+values (`torch.view_as_complex`, `torch.polar`, `torch.complex`, `.to` a complex dtype, zeros and
+ones) and reading them back (`torch.view_as_real`, `torch.real`, `torch.imag`, `.to` a real
+dtype); arithmetic and layout ops are in complex_arithmetic.py. Result dtypes are torch's
+(`complex64` for float32 parts, `complex128` for float64).
 
 Writes into complex tensors (in-place ops, `__setitem__`) and every other op on complex values
 raise one NotImplementedError naming the op and the program's line (ops/registry.py).
@@ -45,6 +44,7 @@ def result_dtype(*operands: Any) -> torch.dtype:
 
 
 def is_number(x: Any) -> bool:
+    """Whether `x` is a Python number (complex included) or a NumberProxy."""
     return isinstance(x, (bool, int, float, complex, NumberProxy))
 
 
@@ -61,14 +61,16 @@ def parts(x: Any, part_dtype: torch.dtype) -> tuple[Part, Part]:
 
 
 def cast(t: TensorProxy, dtype: torch.dtype) -> TensorProxy:
+    """`t` in `dtype` (itself where it already is)."""
     return t if t.dtype == dtype else t.to(dtype)
 
 
 def make(real: Part, imag: Part, like: Any = None) -> ComplexProxy:
     """The complex value with these parts, both broadcast to one shape (a part that is None is zeros,
-    a number a constant)."""
+    a number a constant; where both are numbers, `like`, a complex operand, gives shape, dtype and
+    device)."""
     tensors = [p for p in (real, imag) if isinstance(p, TensorProxy)]
-    if not tensors:  # NOTE: numbers only: the complex operand `like` sets shape, dtype and device
+    if not tensors:
         tensors = [torch.zeros_like(like.real if isinstance(like, ComplexProxy) else like)]
     shape = broadcast_shapes(*(t.shape for t in tensors))
     base = tensors[0]
@@ -84,18 +86,22 @@ def _filled(part: Part, base: TensorProxy, shape: tuple) -> TensorProxy:
 
 
 def add_parts(a: Part, b: Part) -> Part:
+    """a + b, where None is zero."""
     return b if a is None else a if b is None else a + b
 
 
 def sub_parts(a: Part, b: Part) -> Part:
+    """a - b, where None is zero."""
     return a if b is None else -b if a is None else a - b
 
 
 def mul_parts(a: Part, b: Part) -> Part:
+    """a * b, where None is zero."""
     return None if a is None or b is None else a * b
 
 
 def as_complex(x: Any, op: str) -> ComplexProxy:
+    """`x`, checked to be a complex value (`op` names the caller in the error)."""
     check(
         isinstance(x, ComplexProxy),
         lambda: f"{op}: expected a complex tensor, got {getattr(x, 'dtype', type(x).__name__)}{called_at()}",
@@ -107,6 +113,10 @@ def as_complex(x: Any, op: str) -> ComplexProxy:
 # making complex values and reading them back ---------------------------------------------------------
 @register_complex("torch.view_as_complex", makes_complex=True)
 def view_as_complex(input: Any) -> ComplexProxy:
+    """The complex tensor whose parts are `input[..., 0]` and `input[..., 1]` (views of it).
+
+    NOTE: eager also wants the last dim's stride 1 and the others even; a traced tensor's layout is
+    the compiler's choice, so any is taken here."""
     pairs = isinstance(input, TensorProxy) and input.dtype in COMPLEX_OF and input.ndim > 0
     check(
         pairs and same_size(input.shape[-1], 2),
@@ -210,7 +220,7 @@ def type_as(input: Any, other: Any) -> Any:
 
 @register_complex("torch.Tensor.type")
 def type_(input: Any, dtype: torch.dtype | None = None, non_blocking: bool = False) -> Any:
-    check(dtype is not None and not isinstance(dtype, str), lambda: f"tensor.type: pass a torch.dtype{called_at()}")
+    check(isinstance(dtype, torch.dtype), lambda: f"tensor.type: pass a dtype{called_at()}", TypeError)
     return _converted(input, None, dtype)
 
 
