@@ -154,6 +154,29 @@ def test_a_module_with_a_complex_buffer_trains_as_eager(entry: str) -> None:
     assert len(compiler.examine.fallbacks(since=before)) == 0, compiler.examine.fallbacks(since=before)
 
 
+class FrequencyModule(nn.Module):
+    """transformers' Llama-4 rotary embedding module: it returns the complex frequencies."""
+
+    def __init__(self, dim: int = 8) -> None:
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / (10000.0 ** (torch.arange(0, dim, 2).float() / dim)), persistent=False)
+
+    def forward(self, x: torch.Tensor, position_ids: torch.Tensor) -> dict[str, torch.Tensor]:
+        freqs = position_ids[..., None].float() * self.inv_freq.to(device=x.device, dtype=torch.float)
+        return {"freqs_cis": torch.polar(torch.ones_like(freqs), freqs) * 0.5, "scaled": x * 2}
+
+
+@pytest.mark.parametrize("entry", ["jit", "dynamo"])
+def test_a_module_returning_complex_frequencies_returns_eagers(entry: str) -> None:
+    model = FrequencyModule()
+    compiled = _compiled(model, entry)
+    for seq in (5, 7):
+        x, positions = torch.randn(3), torch.arange(seq).expand(2, seq)
+        got, want = compiled(x, positions), model(x, positions)
+        assert got["freqs_cis"].dtype == torch.complex64
+        torch.testing.assert_close(got, want, **FP32)
+
+
 def test_the_rotary_is_one_fusion_forward_and_backward(fake_nvfuser) -> None:  # noqa: F811
     """Real parts only, so nvFuser takes the whole rotary: one fusion each way (the reshapes around
     it are views torch makes)."""
