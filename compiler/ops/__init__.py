@@ -12,6 +12,8 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     activations,
     advanced_indexing,
     batch_norm,
+    complex_arithmetic,
+    complex_numbers,
     conversion,
     convolution,
     einsum,
