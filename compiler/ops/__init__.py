@@ -12,6 +12,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     activations,
     advanced_indexing,
     batch_norm,
+    bit_shifts,
     complex_arithmetic,
     complex_numbers,
     conversion,
