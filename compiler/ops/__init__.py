@@ -23,6 +23,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     indexing,
     inplace,
     interpolate,
+    inverse_trig,
     layout_queries,
     linalg,
     losses,

@@ -38,6 +38,9 @@ from tests.support.opinfo import (
     indexing as opinfo_indexing,
 )
 from tests.support.opinfo import (
+    inverse_trig as opinfo_inverse_trig,
+)
+from tests.support.opinfo import (
     models as opinfo_models,
 )
 from tests.support.opinfo import (
@@ -81,6 +84,7 @@ CASES = (
     + opinfo_group_norm.CASES
     + opinfo_scatter.CASES
     + opinfo_special.CASES
+    + opinfo_inverse_trig.CASES
     + opinfo_activations.CASES
     + opinfo_zoo.CASES
     + opinfo_pooling.CASES
