@@ -44,6 +44,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     sorting,
     special,
     tensor_literal,
+    unfold,
     window_pooling,
 )
 from compiler.ops.registry import OPS, Op, dispatch, register, resolve, torch_name
