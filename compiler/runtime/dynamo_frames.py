@@ -15,11 +15,22 @@ it on each graph it compiles and when dynamo's registry loads; the harness after
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
 from compiler.runtime.fallbacks import Fallback, one_line, record
 
 _WATCHED: set[str] = set()  # the backends (by registered name) whose skipped frames are recorded
+
+
+class _Handling(threading.local):
+    """The exception being handled where dynamo started compiling (a frame compiled inside an
+    `except` block sees that one in `sys.exc_info()` when it ends, failed or not)."""
+
+    error: BaseException | None = None
+
+
+_AT_START = _Handling()
 
 
 def watch(backend_name: str) -> None:
@@ -28,8 +39,14 @@ def watch(backend_name: str) -> None:
     from torch._dynamo.callback import callback_handler
 
     _WATCHED.add(backend_name)
+    if _frame_started not in callback_handler.start_callbacks:
+        callback_handler.register_start_callback(_frame_started)
     if _frame_ended not in callback_handler.end_callbacks:
         callback_handler.register_end_callback(_frame_ended)
+
+
+def _frame_started(args: Any) -> None:
+    _AT_START.error = sys.exc_info()[1]
 
 
 def _frame_ended(args: Any) -> None:
@@ -38,7 +55,7 @@ def _frame_ended(args: Any) -> None:
 
     error = sys.exc_info()[1]
     # NOTE: SkipFrame is dynamo deciding a frame holds nothing to compile, not a failure
-    if error is None or isinstance(error, SkipFrame) or _backend_name() not in _WATCHED:
+    if error is None or error is _AT_START.error or isinstance(error, SkipFrame) or _backend_name() not in _WATCHED:
         return
     code = _frame_code()
     what = f"the whole frame {code.co_name}" if code is not None else "a whole frame"

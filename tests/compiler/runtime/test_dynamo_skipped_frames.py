@@ -71,3 +71,18 @@ def test_without_watching_again_after_a_reset_the_first_skips_are_not_seen() -> 
 def test_other_backends_skips_and_compiled_frames_record_none(model: type[nn.Module], backend: str) -> None:
     _, frames = _run(model(), backend, watch=True)
     assert frames == []
+
+
+def test_a_frame_compiled_while_an_exception_is_handled_records_none() -> None:
+    """Compiled inside an `except` block, the frame's end sees that exception: not a failure of its."""
+    torch._dynamo.reset()
+    dynamo.watch_skipped_frames()
+    model = _Plain()
+    compiled = torch.compile(model, backend="fusebench")
+    before = compiler.examine.fallbacks_recorded()
+    x = torch.randn(3, 4)
+    try:
+        raise KeyError("the caller's own")
+    except KeyError:
+        torch.testing.assert_close(compiled(x), model(x))
+    assert [f for f in compiler.examine.fallbacks(since=before) if f.kind == "frame"] == []
