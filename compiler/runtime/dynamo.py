@@ -140,15 +140,39 @@ _SYM_OPS: dict[Any, Callable[..., Any]] = {torch.sym_sum: _sum}
 _DYNAMO_PRIMS: dict[str, Callable[..., Any]] = {"prims::fma": _fma}
 
 
+class _NumpyOnNumbers:
+    """A NumPy function dynamo recorded (its `numpy_to_tensor_wrapper`, which returns the result as a
+    0-d tensor): on Python numbers alone (CTRL's `np.sqrt(d_model)`, PEGASUS-X's `np.log(...)`) the
+    result is a constant, made again with `torch.tensor`, which this compiler traces; otherwise
+    the wrapper itself (the graph's split then runs it eagerly)."""
+
+    def __init__(self, wrapped: Callable[..., Any]) -> None:
+        self.wrapped = wrapped
+        self.__name__ = f"numbers_{wrapped.__name__}"  # NOTE: FX's code generation names it so
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not all(type(a) in (int, float, bool) for a in (*args, *kwargs.values())):
+            return self.wrapped(*args, **kwargs)
+        with torch._C.DisableTorchFunction():  # NOTE: computed by torch, not traced
+            result = self.wrapped(*args, **kwargs)
+        if not isinstance(result, torch.Tensor) or result.ndim != 0:
+            return result
+        return torch.tensor(result.item(), dtype=result.dtype)
+
+
 def _rewritten(target: Any) -> Callable[..., Any] | None:
     if isinstance(target, torch._ops.OpOverload):
         return _DYNAMO_PRIMS.get(target._schema.name) if target._overloadname == "default" else None
+    from torch._dynamo.utils import numpy_to_tensor_wrapper
+
+    if isinstance(target, numpy_to_tensor_wrapper):
+        return _NumpyOnNumbers(target)
     return _SYM_OPS.get(target)
 
 
 def _plain_helpers(graph_module: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """`graph_module` with dynamo's helpers and prims (`_SYM_OPS`, `_DYNAMO_PRIMS`) calling their
-    Python equivalents, which this compiler traces."""
+    """`graph_module` with dynamo's helpers and prims (`_SYM_OPS`, `_DYNAMO_PRIMS`, NumPy functions
+    of numbers) calling their Python equivalents, which this compiler traces."""
     rewritten = False
     for node in graph_module.graph.nodes:
         replacement = _rewritten(node.target) if node.op == "call_function" else None
