@@ -44,6 +44,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     sorting,
     special,
     tensor_literal,
+    triangular_solve,
     unfold,
     window_pooling,
 )

@@ -96,7 +96,7 @@ def _unfold_samples(make: Maker) -> Iterator[Sample]:
 
 
 CASES = [
-    OpCase("unfold", (F.unfold,), _unfold_samples, FLOATS),
+    OpCase("nn_functional_unfold", (F.unfold,), _unfold_samples, FLOATS),
     OpCase("adaptive_avg_pool1d", (torch.adaptive_avg_pool1d,), _adaptive_pool1d_samples, FLOATS),
     OpCase("adaptive_avg_pool2d", (F.adaptive_avg_pool2d,), _adaptive_pool2d_samples, FLOATS),
     OpCase("avg_pool1d", (F.avg_pool1d,), _avg_pool1d_samples, (*FLOATS, torch.int64)),
