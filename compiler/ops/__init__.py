@@ -26,6 +26,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     indexing,
     inplace,
     interpolate,
+    inverse_trig,
     layout_queries,
     linalg,
     losses,
@@ -46,6 +47,8 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     sorting,
     special,
     tensor_literal,
+    triangular_solve,
+    unfold,
     window_pooling,
 )
 from compiler.ops.registry import OPS, Op, dispatch, register, resolve, torch_name
