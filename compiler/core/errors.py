@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 _COMPILER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # compiler/, above core/
 
@@ -76,3 +77,15 @@ def unbound_method_error(error: TypeError) -> NotImplementedError | None:
         f"torch.Tensor.{name}(x), the method called on the class, is not supported while tracing (the traced "
         f"tensor is no torch.Tensor to torch's C check): write x.{name}(...){where}"
     )
+
+
+def explaining_unbound_methods(fn: Callable, args: Sequence, kwargs: dict) -> Any:
+    """`fn(*args, **kwargs)`; a Tensor method called on the class with a traced tensor raises
+    `unbound_method_error`."""
+    try:
+        return fn(*args, **kwargs)
+    except TypeError as error:
+        explained = unbound_method_error(error)
+        if explained is None:
+            raise
+        raise explained from None
