@@ -54,7 +54,7 @@ from compiler.core.ir import (
 from compiler.core.memory import overlapping
 from compiler.ops import aliasing
 from compiler.prims import GUARDS, INPLACE, Prim
-from compiler.tracing import complex_values, objects
+from compiler.tracing import captured_tensors, complex_values, objects
 from compiler.tracing.dense_strides import dense_strides
 from compiler.tracing.numbers import Numbers
 from compiler.tracing.patches import (
@@ -365,12 +365,14 @@ class Traced:
     """A traced call: its prologue and computation traces, and what it did to the objects, lists
     and dicts it was given (tracing/objects.py). When `writes` is not empty, the prologue returns
     its targets after the computation's inputs and the computation returns `(output, values)`:
-    `writes.around` makes the entry's computation of it; `complex_outputs.around`, of complex outputs."""
+    `writes.around` makes the entry's computation of it; `complex_outputs.around`, of complex outputs;
+    `attribute_writes.around`, of the module attributes it reassigned (tracing/captured_tensors.py)."""
 
     prologue: Trace
     computation: Trace
     writes: objects.ObjectWrites
     complex_outputs: complex_values.ComplexOutputs = field(default_factory=complex_values.ComplexOutputs)
+    attribute_writes: captured_tensors.AttributeWrites = field(default_factory=captured_tensors.AttributeWrites)
 
 
 def trace(
@@ -387,7 +389,7 @@ def trace(
     that changes an object or list it was given needs `trace_call`, which says what to write back."""
     traced = trace_call(fn, args, kwargs, numbers=numbers, dynamic=dynamic, exact_strides=exact_strides)
     check(
-        not traced.writes,
+        not traced.writes and not traced.attribute_writes,
         lambda: f"{getattr(fn, '__qualname__', fn)} changes an object it was given; frontend.trace_call writes it back",
         NotImplementedError,
     )
@@ -460,9 +462,11 @@ def _trace_inputs(
 
     # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
-    with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running():
-        output = fn(*fn_args, **fn_kwargs)
-        output, complex_outputs = complex_values.packed(output)
+    context.captured = capture = captured_tensors.Capture(fn, inputs.element, inputs.prologue)
+    with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running(), capture:
+        output = capture.output(fn(*fn_args, **fn_kwargs))
+        attribute_writes = capture.writes()
+        output, complex_outputs = complex_values.packed(attribute_writes.output(output))
     _check_output(output)
     output, writes = inputs.stand_ins.writes(output)
 
@@ -482,7 +486,7 @@ def _trace_inputs(
     )
     computation = Trace(computation_inputs, _without_guards(recorded), (output, writes.values) if writes else output)
     _check_outputs_defined(computation)
-    return Traced(prologue, computation, writes, complex_outputs)
+    return Traced(prologue, computation, writes, complex_outputs, attribute_writes)
 
 
 def _check_outputs_defined(computation: Trace) -> None:
