@@ -39,16 +39,27 @@ from typing import Any
 
 import torch
 
+from compiler.core.context import current
 from compiler.core.errors import GuardFailure
 from compiler.core.ir import BoundSymbol, Proxy, Symbol
 from compiler.ops.complex_proxy import ComplexProxy
+from compiler.prims import Prim
 from compiler.tracing.module import input_name
-from compiler.tracing.structure import flatten
+from compiler.tracing.structure import flatten, is_atomic
 
 # What a jitted callable lists as the modules whose attributes are provenance: a function returning
 # `(qualified name, module)` pairs (runtime/module.py sets it on the traced function of a module).
 OWNERS = "__fusebench_tensor_owners__"
-_MISSING = object()
+
+
+class _NotSet:
+    """The value of an attribute a module does not have."""
+
+    def __repr__(self) -> str:
+        return "NOT_SET"
+
+
+NOT_SET = _MISSING = _NotSet()
 _isinstance = builtins.isinstance  # NOTE: not the program's (tracing/patches.py): proxies are not tensors here
 _CONTAINERS = (list, tuple, dict)
 
@@ -108,6 +119,14 @@ def _read_captured(places: tuple[Place, ...]) -> torch.Tensor:
 
 
 READ_CAPTURED = Symbol("read_captured", impl=_read_captured)
+
+
+def _attribute_value(module: torch.nn.Module, name: str) -> Any:
+    """Prologue: attribute `name` of `module`, or `NOT_SET` where it has none."""
+    return vars(module).get(name, NOT_SET)
+
+
+ATTRIBUTE_VALUE = Symbol("attribute_value", impl=_attribute_value)
 
 
 def _tensor_items(value: Any) -> list[tuple[Any, torch.Tensor]]:
@@ -219,9 +238,12 @@ class Capture:
             if value is not _MISSING and old is not _MISSING and value is self.seen.get(id(old)):
                 continue  # NOTE: set to the very tensor it held (`.to` a device it is on): nothing changes
             if value is _MISSING:
+                self._guard_value(m, name, old)
                 writes.append((m, name, None, ()))
                 continue
             leaves, spec = flatten(value)
+            if not all(_isinstance(leaf, (Proxy, ComplexProxy, torch.Tensor)) for leaf in leaves):
+                self._guard_value(m, name, old)
             template = []
             for leaf in leaves:
                 if _isinstance(leaf, torch.Tensor):
@@ -238,6 +260,16 @@ class Capture:
                 template.append(leaf)
             writes.append((m, name, spec, tuple(template)))
         return AttributeWrites(tuple(writes), tuple(values))
+
+    def _guard_value(self, module: torch.nn.Module, name: str, before: Any) -> None:
+        """Guards that attribute `name` of `module` holds, before a call, the number, string, flag
+        (or nothing) it held before the traced one: the program set it to a constant it may have
+        computed from it (`self.steps = self.steps + 1`), which another value would change."""
+        if before is not _MISSING and not is_atomic(before):
+            return
+        value = Proxy(current().fresh("attribute"))
+        self.prologue.append(BoundSymbol(ATTRIBUTE_VALUE, (module, name), {}, value))
+        self.prologue.append(BoundSymbol(Prim.CHECK_VALUE, (value, before), {}, None))
 
 
 class _NoPlace(Exception):
