@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from compiler.core.context import current
-from compiler.core.errors import GuardFailure
+from compiler.core.errors import GuardFailure, TracingError
 from compiler.core.ir import BoundSymbol, Proxy, Symbol
 from compiler.ops.complex_proxy import ComplexProxy
 from compiler.prims import Prim
@@ -270,6 +270,22 @@ class Capture:
         value = Proxy(current().fresh("attribute"))
         self.prologue.append(BoundSymbol(ATTRIBUTE_VALUE, (module, name), {}, value))
         self.prologue.append(BoundSymbol(Prim.CHECK_VALUE, (value, before), {}, None))
+
+
+def check_output(value: Any) -> None:
+    """Refuses a real tensor in the program's output (`Capture.output` replaced those with a place)."""
+    if _isinstance(value, (tuple, list)):
+        for v in value:
+            check_output(v)
+    elif _isinstance(value, dict):
+        for v in value.values():
+            check_output(v)
+    elif _isinstance(value, torch.Tensor):
+        raise TracingError(
+            "the jitted function returned a real torch.Tensor that it did not compute from its arguments and "
+            "that no attribute of the jitted module, global or closure variable holds; return values must be "
+            "computed from the arguments"
+        )
 
 
 class _NoPlace(Exception):

@@ -346,20 +346,6 @@ def _guards_with_dependencies(bsyms: list[BoundSymbol]) -> list[BoundSymbol]:
     return result
 
 
-def _check_output(value: Any) -> None:
-    if isinstance(value, (tuple, list)):
-        for v in value:
-            _check_output(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _check_output(v)
-    elif isinstance(value, torch.Tensor):
-        raise TracingError(
-            "the jitted function returned a real torch.Tensor that it did not compute from its arguments "
-            "(a global or closure); return values must be computed from the arguments"
-        )
-
-
 @dataclass(frozen=True)
 class Traced:
     """A traced call: its prologue and computation traces, and what it did to the objects, lists
@@ -467,7 +453,7 @@ def _trace_inputs(
         output = capture.output(fn(*fn_args, **fn_kwargs))
         attribute_writes = capture.writes()
         output, complex_outputs = complex_values.packed(attribute_writes.output(output))
-    _check_output(output)
+    captured_tensors.check_output(output)
     output, writes = inputs.stand_ins.writes(output)
 
     recorded = context.bsyms

@@ -279,7 +279,7 @@ def test_a_tensor_returned_as_is_is_the_attribute_itself() -> None:
 
 def test_a_tensor_without_a_place_is_still_refused() -> None:
     holder = types.SimpleNamespace(table=torch.randn(3))
-    with pytest.raises(TracingError, match="received a real torch.Tensor that is not an argument"):
+    with pytest.raises(TracingError, match=r"received a real torch.Tensor that is not an argument"):
         compiler.jit(lambda x: x * holder.table)(torch.randn(3))
 
 
