@@ -103,6 +103,80 @@ class RealRotaryModel(nn.Module):
         return self.rotary(self.proj(x)).sum(-1)
 
 
+class _CachedAttention(nn.Module):
+    """Meta's Llama attention as written for inference: its KV cache in plain attributes, moved with
+    `.to(xq)` and written in place at `start_pos` on every call."""
+
+    def __init__(self, dim: int = 16, heads: int = 2, max_batch: int = 2, max_seq: int = 32) -> None:
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.wq, self.wk, self.wv, self.wo = (nn.Linear(dim, dim, bias=False) for _ in range(4))
+        self.cache_k = torch.zeros(max_batch, max_seq, heads, dim // heads)
+        self.cache_v = torch.zeros(max_batch, max_seq, heads, dim // heads)
+
+    def forward(
+        self, x: torch.Tensor, start_pos: int, freqs_cis: torch.Tensor, mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        bsz, seqlen, _ = x.shape
+        xq = self.wq(x).view(bsz, seqlen, self.heads, self.head_dim)
+        xk = self.wk(x).view(bsz, seqlen, self.heads, self.head_dim)
+        xv = self.wv(x).view(bsz, seqlen, self.heads, self.head_dim)
+        xq, xk = _apply_rotary_emb(xq, xk, freqs_cis)
+        self.cache_k = self.cache_k.to(xq)
+        self.cache_v = self.cache_v.to(xq)
+        self.cache_k[:bsz, start_pos : start_pos + seqlen] = xk
+        self.cache_v[:bsz, start_pos : start_pos + seqlen] = xv
+        keys = self.cache_k[:bsz, : start_pos + seqlen].transpose(1, 2)
+        values = self.cache_v[:bsz, : start_pos + seqlen].transpose(1, 2)
+        scores = torch.matmul(xq.transpose(1, 2), keys.transpose(2, 3)) / self.head_dim**0.5
+        if mask is not None:
+            scores = scores + mask
+        scores = torch.softmax(scores.float(), dim=-1).type_as(xq)
+        return self.wo(torch.matmul(scores, values).transpose(1, 2).contiguous().view(bsz, seqlen, -1))
+
+
+class MetaStyleDecoder(nn.Module):
+    def __init__(self, dim: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(64, dim)
+        self.layers = nn.ModuleList(_CachedAttention(dim, heads) for _ in range(2))
+        self.out = nn.Linear(dim, 64, bias=False)
+        self.freqs_cis = _precompute_freqs_cis(dim // heads, 64)
+
+    @torch.inference_mode()
+    def forward(self, tokens: torch.Tensor, start_pos: int) -> torch.Tensor:
+        seqlen = tokens.shape[1]
+        h = self.tok(tokens)
+        self.freqs_cis = self.freqs_cis.to(h.device)
+        freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]
+        mask = None
+        if seqlen > 1:
+            mask = torch.triu(torch.full((seqlen, seqlen), float("-inf")), diagonal=1)
+            mask = torch.hstack([torch.zeros((seqlen, start_pos)), mask]).type_as(h)
+        for layer in self.layers:
+            h = h + layer(h, start_pos, freqs_cis, mask)
+        return self.out(h).float()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_meta_llama_decoding_writes_its_plain_kv_cache_attributes_in_place(seed: int) -> None:
+    torch.manual_seed(seed)
+    model = MetaStyleDecoder()
+    reference = copy.deepcopy(model)
+    jitted = compiler.jit(model)
+    caches = [layer.cache_k for layer in model.layers]
+    tokens = torch.randint(0, 64, (2, 6))
+    torch.testing.assert_close(jitted(tokens, 0), reference(tokens, 0), atol=1e-5, rtol=1e-5)
+    for start_pos in range(6, 10):
+        tokens = torch.randint(0, 64, (2, 1))
+        torch.testing.assert_close(jitted(tokens, start_pos), reference(tokens, start_pos), atol=1e-5, rtol=1e-5)
+        for layer, expected in zip(model.layers, reference.layers):
+            torch.testing.assert_close(layer.cache_k, expected.cache_k, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(layer.cache_v, expected.cache_v, atol=1e-5, rtol=1e-5)
+    assert all(layer.cache_k is cache for layer, cache in zip(model.layers, caches))  # written in place
+    assert compiler.cache_stats(jitted).misses == 2  # the prefill, then every decode step (start_pos symbolic)
+
+
 def _gradients(model: nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.grad.clone() for name, p in model.named_parameters()}
 
