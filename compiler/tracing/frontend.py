@@ -5,7 +5,8 @@ Arguments become proxies: tensors become `TensorProxy` inputs; int/float/bool be
 (`jit(numbers=...)`); tuples, lists and dicts are unpacked; objects (a Hugging Face cache) are
 unpacked by their attributes, and what the call does to them, or to a list or dict it was given,
 is written back after it (objects.py, `trace_call`); other values (None, strings, dtypes,
-classes) are baked in. The prologue trace unpacks `(args, kwargs)` and guards everything the computation
+classes) are baked in. A tensor the program reads from a module attribute, a closure or a global
+is an input too (captured_tensors.py). The prologue trace unpacks `(args, kwargs)` and guards everything the computation
 assumed: each tensor's shape, dtype and device, each number's type (symbolic) or value (constant),
 each baked-in value, and every condition a branch took on a NumberProxy (recorded as `check_value`
 while tracing, moved to the prologue together with the number arithmetic it depends on). Under
