@@ -30,7 +30,9 @@ the tensor it was given, and reading it from the object of the traced call would
 from __future__ import annotations
 
 import builtins
+import functools
 import gc
+import os
 import sys
 import types
 from collections.abc import Callable
@@ -59,7 +61,7 @@ class _NotSet:
         return "NOT_SET"
 
 
-NOT_SET = _MISSING = _NotSet()
+NOT_SET = _NotSet()
 _isinstance = builtins.isinstance  # NOTE: not the program's (tracing/patches.py): proxies are not tensors here
 _CONTAINERS = (list, tuple, dict)
 
@@ -74,33 +76,33 @@ class Place:
     holder: Any
     name: str
     where: str  # the module's qualified name, the globals' module, or the function's name
-    item: Any = _MISSING
+    item: Any = NOT_SET
 
     def read(self) -> Any:
-        """The value held there now, or `_MISSING`."""
+        """The value held there now, or `NOT_SET`."""
         if self.kind == "attribute":
-            value = vars(self.holder).get(self.name, _MISSING)
+            value = vars(self.holder).get(self.name, NOT_SET)
         elif self.kind == "global":
-            value = self.holder.get(self.name, _MISSING)
+            value = self.holder.get(self.name, NOT_SET)
         else:
             try:
                 value = self.holder.cell_contents
             except ValueError:
-                return _MISSING
-        if self.item is _MISSING:
+                return NOT_SET
+        if self.item is NOT_SET:
             return value
         try:
-            return value[self.item] if type(value) in _CONTAINERS else _MISSING
+            return value[self.item] if type(value) in _CONTAINERS else NOT_SET
         except (IndexError, KeyError, TypeError):
-            return _MISSING
+            return NOT_SET
 
     def input_name(self) -> str:
         """The name the computation's input gets ('layers_0_freqs_cis', 'scale')."""
         qualified = f"{self.where}.{self.name}" if self.kind == "attribute" and self.where else self.name
-        return input_name(qualified) + ("" if self.item is _MISSING else f"_{self.item}")
+        return input_name(qualified) + ("" if self.item is NOT_SET else f"_{self.item}")
 
     def __repr__(self) -> str:
-        item = "" if self.item is _MISSING else f"[{self.item!r}]"
+        item = "" if self.item is NOT_SET else f"[{self.item!r}]"
         if self.kind == "attribute":
             owner = f"module '{self.where}'" if self.where else "the model"
             return f"attribute {self.name}{item} of {owner} ({type(self.holder).__name__})"
@@ -130,10 +132,10 @@ ATTRIBUTE_VALUE = Symbol("attribute_value", impl=_attribute_value)
 
 
 def _tensor_items(value: Any) -> list[tuple[Any, torch.Tensor]]:
-    """(key, tensor) of the tensors a value holds: itself (key `_MISSING`), or its list, tuple or
+    """(key, tensor) of the tensors a value holds: itself (key `NOT_SET`), or its list, tuple or
     dict items."""
     if _isinstance(value, torch.Tensor):
-        return [(_MISSING, value)]
+        return [(NOT_SET, value)]
     if type(value) in (list, tuple):
         return [(i, v) for i, v in enumerate(value) if _isinstance(v, torch.Tensor)]
     if type(value) is dict:
@@ -175,7 +177,7 @@ class Capture:
         for m, before in before_all:
             now = vars(m)
             changed = [k for k in now if k not in before or now[k] is not before[k]]
-            self.changes += [(m, k, now[k]) for k in changed] + [(m, k, _MISSING) for k in before if k not in now]
+            self.changes += [(m, k, now[k]) for k in changed] + [(m, k, NOT_SET) for k in before if k not in now]
             for k in changed:
                 del now[k]
             now.update(before)
@@ -211,6 +213,9 @@ class Capture:
         frame = sys._getframe(1)
         while frame is not None and frame is not self.stop:
             code, globals_ = frame.f_code, frame.f_globals
+            if not _program_code(code.co_filename):
+                frame = frame.f_back
+                continue
             for name in code.co_names:
                 for item, value in _tensor_items(globals_.get(name)):
                     if value is tensor and not any(p.holder is globals_ and p.name == name for p in places):
@@ -234,10 +239,10 @@ class Capture:
         writes, values = [], []
         before = {id(m): attributes for m, attributes in self.before}
         for m, name, value in self.changes:
-            old = before[id(m)].get(name, _MISSING)
-            if value is not _MISSING and old is not _MISSING and value is self.seen.get(id(old)):
+            old = before[id(m)].get(name, NOT_SET)
+            if value is not NOT_SET and old is not NOT_SET and value is self.seen.get(id(old)):
                 continue  # NOTE: set to the very tensor it held (`.to` a device it is on): nothing changes
-            if value is _MISSING:
+            if value is NOT_SET:
                 self._guard_value(m, name, old)
                 writes.append((m, name, None, ()))
                 continue
@@ -265,7 +270,7 @@ class Capture:
         """Guards that attribute `name` of `module` holds, before a call, the number, string, flag
         (or nothing) it held before the traced one: the program set it to a constant it may have
         computed from it (`self.steps = self.steps + 1`), which another value would change."""
-        if before is not _MISSING and not is_atomic(before):
+        if before is not NOT_SET and not is_atomic(before):
             return
         value = Proxy(current().fresh("attribute"))
         self.prologue.append(BoundSymbol(ATTRIBUTE_VALUE, (module, name), {}, value))
@@ -303,6 +308,19 @@ def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     if type(value) is dict:
         return {k: map_tensors(v, fn) for k, v in value.items()}
     return value
+
+
+_LIBRARIES = tuple(
+    os.path.join(directory, "")  # NOTE: with the separator, so torchvision's code is a program's
+    for directory in (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
+)
+
+
+@functools.cache
+def _program_code(filename: str) -> bool:
+    """Whether code from `filename` is the program's, not the compiler's or torch's (whose globals
+    and closures hold none of the program's tensors)."""
+    return not os.path.abspath(filename).startswith(_LIBRARIES)
 
 
 def _cell_places(frame: types.FrameType, tensor: torch.Tensor) -> list[Place]:
