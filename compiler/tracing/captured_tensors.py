@@ -123,9 +123,9 @@ def _read_captured(places: tuple[Place, ...]) -> torch.Tensor:
 READ_CAPTURED = Symbol("read_captured", impl=_read_captured)
 
 
-def _attribute_value(module: torch.nn.Module, name: str) -> Any:
-    """Prologue: attribute `name` of `module`, or `NOT_SET` where it has none."""
-    return vars(module).get(name, NOT_SET)
+def _attribute_value(place: Place) -> Any:
+    """Prologue: the value of a module's attribute, or `NOT_SET` where it has none."""
+    return place.read()
 
 
 ATTRIBUTE_VALUE = Symbol("attribute_value", impl=_attribute_value)
@@ -152,6 +152,7 @@ class Capture:
         self.prologue = prologue
         owners = getattr(fn, OWNERS, None)
         self.modules: list[tuple[str, torch.nn.Module]] = list(owners()) if owners is not None else []
+        self.where = {id(m): where for where, m in self.modules}  # qualified names
         self.seen: dict[int, Any] = {}  # id(tensor) -> what the program sees for it
         self.kept: list[torch.Tensor] = []  # the captured tensors, alive for the trace (their ids are keys)
         self.attributes: dict[int, list[Place]] = {}  # id(tensor) -> the module attributes holding it
@@ -273,7 +274,8 @@ class Capture:
         if before is not NOT_SET and not is_atomic(before):
             return
         value = Proxy(current().fresh("attribute"))
-        self.prologue.append(BoundSymbol(ATTRIBUTE_VALUE, (module, name), {}, value))
+        place = Place("attribute", module, name, self.where[id(module)])
+        self.prologue.append(BoundSymbol(ATTRIBUTE_VALUE, (place,), {}, value))
         self.prologue.append(BoundSymbol(Prim.CHECK_VALUE, (value, before), {}, None))
 
 
