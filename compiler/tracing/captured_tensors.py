@@ -41,13 +41,11 @@ from typing import Any
 
 import torch
 
-from compiler.core.context import current
 from compiler.core.errors import GuardFailure, TracingError
 from compiler.core.ir import BoundSymbol, Proxy, Symbol
 from compiler.ops.complex_proxy import ComplexProxy
-from compiler.prims import Prim
 from compiler.tracing.module import input_name
-from compiler.tracing.structure import flatten, is_atomic
+from compiler.tracing.structure import flatten
 
 # What a jitted callable lists as the modules whose attributes are provenance: a function returning
 # `(qualified name, module)` pairs (runtime/module.py sets it on the traced function of a module).
@@ -123,14 +121,6 @@ def _read_captured(places: tuple[Place, ...]) -> torch.Tensor:
 READ_CAPTURED = Symbol("read_captured", impl=_read_captured)
 
 
-def _attribute_value(place: Place) -> Any:
-    """Prologue: the value of a module's attribute, or `NOT_SET` where it has none."""
-    return place.read()
-
-
-ATTRIBUTE_VALUE = Symbol("attribute_value", impl=_attribute_value)
-
-
 def _tensor_items(value: Any) -> list[tuple[Any, torch.Tensor]]:
     """(key, tensor) of the tensors a value holds: itself (key `NOT_SET`), or its list, tuple or
     dict items."""
@@ -173,15 +163,24 @@ class Capture:
         self._put_back()
 
     def _put_back(self) -> None:
-        """Records the attributes of the submodules the program changed, and puts them back (once)."""
+        """Records the attributes of the submodules the program changed that held or now hold a
+        tensor, and puts those back (once).
+
+        NOTE: other attributes stay as tracing left them, as they did before tensors were captured:
+        torch's own code caches state there on a first call (an FX GraphModule's code), which no
+        call after it needs written again."""
         before_all, self.before_all = self.before_all, []
         for m, before in before_all:
             now = vars(m)
-            changed = [k for k in now if k not in before or now[k] is not before[k]]
-            self.changes += [(m, k, now[k]) for k in changed] + [(m, k, NOT_SET) for k in before if k not in now]
-            for k in changed:
-                del now[k]
-            now.update(before)
+            for k in [k for k in {**before, **now} if now.get(k, NOT_SET) is not before.get(k, NOT_SET)]:
+                old, new = before.get(k, NOT_SET), now.get(k, NOT_SET)
+                if not (_holds_tensor(old) or _holds_tensor(new)):
+                    continue
+                self.changes.append((m, k, new))
+                if old is NOT_SET:
+                    del now[k]
+                else:
+                    now[k] = old
 
     def __call__(self, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
         """`(args, kwargs)` with every real tensor replaced by its input (`TraceContext.captured`),
@@ -244,12 +243,9 @@ class Capture:
             if value is not NOT_SET and old is not NOT_SET and value is self.seen.get(id(old)):
                 continue  # NOTE: set to the very tensor it held (`.to` a device it is on): nothing changes
             if value is NOT_SET:
-                self._guard_value(m, name, old)
                 writes.append((m, name, None, ()))
                 continue
             leaves, spec = flatten(value)
-            if not all(_isinstance(leaf, (Proxy, ComplexProxy, torch.Tensor)) for leaf in leaves):
-                self._guard_value(m, name, old)
             template = []
             for leaf in leaves:
                 if _isinstance(leaf, torch.Tensor):
@@ -267,17 +263,6 @@ class Capture:
             writes.append((m, name, spec, tuple(template)))
         return AttributeWrites(tuple(writes), tuple(values))
 
-    def _guard_value(self, module: torch.nn.Module, name: str, before: Any) -> None:
-        """Guards that attribute `name` of `module` holds, before a call, the number, string, flag
-        (or nothing) it held before the traced one: the program set it to a constant it may have
-        computed from it (`self.steps = self.steps + 1`), which another value would change."""
-        if before is not NOT_SET and not is_atomic(before):
-            return
-        value = Proxy(current().fresh("attribute"))
-        place = Place("attribute", module, name, self.where[id(module)])
-        self.prologue.append(BoundSymbol(ATTRIBUTE_VALUE, (place,), {}, value))
-        self.prologue.append(BoundSymbol(Prim.CHECK_VALUE, (value, before), {}, None))
-
 
 def check_output(value: Any) -> None:
     """Refuses a real tensor in the program's output (`Capture.output` replaced those with a place)."""
@@ -293,6 +278,14 @@ def check_output(value: Any) -> None:
             "that no attribute of the jitted module, global or closure variable holds; return values must be "
             "computed from the arguments"
         )
+
+
+def _holds_tensor(value: Any) -> bool:
+    """Whether `value` is, or its containers hold, a tensor or a traced one."""
+    if value is NOT_SET:
+        return False
+    leaves, _ = flatten(value)
+    return any(_isinstance(leaf, (torch.Tensor, Proxy, ComplexProxy)) for leaf in leaves)
 
 
 class _NoPlace(Exception):

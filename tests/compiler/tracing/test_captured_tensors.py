@@ -274,11 +274,9 @@ class _Accumulator(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.total = torch.zeros(4)
-        self.calls = 0
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.total.add_(x.sum(0))
-        self.calls = self.calls + 1
         self.last = x * 2
         return x * self.total
 
@@ -293,7 +291,6 @@ def test_in_place_writes_and_attribute_assignments_in_forward_land_as_in_eager()
         torch.testing.assert_close(jitted(x), reference(x))
         torch.testing.assert_close(model.total, reference.total)
         torch.testing.assert_close(model.last, reference.last)
-        assert model.calls == reference.calls
     assert model.total is total  # written in place, as eager writes it
 
 
