@@ -12,6 +12,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     activations,
     advanced_indexing,
     batch_norm,
+    bit_shifts,
     complex_arithmetic,
     complex_numbers,
     conversion,
@@ -25,6 +26,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     indexing,
     inplace,
     interpolate,
+    inverse_trig,
     layout_queries,
     linalg,
     losses,
@@ -45,6 +47,8 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     sorting,
     special,
     tensor_literal,
+    triangular_solve,
+    unfold,
     window_pooling,
 )
 from compiler.ops.registry import OPS, Op, dispatch, register, resolve, torch_name

@@ -189,6 +189,8 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
     check(context is not None, lambda: f"{op.name} was called on proxies outside of tracing", TracingError)
     if kwargs and not _NUMPY_NAMES.keys().isdisjoint(kwargs):
         kwargs = _torch_names(op.impl, kwargs)
+    if any(_is_numpy_scalar(a) for a in args) or any(_is_numpy_scalar(v) for v in kwargs.values()):
+        args, kwargs = _python_numbers(args), dict(zip(kwargs, _python_numbers(tuple(kwargs.values()))))
     if kwargs.get("out") is not None and _accepts_out(op.impl):
         return _dispatch_out(op, fn, args, kwargs)
     with context.scope() as recorded:
@@ -298,6 +300,17 @@ def _accepts_out(impl: Callable) -> bool:
 # NOTE: torch's argument parser takes NumPy's names for these parameters of every function it
 # parses (`torch.cat(xs, axis=1)`, `x.sum(axis=0, keepdims=True)`), and programs use them
 # (transformers' Funnel); a decomposition is written with torch's names.
+def _is_numpy_scalar(value: Any) -> bool:
+    return type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", None) == 0
+
+
+def _python_numbers(values: tuple) -> tuple:
+    """`values` with NumPy scalars (`np.float64(2.0)`, `np.int64(3)`) as the Python numbers they hold:
+    torch takes them so (CTRL scales its embeddings by `np.sqrt(d_model)`), while the compiler's type
+    promotion knows Python's number types only."""
+    return tuple(value.item() if _is_numpy_scalar(value) else value for value in values)
+
+
 _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim", "x": "input", "a": "input", "x1": "input", "x2": "other"}
 
 

@@ -11,8 +11,9 @@ The backend never raises for what this compiler cannot compile. A graph whose co
 is split (runtime/graph_split.py): the nodes the compiler cannot trace run eagerly, the rest is
 compiled piece by piece (a piece that still fails runs eagerly whole). Each such node, and each
 graph break of dynamo's (a branch on a tensor value runs in Python between two graphs), is a
-fallback: warned about once per op and source line (`UnsupportedFallback`) and counted
-(`compiler.examine.fallbacks()`, runtime/fallbacks.py).
+fallback, and so is a frame dynamo gives up on whole (runtime/dynamo_frames.py): warned about
+once per op and source line (`UnsupportedFallback`) and counted (`compiler.examine.fallbacks()`,
+runtime/fallbacks.py).
 
 NOTE: importing torch._dynamo takes seconds, so `import compiler` does not: it registers the
 backend when dynamo's backend registry is imported (by torch.compile's first call), through a
@@ -34,6 +35,7 @@ from typing import Any
 
 import torch
 
+from compiler.runtime import dynamo_frames
 from compiler.runtime.fallbacks import (
     CompileFailure,
     EagerOnFailureModule,
@@ -108,8 +110,10 @@ def dynamo_backend(graph_module: torch.fx.GraphModule, example_inputs: Sequence[
     automatic dynamic: a dynamic graph's size arguments, and its tensors' sizes, become symbolic
     in the graph's second entry instead of one entry per value); a graph that fails to compile
     runs split, its unsupported nodes eagerly (see the module docstring). The graph break that
-    ends the graph, if one does, is recorded as a fallback."""
+    ends the graph, if one does, is recorded as a fallback, and so is each frame dynamo gives up
+    on whole (dynamo_frames.py)."""
     _note_graph_break()
+    dynamo_frames.watch(BACKEND_NAME)  # NOTE: again after a torch._dynamo.reset(), which drops it
     jitted = DynamoGraph(_plain_helpers(graph_module), make_options("constant", None))
     _remember(jitted)
     return jitted
@@ -136,15 +140,39 @@ _SYM_OPS: dict[Any, Callable[..., Any]] = {torch.sym_sum: _sum}
 _DYNAMO_PRIMS: dict[str, Callable[..., Any]] = {"prims::fma": _fma}
 
 
+class _NumpyOnNumbers:
+    """A NumPy function dynamo recorded (its `numpy_to_tensor_wrapper`, which returns the result as a
+    0-d tensor): on Python numbers alone (CTRL's `np.sqrt(d_model)`, PEGASUS-X's `np.log(...)`) the
+    result is a constant, made again with `torch.tensor`, which this compiler traces; otherwise
+    the wrapper itself (the graph's split then runs it eagerly)."""
+
+    def __init__(self, wrapped: Callable[..., Any]) -> None:
+        self.wrapped = wrapped
+        self.__name__ = f"numbers_{wrapped.__name__}"  # NOTE: FX's code generation names it so
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not all(type(a) in (int, float, bool) for a in (*args, *kwargs.values())):
+            return self.wrapped(*args, **kwargs)
+        with torch._C.DisableTorchFunction():  # NOTE: computed by torch, not traced
+            result = self.wrapped(*args, **kwargs)
+        if not isinstance(result, torch.Tensor) or result.ndim != 0:
+            return result
+        return torch.tensor(result.item(), dtype=result.dtype)
+
+
 def _rewritten(target: Any) -> Callable[..., Any] | None:
     if isinstance(target, torch._ops.OpOverload):
         return _DYNAMO_PRIMS.get(target._schema.name) if target._overloadname == "default" else None
+    from torch._dynamo.utils import numpy_to_tensor_wrapper
+
+    if isinstance(target, numpy_to_tensor_wrapper):
+        return _NumpyOnNumbers(target)
     return _SYM_OPS.get(target)
 
 
 def _plain_helpers(graph_module: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """`graph_module` with dynamo's helpers and prims (`_SYM_OPS`, `_DYNAMO_PRIMS`) calling their
-    Python equivalents, which this compiler traces."""
+    """`graph_module` with dynamo's helpers and prims (`_SYM_OPS`, `_DYNAMO_PRIMS`, NumPy functions
+    of numbers) calling their Python equivalents, which this compiler traces."""
     rewritten = False
     for node in graph_module.graph.nodes:
         replacement = _rewritten(node.target) if node.op == "call_function" else None
@@ -175,6 +203,13 @@ def _note_graph_break() -> None:
     record(Fallback(what, where, text[:300], "graph break"))
 
 
+def watch_skipped_frames() -> None:
+    """Records each frame dynamo gives up on for this backend as a fallback from now on: what the
+    backend does on its own, needed again right after `torch._dynamo.reset()` (which drops dynamo's
+    callbacks) for the frames skipped before the backend's next graph."""
+    dynamo_frames.watch(BACKEND_NAME)
+
+
 def graphs_compiled() -> int:
     """How many graphs this backend has compiled in this process (the compiled pieces of a split
     graph count as graphs of their own)."""
@@ -190,6 +225,7 @@ def compiled_graphs(since: int = 0) -> list[JittedModule]:
 def _register(registry: ModuleType) -> None:
     if BACKEND_NAME not in registry._COMPILER_FNS:
         registry.register_backend(compiler_fn=dynamo_backend, name=BACKEND_NAME)
+    dynamo_frames.watch(BACKEND_NAME)
 
 
 class _RegisterOnImport(importlib.abc.MetaPathFinder):

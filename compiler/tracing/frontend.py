@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from compiler import ops  # noqa: F401  (registers the ops and installs proxies.HOOKS.dispatch)
-from compiler.core.errors import TracingError, check
+from compiler.core.errors import TracingError, check, explaining_unbound_methods
 from compiler.core.ir import (
     BoundSymbol,
     NumberProxy,
@@ -451,7 +451,7 @@ def _trace_inputs(
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
     context.captured = capture = captured_tensors.Capture(fn, inputs.element, inputs.prologue)
     with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running(), capture:
-        output = capture.output(fn(*fn_args, **fn_kwargs))
+        output = capture.output(explaining_unbound_methods(fn, fn_args, fn_kwargs))
         attribute_writes = capture.writes()
         output, complex_outputs = complex_values.packed(attribute_writes.output(output))
     captured_tensors.check_output(output)

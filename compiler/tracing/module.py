@@ -10,7 +10,9 @@ train/eval mode of every submodule is passed along as a string the prologue guar
 tensors, and returns its output as `(Spec, leaves)` (see structure.py).
 
 Errors raised while tracing a module name the submodule that was running (its qualified name
-in the model) besides the op; modules with hooks are rejected up front, naming the module.
+in the model) besides the op; modules with hooks are rejected up front, naming the module. A
+forward that converts a submodule to the dtype and device it has (`Module.to`) runs as a no-op
+(module_conversions.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from torch import nn
 from torch.nn.modules import module as module_globals
 
 from compiler.core.errors import TracingError, check
+from compiler.tracing.module_conversions import TRACED_MODULE_CONVERSIONS
 from compiler.tracing.structure import flatten
 
 _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
@@ -121,7 +124,7 @@ class ModuleLayout:
         """Runs the module with `state`'s values (proxies) in place of its tensors; returns
         `(spec, leaves)` of its output."""
         self.check_traceable()
-        with self._installed(state):
+        with self._installed(state), TRACED_MODULE_CONVERSIONS.applied():
             try:
                 output = self.module(*args, **kwargs)
             except (TracingError, NotImplementedError) as error:

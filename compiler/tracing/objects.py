@@ -28,6 +28,11 @@ other values as traced. A stand-in the function returns is the caller's own obje
 returns the cache it was given): the output holds a `CallerObject` marker in its place, replaced
 after the call.
 
+A dict that is a dataclass and keeps its fields as attributes too, its items exactly its fields
+that are not None (transformers' `ModelOutput`: `encoder_outputs`, which `generate()` passes an
+encoder-decoder's forward), is such an object: unpacked by its attributes, its stand-in given the
+same items (`_is_field_mapping`).
+
 An object, list or dict reached at several places of the arguments (layers sharing one object,
 a list holding an object twice) is unpacked at the first place only; every later place sees the
 same stand-in, so the function's writes through either place are one object's, written back once
@@ -42,6 +47,7 @@ another attribute takes another branch, guarded by the values the branch read.
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,9 +65,24 @@ _NOT_FLATTENED = (
 )  # fmt: skip
 
 
+def _is_field_mapping(value: Any) -> bool:
+    """Whether `value` is a dict subclass and a dataclass whose items are exactly its attributes that
+    are not None, in order (transformers' `ModelOutput`): its attributes are all its state."""
+    if type(value) is dict or not isinstance(value, dict) or not dataclasses.is_dataclass(value):
+        return False
+    state = getattr(value, "__dict__", None)
+    if type(state) is not dict:
+        return False
+    fields = [name for name, v in state.items() if v is not None]
+    return list(value) == fields and all(value[name] is state[name] for name in fields)
+
+
 def is_object_argument(value: Any) -> bool:
     """Whether the frontend unpacks `value` as an object: an instance of a plain Python class that
-    keeps its state in a `__dict__` (not a tensor, module, class or function)."""
+    keeps its state in a `__dict__` (not a tensor, module, class or function), or a dict that is
+    such an object's fields (`_is_field_mapping`)."""
+    if _is_field_mapping(value):
+        return True
     if isinstance(value, _NOT_FLATTENED) or callable(value):
         return False
     # NOTE: state in slots (other than abc.ABC's empty ones) would be missed
@@ -179,8 +200,17 @@ class StandIns:
         self.index: dict[int, int] = {}  # id(stand-in) -> target index
 
     def object(self, proxy: Proxy, cls: type, attributes: dict) -> Any:
-        """A stand-in of class `cls` with these attributes, for the object unpacked as `proxy`."""
-        stand_in = object.__new__(cls)
+        """A stand-in of class `cls` with these attributes, for the object unpacked as `proxy` (a
+        dict subclass's also with its items: its attributes that are not None, `_is_field_mapping`)."""
+        if issubclass(cls, dict):
+            stand_in = cls.__new__(cls)
+            # NOTE: the item setter of the dict class it derives from (the class's own would run its code)
+            storage = next(c for c in cls.__mro__ if c.__module__ in ("builtins", "collections"))
+            for name, value in attributes.items():
+                if value is not None:
+                    storage.__setitem__(stand_in, name, value)
+        else:
+            stand_in = object.__new__(cls)
         stand_in.__dict__.update(attributes)
         self._add(proxy, stand_in, dict(attributes))
         STAND_INS.add(stand_in)
@@ -253,7 +283,7 @@ class StandIns:
 
     def _replace_stand_ins(self, value: Any, returned: set[int]) -> Any:
         target = self.index.get(id(value))
-        if target is not None and not isinstance(value, (list, dict)):
+        if target is not None and type(value) not in (list, dict):
             returned.add(target)
             return CallerObject(target)
         if type(value) in (list, tuple):
@@ -265,10 +295,10 @@ class StandIns:
 
 def _changes(stand_in: Any, given: Any) -> list[tuple[str, Any, Any]]:
     """What the function did to one stand-in: (kind, attribute name, new value) per write."""
-    if isinstance(stand_in, list):
+    if type(stand_in) is list:
         same = len(stand_in) == len(given) and all(a is b for a, b in zip(stand_in, given))
         return [] if same else [("items", None, list(stand_in))]
-    if isinstance(stand_in, dict):
+    if type(stand_in) is dict:
         same = stand_in.keys() == given.keys() and all(stand_in[k] is given[k] for k in given)
         return [] if same else [("items", None, dict(stand_in))]
     now = stand_in.__dict__

@@ -154,6 +154,10 @@ _TORCH_TYPE_CHECKS = frozenset({("torch.nn.functional", "_none_or_dtype")})
 
 _TRACED_TENSORS = (TensorProxy, ComplexProxy)
 
+# NOTE: `torch.is_tensor` is `isinstance(obj, torch.Tensor)` in torch's Python: a program asks it
+# where it would ask isinstance.
+_IS_TENSOR_CODE = torch.is_tensor.__code__
+
 
 def _program_isinstance(obj: Any, classes: Any, /) -> bool:
     """`isinstance`, True for a TensorProxy (or ComplexProxy) against torch.Tensor while the program runs, asked by
@@ -166,6 +170,8 @@ def _program_isinstance(obj: Any, classes: Any, /) -> bool:
     helpers in `_TORCH_TYPE_CHECKS` only read the tensor's metadata, so they see a tensor too."""
     if _PROGRAM.running and type(obj) in _TRACED_TENSORS and _names_tensor(classes):
         frame = sys._getframe(1)
+        if frame.f_code is _IS_TENSOR_CODE:  # `torch.is_tensor(x)`: whoever asked torch answers
+            frame = frame.f_back
         module = frame.f_globals.get("__name__", "")
         programs = module != "torch" and not module.startswith("torch.")
         if programs or (module, frame.f_code.co_name) in _TORCH_TYPE_CHECKS:

@@ -291,6 +291,7 @@ def _prepare_fusebench_dynamo(target: Target) -> Compiled:
     from compiler.runtime import dynamo
 
     torch._dynamo.reset()
+    dynamo.watch_skipped_frames()
     _fresh_fusions(compiler)
     base, first_graph = counters["frames"]["ok"], dynamo.graphs_compiled()
     first_fallback = compiler.examine.fallbacks_recorded()

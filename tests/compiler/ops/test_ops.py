@@ -38,6 +38,9 @@ from tests.support.opinfo import (
     indexing as opinfo_indexing,
 )
 from tests.support.opinfo import (
+    inverse_trig as opinfo_inverse_trig,
+)
+from tests.support.opinfo import (
     models as opinfo_models,
 )
 from tests.support.opinfo import (
@@ -62,6 +65,9 @@ from tests.support.opinfo import (
     special as opinfo_special,
 )
 from tests.support.opinfo import (
+    triangular_solve as opinfo_triangular_solve,
+)
+from tests.support.opinfo import (
     zoo as opinfo_zoo,
 )
 from tests.support.opinfo.samples import as_function, assert_matches, iter_calls, run_case, samples_for
@@ -81,6 +87,8 @@ CASES = (
     + opinfo_group_norm.CASES
     + opinfo_scatter.CASES
     + opinfo_special.CASES
+    + opinfo_inverse_trig.CASES
+    + opinfo_triangular_solve.CASES
     + opinfo_activations.CASES
     + opinfo_zoo.CASES
     + opinfo_pooling.CASES

@@ -1,4 +1,4 @@
-"""Gradients of pooling (adaptive average, and average and max over sliding windows) against eager on
+"""Gradients of pooling (adaptive average, and average and max over sliding windows) and of F.unfold against eager on
 random inputs, several seeds, with the arguments that change which elements a gradient reaches:
 padding, ceil_mode's extra windows, count_include_pad, divisor_override, dilation; ties (the max's
 gradient goes to its window's first maximum, as eager's), non-contiguous and size-1 inputs."""
@@ -30,6 +30,9 @@ CASES = [
     (F.max_pool2d, (2, 2, 5, 5), {"kernel_size": 2, "stride": 1, "ceil_mode": True}),
     (F.max_pool2d, (1, 1, 5, 4), {"kernel_size": 3, "stride": 2, "padding": 1, "return_indices": True}),
     (F.max_pool3d, (1, 2, 4, 5, 3), {"kernel_size": 2, "stride": (1, 2, 2), "ceil_mode": True}),
+    # im2col's blocks: overlapping (each element in several columns), padded, dilated, strided, unbatched
+    (F.unfold, (2, 3, 9, 1), {"kernel_size": (9, 1), "padding": (4, 0)}),  # ConvBERT's span convolution
+    (F.unfold, (3, 6, 7), {"kernel_size": (2, 3), "dilation": (2, 1), "padding": 1, "stride": (2, 3)}),
 ]
 
 

@@ -43,3 +43,15 @@ def test_a_graph_compiled_whole_has_no_fallback() -> None:
     outcome = _measure(lambda x: (x @ x.mT).sin() * 2)
     assert outcome.status == "ok", outcome.detail
     assert outcome.fallbacks == 0
+
+
+def _mask_only_in_eager(x: torch.Tensor) -> torch.Tensor:
+    # as LongT5 without an attention mask: traced by dynamo it indexes None, so dynamo runs the frame eagerly
+    mask = None if torch.compiler.is_compiling() else torch.ones_like(x)
+    return (x * mask[0]).sin()
+
+
+def test_a_frame_dynamo_gives_up_on_is_counted() -> None:
+    outcome = _measure(_mask_only_in_eager)
+    assert outcome.status == "ok", outcome.detail
+    assert outcome.fallbacks == 1, outcome.fallbacks

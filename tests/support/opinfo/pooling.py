@@ -1,7 +1,8 @@
 """Op cases for pooling: adaptive average pooling and pooling over sliding windows (average and max,
 1-3 pooled dims), with the arguments users combine: strides other than the kernel, padding, dilation,
 ceil_mode (windows past the end), count_include_pad=False and divisor_override, return_indices;
-unbatched, non-contiguous and size-1 inputs, ties. Gradients: tests/compiler/ops/test_pooling_gradients.py."""
+unbatched, non-contiguous and size-1 inputs, ties; and F.unfold, im2col's sliding blocks.
+Gradients: tests/compiler/ops/test_pooling_gradients.py."""
 
 from __future__ import annotations
 
@@ -84,7 +85,18 @@ _builtin_with_indices = named(
     "torch.max_pool1d_with_indices",
     lambda input, *args, return_indices=True, **kwargs: torch.max_pool1d_with_indices(input, *args, **kwargs),
 )
+
+
+def _unfold_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3, 5, 6), 3))
+    yield Sample((make(2, 4, 9, 1), (9, 1)), {"padding": (4, 0)})  # ConvBERT's span-based convolution
+    yield Sample((make(3, 7, 8), (2, 3)), {"dilation": (2, 1), "padding": 1, "stride": (2, 3)})  # unbatched
+    yield Sample((make(1, 2, 4, 4, noncontiguous=True), 4))  # one block
+    yield Sample((make(2, 1, 6, 5), 2), {"stride": 2})  # blocks side by side
+
+
 CASES = [
+    OpCase("nn_functional_unfold", (F.unfold,), _unfold_samples, FLOATS),
     OpCase("adaptive_avg_pool1d", (torch.adaptive_avg_pool1d,), _adaptive_pool1d_samples, FLOATS),
     OpCase("adaptive_avg_pool2d", (F.adaptive_avg_pool2d,), _adaptive_pool2d_samples, FLOATS),
     OpCase("avg_pool1d", (F.avg_pool1d,), _avg_pool1d_samples, (*FLOATS, torch.int64)),

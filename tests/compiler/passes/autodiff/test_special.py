@@ -45,6 +45,9 @@ CASES: dict[str, tuple[Callable, Callable[[int, torch.dtype], list]]] = {
         lambda s, d: [_zeros_in(randn(4, 6, dtype=d, seed=s)), randn(4, 6, dtype=d, seed=s + 7)],
     ),
     "expm1": (lambda x: torch.expm1(x * 2), lambda s, d: [randn(4, 6, dtype=d, seed=s)]),
+    "acos": (torch.acos, lambda s, d: [(torch.tanh(randn(4, 6, seed=s)) * 0.99).to(d)]),
+    "asin": (lambda x: x.arcsin(), lambda s, d: [(torch.tanh(randn(4, 6, seed=s)) * 0.99).to(d)]),
+    "atan": (lambda x: torch.atan(x * 3), lambda s, d: [randn(4, 6, dtype=d, seed=s)]),
     "xlogy_number": (
         lambda x, y: torch.xlogy(2.0, y.abs()) + x.xlogy(3),
         lambda s, d: [_zeros_in(randn(4, 6, dtype=d, seed=s)), randn(1, 6, dtype=d, seed=s + 7)],
@@ -77,6 +80,10 @@ EDGES: dict[str, tuple[Callable, list[torch.Tensor]]] = {
     "hypot": (torch.hypot, [_t(0, 0, -0.0, 3, 2, -2, 1e200, 1e-200), _t(0, 1, 0, 4, 2, 2, 1e200, 1e-200)]),
     "logit": (torch.logit, [_t(0, 1, 0.5, 1e-300, 0.25, -0.5, 1.5)]),
     "expm1": (torch.expm1, [_t(0, -0.0, 1e-300, -1e-12, 0.5, -0.5, 800, -800, _INF, -_INF, _NAN)]),
+    # the end points (infinite derivatives), just inside them, outside the domain, signed zeros
+    "acos": (torch.acos, [_t(-1, 1, -0.0, 0, 1 - 1e-12, -1 + 1e-12, 0.5, 1.5, -2, _INF, _NAN)]),
+    "asin": (torch.asin, [_t(-1, 1, -0.0, 0, 1 - 1e-12, -1 + 1e-12, 0.5, 1.5, -2, _INF, _NAN)]),
+    "atan": (torch.atan, [_t(0, -0.0, 1, -1, 1e-300, 1e200, -1e200, _INF, -_INF, _NAN)]),
     "logit_eps": (lambda x: torch.logit(x, eps=0.25), [_t(0, 0.25, 0.2, 0.5, 0.75, 0.8, 1)]),
     # NOTE: not (0, 0) nor (0, inf), where one gradient differs (test_xlogy_gradients_where_eager_differs)
     "xlogy": (torch.xlogy, [_t(0, 0, 0, 1, 2, -0.0, 0, 0, 3), _t(-1, 1, 0.5, _NAN, 0, 3, 1e-300, _NAN, _INF)]),
