@@ -208,21 +208,26 @@ class Capture:
         return seen
 
     def _frame_places(self, tensor: torch.Tensor) -> list[Place]:
-        """The globals and closure cells of the running program's frames that hold `tensor`."""
-        places: list[Place] = []
+        """The globals and closure cells of the running program's frames that hold `tensor`.
+
+        NOTE: a function the traced call itself made (a lambda, a generator expression inside
+        forward) closes over that call's variables, which the next call makes again: its cells
+        are no place."""
+        frames = []
         frame = sys._getframe(1)
         while frame is not None and frame is not self.stop:
+            if _program_code(frame.f_code.co_filename):
+                frames.append(frame)
+            frame = frame.f_back
+        places: list[Place] = []
+        for frame in frames:
             code, globals_ = frame.f_code, frame.f_globals
-            if not _program_code(code.co_filename):
-                frame = frame.f_back
-                continue
             for name in code.co_names:
                 for item, value in _tensor_items(globals_.get(name)):
                     if value is tensor and not any(p.holder is globals_ and p.name == name for p in places):
                         places.append(Place("global", globals_, name, globals_.get("__name__", "?"), item))
-            if code.co_freevars:
+            if code.co_freevars and not any(code in f.f_code.co_consts for f in frames):
                 places += _cell_places(frame, tensor)
-            frame = frame.f_back
         return places
 
     def output(self, value: Any) -> Any:

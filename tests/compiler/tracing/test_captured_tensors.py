@@ -354,6 +354,33 @@ def test_a_tensor_without_a_place_is_still_refused() -> None:
         compiler.jit(lambda x: x * holder.table)(torch.randn(3))
 
 
+def test_a_closure_the_traced_call_made_is_no_place() -> None:
+    holder = types.SimpleNamespace(table=torch.randn(3))
+
+    def per_call_closure(x: torch.Tensor) -> torch.Tensor:
+        table = holder.table  # NOTE: the generator's cell is this call's own: the next call makes another
+        return sum(x * table for _ in range(2))
+
+    with pytest.raises(TracingError, match=r"received a real torch.Tensor that is not an argument"):
+        compiler.jit(per_call_closure)(torch.randn(3))
+
+    class Pairs(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = torch.randn(3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            table = self.table
+            return sum(x * table for _ in range(2))
+
+    model = Pairs()
+    jitted = compiler.jit(model)
+    x = torch.randn(3)
+    torch.testing.assert_close(jitted(x), model(x))
+    model.table = torch.randn(3)  # the attribute is its place
+    torch.testing.assert_close(jitted(x), model(x))
+
+
 def test_the_dynamo_backend_runs_the_meta_llama() -> None:
     torch.manual_seed(0)
     model = MetaStyleLlama(layers=1)
