@@ -6,7 +6,7 @@ attribute, a cell or a global runs no torch function). `Capture` is asked for it
 (`TraceContext.captured`, called by ops/registry.py's `dispatch`) and looks for its provenance:
 every place, among the jitted module's submodules' attributes (and items of a list, tuple or dict
 held in one), the globals the running frames' code names and the closure cells of those frames'
-functions, that holds that very tensor. Where there is one, the tensor becomes an input of the
+functions (not of a function the traced call made), that holds that very tensor. Where there is one, the tensor becomes an input of the
 computation as an argument would (the prologue reads it from its places on every call with
 `read_captured`, then guards its shape, dtype and device, never its values), so:
 - a call after the user put another tensor there reads that one, and one of another shape,
