@@ -270,6 +270,24 @@ def test_a_global_tensor_is_an_input_and_reassigning_it_is_seen(seed: int) -> No
         TABLE = saved
 
 
+def test_writes_into_a_closure_tensor_land_in_it() -> None:
+    counts = torch.zeros(4)
+    expected = torch.zeros(4)
+
+    def count(x: torch.Tensor) -> torch.Tensor:
+        counts.add_(x)
+        return counts * 2
+
+    jitted = compiler.jit(count)
+    for seed in SEEDS:
+        torch.manual_seed(seed)
+        x = torch.randn(4)
+        expected.add_(x)
+        torch.testing.assert_close(jitted(x), expected * 2)
+        torch.testing.assert_close(counts, expected)
+    assert compiler.cache_stats(jitted).misses == 1
+
+
 class _Accumulator(nn.Module):
     def __init__(self) -> None:
         super().__init__()
