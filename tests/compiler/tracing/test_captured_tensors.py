@@ -270,6 +270,29 @@ def test_a_global_tensor_is_an_input_and_reassigning_it_is_seen(seed: int) -> No
         TABLE = saved
 
 
+def test_a_table_moved_in_forward_is_set_on_the_module_as_eager_sets_it() -> None:
+    class Moves(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = torch.randn(4)  # float32; the input is float64, as on a GPU it is on another device
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.table = self.table.to(x.dtype)
+            return x * self.table
+
+    model = Moves()
+    reference = copy.deepcopy(model)
+    jitted = compiler.jit(model)
+    for seed in SEEDS:
+        torch.manual_seed(seed)
+        x = torch.randn(3, 4, dtype=torch.float64)
+        torch.testing.assert_close(jitted(x), reference(x))
+        assert model.table.dtype == torch.float64
+        torch.testing.assert_close(model.table, reference.table)
+    # the first call converts and sets it; the calls after it read the converted table
+    assert compiler.cache_stats(jitted).misses == 2
+
+
 def test_writes_into_a_closure_tensor_land_in_it() -> None:
     counts = torch.zeros(4)
     expected = torch.zeros(4)
