@@ -6,9 +6,10 @@ attribute, a cell or a global runs no torch function). `Capture` is asked for it
 (`TraceContext.captured`, called by ops/registry.py's `dispatch`) and looks for its provenance:
 every place, among the jitted module's submodules' attributes (and items of a list, tuple or dict
 held in one), the globals the running frames' code names and the closure cells of those frames'
-functions (not of a function the traced call made), that holds that very tensor. Where there is one, the tensor becomes an input of the
-computation as an argument would (the prologue reads it from its places on every call with
-`read_captured`, then guards its shape, dtype and device, never its values), so:
+functions (not of a function the traced call made), that holds that very tensor. Where there is
+one, the tensor becomes an input of the computation as an argument would (the prologue reads it
+from its places on every call with `read_captured`, then guards its shape, dtype and device,
+never its values), so:
 - a call after the user put another tensor there reads that one, and one of another shape,
   dtype or device misses the entry and compiles its own; writes into its values are seen;
 - the program's in-place writes into it are write-backs into an input, landing in that tensor;
@@ -18,10 +19,11 @@ the program read one of them, and a call where they differ misses and traces aga
 place holds it (a tensor built outside the compiler and handed on through a value the tracer
 cannot follow), the op is refused as before: pass the tensor as an argument.
 
-An attribute of a submodule the program reassigns (`self.freqs_cis = self.freqs_cis.to(h.device)`)
-is set on the module after each call, as eager leaves it (`AttributeWrites`): to the computation's
-output for a traced value, to the constant it was traced with otherwise; after tracing, the
-module's attributes are put back as they were.
+An attribute of a submodule that held or is given a tensor, and that the program reassigns
+(`self.freqs_cis = self.freqs_cis.to(h.device)`), is put back after tracing and set on the module
+after each call, as eager leaves it (`AttributeWrites`): to the computation's output for a traced
+value, to the constant it was traced with otherwise. Other attributes the program sets stay as
+tracing left them (as before tensors were captured): their values are not guarded.
 
 NOTE: only places that outlive a call are provenance: an object the program builds per call holds
 the tensor it was given, and reading it from the object of the traced call would be stale.
