@@ -71,7 +71,7 @@ class Spec:
     def atomic_constants(self) -> bool:
         """Whether every constant attribute is a value no caller can mutate (numbers, strings,
         None, dtypes, devices, and tuples of them), so rebuilding needs no deep copy."""
-        return all(is_atomic(value) for _, value in self.constants)
+        return all(_atomic(value) for _, value in self.constants)
 
     def __repr__(self) -> str:
         return f"Spec({getattr(self.type, '__name__', self.kind)})"
@@ -80,10 +80,9 @@ class Spec:
 _ATOMS = (int, float, complex, bool, str, bytes, type(None), torch.dtype, torch.device, type)
 
 
-def is_atomic(value: Any) -> bool:
-    """Whether `value` is a number, string, None, dtype, device or class, or a tuple of those."""
+def _atomic(value: Any) -> bool:
     if isinstance(value, tuple):
-        return all(is_atomic(item) for item in value)
+        return all(_atomic(item) for item in value)
     return type(value) in _ATOMS or isinstance(value, type)
 
 
