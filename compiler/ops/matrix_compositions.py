@@ -28,7 +28,7 @@ from compiler.ops.reductions import amax
 from compiler.ops.reductions import sum as sum_op
 from compiler.ops.registry import register
 from compiler.ops.shape import permute, reshape
-from compiler.ops.shape_compositions import diagonal
+from compiler.ops.shape_compositions import diagonal as diagonal_of
 
 
 def _check_tensor(op: str, input: Any, ndims: Sequence[int] | None = None) -> None:
@@ -74,14 +74,14 @@ def diag_embed(input: TensorProxy, offset: int = 0, dim1: int = -2, dim2: int = 
 
 
 @register("torch.diag", "torch.Tensor.diag")
-def diag(input: TensorProxy, diagonal_offset: int = 0, *, out: Any = None) -> TensorProxy:
-    """A vector on the diagonal `diagonal_offset` of a square matrix, or a matrix's diagonal as a
+def diag(input: TensorProxy, diagonal: int = 0, *, out: Any = None) -> TensorProxy:
+    """A vector on the diagonal `diagonal` (an offset) of a square matrix, or a matrix's diagonal as a
     new vector (a copy, as eager's)."""
     check_no_out("torch.diag", out)
     _check_tensor("torch.diag", input, (1, 2))
     if input.ndim == 1:
-        return diag_embed(input, diagonal_offset, 0, 1)
-    return fresh_copy(diagonal(input, diagonal_offset))
+        return diag_embed(input, diagonal, 0, 1)
+    return fresh_copy(diagonal_of(input, diagonal))
 
 
 @register("torch.trace", "torch.Tensor.trace")
@@ -89,7 +89,7 @@ def trace(input: TensorProxy) -> TensorProxy:
     """The sum of a matrix's diagonal (integers in int64, as torch.sum)."""
     _check_tensor("torch.trace", input, (2,))
     check(input.dtype != torch.bool, lambda: f'"trace" is not implemented for bool{called_at()}', RuntimeError)
-    return sum_op(diagonal(input))
+    return sum_op(diagonal_of(input))
 
 
 def _tensordot_dims(a: TensorProxy, b: TensorProxy, dims: Any) -> tuple[list[int], list[int]]:
