@@ -131,9 +131,14 @@ def tensordot(a: TensorProxy, b: TensorProxy, dims: Any = 2, out: Any = None) ->
     )
     dims_a, dims_b = _tensordot_dims(a, b, dims)
     for da, db in zip(dims_a, dims_b):
+        # NOTE: a contracted dim of size 1 broadcasts against the other's: that one is summed first, as in eager
+        if same_size(b.shape[db], 1):
+            a = sum_op(a, da, True, dtype=a.dtype)
+        elif same_size(a.shape[da], 1):
+            b = sum_op(b, db, True, dtype=b.dtype)
         check(
             same_size(a.shape[da], b.shape[db]),
-            lambda da=da, db=db: (
+            lambda a=a, b=b, da=da, db=db: (
                 f"torch.tensordot: contracted dims differ in size: a's dim {da} is {a.shape[da]}, b's dim {db} is "
                 f"{b.shape[db]}{called_at()}"
             ),

@@ -50,6 +50,7 @@ def _tensordot_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(5, 1, 3, transposed=True), make(3, 5)), {"dims": ((2, 0), (0, 1))})
     yield Sample((make(3, 4), make(4, 3, transposed=True)), {"dims": [[0], [1]]})
     yield Sample((make(3, 4), make(4, 3)), {"dims": ([0, 1], [1, 0])})
+    yield Sample((make(1, 3, 1), make(2, 1, 2)), {"dims": ([0, 1, 2], [2, 1, 0])})  # size 1 against 2: summed
 
 
 def _kron_samples(make: Maker) -> Iterator[Sample]:
