@@ -96,7 +96,7 @@ for _name in (
 ):  # fmt: skip
     _inplace(_name, getattr(torch.Tensor, _name), function=True)
 
-for _name in ("atan2", "arctan2", "hypot", "erfinv"):
+for _name in ("atan2", "arctan2", "hypot", "erfinv", "heaviside"):
     _inplace(_name, getattr(torch.Tensor, _name))
 
 # The in-place spellings of activations that have no Tensor method (F.relu_ is torch.relu_, above;
@@ -109,6 +109,17 @@ for _spelling, _functional in (
     ("torch.threshold_", F.threshold),
 ):
     _register_inplace([_spelling], _functional, _spelling)
+
+
+@register("torch.Tensor.float_power_")
+def float_power_(self: TensorProxy, exponent: Any) -> TensorProxy:
+    # NOTE: eager refuses a base that is not float64 (the result's dtype), where other ops cast
+    check(
+        self.dtype == torch.float64,
+        lambda: f"the base given to float_power_ has dtype {self.dtype} but the result requires float64{called_at()}",
+        RuntimeError,
+    )
+    return apply_in_place(torch.Tensor.float_power, self, (exponent,), {}, "torch.Tensor.float_power_")
 
 
 @register("torch.nn.functional.hardtanh_")

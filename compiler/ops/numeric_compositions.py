@@ -1,5 +1,5 @@
 """Elementwise ops written with other prims: round (half to even, with `decimals`), frac, copysign,
-isclose, nansum, and the tests isinf / isfinite / isposinf / isneginf.
+isclose, nansum, signbit, float_power, heaviside, and the tests isinf / isfinite / isposinf / isneginf.
 
 round has no prim: with f = floor(x), x - f is exact in floating point, so comparing it with 0.5
 decides the rounding without the error that floor(x + 0.5) makes just below a half; ties go to
@@ -12,12 +12,14 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
 from compiler.ops.elementwise import copy
-from compiler.ops.operands import Promotion, check_no_out, elementwise
+from compiler.ops.operands import Promotion, check_no_out, elementwise, to_dtype
 from compiler.ops.reductions import sum as sum_op
 from compiler.ops.registry import register
 
@@ -137,3 +139,51 @@ def isposinf(input: TensorProxy) -> Any:
 @register("torch.isneginf", "torch.Tensor.isneginf")
 def isneginf(input: TensorProxy) -> Any:
     return elementwise(_float_test(lambda x: prims.eq(x, -math.inf), False), input, promotion=Promotion.ALWAYS_BOOL)
+
+
+@register("torch.signbit", "torch.Tensor.signbit")
+def signbit(input: TensorProxy, *, out: Any = None) -> TensorProxy:
+    """Whether the sign bit is set: negative numbers and -0.0 (1 / -0.0 is -inf). A NaN's sign bit
+    cannot be read without reinterpreting bits, which no prim does: NaN gives False."""
+    check_no_out("torch.signbit", out)
+
+    def negative(x: TensorProxy) -> TensorProxy:
+        if x.dtype == torch.bool:
+            return prims.ne(x, x)
+        if not dtypes.is_float(x.dtype):
+            return prims.lt(x, 0)
+        return prims.bitwise_or(prims.lt(x, 0), prims.bitwise_and(prims.eq(x, 0), prims.lt(prims.div(1.0, x), 0)))
+
+    return elementwise(negative, input, promotion=Promotion.ALWAYS_BOOL)
+
+
+@register("torch.float_power", "torch.Tensor.float_power")
+def float_power(input: Any, exponent: Any, *, out: Any = None) -> TensorProxy:
+    """input ** exponent computed and returned in float64, whatever the operands' dtypes."""
+    check_no_out("torch.float_power", out)
+    check(
+        isinstance(input, TensorProxy) or isinstance(exponent, TensorProxy),
+        lambda: f"torch.float_power: expected a tensor operand, got {input!r} and {exponent!r}{called_at()}",
+        TypeError,
+    )
+
+    def as_double(x: Any) -> Any:
+        return to_dtype(x, torch.float64) if isinstance(x, TensorProxy) else float(x)
+
+    return elementwise(prims.pow, as_double(input), as_double(exponent))
+
+
+@register("torch.heaviside", "torch.Tensor.heaviside")
+def heaviside(input: TensorProxy, values: TensorProxy, *, out: Any = None) -> TensorProxy:
+    """The step function: 0 below zero, 1 above, `values` at zero (NaN gives 0, as eager's)."""
+    check_no_out("torch.heaviside", out)
+    check(
+        isinstance(input, TensorProxy) and isinstance(values, TensorProxy) and input.dtype == values.dtype,
+        lambda: f"torch.heaviside: expected two tensors of one dtype, got {input!r} and {values!r}{called_at()}",
+        RuntimeError,
+    )
+
+    def step(x: TensorProxy, at_zero: TensorProxy) -> TensorProxy:
+        return prims.where(prims.eq(x, 0), at_zero, to_dtype(prims.gt(x, 0), x.dtype))
+
+    return elementwise(step, input, values)

@@ -36,6 +36,8 @@ INPLACE_CALLS = {
     "clamp_min_": lambda t, o: t.clamp_min_(0.1),
     "sqrt_": lambda t, o: t.abs_().sqrt_(),
     "square_": lambda t, o: t.square_(),
+    "heaviside_": lambda t, o: t.floor_().heaviside_(o),
+    "float_power_": lambda t, o: t.double().abs_().float_power_(o).float(),
     "neg_": lambda t, o: t.neg_(),
     "exp_": lambda t, o: t.exp_(),
     "zero_": lambda t, o: t.zero_(),
@@ -366,6 +368,18 @@ def test_error_cast_names_op_and_line():
     assert _line_of(program, "marker: int cast") in str(info.value)
     with pytest.raises(RuntimeError):
         program(torch.arange(4))  # eager agrees
+
+
+def test_error_float_power_of_a_float32_base_names_op_and_line():
+    def program(x):
+        x.float_power_(2)  # marker: float_power_ base
+        return x
+
+    with pytest.raises(RuntimeError, match=r"float_power_ has dtype torch\.float32") as info:
+        compiler.jit(program)(X.clone())
+    assert _line_of(program, "marker: float_power_ base") in str(info.value)
+    with pytest.raises(RuntimeError):
+        program(X.clone())  # eager agrees
 
 
 def test_error_inplace_broadcast_names_op_and_line():

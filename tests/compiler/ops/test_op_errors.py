@@ -37,12 +37,12 @@ def _fft(x: torch.Tensor) -> torch.Tensor:
     return torch.fft.fft(y)
 
 
-def _logcumsumexp(x: torch.Tensor) -> torch.Tensor:
-    return x.logcumsumexp(0) + 1
+def _mode(x: torch.Tensor) -> torch.Tensor:
+    return x.mode(0).values + 1
 
 
-def _cummax(x: torch.Tensor) -> torch.Tensor:
-    return x.sin().cummax(0).values
+def _nanmedian(x: torch.Tensor) -> torch.Tensor:
+    return x.sin().nanmedian(0).values
 
 
 def test_unsupported_function_names_it_and_the_calling_line() -> None:
@@ -56,7 +56,7 @@ def test_unsupported_function_names_it_and_the_calling_line() -> None:
 
 @pytest.mark.parametrize(
     ("fn", "name", "text"),
-    [(_logcumsumexp, "torch.Tensor.logcumsumexp", "x.logcumsumexp(0)"), (_cummax, "torch.Tensor.cummax", ".cummax(0)")],
+    [(_mode, "torch.Tensor.mode", "x.mode(0)"), (_nanmedian, "torch.Tensor.nanmedian", ".nanmedian(0)")],
 )
 def test_unsupported_method_names_it_and_the_calling_line(fn: Callable, name: str, text: str) -> None:
     message = _raises(NotImplementedError, fn, torch.randn(4, 3))

@@ -26,6 +26,9 @@ from tests.support.opinfo import (
     activations as opinfo_activations,
 )
 from tests.support.opinfo import (
+    cumulative as opinfo_cumulative,
+)
+from tests.support.opinfo import (
     elementwise as opinfo_elementwise,
 )
 from tests.support.opinfo import (
@@ -39,6 +42,9 @@ from tests.support.opinfo import (
 )
 from tests.support.opinfo import (
     inverse_trig as opinfo_inverse_trig,
+)
+from tests.support.opinfo import (
+    matrix_compositions as opinfo_matrix_compositions,
 )
 from tests.support.opinfo import (
     models as opinfo_models,
@@ -92,6 +98,8 @@ CASES = (
     + opinfo_activations.CASES
     + opinfo_zoo.CASES
     + opinfo_pooling.CASES
+    + opinfo_matrix_compositions.CASES
+    + opinfo_cumulative.CASES
 )
 
 # Registered torch callables that no sample reaches, each with the reason. Keep it short.

@@ -1,8 +1,10 @@
-"""Op cases: the ops of compiler/ops/numeric_compositions.py (round, frac, copysign, isclose, nansum),
+"""Op cases: the ops of compiler/ops/numeric_compositions.py (round, frac, copysign, isclose, nansum,
+signbit, float_power, heaviside),
 median and kthvalue, and the cast methods byte/char/short and cpu."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import torch
@@ -64,6 +66,31 @@ def _kthvalue_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(4, 5, noncontiguous=True), 4, 0, True))
 
 
+def _signbit_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(4, 5),))
+    yield Sample((make(3, 4, transposed=True),))
+    if make.is_float:
+        points = [-0.0, 0.0, 1.0, -2.0, math.inf, -math.inf, 1e-30, -1e-30]
+        yield Sample((torch.tensor(points, dtype=make.dtype),))
+
+
+def _float_power_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(4, 5, low=0.1, high=3), make(4, 5, low=-2, high=2)))
+    yield Sample((make(3, 1, low=0.5, high=2, noncontiguous=True), make(4, low=0, high=3)))  # broadcast
+    yield Sample((make(2, 3, low=-3, high=3), 2))
+    yield Sample((make(2, 3, low=0, high=3), -1.5))
+    yield Sample((make(2, 3, low=0, high=3), torch.tensor(1.5)))
+
+
+def _heaviside_samples(make: Maker) -> Iterator[Sample]:
+    x = make.small_values(4, 5)
+    yield Sample((x, make(4, 5)))
+    yield Sample((x, make(5)))  # broadcast
+    yield Sample((make.small_values(3, 4, transposed=True), make(1)))
+    if make.is_float:
+        yield Sample((torch.tensor([0.0, -0.0, math.nan, -math.inf, 2.0], dtype=make.dtype), make()))
+
+
 def _casts(x: torch.Tensor) -> tuple:
     return x.byte(), x.char(), x.short(), x.cpu() * 2
 
@@ -84,5 +111,14 @@ CASES = [
     ),
     OpCase("median_method", (method("median"),), _median_samples, FLOATS),
     OpCase("kthvalue", (torch.kthvalue, method("kthvalue")), _kthvalue_samples, FLOATS),
+    OpCase("signbit", (torch.signbit, method("signbit")), _signbit_samples, (*ALL, torch.bool)),
+    OpCase("float_power", (torch.float_power, method("float_power")), _float_power_samples, ALL),
+    OpCase(
+        "float_power_of_number",
+        (torch.float_power,),
+        lambda make: [Sample((2.5, make(3, 2, low=-2, high=2, transposed=True)))],
+        ALL,
+    ),
+    OpCase("heaviside", (torch.heaviside, method("heaviside")), _heaviside_samples, ALL),
     OpCase("byte_char_short_cpu", (named("casts", _casts),), lambda make: [Sample((make(3, 4, low=0, high=9),))], ALL),
 ]
