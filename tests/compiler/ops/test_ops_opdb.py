@@ -159,6 +159,10 @@ NO_OP_DB_ENTRY = {
     "is_contiguous",
     "stride",
     "cpu",  # opinfo_numeric_compositions.py
+    # NOTE: op_db's shift entries call torch.bitwise_*_shift, never the operators: opinfo_elementwise.py
+    "__lshift__",
+    "__rshift__",
+    "new_tensor",  # opinfo_models.py
     # NOTE: the _with_indices forms, which op_db's entries do not call: opinfo_pooling.py
     *(f"max_pool{n}d_with_indices" for n in (1, 2, 3)),
 }
