@@ -420,6 +420,14 @@ _MORE: tuple[Architecture, ...] = (
     Architecture("recurrent_gemma", "RecurrentGemmaConfig", "RecurrentGemmaForCausalLM", CAUSAL,
                  lambda d: _head_dim_like(d, num_key_value_heads=1, block_types=["recurrent", "attention"],
                                           lru_width=d.hidden, attention_window_size=d.window)),
+    # linear attention by the gated delta rule (torch.linalg.solve_triangular over chunks)
+    Architecture("qwen3_next", "Qwen3NextConfig", "Qwen3NextForCausalLM", CAUSAL, lambda d: _head_dim_like(
+        d, num_experts=d.experts, num_experts_per_tok=2, moe_intermediate_size=d.ffn // 2,
+        shared_expert_intermediate_size=d.ffn // 2, linear_num_value_heads=d.heads,
+        layer_types=["linear_attention", "full_attention"] * (d.layers // 2), linear_num_key_heads=d.kv_heads,
+        linear_key_head_dim=d.hidden // d.heads,
+        linear_value_head_dim=d.hidden // d.heads), routes_tokens=True),
+    Architecture("olmo_hybrid", "OlmoHybridConfig", "OlmoHybridForCausalLM", CAUSAL, _llama_like),
     Architecture("granitemoehybrid", "GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", CAUSAL,
                  lambda d: _llama_like(
                      d, num_local_experts=d.experts, num_experts_per_tok=2, layer_types=["mamba", "attention"],
