@@ -156,6 +156,13 @@ MORE_ZOO: tuple[Architecture, ...] = (
     Architecture("mvp", "MvpConfig", "MvpForConditionalGeneration", SEQ2SEQ, _bart_like),
     Architecture("nllb_moe", "NllbMoeConfig", "NllbMoeForConditionalGeneration", SEQ2SEQ,
                  lambda d: _bart_like(d, num_experts=d.experts), routes_tokens=True),
+    # NOTE: its router converts itself to its own dtype every call (Module.to: a no-op while traced), then
+    # loops over the experts `nonzero()` finds: jit refuses that with one line, dynamo breaks the graph there
+    Architecture("switch_transformers", "SwitchTransformersConfig", "SwitchTransformersForConditionalGeneration",
+                 SEQ2SEQ, lambda d: {**_t5_like(d), "num_experts": d.experts, "expert_capacity": 16,
+                                     "num_sparse_encoder_layers": 1, "num_sparse_decoder_layers": 1},
+                 routes_tokens=True, attention_mask=True,
+                 known_failures={"jit": "the experts' loop runs over nonzero(): refused with one line"}),
     Architecture("umt5", "UMT5Config", "UMT5ForConditionalGeneration", SEQ2SEQ, _t5_like),
     Architecture("pegasus_x", "PegasusXConfig", "PegasusXForConditionalGeneration", SEQ2SEQ,
                  _bart_like),  # np.log of its positions' scale
