@@ -102,6 +102,8 @@ class TensorProxy(Proxy):
     def dim(self) -> int:
         return len(self.shape)
 
+    ndimension = dim
+
     @property
     def requires_grad(self) -> bool:
         raise AttributeError(
@@ -126,6 +128,8 @@ class TensorProxy(Proxy):
 
     def numel(self) -> Any:
         return size_product(self.shape)
+
+    nelement = numel
 
     def element_size(self) -> int:
         return self.dtype.itemsize
@@ -251,6 +255,10 @@ for _name in (
     "__ror__",
     "__xor__",
     "__rxor__",
+    "__lshift__",
+    "__rlshift__",
+    "__rshift__",
+    "__rrshift__",
     "__eq__",
     "__ne__",
     "__lt__",

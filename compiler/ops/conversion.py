@@ -68,11 +68,49 @@ def cuda(input: TensorProxy, device: Any = None, non_blocking: bool = False, mem
     return to_device(input, device)
 
 
+# NOTE: the legacy tensor type names, as eager's `Tensor.type()` gives them
+_TYPE_NAMES = {
+    torch.float32: "FloatTensor", torch.float64: "DoubleTensor", torch.float16: "HalfTensor",
+    torch.bfloat16: "BFloat16Tensor", torch.int64: "LongTensor", torch.int32: "IntTensor",
+    torch.int16: "ShortTensor", torch.int8: "CharTensor", torch.uint8: "ByteTensor", torch.bool: "BoolTensor",
+}  # fmt: skip
+
+
+def type_name(dtype: torch.dtype, device: torch.device) -> str:
+    """The type name eager's `Tensor.type()` gives (`torch.FloatTensor`, `torch.cuda.BFloat16Tensor`)."""
+    check(
+        dtype in _TYPE_NAMES,
+        lambda: f"Tensor.type() of a {dtype} tensor is not supported{called_at()}",
+        NotImplementedError,
+    )
+    return f"torch.{_TYPE_NAMES[dtype]}" if device.type == "cpu" else f"torch.{device.type}.{_TYPE_NAMES[dtype]}"
+
+
+def _dtype_of_type_name(name: str, input: TensorProxy) -> torch.dtype:
+    dtype = next((d for d, short in _TYPE_NAMES.items() if name.endswith(f".{short}")), None)
+    check(
+        dtype is not None and name == type_name(dtype, input.device),
+        lambda: (
+            f"Tensor.type({name!r}) of {input.name} on {input.device}: a type name of that device expected{called_at()}"
+        ),
+        NotImplementedError,
+    )
+    return dtype
+
+
 @register("torch.Tensor.type")
 def type_(input: TensorProxy, dtype: Any = None, non_blocking: bool = False) -> Any:
+    """`x.type()` is its type name (a string); `x.type(torch.float16)`, `x.type("torch.HalfTensor")`
+    or `x.type(torch.HalfTensor)` a conversion."""
+    if dtype is None:
+        return type_name(input.dtype, input.device)
+    if isinstance(dtype, type) and dtype.__module__ in ("torch", "torch.cuda"):  # torch.DoubleTensor
+        dtype = f"{dtype.__module__}.{dtype.__name__}"
+    if isinstance(dtype, str):
+        dtype = _dtype_of_type_name(dtype, input)
     check(
         isinstance(dtype, torch.dtype),
-        lambda: f"Tensor.type() is supported with a torch.dtype argument, got {dtype!r}{called_at()}",
+        lambda: f"Tensor.type() takes a torch.dtype or a type name string, got {dtype!r}{called_at()}",
         NotImplementedError,
     )
     return to_dtype(input, dtype)

@@ -118,12 +118,9 @@ def is_floating_point(input: TensorProxy) -> bool:
 
 @register("torch.conj", "torch.Tensor.conj")
 def conj(input: TensorProxy) -> TensorProxy:
-    check(
-        not input.dtype.is_complex,
-        lambda: f"conj of the complex tensor {input.name} is not supported (no complex dtypes){called_at()}",
-        NotImplementedError,
-    )
-    return prims.stop_gradient(input)
+    """A real tensor's conjugate: the tensor itself, as in eager (gradients flow through it); a
+    complex one's is in ops/complex_arithmetic.py."""
+    return input
 
 
 @register("torch.Tensor.detach", "torch.detach")

@@ -148,6 +148,15 @@ def cosine_similarity(x1: TensorProxy, x2: TensorProxy, dim: int = 1, eps: float
     return to_dtype(prims.sum(prims.mul(*units), dims), result)
 
 
+@register("torch.nn.functional.pairwise_distance", "torch.pairwise_distance")
+def pairwise_distance(
+    x1: TensorProxy, x2: TensorProxy, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False
+) -> Any:
+    """The p-norm of x1 - x2 + eps over the last dim, after broadcasting (torch's formula)."""
+    difference = elementwise(lambda a, b: prims.add(prims.sub(a, b), eps), x1, x2)
+    return vector_norm_of("pairwise_distance", difference, p, -1, keepdim, None)
+
+
 # ---------------------------------------------------------------------------------------------
 # group_norm
 

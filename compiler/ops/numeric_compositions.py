@@ -1,5 +1,5 @@
 """Elementwise ops written with other prims: round (half to even, with `decimals`), frac, copysign,
-isclose, and nansum.
+isclose, nansum, and the tests isinf / isfinite / isposinf / isneginf.
 
 round has no prim: with f = floor(x), x - f is exact in floating point, so comparing it with 0.5
 decides the rounding without the error that floor(x + 0.5) makes just below a half; ties go to
@@ -9,6 +9,7 @@ the even neighbour (f, or f + 1 when f is odd: f + remainder(f, 2)).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from compiler import prims
@@ -92,3 +93,32 @@ def frac(input: TensorProxy, *, out: Any = None) -> TensorProxy:
     """input - trunc(input): the fractional part, with the input's sign."""
     check_no_out("torch.frac", out)
     return elementwise(lambda x: prims.sub(x, prims.trunc(x)), input)
+
+
+def _float_test(test: Callable, integers: bool) -> Callable:
+    """An elementwise test of float values; integers and bools are never inf or NaN (`integers`:
+    the test's answer for them)."""
+    return lambda x: test(x) if dtypes.is_float(x.dtype) else (prims.eq(x, x) if integers else prims.ne(x, x))
+
+
+@register("torch.isinf", "torch.Tensor.isinf")
+def isinf(input: TensorProxy) -> Any:
+    test = _float_test(lambda x: prims.eq(prims.abs(x), math.inf), False)
+    return elementwise(test, input, promotion=Promotion.ALWAYS_BOOL)
+
+
+@register("torch.isfinite", "torch.Tensor.isfinite")
+def isfinite(input: TensorProxy) -> Any:
+    # NOTE: |x| < inf is False for inf and for NaN alike
+    test = _float_test(lambda x: prims.lt(prims.abs(x), math.inf), True)
+    return elementwise(test, input, promotion=Promotion.ALWAYS_BOOL)
+
+
+@register("torch.isposinf", "torch.Tensor.isposinf")
+def isposinf(input: TensorProxy) -> Any:
+    return elementwise(_float_test(lambda x: prims.eq(x, math.inf), False), input, promotion=Promotion.ALWAYS_BOOL)
+
+
+@register("torch.isneginf", "torch.Tensor.isneginf")
+def isneginf(input: TensorProxy) -> Any:
+    return elementwise(_float_test(lambda x: prims.eq(x, -math.inf), False), input, promotion=Promotion.ALWAYS_BOOL)

@@ -216,7 +216,10 @@ def _var_and_mean(
     var_ = prims.div(prims.sum(prims.mul(diff, diff), dims), denominator)
     results = [var_, mean_] if with_mean else [var_]
     if op.startswith("std"):
-        results[0] = prims.sqrt(var_)
+        # NOTE: eager's std gradient is 0 where the std is 0 (constant values, one element with
+        # correction 0), not the 0 * inf = NaN of differentiating sqrt there
+        zero = prims.eq(var_, 0.0)
+        results[0] = prims.where(zero, 0.0, prims.sqrt(prims.where(zero, 1.0, var_)))
     results = [to_dtype(r, input.dtype) for r in results]
     return [keep_dims(r, input.shape, dims) for r in results] if keepdim else results
 

@@ -25,8 +25,8 @@ import torch
 from compiler import prims
 from compiler.core import ir
 from compiler.core.errors import TracingError, called_at, check
-from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol
-from compiler.ops import known_values
+from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy
+from compiler.ops import complex_proxy, known_values
 from compiler.ops.program_grad import grad_off_by_program
 from compiler.ops.writes import write_out
 from compiler.prims import GUARDS, Prim
@@ -46,6 +46,13 @@ OPS: dict[Any, Op] = {}
 # transformers registers), by "namespace::name": looked up when a call is not in OPS, so
 # registering them needs no import of the library.
 CUSTOM_OPS: dict[str, Op] = {}
+# Calls on complex values (ops/complex_numbers.py): each a decomposition into calls on the values'
+# real and imaginary parts (`ComplexProxy`), recorded as those calls, so no complex tensor reaches a
+# trace. A call goes here when a complex value is among its arguments, or when a complex dtype or
+# Python complex number is and the op has a decomposition here, or for the ops that make complex
+# values of real ones (`COMPLEX_MAKERS`: torch.view_as_complex, torch.polar, torch.complex).
+COMPLEX_OPS: dict[Any, Op] = {}
+COMPLEX_MAKERS: set[Any] = set()
 
 
 def resolve(name: str) -> Any:
@@ -67,6 +74,24 @@ def register(*names: str) -> Callable[[Callable], Callable]:
                 continue  # an alias of a name already registered here (Tensor.__neg__ is Tensor.neg)
             check(fn not in OPS, lambda name=name: f"{name} is registered twice", ValueError)
             OPS[fn] = Op(name, impl, Symbol(name))
+        return impl
+
+    return decorator
+
+
+def register_complex(*names: str, makes_complex: bool = False) -> Callable[[Callable], Callable]:
+    """Registers the decorated decomposition for calls of each torch callable in `names` on complex
+    values; `makes_complex`: also for calls on real values only (it makes complex values of them)."""
+
+    def decorator(impl: Callable) -> Callable:
+        for name in names:
+            fn = resolve(name)
+            if fn in COMPLEX_OPS and COMPLEX_OPS[fn].impl is impl:
+                continue
+            check(fn not in COMPLEX_OPS, lambda name=name: f"{name} is registered twice for complex values", ValueError)
+            COMPLEX_OPS[fn] = Op(name, impl, Symbol(name))
+            if makes_complex:
+                COMPLEX_MAKERS.add(fn)
         return impl
 
     return decorator
@@ -142,7 +167,12 @@ def _contains(value: Any, kind: type | tuple[type, ...]) -> bool:
 
 
 def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
-    """Runs the decomposition registered for `fn` and records it as one bound symbol."""
+    """Runs the decomposition registered for `fn` and records it as one bound symbol (a call on
+    complex values: as the calls on their parts it is made of, `COMPLEX_OPS`)."""
+    if kwargs.get("dtype") in _PYTHON_DTYPES:
+        kwargs = {**kwargs, "dtype": _PYTHON_DTYPES[kwargs["dtype"]]}
+    if fn in COMPLEX_MAKERS or _on_complex_values(fn, args, kwargs):
+        return _dispatch_complex(fn, args, kwargs)
     op = OPS.get(fn) or _custom_op(fn)
     traced = _contains(args, Proxy) or _contains(kwargs, Proxy)
     if op is None:
@@ -152,11 +182,7 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
             if not _contains(result, torch.Tensor):
                 return result
         raise NotImplementedError(f"{torch_name(fn)} is not supported by the fusebench compiler{called_at()}")
-    if _contains(args, torch.Tensor) or _contains(kwargs, torch.Tensor):
-        raise TracingError(
-            f"{op.name} received a real torch.Tensor that is not an argument of the jitted function "
-            f"(a global, a closure or an attribute){called_at()}; pass it to the function as an argument"
-        )
+    _check_no_tensors(op, args, kwargs)
     context = ir.current()
     check(context is not None, lambda: f"{op.name} was called on proxies outside of tracing", TracingError)
     if kwargs and not _NUMPY_NAMES.keys().isdisjoint(kwargs):
@@ -173,6 +199,7 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
         defined = {id(p) for bsym in recorded for p in ir.defined_proxies(bsym)}
         outputs = list(ir.proxies_in(output))
         new = [p for p in outputs if id(p) in defined]
+        _check_real(op, new)
         if len(new) == len(outputs):
             context.record(BoundSymbol(op.symbol, args, kwargs, output, tuple(recorded)))
         elif not new:
@@ -185,6 +212,56 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
         if grad_off_by_program():
             output = _without_gradient(output, {id(p) for p in new})
     return output
+
+
+# NOTE: torch's argument parser takes a Python number type for a dtype (`torch.zeros(n, dtype=int)`,
+# as transformers' chunked attention mask is made); a decomposition is written for torch dtypes
+_PYTHON_DTYPES = {int: torch.int64, float: torch.float64, bool: torch.bool, complex: torch.complex128}
+
+
+def _on_complex_values(fn: Any, args: tuple, kwargs: dict) -> bool:
+    values, numbers = complex_proxy.scan(args, kwargs)
+    return values or (numbers and fn in COMPLEX_OPS)
+
+
+def _dispatch_complex(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """`fn` on complex values: its decomposition in `COMPLEX_OPS`, whose calls on the parts are
+    recorded as the program's own calls are."""
+    op = COMPLEX_OPS.get(fn)
+    if op is None:
+        name = torch_name(fn)
+        if name.endswith("_") or name.rsplit(".", 1)[-1] in _WRITES:
+            raise NotImplementedError(
+                f"{name}: writing into a complex tensor is not supported by the fusebench compiler{called_at()}"
+            )
+        raise NotImplementedError(f"{name} on complex tensors is not supported by the fusebench compiler{called_at()}")
+    _check_no_tensors(op, args, kwargs)
+    check(ir.current() is not None, lambda: f"{op.name} was called on proxies outside of tracing", TracingError)
+    if kwargs and not _NUMPY_NAMES.keys().isdisjoint(kwargs):
+        kwargs = _torch_names(op.impl, kwargs)
+    return op.impl(*args, **kwargs)
+
+
+def _check_no_tensors(op: Op, args: tuple, kwargs: dict) -> None:
+    if _contains(args, torch.Tensor) or _contains(kwargs, torch.Tensor):
+        raise TracingError(
+            f"{op.name} received a real torch.Tensor that is not an argument of the jitted function "
+            f"(a global, a closure or an attribute){called_at()}; pass it to the function as an argument"
+        )
+
+
+_WRITES = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__"})
+
+
+def _check_real(op: Op, outputs: list) -> None:
+    """Refuses a complex tensor made by an op without a complex decomposition (a factory given a
+    complex dtype): traces hold real tensors only (see `COMPLEX_OPS`)."""
+    for p in outputs:
+        check(
+            not (isinstance(p, TensorProxy) and getattr(p.dtype, "is_complex", False)),
+            lambda p=p: f"{op.name} making a {p.dtype} tensor is not supported by the fusebench compiler{called_at()}",
+            NotImplementedError,
+        )
 
 
 def _without_gradient(output: Any, new: set[int]) -> Any:

@@ -28,6 +28,7 @@ from compiler.ops.operands import (
     to_dtype,
 )
 from compiler.ops.registry import register
+from compiler.ops.symbolic_sizes import quotient_of_products
 
 
 def _sizes(args: tuple) -> list:
@@ -66,7 +67,7 @@ def reshape(input: TensorProxy, *shape: Any) -> Any:
             lambda: f"reshape: cannot infer -1 in {tuple(sizes)} for a tensor of {input.numel()} elements",
             ValueError,
         )
-        sizes[unknown[0]] = input.numel() // known
+        sizes[unknown[0]] = quotient_of_products(input.shape, [s for i, s in enumerate(sizes) if i != unknown[0]])
     check(
         same_size(size_product(sizes), input.numel()),
         lambda: f"reshape: shape {tuple(sizes)} is invalid for input {input.name} of shape {input.shape}{called_at()}",
@@ -173,6 +174,12 @@ def flatten(input: TensorProxy, start_dim: int = 0, end_dim: int = -1) -> Any:
         return input
     shape = [*input.shape[:start], size_product(input.shape[start : end + 1]), *input.shape[end + 1 :]]
     return prims.reshape(input, shape)
+
+
+@register("torch.ravel", "torch.Tensor.ravel")
+def ravel(input: TensorProxy) -> Any:
+    """The elements in a 1-D tensor: a view where reshape makes one, else a copy, as eager's."""
+    return reshape(input, -1)
 
 
 @register("torch.Tensor.contiguous")

@@ -19,7 +19,7 @@ import torch
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
-from compiler.core.ir import NumberProxy, TensorProxy
+from compiler.core.ir import NumberProxy, TensorProxy, same_size, size_product
 from compiler.ops import aliasing
 from compiler.ops.factory import _device
 from compiler.ops.indexing import gather
@@ -27,12 +27,26 @@ from compiler.ops.operands import broadcast_shapes, broadcast_to, canonical_dim,
 from compiler.ops.reductions import sum as sum_op
 from compiler.ops.registry import register
 from compiler.ops.shape import cat, getitem, narrow, reshape
+from compiler.ops.symbolic_sizes import quotient_of_products
 
 
 @register("torch.unflatten", "torch.Tensor.unflatten")
 def unflatten(input: TensorProxy, dim: int, sizes: Sequence) -> TensorProxy:
     """Dim `dim` split into `sizes` (one of them may be -1)."""
     d = canonical_dim(dim, input.ndim)
+    sizes = list(sizes)
+    inferred = [i for i, s in enumerate(sizes) if type(s) is int and s == -1]
+    if len(inferred) == 1:
+        # NOTE: eager infers the -1 from dim `dim`'s own size, so it is known in an empty tensor too
+        known = size_product(s for i, s in enumerate(sizes) if i != inferred[0])
+        check(
+            not same_size(known, 0) and same_size(input.shape[d] % known, 0),
+            lambda: f"unflatten: sizes {sizes} do not split dim {dim} of size {input.shape[d]}{called_at()}",
+            RuntimeError,
+        )
+        sizes[inferred[0]] = quotient_of_products(
+            [input.shape[d]], [s for i, s in enumerate(sizes) if i != inferred[0]]
+        )
     return reshape(input, [*input.shape[:d], *sizes, *input.shape[d + 1 :]])
 
 
@@ -78,6 +92,19 @@ def _at_least(t: TensorProxy, ndim: int) -> TensorProxy:
         return t
     shapes = {0: [1] * ndim, 1: [1, *t.shape] + [1] * (ndim - 2), 2: [*t.shape, 1]}
     return reshape(t, shapes[t.ndim])
+
+
+def _at_least_op(ndim: int) -> None:
+    @register(f"torch.atleast_{ndim}d")
+    def op(*tensors: Any) -> Any:
+        many = len(tensors) != 1 or isinstance(tensors[0], (list, tuple))
+        flat = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+        results = tuple(_at_least(t, ndim) for t in flat)
+        return results if many else results[0]
+
+
+for _ndim in (1, 2, 3):
+    _at_least_op(_ndim)
 
 
 @register("torch.hstack")

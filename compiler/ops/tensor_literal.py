@@ -145,3 +145,13 @@ def scalar_tensor(
     """torch.scalar_tensor: a 0-d tensor of the default float dtype unless dtype says otherwise."""
     _check_kwargs("torch.scalar_tensor", requires_grad, pin_memory)
     return _built(value, dtype or torch.get_default_dtype(), device, "torch.scalar_tensor")
+
+
+@register("torch.Tensor.new_tensor")
+def new_tensor(
+    self: TensorProxy, data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+    layout: Any = None, pin_memory: bool = False,
+) -> TensorProxy:  # fmt: skip
+    """Tensor.new_tensor: `torch.tensor(data)` with `self`'s dtype and device unless told otherwise."""
+    _check_kwargs("Tensor.new_tensor", requires_grad, pin_memory)
+    return _built(data, dtype or self.dtype, device if device is not None else self.device, "Tensor.new_tensor")

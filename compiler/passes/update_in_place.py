@@ -90,10 +90,22 @@ IN_PLACE: dict[Prim, tuple[str, Callable]] = {
 _SYMBOLS = {prim: Symbol(name, impl) for prim, (name, impl) in IN_PLACE.items()}
 
 
+def _views_returned_beside(region: BoundSymbol, buf: Proxy) -> set[int]:
+    """ids of `region`'s other outputs that it makes from `buf` by view prims alone: a region run by
+    torch returns them as views of `buf` (a slice of a product saved for the backward)."""
+    inner = {id(buf)}
+    for sub in region.subsymbols:
+        if sub.sym in VIEWS and id(sub.args[0]) in inner:
+            inner.update(id(p) for p in sub.outputs)
+    return {id(p) for p in region.outputs if id(p) in inner}
+
+
 def _aliases(bsyms: list[BoundSymbol], buf: Proxy) -> set[int]:
     """ids of `buf` and every value that may share its memory (views, and region outputs fed by it)."""
     aliases = {id(buf)}
     for bsym in bsyms:
+        if isinstance(bsym.sym, Symbol) and any(p is buf for p in bsym.outputs):
+            aliases |= _views_returned_beside(bsym, buf)
         # NOTE: a view prim aliases its first argument; a region's outputs are assumed to alias
         # its inputs (conservative: a region run by torch may return views).
         view_of_alias = bsym.sym in VIEWS and id(bsym.args[0]) in aliases

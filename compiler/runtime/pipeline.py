@@ -107,7 +107,7 @@ def compile_entry(
     finally:
         torch.set_grad_enabled(enabled)
     entry = _compile_traced(fn, options, traced, args, kwargs)
-    entry.computation = traced.writes.around(entry.computation)
+    entry.computation = traced.complex_outputs.around(traced.writes.around(entry.computation))
     return entry
 
 

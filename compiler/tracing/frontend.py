@@ -33,7 +33,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -54,7 +54,7 @@ from compiler.core.ir import (
 from compiler.core.memory import overlapping
 from compiler.ops import aliasing
 from compiler.prims import GUARDS, INPLACE, Prim
-from compiler.tracing import objects
+from compiler.tracing import complex_values, objects
 from compiler.tracing.dense_strides import dense_strides
 from compiler.tracing.numbers import Numbers
 from compiler.tracing.patches import (
@@ -103,21 +103,9 @@ class _Inputs:
             proxy = TensorProxy(shape, value.dtype, value.device, name=proxy_name)
             spec = tuple(None if isinstance(s, NumberProxy) else s for s in shape)
             self._guard(Prim.CHECK_TENSOR, proxy, spec, value.dtype, value.device)
-            same = self.views.setdefault(_view_key(value), len(self.tensors))
-            self.passed_twice |= same < len(self.tensors)
-            self.tensors.append((proxy, value, same if self.merge_same else len(self.tensors)))
-            if self.merge_same and same < len(self.tensors) - 1:
-                self._merged_without_grad(proxy, value, same)
-                return proxy, self.tensors[same][0]
-            aliasing.register_input(self.context, proxy, value)
-            self.computation_inputs.append(proxy)
-            for dim, s in enumerate(shape):
-                if isinstance(s, NumberProxy):
-                    self.prologue.append(BoundSymbol(Prim.SIZE, (proxy, dim), {}, s))
-                    self.computation_inputs.append(s)
-            if self.exact_strides and any(isinstance(s, NumberProxy) for s in shape):
-                self.strides[id(proxy)] = dense_strides(shape, value.stride(), value.shape, self._multiply)
-            return proxy, proxy
+            if value.dtype.is_complex:  # NOTE: traces hold real tensors only (tracing/complex_values.py)
+                return proxy, complex_values.argument(self, proxy, value)
+            return proxy, self.tensor(proxy, value)
         if type(value) in _NUMBERS:
             proxy = NumberProxy(type(value), value, name=proxy_name)
             if self.symbolic or proxy_name in self.dynamic:
@@ -145,6 +133,24 @@ class _Inputs:
             "tensors, int/float/bool, None, strings, dtypes, devices, classes, tuples/lists/dicts of those, "
             "and objects whose attributes are those"
         )
+
+    def tensor(self, proxy: TensorProxy, value: torch.Tensor) -> TensorProxy:
+        """What the function receives for tensor argument `value` guarded as `proxy` (see `element`)."""
+        same = self.views.setdefault(_view_key(value), len(self.tensors))
+        self.passed_twice |= same < len(self.tensors)
+        self.tensors.append((proxy, value, same if self.merge_same else len(self.tensors)))
+        if self.merge_same and same < len(self.tensors) - 1:
+            self._merged_without_grad(proxy, value, same)
+            return self.tensors[same][0]
+        aliasing.register_input(self.context, proxy, value)
+        self.computation_inputs.append(proxy)
+        for dim, s in enumerate(proxy.shape):
+            if isinstance(s, NumberProxy):
+                self.prologue.append(BoundSymbol(Prim.SIZE, (proxy, dim), {}, s))
+                self.computation_inputs.append(s)
+        if self.exact_strides and any(isinstance(s, NumberProxy) for s in proxy.shape):
+            self.strides[id(proxy)] = dense_strides(proxy.shape, value.stride(), value.shape, self._multiply)
+        return proxy
 
     def _merged_without_grad(self, proxy: TensorProxy, value: torch.Tensor, same: int) -> None:
         """Checks, and guards, that tensor argument `proxy`, merged with argument number `same`
@@ -359,11 +365,12 @@ class Traced:
     """A traced call: its prologue and computation traces, and what it did to the objects, lists
     and dicts it was given (tracing/objects.py). When `writes` is not empty, the prologue returns
     its targets after the computation's inputs and the computation returns `(output, values)`:
-    `writes.around` makes the entry's computation of it."""
+    `writes.around` makes the entry's computation of it; `complex_outputs.around`, of complex outputs."""
 
     prologue: Trace
     computation: Trace
     writes: objects.ObjectWrites
+    complex_outputs: complex_values.ComplexOutputs = field(default_factory=complex_values.ComplexOutputs)
 
 
 def trace(
@@ -455,6 +462,7 @@ def _trace_inputs(
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
     with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running():
         output = fn(*fn_args, **fn_kwargs)
+        output, complex_outputs = complex_values.packed(output)
     _check_output(output)
     output, writes = inputs.stand_ins.writes(output)
 
@@ -474,7 +482,7 @@ def _trace_inputs(
     )
     computation = Trace(computation_inputs, _without_guards(recorded), (output, writes.values) if writes else output)
     _check_outputs_defined(computation)
-    return Traced(prologue, computation, writes)
+    return Traced(prologue, computation, writes, complex_outputs)
 
 
 def _check_outputs_defined(computation: Trace) -> None:

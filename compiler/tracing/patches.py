@@ -20,6 +20,7 @@ from torch.overrides import TorchFunctionMode
 
 from compiler.core import proxies
 from compiler.core.ir import NumberProxy, TensorProxy, current, proxies_in
+from compiler.ops.complex_proxy import ComplexProxy
 from compiler.tracing import scan
 
 
@@ -151,8 +152,15 @@ def _names_tensor(classes: Any) -> bool:
 _TORCH_TYPE_CHECKS = frozenset({("torch.nn.functional", "_none_or_dtype")})
 
 
+_TRACED_TENSORS = (TensorProxy, ComplexProxy)
+
+# NOTE: `torch.is_tensor` is `isinstance(obj, torch.Tensor)` in torch's Python: a program asks it
+# where it would ask isinstance.
+_IS_TENSOR_CODE = torch.is_tensor.__code__
+
+
 def _program_isinstance(obj: Any, classes: Any, /) -> bool:
-    """`isinstance`, True for a TensorProxy against torch.Tensor while the program runs, asked by
+    """`isinstance`, True for a TensorProxy (or ComplexProxy) against torch.Tensor while the program runs, asked by
     the program's code (not torch's own).
 
     NOTE: programs tell tensors from other values with it (transformers takes a prepared 4-d
@@ -160,8 +168,10 @@ def _program_isinstance(obj: Any, classes: Any, /) -> bool:
     tensors it finds so to its C functions (`autograd.Function.apply`), which would reject a proxy;
     a proxy answering through `__class__` instead would crash torch's C argument parser. torch's
     helpers in `_TORCH_TYPE_CHECKS` only read the tensor's metadata, so they see a tensor too."""
-    if _PROGRAM.running and type(obj) is TensorProxy and _names_tensor(classes):
+    if _PROGRAM.running and type(obj) in _TRACED_TENSORS and _names_tensor(classes):
         frame = sys._getframe(1)
+        if frame.f_code is _IS_TENSOR_CODE:  # `torch.is_tensor(x)`: whoever asked torch answers
+            frame = frame.f_back
         module = frame.f_globals.get("__name__", "")
         programs = module != "torch" and not module.startswith("torch.")
         if programs or (module, frame.f_code.co_name) in _TORCH_TYPE_CHECKS:

@@ -43,10 +43,12 @@ from fusebench.cases.selection import (
 )
 from fusebench.cases.variants import Variant
 from fusebench.commands.compare import child_run_arguments
-from fusebench.commands.peer_reuse import measure_reusing_peers
+from fusebench.commands.peer_reuse import Done, measure_reusing_peers
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
 from fusebench.history.artifacts import write_artifacts
+from fusebench.history.durations import FILE_NAME as DURATIONS_FILE
+from fusebench.history.durations import Durations, unit_key
 from fusebench.history.peer_cache import FILE_NAME as PEER_CACHE_FILE
 from fusebench.history.peer_cache import REUSE_ENV, PeerCache, fingerprint
 from fusebench.history.results import RunInfo, result_path, write_outcomes
@@ -58,7 +60,7 @@ from fusebench.measure.noise import run_noise
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
 from fusebench.measure.precision import DEFAULT_PRECISION, PRECISION_ENV, checked_precision
 from fusebench.measure.threads import add_threads_argument, checked_threads
-from fusebench.measure.workers import READY, WORKER_CPUS, apply_cpu_share, devices_from, run_units
+from fusebench.measure.workers import READY, WORKER_CPUS, Crash, apply_cpu_share, devices_from, run_units
 from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
 from fusebench.report.overhead import render_overhead
 from fusebench.report.progress import Progress
@@ -189,6 +191,10 @@ def run(args: argparse.Namespace) -> int:
     if revision.commit == UNKNOWN_COMMIT:
         print("fusebench run: not in a git work tree: results are recorded under commit 00000000", file=sys.stderr)
     isolate = args.isolate if args.isolate is not None else selection.device.type == "cuda"
+    durations = Durations(
+        args.results / machine.machine / DURATIONS_FILE,
+        [unit_key(group.case_id, variant.name, selection.device.type, selection.quick) for group, variant in units],
+    )
     if args.devices or isolate:
         devices = devices or _devices("cuda:0" if selection.device.type == "cuda" else "cpu")
         shares = [device.env[WORKER_CPUS].count(",") + 1 for device in devices if WORKER_CPUS in device.env]
@@ -200,13 +206,15 @@ def run(args: argparse.Namespace) -> int:
             )
         worker_args = [*child_run_arguments(selection, budget), *_record_arguments(args, revision.commit)]
 
-        def measure(indices: list[int]) -> dict[int, Outcome]:
-            return _in_workers(args, units, run_info, devices, worker_args, indices)
+        def measure(indices: list[int], done: Done) -> dict[int, Outcome]:
+            progress = Progress(len(indices), expected=durations.expected(indices))
+            return _in_workers(args, units, run_info, devices, worker_args, indices, durations.watching(done), progress)
     else:
         settings = _settings(args, selection.device, budget, peak, precision)
 
-        def measure(indices: list[int]) -> dict[int, Outcome]:
-            return _in_process(args, units, run_info, settings, indices)
+        def measure(indices: list[int], done: Done) -> dict[int, Outcome]:
+            progress = Progress(len(indices), expected=durations.expected(indices))
+            return _in_process(args, units, run_info, settings, indices, durations.watching(done), progress)
 
     cache = PeerCache(
         args.results / machine.machine / PEER_CACHE_FILE,
@@ -216,14 +224,18 @@ def run(args: argparse.Namespace) -> int:
             [Path(fusebench.__file__).parent, *suite_roots(selection.suite_dirs)],
         ),
     )
-    outcomes = measure_reusing_peers(
-        units,
-        run_info,
-        cache,
-        measure,
-        args.results,
-        reuse=not args.remeasure_peers and os.environ.get(REUSE_ENV, "1") != "0",
-    )
+    try:
+        outcomes = measure_reusing_peers(
+            units,
+            run_info,
+            cache,
+            measure,
+            args.results,
+            reuse=not args.remeasure_peers and os.environ.get(REUSE_ENV, "1") != "0",
+            unit_timeout_s=args.unit_timeout or None,
+        )
+    finally:
+        durations.keep()
     took = format_seconds(time.perf_counter() - started)
     where = args.devices or selection.device
     print(f"fusebench run: {len(units)} measurements done in {took} on {where}", file=sys.stderr)
@@ -298,9 +310,14 @@ def _keep(args: argparse.Namespace, run_info: RunInfo, outcome: Outcome) -> None
 
 
 def _in_process(
-    args: argparse.Namespace, units: list[Unit], run_info: RunInfo, settings: Settings, indices: list[int]
+    args: argparse.Namespace,
+    units: list[Unit],
+    run_info: RunInfo,
+    settings: Settings,
+    indices: list[int],
+    done: Done,
+    progress: Progress,
 ) -> dict[int, Outcome]:
-    progress = Progress(len(indices))
     outcomes: dict[int, Outcome] = {}
     prepared = _Prepared()
     for index in indices:
@@ -309,6 +326,7 @@ def _in_process(
         outcome = _measure_unit(args, run_info, settings, prepared, group, variant)
         progress.finish(outcome)
         outcomes[index] = outcome
+        done(index, outcome)
     return outcomes
 
 
@@ -378,22 +396,25 @@ def _in_workers(
     devices: list,
     worker_args: list[str],
     indices: list[int],
+    done: Done,
+    progress: Progress,
 ) -> dict[int, Outcome]:
-    progress = Progress(len(indices))
+    position = {index: n for n, index in enumerate(indices)}
     by_unit: dict[int, Outcome] = {}
 
-    def answer(index: int, device: str, data: dict[str, Any] | None, crash: str) -> None:
+    def answer(index: int, device: str, data: dict[str, Any] | Crash) -> None:
         group, variant = units[index]
-        if data is None:
-            outcome = crashed_outcome(group, variant, device.split("#")[0], crash)
+        if isinstance(data, Crash):
+            outcome = crashed_outcome(group, variant, device.split("#")[0], data)
             write_outcomes(args.results, run_info, [outcome])
         else:
             data = {k: v for k, v in data.items() if k in _OUTCOME_FIELDS}
             outcome = dataclasses.replace(Outcome.from_json(data), params=dict(group.params))
-        by_unit[index] = outcome
         with lock:
+            by_unit[index] = outcome
             progress.start(f"{group.case_id} [{device}]", variant.name)
-            progress.finish(outcome)
+            progress.finish(outcome, position[index])
+            done(index, outcome)
 
     lock = threading.Lock()
     run_units(
@@ -408,9 +429,10 @@ def _in_workers(
     return by_unit
 
 
-def crashed_outcome(group: Group, variant: Variant, device: str, detail: str) -> Outcome:
-    """The outcome of a unit whose worker died (`detail`: how, and its last output). It carries the
-    case's version, so that recording it keeps the other variants' points of the same benchmark."""
+def crashed_outcome(group: Group, variant: Variant, device: str, crash: Crash) -> Outcome:
+    """The outcome of a unit whose worker died (`crash`: how, and its last output; a unit stopped at
+    the time limit keeps the limit in `extra["time_limit_s"]`). It carries the case's version, so that
+    recording it keeps the other variants' points of the same benchmark."""
     case = group.case
     return Outcome(
         group.suite.name,
@@ -419,9 +441,10 @@ def crashed_outcome(group: Group, variant: Variant, device: str, detail: str) ->
         variant.name,
         device,
         "crashed",
-        detail,
+        crash.detail,
         calls_per_sample=case.calls_per_sample,
         case_version=case.version,
+        extra={} if crash.time_limit_s is None else {"time_limit_s": crash.time_limit_s},
     )
 
 

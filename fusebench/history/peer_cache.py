@@ -8,6 +8,10 @@ the same thread count, sizes, repeat budget and precision, and the same harness 
 (every file of the `fusebench` and suite packages, hashed). Anything else differing, the whole
 cache is stale and every peer is measured again.
 
+A peer that ran past the unit time limit (`--unit-timeout`) is as reproducible: it is reused, as
+crashed, by runs whose limit is no longer than the one it ran past; any other crash (a dead worker)
+may be the machine's and is measured again.
+
 Eager is never reused: measured on every run, it is the control. A reused peer whose case's eager
 time now differs from the eager time measured beside it by more than `DRIFT` (the machine or its
 clocks are not as they were) is measured again in the same run.
@@ -35,7 +39,7 @@ FILE_NAME = "peers.fusebench"
 REUSE_ENV = "FUSEBENCH_REUSE_PEERS"  # "0": measure every peer (compare's side runs set it)
 DRIFT = 0.10  # the largest change of a case's eager time under which its peers' times still stand
 # A peer's error or wrong result is as reproducible as its time (the same code on the same inputs
-# and libraries); a crash (a unit time limit, a dead worker) may be the machine's, and is measured again.
+# and libraries); a crash other than the unit time limit (a dead worker) may be the machine's.
 REUSED_STATUSES = ("ok", "skipped", "unsupported", "failed", "error")
 _FORMAT = 1
 
@@ -80,10 +84,13 @@ class PeerCache:
             else:
                 self.stale = True
 
-    def reusable(self, case_id: str, variant: str) -> Outcome | None:
-        """The kept outcome of `variant` on `case_id`, or None when there is none to reuse."""
+    def reusable(self, case_id: str, variant: str, unit_timeout_s: float | None = None) -> Outcome | None:
+        """The kept outcome of `variant` on `case_id`, or None when there is none to reuse. A unit
+        stopped at a time limit is reused under a limit (`unit_timeout_s`, None: none) no longer."""
         entry = self.entries.get(_key(case_id, variant))
-        if entry is None or entry["outcome"].get("status") not in REUSED_STATUSES:
+        if entry is None or not (
+            entry["outcome"].get("status") in REUSED_STATUSES or _past_limit(entry["outcome"], unit_timeout_s)
+        ):
             return None
         outcome = Outcome.from_json(entry["outcome"])
         outcome.extra["reused"] = {"commit": entry["commit"], "eager_median": entry.get("eager_median")}
@@ -109,6 +116,17 @@ class PeerCache:
         """Writes the cache (atomically)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.path, {"fingerprint": self.key, "entries": self.entries})
+
+
+def _past_limit(outcome: dict[str, Any], unit_timeout_s: float | None) -> bool:
+    """Whether `outcome` (as kept) was stopped at a time limit that `unit_timeout_s` would also hit."""
+    limit = outcome.get("extra", {}).get("time_limit_s")
+    return (
+        outcome.get("status") == "crashed"
+        and limit is not None
+        and unit_timeout_s is not None
+        and unit_timeout_s <= limit
+    )
 
 
 def median(outcome: Outcome | None) -> float | None:

@@ -42,9 +42,18 @@ from typing import Any
 
 OUTPUT_TAIL_LINES = 20
 Report = Callable[[str], None]
-Answer = Callable[[int, str, dict[str, Any] | None, str], None]  # (unit, device, outcome JSON or None, crash detail)
+Answer = Callable[[int, str, "dict[str, Any] | Crash"], None]  # (unit, device, outcome JSON or how it crashed)
 READY = {"ready": True}  # a worker's first line on its answer pipe, once it reads units
 WORKER_CPUS = "FUSEBENCH_WORKER_CPUS"  # the CPUs a worker keeps to, where several share a host
+
+
+@dataclass(frozen=True)
+class Crash:
+    """How a worker ended without answering a unit: `detail` (the signal or exit status, and its last
+    output), and `time_limit_s` where it was stopped because the unit ran past that limit."""
+
+    detail: str
+    time_limit_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -251,8 +260,8 @@ class _Worker:
         line = self.answers.readline()
         return json.loads(line) if line else None
 
-    def crash_detail(self) -> str:
-        """How the worker ended (signal or exit status) and the last lines it printed."""
+    def crash(self) -> Crash:
+        """How the worker ended (signal, exit status or the unit time limit) and the last lines it printed."""
         returncode = self.process.wait()
         self.forwarder.join(timeout=10)
         if self.timed_out is not None:
@@ -262,7 +271,7 @@ class _Worker:
         else:
             how = f"exit status {returncode}"
         last = [line for line in self.tail if line.strip()][-3:]
-        return how + (f" | last output: {' / '.join(last)}" if last else "")
+        return Crash(how + (f" | last output: {' / '.join(last)}" if last else ""), self.timed_out)
 
     def close(self) -> None:
         """Ends the worker (its stdin closes: it finishes and exits), or kills it when it does not."""
@@ -291,10 +300,7 @@ def _serve(
         while (unit := pending.take(device.label)) is not None:
             worker = worker or _Worker(worker_args, device, report)
             result = worker.measure(unit, unit_timeout_s)
-            if result is None:
-                answer(unit, device.label, None, worker.crash_detail())
-            else:
-                answer(unit, device.label, result, "")
+            answer(unit, device.label, worker.crash() if result is None else result)
             if result is None or result.get("worker_exits"):
                 # NOTE: it died, or ended itself after a CUDA error, which poisons its context
                 worker.close()

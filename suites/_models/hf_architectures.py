@@ -245,6 +245,15 @@ ZOO: tuple[Architecture, ...] = (
         qk_nope_head_dim=d.hidden // d.heads, v_head_dim=d.hidden // d.heads, kv_lora_rank=d.hidden // 2,
         q_lora_rank=d.hidden * 3 // 4, n_routed_experts=d.experts, num_experts_per_tok=2, n_group=2, topk_group=1,
         moe_intermediate_size=d.ffn // 2, n_shared_experts=1, first_k_dense_replace=1), routes_tokens=True),
+    # NOTE: rotary embeddings as complex numbers (torch.polar, view_as_complex, view_as_real)
+    Architecture("deepseek_v2", "DeepseekV2Config", "DeepseekV2ForCausalLM", CAUSAL, lambda d: _llama_like(
+        d, num_key_value_heads=d.heads, qk_rope_head_dim=d.hidden // d.heads // 2, qk_nope_head_dim=d.hidden // d.heads,
+        v_head_dim=d.hidden // d.heads, kv_lora_rank=d.hidden // 2, q_lora_rank=d.hidden * 3 // 4,
+        n_routed_experts=d.experts, num_experts_per_tok=2, moe_intermediate_size=d.ffn // 2, n_shared_experts=1,
+        first_k_dense_replace=1), routes_tokens=True),
+    Architecture("llama4_text", "Llama4TextConfig", "Llama4ForCausalLM", CAUSAL, lambda d: _llama_like(
+        d, head_dim=d.hidden // d.heads, intermediate_size_mlp=d.ffn, num_local_experts=d.experts,
+        interleave_moe_layer_step=2, attention_chunk_size=d.window, no_rope_layer_interval=2), routes_tokens=True),
     # hybrids of attention and state-space layers (their selective scans as transformers' torch code)
     Architecture("jamba", "JambaConfig", "JambaForCausalLM", CAUSAL, lambda d: _llama_like(
         d, num_experts=d.experts, num_experts_per_tok=2, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2,

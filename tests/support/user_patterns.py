@@ -18,6 +18,9 @@ from typing import Any
 import torch
 
 import compiler
+from compiler.core.ir import TensorProxy
+from compiler.executors.nvfuser import region_fusions
+from compiler.prims import VIEWS
 
 # NOTE: the device the tensors are made on: the CPU, or the one FUSEBENCH_PATTERNS_DEVICE names
 # (`cuda` runs the battery through the default executors there, nvFuser included).
@@ -261,10 +264,61 @@ def on_device() -> contextlib.AbstractContextManager:
     return contextlib.nullcontext() if DEVICE.type == "cpu" else torch.device(DEVICE)
 
 
-def fused_options() -> dict[str, Any]:
-    """The fusion planner of the GPU path with torch running each region, so that the passes that
-    matter on a GPU (fusion, upcast placement) run on the CPU too (on a GPU: the default
-    executors, nvFuser's fusions); the short schedule."""
+def planner_options() -> dict[str, Any]:
+    """The jit options of the GPU path's fusion planner: on the CPU, nvFuser's regions run with
+    torch, so that the passes that matter on a GPU (fusion, upcast placement) run here too; on a
+    GPU, the default executors (nvFuser's fusions)."""
     if DEVICE.type != "cpu":
-        return {"short": True}
-    return {"executors": ["nvfuser", "torch"], "fusion": {"runner": "torch"}, "short": True}
+        return {}
+    return {"executors": ["nvfuser", "torch"], "fusion": {"runner": "torch"}}
+
+
+def fused_options() -> dict[str, Any]:
+    """`check_pattern`'s options for the fusion planner of the GPU path (`planner_options`), on
+    the short schedule."""
+    return {**planner_options(), "short": True}
+
+
+@dataclass(frozen=True)
+class Structure:
+    """How a call was compiled: fusion regions of the forward and of the backward (None without
+    one), and the tensor prims left outside every region, views aside (each its own torch call)."""
+
+    forward_regions: int
+    forward_outside: tuple[str, ...]
+    backward_regions: int | None
+    backward_outside: tuple[str, ...] | None
+
+
+def _outside(trace: Any) -> tuple[str, ...]:
+    outside = []
+    for bsym in trace.bsyms:
+        if getattr(bsym.sym, "executor", None) == "nvfuser" or bsym.sym in VIEWS:
+            continue
+        if any(isinstance(p, TensorProxy) for p in (*bsym.inputs, *bsym.outputs)):
+            outside.append(getattr(bsym.sym, "name", str(bsym.sym)))
+    return tuple(outside)
+
+
+def structure(
+    pattern: Pattern, dtype: torch.dtype = torch.bfloat16, sizes: tuple[dict[str, int], ...] = ()
+) -> Structure:
+    """`pattern` jitted for the fusion planner (`planner_options`) and called on each of `sizes`
+    (default: its first sizes; a second size makes the entry's sizes symbolic) in `dtype`, its
+    floating inputs requiring grad, each call differentiated: the `Structure` of the last call."""
+    jfn = compiler.jit(pattern.fn, **{**pattern.jit_options, **planner_options()})
+    with on_device():
+        for call_sizes in sizes or pattern.sizes[:1]:
+            call = Call(0, dtype, call_sizes, "contiguous", pattern.grad)
+            args = [
+                a.requires_grad_() if isinstance(spec, Arg) and spec.grad and call.grad and a.is_floating_point() else a
+                for spec, a in zip(pattern.args, make_args(pattern, call))
+            ]
+            wants = _differentiable(jfn(*args))
+            if wants:
+                torch.autograd.backward(wants, [torch.ones_like(w) for w in wants])
+    forward = compiler.last_traces(jfn)[-1]
+    if not wants:
+        return Structure(len(region_fusions(forward)), _outside(forward), None, None)
+    backward = compiler.last_backward_traces(jfn)[-1]
+    return Structure(len(region_fusions(forward)), _outside(forward), len(region_fusions(backward)), _outside(backward))

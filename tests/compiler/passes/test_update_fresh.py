@@ -192,3 +192,24 @@ def test_on_real_nvfuser_region_results_are_written_in_place_and_match_eager(dty
     tolerance = {"atol": 5e-2, "rtol": 2e-2} if dtype is torch.bfloat16 else {}
     torch.testing.assert_close(got_q.grad.float(), want_q.grad, **tolerance)
     assert _ops(compiler.last_backward_traces(jrotary)[-1]) == ["nvFusion0"]
+
+
+def column_scaled_in_place(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    h = x * 2
+    h[:, 0] *= y[:, 0]  # the backward reads h's old column, which the region returns as a view of h
+    return h
+
+
+def test_a_buffer_whose_region_returns_a_view_of_it_beside_keeps_its_copy():
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    jfn = compiler.jit(column_scaled_in_place, executors=["nvfuser", "torch"], fusion={"runner": "torch"})
+    eager = [t.clone().requires_grad_() for t in (x, y)]
+    jitted = [t.clone().requires_grad_() for t in (x, y)]
+    expected, actual = column_scaled_in_place(*eager), jfn(*jitted)
+    torch.testing.assert_close(actual, expected)
+    cotangent = torch.randn(3, 4)
+    for got, want in zip(
+        torch.autograd.grad(actual, jitted, cotangent), torch.autograd.grad(expected, eager, cotangent)
+    ):
+        torch.testing.assert_close(got, want)
+    assert "prims.slice_update" in _ops(compiler.last_traces(jfn)[-1])

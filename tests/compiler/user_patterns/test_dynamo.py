@@ -8,7 +8,15 @@ import pytest
 import torch
 import torch._dynamo
 
-from tests.compiler.user_patterns import test_casts, test_inplace, test_views
+from tests.compiler.user_patterns import (
+    test_casts,
+    test_inplace,
+    test_inplace_views,
+    test_model_code,
+    test_precision,
+    test_shapes,
+    test_views,
+)
 from tests.support.user_patterns import Call, Pattern, check_call, on_device
 
 
@@ -21,6 +29,18 @@ PATTERNS = [
     _pattern(test_views.VIEW_PATTERNS, "heads_split_and_merge"),
     _pattern(test_inplace.INPLACE_PATTERNS, "intermediate_slice_assign"),
     _pattern(test_inplace.INPLACE_PATTERNS, "mul_add_chain"),
+    _pattern(test_precision.PRECISION_PATTERNS, "rms_norm_llama"),
+    _pattern(test_precision.PRECISION_PATTERNS, "softmax_then_cast_to_query_dtype"),
+    _pattern(test_precision.PRECISION_PATTERNS, "attention_finfo_mask"),
+    _pattern(test_precision.PRECISION_PATTERNS, "new_factories_with_dtype"),
+    _pattern(test_model_code.MODEL_PATTERNS, "topk_softmax_routing"),
+    _pattern(test_model_code.MODEL_PATTERNS, "cross_entropy_options"),
+    _pattern(test_model_code.MODEL_PATTERNS, "bce_with_logits_pos_weight"),
+    _pattern(test_shapes.SHAPE_PATTERNS, "view_star_shape_heads"),
+    _pattern(test_shapes.SHAPE_PATTERNS, "einsum_attention_strings"),
+    _pattern(test_shapes.SHAPE_PATTERNS, "qkv_chunk_heads"),
+    _pattern(test_inplace_views.INPLACE_VIEW_PATTERNS, "ellipsis_slice_times_equal"),
+    _pattern(test_inplace_views.INPLACE_VIEW_PATTERNS, "intermediate_narrow_copy"),
 ]
 
 

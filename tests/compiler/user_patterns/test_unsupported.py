@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import compiler
+from compiler.core.errors import TracingError
 
 
 def _line_of(fn: Callable, text: str) -> str:
@@ -48,6 +49,34 @@ def reads_requires_grad(x):
     return y if y.requires_grad else x
 
 
+def bool_mask_selection_reduced(x):
+    return x[x > 0].mean()
+
+
+def repeat_interleave_by_counts(x):
+    counts = (x[:, 0] > 0).long() + 1
+    return x.repeat_interleave(counts, dim=0)
+
+
+def scale_by_item(x):
+    return x / x.abs().max().item()
+
+
+def branch_on_tensor(x):
+    if (x > 0).any():
+        return x * 2
+    return x
+
+
+def where_with_only_a_condition(x):
+    rows, cols = torch.where(x > 0)
+    return x[rows, cols]
+
+
+def sample_next_token(x):
+    return torch.multinomial(x.softmax(-1), 1)
+
+
 CASES = [
     (view_as_other_dtype, "x.view(torch.int32)", NotImplementedError, "Tensor.view(dtype) reinterprets bits"),
     (as_strided_window, "x.as_strided(", NotImplementedError, "torch.Tensor.as_strided is not supported"),
@@ -55,6 +84,17 @@ CASES = [
     (view_of_transposed, "x.t().view(-1)", RuntimeError, "view size is not compatible with input tensor's size"),
     (in_place_unsqueeze, "h.unsqueeze_(0)", NotImplementedError, "torch.Tensor.unsqueeze_ is not supported"),
     (reads_requires_grad, "y.requires_grad", AttributeError, "reading requires_grad of the traced tensor"),
+    (bool_mask_selection_reduced, "x[x > 0]", NotImplementedError, "indexing with a bool mask is not supported"),
+    (repeat_interleave_by_counts, "x.repeat_interleave(", NotImplementedError, "a tensor of repeats is not supported"),
+    (scale_by_item, ".item()", TracingError, "tensor.item() needs the value of a tensor"),
+    (branch_on_tensor, "if (x > 0).any()", TracingError, "bool(tensor) (an `if` or `while` on a tensor)"),
+    (
+        where_with_only_a_condition,
+        "torch.where(x > 0)",
+        NotImplementedError,
+        "torch.where(condition) with one argument",
+    ),
+    (sample_next_token, "torch.multinomial(", NotImplementedError, "torch.multinomial is not supported"),
 ]
 
 

@@ -14,6 +14,7 @@ from fusebench.cases.discovery import Suite
 from fusebench.cases.selection import Group
 from fusebench.cases.variants import EAGER, Compiled, Variant
 from fusebench.cli import main
+from fusebench.commands import peer_reuse
 from fusebench.commands.peer_reuse import measure_reusing_peers
 from fusebench.history.peer_cache import FILE_NAME, PeerCache, drifted
 from fusebench.history.results import RunInfo
@@ -93,7 +94,7 @@ def test_a_reused_peer_is_measured_again_when_its_cases_eager_time_moved(tmp_pat
     measured: list[list[int]] = []
 
     def measure(eager_median: float) -> object:
-        def run_units(indices: list[int]) -> dict[int, Outcome]:
+        def run_units(indices: list[int], done: object) -> dict[int, Outcome]:
             measured.append(indices)
             return {i: _outcome(units[i][1].name, eager_median if i == 0 else 3.0) for i in indices}
 
@@ -119,3 +120,81 @@ def test_a_peers_error_is_reused_and_its_crash_measured_again(tmp_path: Path) ->
     assert PeerCache(tmp_path / FILE_NAME, "key").reusable("s.c(n=1)", "peer-error") is not None
     stale = PeerCache(tmp_path / FILE_NAME, "another machine or code")
     assert stale.stale and stale.reusable("s.c(n=1)", "peer-error") is None
+
+
+def test_a_peer_past_the_time_limit_is_reused_under_a_limit_no_longer(tmp_path: Path) -> None:
+    cache = PeerCache(tmp_path / FILE_NAME, "key")
+    detail = "stopped after 120 s (the unit time limit, --unit-timeout)"
+    slow = Outcome("s", "c", {"n": 1}, "peer", "cpu", "crashed", detail=detail, extra={"time_limit_s": 120.0})
+    cache.remember("s.c(n=1)", slow, "d" * 40, _outcome("eager", 1.0))
+    cache.save()
+    kept = PeerCache(tmp_path / FILE_NAME, "key")
+    assert kept.reusable("s.c(n=1)", "peer", unit_timeout_s=120.0).detail == detail
+    assert kept.reusable("s.c(n=1)", "peer", unit_timeout_s=60.0).status == "crashed"
+    assert kept.reusable("s.c(n=1)", "peer", unit_timeout_s=300.0) is None  # it may finish within a longer limit
+    assert kept.reusable("s.c(n=1)", "peer", unit_timeout_s=None) is None  # no limit now
+
+
+def test_a_run_reuses_a_peer_past_the_limit_without_measuring_it(tmp_path: Path) -> None:
+    peer = Variant("peer", lambda target: Compiled(target.fn), reusable=True)
+    case = Case(name="c", fn=lambda x: x, make_inputs=lambda p, d, s: (), bytes_moved=lambda p: 0, params={"n": [1]})
+    group = Group(Suite("s", "s.py", (case,)), case, {"n": 1}, (EAGER, peer))
+    units = [(group, EAGER), (group, peer)]
+    run = RunInfo(machine_info("m"), Revision("e" * 40, 0, dirty=False), "env")
+    cache = PeerCache(tmp_path / FILE_NAME, "key")
+    measured: list[list[int]] = []
+
+    def measure(indices: list[int], done: object) -> dict[int, Outcome]:
+        measured.append(indices)
+        slow = Outcome("s", "c", {"n": 1}, "peer", "cpu", "crashed", detail="stopped", extra={"time_limit_s": 120.0})
+        return {i: _outcome("eager", 1.0) if i == 0 else slow for i in indices}
+
+    first = measure_reusing_peers(units, run, cache, measure, tmp_path / "results", unit_timeout_s=120.0)
+    second = measure_reusing_peers(units, run, cache, measure, tmp_path / "results", unit_timeout_s=120.0)
+    assert measured == [[0, 1], [0]] and first[1].status == second[1].status == "crashed"
+    assert second[1].extra["reused"]["commit"] == "e" * 40
+    measure_reusing_peers(units, run, cache, measure, tmp_path / "results", unit_timeout_s=600.0)
+    assert measured[-1] == [0, 1]  # a longer limit measures it again
+
+
+def _peer_group() -> tuple[list, RunInfo]:
+    peer = Variant("peer", lambda target: Compiled(target.fn), reusable=True)
+    cases = [
+        Case(name=n, fn=lambda x: x, make_inputs=lambda p, d, s: (), bytes_moved=lambda p: 0, params={"n": [1]})
+        for n in ("a", "b")
+    ]
+    groups = [Group(Suite("s", "s.py", (case,)), case, {"n": 1}, (EAGER, peer)) for case in cases]
+    units = [(group, variant) for group in groups for variant in (EAGER, peer)]
+    return units, RunInfo(machine_info("m"), Revision("e" * 40, 0, dirty=False), "env")
+
+
+def test_an_interrupted_run_keeps_the_peers_it_measured(tmp_path: Path) -> None:
+    units, run = _peer_group()
+
+    def interrupted(indices: list[int], done) -> dict[int, Outcome]:
+        for index in indices[:2]:  # case a's eager and peer, then Ctrl-C
+            done(index, _outcome(units[index][1].name, 1.0 if index == 0 else 2.0))
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        measure_reusing_peers(units, run, PeerCache(tmp_path / FILE_NAME, "key"), interrupted, tmp_path / "results")
+    kept = PeerCache(tmp_path / FILE_NAME, "key")
+    assert kept.reusable("s.a(n=1)", "peer").timing.median == 2.0 and kept.eager_median("s.a(n=1)", "peer") == 1.0
+    assert kept.reusable("s.b(n=1)", "peer") is None
+
+
+def test_peers_are_written_as_they_finish_not_only_at_the_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(peer_reuse, "SAVE_EVERY_S", 0.0)
+    units, run = _peer_group()
+    on_disk: list[bool] = []
+
+    def measure(indices: list[int], done) -> dict[int, Outcome]:
+        outcomes = {}
+        for index in indices:
+            outcomes[index] = _outcome(units[index][1].name, 1.0)
+            done(index, outcomes[index])
+            on_disk.append(PeerCache(tmp_path / FILE_NAME, "key").reusable("s.a(n=1)", "peer") is not None)
+        return outcomes  # a run killed (SIGKILL) after case a's peer would have it in the file
+
+    measure_reusing_peers(units, run, PeerCache(tmp_path / FILE_NAME, "key"), measure, tmp_path / "results")
+    assert on_disk == [False, True, True, True]

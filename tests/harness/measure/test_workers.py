@@ -23,7 +23,7 @@ from fusebench.history.revision import Revision
 from fusebench.measure.machine import machine_info
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.stats import summarize
-from fusebench.measure.workers import WORKER_CPUS, UnitQueue, available_cpus, cpu_shares, devices_from
+from fusebench.measure.workers import WORKER_CPUS, Crash, UnitQueue, available_cpus, cpu_shares, devices_from
 from fusebench.report.report import build_report, load_inputs
 from fusebench.report.scoreboard import rows_from_frame
 from tests.support.fakes import tiny_case, variant_from
@@ -125,6 +125,7 @@ def test_a_unit_past_the_time_limit_is_stopped_and_a_fresh_worker_goes_on(
         "before": "ok", "aborts": "ok", "segfaults": "ok", "hangs": "crashed", "after": "ok",
     }  # fmt: skip
     assert outcomes["hangs"]["detail"].startswith("stopped after 8 s (the unit time limit, --unit-timeout)")
+    assert outcomes["hangs"]["extra"] == {"time_limit_s": 8} and outcomes["before"]["extra"].get("time_limit_s") is None
 
 
 def test_two_cpu_workers_share_the_units_and_merge_into_one_history(
@@ -233,7 +234,9 @@ def test_recording_a_crash_keeps_the_other_variants_of_its_benchmark(tmp_path: P
     run = RunInfo(machine_info("m"), Revision("a" * 40, 1_700_000_000_000, False), "env")
     timed = Outcome("s", case.name, {"n": 8}, "eager", "cpu", "ok", timing=summarize([1e-6, 2e-6]), case_version="2")
     write_outcomes(tmp_path, run, [timed])
-    crashed = crashed_outcome(group, variant_from("fusebench", lambda target: target.fn), "cpu", "killed by SIGSEGV")
+    crashed = crashed_outcome(
+        group, variant_from("fusebench", lambda target: target.fn), "cpu", Crash("killed by SIGSEGV")
+    )
     write_outcomes(tmp_path, run, [crashed])
     frame = read_results(tmp_path)
     times = frame[frame.metric == "time_call"].set_index("variant")

@@ -98,6 +98,20 @@ def _nan_samples(make: Maker) -> Iterator[Sample]:
 UNARY.append(OpCase("isnan_with_nans", (torch.isnan, method("isnan")), _nan_samples, FLOATS))
 
 
+def _special_values_samples(make: Maker) -> Iterator[Sample]:
+    x = make(4, 5)
+    x[0, 0], x[1, 1], x[2, 2], x[3, 3] = float("inf"), float("-inf"), float("nan"), 0.0
+    yield Sample((x,))
+    yield Sample((make(3, 4, transposed=True),))
+
+
+for _name in ("isinf", "isfinite", "isposinf", "isneginf"):
+    UNARY.append(_unary(_name))  # integers and bools: never inf, always finite
+    UNARY.append(
+        OpCase(f"{_name}_of_specials", (getattr(torch, _name), method(_name)), _special_values_samples, FLOATS)
+    )
+
+
 def _edges(make: Maker, *values: float) -> torch.Tensor:
     """A 1-d tensor of the dtype under test holding `values`, then random values."""
     return torch.cat([torch.tensor(values, dtype=make.dtype), make(6)])
@@ -307,6 +321,15 @@ def _logaddexp_samples(make: Maker) -> Iterator[Sample]:
 
 BITWISE_DTYPES = (torch.int64, torch.bool)
 
+
+def _shift_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(5, 7, low=-100, high=100), 3))
+    yield Sample((make(3, 4, transposed=True, low=-(2**40), high=2**40), 40))  # high bits dropped
+    yield Sample((make(4, 8, low=-(2**31), high=2**31), torch.arange(0, 32, 4)))  # unpacking nibbles
+    yield Sample((make(2, 1, 3, dtype=torch.int32, low=-1000, high=1000), make(4, 3, low=0, high=31)))
+    yield Sample((make(6, dtype=torch.uint8, low=0, high=255), 5))
+
+
 BINARY = [
     _binary("add", (operator.add, _reflected(operator.add, "radd"))),
     _binary("sub", (operator.sub,), aliases=(torch.subtract,)),
@@ -357,6 +380,8 @@ BINARY = [
     ),
     _binary("bitwise_or", (operator.or_, _reflected(operator.or_, "ror")), BITWISE_DTYPES, sampler=_bitwise_samples),
     _binary("bitwise_xor", (operator.xor, _reflected(operator.xor, "rxor")), BITWISE_DTYPES, sampler=_bitwise_samples),
+    _binary("bitwise_left_shift", (operator.lshift,), (torch.int64,), sampler=_shift_samples),
+    _binary("bitwise_right_shift", (operator.rshift,), (torch.int64,), sampler=_shift_samples),
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -450,6 +475,7 @@ def _type_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(3, 4, low=-50, high=50), torch.bfloat16))
     yield Sample((make(3, 4, transposed=True), torch.int64))
     yield Sample((make(3, 4), torch.bool))
+    yield Sample((make(2, 3), "torch.DoubleTensor"))  # a type name, as legacy code writes it
 
 
 def _cast_samples(make: Maker) -> Iterator[Sample]:

@@ -138,6 +138,12 @@ def _new_full_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(3), (), -1), {"dtype": torch.int64})
 
 
+def _new_tensor_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3), [1.0, 2.0]))
+    yield Sample((make(3), [[1, 2], [3, 4]]), {"dtype": torch.int64})
+    yield Sample((make(3), 0.5))
+
+
 def _interpolate_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(2, 3, 5, 7),), {"size": (8, 4), "mode": "bilinear"})
     yield Sample((make(2, 3, 5, 7),), {"size": (11, 13), "mode": "bilinear", "align_corners": True})
@@ -196,6 +202,7 @@ CASES = [
     OpCase("new_zeros", (method("new_zeros"),), _new_samples, ALL),
     OpCase("new_ones", (method("new_ones"),), _new_samples, ALL),
     OpCase("new_full", (method("new_full"),), _new_full_samples, ALL),
+    OpCase("new_tensor", (method("new_tensor"),), _new_tensor_samples, ALL),
     OpCase("new_empty", (method("new_empty"),), _new_samples, ALL, compare_values=False),
     OpCase("interpolate", (F.interpolate,), _interpolate_samples, FLOATS),
     OpCase("meshgrid", (torch.meshgrid,), _meshgrid_samples, ALL),

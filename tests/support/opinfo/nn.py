@@ -455,6 +455,13 @@ def _cosine_similarity_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(6), make(6)), {"dim": 0})
 
 
+def _pairwise_distance_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(4, 6), make(4, 6)))
+    yield Sample((make(3, 5, 6, noncontiguous=True), make(1, 6)), {"p": 1.0, "keepdim": True})
+    yield Sample((make(4, 6), make(4, 6, transposed=True)), {"eps": 0.0, "p": 3.0})
+    yield Sample((make(6), make(6)))
+
+
 NORMS_TOL = _tolerances(f32=(1e-4, 1e-5), bf16=(2e-2, 3e-2))
 NORMS_AND_LOSSES = [
     OpCase("linalg.vector_norm", (torch.linalg.vector_norm,), _vector_norm_samples, FLOATS, NORMS_TOL),
@@ -464,6 +471,13 @@ NORMS_AND_LOSSES = [
         "cosine_similarity",
         (F.cosine_similarity, torch.cosine_similarity),
         _cosine_similarity_samples,
+        FLOATS,
+        NORMS_TOL,
+    ),
+    OpCase(
+        "pairwise_distance",
+        (F.pairwise_distance, torch.pairwise_distance),
+        _pairwise_distance_samples,
         FLOATS,
         NORMS_TOL,
     ),

@@ -101,6 +101,12 @@ def _flatten_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(),))
 
 
+def _ravel_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(2, 3, 4),))
+    yield Sample((make(3, 4, transposed=True),))
+    yield Sample((make(),))
+
+
 def _contiguous_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(3, 4, transposed=True),))
     yield Sample((make(3, 4),))
@@ -130,6 +136,7 @@ SHAPE = [
     OpCase("squeeze", (torch.squeeze, method("squeeze")), _squeeze_samples, ALL),
     OpCase("unsqueeze", (torch.unsqueeze, method("unsqueeze")), _unsqueeze_samples, ALL),
     OpCase("flatten", (torch.flatten, method("flatten")), _flatten_samples, ALL),
+    OpCase("ravel", (torch.ravel, method("ravel")), _ravel_samples, ALL),
     OpCase("contiguous", (method("contiguous"), named("contiguous*1", _identity)), _contiguous_samples, ALL),
 ]
 

@@ -14,6 +14,7 @@ def _unflatten_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(4, 6), 1, (2, 3)))
     yield Sample((make(4, 6, transposed=True), -1, (3, -1)))
     yield Sample((make(6), 0, (1, 6, 1)))
+    yield Sample((make(0, 6), 1, (2, -1)))  # the -1 comes from the dim split, not the element count
 
 
 def _select_samples(make: Maker) -> Iterator[Sample]:
@@ -33,6 +34,13 @@ def _stack_family_samples(make: Maker) -> Iterator[Sample]:
     yield Sample(([make(3), make(3)],))
     yield Sample(([make(2, 3), make(2, 3, noncontiguous=True)],))
     yield Sample(([make(), make()],))
+
+
+def _at_least_samples(make: Maker) -> Iterator[Sample]:
+    for shape in ((), (3,), (2, 3), (2, 3, 4)):
+        yield Sample((make(*shape),))
+    yield Sample(([make(), make(2, 3)],))
+    yield Sample((make(3), make(2, 3, noncontiguous=True)))
 
 
 def _hstack_samples(make: Maker) -> Iterator[Sample]:
@@ -109,6 +117,7 @@ CASES = [
     OpCase("select", (torch.select, method("select")), _select_samples, ALL),
     OpCase("tensor_split", (torch.tensor_split, method("tensor_split")), _tensor_split_samples, ALL),
     OpCase("hstack", (torch.hstack,), _hstack_samples, ALL),
+    *(OpCase(f"atleast_{n}d", (getattr(torch, f"atleast_{n}d"),), _at_least_samples, ALL) for n in (1, 2, 3)),
     OpCase("vstack", (torch.vstack, torch.row_stack), _vstack_samples, ALL),
     OpCase("dstack", (torch.dstack,), _stack_family_samples, ALL),
     OpCase("column_stack", (torch.column_stack,), _column_stack_samples, ALL),
