@@ -140,6 +140,7 @@ MORE_ZOO: tuple[Architecture, ...] = (
                  lambda d: _bert_like(d, head_dim=d.hidden // d.heads)),
     # NOTE: its attention is a custom autograd.Function whose backward approximates the gradient; jit
     # differentiates the Function's forward instead, so its gradients are the exact ones, not eager's
+    Architecture("big_bird", "BigBirdConfig", "BigBirdForMaskedLM", MASKED, _bert_like),  # as BigBird-Pegasus
     Architecture("yoso", "YosoConfig", "YosoForMaskedLM", MASKED, _bert_like, known_failures={
         "jit-training": "jit differentiates a custom autograd.Function's forward, not its own backward"}),
     Architecture("convbert", "ConvBertConfig", "ConvBertForMaskedLM", MASKED,
@@ -148,10 +149,10 @@ MORE_ZOO: tuple[Architecture, ...] = (
     Architecture("blenderbot", "BlenderbotConfig", "BlenderbotForConditionalGeneration", SEQ2SEQ, _bart_like),
     Architecture("blenderbot_small", "BlenderbotSmallConfig", "BlenderbotSmallForConditionalGeneration", SEQ2SEQ,
                  _bart_like),
-    # NOTE: block-sparse attention on a sequence shorter than its blocks rebuilds its layers as full
-    # attention inside forward (new nn.Linear modules), which jit does not trace; full attention here
+    # NOTE: block-sparse attention, on a sequence shorter than its blocks, rebuilds its layers as full
+    # attention inside forward (new modules, their weights then swapped for its own)
     Architecture("bigbird_pegasus", "BigBirdPegasusConfig", "BigBirdPegasusForConditionalGeneration", SEQ2SEQ,
-                 lambda d: _bart_like(d, attention_type="original_full")),
+                 _bart_like),
     Architecture("plbart", "PLBartConfig", "PLBartForConditionalGeneration", SEQ2SEQ, _bart_like),
     Architecture("mvp", "MvpConfig", "MvpForConditionalGeneration", SEQ2SEQ, _bart_like),
     Architecture("nllb_moe", "NllbMoeConfig", "NllbMoeForConditionalGeneration", SEQ2SEQ,
