@@ -141,6 +141,7 @@ MORE_ZOO: tuple[Architecture, ...] = (
     # NOTE: its attention is a custom autograd.Function whose backward approximates the gradient; jit
     # differentiates the Function's forward instead, so its gradients are the exact ones, not eager's
     Architecture("big_bird", "BigBirdConfig", "BigBirdForMaskedLM", MASKED, _bert_like),  # as BigBird-Pegasus
+    Architecture("mra", "MraConfig", "MraForMaskedLM", MASKED, _bert_like),  # requires_grad_ in forward
     Architecture("yoso", "YosoConfig", "YosoForMaskedLM", MASKED, _bert_like, known_failures={
         "jit-training": "jit differentiates a custom autograd.Function's forward, not its own backward"}),
     Architecture("convbert", "ConvBertConfig", "ConvBertForMaskedLM", MASKED,
