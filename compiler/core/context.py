@@ -34,6 +34,9 @@ class TraceContext:
         self.grad_at_start: bool = torch.is_grad_enabled()
         # id of a guard recorded by a NumberProxy's `__index__` -> (the caller's frame, its instruction)
         self._index_guards: dict[int, tuple[Any, int]] = {}
+        # (args, kwargs) -> the same with the real tensors the program read from its attributes,
+        # globals or closures replaced by their traced inputs, or None (tracing/captured_tensors.py)
+        self.captured: Any = None
 
     @property
     def bsyms(self) -> list[Any]:

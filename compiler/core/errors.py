@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 _COMPILER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # compiler/, above core/
 
@@ -51,3 +53,39 @@ def called_at() -> str:
     """' (called at file.py:12: line)' naming the user's line, or '' when it cannot be found."""
     where = user_frame()
     return f" (called at {where})" if where else ""
+
+
+# NOTE: `torch.Tensor.float(x)` checks in C that x is a torch.Tensor before any hook can see the call
+_UNBOUND_METHOD = re.compile(r"descriptor '(\w+)' for '[\w.]+' objects doesn't apply to a 'TensorProxy' object")
+
+
+def unbound_method_error(error: TypeError) -> NotImplementedError | None:
+    """The one-line error for a Tensor method called on the class with a traced tensor
+    (`torch.Tensor.float(x)`), naming the line that called it; None for any other TypeError."""
+    match = _UNBOUND_METHOD.search(str(error))
+    if match is None:
+        return None
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = ""
+    if tb is not None:
+        path = tb.tb_frame.f_code.co_filename
+        where = f" (called at {path}:{tb.tb_lineno}: {_source_line(os.path.abspath(path), tb.tb_lineno)})"
+    name = match.group(1)
+    return NotImplementedError(
+        f"torch.Tensor.{name}(x), the method called on the class, is not supported while tracing (the traced "
+        f"tensor is no torch.Tensor to torch's C check): write x.{name}(...){where}"
+    )
+
+
+def explaining_unbound_methods(fn: Callable, args: Sequence, kwargs: dict) -> Any:
+    """`fn(*args, **kwargs)`; a Tensor method called on the class with a traced tensor raises
+    `unbound_method_error`."""
+    try:
+        return fn(*args, **kwargs)
+    except TypeError as error:
+        explained = unbound_method_error(error)
+        if explained is None:
+            raise
+        raise explained from None

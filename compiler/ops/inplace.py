@@ -92,7 +92,7 @@ for _name, _dunders in (
 for _name in (
     "clamp", "clamp_min", "clamp_max", "sqrt", "rsqrt", "neg", "exp", "exp2", "expm1", "log", "log1p", "abs",
     "relu", "sigmoid", "tanh", "sin", "cos", "erf", "reciprocal", "floor", "ceil", "trunc", "logit", "xlogy",
-    "acos", "asin", "atan", "arccos", "arcsin", "arctan",
+    "acos", "asin", "atan", "arccos", "arcsin", "arctan", "square",
 ):  # fmt: skip
     _inplace(_name, getattr(torch.Tensor, _name), function=True)
 

@@ -113,6 +113,29 @@ def norm(
     return vector_norm_of("norm", input, 2.0 if p is None else p, dim, keepdim, dtype)
 
 
+@register("torch.linalg.norm")
+def linalg_norm(
+    input: TensorProxy, ord: Any = None, dim: Any = None, keepdim: bool = False, *, out: Any = None, dtype: Any = None
+) -> Any:
+    """torch.linalg.norm where it is a vector norm: over one dim, over the whole of a 1-D input, or
+    the 2-norm of the flattened input (ord None); Frobenius over two dims. Other matrix norms raise."""
+    check(out is None, lambda: f"torch.linalg.norm: out= is not supported{called_at()}", NotImplementedError)
+    dims = (dim,) if isinstance(dim, int) else dim
+    if dims is None and ord is None:
+        return vector_norm_of("linalg.norm", input, 2, None, keepdim, dtype)
+    vector = len(dims) == 1 if dims is not None else input.ndim == 1
+    if vector:
+        return vector_norm_of("linalg.norm", input, 2 if ord is None else ord, dim, keepdim, dtype)
+    check(
+        ord in (None, "fro"),
+        lambda: (
+            f"torch.linalg.norm: the matrix norm ord={ord!r} is not supported (vector norms and 'fro' are){called_at()}"
+        ),
+        NotImplementedError,
+    )
+    return vector_norm_of("linalg.norm", input, 2, dims, keepdim, dtype)
+
+
 @register("torch.nn.functional.normalize")
 def normalize(input: TensorProxy, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> Any:
     """input / max(norm_p(input, dim), eps), the norm broadcast along `dim`."""

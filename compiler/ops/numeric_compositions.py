@@ -88,6 +88,21 @@ def nansum(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype:
     return sum_op(input, dim, keepdim, dtype=dtype)
 
 
+@register("torch.nanmean", "torch.Tensor.nanmean")
+def nanmean(
+    input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Any = None
+) -> TensorProxy:
+    """The mean of the elements that are not NaN (NaN where all are)."""
+    check_no_out("torch.nanmean", out)
+    check(
+        dtypes.is_float(input.dtype),
+        lambda: f"torch.nanmean: expected a floating point input, got {input.dtype}{called_at()}",
+        RuntimeError,
+    )
+    counted = sum_op(prims.eq(input, input), dim, keepdim)
+    return elementwise(prims.div, nansum(input, dim, keepdim, dtype=dtype), counted)
+
+
 @register("torch.frac", "torch.Tensor.frac")
 def frac(input: TensorProxy, *, out: Any = None) -> TensorProxy:
     """input - trunc(input): the fractional part, with the input's sign."""

@@ -288,6 +288,14 @@ def amax(input: TensorProxy, dim: Any = (), keepdim: bool = False, *, out: Any =
     return _extremum("amax", prims.amax, input, dim, keepdim)
 
 
+@register("torch.aminmax", "torch.Tensor.aminmax")
+def aminmax(input: TensorProxy, *, dim: Any = None, keepdim: bool = False, out: Any = None) -> Any:
+    """(amin, amax) over `dim` (every element where None)."""
+    check_no_out("torch.aminmax", out)
+    dims = () if dim is None else dim
+    return torch.return_types.aminmax((amin(input, dims, keepdim), amax(input, dims, keepdim)))
+
+
 @register("torch.amin", "torch.Tensor.amin")
 def amin(input: TensorProxy, dim: Any = (), keepdim: bool = False, *, out: Any = None) -> Any:
     """torch.amin over `dim` (every dim by default); NaN propagates."""

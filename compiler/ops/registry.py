@@ -171,6 +171,8 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
     complex values: as the calls on their parts it is made of, `COMPLEX_OPS`)."""
     if kwargs.get("dtype") in _PYTHON_DTYPES:
         kwargs = {**kwargs, "dtype": _PYTHON_DTYPES[kwargs["dtype"]]}
+    if _contains(args, torch.Tensor) or _contains(kwargs, torch.Tensor):
+        args, kwargs = _captured(fn, args, kwargs)
     if fn in COMPLEX_MAKERS or _on_complex_values(fn, args, kwargs):
         return _dispatch_complex(fn, args, kwargs)
     op = OPS.get(fn) or _custom_op(fn)
@@ -240,6 +242,20 @@ def _dispatch_complex(fn: Any, args: tuple, kwargs: dict) -> Any:
     if kwargs and not _NUMPY_NAMES.keys().isdisjoint(kwargs):
         kwargs = _torch_names(op.impl, kwargs)
     return op.impl(*args, **kwargs)
+
+
+def _captured(fn: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """`(args, kwargs)` with the real tensors the program read from an attribute, a global or a
+    closure replaced by the trace's inputs for them (tracing/captured_tensors.py), where `fn` has a
+    decomposition; unchanged otherwise (a helper such as `torch.is_tensor` runs on them as is, and
+    `_check_no_tensors` refuses an op given a tensor without such a place)."""
+    context = ir.current()
+    if context is None or context.captured is None:
+        return args, kwargs
+    if not (fn in OPS or fn in COMPLEX_OPS or fn in COMPLEX_MAKERS or _custom_op(fn) is not None):
+        return args, kwargs
+    replaced = context.captured(args, kwargs)
+    return replaced if replaced is not None else (args, kwargs)
 
 
 def _check_no_tensors(op: Op, args: tuple, kwargs: dict) -> None:

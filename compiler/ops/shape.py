@@ -96,7 +96,10 @@ def permute(input: TensorProxy, *dims: Any) -> Any:
     return prims.permute(input, perm)
 
 
-@register("torch.transpose", "torch.Tensor.transpose", "torch.swapaxes", "torch.Tensor.swapaxes")
+@register(
+    "torch.transpose", "torch.Tensor.transpose", "torch.swapaxes", "torch.Tensor.swapaxes", "torch.swapdims",
+    "torch.Tensor.swapdims",
+)  # fmt: skip
 def transpose(input: TensorProxy, dim0: int, dim1: int) -> Any:
     perm = list(range(input.ndim))
     a, b = canonical_dim(dim0, input.ndim), canonical_dim(dim1, input.ndim)

@@ -107,6 +107,13 @@ for _ndim in (1, 2, 3):
     _at_least_op(_ndim)
 
 
+@register("torch.broadcast_tensors")
+def broadcast_tensors(*tensors: TensorProxy) -> tuple[TensorProxy, ...]:
+    """Each tensor expanded to the broadcast shape of all (views, as eager's)."""
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(broadcast_to(t, shape) for t in tensors)
+
+
 @register("torch.hstack")
 def hstack(tensors: Sequence[TensorProxy], *, out: Any = None) -> TensorProxy:
     check(out is None, lambda: f"torch.hstack: out= is not supported{called_at()}", NotImplementedError)

@@ -115,6 +115,8 @@ def _miss(entry: int, bsym: BoundSymbol, env: dict[str, Any], arguments: set[str
         return GuardMiss(entry, "aliasing", ", ".join(p.name for p in first), "as traced", "different", line)
     if bsym.sym is Prim.UNPACK_SEQUENCE:
         return GuardMiss(entry, "structure", name, f"length {bsym.args[1]}", f"length {len(actual)}", line)
+    if bsym.sym is not Prim.UNPACK_DICT:  # NOTE: a prologue Symbol: a captured tensor's places (read_captured)
+        return GuardMiss(entry, "structure", str(bsym.output), "one tensor in every place", "not so", line)
     return GuardMiss(entry, "structure", name, f"keys {list(bsym.args[1])}", f"keys {list(actual)}", line)
 
 

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from compiler.runtime.cache import CacheEntry, JittedFunction
+from compiler.tracing.captured_tensors import OWNERS
 from compiler.tracing.module import ModuleLayout, forward_signature
 
 _NONE = type(None)
@@ -97,6 +98,7 @@ class JittedModule(JittedFunction):
             return self.layout.forward(state, args, kwargs)
 
         traced.__signature__ = forward_signature(module)
+        setattr(traced, OWNERS, lambda: self.layout.submodules)  # their attributes are provenance of tensors
         traced.__qualname__ = traced.__name__ = f"{type(module).__name__}.forward"
         super().__init__(traced, make_compile_entry(traced), automatic_dynamic=automatic_dynamic, dynamic=dynamic)
 

@@ -107,7 +107,9 @@ def compile_entry(
     finally:
         torch.set_grad_enabled(enabled)
     entry = _compile_traced(fn, options, traced, args, kwargs)
-    entry.computation = traced.complex_outputs.around(traced.writes.around(entry.computation))
+    entry.computation = traced.attribute_writes.around(
+        traced.complex_outputs.around(traced.writes.around(entry.computation))
+    )
     return entry
 
 

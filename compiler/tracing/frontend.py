@@ -5,7 +5,8 @@ Arguments become proxies: tensors become `TensorProxy` inputs; int/float/bool be
 (`jit(numbers=...)`); tuples, lists and dicts are unpacked; objects (a Hugging Face cache) are
 unpacked by their attributes, and what the call does to them, or to a list or dict it was given,
 is written back after it (objects.py, `trace_call`); other values (None, strings, dtypes,
-classes) are baked in. The prologue trace unpacks `(args, kwargs)` and guards everything the computation
+classes) are baked in. A tensor the program reads from a module attribute, a closure or a global
+is an input too (captured_tensors.py). The prologue trace unpacks `(args, kwargs)` and guards everything the computation
 assumed: each tensor's shape, dtype and device, each number's type (symbolic) or value (constant),
 each baked-in value, and every condition a branch took on a NumberProxy (recorded as `check_value`
 while tracing, moved to the prologue together with the number arithmetic it depends on). Under
@@ -39,7 +40,7 @@ from typing import Any
 import torch
 
 from compiler import ops  # noqa: F401  (registers the ops and installs proxies.HOOKS.dispatch)
-from compiler.core.errors import TracingError, check
+from compiler.core.errors import TracingError, check, explaining_unbound_methods
 from compiler.core.ir import (
     BoundSymbol,
     NumberProxy,
@@ -54,7 +55,7 @@ from compiler.core.ir import (
 from compiler.core.memory import overlapping
 from compiler.ops import aliasing
 from compiler.prims import GUARDS, INPLACE, Prim
-from compiler.tracing import complex_values, objects
+from compiler.tracing import captured_tensors, complex_values, objects
 from compiler.tracing.dense_strides import dense_strides
 from compiler.tracing.numbers import Numbers
 from compiler.tracing.patches import (
@@ -346,31 +347,19 @@ def _guards_with_dependencies(bsyms: list[BoundSymbol]) -> list[BoundSymbol]:
     return result
 
 
-def _check_output(value: Any) -> None:
-    if isinstance(value, (tuple, list)):
-        for v in value:
-            _check_output(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _check_output(v)
-    elif isinstance(value, torch.Tensor):
-        raise TracingError(
-            "the jitted function returned a real torch.Tensor that it did not compute from its arguments "
-            "(a global or closure); return values must be computed from the arguments"
-        )
-
-
 @dataclass(frozen=True)
 class Traced:
     """A traced call: its prologue and computation traces, and what it did to the objects, lists
     and dicts it was given (tracing/objects.py). When `writes` is not empty, the prologue returns
     its targets after the computation's inputs and the computation returns `(output, values)`:
-    `writes.around` makes the entry's computation of it; `complex_outputs.around`, of complex outputs."""
+    `writes.around` makes the entry's computation of it; `complex_outputs.around`, of complex outputs;
+    `attribute_writes.around`, of the module attributes it reassigned (tracing/captured_tensors.py)."""
 
     prologue: Trace
     computation: Trace
     writes: objects.ObjectWrites
     complex_outputs: complex_values.ComplexOutputs = field(default_factory=complex_values.ComplexOutputs)
+    attribute_writes: captured_tensors.AttributeWrites = field(default_factory=captured_tensors.AttributeWrites)
 
 
 def trace(
@@ -387,7 +376,7 @@ def trace(
     that changes an object or list it was given needs `trace_call`, which says what to write back."""
     traced = trace_call(fn, args, kwargs, numbers=numbers, dynamic=dynamic, exact_strides=exact_strides)
     check(
-        not traced.writes,
+        not traced.writes and not traced.attribute_writes,
         lambda: f"{getattr(fn, '__qualname__', fn)} changes an object it was given; frontend.trace_call writes it back",
         NotImplementedError,
     )
@@ -460,10 +449,12 @@ def _trace_inputs(
 
     # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
     # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
-    with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running():
-        output = fn(*fn_args, **fn_kwargs)
-        output, complex_outputs = complex_values.packed(output)
-    _check_output(output)
+    context.captured = capture = captured_tensors.Capture(fn, inputs.element, inputs.prologue)
+    with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running(), capture:
+        output = capture.output(explaining_unbound_methods(fn, fn_args, fn_kwargs))
+        attribute_writes = capture.writes()
+        output, complex_outputs = complex_values.packed(attribute_writes.output(output))
+    captured_tensors.check_output(output)
     output, writes = inputs.stand_ins.writes(output)
 
     recorded = context.bsyms
@@ -482,7 +473,7 @@ def _trace_inputs(
     )
     computation = Trace(computation_inputs, _without_guards(recorded), (output, writes.values) if writes else output)
     _check_outputs_defined(computation)
-    return Traced(prologue, computation, writes, complex_outputs)
+    return Traced(prologue, computation, writes, complex_outputs, attribute_writes)
 
 
 def _check_outputs_defined(computation: Trace) -> None:

@@ -112,10 +112,10 @@ def _size(entry: int | str, sizes: dict[str, int]) -> int:
 def _values(arg: Arg, shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
     kind = arg.kind
     if kind == "bool":
-        return (torch.rand(shape, generator=generator) < 0.5).to(DEVICE)
+        return (torch.rand(shape, generator=generator, device="cpu") < 0.5).to(DEVICE)
     if kind == "mask":
-        return (torch.rand(shape, generator=generator) < 0.8).to(DEVICE)
-    values = torch.randn(shape, generator=generator)
+        return (torch.rand(shape, generator=generator, device="cpu") < 0.8).to(DEVICE)
+    values = torch.randn(shape, generator=generator, device="cpu")
     if kind == "pos":
         values = values.abs() + 0.5
     return values.to(device=DEVICE, dtype=torch.float32 if kind == "f32" else dtype)
@@ -127,7 +127,9 @@ def make_tensor(arg: Arg, call: Call, generator: torch.Generator) -> torch.Tenso
     kind, _, high = arg.kind.partition(":")
     if kind in ("long", "int"):
         bound = max(_size(int(high) if high.isdigit() else high, call.sizes), 1)
-        base = torch.randint(0, bound, shape, generator=generator, dtype=torch.int64 if kind == "long" else torch.int32)
+        base = torch.randint(
+            0, bound, shape, generator=generator, dtype=torch.int64 if kind == "long" else torch.int32, device="cpu"
+        )
         return base.to(DEVICE)
     layout = call.layout
     if layout == "transposed" and len(shape) >= 2:
@@ -232,7 +234,9 @@ def check_call(pattern: Pattern, jfn: Callable, call: Call) -> bool:
     if not wants or not inputs:
         return True
     generator = torch.Generator().manual_seed(100 + call.seed)
-    cotangents = [torch.randn(w.shape, generator=generator).to(device=w.device, dtype=w.dtype) for w in wants]
+    cotangents = [
+        torch.randn(w.shape, generator=generator, device="cpu").to(device=w.device, dtype=w.dtype) for w in wants
+    ]
     try:
         want = torch.autograd.grad(wants, [eager_args[i] for i in inputs], cotangents, allow_unused=True)
     except RuntimeError:  # NOTE: eager's own backward refuses (a saved value was written in place)

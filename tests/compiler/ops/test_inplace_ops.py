@@ -35,6 +35,7 @@ INPLACE_CALLS = {
     "clamp_": lambda t, o: t.clamp_(-0.5, 0.5),
     "clamp_min_": lambda t, o: t.clamp_min_(0.1),
     "sqrt_": lambda t, o: t.abs_().sqrt_(),
+    "square_": lambda t, o: t.square_(),
     "neg_": lambda t, o: t.neg_(),
     "exp_": lambda t, o: t.exp_(),
     "zero_": lambda t, o: t.zero_(),

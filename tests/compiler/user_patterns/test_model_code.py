@@ -4,6 +4,8 @@ positions, bool-mask statistics, jitted against eager: tests/support/user_patter
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -194,6 +196,57 @@ def dropout_off_in_eval(x):
     return F.dropout(x, p=0.1, training=False) * 2, F.dropout(x.float(), 0.5, False).to(x.dtype)
 
 
+def kv_append_and_attend(cache, new, pos):
+    n = new.shape[1]
+    cache[:, pos : pos + n] = new.to(cache.dtype)
+    k = cache[:, : pos + n]
+    s = (new @ k.transpose(1, 2)).float() / math.sqrt(new.shape[-1])
+    return s.softmax(-1).to(new.dtype) @ k
+
+
+def rotary_in_place_halves(x3, w):
+    h = x3.clone()
+    d = h.shape[-1] // 2
+    x1, x2 = h[..., :d].clone(), h[..., d:].clone()
+    h[..., :d] = x1 * w[:d].cos() - x2 * w[:d].sin()
+    h[..., d:] = x2 * w[:d].cos() + x1 * w[:d].sin()
+    return h
+
+
+def lora_with_casts(x3, w):
+    a = (w[:, None] * w[None, :2]).float()
+    b = (w[None, :2].T * w[None, :]).float()
+    return x3 + (x3.float() @ a @ b * 0.5).to(x3.dtype)
+
+
+def layer_scale_residual(x3, w):
+    h = F.layer_norm(x3.float(), x3.shape[-1:]).type_as(x3)
+    return x3 + w * F.gelu(h)
+
+
+def partial_rotary(x3, w):
+    rot, passthrough = x3[..., : x3.shape[-1] // 2], x3[..., x3.shape[-1] // 2 :]
+    r1, r2 = rot.chunk(2, -1)
+    rotated = torch.cat((-r2, r1), -1) * w[: rot.shape[-1]].sin() + rot * w[: rot.shape[-1]].cos()
+    return torch.cat((rotated, passthrough), -1)
+
+
+def scores_in_place_mask_and_scale(x3):
+    s = x3 @ x3.transpose(-1, -2)
+    s.div_(math.sqrt(x3.shape[-1]))
+    s.masked_fill_(torch.ones_like(s, dtype=torch.bool).triu(1), float("-inf"))
+    return s.softmax(-1)
+
+
+def running_stats(x3, mean_buf, var_buf):
+    m = x3.float().mean((0, 1))
+    v = x3.float().var((0, 1), unbiased=False)
+    mean_buf.mul_(0.9).add_(m.to(mean_buf.dtype), alpha=0.1)
+    var_buf.lerp_(v.to(var_buf.dtype), 0.1)
+    return (x3 - m.to(x3.dtype)) * torch.rsqrt(v.to(x3.dtype) + 1e-5)
+
+
+EVEN = ({"B": 2, "N": 4, "D": 8, "K": 6}, {"B": 1, "N": 1, "D": 4, "K": 3}, {"B": 3, "N": 2, "D": 6, "K": 5})
 MODEL_PATTERNS = [
     Pattern(topk_softmax_routing, (X,)),
     Pattern(topk_route_and_scatter, (X,), dtypes=F32),
@@ -222,6 +275,18 @@ MODEL_PATTERNS = [
     Pattern(temperature_top_p_mask, (X,), dtypes=F32, grad=False),
     Pattern(swiglu_mlp_with_casts, (X, Arg(("K",))), sizes=ROUTE[:1]),
     Pattern(dropout_off_in_eval, (X,)),
+    Pattern(
+        kv_append_and_attend,
+        (Arg(("B", "K", "D"), written=True), Arg(("B", "N", "D"), grad=False), 1),
+        sizes=EVEN,
+        grad=False,
+    ),
+    Pattern(rotary_in_place_halves, (X3, W), sizes=EVEN),
+    Pattern(lora_with_casts, (X3, W), sizes=EVEN),
+    Pattern(layer_scale_residual, (X3, W)),
+    Pattern(partial_rotary, (X3, W), sizes=EVEN),
+    Pattern(scores_in_place_mask_and_scale, (X3,)),
+    Pattern(running_stats, (X3, Arg(("D",), written=True), Arg(("D",), kind="pos", written=True))),
 ]
 
 

@@ -162,6 +162,19 @@ def nibbles_unpacked_and_packed(q):
     return nibbles, (nibbles[..., 1] << 4) | nibbles[..., 0], torch.bitwise_left_shift(q, 2) >> 1
 
 
+def less_common_spellings(x3, w):
+    lo, hi = x3.aminmax(dim=-1)
+    a, b = torch.broadcast_tensors(x3, w)
+    return (
+        torch.linalg.norm(x3, dim=-1),
+        torch.linalg.norm(x3.float(), dim=(1, 2)),
+        (hi - lo) * x3.swapdims(0, 1).sum(0).mean(),
+        torch.nanmean(torch.where(x3 > 1, float("nan"), x3), -1),
+        a * b,
+        x3.clone().square_(),
+    )
+
+
 PYTHON_SIDE_PATTERNS = [
     Pattern(shape_reads_in_python, (X3,)),
     Pattern(python_sum_of_tensors, (X3,)),
@@ -185,6 +198,7 @@ PYTHON_SIDE_PATTERNS = [
     Pattern(mean_over_numel_and_dtype_kwarg, (X,)),
     Pattern(logical_mask_algebra, (X, Y)),
     Pattern(clip_and_half_casts, (X,)),
+    Pattern(less_common_spellings, (X3, W), dtypes=F32),
     Pattern(nibbles_unpacked_and_packed, (Arg(("B", "D"), kind="long:65536"),), dtypes=F32),
 ]
 

@@ -77,6 +77,10 @@ def sample_next_token(x):
     return torch.multinomial(x.softmax(-1), 1)
 
 
+def tensor_method_called_on_the_class(x):
+    return torch.Tensor.float(x.half()) * 2
+
+
 CASES = [
     (view_as_other_dtype, "x.view(torch.int32)", NotImplementedError, "Tensor.view(dtype) reinterprets bits"),
     (as_strided_window, "x.as_strided(", NotImplementedError, "torch.Tensor.as_strided is not supported"),
@@ -95,6 +99,7 @@ CASES = [
         "torch.where(condition) with one argument",
     ),
     (sample_next_token, "torch.multinomial(", NotImplementedError, "torch.multinomial is not supported"),
+    (tensor_method_called_on_the_class, "torch.Tensor.float(", NotImplementedError, "write x.float(...)"),
 ]
 
 

@@ -208,6 +208,11 @@ REDUCTIONS = [
     _reduction("logsumexp", _logsumexp_samples, f32=(1e-5, 1e-5), bf16=(2e-2, 2e-2)),
     _reduction("amax", _extremum_samples),
     _reduction("amin", _extremum_samples),
+    OpCase(
+        "aminmax",
+        (torch.aminmax, method("aminmax")),
+        lambda make: [Sample((make(4, 5),)), Sample((make(3, 6, transposed=True),), {"dim": 0, "keepdim": True})],
+    ),
     _reduction("argmax", _argmax_samples),
     _reduction("cumsum", _cumsum_samples, f32=(1e-5, 1e-5), bf16=(1.6e-2, 5e-2)),
     _reduction("cumprod", _cumprod_samples, f32=(1e-5, 1e-5), bf16=(1.6e-2, 5e-2)),
@@ -462,6 +467,16 @@ def _pairwise_distance_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(6), make(6)))
 
 
+def _linalg_norm_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 5, 6, noncontiguous=True),))  # the flattened 2-norm
+    yield Sample((make(4, 6),), {"dim": -1})
+    yield Sample((make(6),), {"ord": 1})
+    yield Sample((make(3, 6, transposed=True), 3.0, 0, True))
+    yield Sample((make(3, 4, 5),), {"dim": (0, 2), "keepdim": True})  # Frobenius over two dims
+    yield Sample((make(4, 6), "fro"))
+    yield Sample((make(4, 6),), {"ord": math.inf, "dim": (1,)})
+
+
 NORMS_TOL = _tolerances(f32=(1e-4, 1e-5), bf16=(2e-2, 3e-2))
 NORMS_AND_LOSSES = [
     OpCase("linalg.vector_norm", (torch.linalg.vector_norm,), _vector_norm_samples, FLOATS, NORMS_TOL),
@@ -474,6 +489,7 @@ NORMS_AND_LOSSES = [
         FLOATS,
         NORMS_TOL,
     ),
+    OpCase("linalg.norm", (torch.linalg.norm,), _linalg_norm_samples, FLOATS, NORMS_TOL),
     OpCase(
         "pairwise_distance",
         (F.pairwise_distance, torch.pairwise_distance),

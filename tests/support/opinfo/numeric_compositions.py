@@ -44,6 +44,15 @@ def _nansum_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((x, (0, 1), True))
 
 
+def _nanmean_samples(make: Maker) -> Iterator[Sample]:
+    x = make(4, 5)
+    x[1, 2], x[3] = float("nan"), float("nan")  # a row all NaN: its mean is NaN
+    yield Sample((x,))
+    yield Sample((x, 1))
+    yield Sample((x, (0, 1), True))
+    yield Sample((make(3, 6, transposed=True), 0))
+
+
 def _median_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(4, 5),))
     yield Sample((make(4, 5, noncontiguous=True), 1))
@@ -65,6 +74,7 @@ CASES = [
     OpCase("copysign", (torch.copysign, method("copysign")), _copysign_samples, FLOATS),
     OpCase("isclose", (torch.isclose, method("isclose")), _isclose_samples, (torch.float32,)),
     OpCase("nansum", (torch.nansum, method("nansum")), _nansum_samples, ALL),
+    OpCase("nanmean", (torch.nanmean, method("nanmean")), _nanmean_samples, FLOATS),
     # NOTE: values only where ties are possible (integers): which tied index eager reports is unspecified
     OpCase(
         "median",

@@ -124,7 +124,7 @@ SHAPE = [
     OpCase("permute", (torch.permute, named("Tensor.permute", _permute_method)), _permute_samples, ALL),
     OpCase(
         "transpose",
-        (torch.transpose, method("transpose"), torch.swapaxes, method("swapaxes")),
+        (torch.transpose, method("transpose"), torch.swapaxes, method("swapaxes"), torch.swapdims, method("swapdims")),
         _transpose_samples,
         ALL,
     ),

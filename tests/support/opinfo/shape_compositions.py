@@ -43,6 +43,12 @@ def _at_least_samples(make: Maker) -> Iterator[Sample]:
     yield Sample((make(3), make(2, 3, noncontiguous=True)))
 
 
+def _broadcast_tensors_samples(make: Maker) -> Iterator[Sample]:
+    yield Sample((make(3, 1), make(4)))
+    yield Sample((make(2, 1, 3, noncontiguous=True), make(4, 1), make()))
+    yield Sample((make(2, 3),))
+
+
 def _hstack_samples(make: Maker) -> Iterator[Sample]:
     yield from _stack_family_samples(make)
     yield Sample(([make(2, 3), make(2, 1)],))
@@ -117,6 +123,7 @@ CASES = [
     OpCase("select", (torch.select, method("select")), _select_samples, ALL),
     OpCase("tensor_split", (torch.tensor_split, method("tensor_split")), _tensor_split_samples, ALL),
     OpCase("hstack", (torch.hstack,), _hstack_samples, ALL),
+    OpCase("broadcast_tensors", (torch.broadcast_tensors,), _broadcast_tensors_samples, ALL),
     *(OpCase(f"atleast_{n}d", (getattr(torch, f"atleast_{n}d"),), _at_least_samples, ALL) for n in (1, 2, 3)),
     OpCase("vstack", (torch.vstack, torch.row_stack), _vstack_samples, ALL),
     OpCase("dstack", (torch.dstack,), _stack_family_samples, ALL),
