@@ -127,3 +127,17 @@ def conj(input: TensorProxy) -> TensorProxy:
 def detach(input: TensorProxy) -> TensorProxy:
     """A view of `input` through which no gradient flows (`prims.stop_gradient`)."""
     return prims.stop_gradient(input)
+
+
+@register("torch.Tensor.requires_grad_")
+def requires_grad_(input: TensorProxy, requires_grad: bool = True) -> TensorProxy:
+    """`x.requires_grad_()` while tracing: the tensor itself, its values unchanged (MRA returns a
+    zeros tensor made to require grad as the output of an empty attention; the gradients that reach
+    the program's inputs are the same). `requires_grad_(False)` is refused: on a parameter it would
+    change the model for every later call, which a trace cannot carry."""
+    check(
+        requires_grad is True,
+        lambda: f"Tensor.requires_grad_(False) inside a traced function is not supported{called_at()}",
+        NotImplementedError,
+    )
+    return input

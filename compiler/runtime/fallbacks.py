@@ -3,9 +3,9 @@
 A *fallback* is one piece of a program that runs in eager PyTorch instead of through a compiled
 trace because this compiler could not trace or compile it: an FX node the dynamo backend split
 out of its graph (an op the compiler lacks), a dynamo graph break (a branch on a tensor value),
-a graph or function that failed to compile as a whole. Each one is recorded (`record`, read back
-by `recorded` and `compiler.examine.fallbacks`) and warned about with `UnsupportedFallback`,
-once per (what, source line) in a process.
+a graph or function that failed to compile as a whole, a frame dynamo could not trace at all.
+Each one is recorded (`record`, read back by `recorded` and `compiler.examine.fallbacks`) and
+warned about with `UnsupportedFallback`, once per (what, source line) in a process.
 
 `compiler.jit(fn, unsupported="eager")` and each piece of a split dynamo graph are
 `EagerOnFailure` functions: a call that no compiled entry accepts and that fails to compile
@@ -42,7 +42,8 @@ class Fallback:
     'a branch on a tensor value', or 'the whole function f'), `where` ('file.py:12: source line',
     '' when unknown), `reason` (the compiler's error or dynamo's graph-break reason, one line) and
     `kind`: 'op' (an FX node split out), 'graph break' (dynamo's), 'graph' (a dynamo graph or
-    piece of one), 'function' (compiler.jit)."""
+    piece of one), 'frame' (a frame dynamo gave up on whole, dynamo_frames.py), 'function'
+    (compiler.jit)."""
 
     what: str
     where: str

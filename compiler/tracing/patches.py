@@ -25,16 +25,34 @@ from compiler.tracing import scan
 
 
 class TracingMode(TorchFunctionMode):
-    """Routes every torch function called while tracing (factories included) to the ops table."""
+    """Routes every torch function called while tracing (factories included) to the ops table,
+    except where the program builds a module (`_building_a_module`)."""
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         context = current()
         if context is not None:
-            numbers = {id(p) for p in proxies_in((args, kwargs)) if isinstance(p, NumberProxy)}
+            traced = list(proxies_in((args, kwargs)))
+            numbers = {id(p) for p in traced if isinstance(p, NumberProxy)}
             if numbers:
                 context.drop_argument_parser_guards(sys._getframe(1), numbers)
+            if not traced and _building_a_module(sys._getframe(1)):
+                return func(*args, **kwargs)  # NOTE: this mode is off inside its own handler
         return proxies.HOOKS.dispatch(func, args, kwargs)
+
+
+def _building_a_module(frame: Any) -> bool:
+    """Whether an `nn.Module`'s `__init__` is running below `frame`'s callers: the program builds a
+    module while it runs (BigBird replaces its block-sparse attention by full attention on a short
+    sequence, new layers whose weights it then swaps for its own). What it computes there from no
+    traced value (its new parameters, drawn as torch draws them) is made as in eager, not traced.
+    Only the program's frames count: the walk stops at the tracer's own (a function jitted and
+    first called inside some module's `__init__` is traced as any other)."""
+    while frame is not None and frame.f_globals.get("__name__") != "compiler.tracing.frontend":
+        if frame.f_code.co_name == "__init__" and isinstance(frame.f_locals.get("self"), torch.nn.Module):
+            return True
+        frame = frame.f_back
+    return False
 
 
 # torch functions whose argument parser takes a number argument only as a Python number (not

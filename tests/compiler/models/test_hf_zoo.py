@@ -1,6 +1,6 @@
 """Hugging Face transformers architectures as users bring them (tiny random configurations, nothing
-downloaded: the table suites/_models/hf_architectures.py, which the hf_zoo suite runs at larger
-sizes), called as their model cards call them, through `compiler.jit(model)` and
+downloaded: the tables suites/_models/hf_architectures.py, which the hf_zoo suite runs at larger
+sizes, and hf_more_architectures.py), called as their model cards call them, through `compiler.jit(model)` and
 `torch.compile(model, backend="fusebench")`, against eager: the forward's whole output tree (a
 decoder's default call returns its cache, which must hold eager's keys and values and work for
 the next step), and a training call's loss and every parameter's gradient.
@@ -20,6 +20,7 @@ import torch
 
 import compiler
 from suites._models.hf_architectures import QUICK, SEQ2SEQ, ZOO, ZOO_BY_NAME, Architecture
+from suites._models.hf_more_architectures import MORE_ZOO
 from tests.compiler.models.hf_zoo_inputs import INPUTS
 
 transformers = pytest.importorskip("transformers")
@@ -107,7 +108,7 @@ def _case(zoo: Architecture, entry: str, mode: str) -> Any:
 
 CASES = [
     _case(zoo, entry, mode)
-    for zoo in ZOO
+    for zoo in ZOO + MORE_ZOO
     for entry in ("jit", "dynamo")
     for mode in ("forward", "training")
     if zoo.name not in ONE_CASE or (entry, mode) == ("jit", "training")

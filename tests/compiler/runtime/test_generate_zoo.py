@@ -2,7 +2,8 @@
 calls it on a zoo architecture (suites/_models/hf_architectures.py, tiny), through
 `compiler.jit(model.forward)` and `torch.compile(model.forward, backend="fusebench")`, gives eager's
 tokens: an encoder-decoder (its EncoderDecoderCache, and the encoder's output `generate()` passes
-back in as `encoder_outputs`), a model with sliding-window layers, mixtures of experts."""
+back in as `encoder_outputs`), models with sliding-window layers, mixtures of experts, a recurrent
+hybrid keeping its state in module attributes (RecurrentGemma), linear attention (Qwen3-Next)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch
 
 import compiler
 from suites._models.hf_architectures import QUICK, ZOO_BY_NAME
+from suites._models.hf_more_architectures import MORE_ZOO
 
 pytest.importorskip("transformers")
 
@@ -22,7 +24,8 @@ NEW_TOKENS = 8
 
 def _model(architecture: str) -> torch.nn.Module:
     torch.manual_seed(0)
-    return ZOO_BY_NAME[architecture].build(QUICK).eval()
+    zoo = ZOO_BY_NAME.get(architecture) or next(a for a in MORE_ZOO if a.name == architecture)
+    return zoo.build(QUICK).eval()
 
 
 def _generate(model: torch.nn.Module) -> torch.Tensor:
@@ -43,7 +46,7 @@ def _eager_tokens(architecture: str) -> torch.Tensor:
 CASES = [
     pytest.param(architecture, entry, id=f"{architecture}-{entry}",
                  marks=[] if (architecture, entry) == ("t5", "jit") else [pytest.mark.slow])
-    for architecture in ("t5", "bart", "gemma2", "gemma3_text", "mixtral", "qwen2_moe")
+    for architecture in ("t5", "bart", "gemma2", "gemma3_text", "mixtral", "qwen2_moe", "recurrent_gemma", "qwen3_next")
     for entry in ("jit", "dynamo")
 ]  # fmt: skip
 

@@ -114,6 +114,12 @@ QUERIES = [
         (_plus_one("torch.detach", torch.detach), _plus_one("Tensor.detach", lambda x: x.detach())),
         _query_samples,
     ),
+    OpCase(
+        "requires_grad_",
+        (_plus_one("Tensor.requires_grad_", lambda x: torch.zeros_like(x).requires_grad_() * x),),
+        _query_samples,
+        FLOATS,
+    ),
 ]
 
 CASES = FOREACH + QUERIES
