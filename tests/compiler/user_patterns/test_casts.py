@@ -183,8 +183,9 @@ def autocast_style_matmul(x, w):
 
 CAST_PATTERNS = [
     Pattern(float_method, (X,)),
-    Pattern(half_then_back, (X,)),
-    Pattern(bfloat16_round_trip, (X,)),
+    # NOTE: nvFuser computes a chain through a lower precision in float32 (translations.py `_convert`)
+    Pattern(half_then_back, (X,), inner=torch.float16),
+    Pattern(bfloat16_round_trip, (X,), inner=torch.bfloat16),
     Pattern(to_dtype, (X,)),
     Pattern(to_other_tensor, (X, Arg(("D",), kind="f32"))),
     Pattern(type_as, (X, W)),

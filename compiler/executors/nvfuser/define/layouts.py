@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from compiler.core.executor import Region
 from compiler.core.ir import TensorProxy
+from compiler.core.proxies import NumberProxy
 from compiler.executors.nvfuser.define.descriptors import ScalarDesc, TensorDesc
 from compiler.prims import ELEMENTWISE, Prim
 
@@ -61,6 +62,16 @@ def output_orders(region: Region, descriptors: Sequence[TensorDesc | ScalarDesc]
     return result
 
 
+def same_extent(a: object, b: object) -> bool:
+    """Whether two sizes of a trace are the same: equal ints, or one symbolic size.
+
+    NOTE: not `proxies.same_size`, nor `==`: outside tracing, `==` on a NumberProxy (an int on one
+    side included) evaluates the `eq` prim, which compares the proxies again (without end)."""
+    if isinstance(a, NumberProxy) or isinstance(b, NumberProxy):
+        return a is b or (isinstance(a, NumberProxy) and isinstance(b, NumberProxy) and a.name == b.name)
+    return a == b
+
+
 def _row_major(order: Order, shape: Sequence[object]) -> bool:
     """Whether `order` is row-major but for where it puts dims of size 1 (which hold no data)."""
     dims = [d for d in order if not (isinstance(shape[d], int) and shape[d] == 1)]
@@ -80,7 +91,7 @@ def _order_of(sym: object, args: Sequence[object], out: TensorProxy, orders: dic
         return orders.get(args[0].name)
     if sym in ELEMENTWISE:
         for a in args:
-            if isinstance(a, TensorProxy) and tuple(a.shape) == tuple(out.shape):
+            if isinstance(a, TensorProxy) and a.ndim == out.ndim and all(map(same_extent, a.shape, out.shape)):
                 order = orders.get(a.name)
                 if order != _BROADCAST:
                     return order

@@ -20,7 +20,6 @@ from compiler.core import dtypes
 from compiler.core.errors import check
 from compiler.core.executor import Region
 from compiler.core.ir import BoundSymbol, TensorProxy, callee_name
-from compiler.core.proxies import NumberProxy
 from compiler.executors.nvfuser.define.broadcast import expanded_unit_dims, is_unit, iteration_inputs, output_flags
 from compiler.executors.nvfuser.define.descriptors import (  # noqa: F401  (re-exported for callers)
     ScalarDesc,
@@ -31,6 +30,7 @@ from compiler.executors.nvfuser.define.descriptors import (  # noqa: F401  (re-e
     shape_spec,
     tensor_descriptor,
 )
+from compiler.executors.nvfuser.define.layouts import same_extent
 from compiler.executors.nvfuser.define.writer import (  # noqa: F401  (re-exported for callers)
     LOW_PRECISION,
     NV_DTYPES,
@@ -120,16 +120,6 @@ def _data_movement(render: Callable[[DefinitionWriter, str, BoundSymbol], str]) 
     return translate
 
 
-def _same_extent(a: object, b: object) -> bool:
-    """Whether two sizes of a trace are the same: equal ints, or one symbolic size.
-
-    NOTE: not `proxies.same_size`: outside tracing, `==` on a NumberProxy evaluates the `eq` prim,
-    which compares the proxies again (without end)."""
-    if isinstance(a, NumberProxy) or isinstance(b, NumberProxy):
-        return a is b or (isinstance(a, NumberProxy) and isinstance(b, NumberProxy) and a.name == b.name)
-    return a == b
-
-
 def _take_along_dim(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     # NOTE: nvFuser's take_along_axis fuses with the ops around it, where its gather (torch.gather
     # semantics) runs as its own ATen segment: three kernels for a cross_entropy's target logits.
@@ -137,7 +127,7 @@ def _take_along_dim(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     # `dim` (a smaller one fails its shape inference) and an input that the fusion reads
     # (gathering from a value computed inside fails an internal assert); others use `gather`.
     a, index, dim = bsym.args
-    exact = all(_same_extent(i, s) for d, (i, s) in enumerate(zip(index.shape, a.shape)) if d != dim)
+    exact = all(same_extent(i, s) for d, (i, s) in enumerate(zip(index.shape, a.shape)) if d != dim)
     read = any(a is p for p in tx.region.inputs)
     return f"fd.ops.{'take_along_axis' if exact and read else 'gather'}({x}, {tx.tensor(index)}, {dim})"
 
@@ -160,7 +150,7 @@ def _slice(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
         x = tx.segment(a, x)
     rendered = []
     for d, (start, end) in enumerate(zip(starts, ends)):
-        whole = type(start) is int and start == 0 and (end is a.shape[d] or (type(end) is int and end == a.shape[d]))
+        whole = type(start) is int and start == 0 and same_extent(end, a.shape[d])
         rendered.append(f"fd.ops.size({x}, dim={d})" if whole else tx.size(end))
     sliced = (
         f"fd.ops.slice({x}, start_indices={tx.sizes(starts)}, end_indices=[{', '.join(rendered)}], "
