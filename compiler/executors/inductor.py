@@ -6,9 +6,11 @@ on the region's first call: on CPU C++/OpenMP loops instead of one ATen call per
 Triton kernels. A region with symbolic sizes or scalar inputs (automatic dynamic, or
 `cache="symbolic"`) is `torch.compile(fn, backend="inductor", fullgraph=True, dynamic=True)`: one
 compilation serves every size, as one FusionDefinition does for nvFuser. A static region (the
-common case) is compiled per input layout through `compile_fx`, the entry point torch.compile
-calls, without Dynamo: the cache entry's prologue already guards sizes, dtypes and devices, so
-Dynamo's guards would only be checked twice per call (`Compilations`).
+common case) is compiled per input layout without Dynamo: the cache entry's prologue already
+guards sizes, dtypes and devices, so Dynamo's guards would only be checked twice per call
+(`Compilations`); one that writes no input goes straight to Inductor's graph compiler and is
+called without AOTAutograd's runtime wrapper (`GraphCall`), one that writes inputs through
+`compile_fx`, the entry point torch.compile calls.
 
 Compiled functions are shared by structure, process-wide: the region's source with its proxies
 renamed in order (`Canonical`), the constants it binds, and each input's dtype, device and static
