@@ -6,9 +6,11 @@ on the region's first call: on CPU C++/OpenMP loops instead of one ATen call per
 Triton kernels. A region with symbolic sizes or scalar inputs (automatic dynamic, or
 `cache="symbolic"`) is `torch.compile(fn, backend="inductor", fullgraph=True, dynamic=True)`: one
 compilation serves every size, as one FusionDefinition does for nvFuser. A static region (the
-common case) is compiled per input layout through `compile_fx`, the entry point torch.compile
-calls, without Dynamo: the cache entry's prologue already guards sizes, dtypes and devices, so
-Dynamo's guards would only be checked twice per call (`Compilations`).
+common case) is compiled per input layout without Dynamo: the cache entry's prologue already
+guards sizes, dtypes and devices, so Dynamo's guards would only be checked twice per call
+(`Compilations`); one that writes no input goes straight to Inductor's graph compiler and is
+called without AOTAutograd's runtime wrapper (`GraphCall`), one that writes inputs through
+`compile_fx`, the entry point torch.compile calls.
 
 Compiled functions are shared by structure, process-wide: the region's source with its proxies
 renamed in order (`Canonical`), the constants it binds, and each input's dtype, device and static
@@ -225,9 +227,10 @@ class Compilations:
     Dynamo's symbolic sizes let one compilation serve every size, its guards pick it per call.
     """
 
-    def __init__(self, fn: Callable, dynamic: bool) -> None:
+    def __init__(self, fn: Callable, dynamic: bool, writes_inputs: bool) -> None:
         self.fn = fn
         self.dynamic = dynamic
+        self.writes_inputs = writes_inputs
         self.by_strides: dict[tuple, Callable] = {}
         self.dynamo = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=True) if dynamic else None
 
@@ -238,13 +241,20 @@ class Compilations:
         key = tuple(a.stride() if isinstance(a, torch.Tensor) else None for a in args)
         compiled = self.by_strides.get(key)
         if compiled is None:
-            compiled = self.by_strides[key] = compile_static(self.fn, args)
+            compiled = self.by_strides[key] = compile_static(self.fn, args, self.writes_inputs)
             stats.compiled += 1
         return compiled
 
 
-def compile_static(fn: Callable, args: tuple) -> Callable:
-    """`fn` compiled by Inductor for inputs of these sizes, strides, dtypes and devices."""
+def compile_static(fn: Callable, args: tuple, writes_inputs: bool = True) -> Callable:
+    """`fn` compiled by Inductor for inputs of these sizes, strides, dtypes and devices.
+
+    A region that writes none of its inputs is one functional ATen graph already: it goes straight
+    to Inductor's graph compiler (`compile_fx_inner`), and the region calls the generated code
+    (`GraphCall`) without the AOTAutograd runtime wrapper `compile_fx` puts around it, whose Python
+    layers cost as much as a small region's kernel on CPU. A region that writes its inputs goes
+    through `compile_fx`, whose functionalization keeps eager's semantics for the written buffers.
+    """
     from torch._inductor.compile_fx import compile_fx
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -254,8 +264,38 @@ def compile_static(fn: Callable, args: tuple) -> Callable:
         for a in args
     ]
     with torch.no_grad():
+        if not writes_inputs and all(isinstance(a, torch.Tensor) for a in args):
+            direct = _compile_graph(fn, examples)
+            if direct is not None:
+                return direct
         graph = make_fx(fn, tracing_mode="fake")(*examples)
         return compile_fx(graph, examples)
+
+
+class GraphCall:
+    """Inductor's generated code for one functional graph, called with the region's arguments."""
+
+    def __init__(self, compiled: Any) -> None:
+        self.compiled = compiled
+        # NOTE: the generated `call(args)` itself where Inductor exposes it: its output object's
+        # `__call__` only adds bookkeeping of debug and autotuning caches
+        self._call = getattr(compiled, "current_callable", None) or compiled
+
+    def __call__(self, *args: Any) -> Any:
+        return self._call(list(args))  # NOTE: a fresh list: the generated code empties the one it gets
+
+
+def _compile_graph(fn: Callable, examples: list[torch.Tensor]) -> GraphCall | None:
+    """`fn` traced to ATen with Inductor's decompositions and compiled by `compile_fx_inner`, or
+    None where its graph does not return a tuple (then `compile_fx` handles it)."""
+    from torch._inductor.compile_fx import compile_fx_inner, graph_returns_tuple
+    from torch._inductor.decomposition import select_decomp_table
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    graph = make_fx(fn, decomposition_table=select_decomp_table(), tracing_mode="fake")(*examples)
+    if not graph_returns_tuple(graph):
+        return None
+    return GraphCall(compile_fx_inner(graph, examples, is_inference=True))
 
 
 def shared_compilations(region: Region, canonical: Canonical, stats: InductorStats) -> Compilations:
@@ -264,7 +304,7 @@ def shared_compilations(region: Region, canonical: Canonical, stats: InductorSta
     key = structure_key(region, canonical, dynamic)
     compilations = DEFINITIONS.get(_TABLE_KEY, key)
     if compilations is None:
-        compilations = Compilations(canonical.function(f"<fusebench {region.name}>"), dynamic)
+        compilations = Compilations(canonical.function(f"<fusebench {region.name}>"), dynamic, bool(region.written))
         DEFINITIONS.put(_TABLE_KEY, key, compilations)
         stats.compiled += dynamic  # a static structure counts a compilation per layout it meets
     else:

@@ -17,6 +17,7 @@ from compiler.core.executor import Reason
 from compiler.executors import CPU_EXECUTORS_ENV, default_executor_names, inductor, resolve
 from compiler.executors.inductor import (
     LEFT_TO_OTHERS,
+    GraphCall,
     InductorExecutor,
     InductorFallbackWarning,
     InductorFusion,
@@ -156,6 +157,35 @@ def test_in_place_updates_are_written_back_and_same_structure_regions_compile_on
     assert (stats.compiled, stats.reused) == (2, 1)
 
 
+def test_a_region_writing_no_input_runs_inductors_code_without_the_aot_wrapper():
+    def program(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        centred = x - x.mean(-1, keepdim=True)
+        return torch.tanh(centred * w), centred.sum(0), x.reshape(-1)  # the last a view of an input
+
+    jfn = compiler.jit(program, executors=INDUCTOR, fallback=False)
+    # NOTE: static sizes only (a third size would make them symbolic: a Dynamo-compiled region)
+    for seed, shape, transposed in [(0, (4, 8), False), (1, (4, 8), True), (2, (1, 8), False)]:
+        gen = torch.Generator().manual_seed(seed)
+        x, w = torch.randn(shape[::-1] if transposed else shape, generator=gen), torch.randn(shape[-1], generator=gen)
+        x = x.t() if transposed else x
+        for actual, expected in zip(jfn(x, w), program(x, w)):
+            torch.testing.assert_close(actual, expected)
+        (fusion,) = _fusions(jfn)
+        assert isinstance(fusion._compiled, GraphCall) and fusion.fallback_error is None
+
+    def writes(x: torch.Tensor) -> torch.Tensor:
+        x.mul_(2)
+        return x.sum()
+
+    x = torch.randn(4, 8)
+    expected_x = x * 2
+    jfn = compiler.jit(writes, executors=INDUCTOR, fallback=False)
+    torch.testing.assert_close(jfn(x), expected_x.sum())
+    torch.testing.assert_close(x, expected_x)
+    (fusion,) = _fusions(jfn)
+    assert not isinstance(fusion._compiled, GraphCall)  # written buffers: through compile_fx's functionalization
+
+
 def test_an_output_viewing_a_written_buffer_keeps_its_values():
     def program(x: torch.Tensor) -> torch.Tensor:
         before = (x * 1).sum(0)  # computed before the write: eager's value is the old one
@@ -210,7 +240,7 @@ def test_symbolic_sizes_compile_once_for_every_length():
 
 
 def test_a_failing_compilation_falls_back_to_torch_with_one_warning(monkeypatch):
-    def refuse(fn, args):
+    def refuse(fn, args, writes_inputs=True):
         raise RuntimeError("no kernel for you")
 
     monkeypatch.setattr(inductor, "compile_static", refuse)
