@@ -83,12 +83,21 @@ def _outcome(variant: str, median: float) -> Outcome:
     return Outcome("s", "c", {"n": 1}, variant, "cpu", "ok", timing=timing)
 
 
-def test_a_reused_peer_is_measured_again_when_its_cases_eager_time_moved(tmp_path: Path) -> None:
+def _peer_group(names: tuple[str, ...] = ("a", "b")) -> tuple[list, RunInfo]:
+    """Units (eager, then a reusable peer) of one case per name, and a run to record them in."""
     peer = Variant("peer", lambda target: Compiled(target.fn), reusable=True)
-    case = Case(name="c", fn=lambda x: x, make_inputs=lambda p, d, s: (), bytes_moved=lambda p: 0, params={"n": [1]})
-    group = Group(Suite("s", "s.py", (case,)), case, {"n": 1}, (EAGER, peer))
-    units = [(group, EAGER), (group, peer)]
-    run = RunInfo(machine_info("m"), Revision("e" * 40, 0, dirty=False), "env")
+    cases = [
+        Case(name=n, fn=lambda x: x, make_inputs=lambda p, d, s: (), bytes_moved=lambda p: 0, params={"n": [1]})
+        for n in names
+    ]
+    groups = [Group(Suite("s", "s.py", (case,)), case, {"n": 1}, (EAGER, peer)) for case in cases]
+    units = [(group, variant) for group in groups for variant in (EAGER, peer)]
+    return units, RunInfo(machine_info("m"), Revision("e" * 40, 0, dirty=False), "env")
+
+
+def test_a_reused_peer_is_measured_again_when_its_cases_eager_time_moved(tmp_path: Path) -> None:
+    units, run = _peer_group(("c",))
+    group = units[0][0]
     cache = PeerCache(tmp_path / FILE_NAME, "key")
     cache.remember(group.case_id, _outcome("peer", 2.0), "d" * 40, _outcome("eager", 1.0))
     measured: list[list[int]] = []
@@ -136,11 +145,7 @@ def test_a_peer_past_the_time_limit_is_reused_under_a_limit_no_longer(tmp_path: 
 
 
 def test_a_run_reuses_a_peer_past_the_limit_without_measuring_it(tmp_path: Path) -> None:
-    peer = Variant("peer", lambda target: Compiled(target.fn), reusable=True)
-    case = Case(name="c", fn=lambda x: x, make_inputs=lambda p, d, s: (), bytes_moved=lambda p: 0, params={"n": [1]})
-    group = Group(Suite("s", "s.py", (case,)), case, {"n": 1}, (EAGER, peer))
-    units = [(group, EAGER), (group, peer)]
-    run = RunInfo(machine_info("m"), Revision("e" * 40, 0, dirty=False), "env")
+    units, run = _peer_group(("c",))
     cache = PeerCache(tmp_path / FILE_NAME, "key")
     measured: list[list[int]] = []
 
@@ -155,17 +160,6 @@ def test_a_run_reuses_a_peer_past_the_limit_without_measuring_it(tmp_path: Path)
     assert second[1].extra["reused"]["commit"] == "e" * 40
     measure_reusing_peers(units, run, cache, measure, tmp_path / "results", unit_timeout_s=600.0)
     assert measured[-1] == [0, 1]  # a longer limit measures it again
-
-
-def _peer_group() -> tuple[list, RunInfo]:
-    peer = Variant("peer", lambda target: Compiled(target.fn), reusable=True)
-    cases = [
-        Case(name=n, fn=lambda x: x, make_inputs=lambda p, d, s: (), bytes_moved=lambda p: 0, params={"n": [1]})
-        for n in ("a", "b")
-    ]
-    groups = [Group(Suite("s", "s.py", (case,)), case, {"n": 1}, (EAGER, peer)) for case in cases]
-    units = [(group, variant) for group in groups for variant in (EAGER, peer)]
-    return units, RunInfo(machine_info("m"), Revision("e" * 40, 0, dirty=False), "env")
 
 
 def test_an_interrupted_run_keeps_the_peers_it_measured(tmp_path: Path) -> None:
