@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import torch
+
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
@@ -126,14 +128,44 @@ def linalg_norm(
     vector = len(dims) == 1 if dims is not None else input.ndim == 1
     if vector:
         return vector_norm_of("linalg.norm", input, 2 if ord is None else ord, dim, keepdim, dtype)
+    if ord in (1, -1, math.inf, -math.inf) and not isinstance(ord, bool):
+        return _matrix_norm(input, ord, (-2, -1) if dims is None else dims, keepdim, dtype)
     check(
         ord in (None, "fro"),
         lambda: (
-            f"torch.linalg.norm: the matrix norm ord={ord!r} is not supported (vector norms and 'fro' are){called_at()}"
+            f"torch.linalg.norm: the matrix norm ord={ord!r} is not supported (vector norms, 'fro', 1, -1, inf "
+            f"and -inf are: the others need singular values){called_at()}"
         ),
         NotImplementedError,
     )
     return vector_norm_of("linalg.norm", input, 2, dims, keepdim, dtype)
+
+
+def _matrix_norm(input: TensorProxy, ord: float, dims: Any, keepdim: bool, dtype: Any) -> TensorProxy:
+    """ord 1 / -1: the largest / smallest column sum of |input| over `dims` (rows, columns); inf /
+    -inf: the largest / smallest row sum."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    check(
+        dtypes.is_float(input.dtype) and len(dims) == 2,
+        lambda: (
+            f"torch.linalg.norm: expected a floating point input and two dims, got {input.dtype}, {dims}{called_at()}"
+        ),
+        RuntimeError,
+    )
+    rows, columns = (canonical_dim(d, input.ndim) for d in dims)
+    check(rows != columns, lambda: f"torch.linalg.norm: dims {dims} name one dim twice{called_at()}", RuntimeError)
+    summed, extreme = (rows, columns) if abs(ord) == 1 else (columns, rows)
+    sums = prims.sum(prims.abs(to_dtype(input, dtypes.compute_dtype(input.dtype))), (summed,))
+    reduced = extreme - (extreme > summed)
+    if ord > 0 and isinstance(input.shape[extreme], int) and input.shape[extreme] == 0:
+        # NOTE: eager's largest sum over no rows or columns is 0 (its smallest raises, as amin does)
+        shape = [s for i, s in enumerate(sums.shape) if i != reduced]
+        out = to_dtype(prims.full(shape, 0.0, sums.dtype, input.device), input.dtype)
+    else:
+        pick = prims.amax if ord > 0 else prims.amin
+        out = to_dtype(pick(sums, (reduced,)), input.dtype)
+    return keep_dims(out, input.shape, sorted((rows, columns))) if keepdim else out
 
 
 @register("torch.nn.functional.normalize")
@@ -175,8 +207,12 @@ def cosine_similarity(x1: TensorProxy, x2: TensorProxy, dim: int = 1, eps: float
 def pairwise_distance(
     x1: TensorProxy, x2: TensorProxy, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False
 ) -> Any:
-    """The p-norm of x1 - x2 + eps over the last dim, after broadcasting (torch's formula)."""
-    difference = elementwise(lambda a, b: prims.add(prims.sub(a, b), eps), x1, x2)
+    """The p-norm of x1 - x2 + eps over the last dim, after broadcasting (torch's formula: an integer
+    difference is promoted to the default float dtype by the eps it adds)."""
+    if dtypes.is_float(x1.dtype) or dtypes.is_float(x2.dtype):
+        difference = elementwise(lambda a, b: prims.add(prims.sub(a, b), eps), x1, x2)
+    else:
+        difference = prims.add(to_dtype(elementwise(prims.sub, x1, x2), torch.get_default_dtype()), eps)
     return vector_norm_of("pairwise_distance", difference, p, -1, keepdim, None)
 
 
