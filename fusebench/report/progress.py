@@ -39,7 +39,8 @@ class Progress:
         known = [s for s in expected or () if s is not None]
         mean = sum(known) / len(known) if known else 0.0
         self.expected = [mean if s is None else s for s in expected] if known and expected else None
-        self.expected_left = sum(self.expected) if self.expected else 0.0
+        self.expected_total = sum(self.expected) if self.expected else 0.0
+        self.expected_left = self.expected_total
 
     def start(self, case_id: str, variant: str) -> None:
         """Begins the line of the next measurement."""
@@ -68,7 +69,7 @@ class Progress:
         if self.expected is None:
             return elapsed / self.done * left
         self.expected_left -= self.expected[position]
-        expected_done = sum(self.expected) - self.expected_left
+        expected_done = self.expected_total - self.expected_left
         return self.expected_left * (elapsed / expected_done if expected_done > 0 else 1.0)
 
 
