@@ -15,12 +15,18 @@ from compiler.tracing.check_writebacks import check_writebacks
 from compiler.tracing.interpreter import eval_trace
 
 
+def same_layout(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy of `tensor` with its strides, gaps included (`clone` and `.to` make a tensor with
+    gaps, such as `x[..., ::2]`, dense)."""
+    return torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device=tensor.device).copy_(tensor)
+
+
 def clone_args(value: Any, memo: dict[int, torch.Tensor] | None = None) -> Any:
     """A deep copy of an argument tree; a tensor that appears twice is cloned once (aliasing kept)."""
     memo = {} if memo is None else memo
     if isinstance(value, torch.Tensor):
         if id(value) not in memo:
-            memo[id(value)] = value.clone()
+            memo[id(value)] = same_layout(value)
         return memo[id(value)]
     if isinstance(value, (tuple, list)):
         return type(value)(clone_args(v, memo) for v in value)

@@ -7,6 +7,9 @@ differential fuzzing, scripts/fuzz_nvfuser.py; `WORKAROUNDS_CHECKED_ON` in execu
 
 - the buffer is laid out other than row-major (a transposed buffer) and the fusion segments (a
   reduction next to the write): the buffer got the values in the wrong order;
+- the buffer has gaps (a step slice `x[..., ::2]`, a column block of a wider tensor): nvFuser wrote
+  it as if dense, so half the values landed between its elements, and memory past it (a CUDA
+  device-side assert in the next indexing kernel) was overwritten;
 - a regular output was computed from the written value, or from the buffer's old value in a
   region that is not purely elementwise (a slice, a reduction) or whose buffer has only size-1
   dims: that output was wrong (the write ran before a read of the old value).
@@ -45,7 +48,7 @@ def copied_write_backs(region: Region, descriptors: Sequence[TensorDesc | Scalar
         return False
     for i in written:
         order = list(getattr(descriptors[i], "stride_order", ()))
-        if order != sorted(order, reverse=True):
+        if order != sorted(order, reverse=True) or False in getattr(descriptors[i], "contiguity", ()):
             return True
     # the written value flowing into a regular output (not only into other write-backs: an Adam step
     # reads its new moments to update the parameter, and stays aliased in one kernel per parameter)

@@ -11,6 +11,7 @@ import compiler
 from compiler.executors.nvfuser.define.aliasing import copied_write_backs, shares_memory
 from compiler.executors.nvfuser.define.translations import fusion_source
 from compiler.executors.nvfuser.executor import region_fusions
+from tests.support.inplace_util import same_layout
 from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("fake_nvfuser")
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("fake_nvfuser")
 
 def _copied(fn, *args) -> bool:
     jfn = compiler.jit(fn, executors=["nvfuser", "torch"], fallback=False)
-    eager_args, jit_args = [a.clone() for a in args], [a.clone() for a in args]
+    eager_args, jit_args = [same_layout(a) for a in args], [same_layout(a) for a in args]
     for _ in range(2):  # the second call runs the cached definition
         got, want = jfn(*jit_args), fn(*eager_args)
         torch.testing.assert_close(got, want)
@@ -121,3 +122,19 @@ def test_an_updated_input_read_by_ops_left_to_torch_comes_from_the_fusion(seed):
     # (the write-back check refused this, so the function did not compile)
     gen = torch.Generator().manual_seed(seed)
     assert _copied(update_then_matmul, *(torch.randn(4, 4, generator=gen) for _ in range(3)))
+
+
+def masked_fill_in_place(out, mask):
+    out.masked_fill_(mask, -1.0)
+    return out
+
+
+@pytest.mark.parametrize("columns", [slice(None, None, 2), slice(1, 5)])
+def test_a_buffer_with_gaps_is_returned_and_copied(columns):
+    # a step slice or a column block of a wider tensor: nvFuser 0.2.36 wrote such a buffer as if dense
+    buffer = torch.randn(3, 12)[:, columns]
+    assert _copied(masked_fill_in_place, buffer, torch.rand(buffer.shape) < 0.5)
+
+
+def test_a_dense_buffer_stays_aliased():
+    assert not _copied(masked_fill_in_place, torch.randn(3, 6), torch.rand(3, 6) < 0.5)

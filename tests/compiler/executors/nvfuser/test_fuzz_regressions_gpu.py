@@ -20,6 +20,9 @@ minimized, run with the default executors and options: each must give eager's re
   such a slice is now its own segment (a segment_set after it).
 - `view_read_after_fused_write`: a fusion wrote `a1` back before torch read a slice of `a1`; the
   fusion pass now orders a write-back after the readers of views of its buffer too.
+- `write_into_gaps`: an input with gaps (every other column) written in place got half its values
+  between its elements, and memory after it overwritten (the battery of user patterns on CUDA:
+  device-side asserts in the indexing kernels that ran next); such write-backs are copied.
 - `slice_add_bf16`, `transposed_after_write`: nvFuser raised while compiling (an internal assert in
   bfs.h, an empty RuntimeError); the executor falls back to torch with a warning.
 """
@@ -32,6 +35,7 @@ import pytest
 import torch
 
 import compiler
+from tests.support.inplace_util import same_layout
 
 pytestmark = pytest.mark.nvfuser
 
@@ -134,8 +138,17 @@ def view_read_after_fused_write(a0: torch.Tensor, a1: torch.Tensor) -> tuple:
     return v1, v3
 
 
+def write_into_gaps(a0: torch.Tensor, a1: torch.Tensor) -> tuple:
+    a0.mul_(2).add_(a1)
+    return (torch.neg(a1),)
+
+
 def _transposed(a: torch.Tensor) -> torch.Tensor:
     return a.mT.contiguous().mT
+
+
+def _every_other_column(a: torch.Tensor) -> torch.Tensor:
+    return torch.empty(*a.shape[:-1], 2 * a.shape[-1], device=a.device, dtype=a.dtype)[..., ::2].copy_(a)
 
 
 CASES = [
@@ -169,6 +182,8 @@ CASES = [
     (sum_into_last_row, [((2, 2, 2), torch.float32)]),
     (last_row_shifted_bf16, [((2, 2, 2), torch.bfloat16, _transposed), ((2, 2, 2), torch.bfloat16, _transposed)]),
     (view_read_after_fused_write, [((3,), torch.float32), ((3,), torch.float32)]),
+    (write_into_gaps, [((3, 6), torch.float32, _every_other_column), ((3, 6), torch.float32)]),
+    (write_into_gaps, [((64, 512), torch.bfloat16, _every_other_column), ((64, 512), torch.bfloat16)]),
 ]
 
 
@@ -177,7 +192,7 @@ CASES = [
 def test_fuzz_findings_match_eager(program, specs) -> None:
     inputs = [spec[2](torch.randn(spec[0], device="cuda").to(spec[1])) if len(spec) == 3 else
               torch.randn(spec[0], device="cuda").to(spec[1]) for spec in specs]  # fmt: skip
-    eager_inputs, jit_inputs = [t.clone() for t in inputs], [t.clone() for t in inputs]
+    eager_inputs, jit_inputs = [same_layout(t) for t in inputs], [same_layout(t) for t in inputs]
     want = program(*eager_inputs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a fallback to torch warns; the results are what is checked
