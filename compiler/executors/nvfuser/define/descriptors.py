@@ -70,6 +70,13 @@ def tensor_descriptor(
     return tuple(contiguity), tuple(stride_order)
 
 
+def broadcast_dims(desc: TensorDesc) -> tuple[bool, ...]:
+    """Per dim of a tensor input declared by `desc`: True where nvFuser holds it as a broadcast dim
+    (size 1 in the shape spec, or a stride-0 dim of an expanded tensor: contiguity None)."""
+    rank = len(desc.shape)
+    return tuple(s == 1 or desc.contiguity[rank - 1 - desc.stride_order[d]] is None for d, s in enumerate(desc.shape))
+
+
 def describe(proxy: Proxy, value: Any, iteration: bool = False) -> TensorDesc | ScalarDesc:
     """The descriptor of an actual argument (a tensor, or a number) for the region input `proxy`."""
     if isinstance(proxy, TensorProxy):

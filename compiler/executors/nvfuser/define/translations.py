@@ -98,8 +98,9 @@ def _reduction(op: str) -> Translate:
         a, dims = bsym.args
         compute = dtypes.compute_dtype(a.dtype)
         x = tx.compute(a, compute)
-        held = tx.flags.get(a.name, ())
-        if any(held[d] and not is_unit(a.shape[d]) for d in dims if d < len(held)):
+        # NOTE: over an expanded broadcast dim, or keeping one, nvFuser 0.2.36 returned the wrong
+        # shape (the keepdim amax of `x.expand(3, 4)` unreduced; `x.expand(3, 4).sum(-1)` of shape [1])
+        if _holds_expanded(tx, a):
             x = _materialized(tx, a, tx.extents_of(a.shape))
         if not dims:
             expr = f"fd.ops.set({x})"
@@ -118,6 +119,24 @@ def _data_movement(render: Callable[[DefinitionWriter, str, BoundSymbol], str]) 
         tx.define(bsym.output, render(tx, x, bsym), held)
 
     return translate
+
+
+def _reshape(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
+    # NOTE: nvfuser_direct 0.2.36 gave wrong values for a reshape that merges an expanded broadcast
+    # dim (GQA's repeat_kv: `k[:, :, None].expand(b, h, 2, n, d).reshape(b, 2 * h, n, d)`) in a
+    # fusion that segments, after its sizes went symbolic; the expanded value is materialised first.
+    a, shape = bsym.args
+    if _holds_expanded(tx, a):
+        x, held = _materialized(tx, a, tx.extents_of(a.shape)), _materialized_dtype(a.dtype)
+    else:
+        x, held = tx.movable(a)
+    tx.define(bsym.output, f"fd.ops.reshape({x}, new_shape={tx.sizes(shape)})", held)
+
+
+def _holds_expanded(tx: DefinitionWriter, a: TensorProxy) -> bool:
+    """True when nvFuser may hold a dim of `a` of a size other than 1 as a broadcast dim (an
+    expanded input's stride-0 dim, a size-1 dim broadcast to another size)."""
+    return any(f and not is_unit(size) for f, size in zip(tx.flags.get(a.name, ()), a.shape))
 
 
 def _take_along_dim(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
@@ -314,11 +333,16 @@ def _copy_to(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
     tx.lines.append(f"fd.add_output(fd.ops.set({value}), alias_input={target})")
 
 
+def _materialized_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype `_materialized` returns a value of `dtype` in."""
+    return dtypes.compute_dtype(dtype) if dtype is not torch.bool else torch.bool
+
+
 def _materialized(tx: DefinitionWriter, p: TensorProxy, sizes: str) -> str:
     # NOTE: aliasing a value with (expanded) broadcast dims to an input, or reducing over one, went
     # wrong in nvfuser_direct 0.2.36 (see nvfuser_broadcast.py); adding zeros makes them iteration dims.
     dtype = p.dtype
-    compute = dtypes.compute_dtype(dtype) if dtype is not torch.bool else torch.bool
+    compute = _materialized_dtype(dtype)
     zero = literal(0, compute)
     zeros = f"fd.ops.full(shape={sizes}, fill_value=fd.define_scalar({zero}, dtype={NV_DTYPES[compute]}), "
     zeros += f"dtype={NV_DTYPES[compute]})"
@@ -344,7 +368,7 @@ TRANSLATIONS: dict[Prim, Translate] = {
     Prim.AMAX: _reduction("max"),
     Prim.AMIN: _reduction("min"),
     Prim.BROADCAST_IN_DIM: _data_movement(_broadcast_in_dim),
-    Prim.RESHAPE: _data_movement(lambda tx, x, b: f"fd.ops.reshape({x}, new_shape={tx.sizes(b.args[1])})"),
+    Prim.RESHAPE: _reshape,
     Prim.PERMUTE: _data_movement(lambda tx, x, b: f"fd.ops.permute({x}, dims={list(b.args[1])})"),
     Prim.SLICE: _data_movement(_slice),
     Prim.SQUEEZE: _data_movement(_squeeze),

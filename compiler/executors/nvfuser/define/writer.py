@@ -41,7 +41,7 @@ from compiler.core.executor import Region
 from compiler.core.ir import NumberProxy, Proxy, TensorProxy
 from compiler.executors.nvfuser.define.aliasing import copied_write_backs
 from compiler.executors.nvfuser.define.broadcast import Flags
-from compiler.executors.nvfuser.define.descriptors import ScalarDesc, TensorDesc
+from compiler.executors.nvfuser.define.descriptors import ScalarDesc, TensorDesc, broadcast_dims
 from compiler.executors.nvfuser.define.layouts import output_orders, stride_order
 
 NV_DTYPES: dict[torch.dtype, str] = {
@@ -130,7 +130,7 @@ class DefinitionWriter:
                 f"fd.define_tensor(shape={list(desc.shape)}, contiguity={list(desc.contiguity)}, "
                 f"dtype={NV_DTYPES[desc.dtype]}, stride_order={list(desc.stride_order)})"
             )
-            self.flags[proxy.name] = tuple(s == 1 for s in desc.shape)
+            self.flags[proxy.name] = broadcast_dims(desc)
         else:
             expr = f"fd.define_scalar(None, dtype={NV_DTYPES[SCALAR_DTYPES[desc.python_type]]})"
         self.var[proxy.name] = self.emit(proxy.name, expr)

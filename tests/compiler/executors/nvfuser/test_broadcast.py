@@ -5,6 +5,8 @@ and matches eager."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -139,3 +141,34 @@ def test_take_along_axis_for_an_input_and_an_index_of_its_sizes_else_gather():
     assert "fd.ops.take_along_axis(x, " in exact and "fd.ops.gather(" not in exact, exact
     for source in (smaller, computed):
         assert "fd.ops.gather(" in source and "fd.ops.take_along_axis(" not in source, source
+
+
+def sums_of_expanded_rows(x):
+    return (x * 2).sum(-1), x.permute(1, 0).sum(-1), x.amax(0, keepdim=True)
+
+
+def test_a_reduction_of_an_expanded_input_is_materialised_first():
+    # nvFuser holds a stride-0 dim as a broadcast dim; reducing next to it returned shape [1]
+    expanded = torch.randn(1, 4).expand(3, 4)
+    jfn = compiler.jit(sums_of_expanded_rows, executors=["nvfuser", "torch"], fallback=False)
+    torch.testing.assert_close(jfn(expanded), sums_of_expanded_rows(expanded))
+    [fusion] = region_fusions(compiler.last_traces(jfn)[-1])
+    source = fusion_source(fusion.region, fusion.descriptors())[0]
+    assert "x = fd.define_tensor(shape=[-1, -1], contiguity=[None, True]" in source
+    assert source.count("fd.ops.full(") == 3, source
+    dense = compiler.jit(sums_of_expanded_rows, executors=["nvfuser", "torch"], fallback=False)
+    dense(torch.randn(3, 4))
+    [fusion] = region_fusions(compiler.last_traces(dense)[-1])
+    assert "fd.ops.full(" not in fusion_source(fusion.region, fusion.descriptors())[0]
+
+
+def repeat_kv(k):
+    b, h, n, d = k.shape
+    return k[:, :, None].expand(b, h, 2, n, d).reshape(b, 2 * h, n, d) * 1
+
+
+def test_a_reshape_merging_an_expanded_dim_is_materialised_first():
+    [(_, source)] = _fusions(repeat_kv, torch.randn(2, 3, 5, 4))
+    assert re.search(r"fd\.ops\.reshape\(t\d+_full,", source), source
+    [(_, source)] = _fusions(lambda x: (x * 2).reshape(6, 4) * 3, torch.randn(2, 3, 4))
+    assert "fd.ops.full(" not in source
