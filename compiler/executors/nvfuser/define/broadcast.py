@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 from compiler.core.executor import Region
 from compiler.core.ir import BoundSymbol, TensorProxy
+from compiler.executors.nvfuser.define.layouts import same_extent
 from compiler.prims import ELEMENTWISE, Prim
 
 Flags = tuple[bool, ...]  # per dim: True where nvFuser may hold it as a broadcast dim
@@ -83,8 +84,8 @@ def output_flags(bsym: BoundSymbol, flags: Mapping[str, Flags]) -> Flags:
         for i, d in enumerate(dims):
             result[d] = source[i] or i in expanded
         return tuple(result)
-    if sym is Prim.SLICE:
-        return tuple(source[d] and is_unit(s) for d, s in enumerate(out.shape))
+    if sym is Prim.SLICE:  # a size-1 slice of a longer dim is an iteration dim; a dim kept whole stays
+        return tuple(f and (is_unit(o) or same_extent(o, i)) for f, o, i in zip(source, out.shape, first.shape))
     if sym is Prim.INDEX_SELECT:
         index = bsym.args[2]
         result = list(source)
@@ -93,4 +94,8 @@ def output_flags(bsym: BoundSymbol, flags: Mapping[str, Flags]) -> Flags:
     if sym is Prim.TAKE_ALONG_DIM:
         index = bsym.args[1]
         return flags.get(index.name, _by_size(index))
+    if first is not None and len(first.shape) == len(out.shape):
+        # NOTE: a dim the op leaves as it was (a slice's other dims, a flip's) stays as nvFuser holds
+        # it: an expanded input's stride-0 dim is a broadcast dim of any size
+        return tuple(is_unit(o) or (f and same_extent(o, i)) for f, o, i in zip(source, out.shape, first.shape))
     return _by_size(out)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import compiler
-from compiler.executors.nvfuser.define.aliasing import copied_write_backs, shares_memory
+from compiler.executors.nvfuser.define.aliasing import copied_write_backs, distinct_outputs, shares_memory
 from compiler.executors.nvfuser.define.translations import fusion_source
 from compiler.executors.nvfuser.executor import region_fusions
 from tests.support.inplace_util import same_layout
@@ -138,3 +138,12 @@ def test_a_buffer_with_gaps_is_returned_and_copied(columns):
 
 def test_a_dense_buffer_stays_aliased():
     assert not _copied(masked_fill_in_place, torch.randn(3, 6), torch.rand(3, 6) < 0.5)
+
+
+def test_distinct_outputs_copies_repeats_and_views_of_one_buffer():
+    a, b = torch.randn(3), torch.randn(2, 2)
+    out = distinct_outputs([a, a, b, b.view(4), torch.empty(0), 5])
+    assert out[0] is a and out[2] is b and out[4].numel() == 0 and out[5] == 5
+    for copy, original in [(out[1], a), (out[3], b.view(4))]:
+        assert not shares_memory(copy, [a, b])
+        torch.testing.assert_close(copy, original)
