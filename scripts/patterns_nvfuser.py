@@ -3,6 +3,7 @@ fallback to torch off, so that every translation or compilation error is a failu
 
     python -m scripts.patterns_nvfuser                    # every pattern, the short schedule
     python -m scripts.patterns_nvfuser -k split qkv       # patterns whose name holds any of these
+    python -m scripts.patterns_nvfuser --shard 2/8 --full # every 8th pattern from the third, whole errors
 
 On a machine with CUDA and nvFuser the patterns run on the GPU through nvFuser itself; elsewhere
 (or with `--fake`) through the CPU fake of nvfuser_direct, which checks what the translation
@@ -36,11 +37,22 @@ def _patterns() -> dict[str, object]:
     return found
 
 
+def _shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise argparse.ArgumentTypeError(f"--shard takes I/N with 0 <= I < N (such as 0/4), not {text!r}")
+    return int(index), int(count)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs the selected patterns; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-k", nargs="+", default=[], metavar="TEXT", help="only patterns whose name holds one of these")
     parser.add_argument("--fake", action="store_true", help="the CPU fake of nvFuser even where nvFuser runs")
+    parser.add_argument(
+        "--shard", type=_shard, default=(0, 1), metavar="I/N", help="every Nth pattern from the Ith (0-based)"
+    )
+    parser.add_argument("--full", action="store_true", help="each failure's whole error, not its first line")
     args = parser.parse_args(argv)
     fake = args.fake or unavailable_reason() is not None
     if not fake:
@@ -49,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     from scripts.compile_profile import fake_nvfuser
     from tests.support.user_patterns import check_pattern
 
-    selected = {n: p for n, p in sorted(_patterns().items()) if not args.k or any(k in n for k in args.k)}
+    index, count = args.shard
+    chosen = [(n, p) for n, p in sorted(_patterns().items()) if not args.k or any(k in n for k in args.k)]
+    selected = dict(chosen[index::count])
     if not selected:
         print(f"no pattern's name holds any of {args.k}", file=sys.stderr)
         return 2
@@ -63,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
                 check_pattern(pattern, short=True, executors=["nvfuser", "torch"])
             except Exception as error:  # NOTE: any failure of the pattern is reported, the others go on
                 failed += 1
-                first = (str(error).splitlines() or [""])[0][:240]
-                print(f"FAILED {name}: {type(error).__name__}: {first}", flush=True)
+                text = str(error) if args.full else (str(error).splitlines() or [""])[0][:240]
+                print(f"FAILED {name}: {type(error).__name__}: {text}", flush=True)
     print(f"{failed} of {len(selected)} patterns failed")
     return 1 if failed else 0
 
