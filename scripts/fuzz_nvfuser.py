@@ -1,10 +1,10 @@
 """Differential fuzzing: random programs run jitted (nvFuser on a GPU) against eager PyTorch.
 
-    python scripts/fuzz_nvfuser.py --seed 0 --count 2000            # GPU: executors nvfuser, torch
-    python scripts/fuzz_nvfuser.py --seed 0 --count 50 --device cpu  # CPU: the torch executor
+    python -m scripts.fuzz_nvfuser --seed 0 --count 2000            # GPU: executors nvfuser, torch
+    python -m scripts.fuzz_nvfuser --seed 0 --count 50 --device cpu  # CPU: the torch executor
 
 A program (the hypothesis strategy `programs`) takes 1-3 tensors (float32 or bfloat16, some
-non-contiguous: transposed or strided) and applies 2-10 steps: elementwise math, broadcasting
+non-contiguous: transposed, strided or expanded) and applies 2-10 steps: elementwise math, broadcasting
 binary ops against other values, numbers and keepdim reductions, reductions, views (transpose,
 slice), and in-place updates of its arguments (whole or through a slice). Each program is printed
 as Python source, so a failure is a runnable repro. A mismatch (outputs or updated arguments not
@@ -70,6 +70,8 @@ class Program:
                 t = torch.randn(*shape[:-2], shape[-1], shape[-2], generator=generator).to(device, dtype).mT
             elif layout == "strided":
                 t = torch.randn(*shape[:-1], shape[-1] * 2, generator=generator).to(device, dtype)[..., ::2]
+            elif layout == "expanded" and len(shape) >= 1:  # a stride-0 leading dim (eager refuses writes into it)
+                t = torch.randn(1, *shape[1:], generator=generator).to(device, dtype).expand(shape)
             else:
                 t = torch.randn(*shape, generator=generator).to(device, dtype)
             tensors.append(t)
@@ -89,7 +91,7 @@ def programs(draw: st.DrawFn) -> Program:
     count = draw(st.integers(1, 3))
     inputs = []
     for _ in range(count):
-        layout = draw(st.sampled_from(["contiguous", "transposed", "strided"]))
+        layout = draw(st.sampled_from(["contiguous", "transposed", "strided", "expanded"]))
         inputs.append((shape, dtype, layout))
     program = Program(inputs)
     values = {f"a{i}": shape for i in range(count)}  # name -> shape

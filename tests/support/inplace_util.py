@@ -16,8 +16,11 @@ from compiler.tracing.interpreter import eval_trace
 
 
 def same_layout(tensor: torch.Tensor) -> torch.Tensor:
-    """A copy of `tensor` with its strides, gaps included (`clone` and `.to` make a tensor with
-    gaps, such as `x[..., ::2]`, dense)."""
+    """A copy of `tensor` with its strides: gaps kept (`clone` and `.to` make a tensor with gaps,
+    such as `x[..., ::2]`, dense) and an expanded tensor's stride-0 dims too."""
+    if 0 in tensor.stride() and tensor.numel() > 1:
+        base = tensor[tuple(slice(0, 1) if s == 0 else slice(None) for s in tensor.stride())]
+        return base.clone().expand(tensor.shape)
     return torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device=tensor.device).copy_(tensor)
 
 

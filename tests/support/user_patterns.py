@@ -165,11 +165,7 @@ def _clone(args: list[Any], grads: list[bool]) -> list[Any]:
         if not isinstance(a, torch.Tensor):
             copies.append(a)
             continue
-        if 0 in a.stride() and a.numel() > 1:
-            base = a[tuple(slice(0, 1) if s == 0 else slice(None) for s in a.stride())].clone()
-            copy = base.expand(a.shape)
-        else:
-            copy = same_layout(a)
+        copy = same_layout(a)
         copies.append(copy.requires_grad_(g) if g else copy)
     return copies
 
