@@ -7,9 +7,9 @@ differential fuzzing, scripts/fuzz_nvfuser.py; `WORKAROUNDS_CHECKED_ON` in execu
 
 - the buffer is laid out other than row-major (a transposed buffer) and the fusion segments (a
   reduction next to the write): the buffer got the values in the wrong order;
-- the buffer has gaps (a step slice `x[..., ::2]`, a column block of a wider tensor): nvFuser wrote
-  it as if dense, so half the values landed between its elements, and memory past it (a CUDA
-  device-side assert in the next indexing kernel) was overwritten;
+- the buffer has gaps (a step slice `x[..., ::2]`, a column block of a wider tensor): half of its
+  elements got wrong values (`out.masked_fill_(m, -1.0)` on `x[..., ::2]`, the user-pattern
+  battery on CUDA);
 - a regular output was computed from the written value, or from the buffer's old value in a
   region that is not purely elementwise (a slice, a reduction) or whose buffer has only size-1
   dims: that output was wrong (the write ran before a read of the old value).

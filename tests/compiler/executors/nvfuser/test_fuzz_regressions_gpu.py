@@ -20,9 +20,8 @@ minimized, run with the default executors and options: each must give eager's re
   such a slice is now its own segment (a segment_set after it).
 - `view_read_after_fused_write`: a fusion wrote `a1` back before torch read a slice of `a1`; the
   fusion pass now orders a write-back after the readers of views of its buffer too.
-- `write_into_gaps`: an input with gaps (every other column) written in place got half its values
-  between its elements, and memory after it overwritten (the battery of user patterns on CUDA:
-  device-side asserts in the indexing kernels that ran next); such write-backs are copied.
+- `write_into_gaps`: an input with gaps (every other column) written in place got wrong values in
+  half its elements (found by the battery of user patterns on CUDA); such write-backs are copied.
 - `slice_add_bf16`, `transposed_after_write`: nvFuser raised while compiling (an internal assert in
   bfs.h, an empty RuntimeError); the executor falls back to torch with a warning.
 """
