@@ -174,6 +174,12 @@ def _matches_float64(fn: Any, inputs: list[torch.Tensor], actual: Any, jit_args:
     return True
 
 
+# The compiler's error for an in-place op whose operand overlaps its target other than element for
+# element (`a.add_(a[..., 1:])`): eager raises it only where it detects the overlap (not through a
+# step slice), and its result otherwise depends on the order it visits elements.
+OVERLAP = "refer to a single memory location"
+
+
 def check_program(program: Program, device: str, executors: list[str]) -> str | None:
     """Runs `program` eagerly and jitted on the same inputs; raises Mismatch on a disagreement.
 
@@ -198,6 +204,8 @@ def check_program(program: Program, device: str, executors: list[str]) -> str | 
                 warnings.simplefilter("ignore")
                 actual = compiler.jit(fn, executors=executors)(*jit_args)
         except Exception as fallback_error:
+            if OVERLAP in str(fallback_error):
+                return None  # a write through an overlapping read: eager's result depends on element order
             raise Mismatch(f"{type(fallback_error).__name__}: {fallback_error}") from fallback_error
     for what, got, want in [("output", actual, expected), ("argument", jit_args, eager_args)]:
         error = _disagreement(list(got), list(want), what)

@@ -61,3 +61,12 @@ def test_a_bf16_result_closer_to_float64_than_eager_is_told_apart_from_a_wrong_o
     a = inputs[0].double() + 1.5
     fused_outputs, fused_args = [(-a).to(torch.bfloat16)], [(a * (a - 3)).to(torch.bfloat16)]
     assert fuzz_nvfuser._matches_float64(fn, inputs, fused_outputs, fused_args)
+
+
+def test_a_write_through_an_overlapping_read_is_not_a_mismatch() -> None:
+    # found on an H200 once inputs kept their gaps: eager did not detect the overlap through the
+    # step slice; its result depends on the order it adds elements in, the compiler refuses it
+    program = fuzz_nvfuser.Program(inputs=[((2,), torch.float32, "strided")])
+    program.lines += ["v0 = a0[..., 1:]", "a0.add_(v0)"]
+    program.outputs.append("v0")
+    assert fuzz_nvfuser.check_program(program, "cpu", ["torch"]) is None
