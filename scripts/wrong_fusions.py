@@ -27,7 +27,6 @@ from typing import Any
 
 import torch
 
-from compiler.executors.nvfuser.define.descriptors import describe
 from compiler.executors.nvfuser.define.translations import fusion_source
 from compiler.executors.nvfuser.executor import NvFusion, unavailable_reason
 from compiler.executors.region_fallback import torch_function
@@ -76,8 +75,7 @@ def _report(fusion: NvFusion, args: tuple) -> str:
     lines.append("  prims:")
     lines += [f"    {str(b).splitlines()[0]}" for b in region.bsyms]
     try:
-        descriptors = tuple(describe(p, a) for p, a in zip(region.inputs, args))
-        lines.append(fusion_source(region, descriptors)[0])
+        lines.append(fusion_source(region, fusion.descriptors())[0])
     except Exception as error:  # NOTE: the report goes on without the source
         lines.append(f"  (no definition source: {type(error).__name__}: {error})")
     return "\n".join(lines)

@@ -37,12 +37,7 @@ from compiler.core.executor import FusionExecutor, FusionOptions, Reason, Region
 from compiler.core.gather import picker, stride
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
 from compiler.core.tensor_checks import TensorChecks
-from compiler.executors.nvfuser.define.aliasing import (
-    copied_write_backs,
-    distinct_outputs,
-    shares_memory,
-    written_inputs,
-)
+from compiler.executors.nvfuser.define.aliasing import copied_write_backs, distinct_outputs, written_inputs
 from compiler.executors.nvfuser.define.broadcast import iteration_inputs
 from compiler.executors.nvfuser.define.claims import unsupported
 from compiler.executors.nvfuser.define.fingerprint import SOURCES
@@ -249,11 +244,8 @@ class NvFuserRunner:
             for i, value in zip(copies, outputs[len(outputs) - len(copies) :]):
                 args[i].copy_(value)
             outputs = outputs[: len(outputs) - len(copies)]
-        if self.written_idx and outputs:
-            buffers = [args[i] for i in self.written_idx]
-            outputs = [o.clone() if shares_memory(o, buffers) else o for o in outputs]
-        if len(outputs) > 1:
-            outputs = distinct_outputs(outputs)
+        if self.written_idx or len(outputs) > 1:
+            outputs = distinct_outputs(outputs, [args[i] for i in self.written_idx])
         return outputs
 
     def count_compilation(self, fusion: NvFusion, entry: _Definition, args: tuple, key: tuple) -> bool | None:

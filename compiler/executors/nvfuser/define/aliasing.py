@@ -20,9 +20,9 @@ In those regions (`copied_write_backs`) the written values are returned as extra
 the regular ones, and the runner copies them into their buffers once the fusion has run.
 Separately, nvFuser returns some outputs as views of an input (a sum over size-1 dims is a
 squeeze); when the trace writes that input afterwards, eager's output would be unchanged, so the
-runner clones such outputs (`shares_memory`). And it returns one tensor for two outputs that compute
-the same value (`x.float()` and `x.detach().float()`): marking one non-differentiable then marked
-both, and a write into one changed the other; such repeats are cloned (`distinct_outputs`).
+runner clones such outputs. And it returns one tensor for two outputs that compute the same value
+(`x.float()` and `x.detach().float()`): marking one non-differentiable then marked both, and a write
+into one changed the other; such repeats are cloned too (`distinct_outputs`, one pass for both).
 """
 
 from __future__ import annotations
@@ -81,10 +81,11 @@ def shares_memory(output: object, buffers: Sequence[torch.Tensor]) -> bool:
     return any(b.untyped_storage().data_ptr() == pointer for b in buffers)
 
 
-def distinct_outputs(outputs: list) -> list:
-    """`outputs` with each tensor that shares memory with an earlier one (the same tensor twice,
-    or two views of one buffer) replaced by a copy."""
-    seen: set[int] = set()
+def distinct_outputs(outputs: list, buffers: Sequence[torch.Tensor] = ()) -> list:
+    """`outputs` with each tensor that shares memory with one of `buffers` (the inputs the region
+    writes) or with an earlier output (the same tensor twice, two views of one buffer) replaced by
+    a copy."""
+    seen = {b.untyped_storage().data_ptr() for b in buffers}
     distinct = []
     for output in outputs:
         if isinstance(output, torch.Tensor) and output.numel():

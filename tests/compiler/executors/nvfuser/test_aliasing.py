@@ -147,3 +147,6 @@ def test_distinct_outputs_copies_repeats_and_views_of_one_buffer():
     for copy, original in [(out[1], a), (out[3], b.view(4))]:
         assert not shares_memory(copy, [a, b])
         torch.testing.assert_close(copy, original)
+    written = torch.randn(4)
+    kept, copied = distinct_outputs([a, written[1:]], [written])
+    assert kept is a and not shares_memory(copied, [written]) and torch.equal(copied, written[1:])
