@@ -151,3 +151,25 @@ def flat(value: object) -> list:
     if isinstance(value, (tuple, list)):
         return [t for v in value for t in flat(v)]
     return [value]
+
+
+def qk_norm_rotary(
+    q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor, wq: torch.Tensor, wk: torch.Tensor
+) -> tuple:
+    """Qwen3's attention input ([batch, seq, heads, dim] q and k): an RMSNorm over each head,
+    heads moved forward, the rotary embedding with cos/sin from the positions and a cat of the
+    frequencies (as transformers computes them)."""
+
+    def rms(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+    def rotate_half(x: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+    positions = torch.arange(q.shape[1], device=q.device)[None, :, None].float()
+    freqs = positions * inv_freq[None, None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos()[:, None], emb.sin()[:, None]
+    q, k = rms(q, wq).transpose(1, 2), rms(k, wk).transpose(1, 2)
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin

@@ -106,21 +106,9 @@ ONE_CASE_ARCHITECTURES = () if EVERY_CASE else (*ONE_CASE, *(zoo.name for zoo in
 NOT_BY_DEFAULT = () if EVERY_CASE else tuple(zoo.name for zoo in MORE_ZOO[1::2])
 
 
-# NOTE: wrong on CUDA only (FUSEBENCH_ZOO_DEVICE=cuda), found on an H200 with nvfuser_direct 0.2.36:
-# the fusion of Qwen3's q/k RMSNorm with the rotary embedding (cos and sin computed from the
-# positions in the same fusion) gives other values than its own prims run by torch (loss off by
-# 1e-3, q/k projection gradients by ~1); the torch and sdpa executors alone give eager's.
-# `python -m scripts.wrong_fusions qwen3` prints that fusion.
-WRONG_ON_CUDA = {
-    name: "nvFuser 0.2.36 computes the q/k-norm + rotary fusion wrongly (scripts.wrong_fusions)"
-    for name in ("qwen3", "qwen3_moe")
-}
-
 
 def _case(zoo: Architecture, entry: str, mode: str) -> Any:
     reason = zoo.known_failures.get(f"{entry}-{mode}", zoo.known_failures.get(entry))
-    if DEVICE.type == "cuda" and mode == "training":
-        reason = reason or WRONG_ON_CUDA.get(zoo.name)
     marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
     marks += [] if zoo.name in DEFAULT else [pytest.mark.slow]
     return pytest.param(zoo, entry, mode, id=f"{zoo.name}-{entry}-{mode}", marks=marks)

@@ -11,7 +11,7 @@ writes, are in nvfuser_translator.py; this module has the table of per-prim tran
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 import torch
@@ -39,7 +39,7 @@ from compiler.executors.nvfuser.define.writer import (  # noqa: F401  (re-export
     TranslationError,
     literal,
 )
-from compiler.prims import BINARY, UNARY, Prim
+from compiler.prims import BINARY, REDUCTIONS, UNARY, Prim
 
 Translate = Callable[[DefinitionWriter, BoundSymbol], None]
 
@@ -164,8 +164,16 @@ def _slice(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     # computed from a broadcast when the fusion also cats (a rotary backward:
     # `cat(u[..., 16:], -u[..., :16])` of `u = grad * sin`, with symbolic sizes, however the ends
     # are spelled). Behind a segment_set (the slices' own segment) it compiles.
+    # NOTE: but nvfuser_direct 0.2.36 computed wrong rows (past the second) with that segment_set
+    # before the slices of a value computed through a reduction (Qwen3's q/k RMSNorm, then the
+    # rotary embedding, in fp32, H200); without it that fusion is right and compiles.
     a, starts, ends, steps = bsym.args
-    if _has_cat(tx.region) and _from_broadcast(tx.region, a):
+    region = tx.region
+    if (
+        _has_cat(region)
+        and _computed_from(region, a, {Prim.BROADCAST_IN_DIM})
+        and not _computed_from(region, a, REDUCTIONS)
+    ):
         x = tx.segment(a, x)
     rendered = []
     for d, (start, end) in enumerate(zip(starts, ends)):
@@ -260,15 +268,15 @@ def _has_cat(region: Region) -> bool:
     return any(b.sym is Prim.CAT for b in region.bsyms)
 
 
-def _from_broadcast(region: Region, p: TensorProxy) -> bool:
-    """Whether `p` is computed inside `region` from a broadcast (through any number of prims)."""
+def _computed_from(region: Region, p: TensorProxy, prims: Collection[Prim]) -> bool:
+    """Whether `p` is computed inside `region` from one of `prims` (through any number of prims)."""
     producers = {q.name: b for b in region.bsyms for q in b.outputs}
     seen, todo = set(), [p.name]
     while todo:
         b = producers.get(todo.pop())
         if b is None or id(b) in seen:
             continue
-        if b.sym is Prim.BROADCAST_IN_DIM:
+        if b.sym in prims:
             return True
         seen.add(id(b))
         todo.extend(q.name for q in b.inputs if isinstance(q, TensorProxy))

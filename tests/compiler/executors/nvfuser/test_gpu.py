@@ -30,7 +30,7 @@ from compiler.executors.nvfuser.executor import (
     workarounds_checked,
 )
 from suites.adam_step import BETA1, BETA2, EPS, LR, adam_step
-from tests.support.nvfuser_cases import CASES, flat, gelu_bias_backward, split3, tolerance, write_back
+from tests.support.nvfuser_cases import CASES, flat, gelu_bias_backward, qk_norm_rotary, split3, tolerance, write_back
 
 pytestmark = pytest.mark.nvfuser
 DEVICE = "cuda"
@@ -98,6 +98,53 @@ def test_every_case_through_nvfuser_matches_eager(case):
     for g, w in zip(flat(got), flat(case.fn(*args))):
         torch.testing.assert_close(g, w, **tolerance(w.dtype), equal_nan=True, check_dtype=case.check_dtype)
     assert fusion_count(jfn) >= 1 and examine.stats(jfn).fallbacks == 0
+
+
+def _relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    """The largest difference over the largest magnitude of `want`."""
+    return ((got.float() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-6)).item()
+
+
+@pytest.mark.parametrize("numbers", ["constant", "symbolic"])
+@pytest.mark.parametrize(("shape", "dtype"), [((2, 8, 4, 8), torch.float32), ((3, 33, 6, 64), torch.bfloat16)])
+def test_qk_norm_with_rotary_and_its_gradients_match_eager(numbers, shape, dtype):
+    # nvfuser_direct 0.2.36 computed wrong rows of this fusion (Qwen3's) with a segment_set before
+    # the slices of the normalized q and k (translations.py `_slice`)
+    b, s, h, d = shape
+    gen = torch.Generator(device=DEVICE).manual_seed(0)
+    make = lambda *size: torch.randn(*size, device=DEVICE, generator=gen).to(dtype)
+    args = [make(b, s, h, d), make(b, s, max(h // 2, 1), d), make(d // 2).float().abs(), make(d), make(d)]
+    leaves = [[a.clone().requires_grad_(i != 2) for i, a in enumerate(args)] for _ in range(2)]
+    jfn = jit(qk_norm_rotary, numbers=numbers)
+    for fn, inputs in ((jfn, leaves[0]), (qk_norm_rotary, leaves[1])):
+        outputs = fn(*inputs)
+        sum((o.float() * (k + 1)).sum() for k, o in enumerate(outputs)).backward()
+    for got, want in zip([*jfn(*leaves[0]), *(a.grad for a in leaves[0] if a.requires_grad)],
+                         [*qk_norm_rotary(*leaves[1]), *(a.grad for a in leaves[1] if a.requires_grad)]):  # fmt: skip
+        assert _relative_error(got, want) < (1e-5 if dtype is torch.float32 else 2e-2)
+    assert fusion_count(jfn) >= 1 and examine.stats(jfn).fallbacks == 0
+
+
+@pytest.mark.parametrize("numbers", ["constant", "symbolic"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rotary_backward_of_a_transposed_input_compiles_and_matches_eager(numbers, dtype):
+    # without a segment_set before the slices of `grad * sin`, nvfuser_direct 0.2.36 fails an
+    # internal assert in lowering (fusion.cpp:1020) on the rotary backward
+    def rotary(q, cos, sin):
+        half = q.shape[-1] // 2
+        return q * cos + torch.cat((-q[..., half:], q[..., :half]), dim=-1) * sin
+
+    jfn = jit(rotary, numbers=numbers)
+    for s in (6, 9):
+        q = torch.randn(2, s, 4, 64, device=DEVICE, dtype=dtype).transpose(1, 2)
+        cos, sin, grad = (torch.randn(*size, device=DEVICE, dtype=dtype) for size in ((s, 64), (s, 64), (2, 4, s, 64)))
+        got_q, want_q = q.clone().requires_grad_(), q.clone().requires_grad_()
+        got, want = jfn(got_q, cos, sin), rotary(want_q, cos, sin)
+        got.backward(grad)
+        want.backward(grad)
+        for g, w in ((got, want), (got_q.grad, want_q.grad)):  # bf16: eager rounds every op, nvFuser once
+            assert _relative_error(g, w) < (1e-5 if dtype is torch.float32 else 2e-2)
+    assert examine.stats(jfn).fallbacks == 0
 
 
 def test_split3_compiles_one_definition_for_twenty_split_sizes():

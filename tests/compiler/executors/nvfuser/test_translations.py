@@ -19,7 +19,7 @@ from compiler.executors.nvfuser.define.translations import (
 from compiler.executors.nvfuser.diagnose.repro import TORCH_SOURCE
 from compiler.executors.nvfuser.executor import region_fusions
 from compiler.prims import Prim
-from tests.support.nvfuser_cases import gelu_bias_backward, split3, write_back
+from tests.support.nvfuser_cases import gelu_bias_backward, qk_norm_rotary, split3, write_back
 
 
 def source_of(fn, *args, numbers="constant", index=0):
@@ -241,3 +241,15 @@ def test_a_cat_of_a_piece_held_in_fp32_is_done_in_fp32(seed):
     torch.testing.assert_close(jfn(q, cos, sin), rotary(q, cos, sin))
     moved = source_of(lambda a, b: torch.cat((a[:, :2], b), dim=1).exp(), q, q)  # no piece in fp32: cat in bf16
     assert "fd.ops.cat([t0, b], dim=1)" in moved, moved
+
+
+def test_slices_of_a_normalized_value_are_not_behind_a_segment_set():
+    # nvfuser_direct 0.2.36 computed wrong rows of Qwen3's fusion (q/k RMSNorm + rotary, H200)
+    # with a segment_set before the slices of the normalized q and k; without one it is right
+    q, k = torch.randn(2, 8, 4, 8, requires_grad=True), torch.randn(2, 8, 2, 8, requires_grad=True)
+    inv_freq, wq, wk = torch.rand(4), torch.randn(8, requires_grad=True), torch.randn(8, requires_grad=True)
+    jfn = compiler.jit(qk_norm_rotary, executors=["nvfuser"], fusion={"runner": "torch"})
+    jfn(q, k, inv_freq, wq, wk)
+    (fusion,) = region_fusions(compiler.last_traces(jfn)[-1])
+    source = fusion_source(fusion.region, fusion.descriptors())[0]
+    assert source.count("fd.ops.slice(") == 4 and "segment_set" not in source, source
