@@ -19,6 +19,7 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
+from compiler.ops import aliasing
 from compiler.ops.factory import _check_factory_kwargs, _device, size_arguments
 from compiler.ops.operands import elementwise, to_dtype
 from compiler.ops.registry import register
@@ -44,8 +45,34 @@ def dropout(input: TensorProxy, p: float = 0.5, training: bool = True, inplace: 
     if p == 1.0:
         dropped = elementwise(prims.mul, input, 0.0)
     else:
-        dropped = prims.mul(input, prims.dropout_noise(list(input.shape), float(p), input.dtype, input.device))
+        dropped = prims.mul(input, _noise_like(input, float(p)))
     return write(input, dropped, "dropout(inplace=True)") if inplace else dropped
+
+
+def _noise_like(input: TensorProxy, p: float) -> TensorProxy:
+    """Dropout noise for `input`, drawn in the order eager draws it.
+
+    On CPU eager fills `empty_like(input)` (the input's memory order) element after element, so the
+    noise of a transposed input (a conv's output read as [batch, length, channels]) is drawn in its
+    memory order: the noise is drawn row-major over the dims in that order, then permuted back. Where
+    the layout is not known (symbolic sizes) it is drawn row-major.
+    """
+    order = _memory_order(input) if torch.device(input.device).type == "cpu" else None
+    if order is None or order == sorted(order):
+        return prims.dropout_noise(list(input.shape), p, input.dtype, input.device)
+    noise = prims.dropout_noise([input.shape[d] for d in order], p, input.dtype, input.device)
+    return prims.permute(noise, [order.index(d) for d in range(input.ndim)])
+
+
+def _memory_order(t: TensorProxy) -> list[int] | None:
+    """`t`'s dims from slowest to fastest in eager's memory (None where its layout is not known)."""
+    strides = aliasing.eager_strides(t)
+    if strides is None:
+        return None
+    dense = aliasing.iterator_strides(t.shape, [strides])  # empty_like's strides: the input's order, dense
+    if dense is None:
+        return None
+    return sorted(range(t.ndim), key=lambda d: (-dense[d], d))
 
 
 def _random_values(name: str, distribution: str, shape: list, dtype: Any, device: Any, generator: Any) -> TensorProxy:

@@ -26,7 +26,7 @@ from compiler import prims
 from compiler.core import ir
 from compiler.core.errors import TracingError, called_at, check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy
-from compiler.ops import complex_proxy, known_values
+from compiler.ops import complex_proxy, eager_layouts, known_values
 from compiler.ops.program_grad import grad_off_by_program
 from compiler.ops.writes import write_out
 from compiler.prims import GUARDS, Prim
@@ -202,6 +202,7 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
         outputs = list(ir.proxies_in(output))
         new = [p for p in outputs if id(p) in defined]
         _check_real(op, new)
+        eager_layouts.after_op(op.name, args, new)
         if len(new) == len(outputs):
             context.record(BoundSymbol(op.symbol, args, kwargs, output, tuple(recorded)))
         elif not new:

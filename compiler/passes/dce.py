@@ -1,24 +1,31 @@
 """dce: dead-code elimination.
 
 Assumes: a valid trace. Guarantees: every remaining bound symbol has side effects (guards,
-write-backs) or defines a value the output or a later kept bound symbol reads, or a symbolic size
-of a kept tensor (autodiff's rules read a forward value's shape: a slice's gradient is made in the
-sliced shape, so its sizes must stay defined).
+write-backs, random draws) or defines a value the output or a later kept bound symbol reads, or a
+symbolic size of a kept tensor (autodiff's rules read a forward value's shape: a slice's gradient is
+made in the sliced shape, so its sizes must stay defined).
+
+A random draw nobody reads stays: it advances torch's generator as eager's does, so every later
+draw (a classifier's dropout after an encoder whose output the head never reads) takes the numbers
+eager takes.
 """
 
 from __future__ import annotations
 
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace, proxies_in
 from compiler.passes import trace_pass
-from compiler.prims import SIDE_EFFECTS
+from compiler.prims import RANDOM, SIDE_EFFECTS
 from compiler.tracing.frontend import leaves
+
+_KEPT = frozenset(SIDE_EFFECTS) | RANDOM
 
 
 def has_side_effects(bsym: BoundSymbol) -> bool:
-    """True when removing `bsym` would change more than the values it defines."""
+    """True when removing `bsym` would change more than the values it defines (a random draw
+    included: it advances the generator)."""
     if not bsym.subsymbols:  # NOTE: a prim, as every line of a flattened trace is
-        return bsym.sym in SIDE_EFFECTS
-    return any(leaf.sym in SIDE_EFFECTS for leaf in leaves([bsym]))
+        return bsym.sym in _KEPT
+    return any(leaf.sym in _KEPT for leaf in leaves([bsym]))
 
 
 @trace_pass("dce")

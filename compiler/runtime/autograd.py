@@ -105,12 +105,17 @@ class CompiledAutograd:
         return self._finish(_apply(self, *inputs), inputs)
 
     def _finish(self, outputs: tuple, inputs: tuple) -> Any:
-        """What the caller gets of the Function's outputs: views of inputs made again from them,
-        written inputs written again under autograd, inputs returned as themselves, as a tree."""
-        if self.views_of_inputs is not None:
-            outputs = self._with_views_of_inputs(outputs, inputs)
+        """What the caller gets of the Function's outputs: written inputs written again under
+        autograd, views of inputs made again from them, inputs returned as themselves, as a tree.
+
+        NOTE: an input is written again before views of it are made: a view made first, of an input
+        that did not require grad yet, would not see the history the write gives it (an in-place
+        write into that view then raises, as into a leaf requiring grad: Longformer's attention
+        scores, a view of zeros written with the scores, added to under a graph break)."""
         if self.writes:
             _write_again(outputs, inputs, self.writes)
+        if self.views_of_inputs is not None:
+            outputs = self._with_views_of_inputs(outputs, inputs)
         if self.inputs_returned:
             outputs = _inputs_themselves(outputs, inputs, self.inputs_returned)
         return self.rebuild(outputs)

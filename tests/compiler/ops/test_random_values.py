@@ -130,3 +130,27 @@ def test_in_place_draws_match_eager_under_the_same_seed() -> None:
         for index, (g, e) in enumerate(zip(got, expected, strict=True)):
             torch.testing.assert_close(g, e, atol=0, rtol=1e-6, msg=lambda m, index=index: f"output {index}: {m}")
     assert not torch.equal(got[0], jitted(x)[0]), "a new draw on every call"
+
+
+def _conv_features(x: torch.Tensor) -> torch.Tensor:
+    return torch.relu(x.transpose(1, 2))  # [batch, channels, length] read as [batch, length, channels]
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [_conv_features, lambda x: x.transpose(1, 2) * 2, lambda x: x.permute(2, 0, 1)[..., ::2], lambda x: x[:, ::2]],
+    ids=["relu_of_transposed", "transposed_product", "permuted_slice", "slice_with_gaps"],
+)
+def test_dropout_of_a_strided_value_drops_what_eager_drops(layout) -> None:
+    # eager fills empty_like(input) in memory order: the noise of a transposed value is drawn so too
+    _draws_as_eager(lambda x: F.dropout(layout(x), 0.3), torch.randn(2, 6, 5))
+    _draws_as_eager(lambda x: F.dropout(x, 0.3), layout(torch.randn(2, 6, 5)))  # such an input
+
+
+def test_a_draw_nobody_reads_still_advances_the_generator_as_in_eager() -> None:
+    def head_after_an_unread_branch(x):
+        F.dropout(x * 3, 0.5)  # a branch the caller never reads (an encoder output a head ignores)
+        torch.rand(4)
+        return F.dropout(x * 2, 0.3)
+
+    _draws_as_eager(head_after_an_unread_branch, torch.randn(8, 6))

@@ -154,3 +154,21 @@ def test_a_value_requiring_grad_written_into_a_plain_input_gives_eagers_gradient
                 assert g is not None and float((g - w).norm() / w.norm().clamp_min(1e-12)) <= 1e-3
             else:
                 assert g == w
+
+
+def _write_and_view(buffer: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    buffer[:, 1:] = weight * 2
+    return buffer.t()  # a view of the written input (Longformer's attention scores, transposed)
+
+
+def test_a_view_of_the_written_input_takes_in_place_writes_and_carries_the_gradient() -> None:
+    weight = torch.randn(3, 2, generator=torch.Generator().manual_seed(5))
+    grads = []
+    for run in (_write_and_view, compiler.jit(_write_and_view)):
+        w, buffer = weight.clone().requires_grad_(), torch.zeros(3, 3)
+        scores = run(buffer, w)
+        scores += torch.ones(3, 3)  # the caller adds into the view in place (`attn_scores += mask`)
+        (scores * torch.arange(9.0).view(3, 3)).sum().backward()
+        grads.append((scores.detach(), buffer.detach(), w.grad))
+    for got, want in zip(grads[1], grads[0]):
+        torch.testing.assert_close(got, want)
