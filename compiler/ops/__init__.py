@@ -24,6 +24,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     experts,
     factory,
     foreach,
+    fourier,
     indexing,
     inplace,
     interpolate,

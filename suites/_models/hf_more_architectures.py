@@ -202,4 +202,6 @@ MORE_ZOO: tuple[Architecture, ...] = (
     Architecture("nanochat", "NanoChatConfig", "NanoChatForCausalLM", CAUSAL, _llama_like),
     Architecture("cwm", "CwmConfig", "CwmForCausalLM", CAUSAL, lambda d: _head_dim_like(d, sliding_window=d.window)),
     Architecture("apertus1p5_text", "Apertus1p5TextConfig", "Apertus1p5TextForCausalLM", CAUSAL, _llama_like),
+    # an encoder that mixes tokens by a Fourier transform (torch.fft.fftn) instead of attention
+    Architecture("fnet", "FNetConfig", "FNetForMaskedLM", MASKED, _bert_like),
 )  # fmt: skip

@@ -96,6 +96,12 @@ CASES = [
     Case("torch.cat torch.concat torch.concatenate",
          lambda c, d, r: (torch.cat([c, d]), torch.concat([c, r], 1), torch.concatenate([r, c]))),
     Case("torch.stack", lambda c, d, r: torch.stack([c, r, d], 1)),
+    # Fourier transforms (values and norms: tests/compiler/ops/test_fourier.py)
+    Case("torch.fft.fft torch.fft.ifft",
+         lambda c, d, r: (torch.fft.fft(c), torch.fft.ifft(d, dim=0), torch.fft.fft(r))),
+    Case("torch.fft.fftn torch.fft.ifftn torch.fft.fft2 torch.fft.ifft2",
+         lambda c, d, r: (torch.fft.fftn(c), torch.fft.ifftn(d), torch.fft.fft2(r), torch.fft.ifft2(c))),
+    Case("torch.fft.rfft torch.fft.irfft", lambda c, d, r: torch.fft.irfft(torch.fft.rfft(r) * 2, n=4)),
 ]  # fmt: skip
 
 # layout ops and linear reductions, each as a torch function (where torch has one) and a method
