@@ -81,13 +81,6 @@ def read_strides(t: TensorProxy) -> Strides | None:
     return layout(context, t) if _concrete(t.shape) else None
 
 
-def eager_strides(t: TensorProxy) -> Strides | None:
-    """eager's strides of `t` as far as the model knows them, for a choice that does not change the
-    program's values (no guard on the inputs' strides, unlike `read_strides`; None: unknown)."""
-    context = ir.current()
-    return layout(context, t) if context is not None and _concrete(t.shape) else None
-
-
 def set_memory_format(t: TensorProxy, source: TensorProxy, memory_format: object) -> None:
     """Records eager's layout for `t`, a new tensor made from `source` with `memory_format`
     (None or preserve_format: `source`'s dense order; channels-last orders; otherwise row-major)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from compiler.core import ir
 from compiler.core.ir import TensorProxy
 from compiler.ops import aliasing
 
@@ -72,10 +73,19 @@ def after_op(name: str, args: tuple, new_outputs: list) -> None:
             aliasing.set_memory_format(p, p, memory_format)
 
 
+def eager_strides(t: TensorProxy) -> tuple[int, ...] | None:
+    """eager's strides of `t` as far as `aliasing`'s model knows them, for a choice that does not
+    change the program's values (no guard on the inputs' strides, unlike `aliasing.read_strides`;
+    None: unknown, or outside tracing)."""
+    context = ir.current()
+    concrete = all(type(s) is int for s in t.shape)
+    return aliasing.layout(context, t) if context is not None and concrete else None
+
+
 def _suggested_format(t: TensorProxy) -> Any:
     """channels_last (channels_last_3d) for a 4-D (5-D) `t` laid out channels-last, else row-major;
     None where `t`'s layout is not known."""
-    strides = aliasing.eager_strides(t)
+    strides = eager_strides(t)
     if strides is None:
         return None
     formats = {4: torch.channels_last, 5: torch.channels_last_3d}

@@ -19,7 +19,7 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
-from compiler.ops import aliasing
+from compiler.ops import aliasing, eager_layouts
 from compiler.ops.factory import _check_factory_kwargs, _device, size_arguments
 from compiler.ops.operands import elementwise, to_dtype
 from compiler.ops.registry import register
@@ -66,7 +66,7 @@ def _noise_like(input: TensorProxy, p: float) -> TensorProxy:
 
 def _memory_order(t: TensorProxy) -> list[int] | None:
     """`t`'s dims from slowest to fastest in eager's memory (None where its layout is not known)."""
-    strides = aliasing.eager_strides(t)
+    strides = eager_layouts.eager_strides(t)
     if strides is None:
         return None
     dense = aliasing.iterator_strides(t.shape, [strides])  # empty_like's strides: the input's order, dense

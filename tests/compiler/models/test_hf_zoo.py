@@ -106,7 +106,6 @@ ONE_CASE_ARCHITECTURES = () if EVERY_CASE else (*ONE_CASE, *(zoo.name for zoo in
 NOT_BY_DEFAULT = () if EVERY_CASE else tuple(zoo.name for zoo in MORE_ZOO[1::2])
 
 
-
 def _case(zoo: Architecture, entry: str, mode: str) -> Any:
     reason = zoo.known_failures.get(f"{entry}-{mode}", zoo.known_failures.get(entry))
     marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
