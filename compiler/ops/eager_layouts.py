@@ -82,6 +82,11 @@ def eager_strides(t: TensorProxy) -> tuple[int, ...] | None:
     return aliasing.layout(context, t) if context is not None and concrete else None
 
 
+def memory_order(strides: tuple[int, ...]) -> list[int]:
+    """The dims of a tensor with these strides from slowest to fastest in memory (ties: outer dim first)."""
+    return sorted(range(len(strides)), key=lambda d: (-strides[d], d))
+
+
 def _suggested_format(t: TensorProxy) -> Any:
     """channels_last (channels_last_3d) for a 4-D (5-D) `t` laid out channels-last, else row-major;
     None where `t`'s layout is not known."""
@@ -91,5 +96,4 @@ def _suggested_format(t: TensorProxy) -> Any:
     formats = {4: torch.channels_last, 5: torch.channels_last_3d}
     if t.ndim not in formats or t.shape[1] == 1:
         return torch.contiguous_format
-    order = sorted(range(t.ndim), key=lambda d: (-strides[d], d))
-    return formats[t.ndim] if order == [0, *range(2, t.ndim), 1] else torch.contiguous_format
+    return formats[t.ndim] if memory_order(strides) == [0, *range(2, t.ndim), 1] else torch.contiguous_format

@@ -73,11 +73,6 @@ def _operand(input: Any, what: str) -> tuple[Any, Any, torch.dtype]:
         dtype = input.real.dtype
     else:
         dtype = input.dtype if input.dtype in (torch.float32, torch.float64) else torch.float32
-        check(
-            input.dtype.is_floating_point or not input.dtype.is_complex,
-            lambda: f"{what}: unsupported dtype {input.dtype}{called_at()}",
-            TypeError,
-        )
     check(
         dtype in COMPLEX_OF,
         lambda: f"{what}: transforms of {dtype} tensors are not supported{called_at()}",
@@ -193,9 +188,8 @@ def irfft(input: Any, n: int | None = None, dim: int = -1, norm: str | None = No
     # length, the middle) frequency, 2 for the others; their imaginary parts never reach the output
     frequency = arange(half, device=real.device, dtype=torch.int64)
     w = (2 - (frequency == 0).to(dtype) - (frequency * 2 == length).to(dtype)).reshape([-1] + [1] * (real.ndim - 1 - d))
-    c, s = _matrices(length, length, dtype, real.device)
-    c, s = c[:half], s[:half]  # [half, length]: the angle 2 pi k t / length of frequency k, output t
-    out = _along(real * w, d, c)
+    c, s = _matrices(length, half, dtype, real.device)  # [length, half]: output t, frequency k
+    out = _along(real * w, d, c.T)
     if imag is not None:
-        out = out - _along(imag * w, d, s)
+        out = out - _along(imag * w, d, s.T)
     return out * _scale(norm, length, True)

@@ -70,9 +70,7 @@ def _memory_order(t: TensorProxy) -> list[int] | None:
     if strides is None:
         return None
     dense = aliasing.iterator_strides(t.shape, [strides])  # empty_like's strides: the input's order, dense
-    if dense is None:
-        return None
-    return sorted(range(t.ndim), key=lambda d: (-dense[d], d))
+    return None if dense is None else eager_layouts.memory_order(dense)
 
 
 def _random_values(name: str, distribution: str, shape: list, dtype: Any, device: Any, generator: Any) -> TensorProxy:
