@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from compiler.core.errors import check, short_repr
 from compiler.core.executor import fusion_executor
@@ -262,6 +262,7 @@ class SegmentReport:
     ops_by_segment: dict[int, list[str]]
     hint: str | None
     scheduled_ir: str = field(default="", repr=False)
+    mismatch: str | None = None  # how the repro's outputs disagreed with PyTorch on its random inputs
 
     @property
     def schedulers(self) -> list[str]:
@@ -278,6 +279,8 @@ class SegmentReport:
         if self.multi_kernel:
             head = f"*** {head} (MULTI-KERNEL: {self.hint or 'nvFuser gave no reason'}) ***"
         lines = [head]
+        if self.mismatch:
+            lines.append(f"  ! its repro disagrees with PyTorch on random inputs: {self.mismatch}")
         for k in self.kernels:
             lines.append(
                 f"  segment {k.segment}: {k.scheduler:<14} {k.time_ms * 1e3:9.1f} us "
@@ -289,8 +292,17 @@ class SegmentReport:
         return "\n".join(lines)
 
 
-def _profile_all(fusions: list[NvFusion]) -> list[tuple[list[KernelInfo], str]]:
-    """Each fusion's kernels and scheduled IR, from its repro script run under nvFuser's profiler.
+class Profile(NamedTuple):
+    """What a fusion's repro script wrote under nvFuser's profiler."""
+
+    kernels: list[KernelInfo]
+    scheduled_ir: str
+    mismatch: str | None = None  # the outputs' disagreement with PyTorch, where they disagreed
+
+
+def _profile_all(fusions: list[NvFusion]) -> list[Profile]:
+    """Each fusion's kernels, scheduled IR and check, from its repro script run under nvFuser's
+    profiler (a fusion whose outputs disagree with PyTorch is profiled all the same, and says so).
 
     NOTE: nvFuser's profiler needs CUPTI to itself: after torch.profiler has run in a process
     (the harness counts kernels with it), cuptiSubscribe fails and nvFuser ends the whole
@@ -317,7 +329,7 @@ def _profile_all(fusions: list[NvFusion]) -> list[tuple[list[KernelInfo], str]]:
                 KernelInfo(k["segment"], k["scheduler"], k["time_ms"], k["bandwidth_gbs"], k["name"], k["launch"])
                 for k in data["kernels"]
             ]
-            profiles.append((kernels, data["scheduled_ir"]))
+            profiles.append(Profile(kernels, data["scheduled_ir"], data.get("mismatch")))
     return profiles
 
 
@@ -361,8 +373,10 @@ def segments(jfn: JittedFunction, names: Iterable[str] | None = None, *, backwar
     unique = {key: f for key, f in reversed(list(zip(keys, chosen)))}  # the first fusion of each key
     profiles = dict(zip(unique, _profile_all(list(unique.values()))))
     for f, key in zip(chosen, keys):
-        kernels, ir = profiles[key]
-        report = SegmentReport(f.name, kernels, {}, segmentation_hint(f.region), ir)
+        profile = Profile(*profiles[key])
+        report = SegmentReport(
+            f.name, profile.kernels, {}, segmentation_hint(f.region), profile.scheduled_ir, profile.mismatch
+        )
         report.ops_by_segment = ops_by_scheduler(f.region, report.schedulers)
         result.append(report)
     return result

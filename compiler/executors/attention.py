@@ -100,6 +100,7 @@ _SETTINGS = tuple(
     if hasattr(torch._C, name)
 )
 _CHOICES: dict[tuple, int | None] = {}  # _choice_key -> torch's choice
+_BACKENDS: dict[tuple, str | None] = {}  # _choice_key -> attention_backend's answer
 _MAX_CHOICES = 4096
 
 
@@ -112,16 +113,27 @@ def _describe(t: Any) -> Any:
 def _choice_key(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> tuple:
     """Everything `aten._fused_sdp_choice` decides on: the tensors' shapes, strides, dtypes,
     devices and requires_grad, the flags, grad mode and the global settings."""
-    tensors = tuple(_describe(t) for t in (q, k, v, attn_mask))
-    settings = tuple(tuple(value) if isinstance(value, list) else value for value in (get() for get in _SETTINGS))
-    return (*tensors, is_causal, scale, torch.is_grad_enabled(), *settings)
+    settings = [get() for get in _SETTINGS]
+    settings = [tuple(value) if isinstance(value, list) else value for value in settings]
+    return (
+        _describe(q),
+        _describe(k),
+        _describe(v),
+        _describe(attn_mask),
+        is_causal,
+        scale,
+        torch.is_grad_enabled(),
+        *settings,
+    )
 
 
-def _choice(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> int | None:
+def _choice(
+    q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any, key: tuple | None = None
+) -> int | None:
     """torch's backend choice for these tensors (enable_gqa where k has fewer heads), None if it
     fails. Remembered per `_choice_key`: asking torch costs several times the host time of building
     the key, every call."""
-    key = _choice_key(q, k, v, attn_mask, is_causal, scale)
+    key = _choice_key(q, k, v, attn_mask, is_causal, scale) if key is None else key
     if key in _CHOICES:
         return _CHOICES[key]
     try:
@@ -154,7 +166,17 @@ def attention_backend(
     no fused kernel takes with its own heads: its callers repeat the heads)."""
     if not (q.ndim == k.ndim == v.ndim == 4):
         return None
-    choice = _choice(q, k, v, attn_mask, is_causal, scale)
+    key = _choice_key(q, k, v, attn_mask, is_causal, scale)
+    if key in _BACKENDS:
+        return _BACKENDS[key]
+    backend = _backend(q, k, v, attn_mask, is_causal, scale, key)
+    if len(_BACKENDS) < _MAX_CHOICES:
+        _BACKENDS[key] = backend
+    return backend
+
+
+def _backend(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any, key: tuple) -> str | None:
+    choice = _choice(q, k, v, attn_mask, is_causal, scale, key)
     backend = None
     if q.device.type == "cpu":
         backend = "cpu_flash" if choice == _FLASH else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -205,6 +206,44 @@ def test_backward_true_shows_the_backward_that_ran_when_an_output_gets_no_cotang
     logits, loss = jfn(x, w)
     (logits.sum() + loss).backward()  # now both cotangents: the other backward, called once
     assert all(f.calls == 1 for f in examine.fusions(jfn, backward=True))
+
+
+def _run_repro_main(source: str, argv: list[str], monkeypatch) -> None:
+    scope = {"__name__": "repro"}
+    exec(compile(source, "repro.py", "exec"), scope)
+    scope["median_ms"] = lambda fn, repeats=30: (fn(), 0.0)[1]  # CUDA events: not here
+    monkeypatch.setattr(sys, "argv", ["repro.py", *argv])
+    scope["main"]()
+
+
+def test_a_repro_that_disagrees_raises_alone_and_is_profiled_with_the_disagreement(tmp_path, fake_module, monkeypatch):
+    x = torch.randn(8, 16)
+    jfn = jit_torch_regions(gelu_bias_backward)
+    jfn(0.1, 0.2, 0.3, 0.4, x, x, x)
+    source = examine.repro(jfn, "nvFusion0", tmp_path / "repro.py").read_text()
+    _run_repro_main(source, [], monkeypatch)  # agrees: nothing raised
+    original = fake_nvfuser._Fec.execute
+    monkeypatch.setattr(fake_nvfuser._Fec, "execute", lambda self, *a, **k: [o + 1 for o in original(self, *a, **k)])
+    with pytest.raises(AssertionError, match="output 0: Tensor-likes are not close"):
+        _run_repro_main(source, [], monkeypatch)
+    out = tmp_path / "profile.json"
+    _run_repro_main(source, ["--profile-json", str(out)], monkeypatch)
+    written = json.loads(out.read_text())
+    assert written["kernels"] and written["mismatch"].startswith("output 0: Tensor-likes are not close")
+
+
+def test_a_segment_report_says_where_its_repro_disagreed(monkeypatch, fake_backend):  # noqa: F811
+    kernel = examine.KernelInfo(0, "reduction", 0.01, 100.0, "k", "")
+    monkeypatch.setattr(
+        examine, "_profile_all", lambda fs: [examine.Profile([kernel], "", "output 0: off") for _ in fs]
+    )
+    x = torch.randn(8, 16)
+    jfn = compiler.jit(gelu_bias_backward, executors=["nvfuser", "torch"])
+    jfn(0.1, 0.2, 0.3, 0.4, x, x, x)
+    [report] = examine.segments(jfn)
+    assert report.mismatch == "output 0: off" and "disagrees with PyTorch on random inputs: output 0: off" in str(
+        report
+    )
 
 
 def test_segments_profiles_each_distinct_fusion_once_in_one_child(monkeypatch, fake_backend):  # noqa: F811

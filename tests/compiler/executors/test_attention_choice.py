@@ -21,6 +21,7 @@ def asked(monkeypatch):
         return torch.ops.aten._fused_sdp_choice(*args, **kwargs)
 
     monkeypatch.setattr(attention, "_CHOICES", {})
+    monkeypatch.setattr(attention, "_BACKENDS", {})
     monkeypatch.setattr(attention, "_ATEN", types.SimpleNamespace(_fused_sdp_choice=choice))
     return calls
 
@@ -80,3 +81,13 @@ def test_the_memory_is_bounded(asked, monkeypatch):
         q = torch.randn(1, 2, length, 8)
         attention._choice(q, q, q, None, False, None)
     assert len(attention._CHOICES) == 3 and len(asked) == 6
+
+
+def test_the_backend_is_remembered_with_the_choice_and_follows_the_settings(asked):
+    q, k, v = _qkv()
+    first = attention.attention_backend(q, k, v, None, True, None)
+    assert [attention.attention_backend(*_qkv(), None, True, None) for _ in range(3)] == [first] * 3
+    with sdpa_kernel([SDPBackend.MATH]):
+        assert attention.attention_backend(q, k, v, None, True, None) is None
+    assert attention.attention_backend(q, k, v, None, True, None) == first
+    assert len(asked) == 2

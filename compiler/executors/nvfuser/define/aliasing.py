@@ -96,3 +96,16 @@ def distinct_outputs(outputs: list, buffers: Sequence[torch.Tensor] = ()) -> lis
                 seen.add(pointer)
         distinct.append(output)
     return distinct
+
+
+def fresh_outputs(outputs: Sequence[object], inputs: Sequence[object]) -> bool:
+    """True when every output tensor lives in memory of its own: shared with no other output and
+    no input tensor (nvFuser allocated each), so `distinct_outputs` would copy none of them."""
+    seen = {a.untyped_storage().data_ptr() for a in inputs if isinstance(a, torch.Tensor) and a.numel()}
+    for output in outputs:
+        if isinstance(output, torch.Tensor) and output.numel():
+            pointer = output.untyped_storage().data_ptr()
+            if pointer in seen:
+                return False
+            seen.add(pointer)
+    return True

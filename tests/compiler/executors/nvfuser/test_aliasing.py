@@ -8,8 +8,15 @@ import pytest
 import torch
 
 import compiler
-from compiler.executors.nvfuser.define.aliasing import copied_write_backs, distinct_outputs, shares_memory
+from compiler.executors.nvfuser import executor as nvfuser_executor
+from compiler.executors.nvfuser.define.aliasing import (
+    copied_write_backs,
+    distinct_outputs,
+    fresh_outputs,
+    shares_memory,
+)
 from compiler.executors.nvfuser.define.translations import fusion_source
+from compiler.executors.nvfuser.diagnose import fake_nvfuser as fake_api
 from compiler.executors.nvfuser.executor import region_fusions
 from tests.support.inplace_util import same_layout
 from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401  (fixture)
@@ -150,3 +157,41 @@ def test_distinct_outputs_copies_repeats_and_views_of_one_buffer():
     written = torch.randn(4)
     kept, copied = distinct_outputs([a, written[1:]], [written])
     assert kept is a and not shares_memory(copied, [written]) and torch.equal(copied, written[1:])
+
+
+def test_fresh_outputs_are_those_sharing_memory_with_nothing():
+    a, b = torch.randn(3), torch.randn(2, 2)
+    assert fresh_outputs([a, b, torch.empty(0), 5], [torch.randn(3)])
+    assert not fresh_outputs([a, a], [])
+    assert not fresh_outputs([b.view(4)], [b])
+    assert not fresh_outputs([a, b[1:]], [b])
+
+
+def _counting_distinct(monkeypatch: pytest.MonkeyPatch) -> list:
+    calls: list = []
+    original = nvfuser_executor.distinct_outputs
+    monkeypatch.setattr(nvfuser_executor, "distinct_outputs", lambda *a: calls.append(1) or original(*a))
+    return calls
+
+
+def test_outputs_nvfuser_allocated_are_not_checked_again(monkeypatch):
+    calls = _counting_distinct(monkeypatch)
+    jfn = compiler.jit(lambda x: (x.sin(), x.cos()), executors=["nvfuser", "torch"], fallback=False)
+    x = torch.randn(3, 4)
+    for _ in range(3):
+        sin, cos = jfn(x)
+        torch.testing.assert_close((sin, cos), (x.sin(), x.cos()))
+    assert calls == []
+
+
+def test_one_tensor_returned_for_two_outputs_is_copied_apart_on_every_call(monkeypatch):
+    calls = _counting_distinct(monkeypatch)
+    original = fake_api._Fec.execute
+    monkeypatch.setattr(fake_api._Fec, "execute", lambda self, *a, **k: [original(self, *a, **k)[0]] * 2)
+    jfn = compiler.jit(lambda x: (x * 2, x + x), executors=["nvfuser", "torch"], fallback=False)
+    x = torch.randn(3, 4)
+    for _ in range(3):
+        first, second = jfn(x)
+        assert not shares_memory(first, [second])
+        torch.testing.assert_close((first, second), (x * 2, x * 2))
+    assert len(calls) == 3
