@@ -13,7 +13,7 @@ from typing import Any
 
 from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, Proxy, Trace, callee_name
-from compiler.core.proxies import rebuild_tuple
+from compiler.core.proxies import proxies_in, rebuild_tuple
 from compiler.prims import Prim
 
 
@@ -86,42 +86,73 @@ def implementation(bsym: BoundSymbol, executors: Sequence[Any]) -> Callable:
 Inline = Callable[[BoundSymbol, Globals], "list[str] | None"]
 
 
+def last_uses(trace: Trace) -> list[list[str]]:
+    """For each line of `trace`, the values it reads or defines for the last time: what the
+    generated function deletes after it, so that a value's memory returns to the allocator once
+    nothing reads it (as eager frees a temporary) instead of at the return. The trace's inputs
+    (their caller holds them) and outputs are never deleted."""
+    kept = {p.name for p in trace.inputs} | {p.name for p in proxies_in(trace.output)}
+    last: dict[str, int] = {}
+    for i, bsym in enumerate(trace.bsyms):
+        for p in bsym.outputs:
+            last[p.name] = i
+        for p in bsym.inputs:
+            last[p.name] = i
+    dead: list[list[str]] = [[] for _ in trace.bsyms]
+    for name, i in last.items():
+        if name not in kept:
+            dead[i].append(name)
+    return dead
+
+
 def python_source(
-    trace: Trace, executors: Sequence[Any], inline: Mapping[Prim, Inline] | None = None
+    trace: Trace, executors: Sequence[Any], inline: Mapping[Prim, Inline] | None = None, *, release: bool = True
 ) -> tuple[str, dict[str, Any]]:
     """(source of a function named `trace.name`, the globals it needs).
 
     `inline[prim](bsym, globals)` may return the lines that stand for `bsym` in place of a call
-    (the prologue's guards, compiler/runtime/guard_source.py), or None to keep the call.
+    (the prologue's guards, compiler/runtime/guard_source.py), or None to keep the call. With
+    `release`, each value is deleted after the line that reads it last (`last_uses`).
     """
     g = Globals()
     lines = [f"def {trace.name}({', '.join(p.name for p in trace.inputs)}):"]
-    for bsym in trace.bsyms:
-        rule = inline.get(bsym.sym) if inline and isinstance(bsym.sym, Prim) else None
-        inlined = rule(bsym, g) if rule is not None else None
-        if inlined is None:
-            impl = implementation(bsym, executors)
-            # An implementation may carry its own source form (`inline_source(bsym, globals)`: lines,
-            # or None to keep the call), which spares a Python call per line on the hot path.
-            render = getattr(impl, "inline_source", None)
-            inlined = render(bsym, g) if render is not None else None
-        if inlined is not None:
-            lines += [f"  {line}" for line in inlined]
-            continue
-        hint = bsym.sym.value if isinstance(bsym.sym, Prim) else "region"
-        args = [g.source(a) for a in bsym.args] + [f"{k}={g.source(v)}" for k, v in bsym.kwargs.items()]
-        call = f"{g.bind(impl, hint)}({', '.join(args)})"
-        target = target_source(bsym.output)
-        lines.append(f"  {target} = {call}" if target else f"  {call}")
-        if not isinstance(bsym.sym, Prim):
-            lines.append(f"  # {callee_name(bsym.sym)}")
+    dead = last_uses(trace) if release else [[] for _ in trace.bsyms]
+    for bsym, names in zip(trace.bsyms, dead):
+        lines += _line(bsym, executors, inline, g)
+        if names:
+            lines.append(f"  del {', '.join(names)}")
     lines.append(f"  return {g.source(trace.output)}")
     return "\n".join(lines) + "\n", g.scope
 
 
-def compile_trace(trace: Trace, executors: Sequence[Any], inline: Mapping[Prim, Inline] | None = None) -> Callable:
-    """A Python function that runs `trace` with the given executors (first claim wins)."""
-    source, scope = python_source(trace, executors, inline)
+def _line(bsym: BoundSymbol, executors: Sequence[Any], inline: Mapping[Prim, Inline] | None, g: Globals) -> list[str]:
+    """The generated lines of one bound symbol."""
+    rule = inline.get(bsym.sym) if inline and isinstance(bsym.sym, Prim) else None
+    inlined = rule(bsym, g) if rule is not None else None
+    if inlined is None:
+        impl = implementation(bsym, executors)
+        # An implementation may carry its own source form (`inline_source(bsym, globals)`: lines,
+        # or None to keep the call), which spares a Python call per line on the hot path.
+        render = getattr(impl, "inline_source", None)
+        inlined = render(bsym, g) if render is not None else None
+    if inlined is not None:
+        return [f"  {line}" for line in inlined]
+    hint = bsym.sym.value if isinstance(bsym.sym, Prim) else "region"
+    args = [g.source(a) for a in bsym.args] + [f"{k}={g.source(v)}" for k, v in bsym.kwargs.items()]
+    call = f"{g.bind(impl, hint)}({', '.join(args)})"
+    target = target_source(bsym.output)
+    lines = [f"  {target} = {call}" if target else f"  {call}"]
+    if not isinstance(bsym.sym, Prim):
+        lines.append(f"  # {callee_name(bsym.sym)}")
+    return lines
+
+
+def compile_trace(
+    trace: Trace, executors: Sequence[Any], inline: Mapping[Prim, Inline] | None = None, *, release: bool = True
+) -> Callable:
+    """A Python function that runs `trace` with the given executors (first claim wins), deleting
+    each value after its last use where `release` (`python_source`)."""
+    source, scope = python_source(trace, executors, inline, release=release)
     code = compile(source, f"<fusebench {trace.name}>", "exec")
     exec(code, scope)
     fn = scope[trace.name]

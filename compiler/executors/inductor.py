@@ -178,7 +178,7 @@ class Canonical:
             for b in region.bsyms
         ]
         trace = Trace(inputs, bsyms, tuple(rename(p) for p in region.outputs), name="region")
-        self.source, self.scope = python_source(trace, [_TORCH])
+        self.source, self.scope = python_source(trace, [_TORCH], release=False)  # Inductor plans its own buffers
 
     def key(self) -> str:
         """The source, and each constant it binds (implementations by identity, values by repr)."""

@@ -294,4 +294,4 @@ def compile_prologue(prologue: Trace) -> Callable[[tuple, dict], Any]:
         Prim.CHECK_REQUIRES_GRAD: functools.partial(_check_requires_grad, folded),
         Prim.CHECK_ALIASING: functools.partial(_check_aliasing, set(runs.strided)),
     }
-    return compile_trace(prologue, [TORCH], inline)
+    return compile_trace(prologue, [TORCH], inline, release=False)  # guards read runs of inputs by position

@@ -82,6 +82,7 @@ def test_inputs_the_fused_kernels_do_not_take_recompute_attention_in_the_backwar
 def test_a_missing_aten_op_falls_back_to_recomputing_with_one_warning(monkeypatch):
     monkeypatch.setitem(attention.OPS, "cpu_flash", ("_no_such_attention_op", "_no_such_attention_op_backward"))
     monkeypatch.setattr(attention, "_warned", set())
+    monkeypatch.setattr(attention, "_BACKENDS", {})  # the backends answered before the ops went missing
     with pytest.warns(RuntimeWarning, match="_no_such_attention_op"):
         check_gradients(causal, qkv(torch.float32, 0))
     check_gradients(causal, qkv(torch.float32, 1))
