@@ -21,12 +21,12 @@ def chain(x):
 
 def branches(x, y):
     a = x.sin()
-    b, c = (a * y).split(2, dim=-1)
+    b, _ = (a * y).split(2, dim=-1)
     return b.exp(), y.cos() + a.sum()
 
 
 def unused_output(x):
-    values, indices = x.max(dim=-1)  # indices read by nothing
+    values, _indices = x.max(dim=-1)  # the indices: read by nothing
     return values * 2
 
 
@@ -59,9 +59,7 @@ def _check_deletions(source: str) -> None:
 
 
 @pytest.mark.parametrize("executors", [["torch"], None])
-@pytest.mark.parametrize(
-    ("fn", "shapes"), [(chain, [(4, 6)]), (branches, [(3, 4), (3, 4)]), (unused_output, [(5, 7)])]
-)
+@pytest.mark.parametrize(("fn", "shapes"), [(chain, [(4, 6)]), (branches, [(3, 4), (3, 4)]), (unused_output, [(5, 7)])])
 def test_each_value_is_deleted_after_its_last_use(fn, shapes, executors):
     jfn = compiler.jit(fn, executors=executors)
     args = [torch.randn(s) for s in shapes]
