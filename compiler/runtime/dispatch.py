@@ -57,7 +57,7 @@ def _generated(fn: Callable, prefix: str, scope: dict[str, Any]) -> tuple[list[s
     source = getattr(fn, "__fusebench_source__", None)
     if source is None or not isinstance(fn, types.FunctionType):  # e.g. a runner that shows its source
         return None
-    if source.count("\n") > INLINED_LINES:
+    if source.count("\n") - source.count("\n  del ") > INLINED_LINES:  # deletions cost no call to save
         return None
     function = ast.parse(source).body[0]
     if not isinstance(function, ast.FunctionDef) or not function.body:

@@ -132,6 +132,19 @@ def test_a_long_prologue_or_computation_is_called_not_inlined() -> None:
         assert called in jfn.func.__fusebench_source__, jfn.func.__fusebench_source__
 
 
+def test_deletions_do_not_count_toward_the_inlining_limit() -> None:
+    steps = INLINED_LINES - 2  # with the parameter line and the return: within the limit
+    lines = "\n".join(f"  t{i + 1} = _mul_1(t{i}, 1.0)" + (f"\n  del t{i}" if i else "") for i in range(steps))
+    computation = _generated(f"def computation(t0):\n{lines}\n  return t{steps}\n")
+    assert computation.__fusebench_source__.count("\n") > INLINED_LINES
+    prologue = _generated("def prologue(args, kwargs):\n  x, = args\n  return (x,)\n")
+    jfn = _hand_jitted(_entry(prologue, computation))
+    x = torch.randn(3)
+    jfn(x)
+    torch.testing.assert_close(jfn(x), x)
+    assert "_computation_0(" not in jfn.func.__fusebench_source__ and "del t1" in jfn.func.__fusebench_source__
+
+
 def test_an_error_in_a_computation_is_raised_not_taken_for_a_guard_failure() -> None:
     def prologue(args: tuple, kwargs: dict) -> tuple:
         return args
