@@ -373,7 +373,7 @@ def segments(jfn: JittedFunction, names: Iterable[str] | None = None, *, backwar
     unique = {key: f for key, f in reversed(list(zip(keys, chosen)))}  # the first fusion of each key
     profiles = dict(zip(unique, _profile_all(list(unique.values()))))
     for f, key in zip(chosen, keys):
-        profile = Profile(*profiles[key])
+        profile = profiles[key]
         report = SegmentReport(
             f.name, profile.kernels, {}, segmentation_hint(f.region), profile.scheduled_ir, profile.mismatch
         )

@@ -252,7 +252,7 @@ def test_segments_profiles_each_distinct_fusion_once_in_one_child(monkeypatch, f
 
     def profile_all(fusions):
         asked.append([f.name for f in fusions])
-        return [([kernel], f"ir of {f.name}") for f in fusions]
+        return [examine.Profile([kernel], f"ir of {f.name}") for f in fusions]
 
     monkeypatch.setattr(examine, "_profile_all", profile_all)
     # one fusion per parameter (not batched into one)

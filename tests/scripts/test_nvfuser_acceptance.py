@@ -21,7 +21,7 @@ def cpu_script(monkeypatch, fake_backend):  # noqa: F811
     # segments() profiles each fusion's repro script in a child process, which needs the real
     # nvfuser_direct; here one stubbed kernel per fusion stands in for that profile.
     kernel = examine.KernelInfo(0, "pointwise", 0.01, 100.0, "nvfuser_pointwise_f0", "grid [1] block [1]")
-    monkeypatch.setattr(examine, "_profile_all", lambda fusions: [([kernel], "")] * len(fusions))
+    monkeypatch.setattr(examine, "_profile_all", lambda fusions: [examine.Profile([kernel], "")] * len(fusions))
     monkeypatch.setattr(nvfuser_acceptance, "unavailable_reason", lambda: None)
     monkeypatch.setattr(nvfuser_acceptance, "DEVICE", "cpu")
     monkeypatch.setattr(nvfuser_acceptance, "median_ms", lambda fn, repeats=30: (fn(), 0.5)[1])

@@ -61,7 +61,7 @@ def test_backward_fusions_are_named_as_the_backwards_and_kernels_follow(monkeypa
             examine.KernelInfo(1, "inner_outer_persistent", 0.04, 1.0, "k1", ""),
             examine.KernelInfo(0, "reduction", 0.02, 1.0, "k0", ""),
         ]
-        return [(pair, "") for _ in fusions]
+        return [examine.Profile(pair, "") for _ in fusions]
 
     monkeypatch.setattr(examine, "_profile_all", profile_all)
     jfn = compiler.jit(lambda x: (x * 2).sin().sum(), executors=["nvfuser", "torch"])

@@ -197,7 +197,7 @@ class NvFuserRunner:
         self.iteration = iteration_inputs(region)
         self.shape_scalar_idx: list[int] = []
         self.seen_compile_keys: set[tuple] = set()
-        self.fresh_keys: set[tuple] = set()  # keys whose outputs nvFuser allocated (`distinct`)
+        self.fresh: dict[tuple, bool] = {}  # key -> whether nvFuser allocated its outputs (`distinct`)
         self.edge_sizes = EdgeSizes(region)
         self.device: int | None = None
         if not any(isinstance(p, TensorProxy) for p in region.inputs):
@@ -250,18 +250,22 @@ class NvFuserRunner:
             for i, value in zip(copies, outputs[len(outputs) - len(copies) :]):
                 args[i].copy_(value)
             outputs = outputs[: len(outputs) - len(copies)]
-        if (self.written_idx or len(outputs) > 1) and (key not in self.fresh_keys or compiles):
-            outputs = self.distinct(outputs, args, key)
+        if self.written_idx or len(outputs) > 1:
+            outputs = self.distinct(outputs, args, key, compiles)
         return outputs
 
-    def distinct(self, outputs: list, args: tuple, key: tuple) -> list:
-        """`distinct_outputs`; where nvFuser allocated every output (none shares memory with another
-        or with an input), later calls with this key and no new kernel skip the check: which outputs
-        alias is fixed by the kernels of a layout. Sizes set by scalars are checked every call."""
-        if not self.shape_scalar_idx and len(self.fresh_keys) < _MAX_SEEN_COMPILE_KEYS and fresh_outputs(outputs, args):
-            self.fresh_keys.add(key)
-            return outputs
-        return distinct_outputs(outputs, [args[i] for i in self.written_idx])
+    def distinct(self, outputs: list, args: tuple, key: tuple, compiles: bool) -> list:
+        """`distinct_outputs`, skipped where nvFuser allocated every output (none shares memory with
+        another or with an input). Which outputs alias is fixed by the kernels of a layout, so that
+        is asked once per key (again on a new kernel); sizes set by scalars ask on every call."""
+        if self.shape_scalar_idx:
+            return distinct_outputs(outputs, [args[i] for i in self.written_idx])
+        fresh = self.fresh.get(key)
+        if fresh is None or compiles:
+            fresh = fresh_outputs(outputs, args)
+            if len(self.fresh) < _MAX_SEEN_COMPILE_KEYS:
+                self.fresh[key] = fresh
+        return outputs if fresh else distinct_outputs(outputs, [args[i] for i in self.written_idx])
 
     def count_compilation(self, fusion: NvFusion, entry: _Definition, args: tuple, key: tuple) -> bool | None:
         """Counts a compilation when nvFuser has no kernel yet for this layout and these sizes
