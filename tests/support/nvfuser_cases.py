@@ -68,6 +68,8 @@ CASES: list[Case] = [
     Case("scalar_first", lambda a: (1 - a) * 2.5, _args(X)),
     Case("remainder_fmod", lambda a, b: (torch.remainder(a, b), torch.fmod(a, b)), _args(X, POS)),
     Case("int_remainder", lambda a, b: torch.remainder(a, b), _args(_i(4, 33), _i(4, 33, low=1))),
+    Case("int_floor_divide", lambda a, b: (a // b, torch.floor_divide(a, -b), a // 3, a // -3, 7 // b), _args(_i(4, 33, low=-50, high=50), _i(4, 33, low=1))),
+    Case("int32_floor_divide", lambda a, b: (a // b, (a * 3) // -b), _args(_i(4, 33, dtype=torch.int32, low=-50, high=50), _i(4, 33, dtype=torch.int32, low=1))),
     Case("pow", lambda a, b: torch.pow(a, b) + a**3, _args(POS, Y)),
     Case("atan2_erfinv", lambda a, b: (torch.atan2(a, b), prims.atan2(a, 0.5), torch.erfinv(torch.tanh(a))), _args(X, Y)),
     Case("max_min", lambda a, b: (torch.maximum(a, b), torch.minimum(a, b)), _args(X, Y)),

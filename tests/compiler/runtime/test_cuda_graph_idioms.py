@@ -5,6 +5,8 @@ after its warm-up, replays: no capture per step, no copies of what callers hold.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -92,7 +94,10 @@ def test_an_optimizer_step_over_lazy_state_with_a_scheduled_learning_rate_replay
     # device scalars, rewritten in place each step: the graph reads their memory
     scalars = {name: [torch.zeros((), device="cuda") for _ in range(3)] for name in models}
     data = torch.randn(32, 64, device="cuda")
-    for step in range(1, STEPS + 1):
+    steady_from = STEPS + 1  # the last 4 steps: every gradient address the allocator cycles through seen
+    for step in range(1, STEPS + 5):
+        if step == steady_from:
+            before = dataclasses.replace(step_fns["jit"].entries[0].computation.stats)
         for name, model in models.items():
             params = list(model.parameters())
             for p in params:
@@ -111,7 +116,11 @@ def test_an_optimizer_step_over_lazy_state_with_a_scheduled_learning_rate_replay
     (entry,) = step_fns["jit"].entries
     stats = entry.computation.stats
     listing = str(compiler.examine.cuda_graphs(step_fns["jit"]))
-    assert _steady(stats) and stats.captures <= 2 and stats.replays >= STEPS - 3, listing
+    # fresh gradients come at the addresses the caching allocator hands out, which the eager model's
+    # steps in between shift: a few address keys, each captured once, then every step replays
+    assert _steady(stats) and stats.captures <= 4, listing
+    assert (stats.captures, stats.ungraphed_calls) == (before.captures, before.ungraphed_calls), listing
+    assert stats.replays == before.replays + 4, listing
 
 
 def _sgd(p: torch.Tensor, g: torch.Tensor, lr: float) -> None:

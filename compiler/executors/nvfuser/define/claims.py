@@ -16,7 +16,6 @@ from compiler.prims import Prim
 
 # Prims deliberately not translated, and why (the fusion pass reports these words).
 LEFT_TO_TORCH: dict[Prim, str] = {
-    Prim.FLOOR_DIVIDE: "nvFuser has no op with torch's floor-division rounding; runs in torch",
     Prim.ARGMAX: "not translated (nvfuser_direct 0.2.36 exposes no argmax op we rely on); runs in torch",
     Prim.CUMSUM: "a scan: not translated (nvFuser schedules no scan we rely on); runs in torch",
     Prim.CUMPROD: "a scan: not translated (nvFuser schedules no scan we rely on); runs in torch",
@@ -73,6 +72,8 @@ def unsupported(bsym: BoundSymbol, *, matmul: bool = False) -> tuple[Reason, str
         return Reason.NO_TRANSLATION, "nvFuser slices only with step 1"
     if prim is Prim.DIV and not bsym.output.dtype.is_floating_point:
         return Reason.DTYPE, "prims.div is translated for floating-point tensors only"
+    if prim is Prim.FLOOR_DIVIDE and (bsym.output.dtype.is_floating_point or bsym.output.dtype is torch.bool):
+        return Reason.LEFT_TO_TORCH, "floor division of floating-point values runs in torch (integers fuse)"
     if prim in (Prim.SUM, Prim.PROD) and bsym.args[0].dtype is torch.bool:
         return Reason.DTYPE, f"{prim.value} of a bool tensor"
     return None

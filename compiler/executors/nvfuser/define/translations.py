@@ -358,6 +358,15 @@ def _materialized(tx: DefinitionWriter, p: TensorProxy, sizes: str) -> str:
     return tx.emit(f"{p.name}_full", f"fd.ops.{op}({tx.compute(p, compute)}, {zeros})")
 
 
+def _floor_divide(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
+    # NOTE: nvFuser's remainder takes the divisor's sign (as torch's floor division does), so
+    # a - remainder(a, b) is a multiple of b and dividing it is exact whatever div's rounding.
+    a, b = bsym.args
+    compute = dtypes.compute_dtype(bsym.output.dtype)
+    x, y = tx.operand(a, compute), tx.operand(b, compute)
+    tx.define(bsym.output, f"fd.ops.div(fd.ops.sub({x}, fd.ops.remainder({x}, {y})), {y})", compute)
+
+
 _UNARY_OPS = {p: p.value for p in UNARY} | {Prim.BITWISE_NOT: "bitwise_not"}
 _BINARY_OPS = {p: p.value for p in BINARY - {Prim.FLOOR_DIVIDE}}
 
@@ -369,6 +378,7 @@ TRANSLATIONS: dict[Prim, Translate] = {
     Prim.BITWISE_OR: _elementwise("bitwise_or", bool_op="logical_or"),
     Prim.BITWISE_XOR: _elementwise("bitwise_xor", bool_op="ne"),
     Prim.POW: _pow,
+    Prim.FLOOR_DIVIDE: _floor_divide,
     Prim.WHERE: _where,
     Prim.CONVERT_ELEMENT_TYPE: _convert,
     Prim.SUM: _reduction("sum"),

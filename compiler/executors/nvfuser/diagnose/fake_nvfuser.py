@@ -78,7 +78,11 @@ def _elementwise(fn: Callable, arithmetic: bool = True, out_dtype: torch.dtype |
     return op
 
 
-def _true_div(a: Any, b: Any) -> Any:
+def _div(a: Any, b: Any) -> Any:
+    """nvFuser's div: true division of floats, C's truncating division of integers."""
+    tensors = [x for x in (a, b) if isinstance(x, torch.Tensor)]
+    if tensors and not any(x.is_floating_point() or x.is_complex() for x in tensors):
+        return _like(lambda x, y: torch.div(x, y, rounding_mode="trunc"))(a, b)
     return a / b
 
 
@@ -174,7 +178,7 @@ ops = types.SimpleNamespace(
     add=_elementwise(_like(torch.add)),
     sub=_elementwise(_like(torch.sub)),
     mul=_elementwise(_like(torch.mul)),
-    div=_elementwise(_true_div),
+    div=_elementwise(_div),
     remainder=_elementwise(_like(torch.remainder)),
     fmod=_elementwise(_like(torch.fmod)),
     pow=_elementwise(_like(torch.pow)),

@@ -29,7 +29,8 @@ def _call(fn: str) -> Callable[[list[str]], str]:
 
 
 _OPERATORS = {
-    Prim.ADD: "+", Prim.SUB: "-", Prim.MUL: "*", Prim.DIV: "/", Prim.REMAINDER: "%", Prim.POW: "**",
+    Prim.ADD: "+", Prim.SUB: "-", Prim.MUL: "*", Prim.DIV: "/", Prim.FLOOR_DIVIDE: "//", Prim.REMAINDER: "%",
+    Prim.POW: "**",
     Prim.EQ: "==", Prim.NE: "!=", Prim.LT: "<", Prim.LE: "<=", Prim.GT: ">", Prim.GE: ">=",
     Prim.BITWISE_AND: "&", Prim.BITWISE_OR: "|", Prim.BITWISE_XOR: "^",
 }  # fmt: skip

@@ -33,7 +33,7 @@ def test_translation_table_covers_every_prim_or_says_why_not():
     assert set(TRANSLATIONS).isdisjoint(LEFT_TO_TORCH)
     assert set(TRANSLATIONS) | set(LEFT_TO_TORCH) == set(Prim)
     assert set(LEFT_TO_TORCH) == {
-        Prim.FLOOR_DIVIDE, Prim.ARGMAX, Prim.INDEX_COPY, Prim.EMPTY, Prim.SDPA,
+        Prim.ARGMAX, Prim.INDEX_COPY, Prim.EMPTY, Prim.SDPA,
         Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT, Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE,
         Prim.CHECK_STRIDES, Prim.CHECK_ALIASING, Prim.COPY_, Prim.SLICE_UPDATE, Prim.INDEX_ADD,
         Prim.DROPOUT_NOISE, Prim.SDPA_FORWARD, Prim.SDPA_BACKWARD, Prim.CHECK_REQUIRES_GRAD, Prim.STOP_GRADIENT,
