@@ -1,10 +1,11 @@
 """Ops a mixture of experts' routing reaches: torch.histc (tokens per expert) and
 torch._grouped_mm (every expert's GEMM over its rows, what `F.grouped_mm` calls).
 
-histc counts with an index_add of ones into one bin per value, values outside [min, max] (and
-NaN) into an extra bin that is dropped: no shape depends on the values. The bin is computed as
-torch's kernels compute it, `(x - min) * bins / (max - min)` truncated (in the input's dtype;
-integer inputs in integer arithmetic), the value `max` in the last bin.
+histc puts each value in a bin as torch's kernels do, `(x - min) * bins / (max - min)` truncated
+(in the input's dtype; integer inputs in integer arithmetic), the value `max` in the last bin and
+values outside [min, max] (and NaN) in none: no shape depends on the values. With few bins (a
+router's experts) each bin's count is a sum of comparisons, which fuses with the binning; with many,
+an index_add of ones into one bin per value (values outside into an extra bin, dropped after).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
 from compiler.ops.operands import Promotion, elementwise, to_dtype
 from compiler.ops.registry import register, register_custom
+
+_COMPARED_BINS = 1 << 22  # values x bins up to this: counted by comparisons (see the module)
 
 
 @register("torch.histc", "torch.Tensor.histc")
@@ -53,7 +56,14 @@ def histc(input: TensorProxy, bins: int = 100, min: Any = 0, max: Any = 0, *, ou
         elementwise(prims.le, values, max, promotion=Promotion.ALWAYS_BOOL),
     )
     bin_index = prims.where(inside, position, bins)
-    ones = prims.full([values.shape[0]], 1, input.dtype, input.device)
+    count = values.shape[0]
+    if isinstance(count, int) and count * bins <= _COMPARED_BINS:
+        shape = [count, bins]
+        rows = prims.broadcast_in_dim(bin_index, shape, [0])
+        columns = prims.broadcast_in_dim(prims.iota(bins, 0, 1, torch.int64, input.device), shape, [1])
+        hits = prims.convert_element_type(prims.eq(rows, columns), torch.int64)  # exact counts in any dtype
+        return to_dtype(prims.sum(hits, [0]), input.dtype)
+    ones = prims.full([count], 1, input.dtype, input.device)
     counts = prims.index_add(prims.full([bins + 1], 0, input.dtype, input.device), 0, bin_index, ones)
     return prims.slice(counts, [0], [bins], [1])
 
