@@ -17,6 +17,9 @@ what eager returns apart). The rules, one per prim (`RULES`):
   conversion is elementwise, so it commutes with picking elements.
 - `device_put(full(..., d1), d2)` is `full(..., d2)` (and so for `iota`): a constant built on the
   CPU and moved (`torch.tensor(window).to(x.device)`, a 0-d CPU operand) is built where it is used.
+- `x * 1`, `1 * x` and `x / 1` are `x` (exact in every dtype): a rotary embedding's
+  `cos * attention_scaling` of 1, which otherwise makes a fusion read and write a value it could
+  pass on (the key and value gradients of an attention backward).
 
 Why: `F.cross_entropy(logits.float(), target)` gathers the target logits from the float32 copy
 of the bf16 logits. nvFuser gathers in-fusion (`take_along_axis`) only from a value the fusion
@@ -196,7 +199,26 @@ def _device_put(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
     return [made.replace(args=(*made.args[:-1], bsym.args[1]), output=bsym.output)]
 
 
+def _identity(folder: _Folder, bsym: BoundSymbol) -> Proxy | None:
+    """`x * 1`, `1 * x`, `x / 1`: `x`, where it has the result's dtype (prims do not promote or
+    broadcast: its shape is the result's)."""
+    a, b = bsym.args
+    operands = ((a, b), (b, a)) if bsym.sym is Prim.MUL else ((a, b),)
+    for value, other in operands:
+        if (
+            isinstance(value, TensorProxy)
+            and type(other) in (int, float)
+            and other == 1
+            and value.dtype == bsym.output.dtype
+            and folder.may_stand_for(bsym.output, value)
+        ):
+            return value
+    return None
+
+
 RULES: dict[Prim, Rule] = {
+    Prim.MUL: _identity,
+    Prim.DIV: _identity,
     Prim.CONVERT_ELEMENT_TYPE: _convert,
     Prim.DEVICE_PUT: _device_put,
     Prim.RESHAPE: _reshape,
@@ -206,8 +228,8 @@ RULES: dict[Prim, Rule] = {
 
 @trace_pass("fold_conversions")
 def fold_conversions(trace: Trace) -> Trace:
-    """The trace with exact conversion and reshape chains folded and conversions moved after
-    the gathers that read them; lines left dead by that are dropped."""
+    """The trace with exact conversion and reshape chains and multiplications by 1 folded, and
+    conversions moved after the gathers that read them; lines left dead by that are dropped."""
     folder = _Folder(trace)
     replacement: dict[str, Proxy] = {}
 

@@ -206,3 +206,29 @@ def test_a_gather_of_a_reshaped_upcast_reads_the_reshaped_input() -> None:
     assert reshape.args[0].name == "a0" and pick.args[0] is reshape.output and pick.output.dtype == BF16
     x, index = torch.randn(2, 3, 10).bfloat16(), torch.randint(0, 10, (6, 1))
     assert torch.equal(eval_trace(folded, x, index), eval_trace(trace, x, index))
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16, torch.int64])
+def test_a_multiplication_or_division_by_one_is_its_operand(dtype: torch.dtype) -> None:
+    def scaled(x):  # a rotary embedding's `cos * attention_scaling` of 1, the other ways round too
+        ones = prims.mul(1, prims.mul(x, 1))
+        ones = prims.div(ones, 1) if dtype.is_floating_point else ones  # (prims.div of integers truncates)
+        return prims.add(ones, x), prims.mul(x, 1.5) if dtype.is_floating_point else prims.mul(x, 3)
+
+    trace = prim_trace(scaled, ((4, 8), dtype))
+    folded = check_trace(fold_conversions(trace))
+    assert [b.sym for b in folded.bsyms] == [Prim.ADD, Prim.MUL]
+    assert folded.bsyms[0].args[0].name == "a0"
+    for seed in range(3):
+        x = (torch.randn(4, 8, generator=torch.Generator().manual_seed(seed)) * 100).to(dtype)
+        x[0, :3] = torch.tensor([float("nan"), float("inf"), -0.0]).to(dtype) if dtype.is_floating_point else x[0, :3]
+        for got, want in zip(eval_trace(folded, x), eval_trace(trace, x)):
+            torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
+def test_a_returned_multiplication_by_one_stays_a_tensor_of_its_own() -> None:
+    # eager's `x * 1` is a new tensor: the caller may write into it without touching x
+    trace = prim_trace(lambda x: (prims.mul(x, 1), prims.mul(prims.sin(x), 1.0)), ((4, 8), F32))
+    folded = check_trace(fold_conversions(trace))
+    assert [b.sym for b in folded.bsyms] == [Prim.MUL, Prim.SIN]
+    assert folded.bsyms[0].args[0].name == "a0"

@@ -164,7 +164,7 @@ def test_a_reduction_of_an_expanded_input_is_materialised_first():
 
 def repeat_kv(k):
     b, h, n, d = k.shape
-    return k[:, :, None].expand(b, h, 2, n, d).reshape(b, 2 * h, n, d) * 1
+    return k[:, :, None].expand(b, h, 2, n, d).reshape(b, 2 * h, n, d) * 2 + 1
 
 
 def test_a_reshape_merging_an_expanded_dim_is_materialised_first():
