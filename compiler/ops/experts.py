@@ -18,6 +18,7 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
+from compiler.ops.embedding import one_hot
 from compiler.ops.operands import Promotion, elementwise, to_dtype
 from compiler.ops.registry import register, register_custom
 
@@ -58,10 +59,7 @@ def histc(input: TensorProxy, bins: int = 100, min: Any = 0, max: Any = 0, *, ou
     bin_index = prims.where(inside, position, bins)
     count = values.shape[0]
     if isinstance(count, int) and count * bins <= _COMPARED_BINS:
-        shape = [count, bins]
-        rows = prims.broadcast_in_dim(bin_index, shape, [0])
-        columns = prims.broadcast_in_dim(prims.iota(bins, 0, 1, torch.int64, input.device), shape, [1])
-        hits = prims.convert_element_type(prims.eq(rows, columns), torch.int64)  # exact counts in any dtype
+        hits = one_hot(bin_index, bins)  # int64 (exact counts in any dtype); the extra bin: a row of zeros
         return to_dtype(prims.sum(hits, [0]), input.dtype)
     ones = prims.full([count], 1, input.dtype, input.device)
     counts = prims.index_add(prims.full([bins + 1], 0, input.dtype, input.device), 0, bin_index, ones)
