@@ -20,6 +20,7 @@ import torch
 from compiler.core.context import TraceContext, current, tracing
 from compiler.core.errors import check
 from compiler.core.proxies import NumberProxy, Proxy, TensorProxy, map_proxies, proxies_in, same_size, size_product
+from compiler.core.python_code import code_for
 
 __all__ = [
     "BoundSymbol",
@@ -156,7 +157,7 @@ class Trace:
             b.sym.name: b.sym.impl for b in self.bsyms if isinstance(b.sym, Symbol) and b.sym.impl is not None
         }
         scope.update(namespace)
-        exec(compile(str(self), f"<trace {self.name}>", "exec"), scope)
+        exec(code_for(str(self), f"<trace {self.name}>"), scope)
         return scope[self.name]
 
 

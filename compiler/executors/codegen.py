@@ -14,6 +14,7 @@ from typing import Any
 from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, Proxy, Trace, callee_name
 from compiler.core.proxies import proxies_in, rebuild_tuple
+from compiler.core.python_code import code_for
 from compiler.prims import Prim
 
 
@@ -153,7 +154,7 @@ def compile_trace(
     """A Python function that runs `trace` with the given executors (first claim wins), deleting
     each value after its last use where `release` (`python_source`)."""
     source, scope = python_source(trace, executors, inline, release=release)
-    code = compile(source, f"<fusebench {trace.name}>", "exec")
+    code = code_for(source, f"<fusebench {trace.name}>")
     exec(code, scope)
     fn = scope[trace.name]
     fn.__fusebench_source__ = source

@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from compiler.core.errors import GuardFailure
+from compiler.core.python_code import code_for
 
 INLINED = 8  # entries inlined; the others are tried by a loop
 INLINED_LINES = 64  # a longer prologue or computation is called: its call costs nothing next to its work,
@@ -109,7 +110,7 @@ def dispatcher(rest: Callable[[tuple, dict], Any]) -> Callable[..., Any]:
     the code of the entries compiled since (the function object, the one a caller holds, stays)."""
     scope: dict[str, Any] = {"_GuardFailure": GuardFailure, "_rest": rest}
     source = "def dispatch(*args, **kwargs):\n  return _rest(args, kwargs)\n"
-    exec(compile(source, "<fusebench dispatch>", "exec"), scope)
+    exec(code_for(source, "<fusebench dispatch>"), scope)
     return scope["dispatch"]
 
 
@@ -143,6 +144,6 @@ def install(dispatch: Callable[..., Any], entries: Sequence[Any], owner: Any) ->
     lines.append("  return _rest(args, kwargs)")
     source = "\n".join(lines) + "\n"
     namespace: dict[str, Any] = {}
-    exec(compile(source, "<fusebench dispatch>", "exec"), scope, namespace)
+    exec(code_for(source, "<fusebench dispatch>"), scope, namespace)
     dispatch.__code__ = namespace["dispatch"].__code__
     dispatch.__fusebench_source__ = source

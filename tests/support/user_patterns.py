@@ -22,6 +22,7 @@ from compiler.core.ir import TensorProxy
 from compiler.executors.nvfuser import region_fusions
 from compiler.prims import VIEWS
 from tests.support.inplace_util import same_layout
+from tests.support.seeding import manual_seed
 
 # NOTE: the device the tensors are made on: the CPU, or the one FUSEBENCH_PATTERNS_DEVICE names
 # (`cuda` runs the battery through the default executors there, nvFuser included).
@@ -268,7 +269,7 @@ def check_call(pattern: Pattern, jfn: Callable, call: Call) -> bool:
 def check_pattern(pattern: Pattern, *, short: bool = False, **jit_options: Any) -> int:
     """Every call of the schedule through one jitted function (`short`: the sizes and the last
     dtype only, no layouts); returns how many calls ran (eager accepted the arguments)."""
-    torch.manual_seed(0)
+    manual_seed(0)
     jfn = compiler.jit(pattern.fn, **{**pattern.jit_options, **jit_options})
     calls = list(schedule(pattern))
     if short:

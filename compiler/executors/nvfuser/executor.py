@@ -36,6 +36,7 @@ from compiler.core.errors import check
 from compiler.core.executor import FusionExecutor, FusionOptions, Reason, Region
 from compiler.core.gather import picker, stride
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
+from compiler.core.python_code import code_for
 from compiler.core.tensor_checks import TensorChecks
 from compiler.executors.nvfuser.define.aliasing import (
     copied_write_backs,
@@ -215,7 +216,7 @@ class NvFuserRunner:
             fd = DEFINITIONS.get(nvf, structure)
             if fd is None:
                 scope: dict[str, Any] = {"DataType": nvf.DataType}
-                exec(compile(source, f"<{self.region.name}>", "exec"), scope)
+                exec(code_for(source, f"<{self.region.name}>"), scope)
                 fd = nvf.FusionDefinition()
                 with fd:
                     scope[fn_name](fd)

@@ -17,6 +17,7 @@ import torch
 import compiler
 from compiler.ops import OPS
 from tests.support.inplace_util import assert_same
+from tests.support.seeding import manual_seed
 
 op_db = pytest.importorskip("torch.testing._internal.common_methods_invocations").op_db
 
@@ -91,14 +92,14 @@ def test_inplace_variant_matches_eager(info: Any, dtype: torch.dtype) -> None:
         if any(isinstance(t, torch.Tensor) and t.dtype == torch.bool for t in _flat(sample.args)):
             continue  # a bool mask index: data-dependent by design (ops/advanced_indexing.py)
         eager_args = [t.clone() for t in tensors]
-        torch.manual_seed(0)  # NOTE: before both calls: random draws (exponential_, uniform_) alike
+        manual_seed(0)  # NOTE: before both calls: random draws (exponential_, uniform_) alike
         try:
             expected = fn(*eager_args)
         except (RuntimeError, ValueError, TypeError, IndexError):
             continue  # eager rejects it (e.g. an in-place op that would resize or up-cast)
         jit_args = [t.clone() for t in tensors]
         jitted = compiler.jit(fn)
-        torch.manual_seed(0)
+        manual_seed(0)
         actual = jitted(*jit_args)
         where = f"{info.name}{info.variant_test_name}({sample})"
         exact = 1.6e-2 if dtype == torch.bfloat16 and info.name in ROUNDED_IN_BETWEEN else False

@@ -77,6 +77,7 @@ from tests.support.opinfo import (
     zoo as opinfo_zoo,
 )
 from tests.support.opinfo.samples import as_function, assert_matches, iter_calls, run_case, samples_for
+from tests.support.seeding import manual_seed
 
 # Eager PyTorch warns on some samples on purpose (zero degrees of freedom, x.T on 3-D tensors, ...).
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -199,7 +200,7 @@ def test_op_matches_eager_with_every_input_size_symbolic(case: Any) -> None:
     for sample in samples_for(case, dtype, seed=0):
         for variant in case.variants:
             fn, tensors = as_function(variant, sample)
-            torch.manual_seed(0)  # NOTE: before both calls: random ops must draw alike
+            manual_seed(0)  # NOTE: before both calls: random ops must draw alike
             expected = fn(*[t.clone() for t in tensors])
             sizes = frozenset(size_name(f"arg{i}", d) for i, t in enumerate(tensors) for d in range(t.dim()))
             try:
@@ -208,7 +209,7 @@ def test_op_matches_eager_with_every_input_size_symbolic(case: Any) -> None:
                 assert "reshaped" in str(error) or "memory layout" in str(error), error
                 declined += 1
                 continue
-            torch.manual_seed(0)
+            manual_seed(0)
             got = entry.computation(*entry.prologue(tuple(t.clone() for t in tensors), {}))
             if case.compare_values:
                 assert_matches(got, expected, case)

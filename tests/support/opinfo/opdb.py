@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 from compiler.ops import OPS
 from tests.support.opinfo.samples import OpCase, Sample, method, run_sample
+from tests.support.seeding import manual_seed
 
 MAX_SAMPLES = 10
 DEVICE = os.environ.get("FUSEBENCH_OPDB_DEVICE", "cpu")
@@ -187,7 +188,7 @@ class Outcome:
 
 def samples_of(info: Any, dtype: torch.dtype) -> list[Sample]:
     """op_db's samples (at most MAX_SAMPLES, evenly spaced) and the entry's edge cases."""
-    torch.manual_seed(0)
+    manual_seed(0)
     raw = [Sample((s.input, *s.args), dict(s.kwargs)) for s in info.sample_inputs(DEVICE, dtype)]
     step = max(1, math.ceil(len(raw) / MAX_SAMPLES))
     edges = EDGE_SAMPLES.get(info.name) if not info.variant_test_name else None
@@ -204,7 +205,7 @@ def run_entry(info: Any, dtype: torch.dtype, skip: Callable[[str, Sample], str |
         for variant, _ in reached(info):
             name = label(variant)
             try:
-                torch.manual_seed(0)
+                manual_seed(0)
                 variant(*sample.args, **sample.kwargs)
             except Exception:
                 continue  # eager rejects it too

@@ -23,6 +23,7 @@ from compiler import prims
 from compiler.core.ir import TensorProxy, Trace, map_proxies, proxies_in
 from compiler.tracing.check_trace import check_trace
 from compiler.tracing.frontend import leaves as leaves_of
+from tests.support.seeding import manual_seed
 
 FLOATS = (torch.float32, torch.float64, torch.bfloat16)
 ALL = (*FLOATS, torch.int64)
@@ -132,7 +133,7 @@ class Maker:
 
 def samples_for(case: OpCase, dtype: torch.dtype, seed: int) -> list[Sample]:
     """The case's samples for `dtype`, generated from `seed`."""
-    torch.manual_seed(seed)
+    manual_seed(seed)
     return list(case.samples(Maker(dtype)))
 
 
@@ -232,18 +233,18 @@ def run_sample(case: OpCase, variant: Callable, sample: Sample) -> None:
     value, and the printed first and last traces run and agree with eager (each call seeded
     alike, so random ops draw the same numbers)."""
     fn, tensors = as_function(variant, sample)
-    torch.manual_seed(0)  # NOTE: before every call: random ops (dropout) must draw alike
+    manual_seed(0)  # NOTE: before every call: random ops (dropout) must draw alike
     expected = fn(*tensors)
     jfn = compiler.jit(fn)
-    torch.manual_seed(0)
+    manual_seed(0)
     assert_matches(jfn(*tensors), expected, case, case.compare_values)
     traces = compiler.last_traces(jfn)
     for trace in traces:
         check_trace(trace)
-    torch.manual_seed(0)
+    manual_seed(0)
     check_metadata(traces[0], tensors)
     for trace in (traces[0], traces[-1]):
-        torch.manual_seed(0)
+        manual_seed(0)
         assert_matches(trace.python()(*tensors), expected, case, case.compare_values)
 
 
