@@ -38,8 +38,10 @@ code (`install`) and the function object stays the same.
 from __future__ import annotations
 
 import ast
+import functools
 import types
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from compiler.core.errors import GuardFailure
@@ -51,58 +53,81 @@ INLINED_LINES = 64  # a longer prologue or computation is called: its call costs
 _OWN = frozenset({"args", "kwargs", "_inputs"})  # the dispatcher's own locals
 
 
-def _generated(fn: Callable, prefix: str, scope: dict[str, Any]) -> tuple[list[str], list[ast.stmt], ast.expr] | None:
-    """(parameter names, body without the final return, returned expression) of generated function
-    `fn` (codegen's `__fusebench_source__`) with its globals renamed by `prefix` and added to
-    `scope`; None when `fn` is not generated, or its locals would clash with the dispatcher's."""
+@dataclass(frozen=True)
+class _Inlined:
+    """A generated function's text with its globals renamed: parameter names, the lines of its body
+    without the final return, and the returned expression (the elements' sources when it is a
+    tuple without starred parts, else None)."""
+
+    parameters: tuple[str, ...]
+    body: tuple[str, ...]
+    returned: str
+    elements: tuple[str, ...] | None
+
+
+def _generated(fn: Callable, prefix: str, scope: dict[str, Any]) -> _Inlined | None:
+    """Generated function `fn` (codegen's `__fusebench_source__`) with its globals renamed by
+    `prefix` and added to `scope`; None when `fn` is not generated, is too long to inline, or its
+    locals would clash with the dispatcher's."""
     source = getattr(fn, "__fusebench_source__", None)
     if source is None or not isinstance(fn, types.FunctionType):  # e.g. a runner that shows its source
         return None
     if source.count("\n") - source.count("\n  del ") > INLINED_LINES:  # deletions cost no call to save
         return None
+    own = {name: value for name, value in fn.__globals__.items() if name.startswith("_") and name != "__builtins__"}
+    inlined = _renamed(source, prefix, frozenset(own))
+    if inlined is not None:
+        scope.update({prefix + name: value for name, value in own.items()})
+    return inlined
+
+
+@functools.lru_cache(maxsize=1024)
+def _renamed(source: str, prefix: str, names: frozenset[str]) -> _Inlined | None:
+    """`_generated`'s parsing, once per text: a recompilation for inputs like earlier ones, or a
+    fresh `jit` of the same code, writes the same source."""
     function = ast.parse(source).body[0]
     if not isinstance(function, ast.FunctionDef) or not function.body:
         return None
     *body, returned = function.body
     if not isinstance(returned, ast.Return) or returned.value is None:
         return None
-    own = {name: value for name, value in fn.__globals__.items() if name.startswith("_") and name != "__builtins__"}
     for node in ast.walk(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in _OWN:
             return None
-        if isinstance(node, ast.Name) and node.id in own:
+        if isinstance(node, ast.Name) and node.id in names:
             node.id = prefix + node.id
-    scope.update({prefix + name: value for name, value in own.items()})
-    return [a.arg for a in function.args.args], body, returned.value
-
-
-def _source(statements: Sequence[ast.stmt]) -> list[str]:
-    return [line for statement in statements for line in ast.unparse(statement).splitlines()]
+    value = returned.value
+    plain = isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts)
+    return _Inlined(
+        tuple(a.arg for a in function.args.args),
+        tuple(line for statement in body for line in ast.unparse(statement).splitlines()),
+        ast.unparse(value),
+        tuple(ast.unparse(e) for e in value.elts) if plain else None,
+    )
 
 
 def _guards(entry: Any, i: int, scope: dict[str, Any]) -> tuple[list[str], list[str] | None]:
     """(the lines of entry `i`'s guards, the sources of the inputs they produce, or None when
     they are one tuple `_inputs`)."""
     parsed = _generated(entry.prologue, f"_e{i}", scope)
-    if parsed is None or parsed[0] != ["args", "kwargs"]:
+    if parsed is None or parsed.parameters != ("args", "kwargs"):
         scope[f"_prologue_{i}"] = entry.prologue
         return [f"_inputs = _prologue_{i}(args, kwargs)"], None
-    _, body, value = parsed
-    if isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
-        return _source(body), [ast.unparse(e) for e in value.elts]
-    return [*_source(body), f"_inputs = {ast.unparse(value)}"], None
+    if parsed.elements is not None:
+        return list(parsed.body), list(parsed.elements)
+    return [*parsed.body, f"_inputs = {parsed.returned}"], None
 
 
 def _run(entry: Any, i: int, inputs: list[str] | None, scope: dict[str, Any]) -> list[str]:
     """The lines that run entry `i`'s computation on `inputs` and return its result: its body
     inline when it is short generated code, else a call."""
     parsed = _generated(entry.computation, f"_c{i}", scope) if inputs is not None else None
-    if parsed is None or len(parsed[0]) != len(inputs):
+    if parsed is None or len(parsed.parameters) != len(inputs):
         scope[f"_computation_{i}"] = entry.computation
         return [f"return _computation_{i}({', '.join(inputs) if inputs is not None else '*_inputs'})"]
-    parameters, body, value = parsed
+    parameters = list(parsed.parameters)
     bind = [f"{', '.join(parameters)}, = {', '.join(inputs)},"] if parameters != inputs else []
-    return [*bind, *_source(body), f"return {ast.unparse(value)}"]
+    return [*bind, *parsed.body, f"return {parsed.returned}"]
 
 
 def dispatcher(rest: Callable[[tuple, dict], Any]) -> Callable[..., Any]:
