@@ -56,7 +56,7 @@ from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
 from compiler.executors.one_op_regions import OneOpRegion, one_op_call
 from compiler.executors.region_fallback import FusionFallbackWarning, RegionFallback, fallback_default
 from compiler.executors.torch import TorchExecutor
-from compiler.prims import ELEMENTWISE, REDUCTIONS, SHAPE_OPS, Prim
+from compiler.prims import ELEMENTWISE, EXACT_OPERANDS, REDUCTIONS, SHAPE_OPS, Prim
 
 _TORCH = TorchExecutor()
 # NOTE: the key of Inductor's entries in the shared table (whose other keys are nvFuser modules).
@@ -202,6 +202,21 @@ def is_dynamic(region: Region) -> bool:
     return any(isinstance(s, NumberProxy) for p in proxies if isinstance(p, TensorProxy) for s in p.shape)
 
 
+def needs_exact_casts(region: Region) -> bool:
+    """Whether `region` holds bf16/fp16 values and has a prim of `prims.EXACT_OPERANDS` or a
+    conversion to an integer or bool: then Inductor keeps the roundings to those dtypes that it
+    would elide between fused ops (`emulate_precision_casts`), so such a prim sees the values
+    eager computes (a max's backward finds its maximum by `x == max(x)`, on the upcast values)."""
+    low = (torch.bfloat16, torch.float16)
+    values = [*region.inputs, *(p for b in region.bsyms for p in b.outputs)]
+    if not any(isinstance(p, TensorProxy) and p.dtype in low for p in values):
+        return False
+    return any(
+        b.sym in EXACT_OPERANDS or (b.sym is Prim.CONVERT_ELEMENT_TYPE and not b.args[1].is_floating_point)
+        for b in region.bsyms
+    )
+
+
 def structure_key(region: Region, canonical: Canonical, dynamic: bool) -> str:
     """The key compiled functions are shared by: the canonical source and constants, and each
     input's dtype, device and (static regions) shape."""
@@ -227,12 +242,16 @@ class Compilations:
     Dynamo's symbolic sizes let one compilation serve every size, its guards pick it per call.
     """
 
-    def __init__(self, fn: Callable, dynamic: bool, writes_inputs: bool) -> None:
+    def __init__(self, fn: Callable, dynamic: bool, writes_inputs: bool, exact_casts: bool = False) -> None:
         self.fn = fn
         self.dynamic = dynamic
         self.writes_inputs = writes_inputs
+        self.exact_casts = exact_casts
         self.by_strides: dict[tuple, Callable] = {}
-        self.dynamo = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=True) if dynamic else None
+        self.dynamo = None
+        if dynamic:
+            options = {"emulate_precision_casts": exact_casts}
+            self.dynamo = torch.compile(fn, backend="inductor", fullgraph=True, dynamic=True, options=options)
 
     def for_call(self, args: tuple, stats: InductorStats) -> Callable:
         """The compiled function for arguments laid out as `args` (compiled on first sight)."""
@@ -241,13 +260,14 @@ class Compilations:
         key = tuple(a.stride() if isinstance(a, torch.Tensor) else None for a in args)
         compiled = self.by_strides.get(key)
         if compiled is None:
-            compiled = self.by_strides[key] = compile_static(self.fn, args, self.writes_inputs)
+            compiled = self.by_strides[key] = compile_static(self.fn, args, self.writes_inputs, self.exact_casts)
             stats.compiled += 1
         return compiled
 
 
-def compile_static(fn: Callable, args: tuple, writes_inputs: bool = True) -> Callable:
-    """`fn` compiled by Inductor for inputs of these sizes, strides, dtypes and devices.
+def compile_static(fn: Callable, args: tuple, writes_inputs: bool = True, exact_casts: bool = False) -> Callable:
+    """`fn` compiled by Inductor for inputs of these sizes, strides, dtypes and devices; with
+    `exact_casts`, keeping every rounding to bf16/fp16 the function writes (`needs_exact_casts`).
 
     A region that writes none of its inputs is one functional ATen graph already: it goes straight
     to Inductor's graph compiler (`compile_fx_inner`), and the region calls the generated code
@@ -263,7 +283,9 @@ def compile_static(fn: Callable, args: tuple, writes_inputs: bool = True) -> Cal
         torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device) if isinstance(a, torch.Tensor) else a
         for a in args
     ]
-    with torch.no_grad():
+    from torch._inductor import config
+
+    with torch.no_grad(), config.patch(emulate_precision_casts=exact_casts):
         if not writes_inputs and all(isinstance(a, torch.Tensor) for a in args):
             direct = _compile_graph(fn, examples)
             if direct is not None:
@@ -304,7 +326,8 @@ def shared_compilations(region: Region, canonical: Canonical, stats: InductorSta
     key = structure_key(region, canonical, dynamic)
     compilations = DEFINITIONS.get(_TABLE_KEY, key)
     if compilations is None:
-        compilations = Compilations(canonical.function(f"<fusebench {region.name}>"), dynamic, bool(region.written))
+        function = canonical.function(f"<fusebench {region.name}>")
+        compilations = Compilations(function, dynamic, bool(region.written), needs_exact_casts(region))
         DEFINITIONS.put(_TABLE_KEY, key, compilations)
         stats.compiled += dynamic  # a static structure counts a compilation per layout it meets
     else:

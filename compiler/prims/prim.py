@@ -170,6 +170,11 @@ BINARY = frozenset(
      Prim.ATAN2, Prim.MAXIMUM, Prim.MINIMUM, Prim.BITWISE_AND, Prim.BITWISE_OR, Prim.BITWISE_XOR}
 ) | COMPARISONS  # fmt: skip
 ELEMENTWISE = UNARY | BINARY | {Prim.WHERE, Prim.CONVERT_ELEMENT_TYPE}
+# Prims whose result jumps where an operand crosses a value its dtype can hold (an equality, a
+# threshold, an integer, a multiple). A fusion that holds bf16/fp16 values in fp32 between ops
+# (nvFuser's translation, Inductor) must give these the operand rounded to its dtype, as eager
+# computes it: a max's backward (`x == max(x)`) otherwise finds no maximum where its forward did.
+EXACT_OPERANDS = COMPARISONS | {Prim.FLOOR, Prim.CEIL, Prim.TRUNC, Prim.SIGN, Prim.REMAINDER, Prim.FMOD}
 REDUCTIONS = frozenset({Prim.SUM, Prim.PROD, Prim.AMAX, Prim.AMIN, Prim.ARGMAX})
 SCANS = frozenset({Prim.CUMSUM, Prim.CUMPROD})
 ORDERINGS = frozenset({Prim.ARGSORT, Prim.TOPK})

@@ -25,6 +25,7 @@ from compiler.executors.inductor import (
     unavailable_reason,
 )
 from compiler.prims import Prim
+from tests.support import rounding_cases
 
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=f"{unavailable_reason()}")
 
@@ -240,7 +241,7 @@ def test_symbolic_sizes_compile_once_for_every_length():
 
 
 def test_a_failing_compilation_falls_back_to_torch_with_one_warning(monkeypatch):
-    def refuse(fn, args, writes_inputs=True):
+    def refuse(fn, args, writes_inputs=True, exact_casts=False):
         raise RuntimeError("no kernel for you")
 
     monkeypatch.setattr(inductor, "compile_static", refuse)
@@ -293,3 +294,12 @@ def test_on_cuda_regions_run_as_triton_kernels_beside_sdpa_and_the_blas(cuda_gra
     trace = compiler.last_traces(jfn)[-1]
     assert [b.sym.executor for b in trace.bsyms if b.sym.name.startswith("inductor")] == ["inductor"]
     assert any(b.sym is Prim.SDPA for b in trace.bsyms) and any(b.sym is Prim.MATMUL for b in trace.bsyms)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_values_held_in_fp32_are_read_rounded_where_rounding_decides(dtype: torch.dtype) -> None:
+    """A max's backward finds the maximum its forward found, and comparisons, integer conversions
+    and floor see eager's rounded values (tests/support/rounding_cases.py)."""
+    x = rounding_cases.random_input(0, (8, 3, 16), dtype)
+    rounding_cases.check_against_eager(rounding_cases.max_of_max, x, INDUCTOR)
+    rounding_cases.check_against_eager(rounding_cases.near_integers, rounding_cases.integers(dtype), INDUCTOR)

@@ -39,7 +39,7 @@ from compiler.executors.nvfuser.define.writer import (  # noqa: F401  (re-export
     TranslationError,
     literal,
 )
-from compiler.prims import BINARY, REDUCTIONS, UNARY, Prim
+from compiler.prims import BINARY, EXACT_OPERANDS, REDUCTIONS, UNARY, Prim
 
 Translate = Callable[[DefinitionWriter, BoundSymbol], None]
 
@@ -52,7 +52,8 @@ def _elementwise(op: str, bool_op: str | None = None) -> Translate:
         first = next(a for a in bsym.args if isinstance(a, TensorProxy))
         name = bool_op if bool_op is not None and first.dtype is torch.bool else op
         compute = dtypes.compute_dtype(first.dtype)
-        args = ", ".join(tx.operand(a, compute) for a in bsym.args)
+        read = tx.exact_operand if bsym.sym in EXACT_OPERANDS else tx.operand
+        args = ", ".join(read(a, compute) for a in bsym.args)
         out = bsym.output
         tx.define(out, f"fd.ops.{name}({args})", compute if out.dtype == first.dtype else out.dtype)
 
@@ -82,12 +83,14 @@ def _convert(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
     out = bsym.output
     if dtype is torch.float32 and a.dtype in LOW_PRECISION and a.name in tx.f32:
         tx.alias(out, tx.f32[a.name], in_f32=False)
+        tx.upcast_of[out.name] = a
     elif dtype in LOW_PRECISION and a.dtype is torch.float32:
         tx.alias(out, tx.tensor(a), in_f32=True)
     elif dtype == a.dtype:
         tx.alias(out, tx.tensor(a), in_f32=False)
     else:
-        source = tx.f32[a.name] if tx.held_f32(a) else tx.tensor(a)
+        # NOTE: to an integer or bool, a bf16/fp16 value converts as its own dtype holds it (as eager's does)
+        source = tx.f32[a.name] if tx.held_f32(a) and dtype.is_floating_point else tx.tensor(a)
         tx.define(out, f"fd.ops.cast({source}, dtype={NV_DTYPES[dtype]})", dtype)
         if dtype is torch.float32 and a.dtype in LOW_PRECISION:
             tx.f32[a.name] = tx.var[out.name]

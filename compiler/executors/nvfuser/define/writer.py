@@ -19,7 +19,11 @@ Conventions of the generated code:
 - bf16/fp16 values are computed in fp32: an op on them upcasts its operands, and its result is
   held in fp32 and only cast down where a bf16/fp16 value is needed (a region output, a
   write-back, an op that is not arithmetic). Round trips `f32 -> bf16 -> f32` inside a region
-  are dropped, as torch.compile and thunder do.
+  are dropped, as torch.compile and thunder do, except where rounding decides the result: the
+  prims of `prims.EXACT_OPERANDS` (comparisons, floor, ...) and conversions to integers read a
+  value held in fp32 rounded to its own dtype (`exact_operand`), and a value the region returns is
+  read rounded by the ops after it, as a backward that recomputes from the returned value reads
+  it: a max's backward (`x == max(x)`) then finds the maximum its forward found.
 - Python numbers become `define_scalar(value, dtype=...)` typed like the tensor they meet;
   symbolic scalars are cast to that dtype once.
 - A write-back `copy_to(computed, buffer)` becomes `fd.add_output(fd.ops.set(computed),
@@ -83,6 +87,12 @@ class DefinitionWriter:
         self.lines: list[str] = []
         self.var: dict[str, str] = {}  # trace name -> variable holding it in its own dtype
         self.f32: dict[str, str] = {}  # bf16/fp16 trace name -> variable holding it in fp32
+        self.exact: set[str] = set()  # names whose fp32 variable holds exactly their bf16/fp16 value
+        self.rounded: dict[str, str] = {}  # name -> its bf16/fp16 value cast up, where `f32` holds more
+        self.upcast_of: dict[str, TensorProxy] = {}  # fp32 name -> the bf16/fp16 value it converts (held in fp32)
+        # bf16/fp16 values the region returns: the ops after them in the region read them as returned
+        # (rounded), as a backward that recomputes from them will
+        self.returned = {p.name for p in region.outputs if isinstance(p, TensorProxy) and p.dtype in LOW_PRECISION}
         self.casts: dict[tuple[str, torch.dtype], str] = {}
         self.used: set[str] = {"fd", "DataType"}
         self.inputs: set[str] = set()
@@ -157,8 +167,24 @@ class DefinitionWriter:
         if p.dtype in LOW_PRECISION and dtype is torch.float32:
             if p.name not in self.f32:
                 self.f32[p.name] = self.emit(f"{p.name}_f32", f"fd.ops.cast({self.tensor(p)}, dtype=DataType.Float)")
+                self.exact.add(p.name)
             return self.f32[p.name]
         return self.tensor(p)
+
+    def exact_operand(self, x: Any, dtype: torch.dtype) -> str:
+        """`operand`, except that a bf16/fp16 tensor held in fp32 with more precision than its dtype
+        has is read as its own dtype's value (rounded, then cast up): what the prims of
+        `prims.EXACT_OPERANDS` and integer conversions need, as eager rounds every op's result."""
+        if isinstance(x, TensorProxy) and x.name in self.upcast_of:  # `h.float()` of a held `h`: h's value
+            x = self.upcast_of[x.name]
+        if not isinstance(x, TensorProxy) or x.name not in self.f32 or x.name in self.exact:
+            return self.operand(x, dtype)
+        if dtype is not torch.float32:
+            return self.tensor(x)
+        if x.name not in self.rounded:
+            narrow = self.tensor(x)
+            self.rounded[x.name] = self.emit(f"{x.name}_rounded", f"fd.ops.cast({narrow}, dtype=DataType.Float)")
+        return self.rounded[x.name]
 
     def operand(self, x: Any, dtype: torch.dtype) -> str:
         """A tensor, symbolic scalar or Python number as an operand of arithmetic in `dtype`."""
@@ -203,11 +229,15 @@ class DefinitionWriter:
         if held == p.dtype:
             self.var[p.name] = self.emit(p.name, expr)
         else:
-            self.f32[p.name] = self.emit(f"{p.name}_f32", expr)
+            self.alias(p, self.emit(f"{p.name}_f32", expr), in_f32=True)
 
     def alias(self, p: TensorProxy, var: str, in_f32: bool) -> None:
-        """Binds `p` to an existing variable (no line emitted)."""
-        (self.f32 if in_f32 else self.var)[p.name] = var
+        """Binds `p` to an existing variable (no line emitted, except the cast down of a returned
+        bf16/fp16 value computed in fp32: the ops after it read it rounded, as the region returns it)."""
+        if in_f32 and p.name in self.returned:
+            self.var[p.name] = self.emit(p.name, f"fd.ops.cast({var}, dtype={NV_DTYPES[p.dtype]})")
+        else:
+            (self.f32 if in_f32 else self.var)[p.name] = var
 
     def movable(self, p: TensorProxy) -> tuple[str, torch.dtype]:
         """`p` for a data-movement op: the fp32 copy when only that exists, else `p` itself."""

@@ -1,0 +1,68 @@
+"""Programs whose result depends on bf16/fp16 values being rounded to their dtype where eager rounds
+them: a max's backward finding the maximum by equality, comparisons, integer conversions and floor
+of values a fusion computes (and would hold in fp32 between ops). Shared by the nvFuser (fake, on
+CPU) and Inductor executor tests; each is checked against eager, forward and gradients."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+import compiler
+
+
+def centred_max(x: torch.Tensor) -> torch.Tensor:
+    """A max over values computed in the same fusion: its backward compares them again with the max."""
+    t = x * 2
+    t = t + t.mean(-1, keepdim=True)
+    return t.amax(0)
+
+
+def max_of_max(x: torch.Tensor) -> torch.Tensor:
+    """Two maxima, the second over a broadcast of the first: the backward recomputes the values
+    from the mean the forward saved."""
+    t = F.silu(x)
+    t = t + t.mean(-1, keepdim=True)
+    t = t.amax(0)
+    return t.unsqueeze(0).expand(2, *t.shape).amax(1)
+
+
+def near_integers(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """x * 0.9999 of integers in bf16/fp16 rounds back to them: compared, converted and floored as
+    rounded values, not as the slightly smaller product."""
+    t = x * 0.9999
+    return t == x, t.long(), torch.floor(t), t.ge(x).to(x.dtype) + t
+
+
+DIFFERENTIABLE: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "centred_max": centred_max,
+    "max_of_max": max_of_max,
+}
+
+
+def random_input(seed: int, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """Normal values in `dtype` (ties are frequent in bf16 and fp16)."""
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+def integers(dtype: torch.dtype) -> torch.Tensor:
+    """The integers 1 to 63 in `dtype`, as a 7 x 9 matrix."""
+    return torch.arange(1, 64, dtype=torch.float32).reshape(7, 9).to(dtype)
+
+
+def check_against_eager(fn: Callable, x: torch.Tensor, executors: list[str]) -> None:
+    """`fn` jitted with `executors` against eager: outputs (to one rounding of their dtype) and,
+    for a differentiable `fn`, the input's gradient."""
+    differentiable = fn in DIFFERENTIABLE.values()
+    eager_x, jit_x = (x.clone().requires_grad_(differentiable) for _ in range(2))
+    want = fn(eager_x)
+    got = compiler.jit(fn, executors=executors)(jit_x)
+    tolerance = {"rtol": 1.6e-2, "atol": 1.6e-2} if x.dtype is torch.bfloat16 else {"rtol": 2e-3, "atol": 2e-3}
+    torch.testing.assert_close(got, want, **tolerance)
+    if differentiable:
+        grad = random_input(7, tuple(want.shape), want.dtype)
+        want.backward(grad)
+        got.backward(grad)
+        torch.testing.assert_close(jit_x.grad, eager_x.grad, **tolerance)
