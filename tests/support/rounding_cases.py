@@ -42,14 +42,14 @@ DIFFERENTIABLE: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-def random_input(seed: int, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+def random_input(seed: int, shape: tuple[int, ...], dtype: torch.dtype, device: str = "cpu") -> torch.Tensor:
     """Normal values in `dtype` (ties are frequent in bf16 and fp16)."""
-    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(device=device, dtype=dtype)
 
 
-def integers(dtype: torch.dtype) -> torch.Tensor:
+def integers(dtype: torch.dtype, device: str = "cpu") -> torch.Tensor:
     """The integers 1 to 63 in `dtype`, as a 7 x 9 matrix."""
-    return torch.arange(1, 64, dtype=torch.float32).reshape(7, 9).to(dtype)
+    return torch.arange(1, 64, dtype=torch.float32).reshape(7, 9).to(device=device, dtype=dtype)
 
 
 def check_against_eager(fn: Callable, x: torch.Tensor, executors: list[str]) -> None:
@@ -62,7 +62,7 @@ def check_against_eager(fn: Callable, x: torch.Tensor, executors: list[str]) -> 
     tolerance = {"rtol": 1.6e-2, "atol": 1.6e-2} if x.dtype is torch.bfloat16 else {"rtol": 2e-3, "atol": 2e-3}
     torch.testing.assert_close(got, want, **tolerance)
     if differentiable:
-        grad = random_input(7, tuple(want.shape), want.dtype)
+        grad = random_input(7, tuple(want.shape), want.dtype, str(want.device))
         want.backward(grad)
         got.backward(grad)
         torch.testing.assert_close(jit_x.grad, eager_x.grad, **tolerance)

@@ -30,6 +30,7 @@ from compiler.executors.nvfuser.executor import (
     workarounds_checked,
 )
 from suites.adam_step import BETA1, BETA2, EPS, LR, adam_step
+from tests.support import rounding_cases
 from tests.support.nvfuser_cases import CASES, flat, gelu_bias_backward, qk_norm_rotary, split3, tolerance, write_back
 
 pytestmark = pytest.mark.nvfuser
@@ -322,3 +323,15 @@ def test_kv_cache_step_matches_eager():
     with warnings.catch_warnings():
         warnings.simplefilter("error", FusionFallbackWarning)
         jfn(q, k_cache, v_cache, idx, k_new, v_new)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_values_held_in_fp32_are_read_rounded_where_rounding_decides(dtype):
+    """A max's backward finds its forward's maximum; comparisons, integer conversions and floor see
+    eager's rounded values (tests/support/rounding_cases.py, on CPU through the fake nvFuser)."""
+    executors = ["nvfuser", "sdpa", "torch"]
+    for seed in range(3):
+        for fn in rounding_cases.DIFFERENTIABLE.values():
+            x = rounding_cases.random_input(seed, (8, 3, 16), dtype, DEVICE)
+            rounding_cases.check_against_eager(fn, x, executors)
+    rounding_cases.check_against_eager(rounding_cases.near_integers, rounding_cases.integers(dtype, DEVICE), executors)
