@@ -44,6 +44,7 @@ from typing import Any
 
 import torch
 
+from compiler.core import dtypes
 from compiler.core.errors import check
 from compiler.core.executor import FusionExecutor, FusionOptions, Reason, Region
 from compiler.core.gather import picker
@@ -207,9 +208,8 @@ def needs_exact_casts(region: Region) -> bool:
     conversion to an integer or bool: then Inductor keeps the roundings to those dtypes that it
     would elide between fused ops (`emulate_precision_casts`), so such a prim sees the values
     eager computes (a max's backward finds its maximum by `x == max(x)`, on the upcast values)."""
-    low = (torch.bfloat16, torch.float16)
     values = [*region.inputs, *(p for b in region.bsyms for p in b.outputs)]
-    if not any(isinstance(p, TensorProxy) and p.dtype in low for p in values):
+    if not any(isinstance(p, TensorProxy) and dtypes.compute_dtype(p.dtype) != p.dtype for p in values):
         return False
     return any(
         b.sym in EXACT_OPERANDS or (b.sym is Prim.CONVERT_ELEMENT_TYPE and not b.args[1].is_floating_point)

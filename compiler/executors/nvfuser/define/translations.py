@@ -94,6 +94,7 @@ def _convert(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
         tx.define(out, f"fd.ops.cast({source}, dtype={NV_DTYPES[dtype]})", dtype)
         if dtype is torch.float32 and a.dtype in LOW_PRECISION:
             tx.f32[a.name] = tx.var[out.name]
+            tx.exact.add(a.name)  # cast up from its own dtype's value
 
 
 def _reduction(op: str) -> Translate:
