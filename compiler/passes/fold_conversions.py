@@ -4,8 +4,8 @@ the same work reaches the fusion partition as the same prims.
 Assumes: a flattened, pure trace, right before `fuse` (after autodiff: moved before a gather
 of repeated indices, an upcast would make its VJP accumulate in the narrow dtype). Guarantees:
 every value is unchanged, bit for bit; the trace's outputs and write-back values are produced as
-before (never replaced by a trace input, a view of one or another output, where that would alias
-what eager returns apart). The rules, one per prim (`RULES`):
+before (never replaced by a trace input, a view or another output, where that would alias what
+eager returns apart or keep a larger intermediate alive). The rules, one per prim (`RULES`):
 
 - `convert(convert(x, d1), d2)` is `convert(x, d2)` where `x.dtype -> d1` is exact
   (`x.float().to(bf16)` of a bf16 `x` is `x`); a conversion to the dtype a value already has is
@@ -73,7 +73,7 @@ def _same_shape(a: tuple, b: Any) -> bool:
 
 class _Folder:
     """The state of one run: who produced each value (after rewriting), which values are trace
-    inputs or views of them, and which are returned or written back."""
+    inputs or views, and which are returned or written back."""
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
@@ -81,7 +81,7 @@ class _Folder:
         self.producer: dict[str, BoundSymbol] = {}
         self.returned = {p.name for p in proxies_in(trace.output)}
         self.written = {b.args[0].name for b in trace.bsyms if b.sym is Prim.COPY_TO and isinstance(b.args[0], Proxy)}
-        self.input_views = {p.name for p in trace.inputs}
+        self.shared = {p.name for p in trace.inputs}  # inputs and views: memory a returned value may not share
         self.readers: dict[str, int] = {}
         for bsym in trace.bsyms:
             for name in {p.name for p in bsym.inputs}:
@@ -95,19 +95,20 @@ class _Folder:
 
     def may_stand_for(self, value: Proxy, existing: Proxy) -> bool:
         """Whether `existing` may take `value`'s place: a write-back owns its value (nothing else
-        may read it), and an output must not become an input, a view of one or another output
-        where eager returns a tensor of its own."""
+        may read it), and an output must not become an input, a view (of an input or of a larger
+        intermediate it would keep alive) or another output where eager returns a tensor of its own
+        (`zeros(...).copy_(x[-k:])`, a cache's new state, functionalizes to a copy of the view)."""
         if value.name in self.written:
             return False
         return value.name not in self.returned or not (
-            existing.name in self.input_views or existing.name in self.returned or existing.name in self.written
+            existing.name in self.shared or existing.name in self.returned or existing.name in self.written
         )
 
     def record(self, bsym: BoundSymbol) -> None:
         for p in bsym.outputs:
             self.producer[p.name] = bsym
-        if bsym.sym in VIEWS and any(p.name in self.input_views for p in proxies_in(bsym.args[0])):
-            self.input_views.update(p.name for p in bsym.outputs)
+        if bsym.sym in VIEWS:
+            self.shared.update(p.name for p in bsym.outputs)
 
     def fresh_like(self, proxy: TensorProxy, dtype: torch.dtype) -> TensorProxy:
         if self.context is None:

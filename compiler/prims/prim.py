@@ -178,6 +178,10 @@ EXACT_OPERANDS = COMPARISONS | {Prim.FLOOR, Prim.CEIL, Prim.TRUNC, Prim.SIGN, Pr
 REDUCTIONS = frozenset({Prim.SUM, Prim.PROD, Prim.AMAX, Prim.AMIN, Prim.ARGMAX})
 SCANS = frozenset({Prim.CUMSUM, Prim.CUMPROD})
 ORDERINGS = frozenset({Prim.ARGSORT, Prim.TOPK})
+# Prims whose result rounding decides: those above, and those that pick among their operand's
+# values by comparing them. A value a fusion returns rounded is read rounded by the ops on the way
+# to one of these, as a backward recomputing from the returned value reads it.
+ROUNDING_DECIDES = EXACT_OPERANDS | {Prim.AMAX, Prim.AMIN, Prim.ARGMAX} | ORDERINGS
 SHAPE_OPS = frozenset({Prim.BROADCAST_IN_DIM, Prim.RESHAPE, Prim.PERMUTE, Prim.SLICE, Prim.SQUEEZE, Prim.CAT})
 GATHERS = frozenset({Prim.INDEX_SELECT, Prim.TAKE_ALONG_DIM})
 # Functional updates: a copy of the first operand with some of its positions written or accumulated into.

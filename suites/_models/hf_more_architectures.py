@@ -204,4 +204,10 @@ MORE_ZOO: tuple[Architecture, ...] = (
     Architecture("apertus1p5_text", "Apertus1p5TextConfig", "Apertus1p5TextForCausalLM", CAUSAL, _llama_like),
     # an encoder that mixes tokens by a Fourier transform (torch.fft.fftn) instead of attention
     Architecture("fnet", "FNetConfig", "FNetForMaskedLM", MASKED, _bert_like),
+    # a state-space decoder whose cache keeps the last positions of its convolution and the scan's
+    # final state, each copied into a tensor of its own
+    Architecture("falcon_mamba", "FalconMambaConfig", "FalconMambaForCausalLM", CAUSAL, _head_dim_like),
+    Architecture("beam", "BeamConfig", "BeamForCausalLM", CAUSAL, _head_dim_like),
+    Architecture("aria_text", "AriaTextConfig", "AriaTextForCausalLM", CAUSAL,
+                 lambda d: _head_dim_like(d, moe_num_experts=d.experts, moe_topk=2), routes_tokens=True),
 )  # fmt: skip

@@ -214,22 +214,30 @@ def _overwritten_fresh_tensors(x):
     state.copy_(x[:, -3:])  # a cache's new state: the last positions
     whole = torch.zeros_like(x)
     whole.copy_(x)
-    return state, whole
+    window = torch.zeros(x.shape[0], 3)  # a conv state: the last positions of an intermediate
+    window.copy_(torch.cat([x, x * 2], -1)[:, -3:])
+    last = torch.zeros_like(x)  # a scan's final state: the last of a stack of steps
+    last.copy_(torch.stack([x, x.cumsum(-1), x.exp()])[-1])
+    return state, whole, window, last
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_a_tensor_made_and_overwritten_whole_has_memory_of_its_own_as_in_eager(seed: int) -> None:
+@pytest.mark.parametrize("executors", [["torch"], ["nvfuser", "torch"], ["inductor", "torch"]], ids="+".join)
+def test_a_tensor_made_and_overwritten_whole_has_memory_of_its_own_as_in_eager(executors, request) -> None:
     # returned as the view (or the input) it was overwritten with, it would share that memory:
-    # keep the view's base alive, alias the caller's input, and, made under no_grad, refuse an
-    # in-place write under grad mode as a view made under no_grad does
-    x = torch.randn(2, 5, generator=torch.Generator().manual_seed(seed))
+    # keep the view's base alive (a scan's whole stack of states), alias the caller's input, and,
+    # made under no_grad, refuse an in-place write under grad mode as a view made under no_grad does
+    if "nvfuser" in executors:
+        request.getfixturevalue("fake_nvfuser")
+    x = torch.randn(2, 5, generator=torch.Generator().manual_seed(len(executors)))
     with torch.no_grad():
-        state, whole = compiler.jit(_overwritten_fresh_tensors)(x)
-    expected_state, expected_whole = _overwritten_fresh_tensors(x)
-    torch.testing.assert_close(state, expected_state)
-    torch.testing.assert_close(whole, expected_whole)
-    assert state._base is None and whole._base is None
+        got = compiler.jit(_overwritten_fresh_tensors, executors=executors)(x)
+    expected = _overwritten_fresh_tensors(x)
+    for tensor, want in zip(got, expected):
+        torch.testing.assert_close(tensor, want)
+        assert tensor._base is None and tensor.untyped_storage().nbytes() == want.untyped_storage().nbytes()
+    whole = got[1]
     assert whole.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
-    state.add_(1)  # under grad mode, as eager allows
-    whole.add_(1)
+    for tensor in got:
+        tensor.add_(1)  # under grad mode, as eager allows
+    expected_whole = expected[1]
     torch.testing.assert_close(x, expected_whole)  # the input is untouched

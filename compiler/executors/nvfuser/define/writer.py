@@ -22,8 +22,10 @@ Conventions of the generated code:
   are dropped, as torch.compile and thunder do, except where rounding decides the result: the
   prims of `prims.EXACT_OPERANDS` (comparisons, floor, ...) and conversions to integers read a
   value held in fp32 rounded to its own dtype (`exact_operand`), and a value the region returns is
-  read rounded by the ops after it, as a backward that recomputes from the returned value reads
-  it: a max's backward (`x == max(x)`) then finds the maximum its forward found.
+  read rounded by the ops on its way to such a prim or a max (`prims.ROUNDING_DECIDES`), as a
+  backward that recomputes from the returned value reads it: a max's backward (`x == max(x)`)
+  then finds the maximum its forward found. Other ops read it in fp32 (a bias gradient sums the
+  unrounded gradient it also returns).
 - Python numbers become `define_scalar(value, dtype=...)` typed like the tensor they meet;
   symbolic scalars are cast to that dtype once.
 - A write-back `copy_to(computed, buffer)` becomes `fd.add_output(fd.ops.set(computed),
@@ -42,11 +44,12 @@ import torch
 from compiler.core import dtypes
 from compiler.core.errors import check
 from compiler.core.executor import Region
-from compiler.core.ir import NumberProxy, Proxy, TensorProxy
+from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy
 from compiler.executors.nvfuser.define.aliasing import copied_write_backs
 from compiler.executors.nvfuser.define.broadcast import Flags
 from compiler.executors.nvfuser.define.descriptors import ScalarDesc, TensorDesc, broadcast_dims
 from compiler.executors.nvfuser.define.layouts import output_orders, stride_order
+from compiler.prims import ROUNDING_DECIDES, Prim
 
 NV_DTYPES: dict[torch.dtype, str] = {
     torch.float64: "DataType.Double",
@@ -79,6 +82,22 @@ def literal(value: Any, dtype: torch.dtype) -> str:
     return repr(int(value))
 
 
+def _decides(bsym: BoundSymbol) -> bool:
+    converts_to_integer = bsym.sym is Prim.CONVERT_ELEMENT_TYPE and not bsym.args[1].is_floating_point
+    return bsym.sym in ROUNDING_DECIDES or converts_to_integer
+
+
+def _read_rounded(region: Region) -> set[str]:
+    """The bf16/fp16 values `region` returns from which its data flows to a prim where rounding
+    decides the result (`prims.ROUNDING_DECIDES`, a conversion to an integer). Elsewhere the region
+    reads them in fp32, as torch.compile and thunder do: a bias gradient sums the unrounded values."""
+    feeds: set[str] = set()
+    for bsym in reversed(region.bsyms):
+        if _decides(bsym) or any(p.name in feeds for p in bsym.outputs):
+            feeds.update(p.name for p in bsym.inputs)
+    return {p.name for p in region.outputs if isinstance(p, TensorProxy) and p.dtype in LOW_PRECISION} & feeds
+
+
 class DefinitionWriter:
     """Writes the body of one fusion definition, one prim at a time."""
 
@@ -90,9 +109,10 @@ class DefinitionWriter:
         self.exact: set[str] = set()  # names whose fp32 variable holds exactly their bf16/fp16 value
         self.rounded: dict[str, str] = {}  # name -> its bf16/fp16 value cast up, where `f32` holds more
         self.upcast_of: dict[str, TensorProxy] = {}  # fp32 name -> the bf16/fp16 value it converts (held in fp32)
-        # bf16/fp16 values the region returns: the ops after them in the region read them as returned
-        # (rounded), as a backward that recomputes from them will
-        self.returned = {p.name for p in region.outputs if isinstance(p, TensorProxy) and p.dtype in LOW_PRECISION}
+        # bf16/fp16 values the region returns that lead to a prim where rounding decides: the ops
+        # after them in the region read them as returned (rounded), as a backward that recomputes
+        # from them will
+        self.returned = _read_rounded(region)
         self.casts: dict[tuple[str, torch.dtype], str] = {}
         self.used: set[str] = {"fd", "DataType"}
         self.inputs: set[str] = set()

@@ -32,16 +32,32 @@ def test_comparisons_integer_conversions_and_floor_read_rounded_values(dtype) ->
     rounding_cases.check_against_eager(rounding_cases.near_integers, rounding_cases.integers(dtype), NVFUSER)
 
 
-def test_a_returned_value_is_read_as_returned_by_the_rest_of_its_region() -> None:
-    def fn(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        h = x * 3 + 1  # returned in bf16, and read again below
-        return h, h.exp()
-
+def _definition(fn) -> tuple[dict[str, str], list[str]]:
+    """The one fusion definition of `fn` over a bf16 input: its lines by variable, its outputs."""
     jfn = compiler.jit(fn, executors=NVFUSER)
     jfn(rounding_cases.random_input(0, (4, 8), torch.bfloat16))
     fusion = region_fusions(compiler.last_traces(jfn)[-1])[0]
     source = fusion_source(fusion.region, fusion.descriptors())[0]
     defined = dict(line.strip().split(" = ", 1) for line in source.splitlines() if " = " in line)
     returned = [line.strip()[len("fd.add_output(") : -1] for line in source.splitlines() if "add_output" in line]
-    exp_operand = next(expr for expr in defined.values() if expr.startswith("fd.ops.exp("))[len("fd.ops.exp(") : -1]
-    assert defined[exp_operand] == f"fd.ops.cast({returned[0]}, dtype=DataType.Float)", source
+    return defined, returned
+
+
+def _operand(defined: dict[str, str], op: str) -> str:
+    """The first operand of the definition's first `fd.ops.<op>`."""
+    expr = next(expr for expr in defined.values() if expr.startswith(f"fd.ops.{op}("))
+    return expr[len(f"fd.ops.{op}(") :].split(",")[0].rstrip(")")
+
+
+def test_a_returned_value_is_read_as_returned_on_its_way_to_a_max() -> None:
+    # h is returned in bf16 (a backward recomputes from it) and leads to a max: read rounded
+    defined, returned = _definition(lambda x: (h := x * 3 + 1, (h * 2).amax(-1)))
+    doubled = next(expr for expr in defined.values() if expr.startswith("fd.ops.mul(") and "2.0" in expr)
+    assert defined[_operand(defined, "max")] == doubled, defined
+    assert defined[doubled[len("fd.ops.mul(") :].split(",")[0]] == f"fd.ops.cast({returned[0]}, dtype=DataType.Float)"
+
+
+def test_a_returned_value_is_read_unrounded_where_rounding_decides_nothing() -> None:
+    # a bias gradient summed from the input gradient it also returns sums the fp32 values
+    defined, returned = _definition(lambda x: (h := x * 3 + 1, h.exp()))
+    assert defined[returned[0]] == f"fd.ops.cast({_operand(defined, 'exp')}, dtype=DataType.BFloat16)", defined
