@@ -7,7 +7,9 @@ first call, warm-up, timed repeats, counters), and only it:
   figure is the peak of `torch.cuda.max_memory_allocated` above what was allocated at that moment.
   The case's inputs, its reference result and what earlier measurements left allocated are not
   counted: it is the memory the variant itself needed (outputs, intermediates, saved activations,
-  workspaces), which is what decides how large a batch fits. None on CPU.
+  workspaces), which is what decides how large a batch fits. None on CPU. What earlier
+  measurements left unreachable (a model in reference cycles) is collected before the start is
+  read: freed by a collection during the measurement, it would hide as much of its peak.
 - host: the process's peak resident set size during the measurement, in bytes. Linux keeps one
   high-water mark per process (`VmHWM`, what `getrusage` reports as `ru_maxrss`); writing 5 to
   `/proc/self/clear_refs` resets it to the current RSS, so the mark read at the end is this
@@ -18,6 +20,7 @@ first call, warm-up, timed repeats, counters), and only it:
 
 from __future__ import annotations
 
+import gc
 import re
 import resource
 import sys
@@ -51,6 +54,7 @@ class MemoryWatch:
     def start(self) -> None:
         """Begins the interval (synchronizes the device first, so earlier work is not counted)."""
         if self.device.type == "cuda":
+            gc.collect()
             torch.cuda.synchronize(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
             self._allocated_at_start = torch.cuda.memory_allocated(self.device)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 import torch
 
@@ -79,6 +81,25 @@ def test_device_peak_is_the_measurements_own_allocation_above_its_start() -> Non
     peak = watch.stop()
     assert peak.device_bytes == 32 * MIB
     del resident
+
+
+class _Cycle:
+    """An object that refers to itself: unreachable, it is freed only by the garbage collector."""
+
+    def __init__(self, block: torch.Tensor) -> None:
+        self.me, self.block = self, block
+
+
+@pytest.mark.gpu
+def test_garbage_an_earlier_measurement_left_does_not_hide_this_ones_peak() -> None:
+    device = torch.device("cuda")
+    _Cycle(torch.empty(64 * MIB, dtype=torch.uint8, device=device))  # an earlier variant's model, say
+    watch = MemoryWatch(device)
+    watch.start()
+    gc.collect()  # the interpreter collects when it will: here, before the measurement allocates
+    block = torch.empty(32 * MIB, dtype=torch.uint8, device=device)
+    del block
+    assert watch.stop().device_bytes == 32 * MIB
 
 
 @pytest.mark.gpu
