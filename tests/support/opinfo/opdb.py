@@ -30,6 +30,12 @@ from tests.support.seeding import manual_seed
 
 MAX_SAMPLES = 10
 DEVICE = os.environ.get("FUSEBENCH_OPDB_DEVICE", "cpu")
+# (rtol, atol) by dtype where an entry's samples are worse conditioned than the defaults allow
+# (samples.TOLERANCES): op_db draws attention inputs in [-9, 9], so logits reach ~200 and a few
+# float32 ulps of them, summed in another order than eager's kernel, move the weights by ~1e-4
+ENTRY_TOLERANCES: dict[str, dict[torch.dtype, tuple[float, float]]] = {
+    "nn.functional.scaled_dot_product_attention": {torch.float32: (2e-4, 1e-4)},
+}
 DTYPES = (torch.float32, torch.bfloat16, torch.int64)
 
 # op_db entry name -> the operator dunders that are the same op (same samples, no kwargs).
@@ -186,10 +192,17 @@ class Outcome:
     error: str | None
 
 
+def op_db_samples(info: Any, device: str, dtype: torch.dtype) -> Iterator[Any]:
+    """The entry's `SampleInput`s, from its sample function: `OpInfo.sample_inputs` wraps them in
+    a tracker that walks the interpreter's stack with `inspect` on every call and reseeds torch
+    before every sample (most of these tests' time); the caller seeds once instead."""
+    return iter(info.sample_inputs_func(info, device, dtype, False))
+
+
 def samples_of(info: Any, dtype: torch.dtype) -> list[Sample]:
     """op_db's samples (at most MAX_SAMPLES, evenly spaced) and the entry's edge cases."""
     manual_seed(0)
-    raw = [Sample((s.input, *s.args), dict(s.kwargs)) for s in info.sample_inputs(DEVICE, dtype)]
+    raw = [Sample((s.input, *s.args), dict(s.kwargs)) for s in op_db_samples(info, DEVICE, dtype)]
     step = max(1, math.ceil(len(raw) / MAX_SAMPLES))
     edges = EDGE_SAMPLES.get(info.name) if not info.variant_test_name else None
     return raw[::step] + (list(edges(dtype, DEVICE)) if edges else [])
@@ -198,7 +211,7 @@ def samples_of(info: Any, dtype: torch.dtype) -> list[Sample]:
 def run_entry(info: Any, dtype: torch.dtype, skip: Callable[[str, Sample], str | None]) -> list[Outcome]:
     """Each reached variant on each sample eager accepts (and `skip` does not refuse)."""
     outcomes = []
-    case = OpCase(entry_id(info), (), lambda make: [])
+    case = OpCase(entry_id(info), (), lambda make: [], tolerances=ENTRY_TOLERANCES.get(info.name, {}))
     for sample in samples_of(info, dtype):
         if skip(info.name, sample):
             continue
