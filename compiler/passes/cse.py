@@ -6,7 +6,8 @@ repeated with equal arguments is dropped (checking twice adds nothing). Other si
 prims, random prims (each call draws anew) and `empty` (whose buffers must stay distinct) are
 never merged, nor are the prims that compute a value written back by `copy_to` (each write-back
 owns its value: nothing else may read it, see check_writebacks); a prim reading a buffer after its
-write-back is not the same value as one reading it before.
+write-back is not the same value as one reading it before. Two prims whose outputs' memory the
+trace returns both (passes/returned.py) stay apart: eager returns them in memory of their own.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, map_proxies
 from compiler.passes import trace_pass
+from compiler.passes.returned import returned_memory
 from compiler.prims import GUARDS, RANDOM, SIDE_EFFECTS, Prim
 
 _NEVER_MERGED = (SIDE_EFFECTS - GUARDS) | RANDOM | {Prim.EMPTY}
@@ -43,6 +45,7 @@ def cse(trace: Trace) -> Trace:
     kept: list[BoundSymbol] = []
 
     written_back = {id(b.args[0]) for b in trace.bsyms if b.sym is Prim.COPY_TO}
+    returned = returned_memory(trace)
     writebacks_seen: dict[str, int] = {}  # buffer name → write-backs into it so far
 
     def substitute(value: Any) -> Any:
@@ -62,7 +65,7 @@ def cse(trace: Trace) -> Trace:
             )
             key = (bsym.sym, _key(bsym.args), _key(bsym.kwargs), versions)
             earlier = seen.get(key)
-            if earlier is not None:
+            if earlier is not None and not _both_returned(bsym, earlier, returned):
                 for old, new in zip(bsym.outputs, earlier.outputs):
                     replacement[id(old)] = new
                 continue
@@ -73,6 +76,13 @@ def cse(trace: Trace) -> Trace:
             writebacks_seen[bsym.args[1].name] = writebacks_seen.get(bsym.args[1].name, 0) + 1
         kept.append(bsym)
     return trace.with_bsyms(kept, output=substitute(trace.output))
+
+
+def _both_returned(bsym: BoundSymbol, earlier: BoundSymbol, returned: set[str]) -> bool:
+    """Whether the caller gets the memory of both `bsym`'s and `earlier`'s outputs (`returned`:
+    passes/returned.py): merged, two tensors eager returns apart would be one."""
+    mine = any(p.name in returned for p in bsym.outputs)
+    return mine and any(p.name in returned for p in earlier.outputs)
 
 
 def _with_sizes_replaced(bsym: BoundSymbol, replacement: dict[int, Proxy]) -> BoundSymbol:

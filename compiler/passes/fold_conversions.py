@@ -38,9 +38,10 @@ from typing import Any
 import torch
 
 from compiler.core.context import TraceContext
-from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, Trace, map_proxies, proxies_in
+from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, Trace, map_proxies
 from compiler.passes import trace_pass
 from compiler.passes.dce import dce
+from compiler.passes.returned import returned_memory
 from compiler.prims import GATHERS, VIEWS, Prim
 
 _SMALL_INTS = (torch.uint8, torch.int8)
@@ -79,7 +80,7 @@ class _Folder:
         self.trace = trace
         self.context: TraceContext | None = None  # made on first need: collecting names walks the trace
         self.producer: dict[str, BoundSymbol] = {}
-        self.returned = {p.name for p in proxies_in(trace.output)}
+        self.returned = returned_memory(trace)  # returned values and what returned views view
         self.written = {b.args[0].name for b in trace.bsyms if b.sym is Prim.COPY_TO and isinstance(b.args[0], Proxy)}
         self.shared = {p.name for p in trace.inputs}  # inputs and views: memory a returned value may not share
         self.readers: dict[str, int] = {}

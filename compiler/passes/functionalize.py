@@ -25,7 +25,8 @@ Guarantees:
   the write-backs (the only prims that follow them), so it shares the caller's memory as in
   eager. Any other returned value that still lives in a written input's memory is copied out first,
   and so is a returned tensor the function created and wrote into whose value is a view of another
-  tensor or an input: eager's has memory of its own.
+  tensor or an input, or the value of another returned tensor: eager's has memory of its own. Its
+  returned views view that copy (made once), as they share its memory in eager.
 - a write autograd does not record (`prims.copy_(target, value, True)`, made under the program's
   `torch.no_grad()`, and any write through a `stop_gradient` link, a detached alias, into what it
   detaches) gives each tensor it changes the new value `updated_without_grad(stop_gradient(new),
@@ -200,22 +201,47 @@ class _Functionalizer:
         written = {p.name for p in trace.inputs if p.name in self.write_count}
 
         replays: list[BoundSymbol] = []
+        own: dict[str, TensorProxy] = {}  # a made and overwritten tensor's name → its returned copy
+
+        # NOTE: tensors the function made whose memory it returns (themselves or views of them) are
+        # distinct in eager; here two may hold one value (`b = zeros(...).copy_(a)` returned with
+        # `a`, or a view of `a`): all but the first get a copy of their own
+        holder: dict[str, str] = {}  # memory in the output trace → the first returned tensor in it
+        sharing: set[str] = set()
+        for p in proxies_in(trace.output):
+            root = self.root(p) if isinstance(p, TensorProxy) else None
+            if root is None or root.name in self.input_names:
+                continue
+            first = holder.setdefault(self.memory(self.current(root)).name, root.name)
+            if first != root.name:
+                sharing.add(root.name)
+
+        def borrowed(root: Proxy) -> bool:
+            # NOTE: a tensor the function made and then wrote into (`zeros(...).copy_(x[-k:])`, a
+            # cache's new state) has memory of its own in eager; its value here may be a view of
+            # another tensor or an input, which the caller would then share (and keep alive), or
+            # still lie in a written input's memory, which the write-backs overwrite
+            if root.name in self.input_names or root.name not in self.write_count:
+                return root.name in sharing
+            value = self.current(root)
+            shared = value.name in self.view_source or value.name in self.input_names or root.name in sharing
+            return shared or self.memory(value).name in written
 
         def final(p: Any) -> Any:
             if not isinstance(p, TensorProxy) or p.name in written:
                 return p  # a written input is returned as itself: the caller's tensor, updated
-            if self.root(p).name in written:
+            root = self.root(p)
+            if root.name in written:
                 return self.replay(p, replays)  # a view of a written input views it after the write-back
+            if borrowed(root):
+                # one copy per such tensor: it and its returned views share that memory, as in eager
+                if root.name not in own:
+                    own[root.name] = self.emit_copy(self.current(root))
+                return own[root.name] if p is root else self.replay(p, self.bsyms, base=own[root.name])
             value = self.current(p)
             # NOTE: a value still held in a written input's memory (its old contents) must be
             # copied out before the write-backs overwrite that memory.
             if self.memory(value).name in written:
-                return self.emit_copy(value)
-            # NOTE: a tensor the function made and then wrote into whole (`zeros(...).copy_(x[-k:])`,
-            # a cache's new state) has memory of its own in eager; its value here may be a view of
-            # another tensor or an input, which the caller would then share (and keep alive)
-            overwritten = p.name in self.write_count and p.name not in self.link
-            if overwritten and (value.name in self.view_source or value.name in self.input_names):
                 return self.emit_copy(value)
             return value
 
@@ -234,14 +260,18 @@ class _Functionalizer:
             writebacks.append(BoundSymbol(Prim.COPY_TO, (value, buffer), {}, None))
         return trace.with_bsyms(self.bsyms + writebacks + replays, output=output)
 
-    def replay(self, view: TensorProxy, replays: list[BoundSymbol]) -> TensorProxy:
-        """`view`'s chain of view prims made again from its root input, into `replays` (emitted
-        after the write-backs, so the result views the caller's tensor holding the new value)."""
+    def replay(self, view: TensorProxy, into: list[BoundSymbol], base: TensorProxy | None = None) -> TensorProxy:
+        """`view`'s chain of view prims made again from its root (a written input's, into the
+        replays emitted after the write-backs, so the result views the caller's tensor holding the
+        new value), or from `base` in the root's place."""
         link = self.link[view.name]
         parent = link.args[0]
-        source = parent if parent.name not in self.link else self.replay(parent, replays)
+        if parent.name in self.link:
+            source = self.replay(parent, into, base)
+        else:
+            source = parent if base is None else base
         out = TensorProxy(view.shape, view.dtype, view.device, name=self.names.fresh("t"))
-        replays.append(BoundSymbol(link.sym, (source, *link.args[1:]), {}, out))
+        into.append(BoundSymbol(link.sym, (source, *link.args[1:]), {}, out))
         return out
 
 

@@ -241,3 +241,34 @@ def test_a_tensor_made_and_overwritten_whole_has_memory_of_its_own_as_in_eager(e
         tensor.add_(1)  # under grad mode, as eager allows
     expected_whole = expected[1]
     torch.testing.assert_close(x, expected_whole)  # the input is untouched
+
+
+def _made_and_overwritten_with_views(x, y):
+    copied = torch.zeros(x.shape)
+    copied.copy_(x)  # x's value in memory of its own
+    state = torch.zeros(x.shape)
+    state.copy_(y)
+    state.masked_fill_(state > 0, 0.5)
+    again = torch.zeros(x.shape)
+    again.copy_(state)  # state's value, in other memory than state's
+    return copied.unsqueeze(1), copied, again, state.reshape(-1), x * 2, x * 2, (x * 3).reshape(-1), x * 3
+
+
+def _sharing(tensors) -> list[tuple[int, int]]:
+    pointers = [t.untyped_storage().data_ptr() for t in tensors]
+    return [(i, j) for i in range(len(pointers)) for j in range(i + 1, len(pointers)) if pointers[i] == pointers[j]]
+
+
+@pytest.mark.parametrize("executors", [["torch"], ["nvfuser", "torch"], ["inductor", "torch"]], ids="+".join)
+def test_returned_tensors_share_memory_exactly_where_eager_s_do(executors, request) -> None:
+    # a view of a tensor made and overwritten with an input's value views that tensor's own copy,
+    # not the input; two tensors holding one value, or computed alike (merged by cse, or folded),
+    # come back apart: a write into one would otherwise change the other
+    if "nvfuser" in executors:
+        request.getfixturevalue("fake_nvfuser")
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    got = compiler.jit(_made_and_overwritten_with_views, executors=executors)(x, y)
+    expected = _made_and_overwritten_with_views(x, y)
+    for tensor, want in zip(got, expected):
+        torch.testing.assert_close(tensor, want)
+    assert _sharing((x, y, *got)) == _sharing((x, y, *expected)) == [(2, 3)]  # a copy and its view

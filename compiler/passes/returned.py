@@ -1,0 +1,20 @@
+"""Which tensors of a trace the caller gets the memory of: the returned ones and every tensor a
+returned view views (through `prims.VIEWS`). Passes that merge values (cse, fold_conversions) keep
+two of them apart: eager returns each in memory of its own (`(x * 2, x * 2)`, a returned tensor and
+the copy of it a function made), and one merged value would let a write into one change the other."""
+
+from __future__ import annotations
+
+from compiler.core.ir import Proxy, Trace, proxies_in
+from compiler.prims import VIEWS
+
+
+def returned_memory(trace: Trace) -> set[str]:
+    """Names of the tensors whose memory `trace` returns (see the module)."""
+    viewed = {b.output.name: b.args[0] for b in trace.bsyms if b.sym in VIEWS and isinstance(b.args[0], Proxy)}
+    names: set[str] = set()
+    for p in proxies_in(trace.output):
+        while p is not None and p.name not in names:
+            names.add(p.name)
+            p = viewed.get(p.name)
+    return names
