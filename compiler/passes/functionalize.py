@@ -26,7 +26,8 @@ Guarantees:
   eager. Any other returned value that still lives in a written input's memory is copied out first,
   and so is a returned tensor the function created and wrote into whose value is a view of another
   tensor or an input, or the value of another returned tensor: eager's has memory of its own. Its
-  returned views view that copy (made once), as they share its memory in eager.
+  returned views view that copy (made once), as they share its memory in eager; a returned view of
+  any other tensor the function made and wrote into views that tensor's final value.
 - a write autograd does not record (`prims.copy_(target, value, True)`, made under the program's
   `torch.no_grad()`, and any write through a `stop_gradient` link, a detached alias, into what it
   detaches) gives each tensor it changes the new value `updated_without_grad(stop_gradient(new),
@@ -238,6 +239,9 @@ class _Functionalizer:
                 if root.name not in own:
                     own[root.name] = self.emit_copy(self.current(root))
                 return own[root.name] if p is root else self.replay(p, self.bsyms, base=own[root.name])
+            if p is not root and root.name in self.write_count:
+                # a returned view of a tensor the function made and wrote into views its final value
+                return self.replay(p, self.bsyms, base=self.current(root))
             value = self.current(p)
             # NOTE: a value still held in a written input's memory (its old contents) must be
             # copied out before the write-backs overwrite that memory.

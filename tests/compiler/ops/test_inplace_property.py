@@ -1,6 +1,7 @@
 """Property test: random short programs of in-place and out-of-place ops over inputs and views of
 them (and of intermediates) agree with eager PyTorch on every value they return and on every
-input's final contents; every pass is checked on the way (tests/support/inplace_util.py).
+input's final contents, and share memory among them where eager's do; every pass is checked on the
+way (tests/support/inplace_util.py).
 
 A program is drawn step by step while running it eagerly on example tensors: a step eager
 rejects (shapes that do not broadcast, a `view` that needs a copy) is dropped. Never drawn:
@@ -237,4 +238,12 @@ def test_random_inplace_programs_agree_with_eager(program):
     # that; wrong aliasing gives O(1) errors.
     assert_same(actual, expected, exact=1e-4, what="output")
     assert_same(jit_args, eager_args, exact=1e-4, what="inputs after the call")
+    # which returned values and inputs share memory, as in eager (a write into one reaches the others)
+    assert _sharing((*jit_args, *actual)) == _sharing((*eager_args, *expected))
     check_passes(jfn, inputs, expected, eager_args, exact=1e-4)
+
+
+def _sharing(tensors: tuple) -> list[tuple[int, int]]:
+    """The pairs of positions whose tensors live in one storage (an empty tensor shares nothing)."""
+    storages = [t.untyped_storage().data_ptr() if t.numel() else -1 - i for i, t in enumerate(tensors)]
+    return [(i, j) for i in range(len(storages)) for j in range(i + 1, len(storages)) if storages[i] == storages[j]]

@@ -272,3 +272,24 @@ def test_returned_tensors_share_memory_exactly_where_eager_s_do(executors, reque
     for tensor, want in zip(got, expected):
         torch.testing.assert_close(tensor, want)
     assert _sharing((x, y, *got)) == _sharing((x, y, *expected)) == [(2, 3)]  # a copy and its view
+
+
+def _written_through_a_view(x):
+    made = x.sin()
+    window = made.narrow(0, 0, 1)
+    window.add_(window, alpha=-0.5)  # made changes through window
+    return made, window
+
+
+@pytest.mark.parametrize("executors", [["torch"], ["nvfuser", "torch"]], ids="+".join)
+def test_a_returned_view_of_a_made_and_written_tensor_views_its_final_value(executors, request) -> None:
+    if "nvfuser" in executors:
+        request.getfixturevalue("fake_nvfuser")
+    x = torch.randn(4, 6)
+    got = compiler.jit(_written_through_a_view, executors=executors)(x)
+    expected = _written_through_a_view(x)
+    for tensor, want in zip(got, expected):
+        torch.testing.assert_close(tensor, want)
+    assert _sharing((x, *got)) == _sharing((x, *expected)) == [(1, 2)]
+    got[1].zero_()  # a write into the view reaches the tensor, as in eager
+    assert not got[0][0].any()
