@@ -57,7 +57,7 @@ from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
 from compiler.executors.one_op_regions import OneOpRegion, one_op_call
 from compiler.executors.region_fallback import FusionFallbackWarning, RegionFallback, fallback_default
 from compiler.executors.torch import TorchExecutor
-from compiler.prims import ELEMENTWISE, EXACT_OPERANDS, REDUCTIONS, SHAPE_OPS, Prim
+from compiler.prims import ELEMENTWISE, EXACT_OPERANDS, REDUCTIONS, SHAPE_OPS, Prim, converts_to_integer
 
 _TORCH = TorchExecutor()
 # NOTE: the key of Inductor's entries in the shared table (whose other keys are nvFuser modules).
@@ -211,10 +211,7 @@ def needs_exact_casts(region: Region) -> bool:
     values = [*region.inputs, *(p for b in region.bsyms for p in b.outputs)]
     if not any(isinstance(p, TensorProxy) and dtypes.compute_dtype(p.dtype) != p.dtype for p in values):
         return False
-    return any(
-        b.sym in EXACT_OPERANDS or (b.sym is Prim.CONVERT_ELEMENT_TYPE and not b.args[1].is_floating_point)
-        for b in region.bsyms
-    )
+    return any(b.sym in EXACT_OPERANDS or converts_to_integer(b) for b in region.bsyms)
 
 
 def structure_key(region: Region, canonical: Canonical, dynamic: bool) -> str:

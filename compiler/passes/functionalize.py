@@ -222,10 +222,12 @@ class _Functionalizer:
             # cache's new state) has memory of its own in eager; its value here may be a view of
             # another tensor or an input, which the caller would then share (and keep alive), or
             # still lie in a written input's memory, which the write-backs overwrite
+            if root.name in sharing:
+                return True
             if root.name in self.input_names or root.name not in self.write_count:
-                return root.name in sharing
+                return False
             value = self.current(root)
-            shared = value.name in self.view_source or value.name in self.input_names or root.name in sharing
+            shared = value.name in self.view_source or value.name in self.input_names
             return shared or self.memory(value).name in written
 
         def final(p: Any) -> Any:

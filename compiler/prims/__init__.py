@@ -82,6 +82,7 @@ __all__ = [
     "VIEWS",
     "Prim",
     "bind",
+    "converts_to_integer",
     "evaluate",
 ]
 
@@ -109,6 +110,12 @@ def bind(prim: Prim, *args: Any) -> Any:
     output = meta(*args)
     context.record(BoundSymbol(prim, args, {}, output))
     return output
+
+
+def converts_to_integer(bsym: BoundSymbol) -> bool:
+    """Whether `bsym` converts to an integer or bool dtype: like the prims of `EXACT_OPERANDS`, its
+    result jumps where its operand crosses a value (an integer), so it reads the operand rounded."""
+    return bsym.sym is Prim.CONVERT_ELEMENT_TYPE and not bsym.args[1].is_floating_point
 
 
 def _has_proxy(args: tuple) -> bool:

@@ -97,6 +97,12 @@ def check_compiled(
     return jfn
 
 
+def sharing(tensors: Any) -> list[tuple[int, int]]:
+    """The pairs of positions whose tensors live in one storage (an empty tensor shares nothing)."""
+    storages = [t.untyped_storage().data_ptr() if t.numel() else -1 - i for i, t in enumerate(tensors)]
+    return [(i, j) for i in range(len(storages)) for j in range(i + 1, len(storages)) if storages[i] == storages[j]]
+
+
 def count_writebacks(trace: compiler.Trace) -> int:
     """How many `prims.copy_to` the trace holds at top level."""
     return sum(1 for b in trace.bsyms if b.sym is Prim.COPY_TO)

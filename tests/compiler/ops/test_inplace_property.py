@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import compiler
-from tests.support.inplace_util import assert_same, check_passes, clone_args
+from tests.support.inplace_util import assert_same, check_passes, clone_args, sharing
 
 SHAPES = [(4, 6), (6,), (2, 3, 4), (1, 6)]
 
@@ -239,11 +239,5 @@ def test_random_inplace_programs_agree_with_eager(program):
     assert_same(actual, expected, exact=1e-4, what="output")
     assert_same(jit_args, eager_args, exact=1e-4, what="inputs after the call")
     # which returned values and inputs share memory, as in eager (a write into one reaches the others)
-    assert _sharing((*jit_args, *actual)) == _sharing((*eager_args, *expected))
+    assert sharing((*jit_args, *actual)) == sharing((*eager_args, *expected))
     check_passes(jfn, inputs, expected, eager_args, exact=1e-4)
-
-
-def _sharing(tensors: tuple) -> list[tuple[int, int]]:
-    """The pairs of positions whose tensors live in one storage (an empty tensor shares nothing)."""
-    storages = [t.untyped_storage().data_ptr() if t.numel() else -1 - i for i, t in enumerate(tensors)]
-    return [(i, j) for i in range(len(storages)) for j in range(i + 1, len(storages)) if storages[i] == storages[j]]

@@ -14,7 +14,7 @@ import compiler
 from compiler import examine
 from compiler.executors.nvfuser.executor import FusionFallbackWarning
 from compiler.prims import Prim
-from tests.support.inplace_util import clone_args
+from tests.support.inplace_util import clone_args, sharing
 from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
 
 
@@ -254,11 +254,6 @@ def _made_and_overwritten_with_views(x, y):
     return copied.unsqueeze(1), copied, again, state.reshape(-1), x * 2, x * 2, (x * 3).reshape(-1), x * 3
 
 
-def _sharing(tensors) -> list[tuple[int, int]]:
-    pointers = [t.untyped_storage().data_ptr() for t in tensors]
-    return [(i, j) for i in range(len(pointers)) for j in range(i + 1, len(pointers)) if pointers[i] == pointers[j]]
-
-
 @pytest.mark.parametrize("executors", [["torch"], ["nvfuser", "torch"], ["inductor", "torch"]], ids="+".join)
 def test_returned_tensors_share_memory_exactly_where_eager_s_do(executors, request) -> None:
     # a view of a tensor made and overwritten with an input's value views that tensor's own copy,
@@ -271,7 +266,7 @@ def test_returned_tensors_share_memory_exactly_where_eager_s_do(executors, reque
     expected = _made_and_overwritten_with_views(x, y)
     for tensor, want in zip(got, expected):
         torch.testing.assert_close(tensor, want)
-    assert _sharing((x, y, *got)) == _sharing((x, y, *expected)) == [(2, 3)]  # a copy and its view
+    assert sharing((x, y, *got)) == sharing((x, y, *expected)) == [(2, 3)]  # a copy and its view
 
 
 def _written_through_a_view(x):
@@ -290,6 +285,6 @@ def test_a_returned_view_of_a_made_and_written_tensor_views_its_final_value(exec
     expected = _written_through_a_view(x)
     for tensor, want in zip(got, expected):
         torch.testing.assert_close(tensor, want)
-    assert _sharing((x, *got)) == _sharing((x, *expected)) == [(1, 2)]
+    assert sharing((x, *got)) == sharing((x, *expected)) == [(1, 2)]
     got[1].zero_()  # a write into the view reaches the tensor, as in eager
     assert not got[0][0].any()

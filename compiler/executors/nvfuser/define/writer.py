@@ -44,12 +44,12 @@ import torch
 from compiler.core import dtypes
 from compiler.core.errors import check
 from compiler.core.executor import Region
-from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy
+from compiler.core.ir import NumberProxy, Proxy, TensorProxy
 from compiler.executors.nvfuser.define.aliasing import copied_write_backs
 from compiler.executors.nvfuser.define.broadcast import Flags
 from compiler.executors.nvfuser.define.descriptors import ScalarDesc, TensorDesc, broadcast_dims
 from compiler.executors.nvfuser.define.layouts import output_orders, stride_order
-from compiler.prims import ROUNDING_DECIDES, Prim
+from compiler.prims import ROUNDING_DECIDES, converts_to_integer
 
 NV_DTYPES: dict[torch.dtype, str] = {
     torch.float64: "DataType.Double",
@@ -82,18 +82,13 @@ def literal(value: Any, dtype: torch.dtype) -> str:
     return repr(int(value))
 
 
-def _decides(bsym: BoundSymbol) -> bool:
-    converts_to_integer = bsym.sym is Prim.CONVERT_ELEMENT_TYPE and not bsym.args[1].is_floating_point
-    return bsym.sym in ROUNDING_DECIDES or converts_to_integer
-
-
 def _read_rounded(region: Region) -> set[str]:
     """The bf16/fp16 values `region` returns from which its data flows to a prim where rounding
     decides the result (`prims.ROUNDING_DECIDES`, a conversion to an integer). Elsewhere the region
     reads them in fp32, as torch.compile and thunder do: a bias gradient sums the unrounded values."""
     feeds: set[str] = set()
     for bsym in reversed(region.bsyms):
-        if _decides(bsym) or any(p.name in feeds for p in bsym.outputs):
+        if bsym.sym in ROUNDING_DECIDES or converts_to_integer(bsym) or any(p.name in feeds for p in bsym.outputs):
             feeds.update(p.name for p in bsym.inputs)
     return {p.name for p in region.outputs if isinstance(p, TensorProxy) and p.dtype in LOW_PRECISION} & feeds
 
@@ -112,7 +107,7 @@ class DefinitionWriter:
         # bf16/fp16 values the region returns that lead to a prim where rounding decides: the ops
         # after them in the region read them as returned (rounded), as a backward that recomputes
         # from them will
-        self.returned = _read_rounded(region)
+        self.read_rounded = _read_rounded(region)
         self.casts: dict[tuple[str, torch.dtype], str] = {}
         self.used: set[str] = {"fd", "DataType"}
         self.inputs: set[str] = set()
@@ -254,7 +249,7 @@ class DefinitionWriter:
     def alias(self, p: TensorProxy, var: str, in_f32: bool) -> None:
         """Binds `p` to an existing variable (no line emitted, except the cast down of a returned
         bf16/fp16 value computed in fp32: the ops after it read it rounded, as the region returns it)."""
-        if in_f32 and p.name in self.returned:
+        if in_f32 and p.name in self.read_rounded:
             self.var[p.name] = self.emit(p.name, f"fd.ops.cast({var}, dtype={NV_DTYPES[p.dtype]})")
         else:
             (self.f32 if in_f32 else self.var)[p.name] = var
