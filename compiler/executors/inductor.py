@@ -90,6 +90,7 @@ LEFT_TO_OTHERS: dict[Prim, str] = {
     Prim.EMPTY: "uninitialised memory needs no kernel; torch allocates it",
     Prim.STOP_GRADIENT: "a returned detach() is a view torch makes without a kernel",
     Prim.UPDATED_WITHOUT_GRAD: "a returned one is its value, no kernel (others are gone before fusion)",
+    Prim.OVERWRITTEN: "a returned one is its value, no kernel (others are gone before fusion)",
     Prim.COPY_: "in-place writes are removed by functionalization before fusion",
     Prim.CONVOLUTION: "a convolution runs in torch (its library kernel: cuDNN on CUDA)",
     Prim.CONVOLUTION_BACKWARD: "a convolution's backward runs in torch (its library kernel: cuDNN on CUDA)",

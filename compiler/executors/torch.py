@@ -186,8 +186,9 @@ def copy_(target: torch.Tensor, value: torch.Tensor, without_grad: bool = False)
         target.copy_(value)
 
 
-def updated_without_grad(value: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
-    """`value` (functionalized traces before autodiff only: the marker is dropped after it)."""
+def marked_value(value: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    """`value`: what `updated_without_grad` and `overwritten` hold (markers for autodiff, dropped
+    after it unless returned)."""
     return value
 
 
@@ -342,7 +343,8 @@ IMPLS: dict[Prim, Callable] = {
     Prim.SQUEEZE: torch.squeeze,
     Prim.CAT: torch.cat,
     Prim.STOP_GRADIENT: torch.Tensor.detach,
-    Prim.UPDATED_WITHOUT_GRAD: updated_without_grad,
+    Prim.UPDATED_WITHOUT_GRAD: marked_value,
+    Prim.OVERWRITTEN: marked_value,
     Prim.INDEX_SELECT: torch.index_select,
     Prim.INDEX_COPY: torch.index_copy,
     Prim.INDEX_ADD: torch.index_add,

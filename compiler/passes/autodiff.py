@@ -241,9 +241,13 @@ class _Backward:
 
     def visit(self, bsym: BoundSymbol) -> None:
         out = bsym.outputs[0] if bsym.sym in RESIDUALS else bsym.output
-        if not isinstance(out, TensorProxy) or out.name not in self.parts or bsym.sym not in VJP:
+        if not isinstance(out, TensorProxy) or bsym.sym not in VJP:
+            return
+        if out.name not in self.parts and out.name not in self.reached:
             return
         self.reached.update(p.name for p in _differentiated(bsym) if p.name in self.live)
+        if out.name not in self.parts:
+            return  # NOTE: only a zero gradient reaches it: its inputs get zeros, as in eager
         for p, g in VJP[bsym.sym](bsym, self.total(out.name)):
             self.add(p, g)
 

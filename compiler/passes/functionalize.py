@@ -32,7 +32,9 @@ Guarantees:
   `torch.no_grad()`, and any write through a `stop_gradient` link, a detached alias, into what it
   detaches) gives each tensor it changes the new value `updated_without_grad(stop_gradient(new),
   old)`: eager's tensor keeps its autograd history, so a later read's gradient goes to its old
-  contents; its write-back writes `new` alone.
+  contents; its write-back writes `new` alone. A write autograd records into a tensor whose
+  contents depend on an input, other than through a slice, gives it `overwritten(new, old)`: as in
+  eager, it carries a gradient even where `new` does not (`zero_()`), and `old` gets a zero one.
 Values, names of kept proxies and the order of kept bound symbols are unchanged.
 """
 
@@ -46,6 +48,7 @@ from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, Trace, TraceContext, map_proxies, proxies_in
 from compiler.ops.aliasing import expands
 from compiler.passes import trace_pass
+from compiler.passes.vjp_rules import NONDIFFERENTIABLE
 from compiler.prims import INPLACE, VIEWS, Prim
 from compiler.tracing.frontend import leaves
 
@@ -89,12 +92,18 @@ class _Functionalizer:
         self.write_count: dict[str, int] = {}  # root name → how many writes its memory has seen
         self.view_source: dict[str, Proxy] = {}  # name defined by a view prim here → what it views
         self.stopped: set[str] = set()  # names defined by `stop_gradient` here
-        # an `updated_without_grad` output → its value alone, what a write-back writes
+        # an `updated_without_grad` or `overwritten` output → its value alone, what a write-back writes
         self.written_value: dict[str, TensorProxy] = {}
+        self.from_inputs: set[str] = set(self.input_names)  # names whose value depends on an input
+        self.reads: dict[str, set[str]] = {}  # name defined here → what its line's differentiable prims read
 
     # emitting ---------------------------------------------------------------------------------
     def emit(self, bsym: BoundSymbol) -> None:
         self.bsyms.append(bsym)
+        if any(p.name in self.from_inputs for p in _free_inputs(bsym)):
+            self.from_inputs.update(p.name for p in bsym.outputs)
+        read = {p.name for leaf in leaves([bsym]) if leaf.sym not in NONDIFFERENTIABLE for p in leaf.inputs}
+        self.reads.update((p.name, read) for p in bsym.outputs)
         self.view_source.update((leaf.output.name, leaf.args[0]) for leaf in leaves([bsym]) if leaf.sym in VIEWS)
         self.stopped.update(leaf.output.name for leaf in leaves([bsym]) if leaf.sym is Prim.STOP_GRADIENT)
 
@@ -169,6 +178,8 @@ class _Functionalizer:
         autograd does not record (the program's `torch.no_grad()`), as is a write through a
         detached alias into what it detaches from."""
         node, new = target, self.current(value)
+        if not without_grad:
+            new = self.overwriting(target, new)
         chain = []
         while True:
             chain.append(node.name)
@@ -182,6 +193,24 @@ class _Functionalizer:
         count = self.write_count.get(node.name, 0) + 1
         self.write_count[node.name] = count
         self.seen.update((name, count) for name in chain)
+
+    def overwriting(self, target: TensorProxy, new: TensorProxy) -> TensorProxy:
+        """`target`'s new contents `new`, written where autograd records: where its old contents
+        may carry a gradient, `overwritten(new, old)`, so that, as in eager, the tensor carries one
+        even when `new` does not (`zero_()`), and `old` gets a zero one. A write through a slice
+        needs no marker (its `slice_update` reads the old contents), nor one whose value is made
+        from them by a differentiable prim (`add_`)."""
+        link = self.link.get(target.name)
+        while link is not None and link.sym is not Prim.SLICE:
+            link = self.link.get(link.args[0].name)
+        if link is not None:
+            return new
+        old = self.current(target)
+        if old.name not in self.from_inputs or old.name in self.reads.get(new.name, ()):
+            return new
+        marked = self.emit_prim(Prim.OVERWRITTEN, (new, old), like=target)
+        self.written_value[marked.name] = new
+        return marked
 
     def keeping_history(self, node: TensorProxy, new: TensorProxy) -> TensorProxy:
         """`node`'s new contents `new`, written where autograd does not record: its value, with the
@@ -227,6 +256,7 @@ class _Functionalizer:
             if root.name in self.input_names or root.name not in self.write_count:
                 return False
             value = self.current(root)
+            value = self.written_value.get(value.name, value)  # a marker's memory is its value's
             shared = value.name in self.view_source or value.name in self.input_names
             return shared or self.memory(value).name in written
 

@@ -143,8 +143,14 @@ def _updated_without_grad(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
     return [(bsym.args[1], g)]
 
 
+def _overwritten(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
+    """The new contents take the gradient; the old ones none (autodiff gives them zeros)."""
+    return [(bsym.args[0], g)]
+
+
 STRUCTURAL_RULES: dict[Prim, Callable[[BoundSymbol, TensorProxy], Cotangents]] = {
     Prim.UPDATED_WITHOUT_GRAD: _updated_without_grad,
+    Prim.OVERWRITTEN: _overwritten,
     Prim.BROADCAST_IN_DIM: _broadcast_in_dim,
     Prim.RESHAPE: _reshape,
     Prim.PERMUTE: _permute,

@@ -322,14 +322,19 @@ def _scatter_meta(prim: Prim) -> Callable:
     return meta
 
 
-def _updated_without_grad_meta(value: TensorProxy, old: TensorProxy) -> TensorProxy:
-    check(
-        isinstance(value, TensorProxy) and isinstance(old, TensorProxy) and value.dtype == old.dtype,
-        lambda: f"prims.updated_without_grad: expected two tensors of one dtype, got {value!r} and {old!r}",
-        TypeError,
-    )
-    check_same_shape(Prim.UPDATED_WITHOUT_GRAD, [value, old])
-    return TensorProxy(value.shape, value.dtype, value.device)
+def _marker_meta(prim: Prim) -> Callable[[TensorProxy, TensorProxy], TensorProxy]:
+    """The meta of a marker `prim(value, old)`: a tensor's new contents `value` and its old ones."""
+
+    def meta(value: TensorProxy, old: TensorProxy) -> TensorProxy:
+        check(
+            isinstance(value, TensorProxy) and isinstance(old, TensorProxy) and value.dtype == old.dtype,
+            lambda: f"prims.{prim.value}: expected two tensors of one dtype, got {value!r} and {old!r}",
+            TypeError,
+        )
+        check_same_shape(prim, [value, old])
+        return TensorProxy(value.shape, value.dtype, value.device)
+
+    return meta
 
 
 def _stop_gradient_meta(a: TensorProxy) -> TensorProxy:
@@ -413,7 +418,8 @@ META: dict[Prim, Callable | None] = {
     Prim.SQUEEZE: _squeeze_meta,
     Prim.CAT: _cat_meta,
     Prim.STOP_GRADIENT: _stop_gradient_meta,
-    Prim.UPDATED_WITHOUT_GRAD: _updated_without_grad_meta,
+    Prim.UPDATED_WITHOUT_GRAD: _marker_meta(Prim.UPDATED_WITHOUT_GRAD),
+    Prim.OVERWRITTEN: _marker_meta(Prim.OVERWRITTEN),
     Prim.DEVICE_PUT: _device_put_meta,
     Prim.INDEX_SELECT: _index_select_meta,
     Prim.INDEX_COPY: _index_update_meta(Prim.INDEX_COPY),

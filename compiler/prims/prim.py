@@ -89,6 +89,10 @@ class Prim(enum.Enum):
     # autograd does not record (under `torch.no_grad()`, or through a detached alias), whose
     # gradient goes to `old`, its contents before: eager's tensor keeps its autograd history
     UPDATED_WITHOUT_GRAD = "updated_without_grad"
+    # `overwritten(value, old)` is `value`, written over a tensor's contents `old` where autograd
+    # records: the tensor keeps carrying a gradient (zero for `old`, as eager's copy_ gives it)
+    # even when `value` depends on nothing that requires grad (`zero_()`, `fill_()`)
+    OVERWRITTEN = "overwritten"
     # indexing
     INDEX_SELECT = "index_select"
     INDEX_COPY = "index_copy"
@@ -205,11 +209,11 @@ PROLOGUE_ONLY = GUARDS | {Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT, Prim.SIZE}
 # it, and the tracer (compiler/ops/aliasing.py) keeps it true to eager PyTorch.
 VIEWS = frozenset(
     {Prim.SLICE, Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.BROADCAST_IN_DIM, Prim.STOP_GRADIENT,
-     Prim.UPDATED_WITHOUT_GRAD}
+     Prim.UPDATED_WITHOUT_GRAD, Prim.OVERWRITTEN}
 )  # fmt: skip
 # Prims that only tell autodiff how gradients flow (their value is their first argument); gone
 # from a trace once autodiff has read it (passes/stop_gradient.py)
-GRADIENT_MARKERS = frozenset({Prim.STOP_GRADIENT, Prim.UPDATED_WITHOUT_GRAD})
+GRADIENT_MARKERS = frozenset({Prim.STOP_GRADIENT, Prim.UPDATED_WITHOUT_GRAD, Prim.OVERWRITTEN})
 # Prims that mutate their arguments; none survives functionalization.
 INPLACE = frozenset({Prim.COPY_})
 # Prims kept by dead-code elimination even when nothing reads their outputs (unpacking checks

@@ -25,6 +25,7 @@ LEFT_TO_TORCH: dict[Prim, str] = {
     Prim.EMPTY: "uninitialised memory needs no kernel; torch allocates it",
     Prim.STOP_GRADIENT: "a returned detach() is a view torch makes without a kernel (others are gone before fusion)",
     Prim.UPDATED_WITHOUT_GRAD: "a returned one is its value, no kernel (others are gone before fusion)",
+    Prim.OVERWRITTEN: "a returned one is its value, no kernel (others are gone before fusion)",
     Prim.SDPA: "attention runs in the sdpa executor (torch's fused attention kernels)",
     Prim.SDPA_FORWARD: "attention runs in the sdpa executor (torch's fused attention kernels)",
     Prim.SDPA_BACKWARD: "attention's backward runs in the sdpa executor (torch's fused attention kernels)",

@@ -38,6 +38,7 @@ def test_translation_table_covers_every_prim_or_says_why_not():
         Prim.CHECK_STRIDES, Prim.CHECK_ALIASING, Prim.COPY_, Prim.SLICE_UPDATE, Prim.INDEX_ADD,
         Prim.DROPOUT_NOISE, Prim.SDPA_FORWARD, Prim.SDPA_BACKWARD, Prim.CHECK_REQUIRES_GRAD, Prim.STOP_GRADIENT,
         Prim.UPDATED_WITHOUT_GRAD,
+        Prim.OVERWRITTEN,
         Prim.SIZE, Prim.CUMSUM, Prim.CUMPROD, Prim.ARGSORT, Prim.TOPK, Prim.RANDOM_VALUES,
         Prim.SCATTER, Prim.SCATTER_REDUCE, Prim.CONVOLUTION, Prim.CONVOLUTION_BACKWARD,
         Prim.GROUPED_MM, Prim.DEVICE_PUT,
