@@ -19,7 +19,9 @@ import gc
 import json
 import math
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -61,7 +63,15 @@ from fusebench.measure.noise import run_noise
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
 from fusebench.measure.precision import DEFAULT_PRECISION, PRECISION_ENV, checked_precision
 from fusebench.measure.threads import add_threads_argument, checked_threads
-from fusebench.measure.workers import READY, WORKER_CPUS, Crash, apply_cpu_share, devices_from, run_units
+from fusebench.measure.turns import device_turn
+from fusebench.measure.workers import (
+    READY,
+    WORKER_CPUS,
+    Crash,
+    apply_cpu_share,
+    devices_from,
+    run_units,
+)
 from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
 from fusebench.report.overhead import render_overhead
 from fusebench.report.progress import Progress
@@ -109,6 +119,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--devices",
         metavar="LIST",
         help="measure in one worker process per device and merge the results: cuda:0,cuda:1 / all / cpu,cpu",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="worker processes per GPU (default 1): they compile and check results at once, each on its own "
+        "share of the CPUs, and take turns on the GPU for inputs, warm-up, timed repeats, counters and "
+        "profiling; a first run takes a fraction of the time, but host-bound timings read slower while "
+        "other workers compile",
     )
     parser.add_argument(
         "--isolate",
@@ -159,7 +178,25 @@ def run(args: argparse.Namespace) -> int:
         FusebenchError,
     )
     precision = checked_precision(args.precision)
-    devices = _devices(args.devices) if args.devices else None
+    jobs = _jobs(args, selection)
+    turns = Path(tempfile.mkdtemp(prefix="fusebench-turns-")) if jobs > 1 else None  # the GPUs' lock files
+    try:
+        return _run(args, selection, budget, precision, jobs, turns, started)
+    finally:
+        if turns is not None:
+            shutil.rmtree(turns, ignore_errors=True)
+
+
+def _run(
+    args: argparse.Namespace,
+    selection: Selection,
+    budget: float,
+    precision: float,
+    jobs: int,
+    turns: Path | None,
+    started: float,
+) -> int:
+    devices = _devices(args.devices, jobs, turns) if args.devices else None
     suites = discover(selection.suite_dirs)
     groups = plan(suites, dataclasses.replace(selection, shard=None))
     check(groups, lambda: "the selection flags selected nothing (see `fusebench list` with the same flags)")
@@ -196,13 +233,14 @@ def run(args: argparse.Namespace) -> int:
         args.results / machine.machine / DURATIONS_FILE,
         [unit_key(group.case_id, variant.name, selection.device.type, selection.quick) for group, variant in units],
     )
-    if args.devices or isolate:
-        devices = devices or _devices("cuda:0" if selection.device.type == "cuda" else "cpu")
+    if args.devices or isolate or jobs > 1:
+        devices = devices or _devices("cuda:0" if selection.device.type == "cuda" else "cpu", jobs, turns)
         shares = [device.env[WORKER_CPUS].count(",") + 1 for device in devices if WORKER_CPUS in device.env]
         if shares:
             print(
                 f"fusebench run: {len(devices)} workers, each on its own {min(shares)}-{max(shares)} CPUs "
-                "(one's compiles do not take another's CPU time)",
+                "(one's compiles do not take another's CPU time)"
+                + (f"; {jobs} per GPU, taking turns on it for all that is timed" if jobs > 1 else ""),
                 file=sys.stderr,
             )
         worker_args = [*child_run_arguments(selection, budget), *_record_arguments(args, revision.commit)]
@@ -270,12 +308,23 @@ def _more_with_all(suites: list, selection: Selection, measured: int) -> str:
     return f" (each case's headline; --all: {everything - measured} more)"
 
 
-def _devices(spec: str) -> list:
-    """The worker devices `--devices spec` names (a FusebenchError naming the flag otherwise)."""
+def _devices(spec: str, jobs: int, turns: Path | None) -> list:
+    """The worker devices `--devices spec` names, `jobs` per GPU (a FusebenchError naming the flag otherwise)."""
     try:
-        return devices_from(spec, torch.cuda.device_count())
+        return devices_from(spec, torch.cuda.device_count(), jobs, turns)
     except ValueError as error:
         raise FusebenchError(str(error)) from error
+
+
+def _jobs(args: argparse.Namespace, selection: Selection) -> int:
+    """Workers per GPU (`--jobs`, default 1)."""
+    jobs = 1 if args.jobs is None else args.jobs
+    check(
+        jobs >= 1 and (jobs == 1 or selection.device.type == "cuda"),
+        lambda: f"--jobs {jobs}: expected at least 1 worker per GPU (on CPU: 1; use --devices cpu,cpu)",
+        FusebenchError,
+    )
+    return jobs
 
 
 def _settings(args: argparse.Namespace, device: torch.device, budget: float, peak: float, precision: float) -> Settings:
@@ -350,7 +399,9 @@ def _measure_unit(
         if settings.device.type == "cuda":
             prepared.case = None  # NOTE: the previous group's tensors go before the next are made
             torch.cuda.empty_cache()
-        prepared.case, prepared.group = prepare_case(group.suite.name, group.case, group.params, settings), group
+        with device_turn():  # NOTE: the reference runs on the device, at full size in float64
+            prepared.case = prepare_case(group.suite.name, group.case, group.params, settings)
+        prepared.group = group
         prepare_s = time.perf_counter() - start
     outcome = measure_variant(prepared.case, variant, settings)
     start = time.perf_counter()

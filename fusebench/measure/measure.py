@@ -28,6 +28,7 @@ reference once. For each variant, `measure_variant`:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import time
@@ -49,6 +50,7 @@ from fusebench.measure.profiling import count_kernels
 from fusebench.measure.snapshot import InputSnapshot, map_tensors, upcast_copy
 from fusebench.measure.stats import summarize
 from fusebench.measure.timing import L2Flusher, Timer, WallTimer, make_timer
+from fusebench.measure.turns import device_turn
 from fusebench.measure.yardstick import EagerYardstick, judge, measure_eager, rms_errors
 
 Clock = Callable[[], float]
@@ -240,55 +242,61 @@ def _measure(
     probe = FirstCallProbe(compiled)
     wall = WallTimer(settings.device, clock)
     results: list[Any] = []
-    with phases.phase("first_call"):
-        first_s = wall.time(lambda: results.append(case.run(probe, args)))
-    with phases.phase("check"):
-        problem = check_result(prepared, results[0])
-    if problem is not None:
+    # NOTE: where several workers share the device (fusebench.measure.turns), each compiles and
+    # checks while another times; a cold case's first call is its first sample, timed in its turn
+    with contextlib.ExitStack() as turn:
+        if case.cold:
+            turn.enter_context(device_turn(phases.phase("turn_wait")))
+        with phases.phase("first_call"):
+            first_s = wall.time(lambda: results.append(case.run(probe, args)))
+        with phases.phase("check"):
+            problem = check_result(prepared, results[0])
+        if problem is not None:
+            with phases.phase("record"):
+                artifacts = _record(compiled, settings)
+            return finish("failed", problem[0], extra={"max_abs_error": problem[1]}, artifacts=artifacts)
+        if not case.cold:
+            turn.enter_context(device_turn(phases.phase("turn_wait")))
+        timer = timer or make_timer(case.timer, settings.device)
+        flusher = _flusher(str(settings.device))
+
+        def before_each() -> None:
+            snapshot.restore_mutated()
+            flusher.flush()
+
+        def counters() -> dict[str, Any]:
+            before_each()
+            kernels = count_kernels(lambda: case.run(compiled.fn, args), settings.device)
+            return {
+                "recompilations": probe.recompilations(),
+                "fusions_per_call": compiled.fusions(),
+                "fusions_backward": compiled.backward_fusions(),
+                "fallbacks": compiled.fallbacks(),
+                "kernels_per_call": kernels,
+                "kernels_backward": _backward_kernels(case, compiled, args, kernels, before_each, settings.device),
+            }
+
+        if case.cold:
+            # NOTE: counters come from the first compiled function, before fresh ones replace it
+            # (a fresh torch.compile resets Dynamo's caches).
+            snapshot.restore_mutated()
+            with phases.phase("warmup"):
+                steady_s = wall.time(lambda: case.run(compiled.fn, args))
+            with phases.phase("counters"):
+                counted = counters()
+            with phases.phase("samples"):
+                samples = _cold_samples(prepared, variant, target, first_s, before_each, settings, clock, timer)
+            stats = summarize(samples)
+        else:
+            stats = summarize(_warm_samples(prepared, compiled, before_each, settings, clock, timer, phases))
+            with phases.phase("counters"):
+                counted = counters()
+            steady_s = stats.median
+        compile_seconds = max(first_s - steady_s, 0.0)
+        stop_memory_watch()
         with phases.phase("record"):
             artifacts = _record(compiled, settings)
-        return finish("failed", problem[0], extra={"max_abs_error": problem[1]}, artifacts=artifacts)
-
-    timer = timer or make_timer(case.timer, settings.device)
-    flusher = _flusher(str(settings.device))
-
-    def before_each() -> None:
-        snapshot.restore_mutated()
-        flusher.flush()
-
-    def counters() -> dict[str, Any]:
-        before_each()
-        kernels = count_kernels(lambda: case.run(compiled.fn, args), settings.device)
-        return {
-            "recompilations": probe.recompilations(),
-            "fusions_per_call": compiled.fusions(),
-            "fusions_backward": compiled.backward_fusions(),
-            "fallbacks": compiled.fallbacks(),
-            "kernels_per_call": kernels,
-            "kernels_backward": _backward_kernels(case, compiled, args, kernels, before_each, settings.device),
-        }
-
-    if case.cold:
-        # NOTE: counters come from the first compiled function, before fresh ones replace it
-        # (a fresh torch.compile resets Dynamo's caches).
-        snapshot.restore_mutated()
-        with phases.phase("warmup"):
-            steady_s = wall.time(lambda: case.run(compiled.fn, args))
-        with phases.phase("counters"):
-            counted = counters()
-        with phases.phase("samples"):
-            samples = _cold_samples(prepared, variant, target, first_s, before_each, settings, clock, timer)
-        stats = summarize(samples)
-    else:
-        stats = summarize(_warm_samples(prepared, compiled, before_each, settings, clock, timer, phases))
-        with phases.phase("counters"):
-            counted = counters()
-        steady_s = stats.median
-    compile_seconds = max(first_s - steady_s, 0.0)
-    stop_memory_watch()
-    with phases.phase("record"):
-        artifacts = _record(compiled, settings)
-    return finish("ok", timing=stats, compile_seconds=compile_seconds, artifacts=artifacts, **counted)
+        return finish("ok", timing=stats, compile_seconds=compile_seconds, artifacts=artifacts, **counted)
 
 
 def _record(compiled: Compiled, settings: Settings) -> dict[str, str]:

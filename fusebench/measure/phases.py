@@ -4,8 +4,9 @@ A measurement's phases: `prepare_case` (inputs and reference, paid by the first 
 (case, params) in a process), `prepare` (the variant wraps or compiles the function lazily),
 `first_call` (the first call, compilation included), `check` (against the reference),
 `warmup` and `samples` (the repeat budget), `counters` (kernels with torch.profiler, fusions),
-`record` (the compiler's record: trace, fusion definitions, nvFuser segments) and `write` (the
-results and records written to disk). They are kept in `Outcome.extra["phases"]`.
+`record` (the compiler's record: trace, fusion definitions, nvFuser segments), `write` (the
+results and records written to disk) and `turn_wait` (waiting for the device, where several
+workers share one: `fusebench.measure.turns`). They are kept in `Outcome.extra["phases"]`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import contextlib
 import time
 from collections.abc import Iterator
 
-PHASES = ("prepare_case", "prepare", "first_call", "check", "warmup", "samples", "counters", "record", "write")
+PHASES = (
+    "prepare_case", "prepare", "first_call", "check", "warmup", "samples", "counters", "record", "write", "turn_wait"
+)  # fmt: skip
 
 
 class Phases:

@@ -13,7 +13,9 @@ that hangs, a peer that takes minutes) is stopped: its worker is killed, the uni
 a worker says when it is ready (its imports and set-up are not the first unit's time).
 
 Several workers on one host each keep to their own share of its CPUs (and Inductor compiles with
-that many processes), so one worker's compile does not slow another's timed calls.
+that many processes), so one worker's compile does not slow another's timed calls. Several workers
+on one GPU (`--jobs`) compile and check at once and take turns on it for everything timed
+(`fusebench.measure.turns`).
 
 Each device has a thread that hands the next unit of one shared queue to its worker (so a fast
 GPU takes more units) and waits for the answer. The queue keeps a worker on the group of units it
@@ -38,7 +40,10 @@ import threading
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from fusebench.measure.turns import TURN_ENV, turn_file
 
 OUTPUT_TAIL_LINES = 20
 Report = Callable[[str], None]
@@ -66,12 +71,16 @@ class Device:
     env: dict[str, str]
 
 
-def devices_from(spec: str, cuda_count: int) -> list[Device]:
-    """'cuda:0,cuda:1', 'all' (every visible GPU) or 'cpu,cpu' as worker devices.
+def devices_from(spec: str, cuda_count: int, jobs: int = 1, turns: Path | None = None) -> list[Device]:
+    """'cuda:0,cuda:1', 'all' (every visible GPU) or 'cpu,cpu' as worker devices; `jobs` workers
+    per GPU ('cuda:0#1', 'cuda:0#2', ...), which take turns on it through a lock file in `turns`
+    (`fusebench.measure.turns`).
 
     A GPU worker sees only its GPU (CUDA_VISIBLE_DEVICES), as cuda:0: every worker records the
     same environment, so all results merge into one ASV history.
     """
+    if jobs < 1 or (jobs > 1 and turns is None):
+        raise ValueError(f"--jobs {jobs}: expected a whole number of workers per GPU, at least 1")
     if spec == "all" and cuda_count == 0:
         raise ValueError(
             "--devices all: no GPU is visible here (torch.cuda.device_count() is 0); for CPU workers use cpu,cpu"
@@ -88,8 +97,12 @@ def devices_from(spec: str, cuda_count: int) -> list[Device]:
         if kind != "cuda" or not index.isdigit() or int(index) >= cuda_count:
             raise ValueError(f"--devices: {name!r} is not 'cpu' or 'cuda:N' with N below the {cuda_count} GPUs here")
         if names.index(name) != number:
-            raise ValueError(f"--devices: {name} is named twice: one worker per GPU (two would share its time)")
-        devices.append(Device(name, "cuda", {"CUDA_VISIBLE_DEVICES": index}))
+            raise ValueError(f"--devices: {name} is named twice: for several workers on one GPU, use --jobs")
+        if jobs == 1:
+            devices.append(Device(name, "cuda", {"CUDA_VISIBLE_DEVICES": index}))
+            continue
+        env = {"CUDA_VISIBLE_DEVICES": index, TURN_ENV: turn_file(turns, index)}
+        devices += [Device(f"{name}#{job}", "cuda", env) for job in range(1, jobs + 1)]
     return _with_cpu_shares(devices, available_cpus())
 
 

@@ -220,7 +220,7 @@ def test_bad_devices_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_a_gpu_named_twice_is_refused() -> None:
-    with pytest.raises(ValueError, match="cuda:1 is named twice: one worker per GPU"):
+    with pytest.raises(ValueError, match="cuda:1 is named twice: for several workers on one GPU, use --jobs"):
         devices_from("cuda:0,cuda:1,cuda:1", cuda_count=2)
     assert [d.label for d in devices_from("cpu,cpu", cuda_count=0)] == ["cpu#0", "cpu#1"]
     with pytest.raises(ValueError, match="--devices all: no GPU is visible here"):
