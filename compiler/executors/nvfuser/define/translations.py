@@ -89,9 +89,10 @@ def _convert(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
     elif dtype == a.dtype:
         tx.alias(out, tx.tensor(a), in_f32=False)
     else:
-        # NOTE: to an integer or bool, a bf16/fp16 value converts as its own dtype holds it (as eager's does)
-        source = tx.f32[a.name] if tx.held_f32(a) and dtype.is_floating_point else tx.tensor(a)
-        tx.define(out, f"fd.ops.cast({source}, dtype={NV_DTYPES[dtype]})", dtype)
+        # NOTE: to an integer, bool, float64 or the other 16-bit dtype, a bf16/fp16 value converts as
+        # its own dtype holds it, as eager's does (`x.half().double()` keeps fp16's rounding); only
+        # the round trip through fp32 is dropped
+        tx.define(out, f"fd.ops.cast({tx.tensor(a)}, dtype={NV_DTYPES[dtype]})", dtype)
         if dtype is torch.float32 and a.dtype in LOW_PRECISION:
             tx.f32[a.name] = tx.var[out.name]
             tx.exact.add(a.name)  # cast up from its own dtype's value

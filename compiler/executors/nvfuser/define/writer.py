@@ -21,7 +21,8 @@ Conventions of the generated code:
   write-back, an op that is not arithmetic). Round trips `f32 -> bf16 -> f32` inside a region
   are dropped, as torch.compile and thunder do, except where rounding decides the result: the
   prims of `prims.EXACT_OPERANDS` (comparisons, floor, ...) and conversions to integers read a
-  value held in fp32 rounded to its own dtype (`exact_operand`), and a value the region returns is
+  value held in fp32 rounded to its own dtype (`exact_operand`; conversions to float64 or the
+  other 16-bit dtype too: `x.half().double()` keeps fp16's rounding), and a value the region returns is
   read rounded by the ops on its way to such a prim or a max (`prims.ROUNDING_DECIDES`), as a
   backward that recomputes from the returned value reads it: a max's backward (`x == max(x)`)
   then finds the maximum its forward found. Other ops read it in fp32 (a bias gradient sums the

@@ -9,6 +9,7 @@ import torch
 
 import compiler
 from compiler.executors.nvfuser.define.translations import fusion_source
+from compiler.executors.nvfuser.define.writer import NV_DTYPES
 from compiler.executors.nvfuser.executor import region_fusions
 from tests.support import rounding_cases
 from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401  (a fixture)
@@ -61,3 +62,14 @@ def test_a_returned_value_is_read_unrounded_where_rounding_decides_nothing() -> 
     # a bias gradient summed from the input gradient it also returns sums the fp32 values
     defined, returned = _definition(lambda x: (h := x * 3 + 1, h.exp()))
     assert defined[returned[0]] == f"fd.ops.cast({_operand(defined, 'exp')}, dtype=DataType.BFloat16)", defined
+
+
+@pytest.mark.parametrize("wider", [torch.float64, torch.float16])
+def test_a_conversion_to_float64_or_the_other_16_bit_dtype_reads_the_rounded_value(wider) -> None:
+    # `x * 3` is bf16 (held in fp32 here); eager converts its bf16 value, so the fusion does
+    defined, _ = _definition(lambda x: (x * 3).to(wider) * 2)
+    cast = next(expr for expr in defined.values() if expr.endswith(f"dtype={NV_DTYPES[wider]})"))
+    assert defined[cast[len("fd.ops.cast(") :].split(",")[0]].endswith("dtype=DataType.BFloat16)"), defined
+    x = rounding_cases.random_input(1, (4, 8), torch.bfloat16)
+    fn = lambda x: (x * 3).to(wider) * 2
+    torch.testing.assert_close(compiler.jit(fn, executors=NVFUSER)(x), fn(x), rtol=0, atol=0)
