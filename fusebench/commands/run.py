@@ -22,7 +22,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,7 @@ from fusebench.cases.selection import (
 from fusebench.cases.variants import Variant
 from fusebench.commands.compare import child_run_arguments
 from fusebench.commands.peer_reuse import Done, measure_reusing_peers
+from fusebench.commands.run_workers import measure_in_workers
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
 from fusebench.history.artifacts import write_artifacts
@@ -67,10 +67,8 @@ from fusebench.measure.turns import device_turn
 from fusebench.measure.workers import (
     READY,
     WORKER_CPUS,
-    Crash,
     apply_cpu_share,
     devices_from,
-    run_units,
 )
 from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
 from fusebench.report.overhead import render_overhead
@@ -247,7 +245,9 @@ def _run(
 
         def measure(indices: list[int], done: Done) -> dict[int, Outcome]:
             progress = Progress(len(indices), expected=durations.expected(indices))
-            return _in_workers(args, units, run_info, devices, worker_args, indices, durations.watching(done), progress)
+            return measure_in_workers(
+                args, units, run_info, devices, worker_args, indices, durations.watching(done), progress
+            )
     else:
         settings = _settings(args, selection.device, budget, peak, precision)
 
@@ -442,73 +442,6 @@ def _serve(
             if cuda_error:
                 return 3
     return 0
-
-
-def _in_workers(
-    args: argparse.Namespace,
-    units: list[Unit],
-    run_info: RunInfo,
-    devices: list,
-    worker_args: list[str],
-    indices: list[int],
-    done: Done,
-    progress: Progress,
-) -> dict[int, Outcome]:
-    position = {index: n for n, index in enumerate(indices)}
-    by_unit: dict[int, Outcome] = {}
-
-    def answer(index: int, device: str, data: dict[str, Any] | Crash) -> None:
-        group, variant = units[index]
-        if isinstance(data, Crash):
-            outcome = crashed_outcome(group, variant, device.split("#")[0], data)
-            write_outcomes(args.results, run_info, [outcome])
-        else:
-            data = {k: v for k, v in data.items() if k in _OUTCOME_FIELDS}
-            outcome = dataclasses.replace(Outcome.from_json(data), params=dict(group.params))
-        with lock:
-            by_unit[index] = outcome
-            progress.start(f"{group.case_id} [{device}]", variant.name)
-            progress.finish(outcome, position[index])
-            done(index, outcome)
-
-    lock = threading.Lock()
-    run_units(
-        worker_args,
-        devices,
-        indices,
-        answer,
-        lambda line: _print_locked(lock, line),
-        group_of=lambda index: id(units[index][0]),
-        unit_timeout_s=args.unit_timeout or None,
-    )
-    return by_unit
-
-
-def crashed_outcome(group: Group, variant: Variant, device: str, crash: Crash) -> Outcome:
-    """The outcome of a unit whose worker died (`crash`: how, and its last output; a unit stopped at
-    the time limit keeps the limit in `extra["time_limit_s"]`). It carries the case's version, so that
-    recording it keeps the other variants' points of the same benchmark."""
-    case = group.case
-    return Outcome(
-        group.suite.name,
-        case.name,
-        dict(group.params),
-        variant.name,
-        device,
-        "crashed",
-        crash.detail,
-        calls_per_sample=case.calls_per_sample,
-        case_version=case.version,
-        extra={} if crash.time_limit_s is None else {"time_limit_s": crash.time_limit_s},
-    )
-
-
-_OUTCOME_FIELDS = {field.name for field in dataclasses.fields(Outcome)}
-
-
-def _print_locked(lock: Any, line: str) -> None:
-    with lock:
-        print(line, file=sys.stderr, flush=True)
 
 
 def _outcome_json(outcome: Outcome) -> dict[str, Any]:

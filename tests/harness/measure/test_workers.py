@@ -16,7 +16,7 @@ import pytest
 from fusebench.cases.discovery import Suite
 from fusebench.cases.selection import Group
 from fusebench.cli import main
-from fusebench.commands.run import crashed_outcome
+from fusebench.commands.run_workers import crashed_outcome
 from fusebench.history import read_results
 from fusebench.history.results import RunInfo, write_outcomes
 from fusebench.history.revision import Revision
