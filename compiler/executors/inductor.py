@@ -204,6 +204,39 @@ def is_dynamic(region: Region) -> bool:
     return any(isinstance(s, NumberProxy) for p in proxies if isinstance(p, TensorProxy) for s in p.shape)
 
 
+SCALAR_ARITHMETIC = frozenset({Prim.ADD, Prim.SUB, Prim.MUL, Prim.DIV})
+SCALAR_TENSOR_DTYPES = {float: torch.float64, int: torch.int64}
+
+
+def scalars_as_tensors(region: Region) -> dict[int, torch.dtype] | None:
+    """For a CPU region whose sizes are all constant and whose numbers (an optimizer's learning
+    rate, its bias corrections) only meet floating-point tensors in +, -, * and /: each number
+    input's position and the dtype of the 0-d tensor it is passed as, so that one static
+    compilation serves every value (torch promotes a 0-d tensor as it does a number there). None
+    for any other region."""
+    numbers = {p.name: i for i, p in enumerate(region.inputs) if isinstance(p, NumberProxy)}
+    tensors = [p for p in region.inputs if isinstance(p, TensorProxy)]
+    if not numbers or not tensors or any(p.device.type != "cpu" for p in tensors):
+        return None
+    if any(isinstance(s, NumberProxy) for p in tensors for s in p.shape):
+        return None
+    for bsym in region.bsyms:
+        if any(isinstance(s, NumberProxy) for p in bsym.outputs if isinstance(p, TensorProxy) for s in p.shape):
+            return None
+        if not any(isinstance(a, Proxy) and a.name in numbers for a in bsym.args):
+            continue
+        others = [a for a in bsym.args if isinstance(a, TensorProxy)]
+        if bsym.sym not in SCALAR_ARITHMETIC or not others or not all(a.dtype.is_floating_point for a in others):
+            return None
+    dtypes_by_index = {}
+    for i in numbers.values():
+        dtype = SCALAR_TENSOR_DTYPES.get(region.inputs[i].python_type)
+        if dtype is None:
+            return None
+        dtypes_by_index[i] = dtype
+    return dtypes_by_index
+
+
 def needs_exact_casts(region: Region) -> bool:
     """Whether `region` holds bf16/fp16 values and has a prim of `prims.EXACT_OPERANDS` or a
     conversion to an integer or bool: then Inductor keeps the roundings to those dtypes that it
@@ -238,13 +271,24 @@ class Compilations:
     the region's callable checks the layout in one C++ call, so a call pays no guard twice.
     A dynamic region is `torch.compile(fn, backend="inductor", fullgraph=True, dynamic=True)`:
     Dynamo's symbolic sizes let one compilation serve every size, its guards pick it per call.
+    A CPU region dynamic only for numbers that meet floating-point tensors in arithmetic (an
+    optimizer step's learning rate) is static instead, taking them as 0-d tensors
+    (`scalars_as_tensors`): one compilation serves every value, and no Dynamo guard runs per call.
     """
 
-    def __init__(self, fn: Callable, dynamic: bool, writes_inputs: bool, exact_casts: bool = False) -> None:
+    def __init__(
+        self,
+        fn: Callable,
+        dynamic: bool,
+        writes_inputs: bool,
+        exact_casts: bool = False,
+        scalars: dict[int, torch.dtype] | None = None,
+    ) -> None:
         self.fn = fn
         self.dynamic = dynamic
         self.writes_inputs = writes_inputs
         self.exact_casts = exact_casts
+        self.scalars = scalars  # number inputs passed as 0-d tensors (`scalars_as_tensors`)
         self.by_strides: dict[tuple, Callable] = {}
         self.dynamo = None
         if dynamic:
@@ -258,9 +302,34 @@ class Compilations:
         key = tuple(a.stride() if isinstance(a, torch.Tensor) else None for a in args)
         compiled = self.by_strides.get(key)
         if compiled is None:
-            compiled = self.by_strides[key] = compile_static(self.fn, args, self.writes_inputs, self.exact_casts)
+            if self.scalars:
+                examples = with_scalar_tensors(args, self.scalars)
+                compiled = compile_static(self.fn, examples, self.writes_inputs, self.exact_casts)
+                compiled = ScalarsAsTensors(compiled, self.scalars)
+            else:
+                compiled = compile_static(self.fn, args, self.writes_inputs, self.exact_casts)
+            self.by_strides[key] = compiled
             stats.compiled += 1
         return compiled
+
+
+def with_scalar_tensors(args: tuple, scalars: dict[int, torch.dtype]) -> tuple:
+    """`args` with each number input named in `scalars` a 0-d tensor of its dtype."""
+    converted = list(args)
+    for i, dtype in scalars.items():
+        converted[i] = torch.scalar_tensor(args[i], dtype=dtype)
+    return tuple(converted)
+
+
+class ScalarsAsTensors:
+    """A static compilation that takes its number inputs as 0-d tensors (`scalars_as_tensors`)."""
+
+    def __init__(self, compiled: Callable, scalars: dict[int, torch.dtype]) -> None:
+        self.compiled = compiled
+        self.scalars = scalars
+
+    def __call__(self, *args: Any) -> Any:
+        return self.compiled(*with_scalar_tensors(args, self.scalars))
 
 
 def compile_static(fn: Callable, args: tuple, writes_inputs: bool = True, exact_casts: bool = False) -> Callable:
@@ -320,12 +389,13 @@ def _compile_graph(fn: Callable, examples: list[torch.Tensor]) -> GraphCall | No
 
 def shared_compilations(region: Region, canonical: Canonical, stats: InductorStats) -> Compilations:
     """The compilations of `region`'s structure (`canonical`), made on first need and shared."""
-    dynamic = is_dynamic(region)
+    scalars = scalars_as_tensors(region)
+    dynamic = is_dynamic(region) and scalars is None
     key = structure_key(region, canonical, dynamic)
     compilations = DEFINITIONS.get(_TABLE_KEY, key)
     if compilations is None:
         function = canonical.function(f"<fusebench {region.name}>")
-        compilations = Compilations(function, dynamic, bool(region.written), needs_exact_casts(region))
+        compilations = Compilations(function, dynamic, bool(region.written), needs_exact_casts(region), scalars)
         DEFINITIONS.put(_TABLE_KEY, key, compilations)
         stats.compiled += dynamic  # a static structure counts a compilation per layout it meets
     else:

@@ -240,6 +240,38 @@ def test_symbolic_sizes_compile_once_for_every_length():
     assert counters["stats"]["unique_graphs"] - graphs == 1  # one Dynamo graph, so one Inductor compilation
 
 
+def test_numbers_meeting_float_tensors_in_arithmetic_compile_once_statically_as_0d_tensors():
+    def step(params, grads, exp_avgs, lr: float, correction: float, count: int):
+        for p, g, m in zip(params, grads, exp_avgs):
+            m.mul_(0.9).add_(g, alpha=0.1)
+            p.sub_(lr * (m / correction) * count)
+
+    gen = torch.Generator().manual_seed(0)
+    state = [[torch.randn(3, 5, generator=gen) for _ in range(2)] for _ in range(3)]
+    expected = [[t.clone() for t in ts] for ts in state]
+    jfn = compiler.jit(step, executors=INDUCTOR, fallback=False, numbers="symbolic")
+    graphs = counters["stats"]["unique_graphs"]
+    for lr, correction, count in ((1e-2, 0.1, 1), (3e-3, 0.19, 2), (0.25, 0.271, 3)):
+        jfn(*state, lr, correction, count)
+        step(*expected, lr, correction, count)
+        for actual, reference in zip(state, expected):
+            for a, r in zip(actual, reference):
+                torch.testing.assert_close(a, r)
+    assert compiler.cache_stats(jfn).misses == 1
+    fusions = _fusions(jfn)
+    assert fusions and all(f.compilations.dynamo is None and f.compilations.scalars for f in fusions)
+    assert compiler.examine.stats(jfn).compiled == 1  # two parameters of one shape, every value
+    assert counters["stats"]["unique_graphs"] == graphs  # no Dynamo graph: no guards on each call
+
+    def scaled_index(x: torch.Tensor, offset: int) -> torch.Tensor:
+        return (torch.arange(4) + offset).float() * x  # an integer tensor meets the number: Dynamo's way
+
+    jfn = compiler.jit(scaled_index, executors=INDUCTOR, fallback=False, numbers="symbolic")
+    x = torch.randn(4)
+    torch.testing.assert_close(jfn(x, 3), scaled_index(x, 3))
+    assert all(f.compilations.dynamo is not None for f in _fusions(jfn))
+
+
 def test_a_failing_compilation_falls_back_to_torch_with_one_warning(monkeypatch):
     def refuse(fn, args, writes_inputs=True, exact_casts=False):
         raise RuntimeError("no kernel for you")
