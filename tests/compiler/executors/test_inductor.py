@@ -14,16 +14,16 @@ from torch._dynamo.utils import counters
 
 import compiler
 from compiler.core.executor import Reason
-from compiler.executors import CPU_EXECUTORS_ENV, default_executor_names, inductor, resolve
+from compiler.executors import CPU_EXECUTORS_ENV, default_executor_names, inductor_compile, resolve
 from compiler.executors.inductor import (
     LEFT_TO_OTHERS,
-    GraphCall,
     InductorExecutor,
     InductorFallbackWarning,
     InductorFusion,
     inductor_fusions,
     unavailable_reason,
 )
+from compiler.executors.inductor_compile import GraphCall
 from compiler.prims import Prim
 from tests.support import rounding_cases
 
@@ -276,7 +276,7 @@ def test_a_failing_compilation_falls_back_to_torch_with_one_warning(monkeypatch)
     def refuse(fn, args, writes_inputs=True, exact_casts=False):
         raise RuntimeError("no kernel for you")
 
-    monkeypatch.setattr(inductor, "compile_static", refuse)
+    monkeypatch.setattr(inductor_compile, "compile_static", refuse)
     program = lambda x: (x + 1).exp().sum(0)
     x = torch.randn(3, 4)
     jfn = compiler.jit(program, executors=INDUCTOR)
