@@ -5,7 +5,9 @@ As lightning-thunder's torch.compile executor does, each region's prims become o
 on the region's first call: on CPU C++/OpenMP loops instead of one ATen call per prim, on CUDA
 Triton kernels. A region with symbolic sizes or scalar inputs (automatic dynamic, or
 `cache="symbolic"`) is `torch.compile(fn, backend="inductor", fullgraph=True, dynamic=True)`: one
-compilation serves every size, as one FusionDefinition does for nvFuser. A static region (the
+compilation serves every size, as one FusionDefinition does for nvFuser; except a CPU region whose
+numbers only meet floating-point tensors in arithmetic (an optimizer's learning rate), compiled
+statically with its numbers as 0-d tensors. A static region (the
 common case) is compiled per input layout without Dynamo: the cache entry's prologue already
 guards sizes, dtypes and devices, so Dynamo's guards would only be checked twice per call
 (`Compilations`); one that writes no input goes straight to Inductor's graph compiler and is
