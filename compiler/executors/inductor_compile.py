@@ -83,13 +83,16 @@ class Canonical:
         return scope["region"]
 
 
+def has_symbolic_sizes(region: Region) -> bool:
+    """Whether a tensor the region takes or makes has a symbolic size."""
+    proxies = [*region.inputs, *(p for b in region.bsyms for p in b.outputs)]
+    return any(isinstance(s, NumberProxy) for p in proxies if isinstance(p, TensorProxy) for s in p.shape)
+
+
 def is_dynamic(region: Region) -> bool:
     """Whether the region has symbolic sizes or scalar inputs: then one compilation must serve
     every value they take."""
-    if any(isinstance(p, NumberProxy) for p in region.inputs):
-        return True
-    proxies = [*region.inputs, *(p for b in region.bsyms for p in b.outputs)]
-    return any(isinstance(s, NumberProxy) for p in proxies if isinstance(p, TensorProxy) for s in p.shape)
+    return any(isinstance(p, NumberProxy) for p in region.inputs) or has_symbolic_sizes(region)
 
 
 SCALAR_ARITHMETIC = frozenset({Prim.ADD, Prim.SUB, Prim.MUL, Prim.DIV})
@@ -104,13 +107,9 @@ def scalars_as_tensors(region: Region) -> dict[int, torch.dtype] | None:
     for any other region."""
     numbers = {p.name: i for i, p in enumerate(region.inputs) if isinstance(p, NumberProxy)}
     tensors = [p for p in region.inputs if isinstance(p, TensorProxy)]
-    if not numbers or not tensors or any(p.device.type != "cpu" for p in tensors):
-        return None
-    if any(isinstance(s, NumberProxy) for p in tensors for s in p.shape):
+    if not numbers or not tensors or any(p.device.type != "cpu" for p in tensors) or has_symbolic_sizes(region):
         return None
     for bsym in region.bsyms:
-        if any(isinstance(s, NumberProxy) for p in bsym.outputs if isinstance(p, TensorProxy) for s in p.shape):
-            return None
         if not any(isinstance(a, Proxy) and a.name in numbers for a in bsym.args):
             continue
         others = [a for a in bsym.args if isinstance(a, TensorProxy)]

@@ -100,12 +100,13 @@ class _Functionalizer:
     # emitting ---------------------------------------------------------------------------------
     def emit(self, bsym: BoundSymbol) -> None:
         self.bsyms.append(bsym)
+        leaf_prims = list(leaves([bsym]))
         if any(p.name in self.from_inputs for p in _free_inputs(bsym)):
             self.from_inputs.update(p.name for p in bsym.outputs)
-        read = {p.name for leaf in leaves([bsym]) if leaf.sym not in NONDIFFERENTIABLE for p in leaf.inputs}
+        read = {p.name for leaf in leaf_prims if leaf.sym not in NONDIFFERENTIABLE for p in leaf.inputs}
         self.reads.update((p.name, read) for p in bsym.outputs)
-        self.view_source.update((leaf.output.name, leaf.args[0]) for leaf in leaves([bsym]) if leaf.sym in VIEWS)
-        self.stopped.update(leaf.output.name for leaf in leaves([bsym]) if leaf.sym is Prim.STOP_GRADIENT)
+        self.view_source.update((leaf.output.name, leaf.args[0]) for leaf in leaf_prims if leaf.sym in VIEWS)
+        self.stopped.update(leaf.output.name for leaf in leaf_prims if leaf.sym is Prim.STOP_GRADIENT)
 
     def emit_prim(self, prim: Prim, args: tuple, like: TensorProxy) -> TensorProxy:
         out = TensorProxy(like.shape, like.dtype, like.device, name=self.names.fresh("t"))

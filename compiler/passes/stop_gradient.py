@@ -24,6 +24,9 @@ from compiler.passes import trace_pass
 from compiler.passes.dce import dce
 from compiler.prims import GRADIENT_MARKERS, Prim
 
+# markers of a tensor's new contents (`updated_without_grad`, `overwritten`): returned, a `stop_gradient` of them
+_VALUE_MARKERS = GRADIENT_MARKERS - {Prim.STOP_GRADIENT}
+
 
 def without_stop_gradients(bsyms: Sequence[BoundSymbol], output: Any) -> list[BoundSymbol]:
     """`bsyms` reading each `stop_gradient`'s input instead of its output, the lines of the
@@ -39,9 +42,10 @@ def without_stop_gradients(bsyms: Sequence[BoundSymbol], output: Any) -> list[Bo
             replacement[id(bsym.output)] = bsym.args[0]
             if id(bsym.output) not in returned:
                 continue
-            # a returned marker of a tensor's new contents is those contents, as a tensor object
-            # of its own: a `stop_gradient`, which no longer keeps the old contents alive
-            bsym = bsym.replace(sym=Prim.STOP_GRADIENT, args=bsym.args[:1])
+            if bsym.sym in _VALUE_MARKERS:
+                # a returned marker of a tensor's new contents is those contents, as a tensor object
+                # of its own: a `stop_gradient`, which no longer keeps the old contents alive
+                bsym = bsym.replace(sym=Prim.STOP_GRADIENT, args=bsym.args[:1])
         kept.append(bsym)
     return kept
 
@@ -54,5 +58,5 @@ def drop_stop_gradients(trace: Trace) -> Trace:
     returned = {id(p) for p in proxies_in(trace.output)}
     result = trace.with_bsyms(without_stop_gradients(trace.bsyms, trace.output))
     # NOTE: a returned tensor's new contents no longer read its old ones, which may now be dead
-    rewritten = any(b.sym in GRADIENT_MARKERS - {Prim.STOP_GRADIENT} and id(b.output) in returned for b in trace.bsyms)
+    rewritten = any(b.sym in _VALUE_MARKERS and id(b.output) in returned for b in trace.bsyms)
     return dce(result) if rewritten else result

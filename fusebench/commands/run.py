@@ -46,7 +46,7 @@ from fusebench.cases.selection import (
 from fusebench.cases.variants import Variant
 from fusebench.commands.compare import child_run_arguments
 from fusebench.commands.peer_reuse import Done, measure_reusing_peers
-from fusebench.commands.run_workers import measure_in_workers
+from fusebench.commands.run_workers import Unit, measure_in_workers
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
 from fusebench.history.artifacts import write_artifacts
@@ -79,7 +79,6 @@ from fusebench.report.table import format_seconds, render
 
 DEFAULT_BUDGET_S = {"cpu": 0.2, "cuda": 1.0}
 DEFAULT_UNIT_TIMEOUT_S = 120.0
-Unit = tuple[Group, Variant]
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
