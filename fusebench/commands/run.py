@@ -61,13 +61,16 @@ from fusebench.measure.machine import env_name, machine_info
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
 from fusebench.measure.noise import run_noise
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
+from fusebench.measure.phases import Phases
 from fusebench.measure.precision import DEFAULT_PRECISION, PRECISION_ENV, checked_precision
 from fusebench.measure.threads import add_threads_argument, checked_threads
-from fusebench.measure.turns import device_turn
+from fusebench.measure.turns import device_turn, join_turns
 from fusebench.measure.workers import (
     READY,
     WORKER_CPUS,
     apply_cpu_share,
+    available_cpus,
+    default_jobs,
     devices_from,
 )
 from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
@@ -121,10 +124,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--jobs",
         type=int,
         metavar="N",
-        help="worker processes per GPU (default 1): they compile and check results at once, each on its own "
+        help="worker processes per GPU (default: one per 4 CPUs and 20 GiB of GPU memory, at most 4; 1 with "
+        "--no-isolate): they compile and check results at once, each on its own "
         "share of the CPUs, and take turns on the GPU for inputs, warm-up, timed repeats, counters and "
-        "profiling; a first run takes a fraction of the time, but host-bound timings read slower while "
-        "other workers compile",
+        "profiling, the others stopped while one's timed repeats run; a first run takes a fraction of "
+        "the time",
     )
     parser.add_argument(
         "--isolate",
@@ -237,7 +241,12 @@ def _run(
             print(
                 f"fusebench run: {len(devices)} workers, each on its own {min(shares)}-{max(shares)} CPUs "
                 "(one's compiles do not take another's CPU time)"
-                + (f"; {jobs} per GPU, taking turns on it for all that is timed" if jobs > 1 else ""),
+                + (
+                    f"; {jobs} per GPU (--jobs), taking turns on it for all that is timed, the others stopped while "
+                    "one's timed repeats run"
+                    if jobs > 1
+                    else ""
+                ),
                 file=sys.stderr,
             )
         worker_args = [*child_run_arguments(selection, budget), *_record_arguments(args, revision.commit)]
@@ -316,8 +325,15 @@ def _devices(spec: str, jobs: int, turns: Path | None) -> list:
 
 
 def _jobs(args: argparse.Namespace, selection: Selection) -> int:
-    """Workers per GPU (`--jobs`, default 1)."""
-    jobs = 1 if args.jobs is None else args.jobs
+    """Workers per GPU: `--jobs`, else as many as the host's CPUs and the GPU's memory allow
+    (`default_jobs`) where measurements run in workers on CUDA, else 1."""
+    if args.jobs is None:
+        if selection.device.type != "cuda" or args.isolate is False or args.worker or not torch.cuda.is_available():
+            return 1
+        spec = args.devices or "cuda:0"
+        gpus = torch.cuda.device_count() if spec == "all" else spec.count("cuda")
+        return default_jobs(len(available_cpus()), gpus, torch.cuda.get_device_properties(0).total_memory)
+    jobs = args.jobs
     check(
         jobs >= 1 and (jobs == 1 or selection.device.type == "cuda"),
         lambda: f"--jobs {jobs}: expected at least 1 worker per GPU (on CPU: 1; use --devices cpu,cpu)",
@@ -392,21 +408,25 @@ def _measure_unit(
 ) -> Outcome:
     """Measures one unit and records it; its phases include preparing the case (the group's first
     unit) and writing the results (`fusebench.measure.phases`)."""
+    waited = Phases()
     prepare_s = 0.0
     if prepared.group is not group:
         start = time.perf_counter()
         if settings.device.type == "cuda":
             prepared.case = None  # NOTE: the previous group's tensors go before the next are made
             torch.cuda.empty_cache()
-        with device_turn():  # NOTE: the reference runs on the device, at full size in float64
+        # NOTE: the reference runs on the device, at full size in float64
+        with device_turn(waited.phase("turn_wait")):
             prepared.case = prepare_case(group.suite.name, group.case, group.params, settings)
         prepared.group = group
-        prepare_s = time.perf_counter() - start
+        prepare_s = time.perf_counter() - start - waited.seconds.get("turn_wait", 0.0)
     outcome = measure_variant(prepared.case, variant, settings)
     start = time.perf_counter()
     _keep(args, run_info, outcome)
     phases = outcome.extra.setdefault("phases", {})
     phases.update({"prepare_case": prepare_s, "write": time.perf_counter() - start})
+    if "turn_wait" in waited.seconds:
+        phases["turn_wait"] = phases.get("turn_wait", 0.0) + waited.seconds["turn_wait"]
     return outcome
 
 
@@ -429,7 +449,7 @@ def _serve(
     # NOTE: what the worker has imported (torch, the suites, nvFuser) is never garbage: frozen, the
     # collection each CUDA measurement starts with (MemoryWatch) scans only what measurements made
     gc.freeze()
-    with os.fdopen(args.outcomes_fd, "w") as answers:
+    with os.fdopen(args.outcomes_fd, "w") as answers, join_turns():
         answers.write(json.dumps(READY) + "\n")
         answers.flush()
         for line in sys.stdin:

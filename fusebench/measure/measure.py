@@ -50,7 +50,7 @@ from fusebench.measure.profiling import count_kernels
 from fusebench.measure.snapshot import InputSnapshot, map_tensors, upcast_copy
 from fusebench.measure.stats import summarize
 from fusebench.measure.timing import L2Flusher, Timer, WallTimer, make_timer
-from fusebench.measure.turns import device_turn
+from fusebench.measure.turns import device_turn, quiet_host
 from fusebench.measure.yardstick import EagerYardstick, judge, measure_eager, rms_errors
 
 Clock = Callable[[], float]
@@ -145,7 +145,7 @@ def measure_variant(
             duration=clock() - start,
             peak_device_bytes=peaks.device_bytes,
             peak_host_rss_bytes=peaks.host_rss_bytes,
-            extra={**fields.pop("extra", {}), "phases": dict(phases.seconds)},
+            extra={**fields.pop("extra", {}), **phases.facts, "phases": dict(phases.seconds)},
             **fields,
         )
 
@@ -328,7 +328,9 @@ def _warm_samples(
             before_each()
             run()
             warmups += 1
-    with phases.phase("samples"):
+    with phases.phase("samples"), quiet_host() as stopped:  # NOTE: the other workers of a shared GPU wait stopped
+        if stopped:
+            phases.facts["workers_stopped"] = len(stopped)
         stop = PrecisionStop(settings.precision) if settings.precision > 0 else None
         samples = collect_samples(
             run, before_each, timer, clock, settings.budget_s, settings.min_repeats, settings.max_repeats, stop

@@ -6,7 +6,9 @@ A measurement's phases: `prepare_case` (inputs and reference, paid by the first 
 `warmup` and `samples` (the repeat budget), `counters` (kernels with torch.profiler, fusions),
 `record` (the compiler's record: trace, fusion definitions, nvFuser segments), `write` (the
 results and records written to disk) and `turn_wait` (waiting for the device, where several
-workers share one: `fusebench.measure.turns`). They are kept in `Outcome.extra["phases"]`.
+workers share one: `fusebench.measure.turns`). They are kept in `Outcome.extra["phases"]`; other
+facts about how the measurement ran (`facts`: how many other workers its timed repeats stopped) in
+`Outcome.extra` itself.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class Phases:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.facts: dict[str, int] = {}  # e.g. "workers_stopped": the others stopped while it timed
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:

@@ -6,15 +6,18 @@ repeats, kernel counts and profiling, each does in its turn, which a lock file t
 `flock` gives one worker at a time (`TURN_ENV` names it; without it, a worker has the device to
 itself and takes no turn). The lock goes with the process: a worker that dies gives its turn up.
 
-The GPU is the timed worker's alone; the host is not: a host-bound case's calls share the host's
-caches and power budget with the other workers' compilation, and read slower than with one worker,
-which is why a run has one worker per GPU unless `--jobs` asks for more.
+The GPU is then the timed worker's alone, and so is the host while its timed repeats run
+(`quiet_host`): the other workers of the GPU, each the leader of its own process group, are
+stopped (SIGSTOP to the group: their compiler processes too) and continued after. Each worker
+registers its group in a folder beside the lock file (`join_turns`); the parent continues every
+worker's group when one dies or is killed (`fusebench.measure.workers`), so none stays stopped.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,3 +49,52 @@ def device_turn(waiting: contextlib.AbstractContextManager | None = None) -> Ite
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _members(path: str) -> Path:
+    return Path(path + ".workers")
+
+
+@contextlib.contextmanager
+def join_turns() -> Iterator[None]:
+    """Registers this worker, where it shares its device and leads its own process group, as one
+    that `quiet_host` stops while another worker's timed repeats run; unregisters it after."""
+    path = os.environ.get(TURN_ENV)
+    if not path or fcntl is None or os.getpgid(0) != os.getpid():
+        yield
+        return
+    entry = _members(path) / str(os.getpid())
+    entry.parent.mkdir(exist_ok=True)
+    entry.touch()
+    try:
+        yield
+    finally:
+        entry.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def quiet_host() -> Iterator[list[int]]:
+    """Stops the other registered workers of this device (and the processes they started) for the
+    block, and continues them after; to be held inside `device_turn`. Gives the process groups it
+    stopped: none where the worker has the device to itself."""
+    path = os.environ.get(TURN_ENV)
+    if not path or fcntl is None:
+        yield []
+        return
+    members = _members(path)
+    groups = [int(entry.name) for entry in members.iterdir()] if members.is_dir() else []
+    stopped = [group for group in groups if group != os.getpgid(0) and signal_group(group, signal.SIGSTOP)]
+    try:
+        yield stopped
+    finally:
+        for group in stopped:
+            signal_group(group, signal.SIGCONT)
+
+
+def signal_group(group: int, sig: signal.Signals) -> bool:
+    """Sends `sig` to process group `group`; False when there is no such group (a worker gone)."""
+    try:
+        os.killpg(group, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True

@@ -9,13 +9,16 @@ prefixed with its device.
 
 A unit that runs longer than the run's unit time limit (`fusebench run --unit-timeout`: a compile
 that hangs, a peer that takes minutes) is stopped: its worker is killed, the unit is `crashed` with
-"stopped after N s", and a fresh worker takes the next unit. The limit counts from the unit's start;
-a worker says when it is ready (its imports and set-up are not the first unit's time).
+"stopped after N s", and a fresh worker takes the next unit. The limit counts from the unit's start,
+less any time the worker spent stopped while another worker of its GPU timed; a worker says when it
+is ready (its imports and set-up are not the first unit's time).
 
 Several workers on one host each keep to their own share of its CPUs (and Inductor compiles with
 that many processes), so one worker's compile does not slow another's timed calls. Several workers
-on one GPU (`--jobs`) compile and check at once and take turns on it for everything timed
-(`fusebench.measure.turns`).
+on one GPU (`--jobs`) compile and check at once and take turns on it for everything timed, each
+the leader of its own process group, which the timed worker stops while its repeats run
+(`fusebench.measure.turns`); a worker that ends without answering may have left the others
+stopped, so they are continued.
 
 Each device has a thread that hands the next unit of one shared queue to its worker (so a fast
 GPU takes more units) and waits for the answer. The queue keeps a worker on the group of units it
@@ -37,19 +40,21 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fusebench.measure.turns import TURN_ENV, turn_file
+from fusebench.measure.turns import TURN_ENV, signal_group, turn_file
 
 OUTPUT_TAIL_LINES = 20
 Report = Callable[[str], None]
 Answer = Callable[[int, str, "dict[str, Any] | Crash"], None]  # (unit, device, outcome JSON or how it crashed)
 READY = {"ready": True}  # a worker's first line on its answer pipe, once it reads units
 WORKER_CPUS = "FUSEBENCH_WORKER_CPUS"  # the CPUs a worker keeps to, where several share a host
+POLL_S = 1.0  # how often a unit's time limit looks whether its worker is stopped
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,19 @@ def devices_from(spec: str, cuda_count: int, jobs: int = 1, turns: Path | None =
         env = {"CUDA_VISIBLE_DEVICES": index, TURN_ENV: turn_file(turns, index)}
         devices += [Device(f"{name}#{job}", "cuda", env) for job in range(1, jobs + 1)]
     return _with_cpu_shares(devices, available_cpus())
+
+
+MAX_DEFAULT_JOBS = 4
+CPUS_PER_JOB = 4  # a worker compiles (Inductor's and thunder's compilations) on this many CPUs
+DEVICE_BYTES_PER_JOB = 20 << 30  # and holds a case's inputs, reference and compiled state in this much
+
+
+def default_jobs(cpus: int, gpus: int, device_bytes: int) -> int:
+    """Workers per GPU when `--jobs` is not given: one per `CPUS_PER_JOB` of the host's `cpus` (shared
+    by the workers of all `gpus`) and per `DEVICE_BYTES_PER_JOB` of a GPU's memory, at most
+    `MAX_DEFAULT_JOBS`, at least 1."""
+    by_cpus = cpus // (CPUS_PER_JOB * max(gpus, 1))
+    return max(1, min(MAX_DEFAULT_JOBS, by_cpus, device_bytes // DEVICE_BYTES_PER_JOB))
 
 
 def available_cpus() -> list[int]:
@@ -206,20 +224,59 @@ def run_units(
     still running after `unit_timeout_s` (None: no limit) is stopped and answered as crashed."""
     pending = UnitQueue(units, group_of)
     errors: list[BaseException] = []
+    live = _Live()
 
     def serve(device: Device) -> None:
         try:
-            _serve(worker_args, device, pending, answer, report, unit_timeout_s)
+            _serve(worker_args, device, pending, answer, report, unit_timeout_s, live)
         except BaseException as error:  # NOTE: re-raised in the main thread below
             errors.append(error)
 
     threads = [threading.Thread(target=serve, args=(d,), daemon=True) for d in devices]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    except BaseException:  # NOTE: Ctrl-C: workers in their own process groups do not see it
+        live.kill_all()
+        raise
     if errors:
         raise errors[0]
+
+
+class _Live:
+    """The run's live workers. Where several share a GPU, one stops the others while its timed
+    repeats run (`fusebench.measure.turns.quiet_host`); when a worker ends without answering, it
+    may have left them stopped, so every other is continued."""
+
+    def __init__(self) -> None:
+        self._workers: set[_Worker] = set()
+        self._lock = threading.Lock()
+
+    def add(self, worker: _Worker) -> None:
+        with self._lock:
+            self._workers.add(worker)
+
+    def remove(self, worker: _Worker) -> None:
+        with self._lock:
+            self._workers.discard(worker)
+
+    def continue_all(self) -> None:
+        """Continues every worker that leads its own process group (harmless where none is stopped)."""
+        with self._lock:
+            for worker in self._workers:
+                if worker.own_group:
+                    signal_group(worker.process.pid, signal.SIGCONT)
+
+    def kill_all(self) -> None:
+        """Kills every worker and what it started."""
+        with self._lock:
+            for worker in self._workers:
+                if worker.own_group:
+                    signal_group(worker.process.pid, signal.SIGKILL)
+                else:
+                    worker.process.kill()
 
 
 class _Worker:
@@ -229,6 +286,8 @@ class _Worker:
         read_fd, write_fd = os.pipe()
         command = [sys.executable, "-m", "fusebench", "run", *worker_args, "--device", device.device_type]
         command += ["--worker", "--outcomes-fd", str(write_fd)]
+        # NOTE: a worker sharing its GPU leads its own process group, which another worker stops whole
+        self.own_group = TURN_ENV in device.env
         self.process = subprocess.Popen(
             command,
             env={**os.environ, **device.env},
@@ -237,6 +296,7 @@ class _Worker:
             stderr=subprocess.STDOUT,
             text=True,
             pass_fds=(write_fd,),
+            start_new_session=self.own_group,
         )
         os.close(write_fd)
         self.answers = os.fdopen(read_fd)
@@ -266,12 +326,30 @@ class _Worker:
             self.process.stdin.flush()
         except BrokenPipeError:
             return None
-        if timeout_s is not None and not select.select([self.answers], [], [], timeout_s)[0]:
+        if timeout_s is not None and not self._answers_within(timeout_s):
             self.timed_out = timeout_s
-            self.process.kill()
+            self.kill()
             return None
         line = self.answers.readline()
         return json.loads(line) if line else None
+
+    def _answers_within(self, timeout_s: float) -> bool:
+        """Whether an answer comes before the worker has run `timeout_s` seconds: time it spends
+        stopped while another worker of its GPU times (`quiet_host`) does not count."""
+        left = timeout_s
+        while True:
+            start = time.monotonic()
+            if select.select([self.answers], [], [], min(left, POLL_S))[0]:
+                return True
+            if not is_stopped(self.process.pid):
+                left -= time.monotonic() - start
+            if left <= 0:
+                return False
+
+    def kill(self) -> None:
+        """Kills the worker, and the processes it started where it leads their group."""
+        if not (self.own_group and signal_group(self.process.pid, signal.SIGKILL)):
+            self.process.kill()
 
     def crash(self) -> Crash:
         """How the worker ended (signal, exit status or the unit time limit) and the last lines it printed."""
@@ -294,7 +372,7 @@ class _Worker:
         try:
             self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            self.kill()
             self.process.wait()
         self.forwarder.join(timeout=10)
         self.answers.close()
@@ -307,18 +385,35 @@ def _serve(
     answer: Answer,
     report: Report,
     unit_timeout_s: float | None,
+    live: _Live,
 ) -> None:
     worker: _Worker | None = None
     try:
         while (unit := pending.take(device.label)) is not None:
-            worker = worker or _Worker(worker_args, device, report)
+            if worker is None:
+                worker = _Worker(worker_args, device, report)
+                live.add(worker)
             result = worker.measure(unit, unit_timeout_s)
+            if result is None:
+                live.remove(worker)
+                live.continue_all()  # NOTE: it may have died while the others were stopped
             answer(unit, device.label, worker.crash() if result is None else result)
             if result is None or result.get("worker_exits"):
                 # NOTE: it died, or ended itself after a CUDA error, which poisons its context
+                live.remove(worker)
                 worker.close()
                 worker = None
                 pending.restart(device.label)
     finally:
         if worker is not None:
+            live.remove(worker)
             worker.close()
+
+
+def is_stopped(pid: int) -> bool:
+    """Whether process `pid` is stopped (by SIGSTOP); False where that cannot be read (not Linux)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] == "T"
