@@ -126,9 +126,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="worker processes per GPU (default: one per 4 CPUs and 20 GiB of GPU memory, at most 4; 1 with "
         "--no-isolate): they compile and check results at once, each on its own "
-        "share of the CPUs, and take turns on the GPU for inputs, warm-up, timed repeats, counters and "
-        "profiling, the others stopped while one's timed repeats run; a first run takes a fraction of "
-        "the time",
+        "share of the CPUs, and take turns on the GPU for inputs, warm-up, timed repeats and kernel "
+        "counts, the others stopped while one's timed repeats run; a run takes a fraction of one "
+        "worker's time",
     )
     parser.add_argument(
         "--isolate",

@@ -2,7 +2,7 @@
 
 They make inputs, compile and check results at the same time, each on its own share of the host's
 CPUs; what must have the device to itself, making a case's inputs and reference, warm-up, timed
-repeats, kernel counts and profiling, each does in its turn, which a lock file taken with
+repeats and kernel counts, each does in its turn, which a lock file taken with
 `flock` gives one worker at a time (`TURN_ENV` names it; without it, a worker has the device to
 itself and takes no turn). The lock goes with the process: a worker that dies gives its turn up.
 

@@ -105,6 +105,8 @@ def test_what_is_timed_runs_in_the_turn_and_a_warm_first_call_outside_it(
     quiet_calls: list[bool] = []
     monkeypatch.setattr(measure_module, "device_turn", turn)
     monkeypatch.setattr(measure_module, "quiet_host", quiet)
+    recorded_in_turn: list[bool] = []
+    monkeypatch.setattr(measure_module, "_record", lambda compiled, settings: recorded_in_turn.append(holding[0]) or {})
 
     def make(target):
         def run(x):
@@ -125,6 +127,7 @@ def test_what_is_timed_runs_in_the_turn_and_a_warm_first_call_outside_it(
     # the warm case's timed repeats run with the other workers stopped; a cold case compiles in its samples
     assert any(quiet_calls) is not cold and not quiet_calls[0]
     assert outcome.extra.get("workers_stopped") == (None if cold else 1)
+    assert recorded_in_turn == [False]  # the record (nvFuser's segments profiled) leaves the device to the others
 
 
 _SIBLING = textwrap.dedent(
