@@ -253,6 +253,7 @@ class _Live:
     def __init__(self) -> None:
         self._workers: set[_Worker] = set()
         self._lock = threading.Lock()
+        self.stopping = False  # the run was interrupted: a worker's end is no unit's crash
 
     def add(self, worker: _Worker) -> None:
         with self._lock:
@@ -270,8 +271,9 @@ class _Live:
                     signal_group(worker.process.pid, signal.SIGCONT)
 
     def kill_all(self) -> None:
-        """Kills every worker and what it started."""
+        """Kills every worker and what it started (the run was interrupted)."""
         with self._lock:
+            self.stopping = True
             for worker in self._workers:
                 if worker.own_group:
                     signal_group(worker.process.pid, signal.SIGKILL)
@@ -394,6 +396,8 @@ def _serve(
                 worker = _Worker(worker_args, device, report)
                 live.add(worker)
             result = worker.measure(unit, unit_timeout_s)
+            if live.stopping:
+                return
             if result is None:
                 live.remove(worker)
                 live.continue_all()  # NOTE: it may have died while the others were stopped

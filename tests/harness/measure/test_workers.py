@@ -7,6 +7,10 @@ test runs in worker processes (each imports torch: a few seconds each on a 2-cor
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -56,6 +60,9 @@ def segfault(x):
 
 def hang(x):
     if os.environ.get("FUSEBENCH_WORKER_TEST") == "hang":
+        if os.environ.get("FUSEBENCH_WORKER_MARK"):
+            with open(os.environ["FUSEBENCH_WORKER_MARK"], "w") as mark:
+                mark.write(str(os.getpid()))
         time.sleep(600)
     return x * 2
 
@@ -126,6 +133,38 @@ def test_a_unit_past_the_time_limit_is_stopped_and_a_fresh_worker_goes_on(
     }  # fmt: skip
     assert outcomes["hangs"]["detail"].startswith("stopped after 8 s (the unit time limit, --unit-timeout)")
     assert outcomes["hangs"]["extra"] == {"time_limit_s": 8} and outcomes["before"]["extra"].get("time_limit_s") is None
+
+
+def test_an_interrupted_run_kills_its_workers_and_records_no_crash(tmp_path: Path) -> None:
+    mark, results = tmp_path / "worker.pid", tmp_path / "results"
+    argv = [sys.executable, "-m", "fusebench", "run", "--suites", str(_suite(tmp_path)), "-k", "hangs"]
+    argv += ["--variant", "eager", "--device", "cpu", "--isolate", "--results", str(results)]
+    env = {**os.environ, "FUSEBENCH_WORKER_TEST": "hang", "FUSEBENCH_WORKER_MARK": str(mark)}
+    run = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while not (mark.exists() and mark.read_text()):
+            assert time.monotonic() < deadline and run.poll() is None, "the worker never reached the hanging unit"
+            time.sleep(0.1)
+        worker = int(mark.read_text())
+        run.send_signal(signal.SIGINT)  # Ctrl-C reaches the run; its workers hear of it from the run
+        assert run.wait(timeout=60) != 0
+    finally:
+        run.kill()
+    deadline = time.monotonic() + 30
+    while _alive(worker):
+        assert time.monotonic() < deadline, f"worker {worker} outlived its interrupted run"
+        time.sleep(0.1)
+    recorded = read_results(results) if results.exists() else None
+    assert recorded is None or "crashed" not in set(recorded.status)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
 
 
 def test_two_cpu_workers_share_the_units_and_merge_into_one_history(
