@@ -275,10 +275,7 @@ class _Live:
         with self._lock:
             self.stopping = True
             for worker in self._workers:
-                if worker.own_group:
-                    signal_group(worker.process.pid, signal.SIGKILL)
-                else:
-                    worker.process.kill()
+                worker.kill()
 
 
 class _Worker:
