@@ -64,7 +64,7 @@ from fusebench.measure.outcome import BAD_STATUSES, Outcome
 from fusebench.measure.phases import Phases
 from fusebench.measure.precision import DEFAULT_PRECISION, PRECISION_ENV, checked_precision
 from fusebench.measure.threads import add_threads_argument, checked_threads
-from fusebench.measure.turns import device_turn, join_turns
+from fusebench.measure.turns import device_turn, join_turns, turns_supported
 from fusebench.measure.workers import (
     READY,
     WORKER_CPUS,
@@ -328,7 +328,8 @@ def _jobs(args: argparse.Namespace, selection: Selection) -> int:
     """Workers per GPU: `--jobs`, else as many as the host's CPUs and the GPU's memory allow
     (`default_jobs`) where measurements run in workers on CUDA, else 1."""
     if args.jobs is None:
-        if selection.device.type != "cuda" or args.isolate is False or args.worker or not torch.cuda.is_available():
+        unshared = args.isolate is False or args.worker or not turns_supported()
+        if unshared or selection.device.type != "cuda" or not torch.cuda.is_available():
             return 1
         spec = args.devices or "cuda:0"
         gpus = torch.cuda.device_count() if spec == "all" else spec.count("cuda")

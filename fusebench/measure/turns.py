@@ -29,6 +29,12 @@ except ImportError:  # NOTE: not on Windows, where a run has one worker per devi
 TURN_ENV = "FUSEBENCH_DEVICE_TURN"  # the lock file of the device this worker shares with others
 
 
+def turns_supported() -> bool:
+    """Whether workers can take turns here (POSIX file locks: not on Windows, where a GPU gets one
+    worker unless `--jobs` asks for more)."""
+    return fcntl is not None
+
+
 def turn_file(directory: Path, device_index: str) -> str:
     """The lock file the workers of GPU `device_index` share, in the run's `directory`."""
     return str(directory / f"cuda{device_index}.turn")

@@ -15,11 +15,14 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
+from fusebench.cases.selection import Selection
 from fusebench.cli import main
+from fusebench.commands import run as run_command
 from fusebench.measure import measure as measure_module
 from fusebench.measure import workers as workers_module
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
@@ -235,6 +238,21 @@ def test_default_jobs_follow_the_cpus_and_the_gpu_memory() -> None:
     assert default_jobs(cpus=16, gpus=2, device_bytes=80 * gib) == 2
     assert default_jobs(cpus=8, gpus=1, device_bytes=24 * gib) == 1  # a 24 GiB card holds one
     assert default_jobs(cpus=2, gpus=1, device_bytes=80 * gib) == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "posix", "expected"),
+    [({}, True, 4), ({"isolate": False}, True, 1), ({}, False, 1), ({"jobs": 2}, True, 2)],
+)
+def test_a_gpu_run_gets_the_default_workers_where_they_can_take_turns(
+    flags: dict, posix: bool, expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: SimpleNamespace(total_memory=80 << 30))
+    monkeypatch.setattr(run_command, "available_cpus", lambda: list(range(16)))
+    monkeypatch.setattr(run_command, "turns_supported", lambda: posix)
+    args = SimpleNamespace(**{"jobs": None, "isolate": None, "worker": False, "devices": None, **flags})
+    assert run_command._jobs(args, Selection(quick=False, device=torch.device("cuda"))) == expected
 
 
 def test_jobs_on_cpu_are_refused_with_the_flag_to_use(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
