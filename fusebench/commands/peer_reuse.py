@@ -88,12 +88,20 @@ def measure_reusing_peers(
     outcomes = keeper.measuring(measure, todo) if todo else {}
     eager_now = {units[i][0].case_id: o for i, o in outcomes.items() if units[i][1].name == "eager"}
     again = [
-        i for i in reused if drifted(median(eager_now.get(units[i][0].case_id)), cache.eager_median(*_key(units[i])))
+        i
+        for i in reused
+        if drifted(
+            median(eager_now.get(units[i][0].case_id)),
+            cache.eager_median(*_key(units[i])),
+            cache.tolerance(units[i][0].case_id),
+        )
     ]
+    for case_id, eager in eager_now.items():
+        cache.note_eager(case_id, median(eager))
     if again:
         print(
             f"fusebench run: measuring {len(again)} reused peer measurements again: their cases' eager times "
-            f"moved more than {DRIFT:.0%} since they were measured",
+            f"moved more than {DRIFT:.0%} (or than their own run-to-run spread, where wider) since they were measured",
             file=sys.stderr,
         )
         outcomes.update(keeper.measuring(measure, again))
@@ -105,6 +113,6 @@ def measure_reusing_peers(
         group, variant = units[index]
         if variant.reusable:
             cache.remember(group.case_id, outcome, run_info.revision.commit, eager_now.get(group.case_id))
-    if any(units[i][1].reusable for i in outcomes):
+    if eager_now or any(units[i][1].reusable for i in outcomes):
         cache.save()
     return [reused[i] if i in reused else outcomes[i] for i in range(len(units))]

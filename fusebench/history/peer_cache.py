@@ -14,7 +14,12 @@ may be the machine's and is measured again.
 
 Eager is never reused: measured on every run, it is the control. A reused peer whose case's eager
 time now differs from the eager time measured beside it by more than `DRIFT` (the machine or its
-clocks are not as they were) is measured again in the same run.
+clocks are not as they were) is measured again in the same run, unless the case's eager time moves
+that much from run to run anyway: the cache keeps each case's eager medians of the last `HISTORY`
+runs, and where they spread wider (`NOISE_SIGMAS` robust standard deviations of their logarithms,
+from three runs on), that spread is the tolerance. A host-bound case on a shared machine, whose
+eager time swings by a third between runs, would otherwise have its peers measured again on most
+runs, their new numbers no more certain than the kept ones.
 
 The cache is `<results>/<machine>/peers.fusebench` (not a `.json` file: ASV reads those), written
 atomically. `fusebench run --remeasure-peers` (or `FUSEBENCH_REUSE_PEERS=0`, which `compare`'s
@@ -26,6 +31,8 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -38,6 +45,8 @@ from fusebench.measure.outcome import Outcome
 FILE_NAME = "peers.fusebench"
 REUSE_ENV = "FUSEBENCH_REUSE_PEERS"  # "0": measure every peer (compare's side runs set it)
 DRIFT = 0.10  # the largest change of a case's eager time under which its peers' times still stand
+HISTORY = 8  # eager medians kept per case, the latest runs'
+NOISE_SIGMAS = 3.0  # how far beyond its own run-to-run spread a case's eager time must move to be drift
 # A peer's error or wrong result is as reproducible as its time (the same code on the same inputs
 # and libraries); a crash other than the unit time limit (a dead worker) may be the machine's.
 REUSED_STATUSES = ("ok", "skipped", "unsupported", "failed", "error")
@@ -73,6 +82,7 @@ class PeerCache:
     def __init__(self, path: Path, key: str) -> None:
         self.path, self.key = Path(path), key
         self.entries: dict[str, dict[str, Any]] = {}
+        self.eager_history: dict[str, list[float]] = {}  # case id -> its eager medians, oldest first
         self.stale = False  # a cache file was there, measured under another fingerprint
         if self.path.exists():
             try:
@@ -81,6 +91,7 @@ class PeerCache:
                 document = {}
             if document.get("fingerprint") == key:
                 self.entries = document.get("entries", {})
+                self.eager_history = document.get("eager_history", {})
             else:
                 self.stale = True
 
@@ -112,10 +123,28 @@ class PeerCache:
             "eager_median": median(eager),
         }
 
+    def note_eager(self, case_id: str, eager_median: float | None) -> None:
+        """Adds this run's eager median of `case_id` to its history (the last `HISTORY` kept)."""
+        if eager_median:
+            self.eager_history[case_id] = [*self.eager_history.get(case_id, []), eager_median][-HISTORY:]
+
+    def tolerance(self, case_id: str) -> float:
+        """How far `case_id`'s eager time may move without its peers being measured again: `DRIFT`,
+        or `NOISE_SIGMAS` robust standard deviations of its logged eager medians where that is wider
+        (from three runs on)."""
+        history = self.eager_history.get(case_id, [])
+        if len(history) < 3:
+            return DRIFT
+        logs = [math.log(value) for value in history]
+        center = statistics.median(logs)
+        sigma = 1.4826 * statistics.median(abs(value - center) for value in logs)
+        return max(DRIFT, math.exp(NOISE_SIGMAS * sigma) - 1.0)
+
     def save(self) -> None:
         """Writes the cache (atomically)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.path, {"fingerprint": self.key, "entries": self.entries})
+        document = {"fingerprint": self.key, "entries": self.entries, "eager_history": self.eager_history}
+        atomic_write_json(self.path, document)
 
 
 def _past_limit(outcome: dict[str, Any], unit_timeout_s: float | None) -> bool:

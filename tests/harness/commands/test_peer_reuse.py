@@ -16,7 +16,7 @@ from fusebench.cases.variants import EAGER, Compiled, Variant
 from fusebench.cli import main
 from fusebench.commands import peer_reuse
 from fusebench.commands.peer_reuse import measure_reusing_peers
-from fusebench.history.peer_cache import FILE_NAME, PeerCache, drifted
+from fusebench.history.peer_cache import DRIFT, FILE_NAME, HISTORY, PeerCache, drifted
 from fusebench.history.results import RunInfo
 from fusebench.history.revision import Revision
 from fusebench.measure.machine import machine_info
@@ -65,7 +65,7 @@ def test_a_peer_is_reused_until_its_suite_changes_or_remeasuring_is_asked(
     (tmp_path / "suites" / "tiny.py").write_text(SUITE)
     (tmp_path / "prepared").write_text("")
     monkeypatch.setenv("PEER_PREPARED", str(tmp_path / "prepared"))
-    monkeypatch.setattr("fusebench.commands.peer_reuse.drifted", lambda now, then: False)  # a quiet machine
+    monkeypatch.setattr("fusebench.commands.peer_reuse.drifted", lambda *times: False)  # a quiet machine
     assert _run(tmp_path, "--commit", "a" * 40) == 1
     assert (tmp_path / "results" / "m" / FILE_NAME).exists()
     capsys.readouterr()
@@ -115,6 +115,41 @@ def test_a_reused_peer_is_measured_again_when_its_cases_eager_time_moved(tmp_pat
     kept = measure_reusing_peers(units, run, cache, measure(1.5), tmp_path / "results")
     assert measured == [[0], [1]] and kept[1].timing.median == 3.0  # eager moved 50%: measured again
     assert drifted(None, 1.0) and drifted(1.0, None) and not drifted(1.0, 1.09) and drifted(1.0, 1.11)
+
+
+def test_a_case_whose_eager_time_swings_between_runs_keeps_its_peers_within_that_swing(tmp_path: Path) -> None:
+    units, run = _peer_group(("c",))
+    case_id = units[0][0].case_id
+    cache = PeerCache(tmp_path / FILE_NAME, "key")
+    cache.remember(case_id, _outcome("peer", 2.0), "d" * 40, _outcome("eager", 10.0))
+    assert cache.tolerance(case_id) == DRIFT  # no history yet
+    measured: list[list[int]] = []
+
+    def measure(eager_median: float) -> object:
+        def run_units(indices: list[int], done: object) -> dict[int, Outcome]:
+            measured.append(indices)
+            return {i: _outcome(units[i][1].name, eager_median if i == 0 else 3.0) for i in indices}
+
+        return run_units
+
+    for eager in (10.0, 13.6, 8.1, 13.8):  # a host-bound case's eager medians, run after run
+        cache.remember(case_id, _outcome("peer", 2.0), "d" * 40, _outcome("eager", 10.0))
+        measure_reusing_peers(units, run, cache, measure(eager), tmp_path / "results")
+    assert 0.3 < cache.tolerance(case_id) < 2.0
+    measured.clear()
+    kept = measure_reusing_peers(units, run, cache, measure(13.0), tmp_path / "results")
+    assert measured == [[0]] and kept[1].timing.median == 2.0  # 30% off, as the case always swings: kept
+    kept = measure_reusing_peers(units, run, cache, measure(40.0), tmp_path / "results")
+    assert measured[-1] == [1] and kept[1].timing.median == 3.0  # four times slower: measured again
+    reloaded = PeerCache(tmp_path / FILE_NAME, "key")
+    assert reloaded.eager_history[case_id] == cache.eager_history[case_id] and len(reloaded.eager_history[case_id]) == 6
+
+
+def test_a_steady_case_keeps_the_ten_percent_tolerance() -> None:
+    cache = PeerCache(Path("/nonexistent") / FILE_NAME, "key")
+    for value in (1.0, 1.01, 0.99, 1.0, 1.02, 1.0, 0.98, 1.0, 1.01, 1.0):
+        cache.note_eager("steady", value)
+    assert cache.tolerance("steady") == DRIFT and len(cache.eager_history["steady"]) == HISTORY
 
 
 def test_a_peers_error_is_reused_and_its_crash_measured_again(tmp_path: Path) -> None:
