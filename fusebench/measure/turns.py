@@ -89,7 +89,8 @@ def quiet_host() -> Iterator[list[int]]:
         return
     members = _members(path)
     groups = [int(entry.name) for entry in members.iterdir()] if members.is_dir() else []
-    stopped = [group for group in groups if group != os.getpgid(0) and signal_group(group, signal.SIGSTOP)]
+    own = os.getpgid(0)
+    stopped = [group for group in groups if group != own and signal_group(group, signal.SIGSTOP)]
     try:
         yield stopped
     finally:

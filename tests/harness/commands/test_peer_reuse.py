@@ -95,12 +95,9 @@ def _peer_group(names: tuple[str, ...] = ("a", "b")) -> tuple[list, RunInfo]:
     return units, RunInfo(machine_info("m"), Revision("e" * 40, 0, dirty=False), "env")
 
 
-def test_a_reused_peer_is_measured_again_when_its_cases_eager_time_moved(tmp_path: Path) -> None:
-    units, run = _peer_group(("c",))
-    group = units[0][0]
-    cache = PeerCache(tmp_path / FILE_NAME, "key")
-    cache.remember(group.case_id, _outcome("peer", 2.0), "d" * 40, _outcome("eager", 1.0))
-    measured: list[list[int]] = []
+def _measuring(units: list, measured: list[list[int]]) -> object:
+    """`measure(eager_median)`: a stand-in for measuring units that logs the indices it is given into
+    `measured` and times eager (unit 0) at `eager_median`, the peer at 3.0."""
 
     def measure(eager_median: float) -> object:
         def run_units(indices: list[int], done: object) -> dict[int, Outcome]:
@@ -108,6 +105,17 @@ def test_a_reused_peer_is_measured_again_when_its_cases_eager_time_moved(tmp_pat
             return {i: _outcome(units[i][1].name, eager_median if i == 0 else 3.0) for i in indices}
 
         return run_units
+
+    return measure
+
+
+def test_a_reused_peer_is_measured_again_when_its_cases_eager_time_moved(tmp_path: Path) -> None:
+    units, run = _peer_group(("c",))
+    group = units[0][0]
+    cache = PeerCache(tmp_path / FILE_NAME, "key")
+    cache.remember(group.case_id, _outcome("peer", 2.0), "d" * 40, _outcome("eager", 1.0))
+    measured: list[list[int]] = []
+    measure = _measuring(units, measured)
 
     kept = measure_reusing_peers(units, run, cache, measure(1.05), tmp_path / "results")
     assert measured == [[0]] and kept[1].timing.median == 2.0  # eager within 10%: the kept peer stands
@@ -124,13 +132,7 @@ def test_a_case_whose_eager_time_swings_between_runs_keeps_its_peers_within_that
     cache.remember(case_id, _outcome("peer", 2.0), "d" * 40, _outcome("eager", 10.0))
     assert cache.tolerance(case_id) == DRIFT  # no history yet
     measured: list[list[int]] = []
-
-    def measure(eager_median: float) -> object:
-        def run_units(indices: list[int], done: object) -> dict[int, Outcome]:
-            measured.append(indices)
-            return {i: _outcome(units[i][1].name, eager_median if i == 0 else 3.0) for i in indices}
-
-        return run_units
+    measure = _measuring(units, measured)
 
     for eager in (10.0, 13.6, 8.1, 13.8):  # a host-bound case's eager medians, run after run
         cache.remember(case_id, _outcome("peer", 2.0), "d" * 40, _outcome("eager", 10.0))
