@@ -167,6 +167,9 @@ class FusionExecutor(Executor):
     region_prefix: str
     #: whether `batch_impl` can run same-structure small regions as one call
     batches: bool = False
+    #: whether one resize (cat, slice) anywhere in a region changes how the executor schedules all of
+    #: it (nvFuser's resize scheduler): the fusion pass then leaves small resizes to torch (`fuse.py`)
+    resize_splits: bool = False
 
     @abc.abstractmethod
     def claim(self, bsym: BoundSymbol) -> tuple[Reason, str] | None:

@@ -194,7 +194,7 @@ def _cross_entropy(region: Region, inputs: list[TensorProxy]) -> Iterator[OneOpC
 Proposer = Callable[[Region, list[TensorProxy]], Iterator[OneOpCall]]
 # (prims a region of that op holds, the calls to try); tried in order, the first match wins
 CANDIDATES: list[tuple[frozenset[Prim], Proposer]] = [
-    (frozenset({Prim.AMAX, Prim.EXP, Prim.SUM, Prim.DIV}), _softmax_like(torch.softmax, "softmax")),
+    (frozenset({Prim.AMAX, Prim.EXP, Prim.SUM, Prim.RECIPROCAL}), _softmax_like(torch.softmax, "softmax")),
     (frozenset({Prim.AMAX, Prim.EXP, Prim.SUM, Prim.LOG}), _softmax_like(torch.log_softmax, "log_softmax")),
     (frozenset({Prim.AMAX, Prim.EXP, Prim.SUM, Prim.LOG, Prim.TAKE_ALONG_DIM}), _cross_entropy),
     (frozenset({Prim.SUM, Prim.RSQRT, Prim.SUB}), _layer_norm),

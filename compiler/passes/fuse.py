@@ -22,7 +22,8 @@ it and say why an op was left out):
 4. Groups made only of shape ops, and groups with fewer compute ops than `min_region_size`, go
    back to torch; the fuel knob keeps only the first N regions (to bisect a bad fusion).
 5. Views torch makes for free leave each region: those only its outputs need (`peel_views`) and
-   reshapes of its inputs (`peel_input_reshapes`).
+   reshapes of its inputs (`peel_input_reshapes`). For nvFuser, so do resizes of small tensors
+   computed from the region's inputs alone (`peel_small_resizes`: a causal LM's labels shifted by one).
 
 NOTE: number prims (scalar arithmetic such as split bounds `d0 + d1`) are never fused: they run
 in Python on the host and reach a fusion as symbolic scalar inputs, so one fusion definition
@@ -47,6 +48,8 @@ from compiler.tracing.check_writebacks import views_after_writebacks
 # Views a region leaves to torch when only its outputs need them (`peel_views`).
 _PEELED = frozenset({Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.SLICE, Prim.BROADCAST_IN_DIM})
 _RESIZING = frozenset({Prim.SLICE, Prim.BROADCAST_IN_DIM})
+# A resize whose tensor has at most 1/SMALL_RESIZE of the elements of the region's largest is small.
+SMALL_RESIZE = 64
 
 
 def _compute_ops(bsyms: Sequence[BoundSymbol]) -> int:
@@ -55,6 +58,16 @@ def _compute_ops(bsyms: Sequence[BoundSymbol]) -> int:
 
 def _first_line(bsym: BoundSymbol) -> str:
     return str(bsym).splitlines()[0].split("  #")[0]
+
+
+def _static_numel(p: Proxy) -> int | None:
+    """The number of elements of tensor `p` when its sizes are known (None otherwise, and for a number)."""
+    if not isinstance(p, TensorProxy) or not all(isinstance(s, int) for s in p.shape):
+        return None
+    numel = 1
+    for s in p.shape:
+        numel *= s
+    return numel
 
 
 def _is_host(bsym: BoundSymbol) -> bool:
@@ -211,7 +224,8 @@ class _Partitioner:
                 if g.refused[root]:
                     reason = (Reason.CYCLE, g.refused[root][0])
             else:
-                left = self.peel_views(g, root)
+                left = self.peel_small_resizes(g, root) if self.fuser.resize_splits else root
+                left = self.peel_views(g, left) if left is not None else None
                 left = self.peel_input_reshapes(g, left) if left is not None else None
                 left = self.drop_foreign_writebacks(g, left) if left is not None else None
                 if left is not None:  # else the group was only a write-back of another region's value
@@ -337,6 +351,42 @@ class _Partitioner:
                 inside.discard(i)
                 defined.difference_update(id(p) for p in bsym.outputs)
         return left
+
+    def peel_small_resizes(self, g: Groups, root: int) -> int | None:
+        """Leaves to torch each cat or slice of a small tensor that the region computes from its
+        inputs alone, with all of the region it depends on (a causal LM's loss shifting its labels
+        by one, in the fusion reading the logits): nvFuser's resize scheduler, which any resize
+        picks, takes no reductions, so the fusion would split into several kernels. Small: at most
+        1/SMALL_RESIZE of the region's largest tensor, sizes known. Returns the root of what is left.
+        """
+        largest, left = g.summary[root].numel, root
+        why = (Reason.LEFT_TO_TORCH, "a resize of a small tensor: in nvFuser it would split its region")
+        for i in sorted(g.members[root]):
+            if self.bsyms[i].sym not in (Prim.CAT, Prim.SLICE) or g.find(i) != left:
+                continue
+            for j in sorted(self.small_ancestry(g, i, left, largest)):
+                self.reasons[j] = why
+                if (left := g.detach(j)) is None:
+                    return None
+        return left
+
+    def small_ancestry(self, g: Groups, i: int, root: int, largest: int) -> set[int]:
+        """Node i with the nodes of group `root` it depends on, when all are small and none slices
+        a buffer written back; else nothing."""
+        found, stack = set(), [i]
+        while stack:
+            j = stack.pop()
+            if j in found:
+                continue
+            bsym = self.bsyms[j]
+            sizes = [_static_numel(p) for p in bsym.outputs]
+            if any(size is None or size * SMALL_RESIZE > largest for size in sizes):
+                return set()
+            if bsym.sym is Prim.SLICE and self.views_written_buffer(bsym.args[0]):
+                return set()
+            found.add(j)
+            stack.extend(k for p in bsym.inputs if (k := self.producer.get(id(p))) is not None and g.find(k) == root)
+        return found
 
     def peel_input_reshapes(self, g: Groups, root: int) -> int | None:
         """Leaves to torch the reshapes of a region's inputs (GPT-2's [b, s, vocab] logits read as

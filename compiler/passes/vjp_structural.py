@@ -61,7 +61,7 @@ def _cat(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
         end = t.shape[dim] if type(start) is int and start == 0 else start + t.shape[dim]
         starts = [start if d == dim else 0 for d in range(g.ndim)]
         ends = [end if d == dim else g.shape[d] for d in range(g.ndim)]
-        result.append((t, prims.slice(g, starts, ends, [1] * g.ndim)))
+        result.append((t, sliced(g, starts, ends)))
         start = end
     return result
 
@@ -112,7 +112,17 @@ def slice_index(t: TensorProxy, dim: int, j: int) -> TensorProxy:
     """`t` at index `j` of `dim`, that dim removed."""
     starts = [j if d == dim else 0 for d in range(t.ndim)]
     ends = [j + 1 if d == dim else t.shape[d] for d in range(t.ndim)]
-    return prims.squeeze(prims.slice(t, starts, ends, [1] * t.ndim), [dim])
+    return prims.squeeze(sliced(t, starts, ends), [dim])
+
+
+def sliced(t: TensorProxy, starts: list, ends: list) -> TensorProxy:
+    """`t[starts:ends]` (unit steps); `t` itself where that is all of it (one gathered column of a
+    single-column index, a cat of one tensor): a slice, even of everything, makes nvFuser schedule
+    its fusion for resizing."""
+    whole = all(e is n or (type(e) is int and type(n) is int and e == n) for e, n in zip(ends, t.shape))
+    if whole and all(type(s) is int and s == 0 for s in starts):
+        return t
+    return prims.slice(t, starts, ends, [1] * t.ndim)
 
 
 def _matmul(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:

@@ -414,6 +414,7 @@ class NvFuserExecutor(FusionExecutor):
 
     name = "nvfuser"
     region_prefix = "nvFusion"
+    resize_splits = True
     batches = True
 
     def __init__(self, options: FusionOptions | None = None, fallback: bool | None = None) -> None:

@@ -199,3 +199,41 @@ def test_gpt2s_loss_reads_its_reshaped_logits_from_torch(fake_nvfuser):  # noqa:
         assert Prim.RESHAPE not in [b.sym for b in fusion.region.bsyms]
         assert sorted(tuple(p.shape) for p in fusion.region.inputs) == [(64,), (64, 300)]
         assert len(region_fusions(backward)) == 1
+
+
+def causal_lm_loss(x, labels):
+    """transformers' causal-LM loss: labels padded with the ignored index, shifted by one."""
+    shifted = F.pad(labels, (0, 1), value=-100)[..., 1:].contiguous()
+    return F.cross_entropy(x.float().view(-1, x.size(-1)), shifted.view(-1), ignore_index=-100)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_a_causal_lms_label_shift_runs_outside_the_loss_fusions(dtype, fake_nvfuser):  # noqa: F811
+    # in the fusion, the pad (a cat) and the shift (a slice) of the [b, s] labels made nvFuser run
+    # the loss over the [b * s, vocab] logits as several kernels, forward and backward
+    for seed in SEEDS:
+        x = logits(64, 300, dtype=dtype, seed=seed, scale=4.0).view(2, 32, 300)
+        labels = targets(64, 300, seed).view(2, 32)
+        jfn = compiler.jit(causal_lm_loss, executors=["nvfuser", "torch"], fallback=False)
+        check_gradients(causal_lm_loss, [x, labels], [True, False], jfn=jfn, seed=seed)
+        forward, backward = compiler.last_traces(jfn)[-1], backward_of(jfn)
+        for trace in (forward, backward):
+            (fusion,) = region_fusions(trace)
+            assert not {Prim.CAT, Prim.SLICE} & {b.sym for b in fusion.region.bsyms}
+        assert Prim.CAT in [b.sym for b in forward.bsyms]  # torch pads the labels
+        # the one slice left is the shift; the gradient of the one logit each row picks takes the
+        # whole index (a one-hot), no slice of it
+        (shift,) = [b for b in backward.bsyms if b.sym is Prim.SLICE]
+        assert tuple(shift.args[0].shape) == (2, 33)
+
+
+def test_a_resize_of_a_large_value_stays_in_its_fusion(fake_nvfuser):  # noqa: F811
+    def rotate_half(x):
+        first, second = x.chunk(2, dim=-1)
+        return (torch.cat((-second, first), dim=-1) * 2.0).softmax(-1)
+
+    x = logits(64, 300, seed=1)
+    jfn = compiler.jit(rotate_half, executors=["nvfuser", "torch"], fallback=False)
+    torch.testing.assert_close(jfn(x), rotate_half(x))
+    (fusion,) = region_fusions(compiler.last_traces(jfn)[-1])
+    assert {Prim.CAT, Prim.SLICE} <= {b.sym for b in fusion.region.bsyms}
