@@ -317,7 +317,8 @@ class _Partitioner:
         """Leaves to torch the views that only make a region's outputs (a reshape or permute of a
         value for a matmul to read): in a fusion each is one more tensor written, as torch a view.
 
-        A reshape of a permute stays (as torch it could be a copy of its own), and a slice or
+        A reshape of a permute of a value the region computes stays (as torch it could be a copy
+        of its own; of a region input, the region would only copy it too), and a slice or
         broadcast of a value the region would not return otherwise (returning the whole
         value would write more). Views of a buffer written back stay: as torch they would see the
         new values. Returns the root of what is left (None when nothing is).
@@ -340,7 +341,12 @@ class _Partitioner:
                     j != i and j not in inside for j in self.readers.get(id(source), ())
                 )
                 if (
-                    (bsym.sym is Prim.RESHAPE and producer is not None and self.bsyms[producer].sym is Prim.PERMUTE)
+                    (
+                        bsym.sym is Prim.RESHAPE
+                        and producer is not None
+                        and self.bsyms[producer].sym is Prim.PERMUTE
+                        and id(self.bsyms[producer].args[0]) in defined
+                    )
                     or (bsym.sym in _RESIZING and id(source) in defined and not returned_anyway)
                     or self.views_written_buffer(source)
                 ):

@@ -149,6 +149,23 @@ def test_views_that_would_write_more_or_copy_stay_in_the_region():
     assert sorted(map(sorted, region_ops(result))) == [["cos", "mul", "permute", "reshape", "sin", "slice"]]
 
 
+def test_a_reshape_of_a_permute_of_a_region_input_is_left_to_torch():
+    # attention's value gradient laid out for its weight's matmul, in the fusion of the rotary
+    # backward: the region would only copy it (nvFuser in a segment of its own); torch copies it
+    # or, for a tensor already in that order, makes a view
+    def program(a, g):
+        return prims.sin(prims.mul(a, 2.0)), prims.reshape(prims.permute(g, [1, 0, 2]), [4, 6])
+
+    trace = prim_trace(program, F32, ((2, 4, 3), torch.float32))
+    result, part = fused(trace)
+    assert region_ops(result) == [["mul", "sin"]]
+    assert outside(result) == ["permute", "reshape"]
+    assert reasons(part)[Prim.RESHAPE] is Reason.LEFT_TO_TORCH
+    args = (torch.randn(4, 8), torch.randn(2, 4, 3))
+    for got, want in zip(eval_trace(result, *args), eval_trace(trace, *args)):
+        torch.testing.assert_close(got, want)
+
+
 def test_reshapes_of_region_inputs_are_left_to_torch():
     # GPT-2's loss reads [b, s, vocab] logits (a matmul's output) as [b * s, vocab], and [b, s]
     # targets as [b * s]: as torch both are views, in the region nvFuser adds kernels for them.
