@@ -41,15 +41,10 @@ from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProx
 from compiler.passes import trace_pass
 from compiler.passes.duplicate_upcasts import is_upcast
 from compiler.passes.fusion_groups import Groups
+from compiler.passes.peel_regions import Peeling
 from compiler.passes.regions import Decision, Partition
 from compiler.prims import REDUCTIONS, SHAPE_OPS, VIEWS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
-
-# Views a region leaves to torch when only its outputs need them (`peel_views`).
-_PEELED = frozenset({Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.SLICE, Prim.BROADCAST_IN_DIM})
-_RESIZING = frozenset({Prim.SLICE, Prim.BROADCAST_IN_DIM})
-# A resize whose tensor has at most 1/SMALL_RESIZE of the elements of the region's largest is small.
-SMALL_RESIZE = 64
 
 
 def _compute_ops(bsyms: Sequence[BoundSymbol]) -> int:
@@ -60,21 +55,11 @@ def _first_line(bsym: BoundSymbol) -> str:
     return str(bsym).splitlines()[0].split("  #")[0]
 
 
-def _static_numel(p: Proxy) -> int | None:
-    """The number of elements of tensor `p` when its sizes are known (None otherwise, and for a number)."""
-    if not isinstance(p, TensorProxy) or not all(isinstance(s, int) for s in p.shape):
-        return None
-    numel = 1
-    for s in p.shape:
-        numel *= s
-    return numel
-
-
 def _is_host(bsym: BoundSymbol) -> bool:
     return not any(isinstance(p, TensorProxy) for p in (*bsym.inputs, *bsym.outputs))
 
 
-class _Partitioner:
+class _Partitioner(Peeling):
     def __init__(self, trace: Trace, executors: Sequence[Executor]) -> None:
         self.trace = trace
         self.fuser = fusion_executor(executors)
@@ -307,115 +292,6 @@ class _Partitioner:
             if bsym.sym is Prim.COPY_TO and id(bsym.args[0]) not in defined:
                 left = g.detach(i)  # and it becomes a group of its own, outside every region
                 self.reasons[i] = (Reason.CYCLE, f"{bsym.args[0].name} is computed in another region")
-        return left
-
-    def views_written_buffer(self, p: Proxy) -> bool:
-        """Whether `p` is (a view of) a buffer the trace writes back: torch's view of it would see the new values."""
-        return self.memory.get(id(p), p).name in self.written
-
-    def peel_views(self, g: Groups, root: int) -> int | None:
-        """Leaves to torch the views that only make a region's outputs (a reshape or permute of a
-        value for a matmul to read): in a fusion each is one more tensor written, as torch a view.
-
-        A reshape of a permute of a value the region computes stays (as torch it could be a copy
-        of its own; of a region input, the region would only copy it too), and a slice or
-        broadcast of a value the region would not return otherwise (returning the whole
-        value would write more). Views of a buffer written back stay: as torch they would see the
-        new values. Returns the root of what is left (None when nothing is).
-        """
-        # NOTE: peeling a view only ever makes others peelable (one reader fewer inside, one value
-        # fewer defined inside), so each pass peels all it can, until a pass peels nothing.
-        changed = True
-        left: int | None = root
-        while changed and left is not None:
-            changed = False
-            inside = set(g.members[left])
-            defined = {id(p) for i in inside for p in self.bsyms[i].outputs}
-            for i in sorted(inside, reverse=True):
-                bsym = self.bsyms[i]
-                if bsym.sym not in _PEELED or any(j in inside for j in self.readers.get(id(bsym.output), ())):
-                    continue
-                source = bsym.args[0]
-                producer = self.producer.get(id(source))
-                returned_anyway = id(source) in self.output_ids or any(
-                    j != i and j not in inside for j in self.readers.get(id(source), ())
-                )
-                if (
-                    (
-                        bsym.sym is Prim.RESHAPE
-                        and producer is not None
-                        and self.bsyms[producer].sym is Prim.PERMUTE
-                        and id(self.bsyms[producer].args[0]) in defined
-                    )
-                    or (bsym.sym in _RESIZING and id(source) in defined and not returned_anyway)
-                    or self.views_written_buffer(source)
-                ):
-                    continue
-                left = g.detach(i)
-                self.reasons[i] = (Reason.LEFT_TO_TORCH, "a view only the region's outputs need: torch makes it")
-                changed = True
-                inside.discard(i)
-                defined.difference_update(id(p) for p in bsym.outputs)
-        return left
-
-    def peel_small_resizes(self, g: Groups, root: int) -> int | None:
-        """Leaves to torch each cat or slice of a small tensor that the region computes from its
-        inputs alone, with all of the region it depends on (a causal LM's loss shifting its labels
-        by one, in the fusion reading the logits): nvFuser's resize scheduler, which any resize
-        picks, takes no reductions, so the fusion would split into several kernels. Small: at most
-        1/SMALL_RESIZE of the region's largest tensor, sizes known. Returns the root of what is left.
-        """
-        largest, left = g.summary[root].numel, root
-        why = (Reason.LEFT_TO_TORCH, "a resize of a small tensor: in nvFuser it would split its region")
-        for i in sorted(g.members[root]):
-            if self.bsyms[i].sym not in (Prim.CAT, Prim.SLICE) or g.find(i) != left:
-                continue
-            for j in sorted(self.small_ancestry(g, i, left, largest)):
-                self.reasons[j] = why
-                if (left := g.detach(j)) is None:
-                    return None
-        return left
-
-    def small_ancestry(self, g: Groups, i: int, root: int, largest: int) -> set[int]:
-        """Node i with the nodes of group `root` it depends on, when all are small and none slices
-        a buffer written back; else nothing."""
-        found, stack = set(), [i]
-        while stack:
-            j = stack.pop()
-            if j in found:
-                continue
-            bsym = self.bsyms[j]
-            sizes = [_static_numel(p) for p in bsym.outputs]
-            if any(size is None or size * SMALL_RESIZE > largest for size in sizes):
-                return set()
-            if bsym.sym is Prim.SLICE and self.views_written_buffer(bsym.args[0]):
-                return set()
-            found.add(j)
-            stack.extend(k for p in bsym.inputs if (k := self.producer.get(id(p))) is not None and g.find(k) == root)
-        return found
-
-    def peel_input_reshapes(self, g: Groups, root: int) -> int | None:
-        """Leaves to torch the reshapes of a region's inputs (GPT-2's [b, s, vocab] logits read as
-        [b * s, vocab] by the cross entropy): as torch a view of the tensor a matmul or another
-        op wrote, where nvFuser splits a reduction over a reshaped input into more kernels.
-
-        Only a reshape of a trace input or of a value a non-view op computed: the result of a
-        permute or slice could be strided, and torch would copy it. Views of a buffer written
-        back stay (as torch they would see the new values). Returns the root of what is left.
-        """
-        left: int | None = root
-        for i in sorted(g.members[root]):
-            bsym = self.bsyms[i]
-            if bsym.sym is not Prim.RESHAPE or left is None:
-                continue
-            source = bsym.args[0]
-            producer = self.producer.get(id(source))
-            if producer is not None and (g.find(producer) == left or self.bsyms[producer].sym in VIEWS):
-                continue
-            if self.views_written_buffer(source):
-                continue
-            left = g.detach(i)
-            self.reasons[i] = (Reason.LEFT_TO_TORCH, f"a reshape of the region's input {source.name}: torch makes it")
         return left
 
     def emit(self, g: Groups, edges: list[set[int]], keep: set[int]) -> Partition:
