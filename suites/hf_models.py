@@ -29,12 +29,12 @@ def _config(name: str) -> Any:
 
     if name == "gpt2":
         return transformers.GPT2Config(
-            n_layer=4, n_head=4, n_embd=256, n_positions=1024, vocab_size=VOCABULARY, use_cache=False,
+            n_layer=4, n_head=4, n_embd=256, n_positions=1024, vocab_size=VOCABULARY,
             bos_token_id=0, eos_token_id=0, attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0,
         )  # fmt: skip
     return transformers.LlamaConfig(
         num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, hidden_size=256, intermediate_size=688,
-        vocab_size=VOCABULARY, max_position_embeddings=1024, use_cache=False, bos_token_id=0, eos_token_id=0,
+        vocab_size=VOCABULARY, max_position_embeddings=1024, bos_token_id=0, eos_token_id=0,
     )  # fmt: skip
 
 
