@@ -25,13 +25,14 @@ from compiler.ops.reductions import expand_reduced, stable_shift
 
 
 def _safe_softmax(scores: TensorProxy) -> TensorProxy:
-    """softmax over the last dim; a row of -inf only gives zeros."""
+    """softmax over the last dim; a row of -inf only gives zeros, and zero gradients (its sum of
+    exps, 0, is divided by as 1: 0 / 0 would make the gradients NaN through the `where`)."""
     last = (scores.ndim - 1,)
     top = expand_reduced(stable_shift(scores, last), scores.shape, last)
     masked_row = prims.eq(top, -math.inf)
     exps = prims.exp(prims.sub(scores, prims.where(masked_row, 0.0, top)))
     total = expand_reduced(prims.sum(exps, last), scores.shape, last)
-    return prims.where(masked_row, 0.0, prims.div(exps, total))
+    return prims.where(masked_row, 0.0, prims.div(exps, prims.where(masked_row, 1.0, total)))
 
 
 def attention_with_dropout(
