@@ -12,9 +12,20 @@ exactly what recomputing it from the members gives (tests/compiler/passes/test_f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from compiler.core.ir import BoundSymbol, TensorProxy
 from compiler.prims import SHAPE_OPS, Prim
+
+
+def static_numel(p: Any) -> int | None:
+    """The number of elements of tensor `p` when its sizes are known (None otherwise, and for a number)."""
+    if not isinstance(p, TensorProxy) or not all(isinstance(s, int) for s in p.shape):
+        return None
+    numel = 1
+    for s in p.shape:
+        numel *= s
+    return numel
 
 
 @dataclass
@@ -48,12 +59,9 @@ class Summary:
         """The summary of a group holding `bsym` alone; `escapes`: whether its tensors leave it."""
         shape, numel = None, -1
         for p in bsym.outputs:
-            if isinstance(p, TensorProxy) and all(isinstance(s, int) for s in p.shape):
-                size = 1
-                for s in p.shape:
-                    size *= s
-                if size > numel:
-                    shape, numel = tuple(p.shape), size
+            size = static_numel(p)
+            if size is not None and size > numel:
+                shape, numel = tuple(p.shape), size
         inputs = {id(p) for p in bsym.inputs if isinstance(p, TensorProxy)}
         tensors = {id(p) for p in bsym.outputs if isinstance(p, TensorProxy)}
         defined = {id(p) for p in bsym.outputs}

@@ -9,8 +9,8 @@ produces and who reads each value, the buffers written back, and records why a n
 from __future__ import annotations
 
 from compiler.core.executor import Reason
-from compiler.core.ir import BoundSymbol, Proxy, TensorProxy
-from compiler.passes.fusion_groups import Groups
+from compiler.core.ir import BoundSymbol, Proxy
+from compiler.passes.fusion_groups import Groups, static_numel
 from compiler.prims import VIEWS, Prim
 
 # Views a region leaves to torch when only its outputs need them (`peel_views`).
@@ -18,16 +18,6 @@ _PEELED = frozenset({Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.SLICE, Prim.
 _RESIZING = frozenset({Prim.SLICE, Prim.BROADCAST_IN_DIM})
 # A resize whose tensor has at most 1/SMALL_RESIZE of the elements of the region's largest is small.
 SMALL_RESIZE = 64
-
-
-def _static_numel(p: Proxy) -> int | None:
-    """The number of elements of tensor `p` when its sizes are known (None otherwise, and for a number)."""
-    if not isinstance(p, TensorProxy) or not all(isinstance(s, int) for s in p.shape):
-        return None
-    numel = 1
-    for s in p.shape:
-        numel *= s
-    return numel
 
 
 class Peeling:
@@ -117,7 +107,7 @@ class Peeling:
             if j in found:
                 continue
             bsym = self.bsyms[j]
-            sizes = [_static_numel(p) for p in bsym.outputs]
+            sizes = [static_numel(p) for p in bsym.outputs]
             if any(size is None or size * SMALL_RESIZE > largest for size in sizes):
                 return set()
             if bsym.sym is Prim.SLICE and self.views_written_buffer(bsym.args[0]):
