@@ -13,8 +13,9 @@ Both pick the kernel with torch's own rule (`aten._fused_sdp_choice`: what
 | cudnn (CUDA)     | `_scaled_dot_product_cudnn_attention`         | its `_backward`   |
 | flash (CPU)      | `_scaled_dot_product_flash_attention_for_cpu` | its `_backward`   |
 
+Efficient attention and cuDNN take a mask as an additive bias (a boolean mask becomes 0 / -inf).
 Everything else (the math backend, tensors that are not 4-D, head dims FlashAttention would need
-padded for, cuDNN with a mask, an op missing from this torch build: warned about once) takes the
+padded for, an op missing from this torch build: warned about once) takes the
 recompute path: `F.scaled_dot_product_attention` forward with the logsumexp computed from the
 scores, and a backward through torch autograd that runs attention's forward again.
 
@@ -182,11 +183,9 @@ def _backend(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any
         backend = "cpu_flash" if choice == _FLASH else None
     elif q.device.type == "cuda":
         backend = {_FLASH: "flash", _EFFICIENT: "efficient", _CUDNN: "cudnn"}.get(choice)
-        # NOTE: F.scaled_dot_product_attention pads head dims to a multiple of 8 for FlashAttention
-        # and converts masks its own way for cuDNN; those cases recompute instead.
+        # NOTE: F.scaled_dot_product_attention pads head dims to a multiple of 8 for FlashAttention;
+        # those cases recompute instead.
         if backend == "flash" and (q.shape[-1] % 8 or v.shape[-1] % 8):
-            backend = None
-        if backend == "cudnn" and attn_mask is not None:
             backend = None
     if kv_groups(q, k) > 1 and backend == "efficient":
         backend = None
@@ -204,11 +203,12 @@ def attention_forward(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, s
         result = _op(backend, 0)(q, k, v, _NO_DROPOUT, is_causal, False, scale=scale)
         return result[0], result[1]
     if backend == "efficient":
-        bias = _efficient_bias(attn_mask, q, k)
+        bias = _bias(attn_mask, q, k)
         out, logsumexp, _, _ = _op(backend, 0)(q, k, v, bias, True, _NO_DROPOUT, is_causal, scale=scale)
         return out, logsumexp[..., : rows[-1]]
     if backend == "cudnn":
-        result = _op(backend, 0)(q, k, v, None, True, _NO_DROPOUT, is_causal, False, scale=scale)
+        bias = _bias(attn_mask, q, k)
+        result = _op(backend, 0)(q, k, v, bias, True, _NO_DROPOUT, is_causal, False, scale=scale)
         return result[0], result[1].reshape(rows)
     if backend == "cpu_flash":
         mask = _additive_mask(attn_mask, q.dtype)
@@ -236,7 +236,7 @@ def attention_backward(
         )
     if backend == "efficient":
         seed = _placeholder(q.device)
-        bias = _efficient_bias(attn_mask, q, k)
+        bias = _bias(attn_mask, q, k)
         padded = F.pad(logsumexp, (0, -rows_q % _EFFICIENT_ROWS))
         dq, dk, dv, _ = _op(backend, 1)(
             grad, q, k, v, bias, out, padded, seed, seed, _NO_DROPOUT, [True, True, True, False], is_causal, scale=scale
@@ -256,7 +256,7 @@ def attention_backward(
             native,
             seed,
             seed,
-            None,
+            _bias(attn_mask, q, k),
             None,
             None,
             rows_q,
@@ -300,8 +300,9 @@ def _additive_mask(attn_mask: Any, dtype: torch.dtype) -> Any:
     )
 
 
-def _efficient_bias(attn_mask: Any, q: torch.Tensor, k: torch.Tensor) -> Any:
-    """The mask as efficient attention takes it: additive, rows aligned to 16 elements, full 4-D shape."""
+def _bias(attn_mask: Any, q: torch.Tensor, k: torch.Tensor) -> Any:
+    """The mask as efficient attention and cuDNN take it: additive, rows aligned to 16 elements,
+    full 4-D shape."""
     bias = _additive_mask(attn_mask, q.dtype)
     if bias is None:
         return None

@@ -111,3 +111,23 @@ def test_grouped_query_attention_in_float32_repeats_the_heads_for_efficient_atte
     assert attention_backend(q, repeat_heads(k, 2), repeat_heads(v, 2), None, True, None) == "efficient"
     jfn = check_gradients(grouped_causal, [q, k, v], jfn=jit(grouped_causal))
     assert "sdpa_backward" in str(compiler.last_backward_traces(jfn)[-1])
+
+
+@pytest.mark.parametrize("mask_dtype", [torch.bfloat16, torch.bool], ids=str)
+@pytest.mark.parametrize("kv_heads", [4, 2])
+def test_masked_attention_through_cudnn_reads_the_saved_logsumexp(kv_heads, mask_dtype):
+    # transformers builds a causal mask of 0 / -inf under tracing; cuDNN takes it as a bias, and
+    # the backward runs cuDNN's backward kernel, not attention's forward again
+    q, k, v = qkv(torch.bfloat16, rows=128, keys=128, kv_heads=kv_heads)
+    keep = torch.ones(128, 128, dtype=torch.bool, device=DEVICE).tril().expand(2, 1, 128, 128).clone()
+    mask = keep if mask_dtype == torch.bool else torch.zeros(keep.shape, device=DEVICE, dtype=mask_dtype)
+    if mask_dtype != torch.bool:
+        # a query row that attends to nothing gets zeros (eager's cuDNN averages v for a boolean
+        # mask there: compiler/ops/masks.py)
+        keep[1, :, 5] = False
+        mask = mask.masked_fill(keep.logical_not(), float("-inf"))
+    check_backend("cudnn", masked if kv_heads == 4 else grouped_masked, [q, k, v, mask], [True, True, True, False])
+
+
+def grouped_masked(q, k, v, mask):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
