@@ -210,7 +210,7 @@ class _Partitioner(Peeling):
                     reason = (Reason.CYCLE, g.refused[root][0])
             else:
                 left = self.peel_small_resizes(g, root) if self.fuser.resize_splits else root
-                left = self.peel_views(g, left) if left is not None else None
+                left = self.peel_views(g, left, self.fuser.resize_splits) if left is not None else None
                 left = self.peel_input_reshapes(g, left) if left is not None else None
                 left = self.drop_foreign_writebacks(g, left) if left is not None else None
                 if left is not None:  # else the group was only a write-back of another region's value

@@ -16,6 +16,8 @@ from compiler.prims import VIEWS, Prim
 # Views a region leaves to torch when only its outputs need them (`peel_views`).
 _PEELED = frozenset({Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.SLICE, Prim.BROADCAST_IN_DIM})
 _RESIZING = frozenset({Prim.SLICE, Prim.BROADCAST_IN_DIM})
+# Ops that send a region to nvFuser's resize scheduler (`resized_copies` below).
+_RESIZES = frozenset({Prim.CAT, Prim.SLICE})
 # A resize whose tensor has at most 1/SMALL_RESIZE of the elements of the region's largest is small.
 SMALL_RESIZE = 64
 
@@ -35,12 +37,15 @@ class Peeling:
         """Whether `p` is (a view of) a buffer the trace writes back: torch's view of it would see the new values."""
         return self.memory.get(id(p), p).name in self.written
 
-    def peel_views(self, g: Groups, root: int) -> int | None:
+    def peel_views(self, g: Groups, root: int, resized_copies: bool = False) -> int | None:
         """Leaves to torch the views that only make a region's outputs (a reshape or permute of a
         value for a matmul to read): in a fusion each is one more tensor written, as torch a view.
 
         A reshape of a permute of a value the region computes stays (as torch it could be a copy
-        of its own; of a region input, the region would only copy it too), and a slice or
+        of its own; of a region input, the region would only copy it too), unless
+        `resized_copies` and the region resizes (a cat or slice: rotary embeddings): nvFuser
+        then copies it in a segment of its own, with no kernel of its own, at a fusion's host cost,
+        where torch's copy costs one launch. A slice or
         broadcast of a value the region would not return otherwise (returning the whole
         value would write more). Views of a buffer written back stay: as torch they would see the
         new values. Returns the root of what is left (None when nothing is).
@@ -49,6 +54,7 @@ class Peeling:
         # fewer defined inside), so each pass peels all it can, until a pass peels nothing.
         changed = True
         left: int | None = root
+        resized_copies = resized_copies and any(self.bsyms[i].sym in _RESIZES for i in g.members[root])
         while changed and left is not None:
             changed = False
             inside = set(g.members[left])
@@ -64,7 +70,8 @@ class Peeling:
                 )
                 if (
                     (
-                        bsym.sym is Prim.RESHAPE
+                        not resized_copies
+                        and bsym.sym is Prim.RESHAPE
                         and producer is not None
                         and self.bsyms[producer].sym is Prim.PERMUTE
                         and id(self.bsyms[producer].args[0]) in defined

@@ -140,13 +140,17 @@ def test_views_only_the_outputs_need_are_left_to_torch():
 
 def test_views_that_would_write_more_or_copy_stay_in_the_region():
     # A slice of a value the region does not otherwise return (returning all of it would write
-    # more), and a reshape of a permute (as torch, a copy of its own).
-    def program(a):
-        h = prims.sin(prims.mul(a, 2.0))
-        return prims.slice(h, [0, 0], [2, 8], [1, 1]), prims.reshape(prims.permute(prims.cos(a), [1, 0]), [32])
+    # more), and, in a region that resizes nothing, a reshape of a permute (as torch, a copy of its own).
+    def sliced(a):
+        return prims.slice(prims.sin(prims.mul(a, 2.0)), [0, 0], [2, 8], [1, 1])
 
-    result, _ = fused(prim_trace(program, F32))
-    assert sorted(map(sorted, region_ops(result))) == [["cos", "mul", "permute", "reshape", "sin", "slice"]]
+    def copied(a):
+        return prims.sin(prims.mul(a, 2.0)), prims.reshape(prims.permute(prims.cos(a), [1, 0]), [32])
+
+    assert region_ops(fused(prim_trace(sliced, F32))[0]) == [["mul", "sin", "slice"]]
+    assert sorted(map(sorted, region_ops(fused(prim_trace(copied, F32))[0]))) == [
+        ["cos", "mul", "permute", "reshape", "sin"]
+    ]
 
 
 def test_a_reshape_of_a_permute_of_a_region_input_is_left_to_torch():
@@ -164,6 +168,23 @@ def test_a_reshape_of_a_permute_of_a_region_input_is_left_to_torch():
     args = (torch.randn(4, 8), torch.randn(2, 4, 3))
     for got, want in zip(eval_trace(result, *args), eval_trace(trace, *args)):
         torch.testing.assert_close(got, want)
+
+
+def test_a_reshape_of_a_permute_a_resizing_region_computes_is_left_to_torch():
+    # a rotary backward (two slices and a cat) whose result a matmul reads laid out [s, h * d]:
+    # nvFuser would copy it in a segment of its own, with no kernel, at a fusion's host cost
+    def program(g, cos):
+        first, second = prims.slice(g, [0, 0, 0], [2, 4, 2], [1, 1, 1]), prims.slice(g, [0, 0, 2], [2, 4, 4], [1, 1, 1])
+        rotated = prims.add(prims.mul(g, cos), prims.cat([second, prims.neg(first)], 2))
+        return prims.reshape(prims.permute(rotated, [1, 0, 2]), [4, 8])
+
+    shape = ((2, 4, 4), torch.float32)
+    trace = prim_trace(program, shape, shape)
+    result, part = fused(trace)
+    assert outside(result) == ["permute", "reshape"]
+    assert [d.reason for d in part.decisions if d.bsym.sym is Prim.RESHAPE] == [Reason.LEFT_TO_TORCH]
+    args = (torch.randn(2, 4, 4), torch.randn(2, 4, 4))
+    torch.testing.assert_close(eval_trace(result, *args), eval_trace(trace, *args))
 
 
 def test_reshapes_of_region_inputs_are_left_to_torch():
