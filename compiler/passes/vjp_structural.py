@@ -31,7 +31,8 @@ def transpose(t: TensorProxy) -> TensorProxy:
 
 def _broadcast_in_dim(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
     a, shape, broadcast_dims = bsym.args
-    summed = [d for d in range(len(shape)) if d not in broadcast_dims]
+    # NOTE: a new dim of size 1 (an unsqueeze) needs no sum: the reshape below drops it
+    summed = [d for d in range(len(shape)) if d not in broadcast_dims and not same_size(shape[d], 1)]
     summed += [d for i, d in enumerate(broadcast_dims) if same_size(a.shape[i], 1) and not same_size(shape[d], 1)]
     reduced = prims.sum(g, tuple(sorted(summed))) if summed else g
     if len(reduced.shape) == a.ndim:

@@ -235,3 +235,20 @@ def test_rearrangement_and_product_gradients(dtype):
         check_gradients(lambda t: t.tile(2, 1).cos(), [x], seed=seed)
         check_gradients(lambda t: torch.diff(t, n=2, dim=1, prepend=t[:, :1] * 2).exp(), [x], seed=seed)
         check_gradients(lambda a, b: torch.outer(a, b).tanh(), [x[0, 0], x[1, :, 0]], seed=seed)
+
+
+def repeat_kv(k):
+    # transformers' repeat_kv: each key/value head unsqueezed, expanded for its group, flattened
+    b, heads, s, d = k.shape
+    return k[:, :, None, :, :].expand(b, heads, 3, s, d).reshape(b, heads * 3, s, d) * 2
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_the_gradient_of_an_unsqueeze_then_expand_sums_once(dtype):
+    import compiler
+
+    for seed in range(3):
+        jfn = check_gradients(repeat_kv, [randn(2, 2, 5, 4, dtype=dtype, seed=seed)], seed=seed)
+    backward = compiler.last_backward_traces(jfn, ran=True)[-1]
+    sums = [b for b in backward.bsyms if b.sym.value == "sum"]
+    assert [tuple(b.args[1]) for b in sums] == [(2,)], str(backward)  # not also a sum over the unsqueezed dim
