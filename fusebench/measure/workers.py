@@ -55,6 +55,7 @@ Answer = Callable[[int, str, "dict[str, Any] | Crash"], None]  # (unit, device, 
 READY = {"ready": True}  # a worker's first line on its answer pipe, once it reads units
 WORKER_CPUS = "FUSEBENCH_WORKER_CPUS"  # the CPUs a worker keeps to, where several share a host
 POLL_S = 1.0  # how often a unit's time limit looks whether its worker is stopped
+SIGNAL_POLL_S = 0.25  # how often the run's main thread wakes to take a Ctrl-C meant for it
 
 
 @dataclass(frozen=True)
@@ -237,7 +238,10 @@ def run_units(
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join()
+            # NOTE: joined in short waits: Ctrl-C that the kernel hands to another thread of the
+            # run only reaches this one when it wakes (a plain join would wait for the unit)
+            while thread.is_alive():
+                thread.join(timeout=SIGNAL_POLL_S)
     except BaseException:  # NOTE: Ctrl-C: workers in their own process groups do not see it
         live.kill_all()
         raise

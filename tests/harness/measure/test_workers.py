@@ -135,7 +135,33 @@ def test_a_unit_past_the_time_limit_is_stopped_and_a_fresh_worker_goes_on(
     assert outcomes["hangs"]["extra"] == {"time_limit_s": 8} and outcomes["before"]["extra"].get("time_limit_s") is None
 
 
-def test_an_interrupted_run_kills_its_workers_and_records_no_crash(tmp_path: Path) -> None:
+# The tgkill system call's number (a signal to one thread of another process), where it is known.
+_TGKILL = {"x86_64": 234, "aarch64": 131}.get(os.uname().machine) if sys.platform == "linux" else None
+
+
+def _interrupt(pid: int, thread: str) -> None:
+    """Ctrl-C for process `pid`: as the kernel hands it to the process (any of its threads may
+    take it), or to one of its threads other than the main one."""
+    if thread == "process":
+        os.kill(pid, signal.SIGINT)
+        return
+    import ctypes
+
+    others = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+    assert others, "the run has no thread besides its main one"
+    assert ctypes.CDLL(None, use_errno=True).syscall(_TGKILL, pid, others[-1], signal.SIGINT) == 0
+
+
+@pytest.mark.parametrize(
+    "thread",
+    [
+        "process",
+        pytest.param(
+            "another thread", marks=pytest.mark.skipif(_TGKILL is None, reason="needs Linux tgkill (x86_64, aarch64)")
+        ),
+    ],
+)
+def test_an_interrupted_run_kills_its_workers_and_records_no_crash(tmp_path: Path, thread: str) -> None:
     mark, results = tmp_path / "worker.pid", tmp_path / "results"
     argv = [sys.executable, "-m", "fusebench", "run", "--suites", str(_suite(tmp_path)), "-k", "hangs"]
     argv += ["--variant", "eager", "--device", "cpu", "--isolate", "--results", str(results)]
@@ -147,7 +173,7 @@ def test_an_interrupted_run_kills_its_workers_and_records_no_crash(tmp_path: Pat
             assert time.monotonic() < deadline and run.poll() is None, "the worker never reached the hanging unit"
             time.sleep(0.1)
         worker = int(mark.read_text())
-        run.send_signal(signal.SIGINT)  # Ctrl-C reaches the run; its workers hear of it from the run
+        _interrupt(run.pid, thread)  # Ctrl-C reaches the run; its workers hear of it from the run
         assert run.wait(timeout=60) != 0
     finally:
         run.kill()
