@@ -29,6 +29,12 @@ def max_of_max(x: torch.Tensor) -> torch.Tensor:
     return t.unsqueeze(0).expand(2, *t.shape).amax(1)
 
 
+def max_of_a_rounded_square(x: torch.Tensor) -> torch.Tensor:
+    """A max over a value eager rounds to bf16/fp16 and then upcasts: the forward's fusion keeps
+    no copy of it, so the backward computes it again from x and compares it with the max."""
+    return x.pow(2).float().reshape(-1, x.shape[-1]).amax(1)
+
+
 def near_integers(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """x * 0.9999 of integers in bf16/fp16 rounds back to them: compared, converted and floored as
     rounded values, not as the slightly smaller product."""
@@ -39,6 +45,7 @@ def near_integers(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
 DIFFERENTIABLE: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "centred_max": centred_max,
     "max_of_max": max_of_max,
+    "max_of_a_rounded_square": max_of_a_rounded_square,
 }
 
 

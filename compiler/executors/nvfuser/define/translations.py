@@ -102,7 +102,8 @@ def _reduction(op: str) -> Translate:
     def translate(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
         a, dims = bsym.args
         compute = dtypes.compute_dtype(a.dtype)
-        x = tx.compute(a, compute)
+        # NOTE: a max reads the value eager rounds (as its backward's `x == max(x)` does)
+        x = tx.exact_operand(a, compute) if op in ("max", "min") else tx.compute(a, compute)
         # NOTE: over an expanded broadcast dim, or keeping one, nvFuser 0.2.36 returned the wrong
         # shape (the keepdim amax of `x.expand(3, 4)` unreduced; `x.expand(3, 4).sum(-1)` of shape [1])
         if _holds_expanded(tx, a):

@@ -20,7 +20,8 @@ Conventions of the generated code:
   held in fp32 and only cast down where a bf16/fp16 value is needed (a region output, a
   write-back, an op that is not arithmetic). Round trips `f32 -> bf16 -> f32` inside a region
   are dropped, as torch.compile and thunder do, except where rounding decides the result: the
-  prims of `prims.EXACT_OPERANDS` (comparisons, floor, ...) and conversions to integers read a
+  prims of `prims.EXACT_OPERANDS` (comparisons, floor, ...), maxima and minima (which the
+  backward finds again by `x == max(x)`) and conversions to integers read a
   value held in fp32 rounded to its own dtype (`exact_operand`; conversions to float64 or the
   other 16-bit dtype too: `x.half().double()` keeps fp16's rounding), and a value the region returns is
   read rounded by the ops on its way to such a prim or a max (`prims.ROUNDING_DECIDES`), as a

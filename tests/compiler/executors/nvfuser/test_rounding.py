@@ -52,10 +52,15 @@ def _operand(defined: dict[str, str], op: str) -> str:
 
 def test_a_returned_value_is_read_as_returned_on_its_way_to_a_max() -> None:
     # h is returned in bf16 (a backward recomputes from it) and leads to a max: read rounded
+    # (and the max reads h * 2 rounded to bf16, as eager computes it)
     defined, returned = _definition(lambda x: (h := x * 3 + 1, (h * 2).amax(-1)))
-    doubled = next(expr for expr in defined.values() if expr.startswith("fd.ops.mul(") and "2.0" in expr)
-    assert defined[_operand(defined, "max")] == doubled, defined
-    assert defined[doubled[len("fd.ops.mul(") :].split(",")[0]] == f"fd.ops.cast({returned[0]}, dtype=DataType.Float)"
+    doubled = next(name for name, expr in defined.items() if expr.startswith("fd.ops.mul(") and "2.0" in expr)
+    rounded = defined[_operand(defined, "max")]
+    assert rounded.startswith("fd.ops.cast(") and rounded.endswith("dtype=DataType.Float)"), defined
+    assert defined[rounded[len("fd.ops.cast(") :].split(",")[0]] == f"fd.ops.cast({doubled}, dtype=DataType.BFloat16)"
+    assert defined[defined[doubled][len("fd.ops.mul(") :].split(",")[0]] == (
+        f"fd.ops.cast({returned[0]}, dtype=DataType.Float)"
+    )
 
 
 def test_a_returned_value_is_read_unrounded_where_rounding_decides_nothing() -> None:
