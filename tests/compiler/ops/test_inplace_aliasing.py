@@ -217,3 +217,17 @@ def test_merged_arguments_with_an_autograd_of_their_own_are_refused_and_guarded(
         jfn(tensor.data, tensor)
     with pytest.raises(NotImplementedError, match="are the same memory and the function writes into one"):
         jfn(tensor, tensor.data)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="traces hold no layout: a region or torch computes the copy in its operand's transposed "
+    "layout, so torch's reshape of it copies again (found by test_inplace_property)",
+)
+def test_a_returned_reshape_of_a_contiguous_copy_shares_the_copys_memory():
+    def program(x):
+        copy = x.t().contiguous()
+        return copy, copy.reshape(-1)
+
+    copy, flat = compiler.jit(program)(torch.randn(4, 6))
+    assert copy.is_contiguous() and flat.untyped_storage().data_ptr() == copy.untyped_storage().data_ptr()

@@ -166,7 +166,10 @@ def test_an_interrupted_run_kills_its_workers_and_records_no_crash(tmp_path: Pat
     argv = [sys.executable, "-m", "fusebench", "run", "--suites", str(_suite(tmp_path)), "-k", "hangs"]
     argv += ["--variant", "eager", "--device", "cpu", "--isolate", "--results", str(results)]
     env = {**os.environ, "FUSEBENCH_WORKER_TEST": "hang", "FUSEBENCH_WORKER_MARK": str(mark)}
-    run = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # NOTE: SIGINT at its default disposition in the run, as in a terminal: a shell that starts a job
+    # in the background without job control (`cmd &` in a script) starts it with SIGINT ignored
+    restore = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+    run = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=restore)
     try:
         deadline = time.monotonic() + 240
         while not (mark.exists() and mark.read_text()):
