@@ -39,7 +39,7 @@ from compiler.executors.nvfuser.define.writer import (  # noqa: F401  (re-export
     TranslationError,
     literal,
 )
-from compiler.prims import BINARY, EXACT_OPERANDS, REDUCTIONS, UNARY, Prim
+from compiler.prims import BINARY, EXACT_OPERANDS, REDUCTIONS, ROUNDING_DECIDES, UNARY, Prim
 
 Translate = Callable[[DefinitionWriter, BoundSymbol], None]
 
@@ -103,7 +103,7 @@ def _reduction(op: str) -> Translate:
         a, dims = bsym.args
         compute = dtypes.compute_dtype(a.dtype)
         # NOTE: a max reads the value eager rounds (as its backward's `x == max(x)` does)
-        x = tx.exact_operand(a, compute) if op in ("max", "min") else tx.compute(a, compute)
+        x = tx.exact_operand(a, compute) if bsym.sym in ROUNDING_DECIDES else tx.compute(a, compute)
         # NOTE: over an expanded broadcast dim, or keeping one, nvFuser 0.2.36 returned the wrong
         # shape (the keepdim amax of `x.expand(3, 4)` unreduced; `x.expand(3, 4).sum(-1)` of shape [1])
         if _holds_expanded(tx, a):
