@@ -92,17 +92,25 @@ class Peeling:
         inputs alone, with all of the region it depends on (a causal LM's loss shifting its labels
         by one, in the fusion reading the logits): nvFuser's resize scheduler, which any resize
         picks, takes no reductions, so the fusion would split into several kernels. Small: at most
-        1/SMALL_RESIZE of the region's largest tensor, sizes known. Returns the root of what is left.
+        1/SMALL_RESIZE of the region's largest tensor, sizes known. Only when every resize of the
+        region is small: where a large one stays (a decode step appending to its key/value cache),
+        the region keeps its resize scheduling anyway, and each peeled op (a rotary embedding's
+        halves) would only cost a torch launch more. Returns the root of what is left.
         """
-        largest, left = g.summary[root].numel, root
-        why = (Reason.LEFT_TO_TORCH, "a resize of a small tensor: in nvFuser it would split its region")
+        largest, peeled = g.summary[root].numel, set()
         for i in sorted(g.members[root]):
-            if self.bsyms[i].sym not in (Prim.CAT, Prim.SLICE) or g.find(i) != left:
+            if self.bsyms[i].sym not in _RESIZES or i in peeled:
                 continue
-            for j in sorted(self.small_ancestry(g, i, left, largest)):
-                self.reasons[j] = why
-                if (left := g.detach(j)) is None:
-                    return None
+            ancestry = self.small_ancestry(g, i, root, largest)
+            if not ancestry:
+                return root
+            peeled |= ancestry
+        left: int | None = root
+        why = (Reason.LEFT_TO_TORCH, "a resize of a small tensor: in nvFuser it would split its region")
+        for j in sorted(peeled):
+            self.reasons[j] = why
+            if (left := g.detach(j)) is None:
+                return None
         return left
 
     def small_ancestry(self, g: Groups, i: int, root: int, largest: int) -> set[int]:

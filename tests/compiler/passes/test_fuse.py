@@ -187,6 +187,26 @@ def test_a_reshape_of_a_permute_a_resizing_region_computes_is_left_to_torch():
     torch.testing.assert_close(eval_trace(result, *args), eval_trace(trace, *args))
 
 
+def test_small_resizes_stay_in_a_region_that_keeps_a_large_one():
+    # a decode step: the new token's key rotated (two slices, a cat: small against the region) and
+    # appended to the cache (a large cat). The cache's cat keeps nvFuser's resize scheduling, so
+    # taking the rotation out would only cost torch launches (a causal LM's label shift, the only
+    # resize of its loss fusion, does leave: tests/compiler/passes/autodiff/test_cross_entropy.py)
+    def program(k, cos, cache):
+        first = prims.slice(k, [0, 0, 0, 0], [2, 4, 1, 4], [1] * 4)
+        second = prims.slice(k, [0, 0, 0, 4], [2, 4, 1, 8], [1] * 4)
+        rotated = prims.add(prims.mul(k, cos), prims.cat([prims.neg(second), first], 3))
+        return prims.cat([cache, rotated], 2)
+
+    token = ((2, 4, 1, 8), torch.float32)
+    trace = prim_trace(program, token, token, ((2, 4, 64, 8), torch.float32))
+    result, _ = fused(trace)
+    assert outside(result) == []
+    assert sorted(region_ops(result)[0]) == ["add", "cat", "cat", "mul", "neg", "slice", "slice"]
+    args = (torch.randn(2, 4, 1, 8), torch.randn(2, 4, 1, 8), torch.randn(2, 4, 64, 8))
+    torch.testing.assert_close(eval_trace(result, *args), eval_trace(trace, *args))
+
+
 def test_reshapes_of_region_inputs_are_left_to_torch():
     # GPT-2's loss reads [b, s, vocab] logits (a matmul's output) as [b * s, vocab], and [b, s]
     # targets as [b * s]: as torch both are views, in the region nvFuser adds kernels for them.
