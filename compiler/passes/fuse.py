@@ -37,13 +37,13 @@ from collections.abc import Callable, Sequence
 
 from compiler.core.errors import check
 from compiler.core.executor import Executor, FusionOptions, Reason, Region, fusion_executor
-from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy, Trace, proxies_in
+from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy, Trace, map_proxies, proxies_in
 from compiler.passes import trace_pass
-from compiler.passes.duplicate_upcasts import is_upcast
+from compiler.passes.duplicate_widenings import is_broadcast, is_widening
 from compiler.passes.fusion_groups import Groups
 from compiler.passes.peel_regions import Peeling
 from compiler.passes.regions import Decision, Partition
-from compiler.prims import REDUCTIONS, SHAPE_OPS, VIEWS, Prim
+from compiler.prims import REDUCTIONS, RESIZES, SHAPE_OPS, VIEWS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
 
 
@@ -73,6 +73,7 @@ class _Partitioner(Peeling):
         self.written = {b.args[1].name for b in self.bsyms if b.sym is Prim.COPY_TO}  # write-back targets
         self.readers: dict[int, list[int]] = {}
         self.producer: dict[int, int] = {}
+        self.dropped: set[int] = set()  # nodes left out altogether (`drop_copies`)
         self.memory: dict[int, Proxy] = {}  # id of a view -> the tensor whose memory it views
         for i, bsym in enumerate(self.bsyms):
             for p in bsym.inputs:
@@ -191,9 +192,9 @@ class _Partitioner(Peeling):
         edges = self.graph()
         g = Groups(self.bsyms, edges, claimed, self.readers, self.output_ids)
         self.dataflow(g, edges)
+        g = self.sink_widenings(g)
         if self.options.horizontal:
             self.horizontal(g)
-        self.sink_upcasts(g)
         keep = set()
         for root in g.roots():
             if not g.claimed[root]:
@@ -263,23 +264,99 @@ class _Partitioner(Peeling):
                     break
                 stack.extend(k for p in self.bsyms[j].outputs for k in readers.get(id(p), []))
 
-    def sink_upcasts(self, g: Groups) -> None:
-        """Moves a widening conversion whose readers are all in one other region into that region.
+    def sink_widenings(self, g: Groups) -> Groups:
+        """The groups with each widening (an upcast, a broadcast) whose readers are all in one
+        other region moved into that region.
 
-        Dataflow merging puts a conversion in its producer's region (merged first); when only
+        Dataflow merging puts a widening in its producer's region (merged first); when only
         another region reads it, the producer would write the wide value (a bf16 residual as
-        float32, in every block of a transformer) for the reader to read again. Moved, the
-        producer writes the narrow value, and the reader converts it as it loads it.
+        float32, in every block of a transformer; the rotary embedding's cos broadcast to a
+        layer's heads) for the reader to read again. Moved, the producer writes the narrow value,
+        and the reader widens it as it loads it; regions that then read one narrow value may merge
+        (horizontal merging comes next: a layer's query and key rotations). Last first, so that a
+        chain of widenings (a broadcast, then its upcast) moves whole. No move makes a cycle: the
+        reader's region already depended on what the widening reads.
+
+        NOTE: for nvFuser (`resize_splits`), no broadcast moves into or out of a region that both
+        reduces and resizes, and such a region drops the broadcasts `duplicate_widenings` copied
+        (its outputs stay as they were when only upcasts moved): nvFuser 0.2.36 failed to compile
+        a segment of such a region once its outputs changed so (a Llama backward's fusion
+        recomputing the rotary's cos beside the rotation of the first layer and the sums over
+        repeated key/value heads: `Invalid domains to map` in `registerExactMapping`), and ran the
+        region with torch.
         """
-        for i, bsym in enumerate(self.bsyms):
-            if not is_upcast(bsym) or id(bsym.output) in self.output_ids or not g.claimed[g.find(i)]:
+        moves: dict[int, int] = {}  # node -> the root of the group it moves to
+        for root in self.fragile(g):
+            self.drop_copies(g, root)
+        fragile = self.fragile(g)  # NOTE: the same groups, whose roots a drop may have changed
+        dropped = bool(self.dropped)
+
+        def place(j: int) -> int:
+            return moves.get(j, g.find(j))
+
+        for i in reversed(range(len(self.bsyms))):
+            bsym = self.bsyms[i]
+            if not is_widening(bsym) or id(bsym.output) in self.output_ids or not g.claimed[g.find(i)]:
                 continue
-            targets = {g.find(j) for j in self.readers.get(id(bsym.output), ())}
+            targets = {place(j) for j in self.readers.get(id(bsym.output), ())}
             if len(targets) != 1:
                 continue
             (target,) = targets
-            if target != g.find(i) and g.claimed[target]:
-                g.move(i, target)
+            if target == g.find(i) or not g.claimed[target]:
+                continue
+            if not is_broadcast(bsym) or not {target, g.find(i)} & fragile:
+                moves[i] = target
+        return g.moved(moves) if moves or dropped else g
+
+    def drop_copies(self, g: Groups, root: int) -> None:
+        """Drops from group `root` each broadcast that repeats one before it in the group (the same
+        op on the same values: a copy `duplicate_widenings` made), its readers reading the first
+        one's value instead. A dropped node is left out of the partition (`dropped`)."""
+        first: dict[tuple, Proxy] = {}
+        same: dict[int, Proxy] = {}  # id(a dropped copy's output) -> the value it repeats
+        for i in sorted(g.members[root]):
+            bsym = self.bsyms[i]
+            if not is_broadcast(bsym):
+                continue
+            args = [same.get(id(a), a) for a in bsym.args]
+            key = (bsym.sym, *(id(a) if isinstance(a, Proxy) else repr(a) for a in args))
+            if key not in first:
+                first[key] = bsym.output
+                continue
+            same[id(bsym.output)] = first[key]
+            g.detach(i)
+            self.dropped.add(i)
+            # NOTE: its readers now hang on the first one's producer; the node leaves the graph
+            producer = self.producer[id(first[key])]
+            for k in g.edges[i]:
+                g.edges[producer].add(k)
+            g.edges[i] = set()
+            for p in bsym.inputs:
+                if (j := self.producer.get(id(p))) is not None:
+                    g.edges[j].discard(i)
+                if i in self.readers.get(id(p), ()):
+                    self.readers[id(p)].remove(i)
+        for copy, value in same.items():
+            for k in self.readers.pop(copy, ()):
+                if k not in self.dropped:
+                    bsym = self.bsyms[k]
+                    self.bsyms[k] = bsym.replace(
+                        args=map_proxies(bsym.args, lambda q: same.get(id(q), q)),
+                        kwargs=map_proxies(bsym.kwargs, lambda q: same.get(id(q), q)),
+                    )
+                    self.readers.setdefault(id(value), []).append(k)
+
+    def fragile(self, g: Groups) -> set[int]:
+        """For nvFuser (`resize_splits`), the roots of the claimed groups holding both a reduction
+        and a cat or slice (see `sink_widenings`)."""
+        if not self.fuser.resize_splits:
+            return set()
+        found = set()
+        for root in g.roots():
+            syms = {self.bsyms[i].sym for i in g.members[root]}
+            if g.claimed[root] and not syms.isdisjoint(REDUCTIONS) and not syms.isdisjoint(RESIZES):
+                found.add(root)
+        return found
 
     def drop_foreign_writebacks(self, g: Groups, root: int) -> int | None:
         """Removes write-backs whose value another region computes (copy_to's contract: same
@@ -324,7 +401,8 @@ class _Partitioner(Peeling):
         result: list[Region | BoundSymbol] = []
         for u in ordered:
             if u < 0:
-                result.append(self.bsyms[-1 - u])
+                if -1 - u not in self.dropped:
+                    result.append(self.bsyms[-1 - u])
                 continue
             members = sorted(g.members[u])
             if fuel is not None and len([r for r in result if isinstance(r, Region)]) >= fuel:

@@ -95,6 +95,7 @@ class Groups:
     ) -> None:
         n = len(bsyms)
         self.bsyms = bsyms
+        self.edges = edges
         self.readers = readers
         self.output_ids = output_ids
         self.parent = list(range(n))
@@ -174,6 +175,24 @@ class Groups:
         # itself reaches nothing of itself: the graph is acyclic).
         bit = 1 << dst
         return any(self.descendants[s] & bit for s in self.succ[src])
+
+    def moved(self, moves: dict[int, int]) -> Groups:
+        """New groups: these, with each node i of `moves` in the group whose root is `moves[i]`
+        (claimed) instead of its own; summaries, edges and descendants made anew, so merging may go
+        on (unlike `move`). The caller makes sure no move makes a cycle."""
+        members: dict[int, list[int]] = {}
+        for root, nodes in self.members.items():
+            for m in nodes:
+                members.setdefault(moves.get(m, root), []).append(m)
+        claimed = [self.claimed[self.find(i)] for i in range(len(self.bsyms))]
+        groups = Groups(self.bsyms, self.edges, claimed, self.readers, self.output_ids)
+        for root, nodes in members.items():
+            first = min(nodes)
+            for m in nodes:
+                if groups.find(m) != groups.find(first):
+                    groups.merge(groups.find(first), groups.find(m))
+            groups.refused[groups.find(first)] = list(self.refused.get(root, []))
+        return groups
 
     # -- questions about the union of two groups (roots a and b) ------------------------------
     def conflict(self, a: int, b: int) -> bool:
@@ -264,15 +283,6 @@ class Groups:
         self.members[new_root], self.lo[new_root], self.hi[new_root] = rest, min(rest), max(rest)
         self.claimed[i] = False
         return new_root
-
-    def move(self, i: int, root: int) -> None:
-        """Moves node i into the group whose root is `root`. Only for after merging, like `detach`."""
-        self.detach(i)
-        for table in (self.members, self.lo, self.hi, self.refused):
-            table.pop(i, None)
-        self.parent[i] = root
-        self.members[root].append(i)
-        self.lo[root], self.hi[root] = min(self.lo[root], i), max(self.hi[root], i)
 
     def roots(self) -> list[int]:
         """The groups' roots, in trace order of their first node."""

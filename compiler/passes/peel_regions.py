@@ -11,13 +11,11 @@ from __future__ import annotations
 from compiler.core.executor import Reason
 from compiler.core.ir import BoundSymbol, Proxy
 from compiler.passes.fusion_groups import Groups, static_numel
-from compiler.prims import VIEWS, Prim
+from compiler.prims import RESIZES, VIEWS, Prim
 
 # Views a region leaves to torch when only its outputs need them (`peel_views`).
 _PEELED = frozenset({Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.SLICE, Prim.BROADCAST_IN_DIM})
 _RESIZING = frozenset({Prim.SLICE, Prim.BROADCAST_IN_DIM})
-# Ops that send a region to nvFuser's resize scheduler (`resized_copies` below).
-_RESIZES = frozenset({Prim.CAT, Prim.SLICE})
 # A resize whose tensor has at most 1/SMALL_RESIZE of the elements of the region's largest is small.
 SMALL_RESIZE = 64
 
@@ -54,7 +52,7 @@ class Peeling:
         # fewer defined inside), so each pass peels all it can, until a pass peels nothing.
         changed = True
         left: int | None = root
-        resized_copies = resized_copies and any(self.bsyms[i].sym in _RESIZES for i in g.members[root])
+        resized_copies = resized_copies and any(self.bsyms[i].sym in RESIZES for i in g.members[root])
         while changed and left is not None:
             changed = False
             inside = set(g.members[left])
@@ -99,7 +97,7 @@ class Peeling:
         """
         largest, peeled = g.summary[root].numel, set()
         for i in sorted(g.members[root]):
-            if self.bsyms[i].sym not in _RESIZES or i in peeled:
+            if self.bsyms[i].sym not in RESIZES or i in peeled:
                 continue
             ancestry = self.small_ancestry(g, i, root, largest)
             if not ancestry:

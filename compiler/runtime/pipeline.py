@@ -19,7 +19,7 @@ from compiler.passes.autodiff import Joint, differentiable_values, joint
 from compiler.passes.batch_regions import batch_regions
 from compiler.passes.cse import cse
 from compiler.passes.dce import dce
-from compiler.passes.duplicate_upcasts import duplicate_upcasts
+from compiler.passes.duplicate_widenings import duplicate_widenings
 from compiler.passes.flatten import flatten
 from compiler.passes.fold_conversions import fold_conversions
 from compiler.passes.functionalize import functionalize
@@ -67,14 +67,14 @@ _PURE_PASSES = (functionalize, flatten, cse, dce)
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on the computation trace, in order: functionalize first (the others assume
     a pure trace), the stop_gradients autodiff alone reads dropped, then fusion when an executor
-    fuses (exact conversion chains folded and shared upcasts duplicated first, small
+    fuses (exact conversion chains folded and shared upcasts and broadcasts duplicated first, small
     same-structure regions batched after), and last the in-place partial updates (of written-back
     inputs, then of dead temporaries)."""
     passes: list[Callable[[Trace], Trace]] = [*_PURE_PASSES, drop_stop_gradients]
     if fusion_executor(options.executors) is not None:
         passes += [
             fold_conversions,
-            duplicate_upcasts,
+            duplicate_widenings,
             lambda trace: fuse(trace, options.executors),
             lambda trace: batch_regions(trace, options.executors),
         ]
@@ -86,7 +86,7 @@ def backward_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on a backward trace (already pure and flattened)."""
     passes: list[Callable[[Trace], Trace]] = [cse, dce]
     if fusion_executor(options.executors) is not None:
-        passes += [fold_conversions, duplicate_upcasts, lambda trace: fuse(trace, options.executors)]
+        passes += [fold_conversions, duplicate_widenings, lambda trace: fuse(trace, options.executors)]
     passes.append(update_fresh)
     return passes
 

@@ -1,0 +1,109 @@
+"""duplicate_widenings: an upcast or a broadcast read by several fusible prims becomes one per reader.
+
+Assumes: a flattened, pure trace, right before `fuse`, its conversion and reshape chains folded
+(`fold_conversions` runs first: `x.float().to(bf16).float()` of a bf16 `x` is `x.float()`), so
+that the upcasts found are those of the values the program reads. Guarantees: every widening
+(`is_widening`: a `convert_element_type` to a wider dtype, or a `broadcast_in_dim`) read by more
+than one elementwise, reduction or shape prim gets a copy per such reader after the first (same
+source, placed just before the reader); values are unchanged, and readers of other kinds (a
+matmul, the trace's output) keep the original.
+
+Why: a widening makes a tensor at least as large as it reads, which its reader could make
+itself. cse merges the `x.float()` of an RMSNorm and of the residual add after attention into one
+float32 value, and the rotary embedding's cos broadcast to a layer's query heads into one value
+for every layer. When `fuse`
+puts those readers in different regions, that value crosses between them as the wide tensor:
+written by one region and read by the other, where both could read the narrow one (in a Llama
+block's forward, 134 MB of float32 residual; in a decode step, the cos and sin of every layer
+written by the first fusion). With a copy per reader, a widening of a value no region computes
+(a trace input, a matmul's output) joins its reader's region, which reads the narrow value; a
+widening of a value a region computes joins that region, as `fuse` merges producers first, and
+`fuse` then moves it to its reader's region (`sink_widenings`). Regions that read one narrow
+value may then merge (a layer's query and key rotations, which read the same cos and sin). A
+region holding several copies computes the same widening twice, which costs nothing next to a
+pass over memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.core.context import TraceContext
+from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, Trace, map_proxies
+from compiler.passes import trace_pass
+from compiler.prims import ELEMENTWISE, REDUCTIONS, SHAPE_OPS, Prim
+
+_FUSIBLE_READERS = ELEMENTWISE | REDUCTIONS | SHAPE_OPS
+
+
+def is_upcast(bsym: BoundSymbol) -> bool:
+    """Whether `bsym` converts a tensor to a wider dtype."""
+    if bsym.sym is not Prim.CONVERT_ELEMENT_TYPE:
+        return False
+    source, dtype = bsym.args[0], bsym.args[1]
+    return (
+        isinstance(source, TensorProxy)
+        and isinstance(bsym.output, TensorProxy)
+        and bsym.output.dtype.itemsize > source.dtype.itemsize
+        and dtype == bsym.output.dtype
+    )
+
+
+def is_broadcast(bsym: BoundSymbol) -> bool:
+    """Whether `bsym` broadcasts a tensor (to more elements, or only adding size-1 dims: either way
+    a reader makes it for free, and a region writing it would write a tensor of broadcast dims)."""
+    return bsym.sym is Prim.BROADCAST_IN_DIM and isinstance(bsym.args[0], TensorProxy)
+
+
+def is_widening(bsym: BoundSymbol) -> bool:
+    """Whether `bsym` makes a larger tensor than it reads, which any reader could make itself: an
+    upcast or a broadcast."""
+    return is_upcast(bsym) or is_broadcast(bsym)
+
+
+@trace_pass("duplicate_widenings")
+def duplicate_widenings(trace: Trace) -> Trace:
+    """The trace with a copy of each shared widening for every fusible reader after its first.
+
+    A chain of widenings (the cos of a rotary embedding broadcast to a layer's heads, then upcast:
+    cse shares both across the layers) is copied whole: once the last widening has a copy per
+    reader, the one before it is read by each copy, and gets a copy per copy in turn."""
+    bsyms = list(trace.bsyms)
+    context = TraceContext(reserved=trace.names())
+    while (copied := _copy_shared(bsyms, context)) is not None:
+        bsyms = copied
+    return trace.with_bsyms(bsyms)
+
+
+def _copy_shared(bsyms: list[BoundSymbol], context: TraceContext) -> list[BoundSymbol] | None:
+    """`bsyms` with a copy of each widening for every fusible reader after its first, or None when
+    no widening has more than one."""
+    fusible_readers: dict[str, int] = {}
+    for bsym in bsyms:
+        if bsym.sym in _FUSIBLE_READERS:
+            for name in {p.name for p in bsym.inputs}:
+                fusible_readers[name] = fusible_readers.get(name, 0) + 1
+    shared = {b.output.name: b for b in bsyms if is_widening(b) and fusible_readers.get(b.output.name, 0) > 1}
+    if not shared:
+        return None
+    first_reader_seen: set[str] = set()
+    result: list[BoundSymbol] = []
+    for bsym in bsyms:
+        copies: dict[str, Proxy] = {}
+        if bsym.sym in _FUSIBLE_READERS:
+            for name in dict.fromkeys(p.name for p in bsym.inputs if p.name in shared):
+                if name not in first_reader_seen:
+                    first_reader_seen.add(name)
+                    continue
+                original = shared[name].output
+                copy = TensorProxy(original.shape, original.dtype, original.device, name=context.fresh(name))
+                result.append(shared[name].replace(output=copy))
+                copies[name] = copy
+        if copies:
+
+            def substitute(value: Any, copies: dict[str, Proxy] = copies) -> Any:
+                return map_proxies(value, lambda q: copies.get(q.name, q))
+
+            bsym = bsym.replace(args=substitute(bsym.args), kwargs=substitute(bsym.kwargs))
+        result.append(bsym)
+    return result
