@@ -43,6 +43,7 @@ class Cell:
     date: float = 0.0  # the commit's date (ms since the epoch, as ASV records it)
     kernels: float | None = None
     fusions: float | None = None
+    spread: float | None = None  # the measurement's IQR over its median (known for one run's outcomes)
 
     @property
     def timed(self) -> bool:
@@ -111,6 +112,7 @@ def rows_from_outcomes(outcomes: Sequence[Outcome]) -> list[Row]:
             detail=outcome.detail,
             kernels=outcome.kernels_per_call,
             fusions=outcome.fusions_per_call,
+            spread=timing.iqr / timing.median if timing is not None and timing.median > 0 else None,
         )
     return list(rows.values())
 

@@ -8,6 +8,10 @@ geometric mean over the (case, params) where both were timed; then one line per 
     fusebench vs best peer (time per call, < 1× means fusebench is faster): 0.97× ... 2.74×, ...
     gelu_bias_backward  shape=(4, 64, 256), dtype=float32   1.02×  fusebench 278 µs, best peer eager 271 µs
     gelu_autograd       shape=(256, 1024), dtype=float32       -   fusebench unsupported: ...
+
+A ratio either of whose times is noisy (its measurement's IQR above `SPREAD_THRESHOLD` of its
+median: samples spread over plateaus, as on a loaded machine) says so on its line, and the
+headline counts those: such a ratio is no verdict until measured again.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import math
 import os
 from collections.abc import Sequence
 
+from fusebench.measure.noise import SPREAD_THRESHOLD
 from fusebench.report.scoreboard import OURS, Cell, Row
 from fusebench.report.table import format_seconds, three_digits
 
@@ -48,10 +53,18 @@ def headline(rows: Sequence[Row]) -> str:
         return text + f"no (case, params) has both a {OURS} time and a peer's time"
     mean = math.exp(sum(map(math.log, ratios)) / len(ratios))
     faster = sum(ratio < 1 for ratio in ratios)
+    noisy = sum(bool(noisy_cells(row)) for row in with_ours if peer_ratio(row) is not None)
     return (
         text + f"{format_ratio(min(ratios))} ... {format_ratio(max(ratios))}, geometric mean {format_ratio(mean)}, "
         f"over {len(ratios)} of {len(with_ours)} (case, params); {OURS} is faster in {faster}"
+        + (f"; {noisy} of the ratios noisy (IQR above {SPREAD_THRESHOLD:.0%} of the median)" if noisy else "")
     )
+
+
+def noisy_cells(row: Row) -> list[Cell]:
+    """Of our cell and the fastest peer's, those whose measurement spread more than `SPREAD_THRESHOLD`."""
+    cells = [row.cells.get(OURS), row.fastest(peers_only=True)]
+    return [c for c in cells if c is not None and c.timed and c.spread is not None and c.spread > SPREAD_THRESHOLD]
 
 
 def render_summary(rows: Sequence[Row]) -> str:
@@ -75,7 +88,11 @@ def _comparison(row: Row) -> str:
     text = f"{OURS} {format_seconds(ours.seconds)}, "
     if peer is None:
         return text + "no peer timed"
-    return text + f"best peer {peer.variant} {format_seconds(peer.seconds)}"
+    text += f"best peer {peer.variant} {format_seconds(peer.seconds)}"
+    if noisy := noisy_cells(row):
+        spreads = ", ".join(f"{c.variant} {c.spread:.0%}" for c in noisy)
+        text += f"  (noisy: IQR / median {spreads}; measure again for a verdict)"
+    return text
 
 
 def _status(cell: Cell) -> str:

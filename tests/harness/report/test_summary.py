@@ -91,3 +91,19 @@ def test_a_crashed_fusebench_shows_as_crashed_with_its_reason() -> None:
     assert headline_line.endswith("no (case, params) has both a fusebench time and a peer's time")
     assert line.split()[:3] == ["c", "n=4", "-"]
     assert "fusebench crashed: killed by SIGABRT | last output: terminate called" in line and line.endswith("...")
+
+
+def test_a_ratio_of_a_noisy_measurement_says_so_and_the_headline_counts_it() -> None:
+    # samples on two plateaus (a loaded machine): the median lands on either, so the ratio is no verdict
+    plateaus = summarize([2.5e-3] * 5 + [5.3e-3] * 6)
+    run = [
+        Outcome("s", "llama", {"n": 4}, "fusebench", "cuda", "ok", "", timing=plateaus),
+        _outcome("llama", "torch.compile", 2.8e-3),
+        _outcome("bert", "fusebench", 3.6e-3),
+        _outcome("bert", "torch.compile", 4.2e-3),
+    ]
+    lines = render_summary(rows_from_outcomes(run)).splitlines()
+    assert lines[0].endswith("fusebench is faster in 1; 1 of the ratios noisy (IQR above 25% of the median)")
+    noisy = "  (noisy: IQR / median fusebench 53%; measure again for a verdict)"
+    assert lines[1].endswith("best peer torch.compile 2.80 ms" + noisy)
+    assert lines[2].endswith("best peer torch.compile 4.20 ms")
