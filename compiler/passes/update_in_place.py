@@ -7,8 +7,10 @@ Guarantees: each `t = index_copy(buf, ...)` (or `index_add`, `slice_update`, `sc
 place and returns it as `t`, and the `copy_to` is dropped, provided the update's other
 arguments are not views of `buf` and nothing reads `buf` or a view of it after `t` is computed
 (the old values would be gone), except returned views of `buf` made after its write-back (they
-read the new values). For a KV cache this replaces a copy of the whole cache plus a write-back
-of the whole cache by a scatter of the new rows, which is what eager PyTorch does.
+read the new values), and provided the trace does not return `t` itself, nor a view of it (`t`
+is a tensor of its own in eager: `y.copy_(x)` after `x[1:] = v` returns `y`, not `x`). For a KV
+cache this replaces a copy of the whole cache plus a write-back of the whole cache by a scatter
+of the new rows, which is what eager PyTorch does.
 Anything else is left as it was.
 """
 
@@ -21,6 +23,7 @@ import torch
 
 from compiler.core.ir import BoundSymbol, Proxy, Symbol, Trace, proxies_in
 from compiler.passes import trace_pass
+from compiler.passes.returned import returned_memory
 from compiler.prims import VIEWS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
 
@@ -136,8 +139,9 @@ def update_in_place(trace: Trace) -> Trace:
     inputs = {id(p) for p in trace.inputs}
     dropped: set[int] = set()
     returned_views = views_after_writebacks(bsyms)  # NOTE: they read the new value, done in place
+    returned = returned_memory(trace)
     for i, bsym in enumerate(bsyms):
-        if bsym.sym not in IN_PLACE or id(bsym.output) not in writeback_of:
+        if bsym.sym not in IN_PLACE or id(bsym.output) not in writeback_of or bsym.output.name in returned:
             continue
         c = writeback_of[id(bsym.output)]
         buf = bsym.args[0]

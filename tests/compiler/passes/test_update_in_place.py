@@ -84,6 +84,26 @@ def test_an_update_stays_out_of_place_when_the_old_buffer_is_read_afterwards() -
     torch.testing.assert_close(eval_trace(after, *values), expected_sum)
 
 
+def _copy_an_updated_input(x0: torch.Tensor) -> torch.Tensor:
+    x1 = x0.sin()
+    x0[1:] = 1.5
+    x1.copy_(x0)  # x1 holds x0's new values in memory of its own
+    return x1
+
+
+def test_an_update_whose_value_is_returned_stays_out_of_place() -> None:
+    # in place, the returned x1 would be x0's memory: a write into one would reach the other
+    # (found by test_inplace_property)
+    jfn = compiler.jit(_copy_an_updated_input)
+    x = torch.randn(4, 6)
+    eager_x, jit_x = x.clone(), x.clone()
+    expected, actual = _copy_an_updated_input(eager_x), jfn(jit_x)
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(jit_x, eager_x)
+    assert actual.untyped_storage().data_ptr() != jit_x.untyped_storage().data_ptr()
+    assert "slice_update_" not in _final_ops(jfn)
+
+
 def test_a_functional_update_that_is_not_written_back_is_left_alone() -> None:
     def f(cache, idx, src):
         return cache.index_copy(0, idx, src) * 2
