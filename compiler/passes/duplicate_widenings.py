@@ -11,11 +11,10 @@ matmul, the trace's output) keep the original.
 Why: a widening makes a tensor at least as large as it reads, which its reader could make
 itself. cse merges the `x.float()` of an RMSNorm and of the residual add after attention into one
 float32 value, and the rotary embedding's cos broadcast to a layer's query heads into one value
-for every layer. When `fuse`
-puts those readers in different regions, that value crosses between them as the wide tensor:
-written by one region and read by the other, where both could read the narrow one (in a Llama
-block's forward, 134 MB of float32 residual; in a decode step, the cos and sin of every layer
-written by the first fusion). With a copy per reader, a widening of a value no region computes
+for every layer. When `fuse` puts those readers in different regions, that value crosses between
+them as the wide tensor: written by one region and read by the other, where both could read the
+narrow one (in a Llama block's forward, 134 MB of float32 residual; in a decode step, the cos and
+sin of every layer written by the first fusion). With a copy per reader, a widening of a value no region computes
 (a trace input, a matmul's output) joins its reader's region, which reads the narrow value; a
 widening of a value a region computes joins that region, as `fuse` merges producers first, and
 `fuse` then moves it to its reader's region (`sink_widenings`). Regions that read one narrow

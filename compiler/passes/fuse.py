@@ -289,7 +289,6 @@ class _Partitioner(Peeling):
         for root in self.fragile(g):
             self.drop_copies(g, root)
         fragile = self.fragile(g)  # NOTE: the same groups, whose roots a drop may have changed
-        dropped = bool(self.dropped)
 
         def place(j: int) -> int:
             return moves.get(j, g.find(j))
@@ -306,7 +305,7 @@ class _Partitioner(Peeling):
                 continue
             if not is_broadcast(bsym) or not {target, g.find(i)} & fragile:
                 moves[i] = target
-        return g.moved(moves) if moves or dropped else g
+        return g.moved(moves) if moves or self.dropped else g
 
     def drop_copies(self, g: Groups, root: int) -> None:
         """Drops from group `root` each broadcast that repeats one before it in the group (the same

@@ -179,7 +179,7 @@ class Groups:
     def moved(self, moves: dict[int, int]) -> Groups:
         """New groups: these, with each node i of `moves` in the group whose root is `moves[i]`
         (claimed) instead of its own; summaries, edges and descendants made anew, so merging may go
-        on (unlike `move`). The caller makes sure no move makes a cycle."""
+        on. The caller makes sure no move makes a cycle."""
         members: dict[int, list[int]] = {}
         for root, nodes in self.members.items():
             for m in nodes:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from fusebench.cases.case import format_params
 from fusebench.cases.variants import STANDARD_VARIANTS
+from fusebench.measure.noise import relative_spread
 from fusebench.measure.outcome import FUSIONS, KERNELS, TIME, Outcome
 
 OURS = "fusebench"
@@ -112,7 +113,7 @@ def rows_from_outcomes(outcomes: Sequence[Outcome]) -> list[Row]:
             detail=outcome.detail,
             kernels=outcome.kernels_per_call,
             fusions=outcome.fusions_per_call,
-            spread=timing.iqr / timing.median if timing is not None and timing.median > 0 else None,
+            spread=None if timing is None else relative_spread(timing.median, timing.q25, timing.q75),
         )
     return list(rows.values())
 
