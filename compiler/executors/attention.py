@@ -85,9 +85,9 @@ def sum_heads(t: torch.Tensor, groups: int) -> torch.Tensor:
 
 
 # What torch's choice reads besides the tensors: the backends enabled (`sdpa_kernel` sets them),
-# their priority order, determinism. Getters missing from a torch build are left out.
+# their priority order, determinism. A getter missing from a torch build reads None.
 _SETTINGS = tuple(
-    getattr(torch._C, name)
+    getattr(torch._C, name, lambda: None)
     for name in (
         "_get_flash_sdp_enabled",
         "_get_mem_efficient_sdp_enabled",
@@ -98,34 +98,30 @@ _SETTINGS = tuple(
         "_get_sdp_priority_order",
         "are_deterministic_algorithms_enabled",
     )
-    if hasattr(torch._C, name)
 )
 _CHOICES: dict[tuple, int | None] = {}  # _choice_key -> torch's choice
 _BACKENDS: dict[tuple, str | None] = {}  # _choice_key -> attention_backend's answer
 _MAX_CHOICES = 4096
+_UNKNOWN: Any = object()  # a key not asked about yet (None is an answer)
 
 
-def _describe(t: Any) -> Any:
+def _layout(t: Any) -> tuple:
+    """What torch's choice reads of one argument: a tensor's shape, strides, offset, dtype, device and
+    requires_grad; anything else (None, a number) as it is."""
     if not isinstance(t, torch.Tensor):
-        return t
-    return (t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.requires_grad)
+        return (t,)
+    return t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.requires_grad
 
 
 def _choice_key(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> tuple:
     """Everything `aten._fused_sdp_choice` decides on: the tensors' shapes, strides, dtypes,
-    devices and requires_grad, the flags, grad mode and the global settings."""
-    settings = [get() for get in _SETTINGS]
-    settings = [tuple(value) if isinstance(value, list) else value for value in settings]
+    devices and requires_grad, the flags, grad mode and the global settings, as one flat tuple
+    (built every call: cheap to make and to hash)."""
+    flash, efficient, cudnn, math, fa3, overrideable, order, deterministic = _SETTINGS
     return (
-        _describe(q),
-        _describe(k),
-        _describe(v),
-        _describe(attn_mask),
-        is_causal,
-        scale,
-        torch.is_grad_enabled(),
-        *settings,
-    )
+        *_layout(q), *_layout(k), *_layout(v), *_layout(attn_mask), is_causal, scale, torch.is_grad_enabled(),
+        flash(), efficient(), cudnn(), math(), fa3(), overrideable(), tuple(order()), deterministic(),
+    )  # fmt: skip
 
 
 def _choice(
@@ -135,8 +131,9 @@ def _choice(
     fails. Remembered per `_choice_key`: asking torch costs several times the host time of building
     the key, every call."""
     key = _choice_key(q, k, v, attn_mask, is_causal, scale) if key is None else key
-    if key in _CHOICES:
-        return _CHOICES[key]
+    choice = _CHOICES.get(key, _UNKNOWN)
+    if choice is not _UNKNOWN:
+        return choice
     try:
         gqa = kv_groups(q, k) > 1
         choice = int(_ATEN._fused_sdp_choice(q, k, v, attn_mask, _NO_DROPOUT, is_causal, scale=scale, enable_gqa=gqa))
@@ -168,8 +165,9 @@ def attention_backend(
     if not (q.ndim == k.ndim == v.ndim == 4):
         return None
     key = _choice_key(q, k, v, attn_mask, is_causal, scale)
-    if key in _BACKENDS:
-        return _BACKENDS[key]
+    backend = _BACKENDS.get(key, _UNKNOWN)
+    if backend is not _UNKNOWN:
+        return backend
     backend = _backend(q, k, v, attn_mask, is_causal, scale, key)
     if len(_BACKENDS) < _MAX_CHOICES:
         _BACKENDS[key] = backend

@@ -91,3 +91,31 @@ def test_the_backend_is_remembered_with_the_choice_and_follows_the_settings(aske
         assert attention.attention_backend(q, k, v, None, True, None) is None
     assert attention.attention_backend(q, k, v, None, True, None) == first
     assert len(asked) == 2
+
+
+def test_a_choice_torch_cannot_make_is_remembered_too(monkeypatch):
+    """None (torch raised) is an answer: the same layout does not ask again."""
+    calls: list[int] = []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        raise RuntimeError("no backend")
+
+    monkeypatch.setattr(attention, "_CHOICES", {})
+    monkeypatch.setattr(attention, "_ATEN", types.SimpleNamespace(_fused_sdp_choice=failing))
+    q, k, v = _qkv()
+    assert [attention._choice(q, k, v, None, True, None) for _ in range(3)] == [None] * 3
+    assert len(calls) == 1
+
+
+def test_the_key_reads_every_argument_of_the_mask():
+    """A mask's layout is part of the key like the query's, and no mask is not a mask."""
+    q, k, v = _qkv()
+    mask = torch.ones(16, 16, dtype=torch.bool)
+    keys = {
+        attention._choice_key(q, k, v, None, False, None),
+        attention._choice_key(q, k, v, mask, False, None),
+        attention._choice_key(q, k, v, mask.t(), False, None),
+        attention._choice_key(q, k, v, mask.float(), False, None),
+    }
+    assert len(keys) == 4
