@@ -45,6 +45,13 @@ from typing import Any
 
 import torch
 
+OURS = "fusebench"  # our compiler's default variant: the one `fusebench run`'s verdicts are about
+
+
+def is_ours(variant: str) -> bool:
+    """Whether `variant` runs our compiler (`fusebench` or one of its `fusebench-*` executor sets)."""
+    return variant == OURS or variant.startswith(OURS + "-")
+
 
 class SkipVariant(Exception):
     """This variant cannot run this case on this machine; the message says why."""
@@ -264,7 +271,7 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
     return prepare
 
 
-FUSEBENCH = Variant("fusebench", fusebench_prepare(None), description="our compiler, default executors")
+FUSEBENCH = Variant(OURS, fusebench_prepare(None), description="our compiler, default executors")
 FUSEBENCH_TORCH = Variant(
     "fusebench-torch", fusebench_prepare(["torch"]), description="our compiler, torch executor", default=False
 )

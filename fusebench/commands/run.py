@@ -61,6 +61,7 @@ from fusebench.measure.machine import env_name, machine_info
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
 from fusebench.measure.noise import run_noise
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
+from fusebench.measure.paired import PAIRED_ENV
 from fusebench.measure.phases import Phases
 from fusebench.measure.precision import DEFAULT_PRECISION, PRECISION_ENV, checked_precision
 from fusebench.measure.threads import add_threads_argument, checked_threads
@@ -148,6 +149,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--no-segments", action="store_true", help="do not profile nvFuser's kernels per fusion for the record (GPU)"
+    )
+    parser.add_argument(
+        "--no-paired",
+        action="store_true",
+        help="do not time fusebench and each peer measured beside it alternately for the verdict "
+        "(fusebench.measure.paired): faster, but the verdict is then the ratio of two separate measurements",
     )
     parser.add_argument(
         "--profile-overhead",
@@ -353,6 +360,7 @@ def _settings(args: argparse.Namespace, device: torch.device, budget: float, pea
         record=record,
         segments=segments,
         precision=precision,
+        paired=not args.no_paired and os.environ.get(PAIRED_ENV) != "0",
     )
 
 
@@ -364,6 +372,7 @@ def _record_arguments(args: argparse.Namespace, commit: str) -> list[str]:
     arguments += [f"--shard={args.shard[0]}/{args.shard[1]}"] if args.shard else []
     arguments += ["--threads", str(checked_threads(args.threads))]
     arguments += ["--precision", repr(checked_precision(args.precision))]
+    arguments += ["--no-paired"] if args.no_paired else []
     return arguments + (["--no-segments"] if args.no_segments else [])
 
 

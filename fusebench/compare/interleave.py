@@ -24,6 +24,7 @@ from typing import Any
 
 from fusebench.files import read_json
 from fusebench.history.peer_cache import REUSE_ENV
+from fusebench.measure.paired import PAIRED_ENV
 
 STDERR_TAIL_LINES = 15
 Report = Callable[[str], None]
@@ -77,9 +78,16 @@ def run_side(
     ]
     python_path = [str(side.worktree), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     # NOTE: every round measures every variant: a peer reused from an earlier round
-    # (fusebench.history.peer_cache) would give the comparison the same samples again. An
-    # environment variable, not a flag: a revision older than the peer cache ignores it.
-    env = {**os.environ, **(environment or {}), "PYTHONPATH": os.pathsep.join(python_path), REUSE_ENV: "0"}
+    # (fusebench.history.peer_cache) would give the comparison the same samples again; and no
+    # paired samples of fusebench and its peers (fusebench.measure.paired): the verdict here is
+    # between revisions. Environment variables, not flags: an older revision ignores them.
+    env = {
+        **os.environ,
+        **(environment or {}),
+        "PYTHONPATH": os.pathsep.join(python_path),
+        REUSE_ENV: "0",
+        PAIRED_ENV: "0",
+    }
     tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
     start = time.perf_counter()
     process = subprocess.Popen(

@@ -104,6 +104,7 @@ class PeerCache:
         ):
             return None
         outcome = Outcome.from_json(entry["outcome"])
+        outcome.extra.pop("paired", None)  # NOTE: pairs with the fusebench of its own run (fusebench.measure.paired)
         outcome.extra["reused"] = {"commit": entry["commit"], "eager_median": entry.get("eager_median")}
         return outcome
 
@@ -116,7 +117,7 @@ class PeerCache:
         """Keeps a freshly measured peer's outcome, with the eager time of the same run."""
         data = asdict(outcome)
         data.pop("artifacts", None)
-        data["extra"] = {k: v for k, v in data["extra"].items() if k != "reused"}
+        data["extra"] = {k: v for k, v in data["extra"].items() if k not in ("reused", "paired")}
         self.entries[_key(case_id, outcome.variant)] = {
             "outcome": data,
             "commit": commit,

@@ -23,7 +23,10 @@ reference once. For each variant, `measure_variant`:
    allocated at its peak, and the process's peak RSS;
 5. with `Settings.record`, what our compiler did (trace, fusion definitions, nvFuser segments with
    `Settings.segments`) as `Outcome.artifacts` (`fusebench.measure.compiler_record`), for ok and
-   failed outcomes alike.
+   failed outcomes alike;
+6. with `Settings.paired` (warm cases), `fusebench` and each peer measured before it on the same
+   prepared case take samples alternately, for the verdict (`fusebench.measure.paired`), after the
+   memory watch and inside the device turn; `extra["paired"]` keeps the ratios.
 """
 
 from __future__ import annotations
@@ -33,17 +36,18 @@ import functools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from fusebench.cases.case import Case
-from fusebench.cases.variants import Compiled, SkipVariant, Target, Variant
+from fusebench.cases.variants import OURS, Compiled, SkipVariant, Target, Variant, is_ours
 from fusebench.measure.compiler_record import record
 from fusebench.measure.correctness import Mismatch, compare
 from fusebench.measure.memory import MemoryWatch, PeakMemory
 from fusebench.measure.outcome import Outcome
+from fusebench.measure.paired import Runner, pairs_with, time_paired
 from fusebench.measure.phases import Phases
 from fusebench.measure.precision import PrecisionStop
 from fusebench.measure.profiling import count_kernels
@@ -73,6 +77,7 @@ class Settings:
     peak_bandwidth_gbs: float | None = None
     record: bool = False
     segments: bool = False
+    paired: bool = False  # time fusebench and each peer alternately too (fusebench.measure.paired)
 
 
 @dataclass
@@ -90,6 +95,7 @@ class PreparedCase:
     error: str | None = None
     skip_reason: str | None = None  # the case cannot run here: every variant is skipped
     eager: EagerYardstick | None = None  # eager's error, measured once a variant misses the tolerance
+    runners: list[Runner] = field(default_factory=list)  # with Settings.paired: the variants timed ok on it
 
 
 def prepare_case(suite: str, case: Case, params: dict[str, Any], settings: Settings) -> PreparedCase:
@@ -294,6 +300,9 @@ def _measure(
             steady_s = stats.median
         compile_seconds = max(first_s - steady_s, 0.0)
         stop_memory_watch()
+        if settings.paired and not case.cold:  # NOTE: after the memory watch: the other side's peak is not ours
+            with phases.phase("paired"):
+                counted["extra"] = _paired(prepared, variant, compiled, before_each, settings, clock, timer)
     # NOTE: out of the turn: the record profiles nvFuser's segments in a child process, mostly compiling
     with phases.phase("record"):
         artifacts = _record(compiled, settings)
@@ -306,6 +315,42 @@ def _record(compiled: Compiled, settings: Settings) -> dict[str, str]:
     return record(compiled.program, segments=settings.segments)
 
 
+def _paired(
+    prepared: PreparedCase,
+    variant: Variant,
+    compiled: Compiled,
+    before_each: Callable[[], None],
+    settings: Settings,
+    clock: Clock,
+    timer: Timer,
+) -> dict[str, Any]:
+    """This variant timed alternately with each variant measured before it that a verdict pairs
+    it with (`extra["paired"]`, by the other's name); kept for the variants after it where a
+    verdict may pair them (it is `fusebench` or a peer)."""
+    this = Runner(variant.name, _sample_run(prepared.case, compiled, prepared.args))
+    paired = {}
+    for other in [runner for runner in prepared.runners if pairs_with(variant.name, runner.variant)]:
+        with quiet_host():
+            result = time_paired(
+                this, other, before_each, timer, clock, settings.budget_s, settings.min_repeats, settings.max_repeats
+            )
+        paired[other.variant] = result.to_json()
+    if variant.name == OURS or not is_ours(variant.name):
+        prepared.runners.append(this)
+    return {"paired": paired} if paired else {}
+
+
+def _sample_run(case: Case, compiled: Compiled, args: tuple) -> Callable[[], None]:
+    """One sample's calls of the compiled function (`Case.calls_per_sample`)."""
+    calls = case.calls_per_sample
+
+    def run() -> None:
+        for _ in range(calls):
+            case.run(compiled.fn, args)
+
+    return run
+
+
 def _warm_samples(
     prepared: PreparedCase,
     compiled: Compiled,
@@ -315,13 +360,8 @@ def _warm_samples(
     timer: Timer,
     phases: Phases,
 ) -> list[float]:
-    case, args = prepared.case, prepared.args
-    calls = case.calls_per_sample
-
-    def run() -> None:
-        for _ in range(calls):
-            case.run(compiled.fn, args)
-
+    calls = prepared.case.calls_per_sample
+    run = _sample_run(prepared.case, compiled, prepared.args)
     warmup_end = clock() + settings.warmup_fraction * settings.budget_s
     warmups = 0
     with phases.phase("warmup"):

@@ -14,22 +14,16 @@ variant is a peer (eager, `torch.compile`, thunder, a case's hand-written baseli
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from fusebench.cases.case import format_params
-from fusebench.cases.variants import STANDARD_VARIANTS
+from fusebench.cases.variants import STANDARD_VARIANTS, is_ours
 from fusebench.measure.noise import relative_spread
 from fusebench.measure.outcome import FUSIONS, KERNELS, TIME, Outcome
-
-OURS = "fusebench"
-
-
-def is_ours(variant: str) -> bool:
-    """Whether `variant` runs our compiler (`fusebench` or one of its `fusebench-*` executor sets)."""
-    return variant == OURS or variant.startswith(OURS + "-")
 
 
 @dataclass(frozen=True)
@@ -45,6 +39,9 @@ class Cell:
     kernels: float | None = None
     fusions: float | None = None
     spread: float | None = None  # the measurement's IQR over its median (known for one run's outcomes)
+    # this variant's time over another's, from samples timed alternately, and the spread of the
+    # pairs' ratios (one run's outcomes: `fusebench.measure.paired`), by the other's name
+    paired: dict[str, tuple[float, float | None]] = field(default_factory=dict)
 
     @property
     def timed(self) -> bool:
@@ -65,6 +62,17 @@ class Row:
         """The timed cell with the shortest time (among peers only, if asked), or None."""
         timed = [c for c in self.cells.values() if c.timed and not (peers_only and is_ours(c.variant))]
         return min(timed, key=lambda c: c.seconds or 0.0) if timed else None
+
+    def paired(self, variant: str, other: str) -> tuple[float, float | None] | None:
+        """`variant`'s time over `other`'s from their samples timed alternately (either cell may
+        hold them), with the spread of the pairs' ratios; None where they were not paired."""
+        mine, theirs = self.cells.get(variant), self.cells.get(other)
+        if mine is not None and other in mine.paired:
+            return mine.paired[other]
+        if theirs is not None and variant in theirs.paired:
+            ratio, spread = theirs.paired[variant]
+            return 1.0 / ratio, spread
+        return None
 
     def newest_commit(self) -> str:
         """The commit of the row's most recently dated cell ('' for a run's outcomes)."""
@@ -114,8 +122,19 @@ def rows_from_outcomes(outcomes: Sequence[Outcome]) -> list[Row]:
             kernels=outcome.kernels_per_call,
             fusions=outcome.fusions_per_call,
             spread=None if timing is None else relative_spread(timing.median, timing.q25, timing.q75),
+            paired=_paired(outcome) if timing is not None else {},
         )
     return list(rows.values())
+
+
+def _paired(outcome: Outcome) -> dict[str, tuple[float, float | None]]:
+    """The outcome's paired ratios (`extra["paired"]`), those that are positive and finite."""
+    found = {}
+    for other, entry in (outcome.extra.get("paired") or {}).items():
+        ratio = entry.get("ratio") if isinstance(entry, dict) else None
+        if isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 0:
+            found[str(other)] = (float(ratio), entry.get("spread"))
+    return found
 
 
 def rows_from_frame(frame: pd.DataFrame) -> list[Row]:

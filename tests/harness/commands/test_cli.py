@@ -59,12 +59,15 @@ def test_run_prints_the_table_and_records_results(tmp_path: Path, capsys: pytest
     assert re.match(r"machine (quiet|noisy): 1 control \(eager\) rows spread ", noise_line)
     assert headline.startswith("fusebench vs best peer (time per call, < 1× means fusebench is faster): ")
     assert case_line.split()[:2] == ["one_op", "numel=4"] and case_line.split()[2].endswith("×")
-    assert re.search(r"fusebench [\d.]+ [nµm]?s, best peer (eager|thunder) [\d.]+ [nµm]?s$", case_line)
+    # the ratio is of fusebench and the best peer timed alternately (fusebench.measure.paired)
+    apart = r"fusebench [\d.]+ [nµm]?s, best peer (eager|thunder) [\d.]+ [nµm]?s"
+    assert re.search(apart + r"; timed alternately [\d.]+× \(measured apart [\d.]+×\)", case_line)
     frame = read_results(tmp_path / "results")
     assert set(frame.variant) == {"eager", "fusebench", "thunder"}
     assert frame[(frame.variant == "eager") & (frame.metric == "time_call")].value.iloc[0] > 0
     recorded = json.loads((tmp_path / "run.json").read_text())
     assert [o["variant"] for o in recorded["outcomes"]] == ["eager", "fusebench", "thunder"]
+    assert recorded["outcomes"][1]["extra"]["paired"]["eager"]["pairs"] >= 5  # Settings.min_repeats
 
 
 WRONG_SUITE = """

@@ -229,3 +229,17 @@ def test_peers_are_written_as_they_finish_not_only_at_the_end(tmp_path: Path, mo
 
     measure_reusing_peers(units, run, PeerCache(tmp_path / FILE_NAME, "key"), measure, tmp_path / "results")
     assert on_disk == [False, True, True, True]
+
+
+def test_a_reused_peer_brings_no_pairs_from_its_own_run(tmp_path: Path) -> None:
+    """Paired samples (fusebench.measure.paired) are with the fusebench of the run that took them."""
+    cache = PeerCache(tmp_path / FILE_NAME, "key")
+    peer = _outcome("thunder", 2.0)
+    peer.extra["paired"] = {"fusebench": {"ratio": 2.0, "spread": 0.01, "pairs": 20}}
+    cache.remember("s.c(n=1)", peer, "d" * 40, _outcome("eager", 1.0))
+    cache.save()
+    reused = PeerCache(tmp_path / FILE_NAME, "key").reusable("s.c(n=1)", "thunder")
+    assert reused is not None and "paired" not in reused.extra and reused.extra["reused"]["commit"] == "d" * 40
+    (entry,) = cache.entries.values()  # a cache written before pairs were left out of it
+    entry["outcome"]["extra"]["paired"] = {"fusebench": {"ratio": 2.0, "spread": 0.01, "pairs": 20}}
+    assert "paired" not in cache.reusable("s.c(n=1)", "thunder").extra

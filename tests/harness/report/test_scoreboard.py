@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from fusebench.cases.variants import is_ours
 from fusebench.history.results import RunInfo, read_results, write_outcomes
 from fusebench.history.revision import Revision
 from fusebench.measure.machine import machine_info
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.stats import summarize
-from fusebench.report.scoreboard import is_ours, rows_from_frame, rows_from_outcomes, variant_columns
+from fusebench.report.scoreboard import rows_from_frame, rows_from_outcomes, variant_columns
 from fusebench.report.scoreboard_chart import scoreboard_figure
 from tests.support.histories import ENV, LATEST_RUN, commit_hash, write_history, write_latest_run
 

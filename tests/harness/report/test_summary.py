@@ -7,7 +7,7 @@ import pytest
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.stats import summarize
 from fusebench.report.scoreboard import rows_from_outcomes
-from fusebench.report.summary import format_ratio, headline, peer_ratio, render_summary
+from fusebench.report.summary import best_peer, format_ratio, headline, peer_ratio, render_summary
 
 
 def _outcome(case: str, variant: str, median: float | None, status: str = "ok", detail: str = "") -> Outcome:
@@ -107,3 +107,63 @@ def test_a_ratio_of_a_noisy_measurement_says_so_and_the_headline_counts_it() -> 
     noisy = "  (noisy: IQR / median fusebench 53%; measure again for a verdict)"
     assert lines[1].endswith("best peer torch.compile 2.80 ms" + noisy)
     assert lines[2].endswith("best peer torch.compile 4.20 ms")
+
+
+def _paired(outcome: Outcome, **ratios: tuple[float, float]) -> Outcome:
+    """`outcome` with paired ratios (this variant over another's, spread), keyed by the other's name."""
+    paired = {name.replace("_", "."): {"ratio": r, "spread": s, "pairs": 20} for name, (r, s) in ratios.items()}
+    return Outcome(**{**outcome.__dict__, "extra": {"paired": paired}})
+
+
+def test_a_paired_ratio_is_the_verdict_and_the_line_gives_the_separate_one_beside_it() -> None:
+    # apart, fusebench looked 1.25x slower than torch.compile; timed alternately it is 0.90x
+    run = [
+        _outcome("mlp", "eager", 10e-6),
+        _outcome("mlp", "torch.compile", 4e-6),
+        _paired(_outcome("mlp", "fusebench", 5e-6), eager=(0.5, 0.02), torch_compile=(0.9, 0.03)),
+        _outcome("norm", "eager", 10e-6),
+        _outcome("norm", "fusebench", 5e-6),
+    ]
+    (mlp, norm) = rows_from_outcomes(run)
+    assert peer_ratio(mlp) == pytest.approx(0.9) and peer_ratio(norm) == pytest.approx(0.5)
+    lines = render_summary([mlp, norm]).splitlines()
+    assert lines[0].endswith("fusebench is faster in 2; 1 of the ratios from samples timed alternately")
+    assert lines[1].split()[2] == "0.90×"
+    assert lines[1].endswith("best peer torch.compile 4.00 µs; timed alternately 0.90× (measured apart 1.25×)")
+    assert lines[2].endswith("best peer eager 10.0 µs")
+
+
+def test_with_every_peer_paired_the_best_peer_is_the_one_fusebench_is_slowest_against() -> None:
+    run = [
+        _outcome("mlp", "eager", 3.9e-6),  # measured apart in a fast spell of the machine
+        _outcome("mlp", "torch.compile", 4e-6),
+        _paired(_outcome("mlp", "fusebench", 5e-6), eager=(0.7, 0.02), torch_compile=(0.9, 0.03)),
+    ]
+    (row,) = rows_from_outcomes(run)
+    assert best_peer(row).variant == "torch.compile" and peer_ratio(row) == pytest.approx(0.9)
+    # a peer left unpaired: the fastest measured apart is the best peer, with its paired ratio if any
+    (partly,) = rows_from_outcomes([*run[:2], _paired(run[2], eager=(0.7, 0.02))])
+    assert best_peer(partly).variant == "eager" and peer_ratio(partly) == pytest.approx(0.7)
+    (unpaired,) = rows_from_outcomes([*run[:2], _paired(run[2], torch_compile=(0.9, 0.03))])
+    assert best_peer(unpaired).variant == "eager" and peer_ratio(unpaired) == pytest.approx(5 / 3.9)
+
+
+def test_a_peer_measured_after_fusebench_holds_the_pairing() -> None:
+    run = [_outcome("mlp", "fusebench", 5e-6), _paired(_outcome("mlp", "thunder", 8e-6), fusebench=(2.0, 0.01))]
+    (row,) = rows_from_outcomes(run)
+    assert row.paired("fusebench", "thunder") == pytest.approx((0.5, 0.01))
+    assert peer_ratio(row) == pytest.approx(0.5)
+
+
+def test_a_paired_ratio_is_noisy_by_its_pairs_spread_not_by_the_separate_measurements() -> None:
+    plateaus = summarize([2.5e-3] * 5 + [5.3e-3] * 6)  # apart: fusebench's samples on two plateaus
+    steady = Outcome("s", "llama", {"n": 4}, "fusebench", "cuda", "ok", "", timing=plateaus)
+    run = [_outcome("llama", "torch.compile", 2.8e-3), _paired(steady, torch_compile=(0.95, 0.04))]
+    (row,) = rows_from_outcomes(run)
+    assert "noisy" not in render_summary([row])
+    (shaky,) = rows_from_outcomes([run[0], _paired(steady, torch_compile=(0.95, 0.4))])
+    lines = render_summary([shaky]).splitlines()
+    assert lines[0].endswith(
+        "1 of the ratios from samples timed alternately; 1 of the ratios noisy (IQR above 25% of the median)"
+    )
+    assert lines[1].endswith("  (noisy: IQR / median of the pairs' ratios 40%; measure again for a verdict)")
