@@ -61,7 +61,7 @@ from fusebench.measure.machine import env_name, machine_info
 from fusebench.measure.measure import Settings, measure_variant, prepare_case
 from fusebench.measure.noise import run_noise
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
-from fusebench.measure.paired import PAIRED_ENV
+from fusebench.measure.paired import paired_wanted
 from fusebench.measure.phases import Phases
 from fusebench.measure.precision import DEFAULT_PRECISION, PRECISION_ENV, checked_precision
 from fusebench.measure.threads import add_threads_argument, checked_threads
@@ -360,7 +360,7 @@ def _settings(args: argparse.Namespace, device: torch.device, budget: float, pea
         record=record,
         segments=segments,
         precision=precision,
-        paired=not args.no_paired and os.environ.get(PAIRED_ENV) != "0",
+        paired=paired_wanted(args.no_paired),
     )
 
 

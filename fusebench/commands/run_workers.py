@@ -15,6 +15,7 @@ from fusebench.cases.variants import Variant
 from fusebench.commands.peer_reuse import Done
 from fusebench.history.results import RunInfo, write_outcomes
 from fusebench.measure.outcome import Outcome
+from fusebench.measure.paired import may_pair, paired_wanted
 from fusebench.measure.workers import Crash, run_units
 from fusebench.report.progress import Progress
 
@@ -52,6 +53,7 @@ def measure_in_workers(
             done(index, outcome)
 
     lock = threading.Lock()
+    paired = paired_wanted(args.no_paired)  # NOTE: a group's paired units stay with one worker
     run_units(
         worker_args,
         devices,
@@ -60,6 +62,7 @@ def measure_in_workers(
         lambda line: _print_locked(lock, line),
         group_of=lambda index: id(units[index][0]),
         unit_timeout_s=args.unit_timeout or None,
+        together=lambda index: paired and may_pair(units[index][1].name),
     )
     return by_unit
 

@@ -42,12 +42,12 @@ from typing import Any
 import torch
 
 from fusebench.cases.case import Case
-from fusebench.cases.variants import OURS, Compiled, SkipVariant, Target, Variant, is_ours
+from fusebench.cases.variants import Compiled, SkipVariant, Target, Variant
 from fusebench.measure.compiler_record import record
 from fusebench.measure.correctness import Mismatch, compare
 from fusebench.measure.memory import MemoryWatch, PeakMemory
 from fusebench.measure.outcome import Outcome
-from fusebench.measure.paired import Runner, pairs_with, time_paired
+from fusebench.measure.paired import Runner, may_pair, pairs_with, time_paired
 from fusebench.measure.phases import Phases
 from fusebench.measure.precision import PrecisionStop
 from fusebench.measure.profiling import count_kernels
@@ -335,7 +335,7 @@ def _paired(
                 this, other, before_each, timer, clock, settings.budget_s, settings.min_repeats, settings.max_repeats
             )
         paired[other.variant] = result.to_json()
-    if variant.name == OURS or not is_ours(variant.name):
+    if may_pair(variant.name):
         prepared.runners.append(this)
     return {"paired": paired} if paired else {}
 

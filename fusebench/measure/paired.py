@@ -20,6 +20,7 @@ them out.
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,6 +57,16 @@ class Paired:
     def to_json(self) -> dict[str, Any]:
         """As kept in an outcome's `extra["paired"]`, under the other variant's name."""
         return {"ratio": self.ratio, "spread": self.spread, "pairs": self.pairs}
+
+
+def paired_wanted(no_paired: bool) -> bool:
+    """Whether a run takes paired samples: unless `--no-paired` or `FUSEBENCH_PAIRED=0`."""
+    return not no_paired and os.environ.get(PAIRED_ENV) != "0"
+
+
+def may_pair(variant: str) -> bool:
+    """Whether `variant` is paired with some other: it is `fusebench` or a peer (not ours)."""
+    return variant == OURS or not is_ours(variant)
 
 
 def pairs_with(variant: str, other: str) -> bool:

@@ -174,29 +174,40 @@ def apply_cpu_share() -> None:
 
 class UnitQueue:
     """The units left to measure, shared by the devices' threads; `take` hands out the next one for
-    a worker, keeping each worker on its group (`group_of(unit)`) while the group has units left."""
+    a worker, keeping each worker on its group (`group_of(unit)`) while the group has units left.
+    A unit that must stay `together` with its group's others (it is timed alternately with those
+    measured before it in the same process: `fusebench.measure.paired`) is left to the worker on its
+    group; other units a worker with nothing of its own may take from any group."""
 
-    def __init__(self, units: Sequence[int], group_of: Callable[[int], Hashable]) -> None:
+    def __init__(
+        self,
+        units: Sequence[int],
+        group_of: Callable[[int], Hashable],
+        together: Callable[[int], bool] = lambda unit: False,
+    ) -> None:
         self._pending = list(units)
         self._group = {unit: group_of(unit) for unit in units}
+        self._together = {unit: together(unit) for unit in units}
         self._on: dict[Hashable, Hashable] = {}  # worker -> the group it is on
         self._workers_on: Counter[Hashable] = Counter()  # group -> how many workers are on it
         self._lock = threading.Lock()
 
     def take(self, worker: Hashable) -> int | None:
         """The next unit for `worker`: of its group if any is left, else the first of a group no worker
-        is on, else the first left; None when none is left."""
+        is on, else the first left that need not stay together with its group; None when none is."""
         with self._lock:
-            if not self._pending:
-                self._leave(worker)
-                return None
             group = self._on.get(worker)
             unit = next((u for u in self._pending if self._group[u] == group), None)
             if unit is None:
-                unit = next((u for u in self._pending if not self._workers_on[self._group[u]]), self._pending[0])
                 self._leave(worker)
-                self._on[worker] = self._group[unit]
-                self._workers_on[self._group[unit]] += 1
+                unit = next((u for u in self._pending if not self._workers_on[self._group[u]]), None)
+                if unit is not None:
+                    self._on[worker] = self._group[unit]
+                    self._workers_on[self._group[unit]] += 1
+                else:  # NOTE: a unit of another worker's group, without joining it
+                    unit = next((u for u in self._pending if not self._together[u]), None)
+                    if unit is None:
+                        return None
             self._pending.remove(unit)
             return unit
 
@@ -219,11 +230,13 @@ def run_units(
     report: Report,
     group_of: Callable[[int], Hashable] = lambda unit: unit,
     unit_timeout_s: float | None = None,
+    together: Callable[[int], bool] = lambda unit: False,
 ) -> None:
     """Measures `units` over one worker per device; calls `answer` once per unit as it finishes.
-    Units of one `group_of` (the same prepared inputs) go to the same worker where they can; a unit
-    still running after `unit_timeout_s` (None: no limit) is stopped and answered as crashed."""
-    pending = UnitQueue(units, group_of)
+    Units of one `group_of` (the same prepared inputs) go to the same worker where they can, and
+    those `together` says are paired with the others always do (`UnitQueue`); a unit still running
+    after `unit_timeout_s` (None: no limit) is stopped and answered as crashed."""
+    pending = UnitQueue(units, group_of, together)
     errors: list[BaseException] = []
     live = _Live()
 

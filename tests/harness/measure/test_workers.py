@@ -328,3 +328,42 @@ def test_a_restarted_worker_takes_a_group_nobody_is_on() -> None:
     queue.restart("a")  # its process died: group 0 is free again, and a fresh process prepares anew
     assert queue.take("c") == 1
     assert queue.take("a") == 4
+
+
+def test_units_paired_with_their_group_stay_with_the_worker_on_it() -> None:
+    # per group: eager, torch.compile, fusebench (paired: together), fusebench-torch (not paired)
+    queue = UnitQueue(range(8), lambda unit: unit // 4, together=lambda unit: unit % 4 != 3)
+    assert [queue.take("a"), queue.take("b")] == [0, 4]
+    assert [queue.take("b"), queue.take("b"), queue.take("b")] == [5, 6, 7]
+    assert queue.take("b") == 3  # a's group: only its unpaired unit may go to another worker
+    assert queue.take("b") is None  # the rest are paired with what a measured: a measures them
+    assert [queue.take("a"), queue.take("a"), queue.take("a")] == [1, 2, None]
+
+
+def test_workers_pair_fusebench_with_the_peers_of_its_group(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # two parameter sets of a case, eager and fusebench each, over two CPU workers: every
+    # fusebench outcome comes back with its pairs against eager, taken in the worker that measured both
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "pairs.py").write_text(PAIRS_SUITE)
+    argv = ["run", "--suites", str(suites), "--variant", "eager,fusebench", "--devices", "cpu,cpu"]
+    json_path = tmp_path / "run.json"
+    status = main([*argv, "--repeat-budget", "0.01", "--results", str(tmp_path / "results"), "--json", str(json_path)])
+    out, err = capsys.readouterr()
+    assert status == 0, out + err
+    outcomes = json.loads(json_path.read_text())["outcomes"]
+    ours = [o for o in outcomes if o["variant"] == "fusebench"]
+    assert len(ours) == 2 and all(o["extra"]["paired"]["eager"]["pairs"] >= 5 for o in ours), ours
+    assert out.count("; timed alternately ") == 2 and "2 of the ratios from samples timed alternately" in out
+
+
+PAIRS_SUITE = """
+import torch
+
+from fusebench.cases import Case
+
+CASES = [
+    Case(name="scale", fn=lambda x: x * 2 + 1, make_inputs=lambda p, d, s: (torch.ones(p["n"], device=d),),
+         bytes_moved=lambda p: 8 * p["n"], params={"n": [4, 8]})
+]
+"""
