@@ -9,13 +9,18 @@ cores, clocks). Three signs, each against its own threshold:
   twice its median (the process waited for a core: a plateau of milliseconds that the IQR misses
   while it holds less than a quarter of the samples, and that makes a median jump between runs);
 - drift between rounds (`fusebench compare`): the standard deviation of the log of a control
-  row's round medians, the same code measured again in a fresh process.
-A run or comparison is noisy when the median control row passes either threshold: one odd row is
-the case's own business, most of them moving is the machine's.
+  row's round medians, the same code measured again in a fresh process;
+- a shift between measurements (`fusebench run`): where fusebench and a peer were also timed
+  alternately (`fusebench.measure.paired`), how far the ratio of their separate measurements is
+  from the paired one (the absolute log of the two's ratio): a machine whose speed changed between
+  two measurements moves the first and not the second.
+A run or comparison is noisy when the median control row (or paired ratio) passes a threshold:
+one odd row is the case's own business, most of them moving is the machine's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
@@ -28,6 +33,7 @@ SPREAD_THRESHOLD = 0.25  # IQR / median of one measurement
 TAIL_THRESHOLD = 0.05  # fraction of samples above twice the median
 TAIL_FACTOR = 2.0
 DRIFT_THRESHOLD = 0.10  # standard deviation of log round medians
+SHIFT_THRESHOLD = 0.10  # |log| of a separate ratio over its paired one
 
 
 @dataclass(frozen=True)
@@ -40,14 +46,17 @@ class Noise:
     drift: float | None
     controls: int
     tail: float | None = None
+    shift: float | None = None  # the median paired ratio's shift (None: nothing was paired)
+    paired: int = 0  # how many paired ratios the shift is the median of
 
     @property
     def noisy(self) -> bool:
-        """Whether the machine was noisy: the median control row passes a threshold."""
+        """Whether the machine was noisy: the median control row (or paired ratio) passes a threshold."""
         return (
             (self.spread is not None and self.spread > SPREAD_THRESHOLD)
             or (self.drift is not None and self.drift > DRIFT_THRESHOLD)
             or (self.tail is not None and self.tail > TAIL_THRESHOLD)
+            or (self.shift is not None and self.shift > SHIFT_THRESHOLD)
         )
 
     def line(self) -> str:
@@ -66,6 +75,12 @@ class Noise:
         if self.drift is not None:
             parts.append(f"moved {self.drift:.0%} between rounds (noisy above {DRIFT_THRESHOLD:.0%})")
         text = f"{self.controls} control (eager) rows " + ", ".join(parts)
+        if self.shift is not None:
+            text += (
+                f"; ratios of separate measurements were {math.exp(self.shift) - 1:.0%} off the same "
+                f"variants timed alternately (median of {self.paired}; noisy above "
+                f"{math.exp(SHIFT_THRESHOLD) - 1:.0%}: the machine's speed changed between measurements)"
+            )
         if not self.noisy:
             return f"machine quiet: {text}"
         return (
@@ -116,7 +131,29 @@ def machine_noise(
 
 
 def run_noise(outcomes: Sequence[Outcome]) -> Noise:
-    """The noise of one `fusebench run`, from its timed control outcomes."""
+    """The noise of one `fusebench run`, from its timed control outcomes and its paired ratios."""
     timings = [o.timing for o in outcomes if o.status == "ok" and o.timing is not None and is_control(o.variant)]
     spreads = [relative_spread(t.median, t.q25, t.q75) for t in timings]
-    return machine_noise(spreads, tails=[slow_tail(t.samples) for t in timings])
+    noise = machine_noise(spreads, tails=[slow_tail(t.samples) for t in timings])
+    shifts = paired_shifts(outcomes)
+    if not shifts:
+        return noise
+    return dataclasses.replace(noise, shift=statistics.median(shifts), paired=len(shifts))
+
+
+def paired_shifts(outcomes: Sequence[Outcome]) -> list[float]:
+    """For every paired ratio of the run (`extra["paired"]`) whose two variants were timed apart too:
+    |log(separate ratio / paired ratio)|."""
+    medians = {
+        (o.suite, o.case, repr(sorted(o.params.items())), o.variant): o.timing.median
+        for o in outcomes
+        if o.status == "ok" and o.timing is not None and o.timing.median > 0
+    }
+    shifts = []
+    for outcome in outcomes:
+        row = (outcome.suite, outcome.case, repr(sorted(outcome.params.items())))
+        for other, entry in (outcome.extra.get("paired") or {}).items():
+            mine, theirs, ratio = medians.get((*row, outcome.variant)), medians.get((*row, other)), entry.get("ratio")
+            if mine and theirs and isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 0:
+                shifts.append(abs(math.log(mine / theirs / ratio)))
+    return shifts

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pytest
 
 from fusebench.commands.compare import comparison_noise
 from fusebench.compare.comparison import BenchmarkComparison, SideSummary
-from fusebench.measure.noise import DRIFT_THRESHOLD, SPREAD_THRESHOLD, machine_noise, round_drift, run_noise
+from fusebench.measure.noise import (
+    DRIFT_THRESHOLD,
+    SHIFT_THRESHOLD,
+    SPREAD_THRESHOLD,
+    machine_noise,
+    round_drift,
+    run_noise,
+)
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.stats import summarize
 
@@ -78,3 +88,31 @@ def test_the_report_says_which_machine_was_noisy() -> None:
     assert "<p class='bad'>busy (cpu), newest commit: machine noisy: 1 control (eager) rows spread 60%" in page
     assert "<p class='meta'>calm (cpu), newest commit: machine quiet: 1 control (eager) rows spread 12%" in page
     assert "<p class='bad'>comparison: machine noisy: 2 control (eager) rows</p>" in page
+
+
+def _row(case: str, variant: str, median: float, **paired: float) -> Outcome:
+    outcome = Outcome("s", case, {"n": 1}, variant, "cuda", "ok", timing=summarize([median] * 5))
+    if paired:
+        outcome.extra["paired"] = {
+            name.replace("_", "."): {"ratio": r, "spread": 0.02, "pairs": 20} for name, r in paired.items()
+        }
+    return outcome
+
+
+def test_a_machine_whose_speed_changed_between_measurements_shows_in_its_paired_ratios() -> None:
+    # the H200's zoo rows, llama alone in one process: separate ratios 1.62x, 1.19x, 1.05x where
+    # the same variants timed alternately gave 1.12x, 1.12x and 0.90x
+    moved = [
+        _row("inference", "torch.compile", 3.72e-3), _row("inference", "fusebench", 6.03e-3, torch_compile=1.12),
+        _row("training", "torch.compile", 11.3e-3), _row("training", "fusebench", 13.5e-3, torch_compile=1.12),
+        _row("decode", "torch.compile", 2.74e-3), _row("decode", "fusebench", 2.88e-3, torch_compile=0.90),
+        _row("decode", "eager", 7.4e-3),
+    ]  # fmt: skip
+    noise = run_noise(moved)
+    assert noise.paired == 3 and noise.shift == pytest.approx(math.log(1.05 / 0.90), rel=0.02) and noise.noisy
+    line = noise.line()
+    assert line.startswith("machine noisy: 1 control (eager) rows spread 0% within a measurement")
+    assert "ratios of separate measurements were 17% off the same variants timed alternately (median of 3" in line
+    steady = [_row("inference", "torch.compile", 2.82e-3), _row("inference", "fusebench", 2.76e-3, torch_compile=1.01)]
+    assert not run_noise([*steady, moved[-1]]).noisy and run_noise([*steady, moved[-1]]).shift < SHIFT_THRESHOLD
+    assert run_noise(moved[-1:]).shift is None  # nothing paired: no shift to speak of
