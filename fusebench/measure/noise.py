@@ -33,7 +33,7 @@ SPREAD_THRESHOLD = 0.25  # IQR / median of one measurement
 TAIL_THRESHOLD = 0.05  # fraction of samples above twice the median
 TAIL_FACTOR = 2.0
 DRIFT_THRESHOLD = 0.10  # standard deviation of log round medians
-SHIFT_THRESHOLD = 0.10  # |log| of a separate ratio over its paired one
+SHIFT_THRESHOLD = math.log(1.10)  # |log| of a separate ratio over its paired one: 10% off
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Noise:
             text += (
                 f"; ratios of separate measurements were {math.exp(self.shift) - 1:.0%} off the same "
                 f"variants timed alternately (median of {self.paired}; noisy above "
-                f"{math.exp(SHIFT_THRESHOLD) - 1:.0%}: the machine's speed changed between measurements)"
+                f"{math.exp(SHIFT_THRESHOLD) - 1:.0%}: a machine whose speed changes between measurements)"
             )
         if not self.noisy:
             return f"machine quiet: {text}"
