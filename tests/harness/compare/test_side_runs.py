@@ -31,6 +31,7 @@ def test_a_side_run_measures_peers_again(tmp_path: Path, monkeypatch: pytest.Mon
     side = interleave.Side("A", "main", "a" * 40, tmp_path)
     run = interleave.run_side(side, ["--device", "cpu"], tmp_path, 0, lambda line: None)
     assert run.error and environments[0]["FUSEBENCH_REUSE_PEERS"] == "0"
+    assert environments[0]["FUSEBENCH_PAIRED"] == "0"  # compare decides between revisions, not peers
 
 
 PAIRS_SUITE = """

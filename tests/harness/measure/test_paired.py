@@ -12,7 +12,7 @@ import torch
 from fusebench.cases.variants import EAGER
 from fusebench.measure.measure import Settings, collect_samples, measure_variant, prepare_case
 from fusebench.measure.noise import SPREAD_THRESHOLD
-from fusebench.measure.paired import Runner, pairs_with, time_paired
+from fusebench.measure.paired import PAIRED_ENV, Runner, paired_wanted, pairs_with, time_paired
 from tests.support.fakes import FakeClock, double, tiny_case, variant_from
 
 CPU = torch.device("cpu")
@@ -134,3 +134,10 @@ def test_a_failed_variant_is_not_paired() -> None:
     prepared, (_eager, fusebench) = _measure_all([EAGER, wrong])
     assert fusebench.status == "failed" and "paired" not in fusebench.extra
     assert [runner.variant for runner in prepared.runners] == ["eager"]
+
+
+def test_paired_samples_are_taken_unless_the_flag_or_the_environment_says_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(PAIRED_ENV, raising=False)
+    assert paired_wanted(no_paired=False) and not paired_wanted(no_paired=True)
+    monkeypatch.setenv(PAIRED_ENV, "0")
+    assert not paired_wanted(no_paired=False)
