@@ -7,7 +7,9 @@ prims, random prims (each call draws anew) and `empty` (whose buffers must stay 
 never merged, nor are the prims that compute a value written back by `copy_to` (each write-back
 owns its value: nothing else may read it, see check_writebacks); a prim reading a buffer after its
 write-back is not the same value as one reading it before. Two prims whose outputs' memory the
-trace returns both (passes/returned.py) stay apart: eager returns them in memory of their own.
+trace returns both (passes/returned.py) stay apart: eager returns them in memory of their own
+(and a value that a returned one merged into is returned from then on: `y = sin(x)` read only
+inside the trace, then `sin(x)` returned twice, gives two returned values, not one).
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ def cse(trace: Trace) -> Trace:
             key = (bsym.sym, _key(bsym.args), _key(bsym.kwargs), versions)
             earlier = seen.get(key)
             if earlier is not None and not _both_returned(bsym, earlier, returned):
+                if any(p.name in returned for p in bsym.outputs):  # NOTE: another returned copy must not merge too
+                    returned.update(p.name for p in earlier.outputs)
                 for old, new in zip(bsym.outputs, earlier.outputs):
                     replacement[id(old)] = new
                 continue

@@ -72,6 +72,22 @@ def test_cse_merges_repeated_work_and_dce_removes_dead_code() -> None:
     assert len(dce(unused).bsyms) == 1
 
 
+def test_cse_returns_two_equal_values_apart_when_both_merged_into_an_unreturned_one() -> None:
+    # found by the in-place property test: y's first value is sin(x), updated before it is returned;
+    # the two returned sin(x) merged into it, and the caller got one tensor for both
+    def fn(x):
+        y = x.sin()
+        y.add_(x, alpha=-0.5)
+        return y, x.sin(), x.sin()
+
+    x = torch.randn(4, 6)
+    updated, first, second = compiler.jit(fn)(x)
+    assert first.data_ptr() != second.data_ptr()
+    torch.testing.assert_close((updated, first, second), fn(x))
+    first.add_(1)
+    torch.testing.assert_close(second, x.sin())
+
+
 def test_check_trace_reports_double_assignment_unbound_proxies_and_meta_disagreement() -> None:
     x = TensorProxy((2,), torch.float32, torch.device("cpu"), name="x")
     y = TensorProxy((2,), torch.float32, torch.device("cpu"), name="y")
