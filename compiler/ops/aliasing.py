@@ -35,6 +35,7 @@ from compiler import prims
 from compiler.core import ir
 from compiler.core.errors import called_at, check
 from compiler.core.ir import BoundSymbol, TensorProxy, TraceContext, size_product
+from compiler.ops import row_major
 from compiler.prims import Prim
 
 Strides = tuple[int, ...]
@@ -96,6 +97,7 @@ def set_memory_format(t: TensorProxy, source: TensorProxy, memory_format: object
             layouts = None if src is None else iterator_strides(t.shape, [src])
         elif memory_format is torch.contiguous_format:
             layouts = contiguous_strides(t.shape)
+            row_major.mark(context, t)
         elif (memory_format, ndim) in ((torch.channels_last, 4), (torch.channels_last_3d, 5)):
             order = [0, *range(2, ndim), 1]  # slowest first
             strides, step = [0] * ndim, 1
@@ -368,6 +370,7 @@ def contiguous_operand(t: TensorProxy) -> TensorProxy:
         return t
     copy = fresh_copy(t)
     _state(context).layouts[id(copy)] = expected
+    row_major.mark(context, copy)
     return copy
 
 

@@ -108,7 +108,7 @@ def compile_entry(
         torch.set_grad_enabled(enabled)
     entry = _compile_traced(fn, options, traced, args, kwargs)
     entry.computation = traced.attribute_writes.around(
-        traced.complex_outputs.around(traced.writes.around(entry.computation))
+        traced.complex_outputs.around(traced.row_major.around(traced.writes.around(entry.computation)))
     )
     return entry
 

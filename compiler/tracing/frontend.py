@@ -53,7 +53,7 @@ from compiler.core.ir import (
     tracing,
 )
 from compiler.core.memory import overlapping
-from compiler.ops import aliasing
+from compiler.ops import aliasing, row_major
 from compiler.prims import GUARDS, INPLACE, Prim
 from compiler.tracing import captured_tensors, complex_values, objects
 from compiler.tracing.dense_strides import dense_strides
@@ -353,6 +353,7 @@ class Traced:
     and dicts it was given (tracing/objects.py). When `writes` is not empty, the prologue returns
     its targets after the computation's inputs and the computation returns `(output, values)`:
     `writes.around` makes the entry's computation of it; `complex_outputs.around`, of complex outputs;
+    `row_major.around`, of outputs eager lays out row-major (compiler/ops/row_major.py);
     `attribute_writes.around`, of the module attributes it reassigned (tracing/captured_tensors.py)."""
 
     prologue: Trace
@@ -360,6 +361,7 @@ class Traced:
     writes: objects.ObjectWrites
     complex_outputs: complex_values.ComplexOutputs = field(default_factory=complex_values.ComplexOutputs)
     attribute_writes: captured_tensors.AttributeWrites = field(default_factory=captured_tensors.AttributeWrites)
+    row_major: row_major.RowMajorOutputs = field(default_factory=row_major.RowMajorOutputs)  # ops/row_major.py
 
 
 def trace(
@@ -473,7 +475,8 @@ def _trace_inputs(
     )
     computation = Trace(computation_inputs, _without_guards(recorded), (output, writes.values) if writes else output)
     _check_outputs_defined(computation)
-    return Traced(prologue, computation, writes, complex_outputs, attribute_writes)
+    contiguous = row_major.row_major_outputs(context, output, computation_inputs, list(leaves(recorded)))
+    return Traced(prologue, computation, writes, complex_outputs, attribute_writes, contiguous)
 
 
 def _check_outputs_defined(computation: Trace) -> None:

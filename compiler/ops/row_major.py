@@ -1,0 +1,113 @@
+"""Returned tensors that eager always lays out row-major: `t.contiguous()` of a tensor it copies, and
+the outputs of the ops eager allocates row-major whatever their input's layout (`F.softmax`,
+`F.layer_norm`, ...: compiler/ops/eager_layouts.py).
+
+Traces hold values, not layouts, and executors lay an elementwise result out in its operand's
+memory order, as TensorIterator does: the copy `x.t().contiguous()` is a `mul(t, 1)` of the
+transposed `t`, which torch and nvFuser both give the transposed order. Inside the program that is
+invisible (the layout model, compiler/ops/aliasing.py, knows eager's strides); a caller that gets
+it back would see a tensor that is not contiguous, where eager's `.view(...)` of it works. So the
+tracer marks such tensors (`mark`), and the entry's computation makes the returned ones among them
+contiguous (`RowMajorOutputs.around`: a no-op where they are already), unless another returned
+value views its memory (a copy would part them) or it is an input.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, TraceContext
+from compiler.core.proxies import rebuild_tuple
+from compiler.prims import VIEWS
+
+Path = tuple[Any, ...]  # keys from the output down to one tensor (tuple/list indices, dict keys)
+
+_MARKED: weakref.WeakKeyDictionary[TraceContext, set[int]] = weakref.WeakKeyDictionary()
+
+
+def mark(context: TraceContext | None, t: TensorProxy) -> None:
+    """Records that eager lays `t` out row-major whatever its operands' layouts."""
+    if context is not None:
+        _MARKED.setdefault(context, set()).add(id(t))
+
+
+@dataclass(frozen=True)
+class RowMajorOutputs:
+    """The paths of the returned tensors to make contiguous (see the module)."""
+
+    paths: tuple[Path, ...] = ()
+
+    def around(self, computation: Callable) -> Callable:
+        """`computation` as a callable whose marked outputs are contiguous."""
+        return _RowMajor(computation, self.paths) if self.paths else computation
+
+
+def row_major_outputs(context: TraceContext, output: Any, inputs: tuple, bsyms: list[BoundSymbol]) -> RowMajorOutputs:
+    """The marked tensors of `output` (walked through tuples, lists and dicts) that are not inputs
+    and whose memory no other returned tensor views."""
+    marked = _MARKED.get(context, set())
+    if not marked:
+        return RowMajorOutputs()
+    found: list[tuple[Path, TensorProxy]] = []
+    _walk(output, (), found)
+    viewed = {id(b.output): b.args[0] for b in bsyms if b.sym in VIEWS and isinstance(b.args[0], Proxy)}
+    shared: set[int] = set()  # tensors whose memory a returned view reaches
+    for _, p in found:
+        base = viewed.get(id(p))
+        while base is not None:
+            shared.add(id(base))
+            base = viewed.get(id(base))
+    returned = [id(p) for _, p in found]
+    inputs_ids = {id(p) for p in inputs}
+    paths = tuple(
+        path
+        for path, p in found
+        if id(p) in marked and id(p) not in shared and id(p) not in inputs_ids and returned.count(id(p)) == 1
+    )
+    return RowMajorOutputs(paths)
+
+
+def _walk(value: Any, path: Path, found: list[tuple[Path, TensorProxy]]) -> None:
+    if isinstance(value, TensorProxy):
+        found.append((path, value))
+    elif isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            _walk(item, (*path, i), found)
+    elif isinstance(value, dict) and type(value) is dict:
+        for key, item in value.items():
+            _walk(item, (*path, key), found)
+
+
+class _RowMajor:
+    """Runs an entry's computation, then makes the outputs at `paths` contiguous."""
+
+    def __init__(self, computation: Callable, paths: tuple[Path, ...]) -> None:
+        self.computation = computation
+        self.paths = paths
+
+    def __call__(self, *inputs: Any) -> Any:
+        output = self.computation(*inputs)
+        for path in self.paths:
+            output = _contiguous_at(output, path)
+        return output
+
+    def __getattr__(self, name: str) -> Any:  # NOTE: runners' own attributes (a graphed entry's stats)
+        return getattr(self.computation, name)
+
+
+def _contiguous_at(value: Any, path: Path) -> Any:
+    if not path:
+        return value.contiguous() if isinstance(value, torch.Tensor) else value
+    key, rest = path[0], path[1:]
+    if isinstance(value, tuple):
+        items = list(value)
+        items[key] = _contiguous_at(items[key], rest)
+        return rebuild_tuple(type(value), items)
+    value = list(value) if isinstance(value, list) else dict(value)
+    value[key] = _contiguous_at(value[key], rest)
+    return value
