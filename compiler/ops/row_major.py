@@ -22,10 +22,8 @@ from typing import Any
 import torch
 
 from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, TraceContext
-from compiler.core.proxies import rebuild_tuple
+from compiler.core.output_paths import Path, ReplacedAtPaths
 from compiler.prims import VIEWS
-
-Path = tuple[Any, ...]  # keys from the output down to one tensor (tuple/list indices, dict keys)
 
 _MARKED: weakref.WeakKeyDictionary[TraceContext, set[int]] = weakref.WeakKeyDictionary()
 
@@ -44,7 +42,7 @@ class RowMajorOutputs:
 
     def around(self, computation: Callable) -> Callable:
         """`computation` as a callable whose marked outputs are contiguous."""
-        return _RowMajor(computation, self.paths) if self.paths else computation
+        return ReplacedAtPaths(computation, self.paths, _contiguous) if self.paths else computation
 
 
 def row_major_outputs(context: TraceContext, output: Any, inputs: tuple, bsyms: list[BoundSymbol]) -> RowMajorOutputs:
@@ -83,31 +81,5 @@ def _walk(value: Any, path: Path, found: list[tuple[Path, TensorProxy]]) -> None
             _walk(item, (*path, key), found)
 
 
-class _RowMajor:
-    """Runs an entry's computation, then makes the outputs at `paths` contiguous."""
-
-    def __init__(self, computation: Callable, paths: tuple[Path, ...]) -> None:
-        self.computation = computation
-        self.paths = paths
-
-    def __call__(self, *inputs: Any) -> Any:
-        output = self.computation(*inputs)
-        for path in self.paths:
-            output = _contiguous_at(output, path)
-        return output
-
-    def __getattr__(self, name: str) -> Any:  # NOTE: runners' own attributes (a graphed entry's stats)
-        return getattr(self.computation, name)
-
-
-def _contiguous_at(value: Any, path: Path) -> Any:
-    if not path:
-        return value.contiguous() if isinstance(value, torch.Tensor) else value
-    key, rest = path[0], path[1:]
-    if isinstance(value, tuple):
-        items = list(value)
-        items[key] = _contiguous_at(items[key], rest)
-        return rebuild_tuple(type(value), items)
-    value = list(value) if isinstance(value, list) else dict(value)
-    value[key] = _contiguous_at(value[key], rest)
-    return value
+def _contiguous(value: Any) -> Any:
+    return value.contiguous() if isinstance(value, torch.Tensor) else value

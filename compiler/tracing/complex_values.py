@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import torch
 
 from compiler.core.ir import BoundSymbol, Symbol, TensorProxy, TraceContext, tracing
+from compiler.core.output_paths import Path, ReplacedAtPaths
 from compiler.core.proxies import rebuild_tuple
 from compiler.ops.complex_proxy import ComplexProxy
 
@@ -49,9 +50,6 @@ def argument(inputs: _Inputs, proxy: TensorProxy, value: torch.Tensor) -> Comple
     return complex_value
 
 
-Path = tuple  # the keys and indices leading to a value inside tuples, lists and dicts
-
-
 @dataclass(frozen=True)
 class ComplexOutputs:
     """Where the computation's output holds the real view of a complex value."""
@@ -63,7 +61,7 @@ class ComplexOutputs:
 
     def around(self, computation: Callable) -> Callable:
         """`computation` as a callable whose output holds the complex values themselves."""
-        return _Complexified(computation, self.paths) if self.paths else computation
+        return ReplacedAtPaths(computation, self.paths, _complex) if self.paths else computation
 
 
 def packed(output: Any) -> tuple[Any, ComplexOutputs]:
@@ -86,32 +84,7 @@ def _pack(value: Any, path: Path, paths: list[Path]) -> Any:
     return value
 
 
-class _Complexified:
-    """Runs an entry's computation, then makes its complex outputs complex again."""
-
-    def __init__(self, computation: Callable, paths: tuple[Path, ...]) -> None:
-        self.computation = computation
-        self.paths = paths
-
-    def __call__(self, *inputs: Any) -> Any:
-        output = self.computation(*inputs)
-        for path in self.paths:
-            output = _replaced(output, path)
-        return output
-
-    def __getattr__(self, name: str) -> Any:  # NOTE: runners' own attributes (a graphed entry's stats)
-        return getattr(self.computation, name)
-
-
-def _replaced(value: Any, path: Path) -> Any:
-    if not path:
-        viewable = value.stride(-1) == 1 and all(s % 2 == 0 for s in value.stride()[:-1])
-        return torch.view_as_complex(value if viewable else value.contiguous())
-    key, rest = path[0], path[1:]
-    if isinstance(value, tuple):
-        items = list(value)
-        items[key] = _replaced(items[key], rest)
-        return rebuild_tuple(type(value), items)
-    value = list(value) if isinstance(value, list) else dict(value)
-    value[key] = _replaced(value[key], rest)
-    return value
+def _complex(value: Any) -> Any:
+    """The complex tensor whose real view `value` is."""
+    viewable = value.stride(-1) == 1 and all(s % 2 == 0 for s in value.stride()[:-1])
+    return torch.view_as_complex(value if viewable else value.contiguous())
