@@ -26,6 +26,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fusebench.cases.case import format_params
 from fusebench.measure.outcome import Outcome
 
 CONTROL_VARIANTS = ("eager",)
@@ -145,13 +146,13 @@ def paired_shifts(outcomes: Sequence[Outcome]) -> list[float]:
     """For every paired ratio of the run (`extra["paired"]`) whose two variants were timed apart too:
     |log(separate ratio / paired ratio)|."""
     medians = {
-        (o.suite, o.case, repr(sorted(o.params.items())), o.variant): o.timing.median
+        (o.suite, o.case, format_params(o.params), o.variant): o.timing.median
         for o in outcomes
         if o.status == "ok" and o.timing is not None and o.timing.median > 0
     }
     shifts = []
     for outcome in outcomes:
-        row = (outcome.suite, outcome.case, repr(sorted(outcome.params.items())))
+        row = (outcome.suite, outcome.case, format_params(outcome.params))
         for other, entry in (outcome.extra.get("paired") or {}).items():
             mine, theirs, ratio = medians.get((*row, outcome.variant)), medians.get((*row, other)), entry.get("ratio")
             if mine and theirs and isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 0:

@@ -28,6 +28,7 @@ from typing import Any
 
 from fusebench.cases.variants import OURS, is_ours
 from fusebench.measure.noise import relative_spread
+from fusebench.measure.stats import quantile
 from fusebench.measure.timing import Timer
 
 Clock = Callable[[], float]
@@ -101,11 +102,9 @@ def time_paired(
         if len(mine) >= min_pairs and clock() - start >= budget_s:
             break
     ratios = sorted(a / b for a, b in zip(mine, theirs) if b > 0)
-    median_ratio = statistics.median(ratios) if ratios else float("nan")
     spread = None
     if len(ratios) >= 4:
-        quartiles = statistics.quantiles(ratios, n=4, method="inclusive")
-        spread = relative_spread(median_ratio, quartiles[0], quartiles[2])
+        spread = relative_spread(quantile(ratios, 0.5), quantile(ratios, 0.25), quantile(ratios, 0.75))
     theirs_median = statistics.median(theirs)
     ratio = statistics.median(mine) / theirs_median if theirs_median > 0 else float("nan")
     return Paired(other.variant, ratio, spread, len(mine))
