@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+from compiler.core.tensor_checks import TensorChecks
 
 _ATEN = torch.ops.aten
 _FLASH, _EFFICIENT, _CUDNN = 1, 2, 3  # torch.nn.attention.SDPBackend values
@@ -113,18 +116,51 @@ def _layout(t: Any) -> tuple:
     return t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.requires_grad
 
 
+def _settings() -> tuple:
+    """Grad mode and the global settings torch's choice reads, as one tuple."""
+    flash, efficient, cudnn, math, fa3, overrideable, order, deterministic = _SETTINGS
+    return (
+        torch.is_grad_enabled(), flash(), efficient(), cudnn(), math(), fa3(), overrideable(), tuple(order()),
+        deterministic(),
+    )  # fmt: skip
+
+
 def _choice_key(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> tuple:
     """Everything `aten._fused_sdp_choice` decides on: the tensors' shapes, strides, dtypes,
     devices and requires_grad, the flags, grad mode and the global settings, as one flat tuple
     (built every call: cheap to make and to hash)."""
-    flash, efficient, cudnn, math, fa3, overrideable, order, deterministic = _SETTINGS
-    return (
-        *_layout(q), *_layout(k), *_layout(v), *_layout(attn_mask), is_causal, scale, torch.is_grad_enabled(),
-        flash(), efficient(), cudnn(), math(), fa3(), overrideable(), tuple(order()), deterministic(),
-    )  # fmt: skip
+    return (*_layout(q), *_layout(k), *_layout(v), *_layout(attn_mask), is_causal, scale, *_settings())
 
 
-def _choice(
+class RememberedAtSite:
+    """`answer(q, k, v, attn_mask, is_causal, scale)` (`attention_backend`, `torch_choice`) for one
+    attention of a trace (the sdpa executor gives each its own): the last call's answer again
+    while the tensors keep their sizes, strides, dtypes, devices and requires_grad (one C++ check,
+    `TensorChecks`), their storage offsets, and the flags and torch's settings are the same.
+    Building `_choice_key` and hashing it cost host time on every call of every attention."""
+
+    __slots__ = ("answer", "checks", "last", "state")
+
+    def __init__(self, answer: Callable[..., Any]) -> None:
+        self.answer = answer
+        self.checks: TensorChecks | None = None
+        self.state: tuple | None = None
+        self.last: Any = None
+
+    def __call__(self, q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> Any:
+        tensors = (q, k, v) if not isinstance(attn_mask, torch.Tensor) else (q, k, v, attn_mask)
+        offsets = tuple([t.storage_offset() for t in tensors])
+        state = (offsets, attn_mask is None, is_causal, scale, *_settings())
+        if state == self.state and self.checks is not None and self.checks.check(*tensors):
+            return self.last
+        answer = self.answer(q, k, v, attn_mask, is_causal, scale)
+        checks = TensorChecks(exact_strides=[True] * len(tensors))
+        checks.learn(*tensors)
+        self.checks, self.state, self.last = checks, state, answer
+        return answer
+
+
+def torch_choice(
     q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any, key: tuple | None = None
 ) -> int | None:
     """torch's backend choice for these tensors (enable_gqa where k has fewer heads), None if it
@@ -144,12 +180,15 @@ def _choice(
     return choice
 
 
-def attention(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> torch.Tensor:
+def attention(
+    q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any, *, choice: Callable[..., Any] | None = None
+) -> torch.Tensor:
     """`F.scaled_dot_product_attention`; k and v may have fewer heads than q. FlashAttention and
     cuDNN read each key/value head once for its group of query heads; for any other backend (which
-    would repeat them anyway, or run the math path) the heads are repeated first."""
+    would repeat them anyway, or run the math path) the heads are repeated first. `choice`: torch's
+    choice of backend (`torch_choice`, or a `RememberedAtSite` of it)."""
     groups = kv_groups(q, k)
-    if groups > 1 and _choice(q, k, v, attn_mask, is_causal, scale) not in (_FLASH, _CUDNN):
+    if groups > 1 and (choice or torch_choice)(q, k, v, attn_mask, is_causal, scale) not in (_FLASH, _CUDNN):
         k, v, groups = repeat_heads(k, groups), repeat_heads(v, groups), 1
     return F.scaled_dot_product_attention(
         q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=groups > 1
@@ -175,7 +214,7 @@ def attention_backend(
 
 
 def _backend(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any, key: tuple) -> str | None:
-    choice = _choice(q, k, v, attn_mask, is_causal, scale, key)
+    choice = torch_choice(q, k, v, attn_mask, is_causal, scale, key)
     backend = None
     if q.device.type == "cpu":
         backend = "cpu_flash" if choice == _FLASH else None
@@ -190,9 +229,12 @@ def _backend(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any
     return backend if backend is not None and _available(backend) else None
 
 
-def attention_forward(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> tuple:
-    """(attention's output, logsumexp of its scores: float32 of shape q.shape[:-1])."""
-    backend = attention_backend(q, k, v, attn_mask, is_causal, scale)
+def attention_forward(
+    q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any, *, backend_of: Callable[..., Any] | None = None
+) -> tuple:
+    """(attention's output, logsumexp of its scores: float32 of shape q.shape[:-1]). `backend_of`:
+    `attention_backend`, or a `RememberedAtSite` of it."""
+    backend = (backend_of or attention_backend)(q, k, v, attn_mask, is_causal, scale)
     groups = kv_groups(q, k)
     if groups > 1 and backend is None:
         return attention_forward(q, repeat_heads(k, groups), repeat_heads(v, groups), attn_mask, is_causal, scale)
@@ -216,10 +258,21 @@ def attention_forward(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, s
 
 
 def attention_backward(
-    grad: Any, q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any, out: Any, logsumexp: Any
+    grad: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    attn_mask: Any,
+    is_causal: bool,
+    scale: Any,
+    out: Any,
+    logsumexp: Any,
+    *,
+    backend_of: Callable[..., Any] | None = None,
 ) -> tuple:
-    """(dq, dk, dv) of attention from the output's cotangent and the forward's output and logsumexp."""
-    backend = attention_backend(q, k, v, attn_mask, is_causal, scale)
+    """(dq, dk, dv) of attention from the output's cotangent and the forward's output and logsumexp
+    (`backend_of` as for `attention_forward`)."""
+    backend = (backend_of or attention_backend)(q, k, v, attn_mask, is_causal, scale)
     groups = kv_groups(q, k)
     if groups > 1 and backend is None:
         k, v = repeat_heads(k, groups), repeat_heads(v, groups)

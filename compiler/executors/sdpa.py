@@ -10,23 +10,24 @@ On CPU it declines, and the torch executor runs attention.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
 
 import torch
 
 from compiler.core.executor import Executor
 from compiler.core.ir import BoundSymbol
-from compiler.executors.attention import attention, attention_backward, attention_forward
+from compiler.executors.attention import (
+    RememberedAtSite,
+    attention,
+    attention_backend,
+    attention_backward,
+    attention_forward,
+    torch_choice,
+)
 from compiler.prims import Prim
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-
-
-def fused_attention(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: Any) -> torch.Tensor:
-    """Attention through torch's fused kernels (torch chooses the backend; k and v may have fewer
-    heads than q)."""
-    return attention(q, k, v, attn_mask, is_causal, scale)
 
 
 class SdpaExecutor(Executor):
@@ -36,13 +37,21 @@ class SdpaExecutor(Executor):
     name = "sdpa"
 
     def implementation(self, bsym: BoundSymbol) -> Callable | None:
-        """`fused_attention` (or its backward) for attention on CUDA, None otherwise."""
+        """For attention on CUDA, `attention` (torch's fused kernels; k and v may have fewer heads
+        than q), `attention_forward` or `attention_backward`, each with its own memo of torch's
+        choice (`RememberedAtSite`); None otherwise."""
         if bsym.sym not in _IMPLS:
             return None
         q = bsym.args[1] if bsym.sym is Prim.SDPA_BACKWARD else bsym.args[0]
         if q.device.type != "cuda" or q.dtype not in _DTYPES:
             return None
-        return _IMPLS[bsym.sym]
+        impl, keyword, answer = _IMPLS[bsym.sym]
+        return functools.partial(impl, **{keyword: RememberedAtSite(answer)})
 
 
-_IMPLS = {Prim.SDPA: fused_attention, Prim.SDPA_FORWARD: attention_forward, Prim.SDPA_BACKWARD: attention_backward}
+# prim -> (implementation, the keyword taking its per-call-site memo, what that memo remembers)
+_IMPLS = {
+    Prim.SDPA: (attention, "choice", torch_choice),
+    Prim.SDPA_FORWARD: (attention_forward, "backend_of", attention_backend),
+    Prim.SDPA_BACKWARD: (attention_backward, "backend_of", attention_backend),
+}

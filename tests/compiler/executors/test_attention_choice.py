@@ -32,9 +32,9 @@ def _qkv(dtype=torch.float32, kv_heads=4):
 
 def test_the_same_layout_asks_torch_once(asked):
     q, k, v = _qkv()
-    first = attention._choice(q, k, v, None, True, None)
+    first = attention.torch_choice(q, k, v, None, True, None)
     q2, k2, v2 = _qkv()  # other tensors, same layout
-    assert [attention._choice(q2, k2, v2, None, True, None) for _ in range(3)] == [first] * 3
+    assert [attention.torch_choice(q2, k2, v2, None, True, None) for _ in range(3)] == [first] * 3
     assert len(asked) == 1
 
 
@@ -44,7 +44,7 @@ def test_the_same_layout_asks_torch_once(asked):
 )
 def test_anything_torch_decides_on_asks_again(change, asked):
     q, k, v = _qkv()
-    attention._choice(q, k, v, None, True, None)
+    attention.torch_choice(q, k, v, None, True, None)
     mask, causal, scale = None, True, None
     if change == "transposed query":
         q = q.transpose(1, 2).contiguous().transpose(1, 2)
@@ -61,16 +61,16 @@ def test_anything_torch_decides_on_asks_again(change, asked):
     elif change == "mask":
         mask, causal = torch.ones(16, 16, dtype=torch.bool).tril(), False
     with torch.set_grad_enabled(change != "no grad"):
-        attention._choice(q, k, v, mask, causal, scale)
+        attention.torch_choice(q, k, v, mask, causal, scale)
     assert len(asked) == 2
 
 
 def test_sdpa_kernel_settings_are_part_of_the_key(asked):
     q, k, v = _qkv()
-    outside = attention._choice(q, k, v, None, True, None)
+    outside = attention.torch_choice(q, k, v, None, True, None)
     with sdpa_kernel([SDPBackend.MATH]):
-        assert attention._choice(q, k, v, None, True, None) == SDPBackend.MATH.value
-    assert attention._choice(q, k, v, None, True, None) == outside
+        assert attention.torch_choice(q, k, v, None, True, None) == SDPBackend.MATH.value
+    assert attention.torch_choice(q, k, v, None, True, None) == outside
     assert outside == torch.ops.aten._fused_sdp_choice(q, k, v, None, 0.0, True)
     assert len(asked) == 2
 
@@ -79,7 +79,7 @@ def test_the_memory_is_bounded(asked, monkeypatch):
     monkeypatch.setattr(attention, "_MAX_CHOICES", 3)
     for length in range(1, 7):
         q = torch.randn(1, 2, length, 8)
-        attention._choice(q, q, q, None, False, None)
+        attention.torch_choice(q, q, q, None, False, None)
     assert len(attention._CHOICES) == 3 and len(asked) == 6
 
 
@@ -104,7 +104,7 @@ def test_a_choice_torch_cannot_make_is_remembered_too(monkeypatch):
     monkeypatch.setattr(attention, "_CHOICES", {})
     monkeypatch.setattr(attention, "_ATEN", types.SimpleNamespace(_fused_sdp_choice=failing))
     q, k, v = _qkv()
-    assert [attention._choice(q, k, v, None, True, None) for _ in range(3)] == [None] * 3
+    assert [attention.torch_choice(q, k, v, None, True, None) for _ in range(3)] == [None] * 3
     assert len(calls) == 1
 
 
@@ -119,3 +119,71 @@ def test_the_key_reads_every_argument_of_the_mask():
         attention._choice_key(q, k, v, mask.float(), False, None),
     }
     assert len(keys) == 4
+
+
+def _remembered():
+    """A `RememberedAtSite` of an answer that counts its calls and returns their number."""
+    calls: list[tuple] = []
+
+    def answer(*args):
+        calls.append(args)
+        return len(calls)
+
+    return attention.RememberedAtSite(answer), calls
+
+
+def test_a_call_site_answers_again_only_when_what_torch_reads_changed():
+    site, calls = _remembered()
+    q, k, v = _qkv()
+    assert [site(q, k, v, None, True, None) for _ in range(3)] == [1, 1, 1]
+    q2, k2, v2 = _qkv()  # other tensors laid out the same
+    assert site(q2, k2, v2, None, True, None) == 1 and len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        *("transposed query", "offset", "requires_grad", "dtype", "size"),
+        *("not causal", "scale", "mask", "no grad", "settings"),
+    ],
+)
+def test_a_call_site_asks_again_for_anything_torch_decides_on(change):
+    site, calls = _remembered()
+    q, k, v = _qkv()
+    site(q, k, v, None, True, None)
+    mask, causal, scale = None, True, None
+    if change == "transposed query":
+        q = q.transpose(1, 2).contiguous().transpose(1, 2)
+    elif change == "offset":  # the same strides one row further in its storage (alignment may differ)
+        q = torch.randn(2 * 4 * 16 * 8 + 8)[8:].view(2, 4, 16, 8)
+    elif change == "requires_grad":
+        q.requires_grad_()
+    elif change == "dtype":
+        q, k, v = _qkv(torch.float64)
+    elif change == "size":
+        q = torch.randn(2, 4, 15, 8)
+    elif change == "not causal":
+        causal = False
+    elif change == "scale":
+        scale = 0.5
+    elif change == "mask":
+        mask, causal = torch.ones(16, 16, dtype=torch.bool).tril(), False
+    settings = sdpa_kernel([SDPBackend.MATH]) if change == "settings" else torch.set_grad_enabled(change != "no grad")
+    with settings:
+        assert site(q, k, v, mask, causal, scale) == 2
+    assert calls[-1][0] is q
+
+
+def test_each_attention_the_sdpa_executor_runs_gets_its_own_memo_of_torchs_choice():
+    from compiler.executors.sdpa import SdpaExecutor
+    from compiler.prims import Prim
+
+    query = types.SimpleNamespace(device=torch.device("cuda"), dtype=torch.bfloat16)  # what the executor reads
+    bsym = types.SimpleNamespace(sym=Prim.SDPA, args=(query,))
+    first, second = SdpaExecutor().implementation(bsym), SdpaExecutor().implementation(bsym)
+    assert first.func is attention.attention and first.keywords["choice"].answer is attention.torch_choice
+    assert first.keywords["choice"] is not second.keywords["choice"]
+    backward = types.SimpleNamespace(sym=Prim.SDPA_BACKWARD, args=(None, query))
+    impl = SdpaExecutor().implementation(backward)
+    assert impl.func is attention.attention_backward
+    assert impl.keywords["backend_of"].answer is attention.attention_backend

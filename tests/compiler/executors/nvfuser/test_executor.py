@@ -189,6 +189,56 @@ def test_after_its_first_call_a_definition_runs_through_the_executor_cache(fake_
     assert wrapper_calls == [1]
 
 
+def test_a_call_laid_out_as_the_last_runs_its_execute_without_the_runner(fake_nvfuser, monkeypatch):  # noqa: F811
+    from compiler.executors.nvfuser.executor import NvFuserRunner
+
+    runs = []
+    original = NvFuserRunner.run
+    monkeypatch.setattr(NvFuserRunner, "run", lambda *a: runs.append(1) or original(*a))
+    jfn = jit_fake(program)
+    a, b, t = torch.randn(4, 8), torch.randn(4, 8), torch.randn(8, 4).t()
+    for _ in range(3):
+        torch.testing.assert_close(jfn(a, b), program(a, b))
+    (fusion,) = region_fusions(compiler.last_traces(jfn)[-1])
+    assert (len(runs), fusion.calls) == (1, 3)  # the first call only: then its execute alone
+    torch.testing.assert_close(jfn(a, t), program(a, t))  # another layout: the runner again
+    torch.testing.assert_close(jfn(a, t), program(a, t))
+    assert (len(runs), fusion.calls) == (2, 5)
+    assert fusion.last_inputs[1].stride == tuple(t.stride())
+
+
+def test_a_call_that_needs_more_than_its_execute_keeps_the_runner(fake_nvfuser, monkeypatch):  # noqa: F811
+    from compiler.executors.nvfuser.executor import NvFuserRunner
+
+    runs = []
+    original = NvFuserRunner.run
+    monkeypatch.setattr(NvFuserRunner, "run", lambda *a: runs.append(1) or original(*a))
+    jfn = jit_fake(lambda x, s: (x * s).sin(), numbers="symbolic")  # a scalar input: recorded every call
+    x = torch.randn(4, 8)
+    for s in (2.0, 3.0, 4.0):
+        torch.testing.assert_close(jfn(x, s), (x * s).sin())
+    assert len(runs) == 3
+    (fusion,) = region_fusions(compiler.last_traces(jfn)[-1])
+    assert fusion.last_inputs[-1].value == 4.0
+
+
+def test_a_fusion_that_fails_on_its_bare_path_falls_back(fake_nvfuser, monkeypatch):  # noqa: F811
+    jfn = jit_fake(program)
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    jfn(a, b)
+    (fusion,) = region_fusions(compiler.last_traces(jfn)[-1])
+    assert fusion._bare is not None
+
+    def boom(inputs):
+        raise RuntimeError("the kernel failed")
+
+    fusion._bare = boom
+    with pytest.warns(FusionFallbackWarning, match="the kernel failed"):
+        torch.testing.assert_close(jfn(a, b), program(a, b))
+    assert fusion._bare is None and fusion.fallback_error is not None
+    torch.testing.assert_close(jfn(a, b), program(a, b))
+
+
 def test_write_back_updates_the_buffer_in_place(fake_nvfuser):  # noqa: F811
     jfn = jit_fake(write_back)
     x, y = torch.randn(4, 8), torch.randn(4, 8)
