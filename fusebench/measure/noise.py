@@ -153,8 +153,8 @@ def paired_shifts(outcomes: Sequence[Outcome]) -> list[float]:
     shifts = []
     for outcome in outcomes:
         row = (outcome.suite, outcome.case, format_params(outcome.params))
-        for other, entry in (outcome.extra.get("paired") or {}).items():
-            mine, theirs, ratio = medians.get((*row, outcome.variant)), medians.get((*row, other)), entry.get("ratio")
-            if mine and theirs and isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 0:
+        for other, (ratio, _) in outcome.paired_ratios().items():
+            mine, theirs = medians.get((*row, outcome.variant)), medians.get((*row, other))
+            if mine and theirs:
                 shifts.append(abs(math.log(mine / theirs / ratio)))
     return shifts

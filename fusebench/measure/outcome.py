@@ -25,6 +25,7 @@ benchmarks with unit "bytes".
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,6 +133,18 @@ class Outcome:
         if bandwidth is None or not self.peak_bandwidth_gbs:
             return None
         return bandwidth / self.peak_bandwidth_gbs
+
+    def paired_ratios(self) -> dict[str, tuple[float, float | None]]:
+        """The ratios of this variant's time to others' timed alternately with it
+        (`extra["paired"]`, kept by fusebench/measure/paired.py): other variant -> (ratio, spread
+        of the pairs' ratios), those whose ratio is positive and finite (a results file may hold anything)."""
+        found = {}
+        for other, entry in (self.extra.get("paired") or {}).items():
+            ratio = entry.get("ratio") if isinstance(entry, dict) else None
+            if isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 0:
+                spread = entry.get("spread")
+                found[str(other)] = (float(ratio), spread if isinstance(spread, (int, float)) else None)
+        return found
 
     @property
     def tokens_per_second(self) -> float | None:

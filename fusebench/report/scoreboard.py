@@ -14,7 +14,6 @@ variant is a peer (eager, `torch.compile`, thunder, a case's hand-written baseli
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -122,19 +121,9 @@ def rows_from_outcomes(outcomes: Sequence[Outcome]) -> list[Row]:
             kernels=outcome.kernels_per_call,
             fusions=outcome.fusions_per_call,
             spread=None if timing is None else relative_spread(timing.median, timing.q25, timing.q75),
-            paired=_paired(outcome) if timing is not None else {},
+            paired=outcome.paired_ratios() if timing is not None else {},
         )
     return list(rows.values())
-
-
-def _paired(outcome: Outcome) -> dict[str, tuple[float, float | None]]:
-    """The outcome's paired ratios (`extra["paired"]`), those that are positive and finite."""
-    found = {}
-    for other, entry in (outcome.extra.get("paired") or {}).items():
-        ratio = entry.get("ratio") if isinstance(entry, dict) else None
-        if isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 0:
-            found[str(other)] = (float(ratio), entry.get("spread"))
-    return found
 
 
 def rows_from_frame(frame: pd.DataFrame) -> list[Row]:

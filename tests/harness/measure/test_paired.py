@@ -121,6 +121,21 @@ def test_fusebench_is_paired_with_the_peers_measured_before_and_after_it() -> No
     assert fusebench.extra["paired"]["eager"]["pairs"] >= 3 and fusebench.extra["paired"]["eager"]["ratio"] > 0
     assert "paired" in fusebench.extra["phases"]
     assert [runner.variant for runner in prepared.runners] == ["eager", "fusebench", "torch.compile"]
+    entry = fusebench.extra["paired"]["eager"]
+    assert fusebench.paired_ratios() == {"eager": (entry["ratio"], entry["spread"])}  # what reports read
+    assert eager.paired_ratios() == {}
+
+
+def test_paired_ratios_read_only_positive_finite_ratios() -> None:
+    _, (outcome,) = _measure_all([EAGER], paired=False)
+    outcome.extra["paired"] = {
+        "eager": {"ratio": 0.8, "spread": 0.05, "pairs": 9},
+        "thunder": {"ratio": float("nan"), "spread": None, "pairs": 0},
+        "torch.compile": {"ratio": 0, "spread": None, "pairs": 3},
+        "inductor": "not an entry",
+        "fusebench-dynamo": {"ratio": 1.5, "spread": "wide", "pairs": 4},
+    }
+    assert outcome.paired_ratios() == {"eager": (0.8, 0.05), "fusebench-dynamo": (1.5, None)}
 
 
 def test_without_paired_nothing_is_kept_or_paired() -> None:
