@@ -24,6 +24,7 @@ from compiler.passes.flatten import flatten
 from compiler.passes.fold_conversions import fold_conversions
 from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import fuse
+from compiler.passes.narrow_sort_keys import narrow_sort_keys
 from compiler.passes.split_backward import Split, backward_from_saved, split_backward
 from compiler.passes.stop_gradient import drop_stop_gradients
 from compiler.passes.update_fresh import update_fresh
@@ -66,11 +67,11 @@ _PURE_PASSES = (functionalize, flatten, cse, dce)
 
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on the computation trace, in order: functionalize first (the others assume
-    a pure trace), the stop_gradients autodiff alone reads dropped, then fusion when an executor
-    fuses (exact conversion chains folded and shared upcasts and broadcasts duplicated first, small
-    same-structure regions batched after), and last the in-place partial updates (of written-back
-    inputs, then of dead temporaries)."""
-    passes: list[Callable[[Trace], Trace]] = [*_PURE_PASSES, drop_stop_gradients]
+    a pure trace), the stop_gradients autodiff alone reads dropped, small sort keys narrowed, then
+    fusion when an executor fuses (exact conversion chains folded and shared upcasts and broadcasts
+    duplicated first, small same-structure regions batched after), and last the in-place partial
+    updates (of written-back inputs, then of dead temporaries)."""
+    passes: list[Callable[[Trace], Trace]] = [*_PURE_PASSES, drop_stop_gradients, narrow_sort_keys]
     if fusion_executor(options.executors) is not None:
         passes += [
             fold_conversions,
@@ -84,11 +85,21 @@ def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
 
 def backward_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on a backward trace (already pure and flattened)."""
-    passes: list[Callable[[Trace], Trace]] = [cse, dce]
+    passes: list[Callable[[Trace], Trace]] = [cse, dce, narrow_sort_keys]
     if fusion_executor(options.executors) is not None:
         passes += [fold_conversions, duplicate_widenings, lambda trace: fuse(trace, options.executors)]
     passes.append(update_fresh)
     return passes
+
+
+def run_passes(passes: Sequence[Callable[[Trace], Trace]], traces: list[Trace]) -> list[Trace]:
+    """`traces` with each pass's result after the last, in order (a pass that had nothing to do
+    and returned its input, as `narrow_sort_keys` does, adds none); returns `traces`."""
+    for run_pass in passes:
+        result = run_pass(traces[-1])
+        if result is not traces[-1]:
+            traces.append(result)
+    return traces
 
 
 def compile_entry(
@@ -121,9 +132,7 @@ def _compile_traced(fn: Callable, options: Options, traced: frontend.Traced, arg
     requires_grad, leaf = requires_grad[: len(computation.inputs)], leaf[: len(computation.inputs)]
     if any(requires_grad):
         return _compile_autograd(fn, options, prologue, computation, requires_grad, leaf)
-    traces = [computation]
-    for run_pass in computation_passes(options):
-        traces.append(run_pass(traces[-1]))
+    traces = run_passes(computation_passes(options), [computation])
     return _compile_plain(options, prologue, traces)
 
 
@@ -165,9 +174,7 @@ def _compile_autograd(
     requires_grad: tuple[bool, ...],
     leaf: tuple[bool, ...],
 ) -> CacheEntry:
-    traces = [computation]
-    for run_pass in (functionalize, flatten, cse, dce):
-        traces.append(run_pass(traces[-1]))
+    traces = run_passes(_PURE_PASSES, [computation])
     pure = traces[-1]
     live = differentiable_values(pure, requires_grad)
     inputs = {p.name for p in pure.inputs}
@@ -177,8 +184,7 @@ def _compile_autograd(
         # NOTE: nothing the function computes and returns or writes carries a gradient (an update
         # made under `torch.no_grad()`, as an SGD step's; an input returned is returned itself): no
         # backward to build, and eager's writes into inputs requiring grad allowed.
-        for run_pass in computation_passes(options)[len(_PURE_PASSES) :]:
-            traces.append(run_pass(traces[-1]))
+        run_passes(computation_passes(options)[len(_PURE_PASSES) :], traces)
         return _compile_plain(options, prologue, traces, without_grad=True)
     output_tree = pure.output
     if writes:  # the written values are outputs too, which the runner writes again under autograd
@@ -186,8 +192,7 @@ def _compile_autograd(
     full = joint(pure, requires_grad)
     split = split_backward(full)
     traces.append(split.forward)
-    for run_pass in computation_passes(options)[len(_PURE_PASSES) :]:
-        traces.append(run_pass(traces[-1]))
+    run_passes(computation_passes(options)[len(_PURE_PASSES) :], traces)
     if options.check_writebacks:
         check_writebacks(traces[-1])
     prologue = dce(cse(prologue))
@@ -240,10 +245,7 @@ class _FullBackward:
     def traces(self) -> list[Trace]:
         """The backward trace after each of `backward_passes`."""
         if self._traces is None:
-            traces = [self.trace]
-            for run_pass in backward_passes(self.options):
-                traces.append(run_pass(traces[-1]))
-            self._traces = traces
+            self._traces = run_passes(backward_passes(self.options), [self.trace])
         return self._traces
 
 
@@ -269,9 +271,7 @@ def _partial_backward(options: Options, full: Joint, split: Split, present: tupl
     partial = joint(pure, full.requires_grad, cotangents)
     first = backward_from_saved(partial, split.saved)
     traces = [replace(first, provenance=f"backward_from_saved (took {(time.perf_counter() - start) * 1e3:.2f} ms)")]
-    for run_pass in backward_passes(options):
-        traces.append(run_pass(traces[-1]))
-    return traces
+    return run_passes(backward_passes(options), traces)
 
 
 def _sizes(prologue: Trace) -> frozenset[str]:
