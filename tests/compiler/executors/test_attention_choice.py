@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import types
 
 import pytest
@@ -45,24 +46,36 @@ def test_the_same_layout_asks_torch_once(asked):
 def test_anything_torch_decides_on_asks_again(change, asked):
     q, k, v = _qkv()
     attention.torch_choice(q, k, v, None, True, None)
+    args, settings = _changed(change, q, k, v)
+    with settings:
+        attention.torch_choice(*args)
+    assert len(asked) == 2
+
+
+def _changed(change: str, q, k, v) -> tuple[tuple, contextlib.AbstractContextManager]:
+    """The arguments `(q, k, v, mask, is_causal, scale)` of a call with one thing torch's choice
+    reads changed from `(q, k, v, None, True, None)`, and the settings to make it under."""
     mask, causal, scale = None, True, None
     if change == "transposed query":
         q = q.transpose(1, 2).contiguous().transpose(1, 2)
+    elif change == "offset":  # the same strides one row further in its storage (alignment may differ)
+        q = torch.randn(q.numel() + 8)[8:].view(q.shape)
     elif change == "requires_grad":
-        q.requires_grad_()
+        q = q.detach().requires_grad_()
     elif change == "dtype":
         q, k, v = _qkv(torch.float64)
     elif change == "grouped heads":
         q, k, v = _qkv(kv_heads=2)
+    elif change == "size":
+        q = torch.randn(2, 4, 15, 8)
     elif change == "not causal":
         causal = False
     elif change == "scale":
         scale = 0.5
     elif change == "mask":
         mask, causal = torch.ones(16, 16, dtype=torch.bool).tril(), False
-    with torch.set_grad_enabled(change != "no grad"):
-        attention.torch_choice(q, k, v, mask, causal, scale)
-    assert len(asked) == 2
+    settings = sdpa_kernel([SDPBackend.MATH]) if change == "settings" else torch.set_grad_enabled(change != "no grad")
+    return (q, k, v, mask, causal, scale), settings
 
 
 def test_sdpa_kernel_settings_are_part_of_the_key(asked):
@@ -143,7 +156,7 @@ def test_a_call_site_answers_again_only_when_what_torch_reads_changed():
 @pytest.mark.parametrize(
     "change",
     [
-        *("transposed query", "offset", "requires_grad", "dtype", "size"),
+        *("transposed query", "offset", "requires_grad", "dtype", "size", "grouped heads"),
         *("not causal", "scale", "mask", "no grad", "settings"),
     ],
 )
@@ -151,27 +164,10 @@ def test_a_call_site_asks_again_for_anything_torch_decides_on(change):
     site, calls = _remembered()
     q, k, v = _qkv()
     site(q, k, v, None, True, None)
-    mask, causal, scale = None, True, None
-    if change == "transposed query":
-        q = q.transpose(1, 2).contiguous().transpose(1, 2)
-    elif change == "offset":  # the same strides one row further in its storage (alignment may differ)
-        q = torch.randn(2 * 4 * 16 * 8 + 8)[8:].view(2, 4, 16, 8)
-    elif change == "requires_grad":
-        q.requires_grad_()
-    elif change == "dtype":
-        q, k, v = _qkv(torch.float64)
-    elif change == "size":
-        q = torch.randn(2, 4, 15, 8)
-    elif change == "not causal":
-        causal = False
-    elif change == "scale":
-        scale = 0.5
-    elif change == "mask":
-        mask, causal = torch.ones(16, 16, dtype=torch.bool).tril(), False
-    settings = sdpa_kernel([SDPBackend.MATH]) if change == "settings" else torch.set_grad_enabled(change != "no grad")
+    args, settings = _changed(change, q, k, v)
     with settings:
-        assert site(q, k, v, mask, causal, scale) == 2
-    assert calls[-1][0] is q
+        assert site(*args) == 2
+    assert calls[-1][0] is args[0]
 
 
 def test_each_attention_the_sdpa_executor_runs_gets_its_own_memo_of_torchs_choice():
