@@ -136,8 +136,9 @@ def kernel_table(call: Any, calls: int, top: int) -> str:
 def fusion_table(
     call: Any, device: torch.device, calls: int, top: int, program: Any = None, kernels: bool = False
 ) -> str:
-    """The `top` nvFuser fusions by host time of their execute over `calls` calls (each followed by
-    a synchronization): median microseconds per execute, executes per call, name and prims.
+    """The `top` nvFuser fusions by host time over `calls` calls (each followed by a synchronization):
+    median microseconds per execute (the fusion's call: its layout check and nvFuser's execute),
+    executes per call, name and prims.
 
     With `program` (the `compiler.jit` function or module behind `call`), a fusion of the backward
     that ran is named as the backward's (forward and backward number their fusions apart); with
@@ -146,23 +147,24 @@ def fusion_table(
     from compiler.executors.nvfuser import executor as nvfuser
 
     times: dict[int, tuple[Any, list[float]]] = {}
-    run = nvfuser.NvFuserRunner.run
+    run = nvfuser.NvFusion.__call__
 
-    def timed(runner: Any, fusion: Any, args: tuple, key: tuple) -> Any:
+    def timed(fusion: Any, *args: Any) -> Any:
         began = time.perf_counter()
         try:
-            return run(runner, fusion, args, key)
+            return run(fusion, *args)
         finally:
             spent = (time.perf_counter() - began) * 1e6
-            times.setdefault(id(fusion), (fusion, []))[1].append(spent)
+            if fusion.last_definition is not None:  # it ran with nvFuser (not torch: a fallback, the torch runner)
+                times.setdefault(id(fusion), (fusion, []))[1].append(spent)
 
-    nvfuser.NvFuserRunner.run = timed
+    nvfuser.NvFusion.__call__ = timed
     try:
         for _ in range(calls):
             call()
             _sync(device)
     finally:
-        nvfuser.NvFuserRunner.run = run
+        nvfuser.NvFusion.__call__ = run
     if not times:
         return "nvFuser fusions: none ran (no nvFuser here, or nothing fused)"
     labels = _fusion_labels(program, kernels) if program is not None else {}
