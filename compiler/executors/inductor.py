@@ -24,7 +24,11 @@ Write-backs (`copy_to` into an input the caller observes) stay inside the region
 function writes the buffer with `copy_`, and Inductor (through AOTAutograd's functionalization)
 keeps eager's semantics for mutated inputs. As for nvFuser, an output that lands in the memory of
 a buffer the trace writes (a view Inductor returns of an input) is cloned, so a write-back never
-changes a value already computed.
+changes a value already computed. So is an output made by an op that allocates in eager (not a view
+of an input) and that Inductor returns in an input's memory, having simplified it to that input
+(`x + 0 * y` is `x`): eager's result is a tensor of its own, which a write into the input must not
+change. Which outputs alias is fixed by a static compilation, so that is checked once per compiled
+function (on every call of a dynamic one).
 
 Left to the others: matmul and linear (the BLAS, unless `FusionOptions(matmul=True)`), attention
 (sdpa), random numbers (drawn from torch's generator as eager draws them), scatters and partial
@@ -60,7 +64,7 @@ from compiler.executors.nvfuser.define.aliasing import shares_memory
 from compiler.executors.nvfuser.executor import ExecutorUnavailableError, InputRecord
 from compiler.executors.one_op_regions import OneOpRegion, one_op_call
 from compiler.executors.region_fallback import FusionFallbackWarning, RegionFallback, fallback_default
-from compiler.prims import ELEMENTWISE, REDUCTIONS, SHAPE_OPS, Prim
+from compiler.prims import ELEMENTWISE, REDUCTIONS, SHAPE_OPS, VIEWS, Prim
 
 # Prims a region compiled by Inductor takes: elementwise math and casts, reductions, views and
 # shape ops, gathers, scans, constant factories, and write-backs into inputs.
@@ -139,6 +143,21 @@ def unavailable_reason() -> str | None:
 # A region's callable
 
 
+def allocated_outputs(region: Region) -> list[int]:
+    """The positions of the region's outputs that eager allocates: those that are not views (through
+    `VIEWS` prims) of one of its inputs."""
+    producers = {b.output.name: b for b in region.bsyms if isinstance(b.output, TensorProxy)}
+    inputs = {p.name for p in region.inputs}
+    allocated = []
+    for k, output in enumerate(region.outputs):
+        value: Any = output
+        while isinstance(value, TensorProxy) and value.name in producers and producers[value.name].sym in VIEWS:
+            value = producers[value.name].args[0]
+        if isinstance(output, TensorProxy) and not (isinstance(value, TensorProxy) and value.name in inputs):
+            allocated.append(k)
+    return allocated
+
+
 class InductorFusion:
     """The callable behind an `inductorN` bound symbol: runs its region's compiled function for
     the call's layout, records its last inputs (`compiler.examine.fusions`)."""
@@ -158,6 +177,8 @@ class InductorFusion:
         self._tensors = picker(self._tensor_idx)
         self._scalar_idx = [i for i, p in enumerate(inputs) if not isinstance(p, TensorProxy)]
         self._written = [i for i, p in enumerate(inputs) if p.name in region.written]
+        self._own_memory = allocated_outputs(region)
+        self._checked: set[int] = set()  # ids of the static compiled functions whose outputs had memory of their own
         # NOTE: one C++ check says whether this call's tensors are laid out as the last one's; only
         # a call that is not looks its compiled function up by strides (read per tensor) and is recorded.
         self._same_layout = TensorChecks(exact_strides=[True] * len(self._tensor_idx))
@@ -185,7 +206,20 @@ class InductorFusion:
         if self._written and outputs:
             buffers = [args[i] for i in self._written]
             outputs = tuple(o.clone() if shares_memory(o, buffers) else o for o in outputs)
+        if self._own_memory and id(compiled) not in self._checked:
+            outputs = self._apart_from_inputs(outputs, args, compiled)
         return outputs
+
+    def _apart_from_inputs(self, outputs: Any, args: tuple, compiled: Callable) -> Any:
+        """`outputs` with each one `allocated_outputs` names that lies in an input's memory cloned;
+        a static compiled function none of whose did is not checked again."""
+        inputs = [a for a in args if isinstance(a, torch.Tensor)]
+        moved = [k for k in self._own_memory if shares_memory(outputs[k], inputs)]
+        if not moved and not self.compilations.dynamic:
+            self._checked.add(id(compiled))
+        if not moved:
+            return outputs
+        return tuple(o.clone() if k in moved else o for k, o in enumerate(outputs))
 
     def _new_layout(self, args: tuple, tensors: tuple) -> Callable:
         """Records a call laid out other than the last (or the first), and finds (or compiles) its

@@ -202,6 +202,44 @@ def test_an_output_viewing_a_written_buffer_keeps_its_values():
     torch.testing.assert_close(x, expected_x)
 
 
+def test_an_output_inductor_simplifies_to_an_input_gets_memory_of_its_own():
+    """`x + 2 * zeros` is `x` to Inductor, which returns x's own buffer; eager's sum is a tensor of
+    its own, and a view of an input returned by a region stays that input's view."""
+
+    def program(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y.zero_()
+        total = torch.add(x, y, alpha=2)
+        return x, total, x.contiguous()
+
+    x, y = torch.randn(4, 6), torch.randn(4, 6)
+    jfn = compiler.jit(program, executors=INDUCTOR, fallback=False)
+    for call in range(2):  # the second call takes the checked compiled function's path
+        args, eager_args = (x.clone(), y.clone()), (x.clone(), y.clone())
+        got, want = jfn(*args), program(*eager_args)
+        for actual, expected in zip(got, want):
+            torch.testing.assert_close(actual, expected)
+        assert got[1].data_ptr() != args[0].data_ptr(), call  # eager's sum is not x
+        assert got[2] is args[0]  # x.contiguous() is x, in eager and here
+    (fusion,) = _fusions(jfn)
+    assert fusion._own_memory == [0]
+
+
+def test_only_outputs_eager_allocates_must_have_memory_of_their_own():
+    from compiler import prims
+    from compiler.core.executor import Region
+    from compiler.executors.inductor import allocated_outputs
+    from tests.support.nvfuser_helpers import prim_trace
+
+    def fn(x):
+        view = prims.reshape(prims.permute(x, [1, 0]), [24])
+        doubled = prims.mul(x, 2.0)
+        return view, doubled, prims.reshape(doubled, [24])
+
+    trace = prim_trace(fn, ((4, 6), torch.float32))
+    region = Region("r", tuple(trace.bsyms), trace.inputs, tuple(trace.output), frozenset())
+    assert allocated_outputs(region) == [1, 2]  # a view of an input may share its memory; the others not
+
+
 @pytest.mark.slow
 def test_a_training_step_runs_forward_and_backward_regions_through_inductor():
     def step(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
