@@ -6,7 +6,10 @@ numbers PyTorch's inductor performance dashboard shows per compiler and suite.
   measured on; a variant that cannot run here (`skipped`) is not counted, `unsupported`, `failed`,
   `error` and `crashed` count as not passing;
 - speedup: the geometric mean over the (case, params) that both eager and the variant timed of
-  eager's time over the variant's (> 1×: faster than eager; eager itself is 1×);
+  eager's time over the variant's (> 1×: faster than eager; eager itself is 1×). Where a run timed
+  the variant alternately with eager, or `fusebench` alternately with both (fusebench/measure/paired.py),
+  the ratio comes from those pairs (`fusebench` and its peers: the same pairs as the run's verdict
+  lines), so a machine that changed speed between two measurements does not decide it;
 - compile time: the mean of the variant's compile seconds over its ok measurements;
 - memory ratio: the geometric mean of eager's peak device memory over the variant's (PyTorch's
   "compression ratio": > 1× means it needs less memory than eager), over the (case, params) where
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from fusebench.cases.case import format_params
+from fusebench.cases.variants import OURS
 from fusebench.measure.outcome import COMPILE, PEAK_DEVICE, TIME, Outcome
 from fusebench.report.scoreboard import variant_order
 from fusebench.report.summary import format_ratio
@@ -48,6 +52,7 @@ class Measurement:
     seconds: float | None = None
     compile_seconds: float | None = None
     peak_device_bytes: float | None = None
+    paired: tuple[tuple[str, float], ...] = ()  # (other variant, this one's time over the other's), timed alternately
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,7 @@ def measurements_from_outcomes(outcomes: Iterable[Outcome]) -> list[Measurement]
             seconds=o.timing.median if o.status == "ok" and o.timing is not None else None,
             compile_seconds=o.compile_seconds if o.status == "ok" else None,
             peak_device_bytes=o.peak_device_bytes if o.status == "ok" else None,
+            paired=tuple((other, ratio) for other, (ratio, _) in o.paired_ratios().items()) if o.status == "ok" else (),
         )
         for o in outcomes
     ]
@@ -118,6 +124,7 @@ def dashboard(measurements: Sequence[Measurement]) -> list[DashboardEntry]:
     """One entry per (suite, variant) measured on something, suites by name, variants in the
     scoreboard's order."""
     eager = {(m.suite, m.case, m.params): m for m in measurements if m.variant == EAGER}
+    pairs = _pairs(measurements)
     groups: dict[tuple[str, str], list[Measurement]] = {}
     for measurement in measurements:
         if measurement.status not in NOT_COUNTED:
@@ -133,7 +140,8 @@ def dashboard(measurements: Sequence[Measurement]) -> list[DashboardEntry]:
             if reference is None:
                 continue
             if _positive(reference.seconds) and _positive(m.seconds):
-                speedups.append(reference.seconds / m.seconds)  # type: ignore[operator]
+                paired = _paired_ratio(pairs.get((m.suite, m.case, m.params), {}), m.variant)
+                speedups.append(1 / paired if paired is not None else reference.seconds / m.seconds)  # type: ignore[operator]
             if _positive(reference.peak_device_bytes) and _positive(m.peak_device_bytes):
                 memory.append(reference.peak_device_bytes / m.peak_device_bytes)  # type: ignore[operator]
         entries.append(
@@ -148,6 +156,27 @@ def dashboard(measurements: Sequence[Measurement]) -> list[DashboardEntry]:
             )
         )
     return entries
+
+
+def _pairs(measurements: Sequence[Measurement]) -> dict[tuple[str, str, str], dict[tuple[str, str], float]]:
+    """(suite, case, params) -> (variant a, variant b) -> a's time over b's, timed alternately
+    (each pair both ways round)."""
+    pairs: dict[tuple[str, str, str], dict[tuple[str, str], float]] = {}
+    for m in measurements:
+        for other, ratio in m.paired:
+            row = pairs.setdefault((m.suite, m.case, m.params), {})
+            row[(m.variant, other)], row[(other, m.variant)] = ratio, 1 / ratio
+    return pairs
+
+
+def _paired_ratio(row: dict[tuple[str, str], float], variant: str) -> float | None:
+    """`variant`'s time over eager's from the row's pairs: timed alternately with eager, or through
+    `fusebench` timed alternately with both; None where the pairs do not say."""
+    if (variant, EAGER) in row:
+        return row[(variant, EAGER)]
+    if (variant, OURS) in row and (OURS, EAGER) in row:
+        return row[(variant, OURS)] * row[(OURS, EAGER)]
+    return None
 
 
 def latest_measurements(frame: pd.DataFrame) -> list[Measurement]:
@@ -200,7 +229,7 @@ def render_dashboard(entries: Sequence[DashboardEntry]) -> str:
     ]
     title = (
         "dashboard (per variant and suite; speedup and memory ratio are geometric means of eager's over the "
-        "variant's, > 1× is better)"
+        "variant's, > 1× is better; speedups from samples timed alternately where the run took them)"
     )
     return "\n".join([title, lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
 

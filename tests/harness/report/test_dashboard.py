@@ -45,6 +45,31 @@ def synthetic_run(scale: float = 1.0) -> list[Outcome]:
     return run
 
 
+def _paired(o: Outcome, **ratios: float) -> Outcome:
+    o.extra["paired"] = {name.replace("_", "."): {"ratio": r, "spread": 0.01, "pairs": 9} for name, r in ratios.items()}
+    return o
+
+
+def test_speedups_come_from_samples_timed_alternately_where_the_run_took_them() -> None:
+    """A machine twice as slow while fusebench was measured apart: the medians say 1× and 2×, the
+    pairs say fusebench is 2× faster than eager and 1.25× slower than torch.compile."""
+    run = [
+        outcome("z", 1, "eager", seconds=1e-3),
+        _paired(outcome("z", 1, "fusebench", seconds=1e-3), eager=0.5),
+        _paired(outcome("z", 1, "torch.compile", seconds=0.5e-3), fusebench=0.8),  # measured after fusebench
+        outcome("z", 2, "eager", seconds=1e-3),
+        _paired(outcome("z", 2, "fusebench", seconds=0.25e-3), eager=0.5, torch_compile=1.0),  # tc measured before
+        outcome("z", 2, "torch.compile", seconds=0.5e-3),
+        outcome("z", 3, "eager", seconds=1e-3),
+        outcome("z", 3, "torch.compile", seconds=0.25e-3),  # no pairs in this row: the medians
+    ]
+    entries = {e.variant: e for e in dashboard(measurements_from_outcomes(run))}
+    assert entries["fusebench"].speedup == pytest.approx(2.0)  # 1 / 0.5 in both rows
+    # 1 / (0.8 * 0.5) = 2.5, 1 / (1.0 * 0.5) = 2, and 4 from the medians
+    assert entries["torch.compile"].speedup == pytest.approx((2.5 * 2 * 4) ** (1 / 3))
+    assert entries["eager"].speedup == pytest.approx(1.0)
+
+
 def test_entries_per_variant_and_suite_from_outcomes() -> None:
     entries = {(e.variant, e.suite): e for e in dashboard(measurements_from_outcomes(synthetic_run()))}
     assert set(entries) == {("eager", "a"), ("fusebench", "a"), ("eager", "b"), ("fusebench", "b")}
