@@ -64,7 +64,7 @@ from compiler.executors.nvfuser.define.aliasing import shares_memory
 from compiler.executors.nvfuser.executor import ExecutorUnavailableError, InputRecord
 from compiler.executors.one_op_regions import OneOpRegion, one_op_call
 from compiler.executors.region_fallback import FusionFallbackWarning, RegionFallback, fallback_default
-from compiler.prims import ELEMENTWISE, REDUCTIONS, SHAPE_OPS, VIEWS, Prim
+from compiler.prims import ELEMENTWISE, REDUCTIONS, SHAPE_OPS, Prim, views_of
 
 # Prims a region compiled by Inductor takes: elementwise math and casts, reductions, views and
 # shape ops, gathers, scans, constant factories, and write-backs into inputs.
@@ -146,14 +146,14 @@ def unavailable_reason() -> str | None:
 def allocated_outputs(region: Region) -> list[int]:
     """The positions of the region's outputs that eager allocates: those that are not views (through
     `VIEWS` prims) of one of its inputs."""
-    producers = {b.output.name: b for b in region.bsyms if isinstance(b.output, TensorProxy)}
+    viewed = views_of(region.bsyms)
     inputs = {p.name for p in region.inputs}
     allocated = []
     for k, output in enumerate(region.outputs):
-        value: Any = output
-        while isinstance(value, TensorProxy) and value.name in producers and producers[value.name].sym in VIEWS:
-            value = producers[value.name].args[0]
-        if isinstance(output, TensorProxy) and not (isinstance(value, TensorProxy) and value.name in inputs):
+        base = output
+        while base.name in viewed:
+            base = viewed[base.name]
+        if isinstance(output, TensorProxy) and base.name not in inputs:
             allocated.append(k)
     return allocated
 

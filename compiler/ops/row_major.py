@@ -14,6 +14,7 @@ value views its memory (a copy would part them) or it is an input.
 
 from __future__ import annotations
 
+import collections
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,9 +22,9 @@ from typing import Any
 
 import torch
 
-from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, TraceContext
+from compiler.core.ir import BoundSymbol, TensorProxy, TraceContext
 from compiler.core.output_paths import Path, ReplacedAtPaths
-from compiler.prims import VIEWS
+from compiler.prims import views_of
 
 _MARKED: weakref.WeakKeyDictionary[TraceContext, set[int]] = weakref.WeakKeyDictionary()
 
@@ -53,19 +54,19 @@ def row_major_outputs(context: TraceContext, output: Any, inputs: tuple, bsyms: 
         return RowMajorOutputs()
     found: list[tuple[Path, TensorProxy]] = []
     _walk(output, (), found)
-    viewed = {id(b.output): b.args[0] for b in bsyms if b.sym in VIEWS and isinstance(b.args[0], Proxy)}
-    shared: set[int] = set()  # tensors whose memory a returned view reaches
+    viewed = views_of(bsyms)
+    shared: set[str] = set()  # names of the tensors whose memory a returned view reaches
     for _, p in found:
-        base = viewed.get(id(p))
+        base = viewed.get(p.name)
         while base is not None:
-            shared.add(id(base))
-            base = viewed.get(id(base))
-    returned = [id(p) for _, p in found]
+            shared.add(base.name)
+            base = viewed.get(base.name)
+    returned = collections.Counter(id(p) for _, p in found)
     inputs_ids = {id(p) for p in inputs}
     paths = tuple(
         path
         for path, p in found
-        if id(p) in marked and id(p) not in shared and id(p) not in inputs_ids and returned.count(id(p)) == 1
+        if id(p) in marked and p.name not in shared and id(p) not in inputs_ids and returned[id(p)] == 1
     )
     return RowMajorOutputs(paths)
 

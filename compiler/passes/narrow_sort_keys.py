@@ -33,17 +33,8 @@ from compiler.prims import GATHERS, VIEWS, Prim
 
 Range = tuple[int, int]  # (lowest, highest) value, both included
 
-# narrowest first: each dtype with the values it holds
-_NARROW: tuple[tuple[torch.dtype, Range], ...] = (
-    (torch.uint8, (0, 2**8 - 1)),
-    (torch.int16, (-(2**15), 2**15 - 1)),
-    (torch.int32, (-(2**31), 2**31 - 1)),
-)
+_NARROW = (torch.uint8, torch.int16, torch.int32)  # the dtypes keys are narrowed to, narrowest first
 _INTEGERS = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4}  # by width
-_HOLDS = {dtype: held for dtype, held in _NARROW} | {
-    torch.int8: (-(2**7), 2**7 - 1),
-    torch.int64: (-(2**63), 2**63 - 1),
-}
 
 
 def _index_range(a: Any, dim: Any) -> Range | None:
@@ -62,8 +53,8 @@ def _iota_range(length: Any, start: Any, step: Any, dtype: Any) -> Range | None:
 
 
 def _fits(values: Range, dtype: torch.dtype) -> bool:
-    low, high = _HOLDS[dtype]
-    return low <= values[0] and values[1] <= high
+    held = torch.iinfo(dtype)
+    return held.min <= values[0] and values[1] <= held.max
 
 
 def value_ranges(trace: Trace) -> dict[str, Range]:
@@ -94,7 +85,7 @@ def value_ranges(trace: Trace) -> dict[str, Range]:
 
 def _narrow_dtype(key: TensorProxy, values: Range) -> torch.dtype | None:
     """The narrowest integer dtype that holds `values`, where it is narrower than `key`'s."""
-    for dtype, _ in _NARROW:
+    for dtype in _NARROW:
         if _fits(values, dtype):
             return dtype if _INTEGERS[dtype] < _INTEGERS[key.dtype] else None
     return None

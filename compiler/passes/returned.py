@@ -5,13 +5,13 @@ the copy of it a function made), and one merged value would let a write into one
 
 from __future__ import annotations
 
-from compiler.core.ir import Proxy, Trace, proxies_in
-from compiler.prims import VIEWS
+from compiler.core.ir import Trace, proxies_in
+from compiler.prims import views_of
 
 
 def returned_memory(trace: Trace) -> set[str]:
     """Names of the tensors whose memory `trace` returns (see the module)."""
-    viewed = {b.output.name: b.args[0] for b in trace.bsyms if b.sym in VIEWS and isinstance(b.args[0], Proxy)}
+    viewed = views_of(trace.bsyms)
     names: set[str] = set()
     for p in proxies_in(trace.output):
         while p is not None and p.name not in names:

@@ -13,7 +13,7 @@ Two tables here are filled by the layers above, which import this one (imports p
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -86,6 +86,7 @@ __all__ = [
     "bind",
     "converts_to_integer",
     "evaluate",
+    "views_of",
 ]
 
 # prim -> callable on real tensors and numbers (the reference semantics); filled by compiler.executors.torch.
@@ -118,6 +119,12 @@ def converts_to_integer(bsym: BoundSymbol) -> bool:
     """Whether `bsym` converts to an integer or bool dtype: like the prims of `EXACT_OPERANDS`, its
     result jumps where its operand crosses a value (an integer), so it reads the operand rounded."""
     return bsym.sym is Prim.CONVERT_ELEMENT_TYPE and not bsym.args[1].is_floating_point
+
+
+def views_of(bsyms: Iterable[BoundSymbol]) -> dict[str, ir.Proxy]:
+    """The name of each `VIEWS` prim's output -> the tensor it views (its first argument): the IR's
+    aliasing rule, as a map to follow from a view back to the memory it lies in."""
+    return {b.output.name: b.args[0] for b in bsyms if b.sym in VIEWS and isinstance(b.args[0], ir.Proxy)}
 
 
 def _has_proxy(args: tuple) -> bool:

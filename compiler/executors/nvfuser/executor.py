@@ -136,6 +136,8 @@ class NvFuserStats:
 class TorchRunner:
     """Runs a region's prims with torch (FusionOptions(runner="torch"))."""
 
+    bare_execute = None  # a call always runs the region's torch function (see NvFuserRunner.bare_execute)
+
     def __init__(self, region: Region) -> None:
         self.fn = torch_function(region)
 
@@ -374,7 +376,7 @@ class NvFusion:
             outputs = self.runner.run(self, args, key)
         except Exception as error:
             return self._failed(error, args)
-        self._bare = None if self._scalar_idx else getattr(self.runner, "bare_execute", None)
+        self._bare = None if self._scalar_idx else self.runner.bare_execute
         return outputs
 
     def _failed(self, error: Exception, args: tuple) -> Any:
