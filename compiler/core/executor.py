@@ -34,8 +34,8 @@ FUEL_ENV = "FUSEBENCH_FUSION_FUEL"
 class FusionOptions:
     """Knobs of the fusion pass and the nvFuser executor (`jit(..., fusion=FusionOptions(...))`).
 
-    min_region_size: compute ops (prims that are not shape ops) a region needs; 1 allows
-        single-op fusions.
+    min_region_size: compute ops (prims that cost torch a kernel: all but views; a cat copies) a
+        region needs; 1 allows single-op fusions.
     horizontal: merge independent regions that share input tensors, are small, or share a shape.
     merge_same_shape: (with horizontal) also merge independent regions that only iterate over
         the same shape: few large fusions (an optimizer step's same-shape parameters in one). Off

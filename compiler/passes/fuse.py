@@ -19,8 +19,10 @@ it and say why an op was left out):
    tensor, when one is small, or (`merge_same_shape`, off by default) when both iterate over the
    same shape (the 32 parameter updates of an Adam step in one fusion, which nvFuser segments
    into 32 kernels anyway). Sharing a scalar (a symbolic step number) is no reason to merge.
-4. Groups made only of shape ops, and groups with fewer compute ops than `min_region_size`, go
-   back to torch; the fuel knob keeps only the first N regions (to bisect a bad fusion).
+4. Groups with fewer compute ops than `min_region_size` go back to torch (compute ops: prims that
+   cost torch a kernel, i.e. all but views; a cat copies, so permuted reshapes joined by a cat and
+   summed, as a fused QKV projection's backward does, are two); the fuel knob keeps only the
+   first N regions (to bisect a bad fusion).
 5. Views torch makes for free leave each region: those only its outputs need (`peel_views`) and
    reshapes of its inputs (`peel_input_reshapes`). For nvFuser, so do resizes of small tensors
    computed from the region's inputs alone (`peel_small_resizes`: a causal LM's labels shifted by one).
@@ -43,12 +45,13 @@ from compiler.passes.duplicate_widenings import is_broadcast, is_widening
 from compiler.passes.fusion_groups import Groups
 from compiler.passes.peel_regions import Peeling
 from compiler.passes.regions import Decision, Partition
-from compiler.prims import REDUCTIONS, RESIZES, SHAPE_OPS, VIEWS, Prim
+from compiler.prims import REDUCTIONS, RESIZES, SHAPE_OPS, VIEW_SHAPE_OPS, VIEWS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
 
 
 def _compute_ops(bsyms: Sequence[BoundSymbol]) -> int:
-    return sum(1 for b in bsyms if b.sym not in SHAPE_OPS)
+    """The members that cost torch a kernel of their own: every prim but the views (a cat copies)."""
+    return sum(1 for b in bsyms if b.sym not in VIEW_SHAPE_OPS)
 
 
 def _first_line(bsym: BoundSymbol) -> str:
@@ -200,7 +203,7 @@ class _Partitioner(Peeling):
             if not g.claimed[root]:
                 continue
             bsyms = [self.bsyms[i] for i in g.members[root]]
-            if _compute_ops(bsyms) == 0:
+            if all(b.sym in SHAPE_OPS for b in bsyms) and _compute_ops(bsyms) < self.options.min_region_size:
                 reason = (Reason.SHAPE_ONLY, "shape ops alone are views or copies torch does as well")
             elif _compute_ops(bsyms) < self.options.min_region_size:
                 reason = (

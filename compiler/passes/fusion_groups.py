@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.core.ir import BoundSymbol, TensorProxy
-from compiler.prims import SHAPE_OPS, Prim
+from compiler.prims import VIEW_SHAPE_OPS, Prim
 
 
 def static_numel(p: Any) -> int | None:
@@ -32,7 +32,7 @@ def static_numel(p: Any) -> int | None:
 class Summary:
     """What a group of nodes is, as far as merging decisions go (ids are `id(proxy)`).
 
-    compute_ops: members that are not shape ops.
+    compute_ops: members that cost torch a kernel: all but views (a cat copies).
     shape, numel: the largest concrete tensor shape a member writes (the first one of the largest
         size, members in group order), or (None, -1) when there is none.
     inputs: tensors the members read (those defined inside the group included).
@@ -67,7 +67,7 @@ class Summary:
         defined = {id(p) for p in bsym.outputs}
         writes = {id(bsym.args[1])} if bsym.sym is Prim.COPY_TO else set()
         return Summary(
-            compute_ops=int(bsym.sym not in SHAPE_OPS),
+            compute_ops=int(bsym.sym not in VIEW_SHAPE_OPS),
             shape=shape,
             numel=numel,
             inputs=inputs,

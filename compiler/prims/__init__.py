@@ -48,6 +48,7 @@ from compiler.prims.prim import (
     SIDE_EFFECTS,
     UNARY,
     UPDATES,
+    VIEW_SHAPE_OPS,
     VIEWS,
     Prim,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "UNARY",
     "UPDATES",
     "VIEWS",
+    "VIEW_SHAPE_OPS",
     "Prim",
     "bind",
     "converts_to_integer",

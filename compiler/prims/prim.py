@@ -187,6 +187,8 @@ ORDERINGS = frozenset({Prim.ARGSORT, Prim.TOPK})
 # to one of these, as a backward recomputing from the returned value reads it.
 ROUNDING_DECIDES = EXACT_OPERANDS | {Prim.AMAX, Prim.AMIN, Prim.ARGMAX} | ORDERINGS
 SHAPE_OPS = frozenset({Prim.BROADCAST_IN_DIM, Prim.RESHAPE, Prim.PERMUTE, Prim.SLICE, Prim.SQUEEZE, Prim.CAT})
+# Shape ops torch makes without a kernel where the operand's layout allows (views); a cat always copies.
+VIEW_SHAPE_OPS = SHAPE_OPS - {Prim.CAT}
 # Shape ops that change an extent (nvFuser hands a fusion holding one to its resize scheduler).
 RESIZES = frozenset({Prim.CAT, Prim.SLICE})
 GATHERS = frozenset({Prim.INDEX_SELECT, Prim.TAKE_ALONG_DIM})

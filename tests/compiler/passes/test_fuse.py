@@ -122,6 +122,25 @@ def test_a_region_of_shape_ops_only_is_left_to_torch():
     assert set(reasons(part).values()) == {Reason.SHAPE_ONLY}
 
 
+def test_a_cat_counts_as_a_kernel_toward_the_region_size():
+    # A fused QKV projection's backward: the three heads' gradients laid back out, joined and
+    # summed for the bias. In torch the cat is a kernel (and so is the sum): fused, they are one.
+    def program(q, k, v):
+        parts = [prims.reshape(prims.permute(g, [1, 0, 2]), [4, 6]) for g in (q, k, v)]
+        joined = prims.cat(parts, 1)
+        return joined, prims.sum(joined, (0,))
+
+    heads = ((2, 4, 3), torch.float32)
+    trace = prim_trace(program, heads, heads, heads)
+    result, _ = fused(trace)
+    assert [sorted(set(ops)) for ops in region_ops(result)] == [["cat", "permute", "reshape", "sum"]]
+    args = [torch.randn(2, 4, 3) for _ in range(3)]
+    for got, want in zip(eval_trace(result, *args), eval_trace(trace, *args)):
+        torch.testing.assert_close(got, want)
+    alone, part = fused(prim_trace(lambda a, b: prims.cat([a, b], 0), F32, F32))
+    assert region_ops(alone) == [] and reasons(part)[Prim.CAT] is Reason.SHAPE_ONLY
+
+
 def test_views_only_the_outputs_need_are_left_to_torch():
     # A permute (and a reshape) of a fused value that only a matmul reads: in the region each
     # would be one more tensor written; as torch they are views of the region's output.
