@@ -20,6 +20,21 @@ _RESIZING = frozenset({Prim.SLICE, Prim.BROADCAST_IN_DIM})
 SMALL_RESIZE = 64
 
 
+def _expands(bsym: BoundSymbol) -> bool:
+    """Whether `bsym` broadcasts a dim of size 1 to another size (torch: an expand, stride 0)."""
+    if bsym.sym is not Prim.BROADCAST_IN_DIM:
+        return False
+    a, shape, dims = bsym.args
+    new = [d for d in range(len(shape)) if d not in dims]
+    return any(_unit(a.shape[i]) and not _unit(shape[d]) for i, d in enumerate(dims)) or any(
+        not _unit(shape[d]) for d in new
+    )
+
+
+def _unit(size: object) -> bool:
+    return type(size) is int and size == 1
+
+
 class Peeling:
     """The peeling steps of the partitioner (`fuse._Partitioner`, which sets these attributes)."""
 
@@ -39,7 +54,8 @@ class Peeling:
         """Leaves to torch the views that only make a region's outputs (a reshape or permute of a
         value for a matmul to read): in a fusion each is one more tensor written, as torch a view.
 
-        A reshape of a permute of a value the region computes stays (as torch it could be a copy
+        A reshape of an expanding broadcast stays (as torch it is a copy: GQA's `repeat_kv`). A
+        reshape of a permute of a value the region computes stays (as torch it could be a copy
         of its own; of a region input, the region would only copy it too), unless
         `resized_copies` and the region resizes (a cat or slice: rotary embeddings): nvFuser
         then copies it in a segment of its own, with no kernel of its own, at a fusion's host cost,
@@ -74,6 +90,7 @@ class Peeling:
                         and self.bsyms[producer].sym is Prim.PERMUTE
                         and id(self.bsyms[producer].args[0]) in defined
                     )
+                    or (bsym.sym is Prim.RESHAPE and producer is not None and _expands(self.bsyms[producer]))
                     or (bsym.sym in _RESIZING and id(source) in defined and not returned_anyway)
                     or self.views_written_buffer(source)
                 ):

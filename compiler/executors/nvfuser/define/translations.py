@@ -39,7 +39,7 @@ from compiler.executors.nvfuser.define.writer import (  # noqa: F401  (re-export
     TranslationError,
     literal,
 )
-from compiler.prims import BINARY, EXACT_OPERANDS, REDUCTIONS, ROUNDING_DECIDES, UNARY, Prim
+from compiler.prims import BINARY, EXACT_OPERANDS, REDUCTIONS, ROUNDING_DECIDES, UNARY, VIEWS, Prim
 
 Translate = Callable[[DefinitionWriter, BoundSymbol], None]
 
@@ -409,6 +409,24 @@ TRANSLATIONS: dict[Prim, Translate] = {
 }
 
 
+def _dense_outputs(tx: DefinitionWriter) -> None:
+    """Returns dense each output that eager computes into new memory (any prim but a view) and that
+    nvFuser would hold with a broadcast dim of a size other than 1: nvFuser returns such a value
+    expanded (stride 0), where eager's is dense, so torch would copy it when it reshapes it (GQA's
+    `repeat_kv`: `k[:, :, None].expand(...).reshape(...)`, one copy kernel per key and value per
+    layer) and could not write into it. Views keep eager's stride 0; a reduction's operand is
+    materialised already (`_reduction`)."""
+    producers = {out.name: b.sym for b in tx.region.bsyms for out in b.outputs if isinstance(out, TensorProxy)}
+    for p in tx.region.outputs:
+        producer = producers.get(p.name) if isinstance(p, TensorProxy) else None
+        if producer is None or producer in VIEWS | REDUCTIONS or not _holds_expanded(tx, p):
+            continue
+        value = _materialized(tx, p, tx.extents_of(p.shape))
+        if p.dtype != _materialized_dtype(p.dtype):
+            value = tx.emit(f"{p.name}_dense", f"fd.ops.cast({value}, dtype={NV_DTYPES[p.dtype]})")
+        tx.var[p.name] = value
+
+
 class FusionSource(NamedTuple):
     """A region's fusion definition as source."""
 
@@ -435,6 +453,7 @@ def fusion_source(region: Region, descriptors: Sequence[TensorDesc | ScalarDesc]
         for out in bsym.outputs:
             if isinstance(out, TensorProxy):
                 tx.flags[out.name] = output_flags(bsym, tx.flags)
+    _dense_outputs(tx)
     fn_name = region.name.lower().replace("nvfusion", "nvfusion_")
     source = tx.finish(fn_name)
     return FusionSource(source, fn_name, tx.shape_scalars, tx.taken)

@@ -172,3 +172,30 @@ def test_a_reshape_merging_an_expanded_dim_is_materialised_first():
     assert re.search(r"fd\.ops\.reshape\(t\d+_full,", source), source
     [(_, source)] = _fusions(lambda x: (x * 2).reshape(6, 4) * 3, torch.randn(2, 3, 4))
     assert "fd.ops.full(" not in source
+
+
+def repeated_then_attended(q, k):
+    # transformers' repeat_kv: the heads repeated by expand + reshape, a copy in eager
+    b, h, n, d = k.shape
+    repeated = (k * 2 + 1)[:, :, None].expand(b, h, 2, n, d).reshape(b, 2 * h, n, d)
+    return torch.matmul(q, repeated.transpose(-1, -2))
+
+
+def repeated_contiguous(q, k):
+    b, h, n, d = k.shape
+    repeated = (k * 2 + 1)[:, :, None].expand(b, h, 2, n, d).contiguous().reshape(b, 2 * h, n, d)
+    return torch.matmul(q, repeated.transpose(-1, -2))
+
+
+def test_repeated_heads_are_written_dense_by_the_fusion():
+    # nvFuser holds an expanded value as a broadcast dim and returns it with stride 0, where torch
+    # would then copy it to reshape it: the reshape stays in the fusion (which writes it dense), and
+    # a computed value with an expanded dim (a `.contiguous()` copy, dense in eager) is returned dense
+    q, k = torch.randn(2, 6, 5, 4), torch.randn(2, 3, 5, 4)
+    [(region, source)] = _fusions(repeated_then_attended, q, k)
+    assert [len(p.shape) for p in region.outputs] == [4] and "fd.ops.reshape(" in source, source
+    [(region, source)] = _fusions(repeated_contiguous, q, k)
+    [returned] = region.outputs
+    assert "fd.ops.reshape(" in source or re.search(rf"{returned.name}\w* = fd\.ops\.add\(", source), source
+    [(_, source)] = _fusions(lambda x, y: (x * 2)[:, None].expand(3, 2, 4) + y, torch.randn(3, 4), torch.randn(3, 2, 4))
+    assert "fd.ops.full(" not in source  # a sum with a dense tensor: nvFuser writes it dense

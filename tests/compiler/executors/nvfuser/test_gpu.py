@@ -336,3 +336,26 @@ def test_values_held_in_fp32_are_read_rounded_where_rounding_decides(dtype):
             x = rounding_cases.random_input(seed, (8, 3, 16), dtype, DEVICE)
             rounding_cases.check_against_eager(fn, x, executors)
     rounding_cases.check_against_eager(rounding_cases.near_integers, rounding_cases.integers(dtype, DEVICE), executors)
+
+
+def _repeated_heads(q, k, contiguous):
+    b, h, n, d = k.shape
+    repeated = (k * 2 + 1)[:, :, None].expand(b, h, 2, n, d)
+    repeated = (repeated.contiguous() if contiguous else repeated).reshape(b, 2 * h, n, d)
+    return torch.matmul(q, repeated.transpose(-1, -2))
+
+
+@pytest.mark.parametrize("contiguous", [False, True])
+def test_repeated_key_value_heads_are_written_by_the_fusion_not_copied_by_torch(contiguous):
+    # GQA's repeat_kv: nvFuser would return the expanded heads with stride 0, and torch's reshape
+    # would copy them in a kernel of its own
+    from tests.support.autodiff_util import AtenOps
+
+    q = torch.randn(2, 6, 64, 32, device=DEVICE, dtype=torch.bfloat16)
+    k = torch.randn(2, 3, 64, 32, device=DEVICE, dtype=torch.bfloat16)
+    jfn = compiler.jit(lambda q, k: _repeated_heads(q, k, contiguous))
+    jfn(q, k)
+    with AtenOps() as ops:
+        got = jfn(q, k)
+    assert "clone" not in ops.names and "copy_" not in ops.names, ops.names
+    torch.testing.assert_close(got, _repeated_heads(q, k, contiguous), atol=5e-2, rtol=5e-2)
