@@ -13,7 +13,8 @@ Both pick the kernel with torch's own rule (`aten._fused_sdp_choice`: what
 | cudnn (CUDA)     | `_scaled_dot_product_cudnn_attention`         | its `_backward`   |
 | flash (CPU)      | `_scaled_dot_product_flash_attention_for_cpu` | its `_backward`   |
 
-Efficient attention and cuDNN take a mask as an additive bias (a boolean mask becomes 0 / -inf).
+Efficient attention and cuDNN take a mask as an additive bias (a boolean mask becomes 0 / -inf,
+made once per mask: `attention_masks.additive_bias`).
 Everything else (the math backend, tensors that are not 4-D, head dims FlashAttention would need
 padded for, an op missing from this torch build: warned about once) takes the
 recompute path: `F.scaled_dot_product_attention` forward with the logsumexp computed from the
@@ -37,12 +38,12 @@ import torch
 import torch.nn.functional as F
 
 from compiler.core.tensor_checks import TensorChecks
+from compiler.executors.attention_masks import additive_bias
 
 _ATEN = torch.ops.aten
 _FLASH, _EFFICIENT, _CUDNN = 1, 2, 3  # torch.nn.attention.SDPBackend values
 _NO_DROPOUT = 0.0
 _EFFICIENT_ROWS = 32  # efficient attention's logsumexp rows are padded to this multiple
-_EFFICIENT_BIAS_ALIGNMENT = 16
 
 # backend -> (forward op, backward op), by name: looked up when first used, so a torch build
 # without one still imports.
@@ -251,7 +252,7 @@ def attention_forward(
         result = _op(backend, 0)(q, k, v, bias, True, _NO_DROPOUT, is_causal, False, scale=scale)
         return result[0], result[1].reshape(rows)
     if backend == "cpu_flash":
-        mask = _additive_mask(attn_mask, q.dtype)
+        mask = additive_bias(attn_mask, q.dtype, aligned=False)
         return _op(backend, 0)(q, k, v, _NO_DROPOUT, is_causal, attn_mask=mask, scale=scale)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
     return out, _math_logsumexp(q, k, attn_mask, is_causal, scale)
@@ -317,7 +318,7 @@ def attention_backward(
             scale=scale,
         )
     if backend == "cpu_flash":
-        mask = _additive_mask(attn_mask, q.dtype)
+        mask = additive_bias(attn_mask, q.dtype, aligned=False)
         return _op(backend, 1)(grad, q, k, v, out, logsumexp, _NO_DROPOUT, is_causal, attn_mask=mask, scale=scale)
     return recomputed_attention_backward(grad, q, k, v, attn_mask, is_causal, scale)
 
@@ -342,28 +343,10 @@ def _placeholder(device: torch.device) -> torch.Tensor:
     return torch.empty((), dtype=torch.int64, device=device)
 
 
-def _additive_mask(attn_mask: Any, dtype: torch.dtype) -> Any:
-    """A boolean mask (True: attend) as the additive float mask the fused kernels take."""
-    if attn_mask is None or attn_mask.dtype != torch.bool:
-        return attn_mask
-    return torch.zeros(attn_mask.shape, dtype=dtype, device=attn_mask.device).masked_fill_(
-        attn_mask.logical_not(), float("-inf")
-    )
-
-
 def _bias(attn_mask: Any, q: torch.Tensor, k: torch.Tensor) -> Any:
-    """The mask as efficient attention and cuDNN take it: additive, rows aligned to 16 elements,
-    full 4-D shape."""
-    bias = _additive_mask(attn_mask, q.dtype)
-    if bias is None:
-        return None
-    columns = bias.shape[-1]
-    aligned = bias.stride(-1) == 1 and all(s % _EFFICIENT_BIAS_ALIGNMENT == 0 for s in bias.stride()[:-1])
-    if not aligned:
-        padded = bias.new_zeros((*bias.shape[:-1], columns + (-columns % _EFFICIENT_BIAS_ALIGNMENT)))
-        padded[..., :columns] = bias
-        bias = padded[..., :columns]
-    return bias.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+    """The mask as efficient attention and cuDNN take it: additive, rows aligned, full 4-D shape."""
+    bias = additive_bias(attn_mask, q.dtype, aligned=True)
+    return None if bias is None else bias.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
 
 
 @functools.cache

@@ -131,3 +131,22 @@ def test_masked_attention_through_cudnn_reads_the_saved_logsumexp(kv_heads, mask
 
 def grouped_masked(q, k, v, mask):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+
+def three_layers(q, k, v, mask):
+    for _ in range(3):
+        q = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return q
+
+
+def test_layers_reading_one_misaligned_mask_align_it_once():
+    # rows of 72 elements: efficient attention takes the bias in rows aligned to 16, so the mask is
+    # copied into aligned rows, once for the three layers' forwards and backwards
+    q, k, v = qkv(torch.bfloat16, rows=72, keys=72)
+    mask = torch.randn(72, 72, device=DEVICE, dtype=torch.bfloat16)
+    with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+        jfn = check_gradients(three_layers, [q, k, v, mask], [True, True, True, False], jfn=jit(three_layers))
+        inputs = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+        with AtenOps() as ops:
+            jfn(*inputs, mask).sum().backward()
+    assert ops.names.count("new_zeros") == 1, ops.names
