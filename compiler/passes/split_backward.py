@@ -44,7 +44,7 @@ from compiler.passes.autodiff import Joint
 from compiler.passes.dce import dce
 from compiler.passes.mincut import INFINITE, FlowGraph
 from compiler.passes.stop_gradient import without_stop_gradients
-from compiler.prims import ELEMENTWISE, FACTORIES, GRADIENT_MARKERS, RANDOM, SHAPE_OPS, VIEWS, Prim
+from compiler.prims import ELEMENTWISE, FACTORIES, GRADIENT_MARKERS, RANDOM, SHAPE_OPS, Prim, views_of
 
 # Prims whose outputs the backward may recompute instead of loading them.
 # NOTE: random draws are saved, never recomputed: drawing again would give other numbers.
@@ -104,7 +104,7 @@ def _live_backward(joint: Joint) -> list[BoundSymbol]:
 
 def _read_by_materializing(bsyms: Sequence[BoundSymbol]) -> set[str]:
     """Names of the values a MATERIALIZING prim of `bsyms` reads, directly or through views."""
-    view_of = {b.output.name: b.args[0].name for b in bsyms if b.sym in VIEWS}
+    view_of = {name: source.name for name, source in views_of(bsyms).items()}
     found = set()
     for b in bsyms:
         if b.sym in MATERIALIZING:
