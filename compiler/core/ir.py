@@ -19,7 +19,16 @@ import torch
 
 from compiler.core.context import TraceContext, current, tracing
 from compiler.core.errors import check
-from compiler.core.proxies import NumberProxy, Proxy, TensorProxy, map_proxies, proxies_in, same_size, size_product
+from compiler.core.proxies import (
+    NumberProxy,
+    Proxy,
+    TensorProxy,
+    is_unit,
+    map_proxies,
+    proxies_in,
+    same_size,
+    size_product,
+)
 from compiler.core.python_code import code_for
 
 __all__ = [
@@ -31,6 +40,7 @@ __all__ = [
     "Trace",
     "TraceContext",
     "current",
+    "is_unit",
     "map_proxies",
     "proxies_in",
     "same_size",

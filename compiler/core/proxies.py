@@ -465,6 +465,11 @@ def size_product(sizes: Any) -> Any:
     return result
 
 
+def is_unit(size: object) -> bool:
+    """True for a size that is the constant 1 (a symbolic size never is: no guard is recorded)."""
+    return type(size) is int and size == 1
+
+
 def same_size(a: Any, b: Any) -> bool:
     """Whether two sizes are equal; comparing a NumberProxy records a guard."""
     return a is b or bool(a == b)

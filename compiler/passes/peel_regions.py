@@ -9,9 +9,9 @@ produces and who reads each value, the buffers written back, and records why a n
 from __future__ import annotations
 
 from compiler.core.executor import Reason
-from compiler.core.ir import BoundSymbol, Proxy
+from compiler.core.ir import BoundSymbol, Proxy, is_unit
 from compiler.passes.fusion_groups import Groups, static_numel
-from compiler.prims import RESIZES, VIEWS, Prim
+from compiler.prims import RESIZES, VIEWS, Prim, expanded_unit_dims
 
 # Views a region leaves to torch when only its outputs need them (`peel_views`).
 _PEELED = frozenset({Prim.RESHAPE, Prim.PERMUTE, Prim.SQUEEZE, Prim.SLICE, Prim.BROADCAST_IN_DIM})
@@ -21,18 +21,13 @@ SMALL_RESIZE = 64
 
 
 def _expands(bsym: BoundSymbol) -> bool:
-    """Whether `bsym` broadcasts a dim of size 1 to another size (torch: an expand, stride 0)."""
+    """Whether `bsym` broadcasts to a size other than 1 a dim of size 1 or a new dim (torch: an
+    expand, stride 0)."""
     if bsym.sym is not Prim.BROADCAST_IN_DIM:
         return False
-    a, shape, dims = bsym.args
-    new = [d for d in range(len(shape)) if d not in dims]
-    return any(_unit(a.shape[i]) and not _unit(shape[d]) for i, d in enumerate(dims)) or any(
-        not _unit(shape[d]) for d in new
-    )
-
-
-def _unit(size: object) -> bool:
-    return type(size) is int and size == 1
+    _, shape, dims = bsym.args
+    new = (d for d in range(len(shape)) if d not in dims)
+    return bool(expanded_unit_dims(bsym)) or any(not is_unit(shape[d]) for d in new)
 
 
 class Peeling:

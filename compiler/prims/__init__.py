@@ -88,6 +88,7 @@ __all__ = [
     "bind",
     "converts_to_integer",
     "evaluate",
+    "expanded_unit_dims",
     "views_of",
 ]
 
@@ -121,6 +122,12 @@ def converts_to_integer(bsym: BoundSymbol) -> bool:
     """Whether `bsym` converts to an integer or bool dtype: like the prims of `EXACT_OPERANDS`, its
     result jumps where its operand crosses a value (an integer), so it reads the operand rounded."""
     return bsym.sym is Prim.CONVERT_ELEMENT_TYPE and not bsym.args[1].is_floating_point
+
+
+def expanded_unit_dims(bsym: BoundSymbol) -> list[int]:
+    """Dims of a broadcast_in_dim's input that have size 1 and are broadcast to another size."""
+    a, shape, dims = bsym.args
+    return [i for i, d in enumerate(dims) if ir.is_unit(a.shape[i]) and not ir.is_unit(shape[d])]
 
 
 def views_of(bsyms: Iterable[BoundSymbol]) -> dict[str, ir.Proxy]:

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import torch
 
 from compiler.core.executor import Region
-from compiler.executors.nvfuser.define.broadcast import is_unit
+from compiler.core.ir import is_unit
 from compiler.executors.nvfuser.define.descriptors import ScalarDesc, TensorDesc
 from compiler.prims import ELEMENTWISE, Prim
 

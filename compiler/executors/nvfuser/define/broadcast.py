@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from compiler.core.executor import Region
-from compiler.core.ir import BoundSymbol, TensorProxy
+from compiler.core.ir import BoundSymbol, TensorProxy, is_unit
 from compiler.executors.nvfuser.define.layouts import same_extent
-from compiler.prims import ELEMENTWISE, Prim
+from compiler.prims import ELEMENTWISE, Prim, expanded_unit_dims
 
 Flags = tuple[bool, ...]  # per dim: True where nvFuser may hold it as a broadcast dim
 
@@ -49,19 +49,8 @@ def iteration_inputs(region: Region) -> frozenset[str]:
     return frozenset(chosen & inputs)
 
 
-def is_unit(size: object) -> bool:
-    """True for a size that is the constant 1."""
-    return type(size) is int and size == 1
-
-
 def _by_size(p: TensorProxy) -> Flags:
     return tuple(is_unit(s) for s in p.shape)
-
-
-def expanded_unit_dims(bsym: BoundSymbol) -> list[int]:
-    """Dims of a broadcast_in_dim's input that have size 1 and are broadcast to another size."""
-    a, shape, dims = bsym.args
-    return [i for i, d in enumerate(dims) if is_unit(a.shape[i]) and not is_unit(shape[d])]
 
 
 def output_flags(bsym: BoundSymbol, flags: Mapping[str, Flags]) -> Flags:
