@@ -203,12 +203,13 @@ class _Partitioner(Peeling):
             if not g.claimed[root]:
                 continue
             bsyms = [self.bsyms[i] for i in g.members[root]]
-            if all(b.sym in SHAPE_OPS for b in bsyms) and _compute_ops(bsyms) < self.options.min_region_size:
+            compute_ops = _compute_ops(bsyms)
+            if compute_ops < self.options.min_region_size and all(b.sym in SHAPE_OPS for b in bsyms):
                 reason = (Reason.SHAPE_ONLY, "shape ops alone are views or copies torch does as well")
-            elif _compute_ops(bsyms) < self.options.min_region_size:
+            elif compute_ops < self.options.min_region_size:
                 reason = (
                     Reason.TOO_SMALL,
-                    f"{_compute_ops(bsyms)} compute op(s) < min_region_size={self.options.min_region_size}",
+                    f"{compute_ops} compute op(s) < min_region_size={self.options.min_region_size}",
                 )
                 if g.refused[root]:
                     reason = (Reason.CYCLE, g.refused[root][0])

@@ -19,8 +19,8 @@ import torch
 from compiler.core import dtypes
 from compiler.core.errors import check
 from compiler.core.executor import Region
-from compiler.core.ir import BoundSymbol, TensorProxy, callee_name
-from compiler.executors.nvfuser.define.broadcast import expanded_unit_dims, is_unit, iteration_inputs, output_flags
+from compiler.core.ir import BoundSymbol, TensorProxy, callee_name, is_unit
+from compiler.executors.nvfuser.define.broadcast import iteration_inputs, output_flags
 from compiler.executors.nvfuser.define.descriptors import (  # noqa: F401  (re-exported for callers)
     ScalarDesc,
     TensorDesc,
@@ -39,7 +39,7 @@ from compiler.executors.nvfuser.define.writer import (  # noqa: F401  (re-export
     TranslationError,
     literal,
 )
-from compiler.prims import BINARY, EXACT_OPERANDS, REDUCTIONS, ROUNDING_DECIDES, UNARY, VIEWS, Prim
+from compiler.prims import BINARY, EXACT_OPERANDS, REDUCTIONS, ROUNDING_DECIDES, UNARY, VIEWS, Prim, expanded_unit_dims
 
 Translate = Callable[[DefinitionWriter, BoundSymbol], None]
 
@@ -341,9 +341,7 @@ def _copy_to(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
         return
     if any(tx.flags.get(computed.name, ())):
         sizes = ", ".join(f"fd.ops.size({target}, dim={d})" for d in range(len(computed.shape)))
-        value = _materialized(tx, computed, f"[{sizes}]")
-        if computed.dtype not in (torch.bool, dtypes.compute_dtype(computed.dtype)):
-            value = tx.emit(f"{computed.name}_full_cast", f"fd.ops.cast({value}, dtype={NV_DTYPES[computed.dtype]})")
+        value = _materialized_in_own_dtype(tx, computed, f"[{sizes}]")
     tx.lines.append(f"fd.add_output(fd.ops.set({value}), alias_input={target})")
 
 
@@ -362,6 +360,14 @@ def _materialized(tx: DefinitionWriter, p: TensorProxy, sizes: str) -> str:
     zeros += f"dtype={NV_DTYPES[compute]})"
     op = "logical_or" if dtype is torch.bool else "add"
     return tx.emit(f"{p.name}_full", f"fd.ops.{op}({tx.compute(p, compute)}, {zeros})")
+
+
+def _materialized_in_own_dtype(tx: DefinitionWriter, p: TensorProxy, sizes: str) -> str:
+    """`_materialized`, cast back to `p`'s dtype where it computed in another (fp32 for bf16/fp16)."""
+    value = _materialized(tx, p, sizes)
+    if p.dtype == _materialized_dtype(p.dtype):
+        return value
+    return tx.emit(f"{p.name}_full_cast", f"fd.ops.cast({value}, dtype={NV_DTYPES[p.dtype]})")
 
 
 def _floor_divide(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
@@ -421,10 +427,7 @@ def _dense_outputs(tx: DefinitionWriter) -> None:
         producer = producers.get(p.name) if isinstance(p, TensorProxy) else None
         if producer is None or producer in VIEWS | REDUCTIONS or not _holds_expanded(tx, p):
             continue
-        value = _materialized(tx, p, tx.extents_of(p.shape))
-        if p.dtype != _materialized_dtype(p.dtype):
-            value = tx.emit(f"{p.name}_dense", f"fd.ops.cast({value}, dtype={NV_DTYPES[p.dtype]})")
-        tx.var[p.name] = value
+        tx.var[p.name] = _materialized_in_own_dtype(tx, p, tx.extents_of(p.shape))
 
 
 class FusionSource(NamedTuple):
