@@ -14,10 +14,10 @@ mask is freed, so a remembered bias never outlives the step that made its mask.
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import Any
 
 import torch
+from torch.utils.weak import WeakTensorKeyDictionary
 
 ALIGNMENT = 16  # efficient attention's and cuDNN's bias rows start at multiples of this many elements
 _REMEMBERED = 4  # masks remembered at once (a decoder's own and an encoder's: a few per step)
@@ -38,16 +38,7 @@ def _aligned(bias: torch.Tensor) -> torch.Tensor:
     return padded[..., :columns]
 
 
-class _Made:
-    """What was made for one mask, and what the mask was then."""
-
-    def __init__(self, mask: torch.Tensor, key: tuple, bias: torch.Tensor, forget: Any) -> None:
-        self.mask = weakref.ref(mask, forget)
-        self.key = key
-        self.bias = bias
-
-
-_made: dict[int, _Made] = {}  # id(mask) -> what was made for it
+_made = WeakTensorKeyDictionary()  # mask -> (what the mask was then, the bias made for it)
 _lock = threading.Lock()  # a backward runs on autograd's thread while another forward may run
 
 
@@ -63,25 +54,17 @@ def additive_bias(mask: Any, dtype: torch.dtype, *, aligned: bool) -> Any:
         return mask
     key = _key(mask, dtype, aligned)
     with _lock:
-        made = _made.get(id(mask))
-        if made is not None and made.mask() is mask and made.key == key:
-            return made.bias
+        made = _made.get(mask)
+    if made is not None and made[0] == key:
+        return made[1]
     bias = _additive(mask, dtype)
     bias = _aligned(bias) if aligned else bias
     if bias is mask:
         return bias
-    identity = id(mask)
-
-    def forget(_: Any) -> None:
-        with _lock:
-            if _made.get(identity) is entry:
-                del _made[identity]
-
-    entry = _Made(mask, key, bias, forget)
     with _lock:
-        while len(_made) >= _REMEMBERED:
+        while mask not in _made and len(_made) >= _REMEMBERED:
             del _made[next(iter(_made))]
-        _made[identity] = entry
+        _made[mask] = (key, bias)
     return bias
 
 
