@@ -35,6 +35,7 @@ from compiler.executors.nvfuser.define.translations import fusion_source
 from compiler.executors.nvfuser.diagnose.profiler_process import shared_profiler
 from compiler.executors.nvfuser.diagnose.repro import ops_by_scheduler, repro_script, segmentation_hint
 from compiler.executors.one_op_regions import OneOpRegion
+from compiler.executors.region_fallback import error_summary
 from compiler.passes.fuse import partition
 from compiler.passes.split_backward import saved_summary
 from compiler.runtime.autograd import CompiledAutograd
@@ -110,7 +111,7 @@ class FusionInfo:
     outputs: list[str]
     calls: int
     runner: str
-    fallback_error: str | None = None
+    fallback_error: str | None = None  # what the fusion compiler said when it failed (`error_summary`)
 
     def __str__(self) -> str:
         lines = [f"{self.name}: {len(self.ops)} ops, {self.calls} calls, runs with {self.runner}"]
@@ -131,7 +132,7 @@ def fusions(jfn: JittedFunction, *, backward: bool = False) -> Listing:
         else:
             runner = "inductor" if isinstance(f, InductorFusion) else f.executor.options.runner
         runner = "torch (fallback)" if f.fallback_error else runner
-        error = f"{type(f.fallback_error).__name__}: {f.fallback_error}" if f.fallback_error else None
+        error = error_summary(f.fallback_error) if f.fallback_error else None
         ops = [str(b).splitlines()[0] for b in f.region.bsyms]
         outputs = [p.name for p in f.region.outputs]
         result.append(FusionInfo(f.name, ops, list(f.last_inputs), outputs, f.calls, runner, error))

@@ -4,8 +4,10 @@ A *fallback* is one piece of a program that runs in eager PyTorch instead of thr
 trace because this compiler could not trace or compile it: an FX node the dynamo backend split
 out of its graph (an op the compiler lacks), a dynamo graph break (a branch on a tensor value),
 a graph or function that failed to compile as a whole, a frame dynamo could not trace at all.
-Each one is recorded (`record`, read back by `recorded` and `compiler.examine.fallbacks`) and
-warned about with `UnsupportedFallback`, once per (what, source line) in a process.
+Each one is recorded (`record`, into the process's log `compiler.core.fallback_log`, which a
+fusion executor's regions that fell back to torch join; read back by `recorded` and
+`compiler.examine.fallbacks`) and warned about with `UnsupportedFallback`, once per (what, source
+line) in a process.
 
 `compiler.jit(fn, unsupported="eager")` and each piece of a split dynamo graph are
 `EagerOnFailure` functions: a call that no compiled entry accepts and that fails to compile
@@ -20,9 +22,9 @@ import linecache
 import re
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from compiler.core.fallback_log import Fallback, log, logged, logged_count
 from compiler.core.ir import Trace
 from compiler.runtime.cache import CacheEntry, JittedFunction
 from compiler.runtime.dispatch import install
@@ -36,32 +38,12 @@ class UnsupportedFallback(UserWarning):
     """Part of a program runs eagerly because the fusebench compiler could not compile it."""
 
 
-@dataclass(frozen=True)
-class Fallback:
-    """One piece of a program that runs eagerly: `what` (an op such as 'torch.linalg.eigvalsh',
-    'a branch on a tensor value', or 'the whole function f'), `where` ('file.py:12: source line',
-    '' when unknown), `reason` (the compiler's error or dynamo's graph-break reason, one line) and
-    `kind`: 'op' (an FX node split out), 'graph break' (dynamo's), 'graph' (a dynamo graph or
-    piece of one), 'frame' (a frame dynamo gave up on whole, dynamo_frames.py), 'function'
-    (compiler.jit)."""
-
-    what: str
-    where: str
-    reason: str
-    kind: str
-
-    def __str__(self) -> str:
-        at = f" at {self.where}" if self.where else ""
-        return f"{self.what}{at} runs eagerly ({self.kind}): {self.reason}"
-
-
-_RECORDED: list[Fallback] = []
 _WARNED: set[tuple[str, str]] = set()
 
 
 def record(fallback: Fallback) -> None:
-    """Counts `fallback` and warns about it, once per (what, where) in this process."""
-    _RECORDED.append(fallback)
+    """Logs `fallback` (`compiler.core.fallback_log`) and warns about it, once per (what, where) in this process."""
+    log(fallback)
     key = (fallback.what, fallback.where)
     if key in _WARNED:
         return
@@ -74,13 +56,14 @@ def record(fallback: Fallback) -> None:
 
 
 def recorded(since: int = 0) -> list[Fallback]:
-    """The fallbacks recorded in this process from number `since` on (0, 1, ... in order)."""
-    return _RECORDED[since:]
+    """The fallbacks recorded in this process from number `since` on (0, 1, ... in order), a fusion
+    executor's regions that fell back to torch included."""
+    return logged(since)
 
 
 def recorded_count() -> int:
     """How many fallbacks this process has recorded (a `since` for `recorded`)."""
-    return len(_RECORDED)
+    return logged_count()
 
 
 def one_line(error: BaseException, *, located: bool = True) -> str:

@@ -83,7 +83,8 @@ class Compiled:
         backward, or not known for this variant).
     program: our compiler's jitted function (None for other variants), whose record
         `fusebench.measure.compiler_record` keeps.
-    fallbacks: pieces of the program that ran eagerly because our compiler could not compile them
+    fallbacks: pieces of the program that ran eagerly because our compiler could not compile them,
+        and fusion regions that ran with torch because their fusion compiler failed on them
         (`compiler.examine.fallbacks`), since `prepare` (None: not known for this variant).
     """
 
@@ -249,6 +250,7 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
         import compiler
 
         _fresh_fusions(compiler)
+        first_fallback = compiler.examine.fallbacks_recorded()
         jitted, call = _compile(
             target,
             lambda fn: compiler.jit(
@@ -265,6 +267,8 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
             compilations=lambda: compiler.cache_stats(jitted).misses,
             fusions=lambda: last_fusions(jitted, compiler.last_traces),
             backward_fusions=lambda: last_fusions(jitted, compiler.last_backward_traces),
+            # regions whose fusion compiler failed on them and that run with torch (kind 'fusion')
+            fallbacks=lambda: len(compiler.examine.fallbacks(since=first_fallback)),
             program=jitted,
         )
 

@@ -75,6 +75,7 @@ from fusebench.measure.workers import (
     devices_from,
 )
 from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
+from fusebench.report.fallbacks import render_fallbacks
 from fusebench.report.overhead import render_overhead
 from fusebench.report.progress import Progress
 from fusebench.report.scoreboard import rows_from_outcomes
@@ -304,6 +305,9 @@ def _run(
     summary = render_summary(rows_from_outcomes(outcomes))
     if summary:
         print(f"\n{summary}")
+    fell_back = render_fallbacks(outcomes)
+    if fell_back:
+        print(f"\n{fell_back}")
     if args.profile_overhead:
         workers = len(devices) if (args.devices or isolate) and devices else 1
         print(f"\n{render_overhead(outcomes, time.perf_counter() - started, workers)}")

@@ -56,7 +56,7 @@ KERNELS_BACKWARD = Metric("track_kernels_backward", "track", "kernels")
 FUSIONS_BACKWARD = Metric("track_fusions_backward", "track", "fusions")
 PEAK_DEVICE = Metric("track_peak_device_bytes", "track", "bytes")
 PEAK_HOST_RSS = Metric("track_peak_host_rss_bytes", "track", "bytes")
-FALLBACKS = Metric("track_fallbacks", "track", "fallbacks")  # pieces our compiler left to eager (dynamo)
+FALLBACKS = Metric("track_fallbacks", "track", "fallbacks")  # pieces our compiler left to eager or torch
 METRICS: tuple[Metric, ...] = (
     TIME,
     COMPILE,
