@@ -20,6 +20,7 @@ import os
 import pkgutil
 import sys
 import warnings
+from unittest import mock
 
 from compiler.executors.nvfuser.executor import FALLBACK_ENV, unavailable_reason
 
@@ -55,9 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="each failure's whole error, not its first line")
     args = parser.parse_args(argv)
     fake = args.fake or unavailable_reason() is not None
+    settings = {FALLBACK_ENV: "0"}
     if not fake:
-        os.environ.setdefault("FUSEBENCH_PATTERNS_DEVICE", "cuda")
-    os.environ[FALLBACK_ENV] = "0"
+        settings["FUSEBENCH_PATTERNS_DEVICE"] = os.environ.get("FUSEBENCH_PATTERNS_DEVICE", "cuda")
+    # NOTE: set for this run only: a caller in the same process (a test) keeps its own environment
+    with mock.patch.dict(os.environ, settings):
+        return _run(args, fake)
+
+
+def _run(args: argparse.Namespace, fake: bool) -> int:
+    """Checks the patterns `args` selects (see `main`); 0 when all pass, 1 when one fails, 2 when none is selected."""
     from scripts.compile_profile import fake_nvfuser
     from tests.support.user_patterns import check_pattern
 

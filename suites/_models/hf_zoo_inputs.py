@@ -1,11 +1,14 @@
 """The inputs of the zoo's tiny models (suites/_models/hf_architectures.py, `QUICK` sizes), called
 as their model cards call them, per kind of model: for the forward (logits; a decoder's default
-call keeps its cache on) and for the call whose `loss` is backpropagated (`training`).
+call keeps its cache on) and for the call whose `loss` is backpropagated (`training`); and that
+loss (`training_loss`). tests/compiler/models/test_hf_zoo.py and scripts/zoo_fallbacks.py call
+the zoo so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -76,3 +79,15 @@ INPUTS: dict[str, Callable[[torch.Generator, bool], dict[str, torch.Tensor]]] = 
     SPEECH: _speech,
     AUDIO: _audio,
 }
+
+
+def training_loss(output: Any) -> torch.Tensor:
+    """The output's loss, or for a model without a head, its first output against fixed random
+    weights (NOTE: not a norm of it: a model ending in a layer norm makes that nearly constant,
+    its gradients rounding noise)."""
+    if getattr(output, "loss", None) is not None:
+        return output.loss
+    features = output[0]
+    weights = torch.randn(features.shape, generator=torch.Generator().manual_seed(2), dtype=features.dtype)
+    weights = weights.to(features.device)
+    return (features * weights).sum()

@@ -3,6 +3,8 @@ fake), every failure one line."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from compiler.executors.nvfuser.executor import FALLBACK_ENV
@@ -12,8 +14,9 @@ from scripts import patterns_nvfuser
 def test_patterns_run_through_the_fake_and_a_failure_is_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(FALLBACK_ENV, raising=False)  # restored after the test (the script turns it off)
+    monkeypatch.delenv(FALLBACK_ENV, raising=False)
     assert patterns_nvfuser.main(["--fake", "-k", "split_equal", "qkv_split_projection"]) == 0
+    assert FALLBACK_ENV not in os.environ  # the run turned fallbacks off for itself only
     assert capsys.readouterr().out.splitlines()[-1] == "0 of 2 patterns failed"
     from tests.support import user_patterns
 

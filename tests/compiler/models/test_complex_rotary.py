@@ -18,7 +18,7 @@ from torch import nn
 import compiler
 from compiler.executors.nvfuser.executor import FALLBACK_ENV
 from suites._models.hf_architectures import QUICK, ZOO_BY_NAME
-from tests.compiler.models.hf_zoo_inputs import INPUTS
+from suites._models.hf_zoo_inputs import INPUTS
 from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
 
 FP32 = {"atol": 1e-5, "rtol": 1e-5}

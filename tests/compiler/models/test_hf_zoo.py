@@ -6,7 +6,8 @@ decoder's default call returns its cache, which must hold eager's keys and value
 the next step), and a training call's loss and every parameter's gradient.
 
 Models and inputs are made on the CPU, or on the device FUSEBENCH_ZOO_DEVICE names (`cuda` runs
-them through the default executors there: nvFuser, fused attention, cuDNN)."""
+them through the default executors there: nvFuser, fused attention, cuDNN). A fusion nvFuser fails
+on runs with torch, so these tests still pass: scripts/zoo_fallbacks.py lists such fusions."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import torch
 import compiler
 from suites._models.hf_architectures import QUICK, SEQ2SEQ, ZOO, ZOO_BY_NAME, Architecture
 from suites._models.hf_more_architectures import MORE_ZOO
-from tests.compiler.models.hf_zoo_inputs import INPUTS
+from suites._models.hf_zoo_inputs import INPUTS, training_loss
 
 transformers = pytest.importorskip("transformers")
 
@@ -71,18 +72,6 @@ def _assert_tree_close(got: Any, want: Any, where: str) -> None:
             _assert_tree_close(item, expected, f"{where}[{index}]")
     else:
         assert got == want, f"{where}: {got!r} != {want!r}"
-
-
-def _loss(output: Any) -> torch.Tensor:
-    """The output's loss, or for a model without a head, its first output against fixed random
-    weights (NOTE: not a norm of it: a model ending in a layer norm makes that nearly constant,
-    its gradients rounding noise)."""
-    if getattr(output, "loss", None) is not None:
-        return output.loss
-    features = output[0]
-    weights = torch.randn(features.shape, generator=torch.Generator().manual_seed(2), dtype=features.dtype)
-    weights = weights.to(features.device)
-    return (features * weights).sum()
 
 
 # NOTE: the whole zoo takes minutes on two CPU cores (each case compiles a model, dynamo's cases
@@ -161,8 +150,8 @@ def test_matches_eager(zoo: Architecture, entry: str, mode: str) -> None:
         _assert_tree_close(following.logits, reference.logits, f"{zoo.name} next step")
     if not training:
         return
-    _loss(output).backward()
-    _loss(expected).backward()
+    training_loss(output).backward()
+    training_loss(expected).backward()
     largest = max(p.grad.norm() for p in eager.parameters() if p.grad is not None)
     for (name, got), want in zip(model.named_parameters(), eager.parameters()):
         assert (got.grad is None) == (want.grad is None), f"{name}: gradient present in only one of the runs"

@@ -1,0 +1,74 @@
+"""scripts/zoo_fallbacks: the zoo's fusions that fell back to torch, per model and grouped by error."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from compiler.executors.nvfuser.executor import TorchRunner
+from scripts import zoo_fallbacks
+from scripts.zoo_fallbacks import ARCHITECTURES, Sweep, grouped, sweep_one
+
+pytest.importorskip("transformers")
+
+CPU = torch.device("cpu")
+FAILURE = (
+    "Expected found_non_rfactor_reduction . Must have at least one reduction axis not marked as rfactor.\n"
+    "Exception raised from rFactor at /workspace/Fuser/csrc/tensor_view.cpp:912 (most recent call first):\n"
+)
+SAID = "RuntimeError: tensor_view.cpp:912: Expected found_non_rfactor_reduction . Must have at least one reduction axis not marked as rfactor."  # noqa: E501
+
+
+def test_a_training_run_lists_the_fusions_that_fell_back_each_way_and_writes_their_repros(monkeypatch, tmp_path):
+    run = TorchRunner.run
+
+    def failing_first(self, fusion, args, key):
+        if fusion.name == "nvFusion0":
+            raise RuntimeError(FAILURE)
+        return run(self, fusion, args, key)
+
+    monkeypatch.setattr(TorchRunner, "run", failing_first)
+    result = sweep_one(
+        ARCHITECTURES["gpt2"], "training", CPU, ["nvfuser", "torch"], {"runner": "torch"}, repros=tmp_path
+    )
+    assert result.error is None
+    assert result.fell_back == [("nvFusion0", SAID), ("backward nvFusion0", SAID)]
+    assert result.fusions > 2
+    assert str(result) == f"gpt2 training: {result.fusions} fusions, 2 fell back: nvFusion0, backward nvFusion0"
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["gpt2_training_backward_nvFusion0.py", "gpt2_training_forward_nvFusion0.py"]
+    for name in written:
+        assert (tmp_path / name).read_text().startswith('"""Repro for nvFusion0 (written by fusebench')
+
+
+def test_fallbacks_are_grouped_by_what_the_compiler_said_most_frequent_first():
+    results = [
+        Sweep("gpt2", "training", 9, [("nvFusion0", "B"), ("backward nvFusion0", "A")]),
+        Sweep("llama", "forward", 5, [("nvFusion3", "A")]),
+        Sweep("bert", "forward", 4),
+    ]
+    assert grouped(results).splitlines() == [
+        "2 x A",
+        "    gpt2 training backward nvFusion0, llama forward nvFusion3",
+        "1 x B",
+        "    gpt2 training nvFusion0",
+    ]
+    assert grouped(results[2:]) == ""
+
+
+def test_a_model_that_fails_whole_is_reported_with_its_error():
+    broken = dataclasses.replace(ARCHITECTURES["gpt2"], model="NoSuchModelForCausalLM")
+    result = sweep_one(broken, "forward", CPU)
+    assert result.error is not None and result.error.startswith("AttributeError: ")
+    assert str(result).startswith("gpt2 forward: FAILED: AttributeError: ")
+
+
+def test_unknown_models_and_modes_are_refused_naming_what_is_expected(capsys):
+    with pytest.raises(SystemExit):
+        zoo_fallbacks.main(["--models", "gpt2,gpt5"])
+    assert "unknown architectures ['gpt5']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        zoo_fallbacks.main(["--models", "gpt2", "--modes", "inference"])
+    assert "--modes: expected a comma-separated list of ('forward', 'training')" in capsys.readouterr().err
