@@ -175,7 +175,8 @@ def fallbacks(jfn: JittedFunction | None = None, *, since: int = 0) -> Listing:
     what, the user's line, the reason, the kind). With `jfn` (a `jit(..., unsupported="eager")`
     function): its fallback, if it fell back. Without: every fallback recorded in this process
     from number `since` on (see `fallbacks_recorded`): the FX nodes the "fusebench" dynamo backend
-    split out, its graphs that ran eagerly whole, dynamo's graph breaks, jitted functions."""
+    split out, its graphs that ran eagerly whole, dynamo's graph breaks, jitted functions, and
+    fusion regions whose compiler failed on them (kind 'fusion': their prims run with torch)."""
     from compiler.runtime.fallbacks import recorded
 
     if jfn is not None:
