@@ -53,11 +53,10 @@ def error_summary(error: BaseException) -> str:
     errors: their first line."""
     text = str(error).strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    reasons = [m[1].strip() for line in lines if (m := _EXPECTED.search(line))]
+    located = _ASSERTED_AT.findall(text) or _RAISED_AT.findall(text)[:1]  # only nvFuser's errors say these
+    reasons = [m[1].strip() for line in lines if (m := _EXPECTED.search(line))] if located else []
     if reasons:
-        located = _ASSERTED_AT.findall(text) or _RAISED_AT.findall(text)[:1]
-        where = f"{os.path.basename(located[-1][0])}:{located[-1][1]}: " if located else ""
-        summary = f"{where}Expected {reasons[-1]}"
+        summary = f"{os.path.basename(located[-1][0])}:{located[-1][1]}: Expected {reasons[-1]}"
     else:
         summary = lines[0] if lines else ""
     return f"{type(error).__name__}: {summary[:SUMMARY_CHARS]}"

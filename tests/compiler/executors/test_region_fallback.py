@@ -52,9 +52,10 @@ MAPPING = "RuntimeError: fusion.cpp:1020: Expected id0->extent()->sameAs(id1->ex
             "reduction axis not marked as rfactor.",
         ),
         ("nvFuser exploded\nsecond line", "RuntimeError: nvFuser exploded"),
+        ("prims.slice: Expected 0 <= start\nExpected more", "RuntimeError: prims.slice: Expected 0 <= start"),
         ("", "RuntimeError: "),
     ],
-    ids=["assert", "parallel-compile", "check", "plain", "empty"],
+    ids=["assert", "parallel-compile", "check", "plain", "not-nvfuser", "empty"],
 )
 def test_the_summary_is_the_innermost_check_and_where_it_failed(message: str, summary: str) -> None:
     assert error_summary(RuntimeError(message)) == summary
