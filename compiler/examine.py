@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from compiler.core.errors import check, short_repr
 from compiler.core.executor import fusion_executor
+from compiler.core.fallback_log import logged, logged_count
 from compiler.core.ir import Trace
 from compiler.executors.inductor import InductorFusion, InductorStats, inductor_fusions
 from compiler.executors.nvfuser import InputRecord, NvFuserStats, NvFusion, region_fusions
@@ -177,19 +178,15 @@ def fallbacks(jfn: JittedFunction | None = None, *, since: int = 0) -> Listing:
     from number `since` on (see `fallbacks_recorded`): the FX nodes the "fusebench" dynamo backend
     split out, its graphs that ran eagerly whole, dynamo's graph breaks, jitted functions, and
     fusion regions whose compiler failed on them (kind 'fusion': their prims run with torch)."""
-    from compiler.runtime.fallbacks import recorded
-
     if jfn is not None:
         return Listing(getattr(jitted(jfn, "examine.fallbacks"), "fallbacks", []))
-    return Listing(recorded(since))
+    return Listing(logged(since))
 
 
 def fallbacks_recorded() -> int:
     """How many fallbacks this process has recorded so far: a `since` for `fallbacks`, so that
     `len(fallbacks(since=before))` counts those of what ran after."""
-    from compiler.runtime.fallbacks import recorded_count
-
-    return recorded_count()
+    return logged_count()
 
 
 def cuda_graphs(jfn: JittedFunction) -> Listing:

@@ -114,24 +114,16 @@ def checking_fusions(tolerance: float = TOLERANCE) -> Iterator[list[WrongFusion]
 def check_zoo_model(name: str, *, training: bool = True, fake: bool = False) -> list[WrongFusion]:
     """The wrong fusions of zoo architecture `name`'s call (with its backward when `training`),
     on CUDA through nvFuser, or through the CPU fake when `fake`."""
-    import transformers
-
     import compiler
-    from suites._models.hf_architectures import ZOO
-    from suites._models.hf_more_architectures import MORE_ZOO
-    from suites.hf_zoo import QUICK
-    from tests.compiler.models.test_hf_zoo import INPUTS
+    from suites._models.hf_zoo_inputs import call_inputs, every_architecture, tiny_model
 
-    known = {z.name: z for z in (*ZOO, *MORE_ZOO)}
+    known = every_architecture()
     if name not in known:
         raise SystemExit(f"no zoo architecture is named {name!r}; known: {', '.join(sorted(known))}")
     zoo = known[name]
-    device = "cpu" if fake else "cuda"
-    torch.manual_seed(0)
-    model = getattr(transformers, zoo.model)(zoo.build_config(QUICK)).to(device).train(training)
-    inputs = {k: v.to(device) for k, v in INPUTS[zoo.kind](torch.Generator().manual_seed(1), training).items()}
-    if zoo.attention_mask:
-        inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
+    device = torch.device("cpu" if fake else "cuda")
+    model = tiny_model(zoo, device).train(training)
+    inputs = call_inputs(zoo, training, device)
     from scripts.compile_profile import fake_nvfuser
 
     with fake_nvfuser() if fake else contextlib.nullcontext(), checking_fusions() as found:

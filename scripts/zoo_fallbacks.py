@@ -30,12 +30,11 @@ import torch
 
 import compiler
 from compiler.executors.region_fallback import error_summary
-from suites._models.hf_architectures import QUICK, ZOO, Architecture
-from suites._models.hf_more_architectures import MORE_ZOO
-from suites._models.hf_zoo_inputs import INPUTS, training_loss
+from suites._models.hf_architectures import Architecture
+from suites._models.hf_zoo_inputs import call_inputs, every_architecture, tiny_model, training_loss
 
 MODES = ("forward", "training")
-ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (*ZOO, *MORE_ZOO)}
+ARCHITECTURES: dict[str, Architecture] = every_architecture()
 
 
 @dataclass
@@ -65,16 +64,11 @@ def sweep_one(
     repros: Path | None = None,
 ) -> Sweep:
     """Runs `zoo` in `mode` ('forward' or 'training') through `compiler.jit` and reads its fusions."""
-    import transformers
-
     result = Sweep(zoo.name, mode)
     training = mode == "training"
     try:
-        torch.manual_seed(0)
-        model = getattr(transformers, zoo.model)(zoo.build_config(QUICK)).to(device).train(training)
-        inputs = {k: v.to(device) for k, v in INPUTS[zoo.kind](torch.Generator().manual_seed(1), training).items()}
-        if zoo.attention_mask:
-            inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
+        model = tiny_model(zoo, device).train(training)
+        inputs = call_inputs(zoo, training, device)
         jitted = compiler.jit(model, executors=executors, fusion=fusion)
         with warnings.catch_warnings(), torch.set_grad_enabled(training):
             warnings.simplefilter("ignore")

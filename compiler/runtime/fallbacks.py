@@ -5,9 +5,8 @@ trace because this compiler could not trace or compile it: an FX node the dynamo
 out of its graph (an op the compiler lacks), a dynamo graph break (a branch on a tensor value),
 a graph or function that failed to compile as a whole, a frame dynamo could not trace at all.
 Each one is recorded (`record`, into the process's log `compiler.core.fallback_log`, which a
-fusion executor's regions that fell back to torch join; read back by `recorded` and
-`compiler.examine.fallbacks`) and warned about with `UnsupportedFallback`, once per (what, source
-line) in a process.
+fusion executor's regions that fell back to torch join; read back by `compiler.examine.fallbacks`)
+and warned about with `UnsupportedFallback`, once per (what, source line) in a process.
 
 `compiler.jit(fn, unsupported="eager")` and each piece of a split dynamo graph are
 `EagerOnFailure` functions: a call that no compiled entry accepts and that fails to compile
@@ -24,7 +23,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from compiler.core.fallback_log import Fallback, log, logged, logged_count
+from compiler.core.fallback_log import Fallback, log
 from compiler.core.ir import Trace
 from compiler.runtime.cache import CacheEntry, JittedFunction
 from compiler.runtime.dispatch import install
@@ -53,17 +52,6 @@ def record(fallback: Fallback) -> None:
         warnings.warn(f"fusebench: {fallback}", UnsupportedFallback, stacklevel=2)
     else:  # NOTE: shown at the user's line, as if the user's code had warned
         warnings.warn_explicit(f"fusebench: {fallback}", UnsupportedFallback, located[1], int(located[2]))
-
-
-def recorded(since: int = 0) -> list[Fallback]:
-    """The fallbacks recorded in this process from number `since` on (0, 1, ... in order), a fusion
-    executor's regions that fell back to torch included."""
-    return logged(since)
-
-
-def recorded_count() -> int:
-    """How many fallbacks this process has recorded (a `since` for `recorded`)."""
-    return logged_count()
 
 
 def one_line(error: BaseException, *, located: bool = True) -> str:

@@ -243,6 +243,12 @@ def _inductor_unavailable(device: torch.device) -> str | None:
     return reason
 
 
+def _fallbacks_from_now(compiler: Any) -> Callable[[], int]:
+    """A count of the fallbacks our compiler records from now on (`compiler.examine.fallbacks`)."""
+    first = compiler.examine.fallbacks_recorded()
+    return lambda: len(compiler.examine.fallbacks(since=first))
+
+
 def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Callable[[Target], Compiled]:
     """`prepare` of a variant running our compiler with these executors and `jit` options."""
 
@@ -250,7 +256,7 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
         import compiler
 
         _fresh_fusions(compiler)
-        first_fallback = compiler.examine.fallbacks_recorded()
+        fallbacks = _fallbacks_from_now(compiler)
         jitted, call = _compile(
             target,
             lambda fn: compiler.jit(
@@ -267,8 +273,7 @@ def fusebench_prepare(executors: Sequence[str] | None, **jit_options: Any) -> Ca
             compilations=lambda: compiler.cache_stats(jitted).misses,
             fusions=lambda: last_fusions(jitted, compiler.last_traces),
             backward_fusions=lambda: last_fusions(jitted, compiler.last_backward_traces),
-            # regions whose fusion compiler failed on them and that run with torch (kind 'fusion')
-            fallbacks=lambda: len(compiler.examine.fallbacks(since=first_fallback)),
+            fallbacks=fallbacks,  # jit's: regions whose fusion compiler failed on them (kind 'fusion')
             program=jitted,
         )
 
@@ -305,7 +310,7 @@ def _prepare_fusebench_dynamo(target: Target) -> Compiled:
     dynamo.watch_skipped_frames()
     _fresh_fusions(compiler)
     base, first_graph = counters["frames"]["ok"], dynamo.graphs_compiled()
-    first_fallback = compiler.examine.fallbacks_recorded()
+    fallbacks = _fallbacks_from_now(compiler)
     dynamic = True if target.options.get("cache") == "symbolic" else None
     _, compiled = _compile(target, lambda fn: torch.compile(fn, backend="fusebench", dynamic=dynamic))
 
@@ -321,7 +326,7 @@ def _prepare_fusebench_dynamo(target: Target) -> Compiled:
         compilations=lambda: counters["frames"]["ok"] - base,
         fusions=lambda: fusions(compiler.last_traces),
         backward_fusions=lambda: fusions(compiler.last_backward_traces),
-        fallbacks=lambda: len(compiler.examine.fallbacks(since=first_fallback)),
+        fallbacks=fallbacks,
     )
 
 

@@ -21,6 +21,7 @@ from suites._models.hf_architectures import (
     SPEECH,
     TEXT_FEATURES,
     VISION,
+    Architecture,
 )
 
 BATCH = 2
@@ -79,6 +80,32 @@ INPUTS: dict[str, Callable[[torch.Generator, bool], dict[str, torch.Tensor]]] = 
     SPEECH: _speech,
     AUDIO: _audio,
 }
+
+
+def every_architecture() -> dict[str, Architecture]:
+    """Every architecture of the zoo's two tables, by name."""
+    from suites._models.hf_architectures import ZOO
+    from suites._models.hf_more_architectures import MORE_ZOO
+
+    return {a.name: a for a in (*ZOO, *MORE_ZOO)}
+
+
+def tiny_model(zoo: Architecture, device: torch.device) -> torch.nn.Module:
+    """`zoo`'s model at the `QUICK` sizes, its weights drawn from seed 0 (transformers is imported here)."""
+    import transformers
+
+    config = zoo.build_config(QUICK)
+    torch.manual_seed(0)
+    return getattr(transformers, zoo.model)(config).to(device)
+
+
+def call_inputs(zoo: Architecture, training: bool, device: torch.device) -> dict[str, torch.Tensor]:
+    """The keyword inputs of `zoo`'s call as its model card makes it (drawn from seed 1), with an
+    all-ones attention mask where the architecture takes one."""
+    inputs = {k: v.to(device) for k, v in INPUTS[zoo.kind](torch.Generator().manual_seed(1), training).items()}
+    if zoo.attention_mask:
+        inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
+    return inputs
 
 
 def training_loss(output: Any) -> torch.Tensor:

@@ -20,9 +20,9 @@ import pytest
 import torch
 
 import compiler
-from suites._models.hf_architectures import QUICK, SEQ2SEQ, ZOO, ZOO_BY_NAME, Architecture
+from suites._models.hf_architectures import ZOO, ZOO_BY_NAME, Architecture
 from suites._models.hf_more_architectures import MORE_ZOO
-from suites._models.hf_zoo_inputs import INPUTS, training_loss
+from suites._models.hf_zoo_inputs import call_inputs, tiny_model, training_loss
 
 transformers = pytest.importorskip("transformers")
 
@@ -35,12 +35,6 @@ GRADIENT_TOLERANCE = 1e-3  # ||g - g_eager|| / max(||g_eager||, floor)
 # by their size next to the others instead: with the tolerance, at about float32's epsilon times
 # the largest gradient (Funnel's key biases are such zeros).
 GRADIENT_NORM_FLOOR = 1e-4
-
-
-def _build(zoo: Architecture) -> torch.nn.Module:
-    config = zoo.build_config(QUICK)
-    torch.manual_seed(0)
-    return getattr(transformers, zoo.model)(config).to(DEVICE)
 
 
 def _compile(model: torch.nn.Module, entry: str) -> Any:
@@ -126,12 +120,10 @@ CASES = [
 @pytest.mark.parametrize(("zoo", "entry", "mode"), CASES)
 def test_matches_eager(zoo: Architecture, entry: str, mode: str) -> None:
     training = mode == "training"
-    eager = _build(zoo).train(training)
+    eager = tiny_model(zoo, DEVICE).train(training)
     model = copy.deepcopy(eager)
     compiled = _compile(model, entry)
-    inputs = {k: v.to(DEVICE) for k, v in INPUTS[zoo.kind](torch.Generator().manual_seed(1), training).items()}
-    if zoo.attention_mask:
-        inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
+    inputs = call_inputs(zoo, training, DEVICE)
     with torch.set_grad_enabled(training):
         # NOTE: the same seed before each call: a model that draws random numbers (ViT-MAE's masking,
         # a router's jitter in training) draws the same ones compiled, as the compiler draws as eager
@@ -167,7 +159,7 @@ class _Unsupported(torch.nn.Module):
 
 
 def test_an_unsupported_op_is_one_line_naming_op_module_and_source_line() -> None:
-    model = _build(next(zoo for zoo in ZOO if zoo.name == "gpt2"))
+    model = tiny_model(next(zoo for zoo in ZOO if zoo.name == "gpt2"), DEVICE)
     model.transformer.h[1].mlp.act = _Unsupported()
     ids = torch.zeros(1, 4, dtype=torch.long, device=DEVICE)
     with pytest.raises(NotImplementedError) as raised:
@@ -183,8 +175,8 @@ def test_value_dependent_control_flow_is_one_line_from_jit_and_a_counted_fallbac
     """LED's encoder branches on `.item()` of its input: `compiler.jit` names the op, the source
     line and the module in one line; the dynamo backend runs the graph break eagerly, counts it,
     and gives eager's output."""
-    model = _build(ZOO_BY_NAME["led"]).eval()
-    inputs = {k: v.to(DEVICE) for k, v in INPUTS[SEQ2SEQ](torch.Generator().manual_seed(1), False).items()}
+    model = tiny_model(ZOO_BY_NAME["led"], DEVICE).eval()
+    inputs = call_inputs(ZOO_BY_NAME["led"], False, DEVICE)
     with pytest.raises(compiler.core.errors.TracingError) as raised:
         compiler.jit(copy.deepcopy(model))(**inputs)
     message = str(raised.value)
