@@ -117,7 +117,7 @@ class FusionInfo:
     def __str__(self) -> str:
         lines = [f"{self.name}: {len(self.ops)} ops, {self.calls} calls, runs with {self.runner}"]
         if self.fallback_error:
-            lines[0] += f" (FELL BACK TO TORCH: {self.fallback_error})"
+            lines[0] += f" (FELL BACK: {self.fallback_error})"
         lines += ["  inputs:"] + ([f"    {r}" for r in self.inputs] or ["    (not called yet)"])
         lines += [f"  outputs: {', '.join(self.outputs) or '(write-backs only)'}", "  ops:"]
         lines += [f"    {op}" for op in self.ops]
@@ -132,7 +132,7 @@ def fusions(jfn: JittedFunction, *, backward: bool = False) -> Listing:
             runner = f.runs_as
         else:
             runner = "inductor" if isinstance(f, InductorFusion) else f.executor.options.runner
-        runner = "torch (fallback)" if f.fallback_error else runner
+        runner = f"{f.fallback.runs_as()} (fallback)" if f.fallback_error else runner
         error = error_summary(f.fallback_error) if f.fallback_error else None
         ops = [str(b).splitlines()[0] for b in f.region.bsyms]
         outputs = [p.name for p in f.region.outputs]

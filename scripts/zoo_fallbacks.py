@@ -5,14 +5,15 @@ Each architecture of the zoo's tables (suites/_models/hf_architectures.py and
 hf_more_architectures.py, tiny `QUICK` configurations, nothing downloaded) is called as its model
 card calls it (suites/_models/hf_zoo_inputs.py) through `compiler.jit` on the device's default
 executors (nvFuser on a GPU); a training call backpropagates its loss. For each (architecture,
-mode) it prints how many fusions ran and which fell back to torch, forward and backward; then
+mode) it prints how many fusions ran and which fell back, forward and backward, and what each runs
+as since (the pieces it was cut into that compile, the prims left to torch); then
 the fallbacks grouped by what the fusion compiler said (`region_fallback.error_summary`: for
 nvFuser, the check that failed and where), each with the fusions that hit it. With `--repros
 DIR`, each nvFuser fusion that fell back is written as a standalone repro script
 (`compiler.examine.repro`) named after its architecture, mode and fusion. A model that fails as
 a whole (tracing, a pass, an error outside fusions) is listed with its error.
 
-A fallback costs speed, not correctness: the fusion's prims run with torch. So the zoo's tests
+A fallback costs speed, not correctness: the fusion runs as pieces, or its prims with torch. So the zoo's tests
 pass where this script lists failures; run it on a GPU after changing the nvFuser writer, or to
 find what to fix next.
 """
@@ -44,14 +45,15 @@ class Sweep:
     architecture: str
     mode: str
     fusions: int = 0
-    fell_back: list[tuple[str, str]] = field(default_factory=list)  # (fusion, what its compiler said)
+    # (fusion, what its compiler said, what it runs as since: its pieces that compile, or torch)
+    fell_back: list[tuple[str, str, str]] = field(default_factory=list)
     error: str | None = None
 
     def __str__(self) -> str:
         head = f"{self.architecture} {self.mode}:"
         if self.error is not None:
             return f"{head} FAILED: {self.error}"
-        names = ", ".join(name for name, _ in self.fell_back)
+        names = ", ".join(f"{name} (now {runs_as})" for name, _, runs_as in self.fell_back)
         return f"{head} {self.fusions} fusions, {len(self.fell_back)} fell back" + (f": {names}" if names else "")
 
 
@@ -88,7 +90,7 @@ def sweep_one(
         for info in listing:
             if info.fallback_error is None:
                 continue
-            result.fell_back.append((prefix + info.name, info.fallback_error))
+            result.fell_back.append((prefix + info.name, info.fallback_error, info.runner.removesuffix(" (fallback)")))
             if repros is not None and info.runner != "inductor":
                 path = repros / f"{zoo.name}_{mode}_{prefix.strip() or 'forward'}_{info.name}.py"
                 _write_repro(jitted, info.name, path, backward)
@@ -106,7 +108,7 @@ def grouped(results: Sequence[Sweep]) -> str:
     """The fallbacks grouped by what the fusion compiler said, most frequent first; '' when none fell back."""
     by_error: dict[str, list[str]] = {}
     for result in results:
-        for name, error in result.fell_back:
+        for name, error, _ in result.fell_back:
             by_error.setdefault(error, []).append(f"{result.architecture} {result.mode} {name}")
     lines = []
     for error, where in sorted(by_error.items(), key=lambda item: -len(item[1])):
@@ -139,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(result)
     fell_back = sum(len(r.fell_back) for r in results)
     failed = sum(r.error is not None for r in results)
-    print(f"\n{len(results)} runs: {fell_back} fusions fell back to torch, {failed} runs failed whole")
+    print(f"\n{len(results)} runs: {fell_back} fusions fell back (to pieces or torch), {failed} runs failed whole")
     if fell_back:
         print(f"fell back, grouped by what the fusion compiler said:\n{grouped(results)}")
     return 0

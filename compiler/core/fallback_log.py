@@ -21,7 +21,8 @@ class Fallback:
     dynamo's graph-break reason, one line) and `kind`: 'op' (an FX node split out), 'graph break'
     (dynamo's), 'graph' (a dynamo graph or piece of one), 'frame' (a frame dynamo gave up on whole,
     runtime/dynamo_frames.py), 'function' (compiler.jit), 'fusion' (a region whose fusion
-    executor's compiler failed on it: its prims run with torch)."""
+    executor's compiler failed on it: it runs cut into pieces that compile, or its prims with
+    torch, as its reason ends by saying)."""
 
     what: str
     where: str
@@ -30,7 +31,7 @@ class Fallback:
 
     def __str__(self) -> str:
         at = f" at {self.where}" if self.where else ""
-        ran = "runs its prims with torch" if self.kind == "fusion" else "runs eagerly"
+        ran = "fell back" if self.kind == "fusion" else "runs eagerly"
         return f"{self.what}{at} {ran} ({self.kind}): {self.reason}"
 
 

@@ -189,7 +189,7 @@ class InductorFusion:
     def __call__(self, *args: Any) -> Any:
         self.calls += 1
         if self.fallback.error is not None:
-            return self.fallback.function()(*args)
+            return self.fallback.run(args)
         try:
             tensors = self._tensors(args)
             if self._same_layout.check(*tensors):

@@ -325,7 +325,7 @@ class NvFusion:
 
     LAYOUT_CHANGES = 2  # layouts `_same_layout` learns at most (the first included); the next change stops it
 
-    def __init__(self, region: Region, executor: NvFuserExecutor) -> None:
+    def __init__(self, region: Region, executor: NvFuserExecutor, *, piece: bool = False) -> None:
         self.region = region
         self.name = region.name
         self.executor = executor
@@ -341,7 +341,16 @@ class NvFusion:
         self.runner: TorchRunner | NvFuserRunner = (
             NvFuserRunner(region) if executor.options.runner == "nvfuser" else TorchRunner(region)
         )
-        self.fallback = RegionFallback(region, "nvFuser", FusionFallbackWarning)
+        # NOTE: a region nvFuser fails on is cut into pieces, themselves NvFusions (`piece`: their
+        # own fallbacks are reported by the region they were cut from)
+        self.fallback = RegionFallback(
+            region,
+            "nvFuser",
+            FusionFallbackWarning,
+            functools.partial(NvFusion, executor=executor, piece=True),
+            executor.name,
+            quiet=piece,
+        )
         self.last_key: tuple | None = None
         self.last_inputs: list[InputRecord] = []
         self.last_definition: Any = None
@@ -371,7 +380,7 @@ class NvFusion:
                     self.last_inputs[i] = InputRecord(record.name, None, None, record.dtype, None, args[i])
         self.calls += 1
         if self.fallback.error is not None:
-            return self.fallback.function()(*args)
+            return self.fallback.run(args)
         try:
             outputs = self.runner.run(self, args, key)
         except Exception as error:

@@ -322,7 +322,7 @@ def test_a_failing_compilation_falls_back_to_torch_with_one_warning(monkeypatch)
         torch.testing.assert_close(jfn(x), program(x))
     torch.testing.assert_close(jfn(x), program(x))  # falls back from then on, without warning again
     assert compiler.examine.stats(jfn).fallbacks == 1
-    assert "FELL BACK TO TORCH" in str(compiler.examine.fusions(jfn))
+    assert "FELL BACK: " in str(compiler.examine.fusions(jfn))
     strict = compiler.jit(lambda x: (x + 2).exp().sum(0), executors=INDUCTOR, fallback=False)
     with pytest.raises(RuntimeError, match="no kernel for you"):
         strict(x)
