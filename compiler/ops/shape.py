@@ -206,6 +206,10 @@ def cat(tensors: Sequence[TensorProxy], dim: int = 0, *, out: Any = None) -> Any
     )
     d = canonical_dim(dim, kept[0].ndim)
     _, dtype = result_dtypes(kept, Promotion.DEFAULT)
+    # NOTE: a piece known to be empty along `dim` adds nothing (a rotary's pass-through part
+    # `q[..., rotary_dims:]` when the rotary covers the whole head): left out, so that no fusion
+    # cats an empty tensor, which crashed nvfuser_direct 0.2.36 (a segmentation fault, H200)
+    kept = [t for t in kept if not (isinstance(t.shape[d], int) and t.shape[d] == 0)] or kept[:1]
     kept = [to_dtype(t, dtype) for t in kept]
     # NOTE: a one-tensor cat is a copy in eager mode (writing into it leaves the input alone).
     return fresh_copy(kept[0]) if len(kept) == 1 else prims.cat(kept, d)

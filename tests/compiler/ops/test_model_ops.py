@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import compiler
+from compiler.prims import Prim
 
 SEEDS = [0, 1, 2]
 
@@ -123,3 +124,31 @@ def test_cross_entropy_ignores_the_ignored_targets() -> None:
     targets[::2] = -1
     _same(lambda a, t: F.cross_entropy(a, t, ignore_index=-1), logits, targets)
     _same(lambda a, t: F.cross_entropy(a.bfloat16(), t, ignore_index=-1, reduction="sum"), logits, targets)
+
+
+def _full_rotary_with_pass_through(q: torch.Tensor, x: torch.Tensor):
+    # GPT-NeoX's partial rotary when the rotary covers the whole head: the pass-through part is empty
+    rot, passed = q[..., :8], q[..., 8:]
+    rotated = torch.cat((-rot[..., 4:], rot[..., :4]), dim=-1) * 0.5
+    return torch.cat((rotated, passed), dim=-1), torch.cat((x.int()[..., :0], q), dim=-1)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_cat_leaves_out_pieces_empty_along_its_dim_and_keeps_their_dtype(seed: int) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    q, x = torch.randn(2, 3, 8, generator=gen, requires_grad=True), torch.randn(2, 3, 8, generator=gen)
+    jfn = compiler.jit(_full_rotary_with_pass_through)
+    got, expected = jfn(q, x), _full_rotary_with_pass_through(q, x)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype
+        torch.testing.assert_close(g, e)
+    (grad,) = torch.autograd.grad(got[0].sum() + got[1].sum(), q)
+    torch.testing.assert_close(grad, torch.autograd.grad(expected[0].sum() + expected[1].sum(), q)[0])
+    cats = [b for b in _all_bsyms(compiler.last_traces(jfn)[-1].bsyms) if b.sym is Prim.CAT]
+    assert len(cats) == 1 and all(0 not in p.shape for p in cats[0].args[0]), cats
+
+
+def _all_bsyms(bsyms):
+    for b in bsyms:
+        yield b
+        yield from _all_bsyms(b.subsymbols)

@@ -190,9 +190,28 @@ def _slice(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
         f"strides={tx.sizes(steps)}, manual_normalization=True)"
     )
     if any(is_unit(s) and not is_unit(a.shape[d]) for d, s in enumerate(bsym.output.shape)):
+        # NOTE: nvfuser_direct 0.2.36's segmenter refuses a squeeze behind that segment_set where a
+        # reduction follows (in the next segment the dim's extent is the input's, not known to be 1:
+        # "Can not squeeze dimension(s) with size != 1", alias.cpp:338). A slice only squeezed, of a
+        # source read no other way, is squeezed first and segmented after (`_squeeze`): that compiles
+        # and reads the right rows (H200: f32, bf16; first, middle, last rows; a reduction after or not).
+        readers = [b for b in region.bsyms if any(q is bsym.output for q in b.inputs)]
+        if (
+            readers
+            and all(b.sym is Prim.SQUEEZE for b in readers)
+            and all(p is not bsym.output for p in region.outputs)
+            and not _read_elsewhere(region, a)
+        ):
+            tx.squeeze_first.add(bsym.output.name)
+            return sliced
         tx.segmented.add(bsym.output.name)
         return f"fd.ops.segment_set({tx.emit(f'{bsym.output.name}_slice', sliced)})"
     return sliced
+
+
+def _read_elsewhere(region: Region, p: TensorProxy) -> bool:
+    """Whether more than one prim of `region` reads `p`."""
+    return sum(any(q is p for q in b.inputs) for b in region.bsyms) > 1
 
 
 def _broadcast_in_dim(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
@@ -228,14 +247,15 @@ def _squeeze(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     # NOTE: nvfuser_direct 0.2.36 fails an internal assert (loop promotion) on a squeezed slice of
     # a tensor the fusion also reads another way, e.g. `(a[1:3] * 2, a[0] + 1)`; a segment_set
     # before the squeeze (a segment boundary nvFuser accepts) avoids it.
-    source = _sliced_source(tx.region, bsym.args[0])
-    read_elsewhere = source is not None and sum(any(q is source for q in b.inputs) for b in tx.region.bsyms) > 1
-    if read_elsewhere and bsym.args[0].name not in tx.segmented:
-        x = tx.emit(f"{bsym.args[0].name}_seg", f"fd.ops.segment_set({x})")
+    a, dims = bsym.args
+    if a.name in tx.squeeze_first:
+        return f"fd.ops.segment_set(fd.ops.squeeze({x}, dims={list(dims)}))"
+    source = _sliced_source(tx.region, a)
+    if source is not None and _read_elsewhere(tx.region, source) and a.name not in tx.segmented:
+        x = tx.emit(f"{a.name}_seg", f"fd.ops.segment_set({x})")
     # NOTE: nvFuser squeezes broadcast dims only; a size-1 iteration dim that is not a slice's (a
     # gather's along an index declared with iteration dims, see broadcast.py; cross-entropy under
     # dynamo gathers so along its targets) is summed away, which is exact.
-    a, dims = bsym.args
     if source is None and _iteration_dims(tx, a, dims):
         return _sum_unit_dims(x, tx.movable(a)[1], list(dims))
     return f"fd.ops.squeeze({x}, dims={list(dims)})"

@@ -192,6 +192,21 @@ def test_a_slice_making_a_size_one_dim_of_a_longer_one_is_its_own_segment():
         assert "segment_set" not in source_of(lambda t: (t[1:3] * 2).exp(), a)
 
 
+def test_a_size_one_slice_only_squeezed_is_squeezed_in_front_of_its_segment_set():
+    # nvfuser_direct 0.2.36's segmenter refuses the squeeze behind the segment_set where a
+    # reduction follows (a ViT's class token, then its LayerNorm)
+    def class_token_norm(t):
+        return torch.nn.functional.layer_norm((t * 2)[:, 0], (33,))
+
+    source = source_of(class_token_norm, torch.randn(2, 17, 33))
+    assert source.count("fd.ops.segment_set(") == 1, source
+    assert "fd.ops.segment_set(fd.ops.squeeze(" in source, source
+    # a slice read another way too, or a source sliced twice, keeps the squeeze behind the segment_set
+    for fn in (lambda t: ((t[:, 0] + 1).sum(-1), t[:, 0:1] * 2), lambda t: (t[:, 0] + t[:, 1]).sum(-1)):
+        source = source_of(fn, torch.randn(2, 17, 33))
+        assert "fd.ops.segment_set(fd.ops.squeeze(" not in source, source
+
+
 def test_slices_of_a_broadcast_product_that_are_cat_share_one_segment_boundary():
     # nvfuser_direct 0.2.36 fails an exact-mapping assert in lowering on this (a rotary backward's
     # shape, H100) without the segment_set; slices of an input (the forward's) need none.
