@@ -192,15 +192,15 @@ def _slice(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     if any(is_unit(s) and not is_unit(a.shape[d]) for d, s in enumerate(bsym.output.shape)):
         # NOTE: nvfuser_direct 0.2.36's segmenter refuses a squeeze behind that segment_set where a
         # reduction follows (in the next segment the dim's extent is the input's, not known to be 1:
-        # "Can not squeeze dimension(s) with size != 1", alias.cpp:338). A slice only squeezed, of a
-        # source read no other way, is squeezed first and segmented after (`_squeeze`): that compiles
-        # and reads the right rows (H200: f32, bf16; first, middle, last rows; a reduction after or not).
+        # "Can not squeeze dimension(s) with size != 1", alias.cpp:338). A slice only squeezed is
+        # squeezed first and segmented after (`_squeeze`): that compiles and reads the right rows
+        # (H200: f32, bf16; first, middle, last rows; a reduction after or not; a source also sliced
+        # otherwise, `(a[1:3, 2:20] * 2, a[0] + 1)`, or into several such parts, a fused QKV's).
         readers = [b for b in region.bsyms if any(q is bsym.output for q in b.inputs)]
         if (
             readers
             and all(b.sym is Prim.SQUEEZE for b in readers)
             and all(p is not bsym.output for p in region.outputs)
-            and not _read_elsewhere(region, a)
         ):
             tx.squeeze_first.add(bsym.output.name)
             return sliced
