@@ -81,7 +81,15 @@ class RegionFallback:
     region of the executor's that may fail and be cut again (`region_split.py`); without it, or
     for a smaller region, its prims run with torch. A `quiet` fallback (a piece's) neither warns,
     logs nor counts: the region it was cut from reports what became of all its pieces.
+
+    Each failure costs a compilation, so once a region and its pieces have failed `MAX_FAILURES`
+    times between them, a piece that fails runs its prims with torch, uncut (an error that every
+    piece meets, such as a broken install or an exhausted device, would otherwise be met again in
+    every piece down to the smallest). Pieces cut before that each fail once at most: at most
+    `MAX_FAILURES` plus the depth of the cuts (log2 of the region's prims) failures in all.
     """
+
+    MAX_FAILURES = 16
 
     def __init__(
         self,
@@ -102,6 +110,7 @@ class RegionFallback:
         self._function: Callable | None = None
         self._instead: Callable | None = None
         self.parts: list[Any] = []  # after a split: each half's callable, or its region where torch runs it
+        self.failures = [0]  # failures of the region this one was cut from and of all its pieces (shared)
 
     def function(self) -> Callable:
         """The region's prims run with torch (compiled on first need)."""
@@ -112,11 +121,20 @@ class RegionFallback:
     def run(self, args: tuple) -> Any:
         """The region's outputs for `args`, once it has fallen back: computed by its pieces, or by torch."""
         if self._instead is None:
-            if self.make_piece is not None and len(self.region.bsyms) > MIN_FUSED:
-                self._instead, self.parts = split_function(self.region, self.make_piece, self.executor_name)
+            cut = self.failures[0] <= self.MAX_FAILURES and len(self.region.bsyms) > MIN_FUSED
+            if self.make_piece is not None and cut:
+                self._instead, self.parts = split_function(self.region, self._piece, self.executor_name)
             else:
                 self._instead = self.function()
         return self._instead(*args)
+
+    def _piece(self, piece: Region) -> Callable:
+        """The executor's callable for `piece`, its fallback sharing this one's count of failures."""
+        impl = self.make_piece(piece)
+        inner = getattr(impl, "fallback", None)
+        if isinstance(inner, RegionFallback):
+            inner.failures = self.failures
+        return impl
 
     def outcome(self) -> tuple[int, int]:
         """(fusions, prims run with torch) that the region runs as since it fell back (or would)."""
@@ -145,6 +163,7 @@ class RegionFallback:
         computed so, then (unless `quiet`) warns once, counts it in `stats.fallbacks` and logs it:
         after this first call, every piece has compiled or fallen back itself."""
         self.error = error
+        self.failures[0] += 1
         try:
             return self.run(args)
         finally:

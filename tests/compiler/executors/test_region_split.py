@@ -3,6 +3,7 @@ and computes eager's values: outputs, write-backs, edge shapes."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import pytest
@@ -12,7 +13,7 @@ import compiler
 from compiler import prims
 from compiler.core.executor import Region
 from compiler.executors.nvfuser.executor import TorchRunner
-from compiler.executors.region_fallback import FusionFallbackWarning
+from compiler.executors.region_fallback import FusionFallbackWarning, RegionFallback
 from compiler.executors.region_split import MIN_FUSED, halves
 from compiler.passes.fuse import partition
 from compiler.prims import Prim
@@ -170,3 +171,34 @@ def test_a_cut_region_evaluates_as_the_trace_does():
         env.update(zip((p.name for p in piece.outputs), eval_trace(piece_trace, *[env[p.name] for p in piece.inputs])))
     expected = eval_trace(trace, a, b)
     torch.testing.assert_close([env[p.name] for p in region.outputs], list(expected))
+
+
+def _long_chain(a: torch.Tensor) -> torch.Tensor:
+    for k in range(80):
+        a = (a * 1.01 + k).sin() if k % 2 else (a - 0.5).cos()
+    return a
+
+
+def test_a_region_and_its_pieces_fail_at_most_max_failures_times(monkeypatch):
+    attempts = []
+    run = TorchRunner.run
+
+    def always_fails(self, fusion, args, key):
+        attempts.append(fusion.name)
+        raise RuntimeError("no GPU left")
+
+    monkeypatch.setattr(TorchRunner, "run", always_fails)
+    jfn = compiler.jit(_long_chain, executors=["nvfuser"], fusion={"runner": "torch"})
+    a = torch.randn(3, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FusionFallbackWarning)
+        torch.testing.assert_close(jfn(a), _long_chain(a))
+        torch.testing.assert_close(jfn(a), _long_chain(a))
+    (info,) = compiler.examine.fusions(jfn)
+    assert len(info.ops) > 2 * RegionFallback.MAX_FAILURES * MIN_FUSED  # enough prims to fail more often uncapped
+    # past the limit, only the pieces already cut (one per level of cuts) try once more
+    assert RegionFallback.MAX_FAILURES < len(attempts) <= RegionFallback.MAX_FAILURES + math.log2(len(info.ops)), (
+        attempts
+    )
+    assert info.runner == f"its {len(info.ops)} prims with torch (fallback)"
+    monkeypatch.setattr(TorchRunner, "run", run)
