@@ -20,12 +20,12 @@ from __future__ import annotations
 import abc
 import enum
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 from compiler.core.errors import check, short_repr
-from compiler.core.ir import BoundSymbol, Proxy
+from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy
 
 FUEL_ENV = "FUSEBENCH_FUSION_FUEL"
 
@@ -146,6 +146,24 @@ class Region:
     inputs: tuple[Proxy, ...]
     outputs: tuple[Proxy, ...]
     written: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(
+        cls, name: str, bsyms: Sequence[BoundSymbol], returned: Callable[[int], bool], written: Collection[str]
+    ) -> Region:
+        """The region of `bsyms`: it reads the tensors and numbers they read and do not define, and
+        returns those they define whose id `returned` accepts; `written`: names written back."""
+        defined: dict[int, Proxy] = {}
+        inputs: dict[int, Proxy] = {}
+        for b in bsyms:
+            for p in b.inputs:
+                if id(p) not in defined and isinstance(p, (TensorProxy, NumberProxy)):
+                    inputs.setdefault(id(p), p)
+            for p in b.outputs:
+                defined[id(p)] = p
+        outputs = tuple(p for key, p in defined.items() if returned(key))
+        kept = frozenset(p.name for p in inputs.values() if p.name in written)
+        return cls(name, tuple(bsyms), tuple(inputs.values()), outputs, kept)
 
 
 class Executor(abc.ABC):

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from compiler.core.executor import Region
-from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy, Trace
+from compiler.core.ir import BoundSymbol, Symbol, Trace
 from compiler.executors.codegen import compile_trace
 from compiler.executors.torch import TorchExecutor
 from compiler.passes.fusion_groups import static_numel
@@ -54,20 +54,10 @@ def _cut(region: Region) -> int:
 
 
 def _piece(region: Region, bsyms: Sequence[BoundSymbol], read_later: set[int], name: str) -> Region:
-    """The region of `bsyms` (a run of `region`'s prims): it reads what they read and do not
-    define, and returns what they define that `region` returns or a later piece reads."""
+    """The region of `bsyms` (a run of `region`'s prims): it returns what they define that
+    `region` returns or a later piece reads."""
     returned = {id(p) for p in region.outputs}
-    defined: dict[int, Proxy] = {}
-    inputs: dict[int, Proxy] = {}
-    for b in bsyms:
-        for p in b.inputs:
-            if id(p) not in defined and isinstance(p, (TensorProxy, NumberProxy)):
-                inputs.setdefault(id(p), p)
-        for p in b.outputs:
-            defined[id(p)] = p
-    outputs = tuple(p for key, p in defined.items() if key in returned or key in read_later)
-    written = frozenset(p.name for p in inputs.values() if p.name in region.written)
-    return Region(name, tuple(bsyms), tuple(inputs.values()), outputs, written)
+    return Region.of(name, bsyms, lambda key: key in returned or key in read_later, region.written)
 
 
 def halves(region: Region) -> tuple[Region, Region]:

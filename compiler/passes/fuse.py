@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 
 from compiler.core.errors import check
 from compiler.core.executor import Executor, FusionOptions, Reason, Region, fusion_executor
-from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy, Trace, map_proxies, proxies_in
+from compiler.core.ir import BoundSymbol, Proxy, Symbol, TensorProxy, Trace, map_proxies, proxies_in
 from compiler.passes import trace_pass
 from compiler.passes.duplicate_widenings import is_broadcast, is_widening
 from compiler.passes.fusion_groups import Groups
@@ -418,24 +418,13 @@ class _Partitioner(Peeling):
         return Partition(result, decisions)
 
     def region(self, members: list[int], number: int) -> Region:
-        bsyms = [self.bsyms[i] for i in members]
         inside = set(members)
-        defined: dict[int, Proxy] = {}
-        inputs: dict[int, Proxy] = {}
-        for b in bsyms:
-            for p in b.inputs:
-                if id(p) not in defined and isinstance(p, (TensorProxy, NumberProxy)):
-                    inputs.setdefault(id(p), p)
-            for p in b.outputs:
-                defined[id(p)] = p
-        outputs = [
-            p
-            for key, p in defined.items()
-            if key in self.output_ids or any(j not in inside for j in self.readers.get(key, ()))
-        ]
-        written = frozenset(p.name for p in inputs.values() if p.name in self.written)
-        name = f"{self.fuser.region_prefix}{number}"
-        return Region(name, tuple(bsyms), tuple(inputs.values()), tuple(outputs), written)
+        return Region.of(
+            f"{self.fuser.region_prefix}{number}",
+            [self.bsyms[i] for i in members],
+            lambda key: key in self.output_ids or any(j not in inside for j in self.readers.get(key, ())),
+            self.written,
+        )
 
 
 def partition(trace: Trace, executors: Sequence[Executor]) -> Partition:
