@@ -341,16 +341,10 @@ class NvFusion:
         self.runner: TorchRunner | NvFuserRunner = (
             NvFuserRunner(region) if executor.options.runner == "nvfuser" else TorchRunner(region)
         )
-        # NOTE: a region nvFuser fails on is cut into pieces, themselves NvFusions (`piece`: their
-        # own fallbacks are reported by the region they were cut from)
-        self.fallback = RegionFallback(
-            region,
-            "nvFuser",
-            FusionFallbackWarning,
-            functools.partial(NvFusion, executor=executor, piece=True),
-            executor.name,
-            quiet=piece,
-        )
+        # NOTE: a region nvFuser fails on is cut into pieces, NvFusions whose fallbacks (`piece`) the
+        # region they were cut from reports
+        piece_of = functools.partial(NvFusion, executor=executor, piece=True)
+        self.fallback = RegionFallback(region, "nvFuser", FusionFallbackWarning, piece_of, executor.name, quiet=piece)
         self.last_key: tuple | None = None
         self.last_inputs: list[InputRecord] = []
         self.last_definition: Any = None
