@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from compiler.core.errors import check, short_repr
-from compiler.core.executor import fusion_executor
+from compiler.core.executor import Region, fusion_executor
 from compiler.core.fallback_log import logged, logged_count
 from compiler.core.ir import Trace
 from compiler.executors.inductor import InductorFusion, InductorStats, inductor_fusions
@@ -78,8 +78,12 @@ def _fused(jfn: Any, api: str, backward: bool = False) -> list[NvFusion | Induct
 def _check_names(
     jfn: Any, api: str, names: Iterable[str], argument: str = "name", backward: bool = False
 ) -> list[NvFusion]:
-    """The fusions of `jfn`; a ValueError names each of `names` that is not one of them."""
+    """The fusions of `jfn` and the pieces of those that fell back; a ValueError names each of
+    `names` that is not one of them."""
     found = _fused(jfn, api, backward)
+    found += [
+        p for f in found if f.fallback_error is not None for p in f.fallback.pieces() if not isinstance(p, Region)
+    ]
     known = [f.name for f in found]
     for name in names:
         check(
@@ -113,11 +117,14 @@ class FusionInfo:
     calls: int
     runner: str
     fallback_error: str | None = None  # what the fusion compiler said when it failed (`error_summary`)
+    pieces: list[str] = field(default_factory=list)  # what a fusion that fell back was cut into, one line each
 
     def __str__(self) -> str:
         lines = [f"{self.name}: {len(self.ops)} ops, {self.calls} calls, runs with {self.runner}"]
         if self.fallback_error:
             lines[0] += f" (FELL BACK: {self.fallback_error})"
+        if self.pieces:
+            lines += ["  cut into (examine.repro takes a piece's name):"] + [f"    {p}" for p in self.pieces]
         lines += ["  inputs:"] + ([f"    {r}" for r in self.inputs] or ["    (not called yet)"])
         lines += [f"  outputs: {', '.join(self.outputs) or '(write-backs only)'}", "  ops:"]
         lines += [f"    {op}" for op in self.ops]
@@ -136,8 +143,19 @@ def fusions(jfn: JittedFunction, *, backward: bool = False) -> Listing:
         error = error_summary(f.fallback_error) if f.fallback_error else None
         ops = [str(b).splitlines()[0] for b in f.region.bsyms]
         outputs = [p.name for p in f.region.outputs]
-        result.append(FusionInfo(f.name, ops, list(f.last_inputs), outputs, f.calls, runner, error))
+        pieces = [_piece_line(p) for p in f.fallback.pieces()] if f.fallback_error else []
+        result.append(FusionInfo(f.name, ops, list(f.last_inputs), outputs, f.calls, runner, error, pieces))
     return result
+
+
+def _piece_line(piece: Any) -> str:
+    """One piece of a fusion that fell back: its name, prims and how it runs."""
+    if isinstance(piece, Region):
+        return f"{piece.name}: {len(piece.bsyms)} prims, with torch"
+    head = f"{piece.name}: {len(piece.region.bsyms)} prims"
+    if piece.fallback_error is None:
+        return f"{head}, one {piece.fallback.compiler_name} fusion"
+    return f"{head}, FELL BACK ({error_summary(piece.fallback_error)}): {piece.fallback.runs_as()}"
 
 
 def why_not_fused(jfn: JittedFunction, *, backward: bool = False) -> Listing:

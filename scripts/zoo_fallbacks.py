@@ -9,8 +9,9 @@ mode) it prints how many fusions ran and which fell back, forward and backward, 
 as since (the pieces it was cut into that compile, the prims left to torch); then
 the fallbacks grouped by what the fusion compiler said (`region_fallback.error_summary`: for
 nvFuser, the check that failed and where), each with the fusions that hit it. With `--repros
-DIR`, each nvFuser fusion that fell back is written as a standalone repro script
-(`compiler.examine.repro`) named after its architecture, mode and fusion. A model that fails as
+DIR`, each nvFuser fusion that fell back, and each piece of it that failed too, is written as a
+standalone repro script (`compiler.examine.repro`) named after its architecture, mode and fusion
+or piece: the smallest failing piece is the smallest repro of what the compiler failed on. A model that fails as
 a whole (tracing, a pass, an error outside fusions) is listed with its error.
 
 A fallback costs speed, not correctness: the fusion runs as pieces, or its prims with torch. So the zoo's tests
@@ -92,8 +93,11 @@ def sweep_one(
                 continue
             result.fell_back.append((prefix + info.name, info.fallback_error, info.runner.removesuffix(" (fallback)")))
             if repros is not None and info.runner != "inductor":
-                path = repros / f"{zoo.name}_{mode}_{prefix.strip() or 'forward'}_{info.name}.py"
-                _write_repro(jitted, info.name, path, backward)
+                # the fusion, and each piece of it that failed too: the smallest holds the failing ops
+                failed = [line.split(":")[0] for line in info.pieces if "FELL BACK" in line]
+                for name in (info.name, *failed):
+                    path = repros / f"{zoo.name}_{mode}_{prefix.strip() or 'forward'}_{name}.py"
+                    _write_repro(jitted, name, path, backward)
     return result
 
 

@@ -136,6 +136,18 @@ class RegionFallback:
             inner.failures = self.failures
         return impl
 
+    def pieces(self) -> list[Any]:
+        """Every piece the region was cut into, depth first (a piece, then the pieces it was cut into):
+        the executor's callable of each (its own `fallback` says whether it failed), or the
+        `Region` of one run with torch. Empty where the region was not cut."""
+        found: list[Any] = []
+        for part in self.parts:
+            found.append(part)
+            inner = getattr(part, "fallback", None)
+            if isinstance(inner, RegionFallback):
+                found.extend(inner.pieces())
+        return found
+
     def outcome(self) -> tuple[int, int]:
         """(fusions, prims run with torch) that the region runs as since it fell back (or would)."""
         if not self.parts:

@@ -78,3 +78,24 @@ def test_unknown_models_and_modes_are_refused_naming_what_is_expected(capsys):
     with pytest.raises(SystemExit):
         zoo_fallbacks.main(["--models", "gpt2", "--modes", "inference"])
     assert "--modes: expected a comma-separated list of ('forward', 'training')" in capsys.readouterr().err
+
+
+def test_the_pieces_of_a_fusion_that_failed_too_get_repros(monkeypatch, tmp_path):
+    run = TorchRunner.run
+
+    def failing_big_pieces(self, fusion, args, key):  # nvFusion0 and its pieces of more than 6 prims fail
+        if fusion.name.startswith("nvFusion0") and len(fusion.region.bsyms) > 6:
+            raise RuntimeError(FAILURE)
+        return run(self, fusion, args, key)
+
+    monkeypatch.setattr(TorchRunner, "run", failing_big_pieces)
+    result = sweep_one(
+        ARCHITECTURES["gpt2"], "forward", CPU, ["nvfuser", "torch"], {"runner": "torch"}, repros=tmp_path
+    )
+    (fusion, _, runs_as) = result.fell_back[0]
+    assert fusion == "nvFusion0" and "nvFuser fusion" in runs_as
+    pieces = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("gpt2_forward_forward_nvFusion0_"))
+    assert pieces, sorted(p.name for p in tmp_path.iterdir())
+    for name in pieces:
+        piece = name.removeprefix("gpt2_forward_forward_").removesuffix(".py")
+        assert (tmp_path / name).read_text().startswith(f'"""Repro for {piece} (written by fusebench')

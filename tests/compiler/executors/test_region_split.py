@@ -202,3 +202,23 @@ def test_a_region_and_its_pieces_fail_at_most_max_failures_times(monkeypatch):
     )
     assert info.runner == f"its {len(info.ops)} prims with torch (fallback)"
     monkeypatch.setattr(TorchRunner, "run", run)
+
+
+def test_examine_lists_the_pieces_and_writes_a_repro_of_the_smallest_that_failed(monkeypatch, tmp_path):
+    _failing_on(monkeypatch, Prim.COS)
+    jfn = compiler.jit(_program, executors=["nvfuser"], fusion={"runner": "torch"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FusionFallbackWarning)
+        jfn(torch.randn(4, 8), torch.randn(4, 8))
+    (info,) = compiler.examine.fusions(jfn)
+    assert info.pieces and all(line.startswith("nvFusion0_") for line in info.pieces)
+    assert "  cut into (examine.repro takes a piece's name):" in str(info)
+    failed = [line.split(":")[0] for line in info.pieces if "FELL BACK (RuntimeError: nvFuser exploded" in line]
+    fused = [line.split(":")[0] for line in info.pieces if line.endswith("one nvFuser fusion")]
+    assert failed and fused
+    smallest = failed[-1]  # depth first: the last failed piece holds no piece that failed after it
+    path = compiler.examine.repro(jfn, smallest, tmp_path / "smallest.py")
+    assert f'"""Repro for {smallest} (written by fusebench' in path.read_text()
+    assert "cos" in path.read_text()
+    with pytest.raises(ValueError, match="no fusion of that name"):
+        compiler.examine.repro(jfn, "nvFusion0_9", tmp_path / "none.py")
