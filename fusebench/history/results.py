@@ -87,6 +87,7 @@ DATAFRAME_COLUMNS = [
     "repeats",
     "samples",
     "benchmark",
+    "paired",  # time rows: other variant -> {"ratio", "spread", "pairs"} timed alternately with it, or None
 ]
 
 
@@ -205,8 +206,8 @@ def read_result_file(path: str | Path, descriptions: dict[str, Any] | None = Non
         suite, case, metric = split_benchmark_name(name)
         for combo, point in benchmark.points.items():
             *param_reprs, variant_repr = combo
-            default = ("ok" if point.value is not None else "missing", "")
-            status, detail = statuses.get((f"{suite}.{case}", combo), default)
+            entry = statuses.get((f"{suite}.{case}", combo), {})
+            status = entry.get("status", "ok" if point.value is not None else "missing")
             samples = point.samples if metric is TIME else None
             rows.append(
                 {
@@ -222,13 +223,14 @@ def read_result_file(path: str | Path, descriptions: dict[str, Any] | None = Non
                     "unit": metric.unit,
                     "value": math.nan if point.value is None else point.value,
                     "status": status,
-                    "detail": detail,
+                    "detail": entry.get("detail", ""),
                     "q25": (point.stats or {}).get("q_25"),
                     "q75": (point.stats or {}).get("q_75"),
                     "min": min(samples) if samples else None,
                     "repeats": (point.stats or {}).get("repeat"),
                     "samples": samples,
                     "benchmark": name,
+                    "paired": entry.get("paired") if metric is TIME else None,
                 }
             )
     return pd.DataFrame(rows, columns=DATAFRAME_COLUMNS)
@@ -253,7 +255,10 @@ def _add_outcome(benchmarks: dict[str, _Benchmark], statuses: dict, outcome: Out
         if metric_name == TIME.name and value is not None and outcome.timing is not None:
             point.stats, point.samples = _time_stats(outcome), list(outcome.timing.samples)
         benchmark.points[combo] = point
-    statuses[(f"{outcome.suite}.{outcome.case}", combo)] = (outcome.status, outcome.detail)
+    entry = {"status": outcome.status, "detail": outcome.detail}
+    if outcome.extra.get("paired"):
+        entry["paired"] = outcome.extra["paired"]
+    statuses[(f"{outcome.suite}.{outcome.case}", combo)] = entry
 
 
 def _time_stats(outcome: Outcome) -> dict[str, Any]:
@@ -296,8 +301,7 @@ def _document(
         "fusebench": {
             "param_names": dict(sorted(param_names.items())),
             "outcomes": [
-                {"case": case, "params": list(combo), "status": status, "detail": detail}
-                for (case, combo), (status, detail) in sorted(statuses.items())
+                {"case": case, "params": list(combo), **entry} for (case, combo), entry in sorted(statuses.items())
             ],
             "dirty": run.revision.dirty,
         },
@@ -369,8 +373,9 @@ def _parse(
             benchmark.points[combo] = _Point(
                 data["result"][i], stats or None, data["samples"][i], data.get("started_at"), None
             )
+    # (case, combo) -> {"status", "detail", "paired" (where the run timed it alternately with others)}
     statuses = {
-        (entry["case"], tuple(entry["params"])): (entry["status"], entry.get("detail", ""))
+        (entry["case"], tuple(entry["params"])): {k: v for k, v in entry.items() if k not in ("case", "params")}
         for entry in extras.get("outcomes", [])
     }
     return benchmarks, statuses

@@ -35,6 +35,20 @@ STATUSES = ("ok", "failed", "unsupported", "skipped", "error", "crashed")
 BAD_STATUSES = ("failed", "error", "crashed")  # what makes `fusebench run` exit 1
 
 
+def paired_ratios(paired: Any) -> dict[str, tuple[float, float | None]]:
+    """Ratios of a variant's time to others' timed alternately with it, from their JSON form
+    (other variant -> {"ratio", "spread", "pairs"}, as an outcome's `extra["paired"]` and a results
+    file keep them): other variant -> (ratio, spread of the pairs' ratios), those whose ratio is
+    positive and finite (a results file may hold anything)."""
+    found = {}
+    for other, entry in (paired if isinstance(paired, dict) else {}).items():
+        ratio = entry.get("ratio") if isinstance(entry, dict) else None
+        if isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 0:
+            spread = entry.get("spread")
+            found[str(other)] = (float(ratio), spread if isinstance(spread, (int, float)) else None)
+    return found
+
+
 @dataclass(frozen=True)
 class Metric:
     """A recorded quantity: its ASV benchmark name suffix, ASV type and unit."""
@@ -136,15 +150,8 @@ class Outcome:
 
     def paired_ratios(self) -> dict[str, tuple[float, float | None]]:
         """The ratios of this variant's time to others' timed alternately with it
-        (`extra["paired"]`, kept by fusebench/measure/paired.py): other variant -> (ratio, spread
-        of the pairs' ratios), those whose ratio is positive and finite (a results file may hold anything)."""
-        found = {}
-        for other, entry in (self.extra.get("paired") or {}).items():
-            ratio = entry.get("ratio") if isinstance(entry, dict) else None
-            if isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 0:
-                spread = entry.get("spread")
-                found[str(other)] = (float(ratio), spread if isinstance(spread, (int, float)) else None)
-        return found
+        (`extra["paired"]`, kept by fusebench/measure/paired.py): see `paired_ratios`."""
+        return paired_ratios(self.extra.get("paired"))
 
     @property
     def tokens_per_second(self) -> float | None:

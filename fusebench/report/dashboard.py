@@ -17,7 +17,9 @@ numbers PyTorch's inductor performance dashboard shows per compiler and suite.
 
 The same numbers come from one run's outcomes (`fusebench run` prints them first in its summary)
 and from a results DataFrame: the latest measurement of each series (the report's headline) or
-each commit on its own (`dashboard_history`, the headline's history over commits).
+each commit on its own (`dashboard_history`, the headline's history over commits). A results file
+keeps each outcome's pairs (`fusebench.history.results`), so the report's dashboard gives the run's
+paired speedups too.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import pandas as pd
 
 from fusebench.cases.case import format_params
 from fusebench.cases.variants import OURS
-from fusebench.measure.outcome import COMPILE, PEAK_DEVICE, TIME, Outcome
+from fusebench.measure.outcome import COMPILE, PEAK_DEVICE, TIME, Outcome, paired_ratios
 from fusebench.report.scoreboard import variant_order
 from fusebench.report.summary import format_ratio
 
@@ -101,8 +103,10 @@ def measurements_from_frame(frame: pd.DataFrame) -> list[Measurement]:
     extras = frame[frame.metric.isin([COMPILE.name, PEAK_DEVICE.name]) & frame.value.notna()]
     # (*series, metric) -> value, for the compile time and peak memory beside each time
     values = {tuple(row[:-1]): row[-1] for row in extras[[*key, "metric", "value"]].itertuples(index=False)}
+    if "paired" not in times:  # NOTE: a frame built without the column (results read by an older version)
+        times = times.assign(paired=None)
     measurements = []
-    for row in times[[*key, "status", "value"]].itertuples(index=False):
+    for row in times[[*key, "status", "value", "paired"]].itertuples(index=False):
         series = tuple(row[: len(key)])
         ok = row.status == "ok" and not pd.isna(row.value)
         measurements.append(
@@ -115,6 +119,7 @@ def measurements_from_frame(frame: pd.DataFrame) -> list[Measurement]:
                 seconds=float(row.value) if ok else None,
                 compile_seconds=_float(values.get((*series, COMPILE.name))) if ok else None,
                 peak_device_bytes=_float(values.get((*series, PEAK_DEVICE.name))) if ok else None,
+                paired=tuple((other, ratio) for other, (ratio, _) in paired_ratios(row.paired).items()) if ok else (),
             )
         )
     return measurements

@@ -46,7 +46,8 @@ def dashboard_section(
         f'<h2 id="{anchor}">Dashboard: {html.escape(label)}</h2>',
         "<p>Per variant and suite, from each series' latest measurement: the share of (case, params) whose "
         "result matched the reference (skipped ones not counted); the geometric means of eager's time and of "
-        "eager's peak device memory over the variant's (&gt; 1× is better); the mean compile time.</p>",
+        "eager's peak device memory over the variant's (&gt; 1× is better; times from samples timed alternately "
+        "where the run took them); the mean compile time.</p>",
         f'<table class="dashboard"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>',
     ]
     if frame.commit.nunique() > 1:

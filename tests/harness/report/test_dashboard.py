@@ -10,7 +10,7 @@ import pytest
 from fusebench.history.results import RunInfo, read_results, write_outcomes
 from fusebench.history.revision import Revision
 from fusebench.measure.machine import machine_info
-from fusebench.measure.outcome import Outcome
+from fusebench.measure.outcome import TIME, Outcome
 from fusebench.measure.stats import summarize
 from fusebench.report.dashboard import (
     dashboard,
@@ -132,3 +132,26 @@ def test_the_report_opens_with_the_dashboard_and_charts_peak_device_memory(tmp_p
     assert "Dashboard over commits" in body
     assert "a: device memory the measurement allocated at its peak (latest commit)" in body
     assert "b: device memory" not in body  # suite b recorded no device memory
+
+
+def test_results_keep_the_pairs_so_the_reports_dashboard_gives_the_runs_paired_speedups(tmp_path: Path) -> None:
+    """The medians say fusebench is 1× eager (the machine slowed while it was measured apart); the
+    pairs say 2×. The run's dashboard and the one read back from its results say the same."""
+    run = [
+        outcome("z", 1, "eager", seconds=1e-3),
+        _paired(outcome("z", 1, "fusebench", seconds=1e-3), eager=0.5),
+        outcome("z", 1, "torch.compile", seconds=0.5e-3),  # no pairs: its medians
+    ]
+    machine = machine_info("paired-machine")
+    revision = Revision("a" * 40, 1_700_000_000_000, False)
+    write_outcomes(tmp_path, RunInfo(machine, revision, "fusebench-cuda-py3.11-torch2.13.0"), run)
+    frame = read_results(tmp_path)
+    times = frame[frame.metric == TIME.name].set_index("variant")
+    assert times.loc["fusebench", "paired"] == {"eager": {"ratio": 0.5, "spread": 0.01, "pairs": 9}}
+    assert times.loc["eager", "paired"] is None
+    from_results = {e.variant: e.speedup for e in dashboard(latest_measurements(frame))}
+    from_run = {e.variant: e.speedup for e in dashboard(measurements_from_outcomes(run))}
+    assert from_results == pytest.approx(from_run)
+    assert from_results["fusebench"] == pytest.approx(2.0) and from_results["torch.compile"] == pytest.approx(2.0)
+    history = dashboard_history(frame)
+    assert history[history.variant == "fusebench"].speedup.tolist() == pytest.approx([2.0])
