@@ -12,7 +12,9 @@ nvFuser, the check that failed and where), each with the fusions that hit it. Wi
 DIR`, each nvFuser fusion that fell back, and each piece of it that failed too, is written as a
 standalone repro script (`compiler.examine.repro`) named after its architecture, mode and fusion
 or piece: the smallest failing piece is the smallest repro of what the compiler failed on. A model that fails as
-a whole (tracing, a pass, an error outside fusions) is listed with its error.
+a whole (tracing, a pass, an error outside fusions) is listed with its error. With `--jobs N`, each
+architecture runs in a process of its own, N at a time: one that crashes (nvFuser can) or runs past
+`--timeout` is listed so, and the sweep goes on.
 
 A fallback costs speed, not correctness: the fusion runs as pieces, or its prims with torch. So the zoo's tests
 pass where this script lists failures; run it on a GPU after changing the nvFuser writer, or to
@@ -22,8 +24,14 @@ find what to fix next.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import signal
+import subprocess
+import sys
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,12 +39,14 @@ from typing import Any
 import torch
 
 import compiler
-from compiler.executors.region_fallback import error_summary
+from compiler.executors.region_fallback import SUMMARY_CHARS, error_summary
 from suites._models.hf_architectures import Architecture
 from suites._models.hf_zoo_inputs import call_inputs, every_architecture, tiny_model, training_loss
 
 MODES = ("forward", "training")
 ARCHITECTURES: dict[str, Architecture] = every_architecture()
+ROOT = Path(__file__).resolve().parent.parent
+JSON_PREFIX = "zoo_fallbacks.json: "  # a child process's result line (`--json`)
 
 
 @dataclass
@@ -121,13 +131,56 @@ def grouped(results: Sequence[Sweep]) -> str:
     return "\n".join(lines)
 
 
+def _in_child(name: str, modes: Sequence[str], device: str, repros: Path | None, timeout: float) -> list[Sweep]:
+    """`name`'s sweeps run in a process of their own (`--jobs`), which may crash or hang alone."""
+    command = [sys.executable, "-X", "faulthandler", "-m", "scripts.zoo_fallbacks", "--models", name]
+    command += ["--modes", ",".join(modes), "--device", device, "--json"]
+    command += ["--repros", str(repros)] if repros is not None else []
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False)
+    except subprocess.TimeoutExpired:
+        return [Sweep(name, mode, error=f"timed out after {timeout:.0f} s") for mode in modes]
+    return child_results(name, modes, done)
+
+
+def child_results(name: str, modes: Sequence[str], done: subprocess.CompletedProcess) -> list[Sweep]:
+    """The sweeps a child process printed (`--json`); each mode it did not print fails with how the
+    process ended (a signal: 'crashed (SIGSEGV)') and the last line of its error output."""
+    found = {}
+    for line in done.stdout.splitlines():
+        if line.startswith(JSON_PREFIX):
+            fields = json.loads(line[len(JSON_PREFIX) :])
+            fields["fell_back"] = [tuple(entry) for entry in fields["fell_back"]]
+            found[fields["mode"]] = Sweep(**fields)
+    if len(found) < len(modes):
+        code = done.returncode
+        how = f"crashed ({signal.Signals(-code).name})" if code < 0 else f"exited with status {code}"
+        last = next((line.strip() for line in reversed(done.stderr.splitlines()) if line.strip()), "")
+        error = f"the process {how}" + (f": {last[:SUMMARY_CHARS]}" if last else "")
+        found.update({mode: Sweep(name, mode, error=error) for mode in modes if mode not in found})
+    return [found[mode] for mode in modes]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="", help="comma-separated architectures (default: every one)")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, of: " + ", ".join(MODES))
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--repros", type=Path, help="a folder for a repro script of each nvFuser fusion that fell back")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        help="run each architecture in a process of its own, this many at a time, so that one that crashes or "
+        "hangs (--timeout) is reported alone (default 0: all in this process)",
+    )
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per architecture with --jobs")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # a child's output (--jobs)
     args = parser.parse_args(argv)
+    if args.jobs < 0:
+        parser.error(f"--jobs: expected 0 or more processes, got {args.jobs}")
+    if args.timeout <= 0:
+        parser.error(f"--timeout: expected seconds > 0, got {args.timeout}")
     names = [n for n in args.models.split(",") if n] or list(ARCHITECTURES)
     unknown = [n for n in names if n not in ARCHITECTURES]
     if unknown:
@@ -138,11 +191,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.repros is not None:
         args.repros.mkdir(parents=True, exist_ok=True)
     results = []
-    for name in names:
-        for mode in modes:
-            result = sweep_one(ARCHITECTURES[name], mode, torch.device(args.device), repros=args.repros)
-            print(result, flush=True)
-            results.append(result)
+    if args.jobs:
+        with ThreadPoolExecutor(args.jobs) as pool:
+            futures = [pool.submit(_in_child, n, modes, args.device, args.repros, args.timeout) for n in names]
+            for future in as_completed(futures):
+                for result in future.result():
+                    print(result, flush=True)
+                    results.append(result)
+    else:
+        for name in names:
+            for mode in modes:
+                result = sweep_one(ARCHITECTURES[name], mode, torch.device(args.device), repros=args.repros)
+                print(JSON_PREFIX + json.dumps(dataclasses.asdict(result)) if args.json else result, flush=True)
+                results.append(result)
     fell_back = sum(len(r.fell_back) for r in results)
     failed = sum(r.error is not None for r in results)
     print(f"\n{len(results)} runs: {fell_back} fusions fell back (to pieces or torch), {failed} runs failed whole")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
 
 import pytest
 import torch
@@ -99,3 +101,36 @@ def test_the_pieces_of_a_fusion_that_failed_too_get_repros(monkeypatch, tmp_path
     for name in pieces:
         piece = name.removeprefix("gpt2_forward_forward_").removesuffix(".py")
         assert (tmp_path / name).read_text().startswith(f'"""Repro for {piece} (written by fusebench')
+
+
+def test_with_jobs_each_architecture_runs_in_a_process_of_its_own(capsys):
+    assert zoo_fallbacks.main(["--models", "gpt2", "--modes", "forward", "--jobs", "1", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("gpt2 forward: ") and " fusions, 0 fell back" in out.splitlines()[0], out
+    assert "1 runs: 0 fusions fell back (to pieces or torch), 0 runs failed whole" in out
+
+
+def test_a_child_that_crashes_or_stops_early_fails_the_modes_it_did_not_print():
+    said = Sweep("bloom", "forward", 7, [("nvFusion1", "RuntimeError: x", "2 nvFuser fusions of its pieces")])
+    printed = zoo_fallbacks.JSON_PREFIX + json.dumps(dataclasses.asdict(said))
+    crashed = subprocess.CompletedProcess(
+        [], -11, stdout=f"noise\n{printed}\n", stderr="Fatal Python error: Segmentation fault\n\n"
+    )
+    forward, training = zoo_fallbacks.child_results("bloom", ["forward", "training"], crashed)
+    assert forward == said
+    assert (
+        str(training) == "bloom training: FAILED: the process crashed (SIGSEGV): Fatal Python error: Segmentation fault"
+    )
+    exited = subprocess.CompletedProcess([], 1, stdout="", stderr="")
+    (only,) = zoo_fallbacks.child_results("bloom", ["forward"], exited)
+    assert only.error == "the process exited with status 1"
+
+
+def test_bad_jobs_and_timeouts_are_refused(capsys):
+    for argv, said in (
+        (["--jobs", "-1"], "--jobs: expected 0 or more processes, got -1"),
+        (["--timeout", "0"], "--timeout: expected seconds > 0, got 0.0"),
+    ):
+        with pytest.raises(SystemExit):
+            zoo_fallbacks.main(["--models", "gpt2", *argv])
+        assert said in capsys.readouterr().err
