@@ -29,7 +29,7 @@ import torch
 
 from compiler.executors.nvfuser.define.translations import fusion_source
 from compiler.executors.nvfuser.executor import NvFusion, unavailable_reason
-from compiler.executors.region_fallback import torch_function
+from compiler.executors.region_split import torch_function
 
 TOLERANCE = 1e-3  # largest difference over the largest magnitude of the output
 

@@ -23,13 +23,9 @@ from typing import Any
 
 from compiler.core.executor import Region
 from compiler.core.fallback_log import Fallback, log
-from compiler.core.ir import Trace
-from compiler.executors.codegen import compile_trace
-from compiler.executors.region_split import MIN_FUSED, split_function
-from compiler.executors.torch import TorchExecutor
+from compiler.executors.region_split import MIN_FUSED, split_function, torch_function
 
 FALLBACK_ENV = "FUSEBENCH_NVFUSER_FALLBACK"
-_TORCH = TorchExecutor()
 
 
 class FusionFallbackWarning(UserWarning):
@@ -62,13 +58,6 @@ def error_summary(error: BaseException) -> str:
     else:
         summary = lines[0] if lines else ""
     return f"{type(error).__name__}: {summary[:SUMMARY_CHARS]}"
-
-
-def torch_function(region: Region) -> Callable:
-    """`region`'s prims as one Python function run by the torch executor (args: its inputs;
-    returns its outputs)."""
-    trace = Trace(region.inputs, list(region.bsyms), region.outputs, name=region.name.lower())
-    return compile_trace(trace, [_TORCH])
 
 
 class RegionFallback:

@@ -71,6 +71,13 @@ def halves(region: Region) -> tuple[Region, Region]:
     )
 
 
+def torch_function(region: Region) -> Callable:
+    """`region`'s prims (or its pieces' callables) as one Python function run by the torch
+    executor (args: its inputs; returns its outputs)."""
+    trace = Trace(region.inputs, list(region.bsyms), region.outputs, name=region.name.lower())
+    return compile_trace(trace, [_TORCH])
+
+
 def split_function(
     region: Region, make: Callable[[Region], Callable], executor_name: str
 ) -> tuple[Callable, list[Callable | Region]]:
@@ -87,5 +94,4 @@ def split_function(
         impl = make(piece)
         bsyms.append(BoundSymbol(Symbol(piece.name, impl, executor_name), piece.inputs, {}, piece.outputs, piece.bsyms))
         parts.append(impl)
-    trace = Trace(region.inputs, bsyms, region.outputs, name=region.name.lower())
-    return compile_trace(trace, [_TORCH]), parts
+    return torch_function(Region(region.name, tuple(bsyms), region.inputs, region.outputs)), parts

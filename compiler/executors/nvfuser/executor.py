@@ -62,8 +62,8 @@ from compiler.executors.region_fallback import (
     FusionFallbackWarning,
     RegionFallback,
     fallback_default,
-    torch_function,
 )
+from compiler.executors.region_split import torch_function
 
 _MAX_SEEN_COMPILE_KEYS = 4096
 
