@@ -107,6 +107,20 @@ def _find(jfn: Any, name: str, api: str, backward: bool = False) -> NvFusion:
 
 
 @dataclass
+class PieceInfo:
+    """One piece a fusion that fell back was cut into (`FusionInfo.pieces`)."""
+
+    name: str
+    prims: int
+    runs_as: str  # 'with torch', 'one nvFuser fusion', or what a piece that failed too runs as
+    fallback_error: str | None = None  # what the fusion compiler said when this piece failed too
+
+    def __str__(self) -> str:
+        failed = f" FELL BACK ({self.fallback_error}):" if self.fallback_error else ""
+        return f"{self.name}: {self.prims} prims,{failed} {self.runs_as}"
+
+
+@dataclass
 class FusionInfo:
     """One fusion of the last-used cache entry."""
 
@@ -117,7 +131,7 @@ class FusionInfo:
     calls: int
     runner: str
     fallback_error: str | None = None  # what the fusion compiler said when it failed (`error_summary`)
-    pieces: list[str] = field(default_factory=list)  # what a fusion that fell back was cut into, one line each
+    pieces: list[PieceInfo] = field(default_factory=list)  # what a fusion that fell back was cut into, depth first
 
     def __str__(self) -> str:
         lines = [f"{self.name}: {len(self.ops)} ops, {self.calls} calls, runs with {self.runner}"]
@@ -143,19 +157,19 @@ def fusions(jfn: JittedFunction, *, backward: bool = False) -> Listing:
         error = error_summary(f.fallback_error) if f.fallback_error else None
         ops = [str(b).splitlines()[0] for b in f.region.bsyms]
         outputs = [p.name for p in f.region.outputs]
-        pieces = [_piece_line(p) for p in f.fallback.pieces()] if f.fallback_error else []
+        pieces = [_piece_info(p) for p in f.fallback.pieces()] if f.fallback_error else []
         result.append(FusionInfo(f.name, ops, list(f.last_inputs), outputs, f.calls, runner, error, pieces))
     return result
 
 
-def _piece_line(piece: Any) -> str:
-    """One piece of a fusion that fell back: its name, prims and how it runs."""
+def _piece_info(piece: Any) -> PieceInfo:
+    """One piece of a fusion that fell back (a `RegionFallback.pieces` entry)."""
     if isinstance(piece, Region):
-        return f"{piece.name}: {len(piece.bsyms)} prims, with torch"
-    head = f"{piece.name}: {len(piece.region.bsyms)} prims"
+        return PieceInfo(piece.name, len(piece.bsyms), "with torch")
+    prims, fallback = len(piece.region.bsyms), piece.fallback
     if piece.fallback_error is None:
-        return f"{head}, one {piece.fallback.compiler_name} fusion"
-    return f"{head}, FELL BACK ({error_summary(piece.fallback_error)}): {piece.fallback.runs_as()}"
+        return PieceInfo(piece.name, prims, f"one {fallback.compiler_name} fusion")
+    return PieceInfo(piece.name, prims, fallback.runs_as(), error_summary(piece.fallback_error))
 
 
 def why_not_fused(jfn: JittedFunction, *, backward: bool = False) -> Listing:

@@ -104,7 +104,7 @@ def sweep_one(
             result.fell_back.append((prefix + info.name, info.fallback_error, info.runner.removesuffix(" (fallback)")))
             if repros is not None and info.runner != "inductor":
                 # the fusion, and each piece of it that failed too: the smallest holds the failing ops
-                failed = [line.split(":")[0] for line in info.pieces if "FELL BACK" in line]
+                failed = [piece.name for piece in info.pieces if piece.fallback_error]
                 for name in (info.name, *failed):
                     path = repros / f"{zoo.name}_{mode}_{prefix.strip() or 'forward'}_{name}.py"
                     _write_repro(jitted, name, path, backward)

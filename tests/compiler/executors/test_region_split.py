@@ -211,10 +211,13 @@ def test_examine_lists_the_pieces_and_writes_a_repro_of_the_smallest_that_failed
         warnings.simplefilter("ignore", FusionFallbackWarning)
         jfn(torch.randn(4, 8), torch.randn(4, 8))
     (info,) = compiler.examine.fusions(jfn)
-    assert info.pieces and all(line.startswith("nvFusion0_") for line in info.pieces)
+    lines = [str(piece) for piece in info.pieces]
+    assert lines and all(line.startswith("nvFusion0_") for line in lines)
     assert "  cut into (examine.repro takes a piece's name):" in str(info)
-    failed = [line.split(":")[0] for line in info.pieces if "FELL BACK (RuntimeError: nvFuser exploded" in line]
-    fused = [line.split(":")[0] for line in info.pieces if line.endswith("one nvFuser fusion")]
+    assert all(f"    {line}" in str(info) for line in lines)
+    failed = [line.split(":")[0] for line in lines if "FELL BACK (RuntimeError: nvFuser exploded" in line]
+    fused = [line.split(":")[0] for line in lines if line.endswith("one nvFuser fusion")]
+    assert failed == [p.name for p in info.pieces if p.fallback_error] and fused
     assert failed and fused
     smallest = failed[-1]  # depth first: the last failed piece holds no piece that failed after it
     path = compiler.examine.repro(jfn, smallest, tmp_path / "smallest.py")
