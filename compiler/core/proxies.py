@@ -470,6 +470,16 @@ def is_unit(size: object) -> bool:
     return type(size) is int and size == 1
 
 
+def same_extent(a: object, b: object) -> bool:
+    """Whether two sizes of a trace are the same: equal ints, or one symbolic size.
+
+    NOTE: not `same_size`, nor `==`: outside tracing, `==` on a NumberProxy (an int on one
+    side included) evaluates the `eq` prim, which compares the proxies again (without end)."""
+    if isinstance(a, NumberProxy) or isinstance(b, NumberProxy):
+        return a is b or (isinstance(a, NumberProxy) and isinstance(b, NumberProxy) and a.name == b.name)
+    return a == b
+
+
 def same_size(a: Any, b: Any) -> bool:
     """Whether two sizes are equal; comparing a NumberProxy records a guard."""
     return a is b or bool(a == b)

@@ -87,7 +87,7 @@ LEFT_TO_OTHERS: dict[Prim, str] = {
     Prim.INDEX_COPY: "a scatter into a copy of the whole tensor; torch does it in one kernel",
     Prim.INDEX_ADD: "an accumulating scatter into a copy of the whole tensor; runs in torch",
     Prim.SCATTER: "a scatter into a copy of the whole tensor (repeated positions: torch's rule); runs in torch",
-    Prim.SCATTER_REDUCE: "an accumulating scatter into a copy of the whole tensor; runs in torch",
+    Prim.SCATTER_REDUCE: "an accumulating scatter other than a sum into a copy of the whole tensor; runs in torch",
     Prim.ARGSORT: "a sort: Inductor calls torch's own; runs in torch (the values' gather can fuse)",
     Prim.TOPK: "a selection: Inductor calls torch's own; runs in torch (the values' gather can fuse)",
     Prim.EMPTY: "uninitialised memory needs no kernel; torch allocates it",
@@ -282,6 +282,8 @@ class InductorExecutor(FusionExecutor):
         prim = bsym.sym
         if prim in _MATMULS and self.options.matmul:
             pass
+        elif prim is Prim.SCATTER_REDUCE and bsym.args[4] == "sum":
+            pass  # NOTE: a scatter-add (a gather's gradient) is one more loop of the region's kernel
         elif prim in LEFT_TO_OTHERS:
             return Reason.LEFT_TO_TORCH, LEFT_TO_OTHERS[prim]
         elif prim not in CLAIMED:

@@ -180,11 +180,27 @@ class _Backward:
                 parts = [joined, *(g for g in parts if all(g is not s for s in slices))]
             else:
                 parts = self._chained(parts)
+        scattered = [update for g in parts if (update := self._scattered_into_zeros(g)) is not None]
+        if scattered and len(scattered) < len(parts):  # NOTE: added into the other terms, not into zeros
+            parts = [g for g in parts if all(g is not u.output for u in scattered)]
+        else:
+            scattered = []
         result = parts[0]
         for g in parts[1:]:
             result = prims.add(result, g)
+        for update in scattered:
+            _, dim, index, src, _, _ = update.args
+            result = prims.scatter_reduce(result, dim, index, src, "sum", True)
         self.parts[name] = [result]
         return result
+
+    def _scattered_into_zeros(self, g: TensorProxy) -> BoundSymbol | None:
+        """The `scatter_reduce(zeros, ..., "sum", ...)` that made `g` (a gather's cotangent), or None."""
+        update = self.context.producers.get(id(g))
+        if update is None or update.sym is not Prim.SCATTER_REDUCE or update.args[4] != "sum":
+            return None
+        base = self.context.producers.get(id(update.args[0]))
+        return update if base is not None and base.sym is Prim.FULL and base.args[1] == 0 else None
 
     def _slice_of_zeros(self, g: TensorProxy) -> BoundSymbol | None:
         """The `slice_update` that wrote `g` into zeros, or None."""

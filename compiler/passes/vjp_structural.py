@@ -9,10 +9,10 @@ which stays elementwise and fuses with what surrounds it (cross_entropy's softma
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from compiler import prims
 from compiler.core.ir import BoundSymbol, TensorProxy, same_size, size_product
+from compiler.core.proxies import same_extent
 from compiler.prims import Prim
 
 Cotangents = list[tuple[TensorProxy, TensorProxy]]
@@ -90,23 +90,20 @@ def _slice_update(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
 
 
 def _take_along_dim(bsym: BoundSymbol, g: TensorProxy) -> Cotangents:
-    """out[..., j, ...] = a[..., index[..., j, ...], ...] along `dim`. With indices of `a`'s shape off
-    `dim` and a constant count along it, each gathered column adds its cotangent where the class
-    iota equals its index (a one-hot mask, elementwise over `a`, which fuses); otherwise (fewer
-    rows than `a`, as `gather` allows, or a symbolic count) the cotangent is scatter-added."""
+    """out[..., j, ...] = a[..., index[..., j, ...], ...] along `dim`: the cotangent is scatter-added
+    (into the other terms of `a`'s gradient, `autodiff`; for nvFuser, as one-hot masks that fuse,
+    `one_hot_scatters`). An index of `a`'s sizes off `dim` (equal, not the same symbolic sizes:
+    a guard) is broadcast to them, so that the scatter reads as one of a few whole columns."""
     a, index, dim = bsym.args
     picks = index.shape[dim]
-    if not (isinstance(picks, int) and all(same_size(index.shape[d], a.shape[d]) for d in range(a.ndim) if d != dim)):
-        return [(a, prims.scatter_reduce(zeros(a), dim, index, g, "sum", True))]
-    shape, others = list(a.shape), [d for d in range(a.ndim) if d != dim]
-    classes = prims.broadcast_in_dim(prims.iota(a.shape[dim], 0, 1, index.dtype, a.device), shape, [dim])
-    total: Any = None
-    for j in range(picks):
-        column = [slice_index(t, dim, j) for t in (index, g)]
-        hit = prims.eq(classes, prims.broadcast_in_dim(column[0], shape, others))
-        term = prims.where(hit, prims.broadcast_in_dim(column[1], shape, others), 0.0)
-        total = term if total is None else prims.add(total, term)
-    return [(a, zeros(a) if total is None else total)]  # NOTE: no picks (an empty dim): no gradient
+    if isinstance(picks, int) and picks == 0:
+        return [(a, zeros(a))]  # NOTE: no picks (an empty dim): no gradient
+    others = [d for d in range(a.ndim) if d != dim]
+    equal = isinstance(picks, int) and all(same_size(index.shape[d], a.shape[d]) for d in others)
+    if equal and not all(same_extent(index.shape[d], a.shape[d]) for d in others):
+        shape = [picks if d == dim else a.shape[d] for d in range(a.ndim)]
+        index, g = (prims.broadcast_in_dim(t, shape, list(range(a.ndim))) for t in (index, g))
+    return [(a, prims.scatter_reduce(zeros(a), dim, index, g, "sum", True))]
 
 
 def slice_index(t: TensorProxy, dim: int, j: int) -> TensorProxy:

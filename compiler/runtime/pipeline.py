@@ -25,6 +25,7 @@ from compiler.passes.fold_conversions import fold_conversions
 from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import fuse
 from compiler.passes.narrow_sort_keys import narrow_sort_keys
+from compiler.passes.one_hot_scatters import one_hot_scatters
 from compiler.passes.split_backward import Split, backward_from_saved, split_backward
 from compiler.passes.stop_gradient import drop_stop_gradients
 from compiler.passes.update_fresh import update_fresh
@@ -84,9 +85,12 @@ def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
 
 
 def backward_passes(options: Options) -> list[Callable[[Trace], Trace]]:
-    """The passes run on a backward trace (already pure and flattened)."""
+    """The passes run on a backward trace (already pure and flattened): for nvFuser, a gather's
+    gradient (a scatter-add) written as one-hot masks that fuse first."""
     passes: list[Callable[[Trace], Trace]] = [cse, dce, narrow_sort_keys]
-    if fusion_executor(options.executors) is not None:
+    fusing = fusion_executor(options.executors)
+    if fusing is not None:
+        passes += [one_hot_scatters] if fusing.name == "nvfuser" else []
         passes += [fold_conversions, duplicate_widenings, lambda trace: fuse(trace, options.executors)]
     passes.append(update_fresh)
     return passes

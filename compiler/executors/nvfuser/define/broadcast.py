@@ -24,7 +24,7 @@ from collections.abc import Mapping
 
 from compiler.core.executor import Region
 from compiler.core.ir import BoundSymbol, TensorProxy, is_unit
-from compiler.executors.nvfuser.define.layouts import same_extent
+from compiler.core.proxies import same_extent
 from compiler.prims import ELEMENTWISE, Prim, expanded_unit_dims
 
 Flags = tuple[bool, ...]  # per dim: True where nvFuser may hold it as a broadcast dim

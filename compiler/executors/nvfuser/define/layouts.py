@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from compiler.core.executor import Region
 from compiler.core.ir import TensorProxy
-from compiler.core.proxies import NumberProxy
+from compiler.core.proxies import same_extent
 from compiler.executors.nvfuser.define.descriptors import ScalarDesc, TensorDesc
 from compiler.prims import ELEMENTWISE, Prim
 
@@ -60,16 +60,6 @@ def output_orders(region: Region, descriptors: Sequence[TensorDesc | ScalarDesc]
         if order and not _row_major(order, p.shape):
             result[p.name] = order
     return result
-
-
-def same_extent(a: object, b: object) -> bool:
-    """Whether two sizes of a trace are the same: equal ints, or one symbolic size.
-
-    NOTE: not `proxies.same_size`, nor `==`: outside tracing, `==` on a NumberProxy (an int on one
-    side included) evaluates the `eq` prim, which compares the proxies again (without end)."""
-    if isinstance(a, NumberProxy) or isinstance(b, NumberProxy):
-        return a is b or (isinstance(a, NumberProxy) and isinstance(b, NumberProxy) and a.name == b.name)
-    return a == b
 
 
 def _row_major(order: Order, shape: Sequence[object]) -> bool:

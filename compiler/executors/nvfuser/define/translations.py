@@ -20,6 +20,7 @@ from compiler.core import dtypes
 from compiler.core.errors import check
 from compiler.core.executor import Region
 from compiler.core.ir import BoundSymbol, TensorProxy, callee_name, is_unit
+from compiler.core.proxies import same_extent
 from compiler.executors.nvfuser.define.broadcast import iteration_inputs, output_flags
 from compiler.executors.nvfuser.define.descriptors import (  # noqa: F401  (re-exported for callers)
     ScalarDesc,
@@ -30,7 +31,6 @@ from compiler.executors.nvfuser.define.descriptors import (  # noqa: F401  (re-e
     shape_spec,
     tensor_descriptor,
 )
-from compiler.executors.nvfuser.define.layouts import same_extent
 from compiler.executors.nvfuser.define.writer import (  # noqa: F401  (re-exported for callers)
     LOW_PRECISION,
     NV_DTYPES,
