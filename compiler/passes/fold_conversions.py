@@ -15,6 +15,9 @@ eager returns apart or keep a larger intermediate alive). The rules, one per pri
   that nothing else reads is the conversion of the reshape (`_sinks_below_reshape` says when).
 - A gather (`take_along_dim`, `index_select`) of `convert(x, d)` is `convert(gather(x), d)`: a
   conversion is elementwise, so it commutes with picking elements.
+- A conversion, reshape or gather (`take_along_dim`, `index_select`) of `full(shape, v)` is a
+  `full` of its result's shape, `v` converted (`torch.ones(b, s).bool()` flattened and indexed
+  by position, transformers' padding mask when the call passes none, is `full(True)`).
 - `device_put(full(..., d1), d2)` is `full(..., d2)` (and so for `iota`): a constant built on the
   CPU and moved (`torch.tensor(window).to(x.device)`, a 0-d CPU operand) is built where it is used.
 - `x * 1`, `1 * x` and `x / 1` are `x` (exact in every dtype): a rotary embedding's
@@ -32,6 +35,7 @@ loss written without the upcast does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -122,10 +126,27 @@ class _Folder:
 Rule = Callable[[_Folder, BoundSymbol], "Proxy | list[BoundSymbol] | None"]
 
 
+def _filled(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
+    """A conversion, reshape or gather of a constant-filled tensor (`full`) is a `full` of its own
+    shape and dtype; None where it is not (or where its value is returned or written back)."""
+    made = folder.produced_by(bsym.args[0], Prim.FULL)
+    out = bsym.output
+    if made is None or out.name in folder.returned or out.name in folder.written:
+        return None
+    value = made.args[1]
+    if type(value) not in (bool, int, float) or (isinstance(value, float) and not math.isfinite(value)):
+        return None
+    if out.dtype != made.output.dtype:  # NOTE: converted as torch converts the filled tensor
+        value = torch.tensor(value, dtype=made.output.dtype).to(out.dtype).item()
+    return [made.replace(args=(list(out.shape), value, out.dtype, made.args[3]), output=out)]
+
+
 def _convert(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | None:
     source, dtype = bsym.args
     if not isinstance(source, TensorProxy):
         return None
+    if (filled := _filled(folder, bsym)) is not None:
+        return filled
     root = source
     while (inner := folder.produced_by(root, Prim.CONVERT_ELEMENT_TYPE)) is not None and is_exact(
         inner.args[0].dtype, root.dtype
@@ -143,6 +164,8 @@ def _reshape_root(folder: _Folder, value: TensorProxy) -> TensorProxy:
 
 
 def _reshape(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | None:
+    if (filled := _filled(folder, bsym)) is not None:
+        return filled
     source, shape = bsym.args
     root = _reshape_root(folder, source)
     conversion = folder.produced_by(root, Prim.CONVERT_ELEMENT_TYPE)
@@ -184,6 +207,8 @@ def _reshaped_then_converted(folder: _Folder, conversion: BoundSymbol, reshape: 
 
 
 def _gather(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
+    if (filled := _filled(folder, bsym)) is not None:
+        return filled
     conversion = folder.produced_by(bsym.args[0], Prim.CONVERT_ELEMENT_TYPE)
     if conversion is None:
         return None

@@ -232,3 +232,40 @@ def test_a_returned_multiplication_by_one_stays_a_tensor_of_its_own() -> None:
     folded = check_trace(fold_conversions(trace))
     assert [b.sym for b in folded.bsyms] == [Prim.MUL, Prim.SIN]
     assert folded.bsyms[0].args[0].name == "a0"
+
+
+def _padding_mask(x, positions):
+    """transformers' padding mask when the call passes none: ones, as bool, flattened and read at
+    (batch, position) indices; then used to mask `x`."""
+    ones = prims.convert_element_type(prims.full([2, 8], 1.0, F32, x.device), torch.bool)
+    picked = prims.index_select(prims.reshape(ones, [16]), 0, positions)
+    mask = prims.broadcast_in_dim(prims.reshape(picked, [2, 8]), [2, 8], [0, 1])
+    return prims.where(mask, x, -1.0)
+
+
+def test_a_conversion_reshape_and_gather_of_a_filled_tensor_are_one_fill_of_the_result() -> None:
+    trace = prim_trace(_padding_mask, ((2, 8), F32), ((16,), torch.int64))
+    folded = check_trace(fold_conversions(trace))
+    assert [b.sym for b in folded.bsyms] == [Prim.FULL, Prim.BROADCAST_IN_DIM, Prim.WHERE]
+    assert folded.bsyms[0].args[:3] == ([2, 8], True, torch.bool)
+    for seed in range(3):
+        g = torch.Generator().manual_seed(seed)
+        x, positions = torch.randn(2, 8, generator=g), torch.randint(0, 16, (16,), generator=g)
+        torch.testing.assert_close(eval_trace(folded, x, positions), eval_trace(trace, x, positions), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(("value", "source", "target"), [(0.1, F32, BF16), (1e-3, F32, F16), (-2.7, F32, torch.int32)])
+def test_a_converted_fill_rounds_as_the_filled_tensor_converts(value: float, source, target) -> None:
+    trace = prim_trace(
+        lambda x: prims.add(prims.convert_element_type(prims.full([4], value, source, x.device), target), x),
+        ((4,), target),
+    )
+    folded = check_trace(fold_conversions(trace))
+    assert [b.sym for b in folded.bsyms] == [Prim.FULL, Prim.ADD]
+    x = torch.zeros(4, dtype=target)
+    torch.testing.assert_close(eval_trace(folded, x), eval_trace(trace, x), rtol=0, atol=0)
+
+
+def test_a_returned_view_of_a_fill_stays_a_view() -> None:
+    trace = prim_trace(lambda x: prims.reshape(prims.full([2, 8], 0.0, F32, x.device), [16]), ((2,), F32))
+    assert [b.sym for b in check_trace(fold_conversions(trace)).bsyms] == [Prim.FULL, Prim.RESHAPE]
