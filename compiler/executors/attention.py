@@ -37,6 +37,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from compiler.core.ir import Proxy
+from compiler.core.proxies import same_extent
 from compiler.core.tensor_checks import TensorChecks
 from compiler.executors.attention_masks import additive_bias
 
@@ -194,6 +196,23 @@ def attention(
     return F.scaled_dot_product_attention(
         q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=groups > 1
     )
+
+
+def _attention_source(bsym: Any, g: Any) -> list[str] | None:
+    """`attention` as torch's own call where the trace's shapes show every key/value head serves
+    one query head (not grouped-query attention): no Python call of its own, nor the head count
+    read, on a decode step's hot path. None, keeping the call, otherwise."""
+    q, k, v, attn_mask, is_causal, scale = bsym.args
+    if bsym.kwargs or not all(isinstance(p, Proxy) for p in (q, k, v, bsym.output)):
+        return None
+    if q.ndim >= 3 and not all(t.ndim >= 3 and same_extent(t.shape[-3], q.shape[-3]) for t in (k, v)):
+        return None
+    sdpa = g.bind(F.scaled_dot_product_attention, "sdpa")
+    options = f"attn_mask={g.source(attn_mask)}, is_causal={g.source(is_causal)}, scale={g.source(scale)}"
+    return [f"{bsym.output.name} = {sdpa}({q.name}, {k.name}, {v.name}, {options})"]
+
+
+attention.inline_source = _attention_source  # type: ignore[attr-defined]
 
 
 def attention_backend(

@@ -16,6 +16,7 @@ Anything else is left as it was.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -74,6 +75,22 @@ def _index_copy_(buf: torch.Tensor, dim: int, index: torch.Tensor, source: torch
         return buf.index_copy_(dim, index, source)
     wide[0].index_copy_(dim, index, wide[1])
     return buf
+
+
+def _index_copy_source(bsym: BoundSymbol, g: Any) -> list[str] | None:
+    """`_index_copy_` as the tensor method's own call where the source's size, known when the
+    trace is compiled, is below `WIDE_MIN_BYTES` (a decode step's cache update): no Python call
+    of its own on the hot path. None, keeping the call, otherwise."""
+    buf, dim, index, source = bsym.args
+    if not all(isinstance(p, Proxy) for p in (buf, index, source, bsym.output)):
+        return None
+    static = all(type(n) is int for n in source.shape)
+    if not static or math.prod(source.shape) * source.dtype.itemsize >= WIDE_MIN_BYTES:
+        return None
+    return [f"{bsym.output.name} = {buf.name}.index_copy_({g.source(dim)}, {index.name}, {source.name})"]
+
+
+_index_copy_.inline_source = _index_copy_source  # type: ignore[attr-defined]
 
 
 def _scatter_reduce_(

@@ -8,6 +8,8 @@ import pytest
 import torch
 
 import compiler
+from compiler import prims
+from tests.support.nvfuser_helpers import prim_trace
 
 
 def split_heads(x):
@@ -56,3 +58,58 @@ def test_random_slices_with_symbolic_bounds_match_eager_views(seed):
         x = torch.randn(*shape).transpose(0, 2)  # not contiguous
         a, b, c = (rng.randint(0, s) for s in x.shape)
         assert_same_views([jfn(x, a, b, c)], [cut(x, a, b, c)])
+
+
+def cache_step(k_cache, v_cache, positions, k_new, v_new, q):
+    """A decode step: the new keys and values written into the caches, then attention over them
+    (grouped-query where the caches have fewer heads than the queries)."""
+    k_cache.index_copy_(2, positions, k_new)
+    v_cache.index_copy_(2, positions, v_new)
+    gqa = k_cache.shape[1] != q.shape[1]
+    return torch.nn.functional.scaled_dot_product_attention(q, k_cache, v_cache, enable_gqa=gqa)
+
+
+def _cache_inputs(heads: int, kv_heads: int, seed: int) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    caches = [torch.randn(2, kv_heads, 16, 8, generator=g) for _ in "kv"]
+    new = [torch.randn(2, kv_heads, 2, 8, generator=g) for _ in "kv"]
+    return [*caches, torch.tensor([3, 9]), *new, torch.randn(2, heads, 2, 8, generator=g)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(("heads", "kv_heads"), [(4, 4), (4, 2)])
+def test_a_decode_steps_cache_writes_and_attention_run_as_torchs_own_calls(heads, kv_heads, seed):
+    args, expected_args = _cache_inputs(heads, kv_heads, seed), _cache_inputs(heads, kv_heads, seed)
+    jfn = compiler.jit(cache_step)
+    torch.testing.assert_close(jfn(*args), cache_step(*expected_args))
+    torch.testing.assert_close(args[:2], expected_args[:2])  # the caches, written alike
+    source = computation_source(jfn)
+    assert source.count("= k_cache.index_copy_(2, positions, k_new)") == 1, source
+    assert "_sdpa_" in source and "_attention" not in source, source  # grouped-query: q's groups as rows
+
+
+def test_attention_whose_key_heads_serve_several_query_heads_keeps_its_call():
+    from compiler.executors.attention import attention
+    from compiler.executors.codegen import Globals
+
+    trace = prim_trace(
+        lambda q, k, v: prims.sdpa(q, k, v, None, True, None), *(((2, h, 5, 8), torch.float32) for h in (4, 2, 2))
+    )
+    (bsym,) = trace.bsyms
+    assert attention.inline_source(bsym, Globals()) is None
+    equal = prim_trace(lambda q, k, v: prims.sdpa(q, k, v, None, True, None), *(((2, 4, 5, 8), torch.float32),) * 3)
+    g = Globals()
+    (line,) = attention.inline_source(equal.bsyms[0], g)
+    assert line.startswith(f"{equal.bsyms[0].output.name} = _sdpa_") and "is_causal=True" in line, line
+    assert torch.nn.functional.scaled_dot_product_attention in g.scope.values()
+
+
+def test_a_cache_write_of_a_megabyte_or_more_keeps_its_call_for_the_wide_rows():
+    def prefill(cache, positions, new):
+        return cache.index_copy_(2, positions, new) * 1.0
+
+    cache, new = torch.zeros(1, 4, 1024, 64), torch.randn(1, 4, 1024, 64)  # 1 MiB of new rows
+    jfn = compiler.jit(prefill)
+    torch.testing.assert_close(jfn(cache, torch.arange(1024), new), new)
+    source = computation_source(jfn)
+    assert ".index_copy_(" not in source and "index_copy_" in source, source
