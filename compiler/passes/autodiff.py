@@ -196,16 +196,17 @@ class _Backward:
 
     def _scattered_into_zeros(self, g: TensorProxy) -> BoundSymbol | None:
         """The `scatter_reduce(zeros, ..., "sum", ...)` that made `g` (a gather's cotangent), or None."""
-        update = self.context.producers.get(id(g))
-        if update is None or update.sym is not Prim.SCATTER_REDUCE or update.args[4] != "sum":
-            return None
-        base = self.context.producers.get(id(update.args[0]))
-        return update if base is not None and base.sym is Prim.FULL and base.args[1] == 0 else None
+        update = self._into_zeros(g, Prim.SCATTER_REDUCE)
+        return update if update is not None and update.args[4] == "sum" else None
 
     def _slice_of_zeros(self, g: TensorProxy) -> BoundSymbol | None:
         """The `slice_update` that wrote `g` into zeros, or None."""
+        return self._into_zeros(g, Prim.SLICE_UPDATE)
+
+    def _into_zeros(self, g: TensorProxy, prim: Prim) -> BoundSymbol | None:
+        """The `prim` update that made `g` by writing into a tensor of zeros, or None."""
         update = self.context.producers.get(id(g))
-        if update is None or update.sym is not Prim.SLICE_UPDATE:
+        if update is None or update.sym is not prim:
             return None
         base = self.context.producers.get(id(update.args[0]))
         return update if base is not None and base.sym is Prim.FULL and base.args[1] == 0 else None

@@ -65,18 +65,17 @@ def _rewritten(trace: Trace) -> Trace:
 
 
 def _added_columns(bsym: BoundSymbol) -> BoundSymbol:
-    """Records the one-hot masks and the additions of every column but the last; returns the last
+    """Records each column's one-hot mask and the additions of all but the last; returns the last
     addition unrecorded, with the scatter's output as its own (what reads it reads the sum)."""
     a, dim, index, src, _, _ = bsym.args
     shape, others = list(a.shape), [d for d in range(a.ndim) if d != dim]
     classes = prims.broadcast_in_dim(prims.iota(a.shape[dim], 0, 1, index.dtype, a.device), shape, [dim])
-    total: TensorProxy = a
-    columns = index.shape[dim]
-    for j in range(columns):
+    terms = []
+    for j in range(index.shape[dim]):
         column, values = slice_index(index, dim, j), slice_index(src, dim, j)
         hit = prims.eq(classes, prims.broadcast_in_dim(column, shape, others))
-        term = prims.where(hit, prims.broadcast_in_dim(values, shape, others), 0.0)
-        if j == columns - 1:
-            return BoundSymbol(Prim.ADD, (total, term), {}, bsym.output)
+        terms.append(prims.where(hit, prims.broadcast_in_dim(values, shape, others), 0.0))
+    total: TensorProxy = a
+    for term in terms[:-1]:
         total = prims.add(total, term)
-    raise AssertionError("one_hot_scatters: a scatter of no columns")
+    return BoundSymbol(Prim.ADD, (total, terms[-1]), {}, bsym.output)
