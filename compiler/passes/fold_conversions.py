@@ -18,6 +18,9 @@ eager returns apart or keep a larger intermediate alive). The rules, one per pri
 - A conversion, reshape or gather (`take_along_dim`, `index_select`) of `full(shape, v)` is a
   `full` of its result's shape, `v` converted (`torch.ones(b, s).bool()` flattened and indexed
   by position, transformers' padding mask when the call passes none, is `full(True)`).
+- A `take_along_dim` by one index column broadcast over the other dims
+  (`a.gather(dim, idx[:, None].expand(-1, n))`, Funnel's relative positions) is `index_select`
+  by the column: nvFuser reads the column, and a kernel boundary never meets the broadcast index.
 - `device_put(full(..., d1), d2)` is `full(..., d2)` (and so for `iota`): a constant built on the
   CPU and moved (`torch.tensor(window).to(x.device)`, a 0-d CPU operand) is built where it is used.
 - `x * 1`, `1 * x` and `x / 1` are `x` (exact in every dtype): a rotary embedding's
@@ -43,6 +46,7 @@ import torch
 
 from compiler.core.context import TraceContext
 from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, Trace, map_proxies
+from compiler.core.proxies import same_extent
 from compiler.passes import trace_pass
 from compiler.passes.dce import dce
 from compiler.passes.returned import returned_memory
@@ -115,10 +119,11 @@ class _Folder:
         if bsym.sym in VIEWS:
             self.shared.update(p.name for p in bsym.outputs)
 
-    def fresh_like(self, proxy: TensorProxy, dtype: torch.dtype) -> TensorProxy:
+    def fresh_like(self, proxy: TensorProxy, dtype: torch.dtype, shape: list | None = None) -> TensorProxy:
         if self.context is None:
             self.context = TraceContext(reserved=self.trace.names())
-        return TensorProxy(proxy.shape, dtype, proxy.device, name=self.context.fresh(proxy.name))
+        name = self.context.fresh(proxy.name)
+        return TensorProxy(proxy.shape if shape is None else shape, dtype, proxy.device, name=name)
 
 
 # A rule returns None (keep the line), a Proxy (the line's value is that existing value), or the
@@ -206,9 +211,35 @@ def _reshaped_then_converted(folder: _Folder, conversion: BoundSymbol, reshape: 
     return [*lines, conversion.replace(args=(source, conversion.args[1]), output=reshape.output)]
 
 
+def _by_column(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
+    """`take_along_dim(a, index, dim)` where `index` is one column broadcast over every other dim
+    (`a.gather(dim, idx[:, None].expand(-1, n))`) is `index_select(a, dim, column)` (the column
+    reshaped to 1-D first where it has more dims); None where it is not: another dim of `index`
+    varies or differs from `a`'s, or the column is itself broadcast along `dim`."""
+    a, index, dim = bsym.args
+    spread = folder.produced_by(index, Prim.BROADCAST_IN_DIM)
+    if bsym.sym is not Prim.TAKE_ALONG_DIM or spread is None:
+        return None
+    source, _, into = spread.args
+    sizes = dict(zip(into, source.shape))
+    if dim not in sizes or not same_extent(sizes[dim], index.shape[dim]):
+        return None
+    for d in range(index.ndim):
+        if d != dim and not (same_extent(a.shape[d], index.shape[d]) and same_extent(sizes.get(d, 1), 1)):
+            return None
+    lines = []
+    if source.ndim != 1:
+        column = folder.fresh_like(source, source.dtype, shape=[index.shape[dim]])
+        lines.append(BoundSymbol(Prim.RESHAPE, (source, list(column.shape)), {}, column))
+        source = column
+    return [*lines, BoundSymbol(Prim.INDEX_SELECT, (a, dim, source), {}, bsym.output)]
+
+
 def _gather(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
     if (filled := _filled(folder, bsym)) is not None:
         return filled
+    if (selected := _by_column(folder, bsym)) is not None:
+        return selected
     conversion = folder.produced_by(bsym.args[0], Prim.CONVERT_ELEMENT_TYPE)
     if conversion is None:
         return None

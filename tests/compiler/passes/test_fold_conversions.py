@@ -269,3 +269,44 @@ def test_a_converted_fill_rounds_as_the_filled_tensor_converts(value: float, sou
 def test_a_returned_view_of_a_fill_stays_a_view() -> None:
     trace = prim_trace(lambda x: prims.reshape(prims.full([2, 8], 0.0, F32, x.device), [16]), ((2,), F32))
     assert [b.sym for b in check_trace(fold_conversions(trace)).bsyms] == [Prim.FULL, Prim.RESHAPE]
+
+
+def _gather_by_column(a_shape, dim, column_shape, into, index_shape):
+    def pick(a, column):
+        return prims.take_along_dim(a, prims.broadcast_in_dim(column, list(index_shape), into), dim)
+
+    return prim_trace(pick, (a_shape, F32), (column_shape, torch.int64))
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "dim", "column_shape", "into", "index_shape"),
+    [
+        ((32, 8), 0, (16,), [0], (16, 8)),  # `a.gather(0, idx[:, None].expand(-1, 8))`
+        ((32, 8), 0, (16, 1), [0, 1], (16, 8)),  # the column kept 2-D: reshaped to 1-D first
+        ((2, 10, 4), 1, (5,), [1], (2, 5, 4)),
+        ((1, 7, 1), 1, (1, 3, 1), [0, 1, 2], (1, 3, 1)),  # size-1 dims everywhere else
+    ],
+)
+def test_a_gather_by_one_broadcast_column_is_an_index_select(a_shape, dim, column_shape, into, index_shape) -> None:
+    trace = _gather_by_column(a_shape, dim, column_shape, into, index_shape)
+    folded = check_trace(fold_conversions(trace))
+    assert Prim.TAKE_ALONG_DIM not in [b.sym for b in folded.bsyms]
+    assert [b.sym for b in folded.bsyms][-1] is Prim.INDEX_SELECT
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+        a = torch.randn(a_shape, generator=gen)
+        column = torch.randint(0, a_shape[dim], column_shape, generator=gen)
+        assert torch.equal(eval_trace(folded, a, column), eval_trace(trace, a, column))
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "dim", "column_shape", "into", "index_shape"),
+    [
+        ((32, 8), 0, (16, 8), [0, 1], (16, 8)),  # the index varies along dim 1 too
+        ((32, 8), 0, (16,), [0], (16, 4)),  # it picks from only the first 4 of a's 8 columns
+        ((32, 8), 0, (1,), [0], (16, 8)),  # one index broadcast along the gathered dim as well
+    ],
+)
+def test_a_gather_by_an_index_that_is_not_one_column_stays(a_shape, dim, column_shape, into, index_shape) -> None:
+    trace = _gather_by_column(a_shape, dim, column_shape, into, index_shape)
+    assert [b.sym for b in check_trace(fold_conversions(trace)).bsyms][-1] is Prim.TAKE_ALONG_DIM

@@ -42,6 +42,11 @@ def gather_last_dim(x, idx):
     return x.gather(-1, idx), torch.gather(x, 1, idx).sum()
 
 
+def gather_by_expanded_column(x3, rows):
+    picked = x3.gather(1, rows.view(1, -1, 1).expand(x3.shape[0], -1, x3.shape[2]))
+    return picked, x3.sum(0).gather(0, rows[:, None].expand(-1, x3.shape[2])) * 2
+
+
 def gather_log_probs(logits, target):
     return logits.log_softmax(-1).gather(-1, target.unsqueeze(-1)).squeeze(-1).neg().mean()
 
@@ -175,6 +180,7 @@ INDEXING_PATTERNS = [
     Pattern(embedding_lookup, (Arg(("D", "N")), Arg(("B", "K"), kind="long:D"))),
     Pattern(last_token_select, (X3, Arg(("B",), kind="long:N"))),
     Pattern(index_with_tensor_pair, (X, Arg(("K",), kind="long:B"), Arg(("K",), kind="long:D"))),
+    Pattern(gather_by_expanded_column, (X3, Arg(("K",), kind="long:N"))),
 ]
 
 
@@ -183,6 +189,6 @@ def test_indexing_pattern_matches_eager(pattern: Pattern) -> None:
     check_pattern(pattern)
 
 
-@pytest.mark.parametrize("pattern", INDEXING_PATTERNS[1::4], ids=lambda p: p.name)
+@pytest.mark.parametrize("pattern", [*INDEXING_PATTERNS[1::4], INDEXING_PATTERNS[-1]], ids=lambda p: p.name)
 def test_indexing_pattern_matches_eager_through_the_fusion_pass(pattern: Pattern) -> None:
     check_pattern(pattern, **fused_options())
