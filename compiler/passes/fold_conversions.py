@@ -21,6 +21,8 @@ eager returns apart or keep a larger intermediate alive). The rules, one per pri
 - A `take_along_dim` by one index column broadcast over the other dims
   (`a.gather(dim, idx[:, None].expand(-1, n))`, Funnel's relative positions) is `index_select`
   by the column: nvFuser reads the column, and a kernel boundary never meets the broadcast index.
+- An `index_select` by `iota(n, start, step)` (`embedding(arange(n))`, a position table read
+  whole) is a slice, or the table itself where it picks all of it.
 - `device_put(full(..., d1), d2)` is `full(..., d2)` (and so for `iota`): a constant built on the
   CPU and moved (`torch.tensor(window).to(x.device)`, a 0-d CPU operand) is built where it is used.
 - `x * 1`, `1 * x` and `x / 1` are `x` (exact in every dtype): a rotary embedding's
@@ -49,7 +51,7 @@ from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, Trace, map_proxies
 from compiler.core.proxies import same_extent
 from compiler.passes import trace_pass
 from compiler.passes.dce import dce
-from compiler.passes.returned import returned_memory
+from compiler.passes.returned import returned_memory, shown_output
 from compiler.prims import GATHERS, VIEWS, Prim
 
 _SMALL_INTS = (torch.uint8, torch.int8)
@@ -88,7 +90,7 @@ class _Folder:
         self.trace = trace
         self.context: TraceContext | None = None  # made on first need: collecting names walks the trace
         self.producer: dict[str, BoundSymbol] = {}
-        self.returned = returned_memory(trace)  # returned values and what returned views view
+        self.returned = returned_memory(trace, shown_output(trace))  # and what returned views view
         self.written = {b.args[0].name for b in trace.bsyms if b.sym is Prim.COPY_TO and isinstance(b.args[0], Proxy)}
         self.shared = {p.name for p in trace.inputs}  # inputs and views: memory a returned value may not share
         self.readers: dict[str, int] = {}
@@ -235,11 +237,38 @@ def _by_column(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
     return [*lines, BoundSymbol(Prim.INDEX_SELECT, (a, dim, source), {}, bsym.output)]
 
 
-def _gather(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
+def _by_iota(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | None:
+    """`index_select(a, dim, iota(n, start, step))` is the slice `start : start + n * step : step`
+    of `a` along `dim` (`embedding(arange(n))`, a position table read whole), and `a` itself where
+    that is all of it; None where the picks are not known to lie inside `a` at trace time, or where
+    the result is returned or written back (eager returns a tensor of its own, a slice views `a`)."""
+    a, dim, index = bsym.args
+    made = folder.produced_by(index, Prim.IOTA)
+    out = bsym.output
+    if bsym.sym is not Prim.INDEX_SELECT or made is None or out.name in folder.returned or out.name in folder.written:
+        return None
+    length, start, step = made.args[:3]
+    size = a.shape[dim]
+    if start == 0 and step == 1 and same_extent(length, size):
+        return a if folder.may_stand_for(out, a) else None
+    if not all(type(v) is int for v in (length, start, step, size)) or not (
+        length >= 1 and start >= 0 and step >= 1 and start + step * (length - 1) < size
+    ):
+        return None
+    starts, ends, steps = [0] * a.ndim, list(a.shape), [1] * a.ndim
+    starts[dim], ends[dim], steps[dim] = start, start + step * (length - 1) + 1, step
+    return [BoundSymbol(Prim.SLICE, (a, starts, ends, steps), {}, out)]
+
+
+def _gather(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | None:
     if (filled := _filled(folder, bsym)) is not None:
         return filled
     if (selected := _by_column(folder, bsym)) is not None:
-        return selected
+        *lines, last = selected
+        sliced = _by_iota(folder, last)
+        return selected if sliced is None else sliced if isinstance(sliced, Proxy) else [*lines, *sliced]
+    if (sliced := _by_iota(folder, bsym)) is not None:
+        return sliced
     conversion = folder.produced_by(bsym.args[0], Prim.CONVERT_ELEMENT_TYPE)
     if conversion is None:
         return None

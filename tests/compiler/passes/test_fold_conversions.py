@@ -310,3 +310,46 @@ def test_a_gather_by_one_broadcast_column_is_an_index_select(a_shape, dim, colum
 def test_a_gather_by_an_index_that_is_not_one_column_stays(a_shape, dim, column_shape, into, index_shape) -> None:
     trace = _gather_by_column(a_shape, dim, column_shape, into, index_shape)
     assert [b.sym for b in check_trace(fold_conversions(trace)).bsyms][-1] is Prim.TAKE_ALONG_DIM
+
+
+def _table_read_by_iota(size: int, length: int, start: int, step: int, returned: bool = False):
+    def positions(table, x):
+        rows = prims.index_select(table, 0, prims.iota(length, start, step, torch.int64, table.device))
+        total = prims.add(rows, x)
+        return (total, rows) if returned else total
+
+    return prim_trace(positions, ((size, 4), F32), ((length, 4), F32))
+
+
+@pytest.mark.parametrize(
+    ("size", "length", "start", "step"), [(10, 4, 0, 1), (10, 4, 3, 2), (10, 1, 9, 1), (1, 1, 0, 1)]
+)
+def test_an_index_select_by_an_iota_is_a_slice(size: int, length: int, start: int, step: int) -> None:
+    trace = _table_read_by_iota(size, length, start, step)
+    folded = check_trace(fold_conversions(trace))
+    syms = [b.sym for b in folded.bsyms]
+    assert Prim.INDEX_SELECT not in syms and Prim.IOTA not in syms
+    assert syms == ([Prim.ADD] if length == size else [Prim.SLICE, Prim.ADD])  # all of it: the table itself
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+        table, x = torch.randn(size, 4, generator=gen), torch.randn(length, 4, generator=gen)
+        assert torch.equal(eval_trace(folded, table, x), eval_trace(trace, table, x))
+
+
+def test_an_index_select_by_an_iota_past_the_end_or_returned_stays() -> None:
+    past_the_end = _table_read_by_iota(10, 4, 8, 1)  # picks row 11 of 10: eager raises, so must the trace
+    assert Prim.INDEX_SELECT in [b.sym for b in fold_conversions(past_the_end).bsyms]
+    returned = _table_read_by_iota(10, 4, 0, 2, returned=True)  # eager returns rows of its own, not a view
+    assert Prim.INDEX_SELECT in [b.sym for b in fold_conversions(returned).bsyms]
+
+
+def test_a_value_a_forward_saves_for_its_backward_may_become_its_input() -> None:
+    """A forward (`split_backward`'s `(outputs, saved)`) may save the table itself for the rows it
+    reads whole: only the backward reads saved values. Returned to the caller, the rows stay apart."""
+    trace = _table_read_by_iota(4, 4, 0, 1, returned=True)
+    total, rows = trace.output
+    forward = trace.with_bsyms(trace.bsyms, output=((total,), (rows,)), name="forward")
+    folded = check_trace(fold_conversions(forward))
+    assert folded.output[1][0].name == "a0" and Prim.INDEX_SELECT not in [b.sym for b in folded.bsyms]
+    shown = trace.with_bsyms(trace.bsyms, output=((total, rows), ()), name="forward")
+    assert Prim.INDEX_SELECT in [b.sym for b in fold_conversions(shown).bsyms]
