@@ -169,7 +169,9 @@ def _slice(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     # `Invalid domains to map: iS{getMetaData(T2).logical_size[0]}, iS{i5}`) on a slice of a tensor
     # computed from a broadcast when the fusion also cats (a rotary backward:
     # `cat(u[..., 16:], -u[..., :16])` of `u = grad * sin`, with symbolic sizes, however the ends
-    # are spelled). Behind a segment_set (the slices' own segment) it compiles.
+    # are spelled), or of one computed from an input nvFuser holds as broadcast (the same backward
+    # where the forward's fusion returned `sin` broadcast over the heads: an expanded tensor; GPU
+    # sizes of Gemma-2). Behind a segment_set (the slices' own segment) it compiles.
     # NOTE: but nvfuser_direct 0.2.36 computed wrong rows (past the second) with that segment_set
     # before the slices of a value computed through a reduction (Qwen3's q/k RMSNorm, then the
     # rotary embedding, in fp32, H200); without it that fusion is right and compiles.
@@ -177,7 +179,7 @@ def _slice(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     region = tx.region
     if (
         _has_cat(region)
-        and _computed_from(region, a, {Prim.BROADCAST_IN_DIM})
+        and _computed_from(region, a, {Prim.BROADCAST_IN_DIM}, leaf=lambda p: _holds_expanded(tx, p))
         and not _computed_from(region, a, REDUCTIONS)
     ):
         x = tx.segment(a, x)
@@ -294,18 +296,24 @@ def _has_cat(region: Region) -> bool:
     return any(b.sym is Prim.CAT for b in region.bsyms)
 
 
-def _computed_from(region: Region, p: TensorProxy, prims: Collection[Prim]) -> bool:
-    """Whether `p` is computed inside `region` from one of `prims` (through any number of prims)."""
+def _computed_from(
+    region: Region, p: TensorProxy, prims: Collection[Prim], leaf: Callable[[TensorProxy], bool] | None = None
+) -> bool:
+    """Whether `p` is computed inside `region` from one of `prims` (through any number of prims),
+    or, with `leaf`, from a value made outside the region (an input) for which `leaf` holds."""
     producers = {q.name: b for b in region.bsyms for q in b.outputs}
-    seen, todo = set(), [p.name]
+    seen, todo = set(), [p]
     while todo:
-        b = producers.get(todo.pop())
+        value = todo.pop()
+        b = producers.get(value.name)
+        if b is None and leaf is not None and leaf(value):
+            return True
         if b is None or id(b) in seen:
             continue
         if b.sym in prims:
             return True
         seen.add(id(b))
-        todo.extend(q.name for q in b.inputs if isinstance(q, TensorProxy))
+        todo.extend(q for q in b.inputs if isinstance(q, TensorProxy))
     return False
 
 

@@ -136,9 +136,11 @@ def test_rotary_backward_of_a_transposed_input_compiles_and_matches_eager(number
         return q * cos + torch.cat((-q[..., half:], q[..., :half]), dim=-1) * sin
 
     jfn = jit(rotary, numbers=numbers)
-    for s in (6, 9):
+    for s, expanded in ((6, False), (9, False), (7, True)):
         q = torch.randn(2, s, 4, 64, device=DEVICE, dtype=dtype).transpose(1, 2)
         cos, sin, grad = (torch.randn(*size, device=DEVICE, dtype=dtype) for size in ((s, 64), (s, 64), (2, 4, s, 64)))
+        if expanded:  # as a forward fusion returns them, broadcast over batch and heads (Gemma-2's)
+            cos, sin = cos.expand(2, 4, s, 64), sin.expand(2, 4, s, 64)
         got_q, want_q = q.clone().requires_grad_(), q.clone().requires_grad_()
         got, want = jfn(got_q, cos, sin), rotary(want_q, cos, sin)
         got.backward(grad)

@@ -192,6 +192,18 @@ def test_a_slice_making_a_size_one_dim_of_a_longer_one_is_its_own_segment():
         assert "segment_set" not in source_of(lambda t: (t[1:3] * 2).exp(), a)
 
 
+def test_slices_of_a_product_with_an_expanded_input_before_a_cat_get_a_segment_boundary():
+    # nvfuser_direct 0.2.36 fails an exact-mapping assert (fusion.cpp:1020) on a rotary backward
+    # whose `sin` comes in expanded over the heads (a forward fusion returned it broadcast)
+    def rotary_grad(g, sin):
+        u = g * sin
+        return torch.cat((u[..., 4:], -u[..., :4]), -1)
+
+    g, sin = torch.randn(2, 3, 5, 8), torch.randn(2, 1, 5, 8)
+    assert source_of(rotary_grad, g, sin.expand(2, 3, 5, 8)).count("fd.ops.segment_set(") == 1
+    assert "segment_set" not in source_of(rotary_grad, g, sin.expand(2, 3, 5, 8).contiguous())
+
+
 def test_a_size_one_slice_only_squeezed_is_squeezed_in_front_of_its_segment_set():
     # nvfuser_direct 0.2.36's segmenter refuses the squeeze behind the segment_set where a
     # reduction follows (a ViT's class token, then its LayerNorm)
