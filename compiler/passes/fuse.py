@@ -23,9 +23,10 @@ it and say why an op was left out):
    cost torch a kernel, i.e. all but views; a cat copies, so permuted reshapes joined by a cat and
    summed, as a fused QKV projection's backward does, are two); the fuel knob keeps only the
    first N regions (to bisect a bad fusion).
-5. Views torch makes for free leave each region: those only its outputs need (`peel_views`) and
-   reshapes of its inputs (`peel_input_reshapes`). For nvFuser, so do resizes of small tensors
-   computed from the region's inputs alone (`peel_small_resizes`: a causal LM's labels shifted by one).
+5. Views torch makes for free leave each region: those only its outputs need (`peel_views`),
+   reshapes of its inputs and slices of them it also returns (`peel_input_views`). For nvFuser,
+   so do resizes of small tensors computed from the region's inputs alone (`peel_small_resizes`:
+   a causal LM's labels shifted by one).
 
 NOTE: number prims (scalar arithmetic such as split bounds `d0 + d1`) are never fused: they run
 in Python on the host and reach a fusion as symbolic scalar inputs, so one fusion definition
@@ -216,7 +217,7 @@ class _Partitioner(Peeling):
             else:
                 left = self.peel_small_resizes(g, root) if self.fuser.resize_splits else root
                 left = self.peel_views(g, left, self.fuser.resize_splits) if left is not None else None
-                left = self.peel_input_reshapes(g, left) if left is not None else None
+                left = self.peel_input_views(g, left) if left is not None else None
                 left = self.drop_foreign_writebacks(g, left) if left is not None else None
                 if left is not None:  # else the group was only a write-back of another region's value
                     keep.add(left)

@@ -141,26 +141,40 @@ class Peeling:
             stack.extend(k for p in bsym.inputs if (k := self.producer.get(id(p))) is not None and g.find(k) == root)
         return found
 
-    def peel_input_reshapes(self, g: Groups, root: int) -> int | None:
-        """Leaves to torch the reshapes of a region's inputs (GPT-2's [b, s, vocab] logits read as
-        [b * s, vocab] by the cross entropy): as torch a view of the tensor a matmul or another
-        op wrote, where nvFuser splits a reduction over a reshaped input into more kernels.
+    def peel_input_views(self, g: Groups, root: int) -> int | None:
+        """Leaves to torch the reshapes of a region's inputs, and its slices of inputs that it
+        also returns: as torch each is a view of the tensor its op wrote.
 
-        Only a reshape of a trace input or of a value a non-view op computed: the result of a
-        permute or slice could be strided, and torch would copy it. Views of a buffer written
-        back stay (as torch they would see the new values). Returns the root of what is left.
+        A reshape (GPT-2's [b, s, vocab] logits read as [b * s, vocab] by the cross entropy):
+        nvFuser splits a reduction over a reshaped input into more kernels. Only of a trace input
+        or of a value a non-view op computed: the result of a permute or slice could be strided,
+        and torch would copy it. A returned slice (GPT-J's rotary half `k[..., :rotary_dim]`, which
+        torch slices again with a step): nvFuser returns it as an alias of its input, in a segment
+        of its own that launches nothing at a fusion's host cost; the region reads the slice
+        instead. Views of a buffer written back stay (as torch they would see the new values).
+        Returns the root of what is left.
         """
         left: int | None = root
         for i in sorted(g.members[root]):
             bsym = self.bsyms[i]
-            if bsym.sym is not Prim.RESHAPE or left is None:
+            if bsym.sym not in (Prim.RESHAPE, Prim.SLICE) or left is None:
                 continue
             source = bsym.args[0]
             producer = self.producer.get(id(source))
-            if producer is not None and (g.find(producer) == left or self.bsyms[producer].sym in VIEWS):
+            if producer is not None and g.find(producer) == left:
+                continue
+            if bsym.sym is Prim.RESHAPE and producer is not None and self.bsyms[producer].sym in VIEWS:
+                continue
+            if bsym.sym is Prim.SLICE and not self.returned_by(g, left, i):
                 continue
             if self.views_written_buffer(source):
                 continue
             left = g.detach(i)
-            self.reasons[i] = (Reason.LEFT_TO_TORCH, f"a reshape of the region's input {source.name}: torch makes it")
+            what = "reshape" if bsym.sym is Prim.RESHAPE else "returned slice"
+            self.reasons[i] = (Reason.LEFT_TO_TORCH, f"a {what} of the region's input {source.name}: torch makes it")
         return left
+
+    def returned_by(self, g: Groups, root: int, i: int) -> bool:
+        """Whether node i's value leaves group `root`: the trace returns it or a node outside reads it."""
+        value = self.bsyms[i].output
+        return id(value) in self.output_ids or any(g.find(j) != root for j in self.readers.get(id(value), ()))

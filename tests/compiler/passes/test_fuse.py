@@ -242,6 +242,27 @@ def test_reshapes_of_region_inputs_are_left_to_torch():
     torch.testing.assert_close(eval_trace(result, *args), eval_trace(trace, *args))
 
 
+def test_a_slice_of_a_region_input_that_the_region_also_returns_is_left_to_torch():
+    # GPT-J's rotary half `k[..., :4]`: used in the region, and sliced again with a step by torch.
+    # In the region it would be returned as an alias of its input (a segment that launches nothing).
+    def program(k, sin, returned=True):
+        half = prims.slice(k, [0, 0], [4, 4], [1, 1])
+        rotated = prims.add(prims.mul(prims.exp(half), sin), 1.0)
+        return (rotated, prims.slice(half, [0, 0], [4, 4], [1, 2])) if returned else rotated
+
+    trace = prim_trace(program, F32, ((4, 4), torch.float32))
+    result, part = fused(trace)
+    assert region_ops(result) == [["exp", "mul", "add"]] and outside(result) == ["slice", "slice"]
+    slices = [d.reason for d in part.decisions if d.bsym.sym is Prim.SLICE]
+    assert slices == [Reason.LEFT_TO_TORCH, Reason.NO_TRANSLATION]  # nvFuser slices with step 1 only
+    args = (torch.randn(4, 8), torch.randn(4, 4))
+    for got, want in zip(eval_trace(result, *args), eval_trace(trace, *args)):
+        torch.testing.assert_close(got, want)
+    # read inside only, the slice stays: the region reading the whole input reads no more
+    inside_only = prim_trace(lambda k, sin: program(k, sin, returned=False), F32, ((4, 4), torch.float32))
+    assert region_ops(fused(inside_only)[0]) == [["slice", "exp", "mul", "add"]]
+
+
 def test_a_reshape_of_a_value_the_region_computes_stays():
     def program(a):
         return prims.amax(prims.reshape(prims.exp(a), [2, 16]), (1,))

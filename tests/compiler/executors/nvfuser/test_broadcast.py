@@ -39,7 +39,7 @@ def test_indices_are_declared_with_iteration_dims():
     for batch in (1, 3):
         tokens, position = torch.randint(0, 50, (batch, 1)), torch.tensor([7])
         [(region, source)] = _fusions(embeddings_then_norm, wte, wpe, tokens, position)
-        # the tokens arrive flattened: torch makes that reshape of an input (fuse.peel_input_reshapes)
+        # the tokens arrive flattened: torch makes that reshape of an input (peel_regions.peel_input_views)
         indices = {p.name for p in region.inputs} - {"wte", "wpe"}
         assert "position" in indices and "tokens" not in indices and len(indices) == 2
         assert iteration_inputs(region) == indices
