@@ -1,8 +1,11 @@
 """Which fusions of the Hugging Face zoo's models fall back from their fusion compiler to torch:
-`python -m scripts.zoo_fallbacks [--models gpt2,llama] [--modes forward,training] [--repros DIR]`.
+`python -m scripts.zoo_fallbacks [--models gpt2,llama] [--modes forward,training] [--repros DIR]
+[--size gpu]`.
 
 Each architecture of the zoo's tables (suites/_models/hf_architectures.py and
-hf_more_architectures.py, tiny `QUICK` configurations, nothing downloaded) is called as its model
+hf_more_architectures.py, tiny `QUICK` configurations, nothing downloaded; with `--size gpu`, at
+the sizes the hf_zoo suite measures on a GPU, in bfloat16, where some failures first show: a
+kernel's illegal memory access, a scheduler's assert) is called as its model
 card calls it (suites/_models/hf_zoo_inputs.py) through `compiler.jit` on the device's default
 executors (nvFuser on a GPU); a training call backpropagates its loss. For each (architecture,
 mode) it prints how many fusions ran and which fell back, forward and backward, and what each runs
@@ -41,9 +44,18 @@ import torch
 import compiler
 from compiler.executors.region_fallback import SUMMARY_CHARS, error_summary
 from suites._models.hf_architectures import Architecture
-from suites._models.hf_zoo_inputs import call_inputs, every_architecture, tiny_model, training_loss
+from suites._models.hf_zoo_inputs import (
+    AT_GPU_SIZES,
+    TINY,
+    Scale,
+    call_inputs,
+    every_architecture,
+    tiny_model,
+    training_loss,
+)
 
 MODES = ("forward", "training")
+SIZES: dict[str, Scale] = {"tiny": TINY, "gpu": AT_GPU_SIZES}
 ARCHITECTURES: dict[str, Architecture] = every_architecture()
 ROOT = Path(__file__).resolve().parent.parent
 JSON_PREFIX = "zoo_fallbacks.json: "  # a child process's result line (`--json`)
@@ -75,13 +87,15 @@ def sweep_one(
     executors: Sequence[str] | None = None,
     fusion: dict[str, Any] | None = None,
     repros: Path | None = None,
+    scale: Scale = TINY,
 ) -> Sweep:
-    """Runs `zoo` in `mode` ('forward' or 'training') through `compiler.jit` and reads its fusions."""
+    """Runs `zoo` in `mode` ('forward' or 'training') at `scale` through `compiler.jit` and reads
+    its fusions."""
     result = Sweep(zoo.name, mode)
     training = mode == "training"
     try:
-        model = tiny_model(zoo, device).train(training)
-        inputs = call_inputs(zoo, training, device)
+        model = tiny_model(zoo, device, scale).train(training)
+        inputs = call_inputs(zoo, training, device, scale)
         jitted = compiler.jit(model, executors=executors, fusion=fusion)
         with warnings.catch_warnings(), torch.set_grad_enabled(training):
             warnings.simplefilter("ignore")
@@ -131,10 +145,12 @@ def grouped(results: Sequence[Sweep]) -> str:
     return "\n".join(lines)
 
 
-def _in_child(name: str, modes: Sequence[str], device: str, repros: Path | None, timeout: float) -> list[Sweep]:
+def _in_child(
+    name: str, modes: Sequence[str], device: str, repros: Path | None, timeout: float, size: str = "tiny"
+) -> list[Sweep]:
     """`name`'s sweeps run in a process of their own (`--jobs`), which may crash or hang alone."""
     command = [sys.executable, "-X", "faulthandler", "-m", "scripts.zoo_fallbacks", "--models", name]
-    command += ["--modes", ",".join(modes), "--device", device, "--json"]
+    command += ["--modes", ",".join(modes), "--device", device, "--size", size, "--json"]
     command += ["--repros", str(repros)] if repros is not None else []
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False)
@@ -166,6 +182,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--models", default="", help="comma-separated architectures (default: every one)")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, of: " + ", ".join(MODES))
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument(
+        "--size",
+        choices=sorted(SIZES),
+        default="tiny",
+        help="tiny configurations in float32 (default), or the hf_zoo suite's GPU sizes in bfloat16",
+    )
     parser.add_argument("--repros", type=Path, help="a folder for a repro script of each nvFuser fusion that fell back")
     parser.add_argument(
         "--jobs",
@@ -193,7 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = []
     if args.jobs:
         with ThreadPoolExecutor(args.jobs) as pool:
-            futures = [pool.submit(_in_child, n, modes, args.device, args.repros, args.timeout) for n in names]
+            child = (modes, args.device, args.repros, args.timeout, args.size)
+            futures = [pool.submit(_in_child, n, *child) for n in names]
             for future in as_completed(futures):
                 for result in future.result():
                     print(result, flush=True)
@@ -201,7 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         for name in names:
             for mode in modes:
-                result = sweep_one(ARCHITECTURES[name], mode, torch.device(args.device), repros=args.repros)
+                result = sweep_one(
+                    ARCHITECTURES[name], mode, torch.device(args.device), repros=args.repros, scale=SIZES[args.size]
+                )
                 print(JSON_PREFIX + json.dumps(dataclasses.asdict(result)) if args.json else result, flush=True)
                 results.append(result)
     fell_back = sum(len(r.fell_back) for r in results)

@@ -1,13 +1,16 @@
-"""The inputs of the zoo's tiny models (suites/_models/hf_architectures.py, `QUICK` sizes), called
-as their model cards call them, per kind of model: for the forward (logits; a decoder's default
-call keeps its cache on) and for the call whose `loss` is backpropagated (`training`); and that
-loss (`training_loss`). tests/compiler/models/test_hf_zoo.py and scripts/zoo_fallbacks.py call
-the zoo so.
+"""The inputs of the zoo's models (suites/_models/hf_architectures.py), called as their model
+cards call them, per kind of model: for the forward (logits; a decoder's default call keeps its
+cache on) and for the call whose `loss` is backpropagated (`training`); and that loss
+(`training_loss`). tests/compiler/models/test_hf_zoo.py and scripts/zoo_fallbacks.py call the zoo
+so: tiny (`TINY`: `QUICK` sizes, float32, 2 sequences of 8 tokens), or at the sizes the hf_zoo
+suite measures on a GPU (`AT_GPU_SIZES`: `GPU` sizes, bfloat16, 8 sequences of 512 tokens), where
+some failures of a fusion compiler first show.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -15,6 +18,7 @@ import torch
 from suites._models.hf_architectures import (
     AUDIO,
     CAUSAL,
+    GPU,
     MASKED,
     QUICK,
     SEQ2SEQ,
@@ -22,43 +26,56 @@ from suites._models.hf_architectures import (
     TEXT_FEATURES,
     VISION,
     Architecture,
+    Dims,
 )
 
-BATCH = 2
-SEQUENCE = 8
-VOCAB = QUICK.vocabulary
+
+@dataclass(frozen=True)
+class Scale:
+    """The sizes a zoo model is built and called at: its config's `dims`, the parameters' and
+    floating inputs' `dtype`, `batch` sequences of `sequence` tokens, `audio` samples of raw audio."""
+
+    dims: Dims
+    dtype: torch.dtype
+    batch: int
+    sequence: int
+    audio: int
 
 
-def _tokens(generator: torch.Generator) -> torch.Tensor:
-    return torch.randint(0, VOCAB, (BATCH, SEQUENCE), generator=generator)
+TINY = Scale(QUICK, torch.float32, batch=2, sequence=8, audio=400)
+AT_GPU_SIZES = Scale(GPU, torch.bfloat16, batch=8, sequence=512, audio=16000)
 
 
-def _text(generator: torch.Generator, training: bool) -> dict[str, torch.Tensor]:
-    ids = _tokens(generator)
+def _tokens(generator: torch.Generator, scale: Scale) -> torch.Tensor:
+    return torch.randint(0, scale.dims.vocabulary, (scale.batch, scale.sequence), generator=generator)
+
+
+def _text(generator: torch.Generator, training: bool, scale: Scale) -> dict[str, torch.Tensor]:
+    ids = _tokens(generator, scale)
     return {"input_ids": ids, "labels": ids} if training else {"input_ids": ids}
 
 
-def _seq2seq(generator: torch.Generator, training: bool) -> dict[str, torch.Tensor]:
-    ids, target = _tokens(generator), _tokens(generator)
+def _seq2seq(generator: torch.Generator, training: bool, scale: Scale) -> dict[str, torch.Tensor]:
+    ids, target = _tokens(generator, scale), _tokens(generator, scale)
     return {"input_ids": ids, "labels": target} if training else {"input_ids": ids, "decoder_input_ids": target}
 
 
-def _sequence_label(generator: torch.Generator, training: bool) -> dict[str, torch.Tensor]:
-    ids = _tokens(generator)
-    labels = torch.randint(0, 2, (BATCH,), generator=generator)
+def _sequence_label(generator: torch.Generator, training: bool, scale: Scale) -> dict[str, torch.Tensor]:
+    ids = _tokens(generator, scale)
+    labels = torch.randint(0, 2, (scale.batch,), generator=generator)
     return {"input_ids": ids, "labels": labels} if training else {"input_ids": ids}
 
 
-def _image(generator: torch.Generator, training: bool) -> dict[str, torch.Tensor]:
-    pixels = torch.randn(BATCH, 3, QUICK.image, QUICK.image, generator=generator)
-    labels = torch.randint(0, 2, (BATCH,), generator=generator)
+def _image(generator: torch.Generator, training: bool, scale: Scale) -> dict[str, torch.Tensor]:
+    pixels = torch.randn(scale.batch, 3, scale.dims.image, scale.dims.image, generator=generator)
+    labels = torch.randint(0, 2, (scale.batch,), generator=generator)
     return {"pixel_values": pixels, "labels": labels} if training else {"pixel_values": pixels}
 
 
-def _speech(generator: torch.Generator, training: bool) -> dict[str, torch.Tensor]:
+def _speech(generator: torch.Generator, training: bool, scale: Scale) -> dict[str, torch.Tensor]:
     # Whisper's encoder takes 2 * max_source_positions frames of num_mel_bins features
-    features = torch.randn(BATCH, QUICK.mel_bins, QUICK.frames, generator=generator)
-    target = _tokens(generator)
+    features = torch.randn(scale.batch, scale.dims.mel_bins, scale.dims.frames, generator=generator)
+    target = _tokens(generator, scale)
     return (
         {"input_features": features, "labels": target}
         if training
@@ -66,12 +83,12 @@ def _speech(generator: torch.Generator, training: bool) -> dict[str, torch.Tenso
     )
 
 
-def _audio(generator: torch.Generator, training: bool) -> dict[str, torch.Tensor]:
-    return {"input_values": torch.randn(BATCH, 400, generator=generator)}
+def _audio(generator: torch.Generator, training: bool, scale: Scale) -> dict[str, torch.Tensor]:
+    return {"input_values": torch.randn(scale.batch, scale.audio, generator=generator)}
 
 
 # by the architecture's kind
-INPUTS: dict[str, Callable[[torch.Generator, bool], dict[str, torch.Tensor]]] = {
+INPUTS: dict[str, Callable[[torch.Generator, bool, Scale], dict[str, torch.Tensor]]] = {
     CAUSAL: _text,
     MASKED: _text,
     SEQ2SEQ: _seq2seq,
@@ -90,19 +107,23 @@ def every_architecture() -> dict[str, Architecture]:
     return {a.name: a for a in (*ZOO, *MORE_ZOO)}
 
 
-def tiny_model(zoo: Architecture, device: torch.device) -> torch.nn.Module:
-    """`zoo`'s model at the `QUICK` sizes, its weights drawn from seed 0 (transformers is imported here)."""
+def tiny_model(zoo: Architecture, device: torch.device, scale: Scale = TINY) -> torch.nn.Module:
+    """`zoo`'s model at `scale`'s sizes and dtype (`TINY` by default), its weights drawn from seed 0
+    (transformers is imported here)."""
     import transformers
 
-    config = zoo.build_config(QUICK)
+    config = zoo.build_config(scale.dims)
     torch.manual_seed(0)
-    return getattr(transformers, zoo.model)(config).to(device)
+    return getattr(transformers, zoo.model)(config).to(device=device, dtype=scale.dtype)
 
 
-def call_inputs(zoo: Architecture, training: bool, device: torch.device) -> dict[str, torch.Tensor]:
-    """The keyword inputs of `zoo`'s call as its model card makes it (drawn from seed 1), with an
-    all-ones attention mask where the architecture takes one."""
-    inputs = {k: v.to(device) for k, v in INPUTS[zoo.kind](torch.Generator().manual_seed(1), training).items()}
+def call_inputs(
+    zoo: Architecture, training: bool, device: torch.device, scale: Scale = TINY
+) -> dict[str, torch.Tensor]:
+    """The keyword inputs of `zoo`'s call as its model card makes it at `scale` (drawn from seed 1;
+    floating ones in its dtype), with an all-ones attention mask where the architecture takes one."""
+    drawn = INPUTS[zoo.kind](torch.Generator().manual_seed(1), training, scale)
+    inputs = {k: v.to(device=device, dtype=scale.dtype if v.is_floating_point() else v.dtype) for k, v in drawn.items()}
     if zoo.attention_mask:
         inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
     return inputs

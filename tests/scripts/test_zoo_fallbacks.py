@@ -12,6 +12,7 @@ import torch
 from compiler.executors.nvfuser.executor import TorchRunner
 from scripts import zoo_fallbacks
 from scripts.zoo_fallbacks import ARCHITECTURES, Sweep, grouped, sweep_one
+from suites._models.hf_zoo_inputs import AT_GPU_SIZES, TINY
 
 pytest.importorskip("transformers")
 
@@ -134,3 +135,26 @@ def test_bad_jobs_and_timeouts_are_refused(capsys):
         with pytest.raises(SystemExit):
             zoo_fallbacks.main(["--models", "gpt2", *argv])
         assert said in capsys.readouterr().err
+
+
+def test_a_sweep_runs_the_model_at_its_scale_and_a_child_gets_the_size(monkeypatch):
+    half = dataclasses.replace(TINY, dtype=torch.bfloat16, batch=3)
+    seen = []
+    run = TorchRunner.run
+
+    def recording(self, fusion, args, key):
+        seen.extend(a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point())
+        return run(self, fusion, args, key)
+
+    monkeypatch.setattr(TorchRunner, "run", recording)
+    result = sweep_one(ARCHITECTURES["gpt2"], "forward", CPU, ["nvfuser", "torch"], {"runner": "torch"}, scale=half)
+    assert result.error is None and result.fusions > 0 and set(seen) == {torch.bfloat16}
+    commands = []
+    monkeypatch.setattr(
+        zoo_fallbacks.subprocess,
+        "run",
+        lambda command, **_: commands.append(command) or subprocess.CompletedProcess([], 0, "", ""),
+    )
+    zoo_fallbacks.main(["--models", "gpt2", "--modes", "forward", "--jobs", "1", "--size", "gpu", "--device", "cpu"])
+    assert commands and commands[0][commands[0].index("--size") + 1] == "gpu"
+    assert zoo_fallbacks.SIZES["gpu"] is AT_GPU_SIZES

@@ -17,8 +17,8 @@ from torch import nn
 
 import compiler
 from compiler.executors.nvfuser.executor import FALLBACK_ENV
-from suites._models.hf_architectures import QUICK, ZOO_BY_NAME
-from suites._models.hf_zoo_inputs import INPUTS
+from suites._models.hf_architectures import ZOO_BY_NAME
+from suites._models.hf_zoo_inputs import call_inputs, tiny_model
 from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
 
 FP32 = {"atol": 1e-5, "rtol": 1e-5}
@@ -230,11 +230,10 @@ def test_the_rotary_on_cuda_is_one_nvfuser_fusion_each_way(dtype: torch.dtype, m
 def test_the_zoos_complex_rotary_models_train_through_dynamo_without_fallbacks(architecture: str) -> None:
     """transformers' Llama-4 and DeepSeek-V2 (complex rotary embeddings) compile whole through the
     dynamo backend: no piece runs eagerly (tests/compiler/models/test_hf_zoo.py compares them)."""
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("transformers")
     zoo = ZOO_BY_NAME[architecture]
-    torch.manual_seed(0)
-    model = getattr(transformers, zoo.model)(zoo.build_config(QUICK)).train()
-    inputs = INPUTS[zoo.kind](torch.Generator().manual_seed(1), True)
+    model = tiny_model(zoo, torch.device("cpu")).train()
+    inputs = call_inputs(zoo, True, torch.device("cpu"))
     torch._dynamo.reset()
     before = compiler.examine.fallbacks_recorded()
     torch.compile(model, backend="fusebench")(**inputs).loss.backward()
