@@ -249,10 +249,14 @@ def _by_iota(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | 
         return None
     length, start, step = made.args[:3]
     size = a.shape[dim]
+    if type(start) is not int or type(step) is not int:  # NOTE: `==` on a NumberProxy would record a guard
+        return None
     if start == 0 and step == 1 and same_extent(length, size):
         return a if folder.may_stand_for(out, a) else None
-    if not all(type(v) is int for v in (length, start, step, size)) or not (
-        length >= 1 and start >= 0 and step >= 1 and start + step * (length - 1) < size
+    if (
+        type(length) is not int
+        or type(size) is not int
+        or not (length >= 1 and start >= 0 and step >= 1 and start + step * (length - 1) < size)
     ):
         return None
     starts, ends, steps = [0] * a.ndim, list(a.shape), [1] * a.ndim

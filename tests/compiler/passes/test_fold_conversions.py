@@ -353,3 +353,33 @@ def test_a_value_a_forward_saves_for_its_backward_may_become_its_input() -> None
     assert folded.output[1][0].name == "a0" and Prim.INDEX_SELECT not in [b.sym for b in folded.bsyms]
     shown = trace.with_bsyms(trace.bsyms, output=((total, rows), ()), name="forward")
     assert Prim.INDEX_SELECT in [b.sym for b in fold_conversions(shown).bsyms]
+
+
+def test_an_index_select_by_an_iota_from_a_symbolic_start_stays() -> None:
+    # a decode step's positions, `arange(past, past + n)`: where they lie is known only when it runs
+    def positions(table, past):
+        return prims.add(prims.index_select(table, 0, prims.iota(4, past, 1, torch.int64, table.device)), 1.0)
+
+    trace = prim_trace(positions, ((10, 4), F32), (int, 3))
+    folded = check_trace(fold_conversions(trace))
+    assert Prim.INDEX_SELECT in [b.sym for b in folded.bsyms]
+    table = torch.randn(10, 4)
+    assert torch.equal(eval_trace(folded, table, 3), eval_trace(trace, table, 3))
+
+
+@pytest.mark.parametrize("numbers", ["constant", "symbolic"])
+def test_position_embeddings_read_by_arange_match_eager_for_every_offset(numbers: str) -> None:
+    import torch.nn.functional as F
+
+    import compiler
+
+    def embed(table, x, past):
+        return x + F.embedding(torch.arange(past, past + x.shape[0]), table) * 2
+
+    jitted = compiler.jit(embed, numbers=numbers)
+    table = torch.randn(12, 4)
+    for past in (0, 3, 8):
+        x = torch.randn(4, 4)
+        torch.testing.assert_close(jitted(table, x, past), embed(table, x, past))
+    x = torch.randn(12, 4)  # all of the table, from 0
+    torch.testing.assert_close(jitted(table, x, 0), embed(table, x, 0))
