@@ -98,6 +98,11 @@ class _Folder:
             for name in {p.name for p in bsym.inputs}:
                 self.readers[name] = self.readers.get(name, 0) + 1
 
+    def handed_out(self, value: Proxy) -> bool:
+        """Whether the caller gets `value`'s memory: it is returned (or viewed by what is) or
+        written back."""
+        return value.name in self.returned or value.name in self.written
+
     def produced_by(self, value: Any, prim: Prim) -> BoundSymbol | None:
         if not isinstance(value, TensorProxy):
             return None
@@ -138,7 +143,7 @@ def _filled(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
     shape and dtype; None where it is not (or where its value is returned or written back)."""
     made = folder.produced_by(bsym.args[0], Prim.FULL)
     out = bsym.output
-    if made is None or out.name in folder.returned or out.name in folder.written:
+    if made is None or folder.handed_out(out):
         return None
     value = made.args[1]
     if type(value) not in (bool, int, float) or (isinstance(value, float) and not math.isfinite(value)):
@@ -218,9 +223,11 @@ def _by_column(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
     (`a.gather(dim, idx[:, None].expand(-1, n))`) is `index_select(a, dim, column)` (the column
     reshaped to 1-D first where it has more dims); None where it is not: another dim of `index`
     varies or differs from `a`'s, or the column is itself broadcast along `dim`."""
+    if bsym.sym is not Prim.TAKE_ALONG_DIM:
+        return None
     a, index, dim = bsym.args
     spread = folder.produced_by(index, Prim.BROADCAST_IN_DIM)
-    if bsym.sym is not Prim.TAKE_ALONG_DIM or spread is None:
+    if spread is None:
         return None
     source, _, into = spread.args
     sizes = dict(zip(into, source.shape))
@@ -242,17 +249,20 @@ def _by_iota(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | 
     of `a` along `dim` (`embedding(arange(n))`, a position table read whole), and `a` itself where
     that is all of it; None where the picks are not known to lie inside `a` at trace time, or where
     the result is returned or written back (eager returns a tensor of its own, a slice views `a`)."""
+    if bsym.sym is not Prim.INDEX_SELECT:
+        return None
     a, dim, index = bsym.args
     made = folder.produced_by(index, Prim.IOTA)
     out = bsym.output
-    if bsym.sym is not Prim.INDEX_SELECT or made is None or out.name in folder.returned or out.name in folder.written:
+    if made is None or folder.handed_out(out):
         return None
     length, start, step = made.args[:3]
     size = a.shape[dim]
-    if type(start) is not int or type(step) is not int:  # NOTE: `==` on a NumberProxy would record a guard
+    # NOTE: `==` on a NumberProxy evaluates the `eq` prim, which compares the proxies again (without end)
+    if type(start) is not int or type(step) is not int:
         return None
     if start == 0 and step == 1 and same_extent(length, size):
-        return a if folder.may_stand_for(out, a) else None
+        return a  # NOTE: `out` is neither returned nor written back, so `a` may stand for it
     if (
         type(length) is not int
         or type(size) is not int
@@ -268,9 +278,9 @@ def _gather(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | N
     if (filled := _filled(folder, bsym)) is not None:
         return filled
     if (selected := _by_column(folder, bsym)) is not None:
-        *lines, last = selected
-        sliced = _by_iota(folder, last)
-        return selected if sliced is None else sliced if isinstance(sliced, Proxy) else [*lines, *sliced]
+        # NOTE: a column that is an iota is selected by directly (no reshape line before it): a slice
+        sliced = _by_iota(folder, selected[-1])
+        return selected if sliced is None else sliced
     if (sliced := _by_iota(folder, bsym)) is not None:
         return sliced
     conversion = folder.produced_by(bsym.args[0], Prim.CONVERT_ELEMENT_TYPE)

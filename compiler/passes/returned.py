@@ -23,8 +23,11 @@ def returned_memory(trace: Trace, output: Any = None) -> set[str]:
     return names
 
 
+FORWARD = "forward"  # the name `split_backward` gives the forward trace it splits off
+
+
 def shown_output(trace: Trace) -> Any:
     """What the caller of `trace` gets: a forward's outputs without the values it saves for its
     backward (`split_backward` returns `(outputs, saved)`; only the backward reads those, so one may
     be an input or a view of one, as a saved input is), else the trace's whole output."""
-    return trace.output[0] if trace.name == "forward" else trace.output
+    return trace.output[0] if trace.name == FORWARD else trace.output

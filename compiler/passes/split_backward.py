@@ -43,6 +43,7 @@ from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace
 from compiler.passes.autodiff import Joint
 from compiler.passes.dce import dce
 from compiler.passes.mincut import INFINITE, FlowGraph
+from compiler.passes.returned import FORWARD
 from compiler.passes.stop_gradient import without_stop_gradients
 from compiler.prims import ELEMENTWISE, FACTORIES, GRADIENT_MARKERS, RANDOM, SHAPE_OPS, Prim, views_of
 
@@ -197,7 +198,7 @@ def split_backward(joint: Joint) -> Split:
             forward_saved[i] = copy
     took = f"(took {(time.perf_counter() - start) * 1e3:.2f} ms)"
     primals = joint.trace.inputs[: _primal_count(joint)]
-    forward_trace = Trace(primals, forward, (joint.outputs, tuple(forward_saved)), name="forward")
+    forward_trace = Trace(primals, forward, (joint.outputs, tuple(forward_saved)), name=FORWARD)
     return Split(
         forward=replace(dce(forward_trace), provenance=f"split_backward {took}"),
         backward=replace(_backward_from_saved(joint, saved, live, needed), provenance=f"split_backward {took}"),
