@@ -18,6 +18,13 @@ eager returns apart or keep a larger intermediate alive). The rules, one per pri
 - A conversion, reshape or gather (`take_along_dim`, `index_select`) of `full(shape, v)` is a
   `full` of its result's shape, `v` converted (`torch.ones(b, s).bool()` flattened and indexed
   by position, transformers' padding mask when the call passes none, is `full(True)`).
+- An elementwise prim of fills (and numbers) whose value torch computes exactly on every device
+  (`EXACT_ON_CONSTANTS`: comparisons, `where`, integer and correctly rounded arithmetic) is a
+  `full` of that value: `x[..., [-2]]` makes its index `where(i < 0, i + n, i)` of `full(-2)`;
+  so is a cat of fills of one value (`x[:, [0, 0]]`'s index).
+- An `index_select` by `full([n], k)` picks the slice `k : k + 1`, broadcast to `n` where `n > 1`
+  (Falcon's key and value heads, `qkv[:, :, :, [-2]]`): nvFuser slices where it gathered by an
+  index its fusion read as an input.
 - A `take_along_dim` by one index column broadcast over the other dims
   (`a.gather(dim, idx[:, None].expand(-1, n))`, Funnel's relative positions) is `index_select`
   by the column: nvFuser reads the column, and a kernel boundary never meets the broadcast index.
@@ -48,11 +55,11 @@ import torch
 
 from compiler.core.context import TraceContext
 from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, Trace, map_proxies
-from compiler.core.proxies import same_extent
+from compiler.core.proxies import is_unit, same_extent
 from compiler.passes import trace_pass
 from compiler.passes.dce import dce
 from compiler.passes.returned import returned_memory, shown_output
-from compiler.prims import GATHERS, VIEWS, Prim
+from compiler.prims import COMPARISONS, GATHERS, VIEWS, Prim, evaluate
 
 _SMALL_INTS = (torch.uint8, torch.int8)
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -153,6 +160,50 @@ def _filled(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
     return [made.replace(args=(list(out.shape), value, out.dtype, made.args[3]), output=out)]
 
 
+# Elementwise prims whose value on constants is the same computed anywhere (exact, or one correctly
+# rounded IEEE operation): folded at trace time, no value changes. Not exp, log, pow, sin, ...: a
+# device's library may round those otherwise than the CPU's.
+EXACT_ON_CONSTANTS = COMPARISONS | {
+    Prim.NEG, Prim.ABS, Prim.ADD, Prim.SUB, Prim.MUL, Prim.DIV, Prim.WHERE, Prim.MAXIMUM, Prim.MINIMUM,
+    Prim.BITWISE_AND, Prim.BITWISE_OR, Prim.BITWISE_XOR, Prim.BITWISE_NOT, Prim.SIGN, Prim.FLOOR, Prim.CEIL,
+    Prim.TRUNC,
+}  # fmt: skip
+
+
+def _constant(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
+    """An `EXACT_ON_CONSTANTS` prim whose tensor operands are all fills (the others numbers) is a
+    `full` of its value, computed by torch on one element of each fill's dtype; None otherwise,
+    where the value is not finite, or where the result is returned or written back."""
+    out = bsym.output
+    if bsym.sym not in EXACT_ON_CONSTANTS or folder.handed_out(out):
+        return None
+    operands = []
+    for arg in bsym.args:
+        made = folder.produced_by(arg, Prim.FULL)
+        value = made.args[1] if made is not None else arg
+        if type(value) not in (bool, int, float) or (isinstance(arg, Proxy) and made is None):
+            return None
+        operands.append(torch.tensor(value, dtype=arg.dtype) if made is not None else value)
+    if not any(isinstance(o, torch.Tensor) for o in operands):
+        return None
+    result = evaluate(bsym.sym, tuple(operands))
+    if not isinstance(result, torch.Tensor) or result.dtype != out.dtype or not bool(result.isfinite().all()):
+        return None
+    return [BoundSymbol(Prim.FULL, (list(out.shape), result.item(), out.dtype, out.device), {}, out)]
+
+
+def _cat_of_fills(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
+    """A cat of fills of one value is a fill (`x[:, [0, 0]]`'s index); None otherwise."""
+    made = [folder.produced_by(t, Prim.FULL) for t in bsym.args[0]]
+    if None in made or folder.handed_out(bsym.output):
+        return None
+    values = {(type(m.args[1]), m.args[1]) for m in made}
+    if len(values) != 1:
+        return None
+    out = bsym.output
+    return [made[0].replace(args=(list(out.shape), made[0].args[1], out.dtype, made[0].args[3]), output=out)]
+
+
 def _convert(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | None:
     source, dtype = bsym.args
     if not isinstance(source, TensorProxy):
@@ -249,13 +300,11 @@ def _by_iota(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | 
     of `a` along `dim` (`embedding(arange(n))`, a position table read whole), and `a` itself where
     that is all of it; None where the picks are not known to lie inside `a` at trace time, or where
     the result is returned or written back (eager returns a tensor of its own, a slice views `a`)."""
-    if bsym.sym is not Prim.INDEX_SELECT:
+    picked = _picked_by(folder, bsym, Prim.IOTA)
+    if picked is None:
         return None
-    a, dim, index = bsym.args
-    made = folder.produced_by(index, Prim.IOTA)
+    a, dim, made = picked
     out = bsym.output
-    if made is None or folder.handed_out(out):
-        return None
     length, start, step = made.args[:3]
     size = a.shape[dim]
     # NOTE: `==` on a NumberProxy evaluates the `eq` prim, which compares the proxies again (without end)
@@ -269,14 +318,49 @@ def _by_iota(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | 
         or not (length >= 1 and start >= 0 and step >= 1 and start + step * (length - 1) < size)
     ):
         return None
+    return [_slice_along(a, dim, start, start + step * (length - 1) + 1, step, out)]
+
+
+def _picked_by(folder: _Folder, bsym: BoundSymbol, prim: Prim) -> tuple[TensorProxy, int, BoundSymbol] | None:
+    """`(a, dim, made)` of `index_select(a, dim, index)` whose index `made` (a `prim`) produced,
+    where the caller does not get the result's memory; None otherwise."""
+    if bsym.sym is not Prim.INDEX_SELECT or folder.handed_out(bsym.output):
+        return None
+    a, dim, index = bsym.args
+    made = folder.produced_by(index, prim)
+    return None if made is None else (a, dim, made)
+
+
+def _slice_along(a: TensorProxy, dim: int, start: int, end: int, step: int, out: TensorProxy) -> BoundSymbol:
     starts, ends, steps = [0] * a.ndim, list(a.shape), [1] * a.ndim
-    starts[dim], ends[dim], steps[dim] = start, start + step * (length - 1) + 1, step
-    return [BoundSymbol(Prim.SLICE, (a, starts, ends, steps), {}, out)]
+    starts[dim], ends[dim], steps[dim] = start, end, step
+    return BoundSymbol(Prim.SLICE, (a, starts, ends, steps), {}, out)
+
+
+def _by_constant(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
+    """`index_select(a, dim, full([n], k))` is the slice `k : k + 1` of `a` along `dim`, broadcast
+    to `n` there where `n > 1`; None where `k` is not known to lie inside `a` at trace time (eager
+    raises), or where the result is returned or written back (eager returns rows of its own)."""
+    picked = _picked_by(folder, bsym, Prim.FULL)
+    if picked is None:
+        return None
+    a, dim, made = picked
+    out = bsym.output
+    k, size = made.args[1], a.shape[dim]
+    if type(k) is not int or type(size) is not int or not 0 <= k < size:
+        return None
+    if is_unit(out.shape[dim]):
+        return [_slice_along(a, dim, k, k + 1, 1, out)]
+    row = folder.fresh_like(out, out.dtype, shape=[1 if d == dim else s for d, s in enumerate(out.shape)])
+    broadcast = BoundSymbol(Prim.BROADCAST_IN_DIM, (row, list(out.shape), list(range(out.ndim))), {}, out)
+    return [_slice_along(a, dim, k, k + 1, 1, row), broadcast]
 
 
 def _gather(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | None:
     if (filled := _filled(folder, bsym)) is not None:
         return filled
+    if (picked := _by_constant(folder, bsym)) is not None:
+        return picked
     if (selected := _by_column(folder, bsym)) is not None:
         # NOTE: a column that is an iota is selected by directly (no reshape line before it): a slice
         sliced = _by_iota(folder, selected[-1])
@@ -317,9 +401,14 @@ def _identity(folder: _Folder, bsym: BoundSymbol) -> Proxy | None:
     return None
 
 
+def _elementwise(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | None:
+    constant = _constant(folder, bsym)
+    return constant if constant is not None or bsym.sym not in (Prim.MUL, Prim.DIV) else _identity(folder, bsym)
+
+
 RULES: dict[Prim, Rule] = {
-    Prim.MUL: _identity,
-    Prim.DIV: _identity,
+    **{prim: _elementwise for prim in EXACT_ON_CONSTANTS},
+    Prim.CAT: _cat_of_fills,
     Prim.CONVERT_ELEMENT_TYPE: _convert,
     Prim.DEVICE_PUT: _device_put,
     Prim.RESHAPE: _reshape,

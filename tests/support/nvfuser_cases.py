@@ -175,3 +175,14 @@ def qk_norm_rotary(
     cos, sin = emb.cos()[:, None], emb.sin()[:, None]
     q, k = rms(q, wq).transpose(1, 2), rms(k, wk).transpose(1, 2)
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+def alibi_scores_softmax(slopes, scores):
+    """Bloom's attention: the alibi `slopes * arange(n)` repeated over the batch and merged to
+    [b * h, 1, n], added to the scores, split back to [b, h, 1, n] for the softmax."""
+    bh, _, n = scores.shape
+    h = slopes.shape[0]
+    alibi = (slopes[:, None, None] * torch.arange(n, device=scores.device)[None, None, :]).to(scores.dtype)
+    alibi = alibi[None].expand(bh // h, h, 1, n).reshape(bh, 1, n)
+    x = (scores.float() * 0.125 + alibi.float()).to(scores.dtype).reshape(bh // h, h, 1, n)
+    return alibi, torch.softmax(x.float(), -1).to(scores.dtype)

@@ -11,7 +11,7 @@ from compiler.passes.fold_conversions import EXACT_IN, fold_conversions, is_exac
 from compiler.prims import Prim
 from compiler.tracing.check_trace import check_trace
 from compiler.tracing.interpreter import eval_trace
-from tests.support.nvfuser_helpers import prim_trace
+from tests.support.nvfuser_helpers import fake_nvfuser, prim_trace  # noqa: F401  (fixture)
 
 F32, BF16, F16 = torch.float32, torch.bfloat16, torch.float16
 
@@ -383,3 +383,90 @@ def test_position_embeddings_read_by_arange_match_eager_for_every_offset(numbers
         torch.testing.assert_close(jitted(table, x, past), embed(table, x, past))
     x = torch.randn(12, 4)  # all of the table, from 0
     torch.testing.assert_close(jitted(table, x, 0), embed(table, x, 0))
+
+
+def _picked_by_a_constant(size: int, k: int, n: int = 1, returned: bool = False):
+    """`x[[k] * n]` as the ops layer writes it: the index normalized where it is negative."""
+
+    def pick(table, x):
+        index = prims.full([n], k, torch.int64, table.device)
+        index = prims.where(prims.lt(index, 0), prims.add(index, size), index)
+        rows = prims.index_select(table, 0, index)
+        total = prims.add(rows, x)
+        return (total, rows) if returned else total
+
+    return prim_trace(pick, ((size, 4), F32), ((n, 4), F32))
+
+
+@pytest.mark.parametrize(("size", "k", "n"), [(14, -2, 1), (14, -1, 1), (14, 0, 1), (5, 3, 3), (1, 0, 1), (1, -1, 2)])
+def test_an_index_select_by_a_constant_index_is_a_slice(size: int, k: int, n: int) -> None:
+    trace = _picked_by_a_constant(size, k, n)
+    folded = check_trace(fold_conversions(trace))
+    syms = [b.sym for b in folded.bsyms]
+    assert syms == ([Prim.SLICE, Prim.ADD] if n == 1 else [Prim.SLICE, Prim.BROADCAST_IN_DIM, Prim.ADD])
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+        table, x = torch.randn(size, 4, generator=gen), torch.randn(n, 4, generator=gen)
+        assert torch.equal(eval_trace(folded, table, x), table[[k] * n] + x)
+
+
+def test_an_index_select_by_a_constant_index_out_of_range_or_returned_stays() -> None:
+    out_of_range = _picked_by_a_constant(4, -7, 1)  # eager raises, and so must the trace
+    assert Prim.INDEX_SELECT in [b.sym for b in fold_conversions(out_of_range).bsyms]
+    returned = _picked_by_a_constant(4, 1, 1, returned=True)  # eager returns a row of its own, not a view
+    assert Prim.INDEX_SELECT in [b.sym for b in fold_conversions(returned).bsyms]
+
+
+_CONSTANT_CASES = [
+    (lambda a: prims.where(prims.lt(a, 0), prims.add(a, 14), a), torch.int64, -2),
+    (lambda a: prims.bitwise_not(prims.ge(prims.abs(a), 3)), torch.int32, -5),
+    (lambda a: prims.div(prims.sub(prims.mul(a, 3.0), 0.1), 7.0), F32, 1.1),
+    (lambda a: prims.maximum(prims.neg(a), prims.sign(a)), BF16, 0.3),
+    (lambda a: prims.ceil(prims.mul(a, 2.5)), F16, 1.7),
+]
+
+
+@pytest.mark.parametrize(("fn", "dtype", "value"), _CONSTANT_CASES)
+def test_exact_elementwise_prims_of_fills_fold_to_a_fill_of_eagers_value(fn, dtype, value) -> None:
+    def computed(x):
+        return prims.add(x, prims.convert_element_type(fn(prims.full([3, 2], value, dtype, x.device)), F32))
+
+    trace = prim_trace(computed, ((3, 2), F32))
+    folded = check_trace(fold_conversions(trace))
+    assert [b.sym for b in folded.bsyms] == [Prim.FULL, Prim.ADD]
+    x = torch.randn(3, 2)
+    assert torch.equal(eval_trace(folded, x), eval_trace(trace, x))
+
+
+def test_transcendental_or_non_finite_or_returned_constants_stay() -> None:
+    def exp_of_fill(x):  # a device's exp may round otherwise than the CPU's
+        return prims.add(x, prims.exp(prims.full([2], 0.5, F32, x.device)))
+
+    def inf_of_fill(x):  # 1 / 0
+        return prims.add(x, prims.div(prims.full([2], 1.0, F32, x.device), 0.0))
+
+    def returned(x):
+        made = prims.add(prims.full([2], 2, torch.int64, x.device), 1)
+        return x, made
+
+    for fn, kept in ((exp_of_fill, Prim.EXP), (inf_of_fill, Prim.DIV), (returned, Prim.ADD)):
+        folded = check_trace(fold_conversions(prim_trace(fn, ((2,), F32))))
+        assert kept in [b.sym for b in folded.bsyms], fn.__name__
+
+
+@pytest.mark.usefixtures("fake_nvfuser")
+def test_heads_picked_by_a_list_index_are_slices_and_match_eager() -> None:
+    # Falcon's multi-query split of a fused projection: `qkv[:, :, [-2]]` for the key head
+    import compiler
+
+    def split_heads(qkv):
+        return qkv[:, :, :-2] * qkv[:, :, [-2]] + qkv[:, :, [-1]] + qkv[:, :, [0, 0]].sum(2, keepdim=True)
+
+    for seed, shape in enumerate([(2, 5, 6, 4), (1, 1, 3, 8), (3, 2, 14, 1)]):
+        jitted = compiler.jit(split_heads, executors=["nvfuser", "torch"], fallback=False)
+        qkv = torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+        torch.testing.assert_close(jitted(qkv), split_heads(qkv), rtol=0, atol=0)
+        printed = str(compiler.last_traces(jitted)[-1])  # sizes known: the picks are slices
+        assert "index_select" not in printed, printed
+        for view in (qkv.transpose(0, 1), qkv[:, :, :, :1]):  # then sizes and layouts met anew
+            torch.testing.assert_close(jitted(view), split_heads(view), rtol=0, atol=0)

@@ -77,10 +77,13 @@ TABLES: dict[str, tuple[Mapping, Collection[Prim]]] = {
     "compiler.passes.update_in_place:IN_PLACE": (update_in_place.IN_PLACE, UPDATES),
     "compiler.passes.update_fresh:FRESH": (update_fresh.FRESH, UPDATES),
     # conversions fold in chains and move after the gathers that read them; reshapes fold in
-    # chains; constants are made on the device they are moved to; multiplications by 1 fold
+    # chains; constants are made on the device they are moved to; multiplications by 1 fold;
+    # exact elementwise prims of fills, and cats of fills of one value, fold to fills
     "compiler.passes.fold_conversions:RULES": (
         fold_conversions.RULES,
-        GATHERS | {Prim.CONVERT_ELEMENT_TYPE, Prim.RESHAPE, Prim.DEVICE_PUT, Prim.MUL, Prim.DIV},
+        GATHERS
+        | {Prim.CONVERT_ELEMENT_TYPE, Prim.RESHAPE, Prim.DEVICE_PUT, Prim.CAT}
+        | fold_conversions.EXACT_ON_CONSTANTS,
     ),
     "compiler.runtime.guard_source:INLINE_GUARDS": (
         guard_source.INLINE_GUARDS,

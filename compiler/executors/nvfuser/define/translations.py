@@ -11,7 +11,7 @@ writes, are in nvfuser_translator.py; this module has the table of per-prim tran
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
@@ -22,6 +22,7 @@ from compiler.core.executor import Region
 from compiler.core.ir import BoundSymbol, TensorProxy, callee_name, is_unit
 from compiler.core.proxies import same_extent
 from compiler.executors.nvfuser.define.broadcast import iteration_inputs, output_flags
+from compiler.executors.nvfuser.define.dependencies import computed_from, has_cat, sliced_source
 from compiler.executors.nvfuser.define.descriptors import (  # noqa: F401  (re-exported for callers)
     ScalarDesc,
     TensorDesc,
@@ -131,11 +132,18 @@ def _reshape(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
     # NOTE: nvfuser_direct 0.2.36 gave wrong values for a reshape that merges an expanded broadcast
     # dim (GQA's repeat_kv: `k[:, :, None].expand(b, h, 2, n, d).reshape(b, 2 * h, n, d)`) in a
     # fusion that segments, after its sizes went symbolic; the expanded value is materialised first.
+    # NOTE: and nvfuser_direct 0.2.36 computed garbage (probabilities up to 12, H200) reshaping back
+    # a value computed from such a materialised merge (Bloom's decode: the alibi
+    # `slopes[:, None] * arange(n)` broadcast over the batch, merged to [b * h, 1, n], added to the
+    # scores, split to [b, h, 1, n] for the softmax); behind a segment_set it is right.
     a, shape = bsym.args
     if _holds_expanded(tx, a):
         x, held = _materialized(tx, a, tx.extents_of(a.shape)), _materialized_dtype(a.dtype)
+        tx.merged_broadcasts.add(bsym.output.name)
     else:
         x, held = tx.movable(a)
+        if tx.merged_broadcasts and computed_from(tx.region, a, (), names=tx.merged_broadcasts):
+            x = tx.segment(a, x)
     tx.define(bsym.output, f"fd.ops.reshape({x}, new_shape={tx.sizes(shape)})", held)
 
 
@@ -178,9 +186,9 @@ def _slice(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     a, starts, ends, steps = bsym.args
     region = tx.region
     if (
-        _has_cat(region)
-        and _computed_from(region, a, {Prim.BROADCAST_IN_DIM}, leaf=lambda p: _holds_expanded(tx, p))
-        and not _computed_from(region, a, REDUCTIONS)
+        has_cat(region)
+        and computed_from(region, a, {Prim.BROADCAST_IN_DIM}, leaf=lambda p: _holds_expanded(tx, p))
+        and not computed_from(region, a, REDUCTIONS)
     ):
         x = tx.segment(a, x)
     rendered = []
@@ -224,7 +232,7 @@ def _broadcast_in_dim(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     if removed:
         if a.name not in tx.segmented:
             x = tx.emit(f"{a.name}_seg", f"fd.ops.segment_set({x})")
-        if _sliced_source(tx.region, a) is not None:
+        if sliced_source(tx.region, a) is not None:
             x = tx.emit(f"{a.name}_sq", f"fd.ops.squeeze({x}, dims={removed})")
         else:
             x = tx.emit(f"{a.name}_sq", _sum_unit_dims(x, tx.movable(a)[1], removed))
@@ -233,7 +241,7 @@ def _broadcast_in_dim(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     # knows the extents the cat's indexing divides by, which it otherwise computes at run time
     # (a rotary embedding's cat is markedly slower so). Such a definition is not shared with a
     # symbolic entry's.
-    if _has_cat(tx.region) and all(type(s) is int for s in shape):
+    if has_cat(tx.region) and all(type(s) is int for s in shape):
         return f"fd.ops.broadcast_in_dim({x}, shape={list(shape)}, broadcast_dims={list(dims)})"
     # NOTE: a dim the operand has as an iteration dim keeps the operand's size: written as that
     # size (not the trace's number), constant and symbolic sizes give one definition (module doc).
@@ -252,7 +260,7 @@ def _squeeze(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     a, dims = bsym.args
     if a.name in tx.squeeze_first:
         return f"fd.ops.segment_set(fd.ops.squeeze({x}, dims={list(dims)}))"
-    source = _sliced_source(tx.region, a)
+    source = sliced_source(tx.region, a)
     if source is not None and _read_elsewhere(tx.region, source) and a.name not in tx.segmented:
         x = tx.emit(f"{a.name}_seg", f"fd.ops.segment_set({x})")
     # NOTE: nvFuser squeezes broadcast dims only; a size-1 iteration dim that is not a slice's (a
@@ -283,38 +291,6 @@ def _iteration_dims(tx: DefinitionWriter, a: TensorProxy, dims: Sequence[int]) -
     """Those of `dims` that nvFuser surely holds as iteration dims of `a` (see nvfuser_broadcast.py)."""
     held = tx.flags.get(a.name, ())
     return [d for d in dims if d < len(held) and not held[d]]
-
-
-def _sliced_source(region: Region, p: TensorProxy) -> TensorProxy | None:
-    """The tensor `p` was sliced from inside `region`, or None."""
-    producer = next((b for b in region.bsyms if any(q is p for q in b.outputs)), None)
-    return producer.args[0] if producer is not None and producer.sym is Prim.SLICE else None
-
-
-def _has_cat(region: Region) -> bool:
-    """Whether `region` has a cat."""
-    return any(b.sym is Prim.CAT for b in region.bsyms)
-
-
-def _computed_from(
-    region: Region, p: TensorProxy, prims: Collection[Prim], leaf: Callable[[TensorProxy], bool] | None = None
-) -> bool:
-    """Whether `p` is computed inside `region` from one of `prims` (through any number of prims),
-    or, with `leaf`, from a value made outside the region (an input) for which `leaf` holds."""
-    producers = {q.name: b for b in region.bsyms for q in b.outputs}
-    seen, todo = set(), [p]
-    while todo:
-        value = todo.pop()
-        b = producers.get(value.name)
-        if b is None and leaf is not None and leaf(value):
-            return True
-        if b is None or id(b) in seen:
-            continue
-        if b.sym in prims:
-            return True
-        seen.add(id(b))
-        todo.extend(q for q in b.inputs if isinstance(q, TensorProxy))
-    return False
 
 
 def _cat(tx: DefinitionWriter, bsym: BoundSymbol) -> None:

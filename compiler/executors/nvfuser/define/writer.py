@@ -116,6 +116,7 @@ class DefinitionWriter:
         self.shape_scalars: set[str] = set()
         self.flags: dict[str, Flags] = {}  # trace name -> which dims nvFuser may hold as broadcast
         self.segmented: set[str] = set()  # trace names computed behind a segment_set
+        self.merged_broadcasts: set[str] = set()  # reshapes that merged a materialised broadcast (`_reshape`)
         self.squeeze_first: set[str] = set()  # slices squeezed in front of their segment_set (`_slice`)
         self.segment_sets: dict[str, str] = {}  # trace name -> a segment_set of it (see `segment`)
         self.scalar_inputs: dict[str, int] = {}  # variable of a scalar input -> its region input index

@@ -15,6 +15,7 @@ import compiler
 from compiler.executors.nvfuser.define.broadcast import iteration_inputs
 from compiler.executors.nvfuser.define.translations import fusion_source
 from compiler.executors.nvfuser.executor import region_fusions
+from tests.support.nvfuser_cases import alibi_scores_softmax
 from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("fake_nvfuser")
@@ -199,3 +200,14 @@ def test_repeated_heads_are_written_dense_by_the_fusion():
     assert "fd.ops.reshape(" in source or re.search(rf"{returned.name}\w* = fd\.ops\.add\(", source), source
     [(_, source)] = _fusions(lambda x, y: (x * 2)[:, None].expand(3, 2, 4) + y, torch.randn(3, 4), torch.randn(3, 2, 4))
     assert "fd.ops.full(" not in source  # a sum with a dense tensor: nvFuser writes it dense
+
+
+def test_a_value_split_by_a_reshape_after_merging_a_broadcast_gets_a_segment_boundary():
+    slopes, scores = torch.rand(4) * 0.1, torch.randn(12, 1, 9)
+    [(_, source)] = _fusions(alibi_scores_softmax, slopes, scores)
+    merged = re.search(r"(\w+) = fd\.ops\.reshape\(\w+_full, new_shape=\[12, 1, 9\]\)", source)
+    assert merged, source
+    assert re.search(r"= fd\.ops\.reshape\(\w+_seg, new_shape=\[3, 4, 1, 9\]\)", source), source
+    # scores merged by the caller, none merged in the fusion: no boundary
+    [(_, source)] = _fusions(lambda s: torch.softmax((s * 2).reshape(3, 4, 1, 9), -1), scores)
+    assert "segment_set" not in source, source

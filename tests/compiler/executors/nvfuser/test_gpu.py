@@ -31,7 +31,16 @@ from compiler.executors.nvfuser.executor import (
 )
 from suites.adam_step import BETA1, BETA2, EPS, LR, adam_step
 from tests.support import rounding_cases
-from tests.support.nvfuser_cases import CASES, flat, gelu_bias_backward, qk_norm_rotary, split3, tolerance, write_back
+from tests.support.nvfuser_cases import (
+    CASES,
+    alibi_scores_softmax,
+    flat,
+    gelu_bias_backward,
+    qk_norm_rotary,
+    split3,
+    tolerance,
+    write_back,
+)
 
 pytestmark = pytest.mark.nvfuser
 DEVICE = "cuda"
@@ -361,3 +370,17 @@ def test_repeated_key_value_heads_are_written_by_the_fusion_not_copied_by_torch(
         got = jfn(q, k)
     assert "clone" not in ops.names and "copy_" not in ops.names, ops.names
     torch.testing.assert_close(got, _repeated_heads(q, k, contiguous), atol=5e-2, rtol=5e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_bloom_decode_alibi_softmax_matches_eager(dtype):
+    # the alibi merged over batch and heads in the fusion, then split back for the softmax: nvFuser
+    # computed probabilities up to 12 in one segment (Bloom's decode step)
+    h, n = 12, 513
+    for seed in range(2):
+        gen = torch.Generator(device=DEVICE).manual_seed(seed)
+        slopes = torch.rand(h, device=DEVICE, generator=gen) * 0.01
+        scores = torch.randn(8 * h, 1, n, device=DEVICE, generator=gen).to(dtype)
+        got, want = jit(alibi_scores_softmax)(slopes, scores), alibi_scores_softmax(slopes, scores)
+        torch.testing.assert_close(got[0], want[0], **tolerance(dtype))
+        torch.testing.assert_close(got[1], want[1], **tolerance(dtype))
