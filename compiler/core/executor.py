@@ -185,6 +185,12 @@ class FusionExecutor(Executor):
     region_prefix: str
     #: whether `batch_impl` can run same-structure small regions as one call
     batches: bool = False
+    #: a batch of regions is named `{batch_prefix}N` in traces (nvFuser's `nvBatch0`)
+    batch_prefix: str = "batch"
+    #: whether a batch runs its members' common region over their inputs laid end to end
+    #: (`batch_impl`: nvFuser, one kernel) rather than as one region holding every member's prims
+    #: (`region_impl` of their union: Inductor, one call, no copies in or out)
+    batch_flat: bool = True
     #: whether one resize (cat, slice) anywhere in a region changes how the executor schedules all of
     #: it (nvFuser's resize scheduler): the fusion pass then leaves small resizes to torch (`fuse.py`)
     resize_splits: bool = False
@@ -199,7 +205,7 @@ class FusionExecutor(Executor):
 
     def batch_impl(self, flat: Region, numels: Sequence[int], one_dim: bool) -> Callable:
         """The callable running same-structure regions of `numels` elements each as `flat`, their
-        common region over 1-D inputs (only called when `batches` is True)."""
+        common region over 1-D inputs (only called when `batches` and `batch_flat` are True)."""
         raise NotImplementedError(f"the {self.name} executor does not batch regions")
 
     def implementation(self, bsym: BoundSymbol) -> Callable | None:

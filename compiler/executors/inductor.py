@@ -265,6 +265,9 @@ class InductorExecutor(FusionExecutor):
 
     name = "inductor"
     region_prefix = "inductor"
+    batch_prefix = "inductorBatch"
+    batches = True
+    batch_flat = False  # NOTE: one compiled call for all members; copies in and out cost more on CPU
 
     def __init__(self, options: FusionOptions | None = None, fallback: bool | None = None) -> None:
         self.options = options or FusionOptions()

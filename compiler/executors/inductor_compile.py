@@ -154,9 +154,10 @@ class Compilations:
 
     A static region (constant sizes, no scalar inputs) is compiled once per layout of its inputs:
     its ATen graph (`make_fx` over fake tensors) goes to `compile_fx`, Inductor's entry point
-    behind torch.compile, whose code asserts the sizes and strides it was compiled for and runs
-    without Dynamo's guards: the cache entry's prologue has checked sizes, dtypes and devices, and
-    the region's callable checks the layout in one C++ call, so a call pays no guard twice.
+    behind torch.compile, and runs without Dynamo's guards and without the size and stride asserts
+    Inductor's code would make of every input (`size_asserts`): the cache entry's prologue has
+    checked sizes, dtypes and devices, and the region's callable checks the layout in one C++
+    call, so a call pays no check twice (an Adam step over 28 parameters made 112 such asserts).
     A dynamic region is `torch.compile(fn, backend="inductor", fullgraph=True, dynamic=True)`:
     Dynamo's symbolic sizes let one compilation serve every size, its guards pick it per call.
     A CPU region dynamic only for numbers that meet floating-point tensors in arithmetic (an
@@ -240,7 +241,8 @@ def compile_static(fn: Callable, args: tuple, writes_inputs: bool = True, exact_
     ]
     from torch._inductor import config
 
-    with torch.no_grad(), config.patch(emulate_precision_casts=exact_casts):
+    # NOTE: a static compilation serves one layout (`Compilations.for_call`), checked before each call
+    with torch.no_grad(), config.patch(emulate_precision_casts=exact_casts, size_asserts=False):
         if not writes_inputs and all(isinstance(a, torch.Tensor) for a in args):
             direct = _compile_graph(fn, examples)
             if direct is not None:

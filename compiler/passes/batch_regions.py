@@ -8,7 +8,9 @@ Guarantees: regions that
 - are made of elementwise prims over tensors that all have one static shape of at most
   `FusionOptions.batch_numel` elements,
 - and have the same structure (prims, constants, dtypes, device, the same scalar inputs),
-become ONE `nvBatchN` bound symbol (run by executors/nvfuser/run/batch.py) at the place of the first of
+become ONE batch bound symbol (`nvBatchN`, `inductorBatchN`: `FusionExecutor.batch_prefix`: their
+common region over their inputs laid end to end, executors/batched_regions.py; or, where the
+executor's `batch_flat` is off, one region of all their prims) at the place of the first of
 them, with the regions as its subsymbols, when each can move there: it neither reads nor writes
 memory (a buffer or a view of it) that a bound symbol it moves past, or another member, writes,
 and writes nothing those read. The result runs to the same values: every member reads its
@@ -113,6 +115,8 @@ def _movable(bsyms: Sequence[BoundSymbol], indices: list[int], memory: _Memory) 
 
 def _batch(members: Sequence[BoundSymbol], name: str, fuser: Any) -> BoundSymbol:
     regions = [_region(b) for b in members]
+    if not fuser.batch_flat:
+        return _union(members, regions, name, fuser)
     first = regions[0]
     shapes = [next(p for p in r.inputs if isinstance(p, TensorProxy)).shape for r in regions]
     numels = [size_product(shape) for shape in shapes]
@@ -141,9 +145,18 @@ def _batch(members: Sequence[BoundSymbol], name: str, fuser: Any) -> BoundSymbol
     return BoundSymbol(Symbol(name, impl, fuser.name), args, {}, (), tuple(members))
 
 
+def _union(members: Sequence[BoundSymbol], regions: Sequence[Region], name: str, fuser: Any) -> BoundSymbol:
+    """The members as one region holding all their prims, reading each input once (a scalar they
+    share, a step count, is one input)."""
+    inputs = tuple({p.name: p for r in regions for p in r.inputs}.values())
+    written = frozenset().union(*(r.written for r in regions))
+    region = Region(name, tuple(b for r in regions for b in r.bsyms), inputs, (), written)
+    return BoundSymbol(Symbol(name, fuser.region_impl(region), fuser.name), inputs, {}, (), tuple(members))
+
+
 @trace_pass("batch_regions")
 def batch_regions(trace: Trace, executors: Sequence[Executor]) -> Trace:
-    """The trace with each batch of same-structure small regions run as one `nvBatchN` fusion."""
+    """The trace with each batch of same-structure small regions run as one fusion call."""
     fuser = fusion_executor(executors)
     bsyms = list(trace.bsyms)
     limit = fuser.options.batch_numel if fuser is not None and fuser.batches else 0
@@ -162,7 +175,7 @@ def batch_regions(trace: Trace, executors: Sequence[Executor]) -> Trace:
         while len(indices) > 1:
             chosen = _movable(bsyms, indices, memory)
             if len(chosen) > 1:
-                placed[chosen[0]] = _batch([bsyms[i] for i in chosen], f"nvBatch{len(placed)}", fuser)
+                placed[chosen[0]] = _batch([bsyms[i] for i in chosen], f"{fuser.batch_prefix}{len(placed)}", fuser)
                 dropped.update(chosen[1:])
             indices = [i for i in indices if i not in chosen]
     return trace.with_bsyms([placed.get(i, b) for i, b in enumerate(bsyms) if i not in dropped])

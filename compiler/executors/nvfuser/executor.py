@@ -38,6 +38,7 @@ from compiler.core.gather import picker, stride
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
 from compiler.core.python_code import code_for
 from compiler.core.tensor_checks import TensorChecks
+from compiler.executors.batched_regions import BatchedFusion, batched_fusion
 from compiler.executors.nvfuser.define.aliasing import (
     copied_write_backs,
     distinct_outputs,
@@ -53,7 +54,6 @@ from compiler.executors.nvfuser.define.translations import (
     describe,
     layout_descriptor,
 )
-from compiler.executors.nvfuser.run.batch import BatchedFusion
 from compiler.executors.nvfuser.run.edge_sizes import EdgeSizes
 from compiler.executors.nvfuser.run.kernel_db import compiling
 from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
@@ -447,6 +447,7 @@ class NvFuserExecutor(FusionExecutor):
 
     name = "nvfuser"
     region_prefix = "nvFusion"
+    batch_prefix = "nvBatch"
     resize_splits = True
     batches = True
 
@@ -482,15 +483,7 @@ class NvFuserExecutor(FusionExecutor):
         """The callable running same-structure regions of `numels` elements each (1-D ones when
         `one_dim`) as `flat`, their common region over 1-D inputs of all their elements
         (passes/batch_regions.py)."""
-        inputs = flat.inputs
-        return BatchedFusion(
-            self.region_impl(flat),
-            numels,
-            one_dim,
-            len(inputs),
-            [k for k, p in enumerate(inputs) if isinstance(p, TensorProxy)],
-            [k for k, p in enumerate(inputs) if p.name in flat.written],
-        )
+        return batched_fusion(self.region_impl(flat), flat, numels, one_dim)
 
 
 def region_fusions(trace: Trace) -> Sequence[NvFusion]:

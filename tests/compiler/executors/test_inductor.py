@@ -141,7 +141,8 @@ def test_in_place_updates_are_written_back_and_same_structure_regions_compile_on
     state = [[torch.randn(s, generator=gen) for s in shapes] for _ in range(2)]
     state += [[torch.zeros(s) for s in shapes], [torch.zeros(s) for s in shapes]]
     expected = [[t.clone() for t in ts] for ts in state]
-    jfn = compiler.jit(adam_like, executors=INDUCTOR, fallback=False)
+    # NOTE: unbatched (`batch_numel=0`): batched, the three would be one region (test_batch_regions.py)
+    jfn = compiler.jit(adam_like, executors=INDUCTOR, fallback=False, fusion={"batch_numel": 0})
     for _ in range(3):
         grads = [torch.randn(s, generator=gen) for s in shapes]
         jfn(state[0], grads, state[2], state[3], 1e-2)
@@ -156,6 +157,32 @@ def test_in_place_updates_are_written_back_and_same_structure_regions_compile_on
     assert fusions[0].compilations is not fusions[2].compilations
     stats = compiler.examine.stats(jfn)
     assert (stats.compiled, stats.reused) == (2, 1)
+
+
+def test_static_compilations_assert_no_sizes_the_prologue_and_layout_check_guard(monkeypatch):
+    # NOTE: Inductor's code binds `assert_size_stride` when it is loaded: counted from here on
+    import torch._C._dynamo.guards as guards
+
+    calls = []
+    asserted = guards.assert_size_stride
+    monkeypatch.setattr(guards, "assert_size_stride", lambda *a: calls.append(a) or asserted(*a))
+
+    def writes(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        x.mul_(3).add_(y)
+        return torch.tanh(y * 2)
+
+    jfn = compiler.jit(writes, executors=INDUCTOR, fallback=False)
+    for seed in range(2):
+        gen = torch.Generator().manual_seed(seed)
+        x, y = torch.randn(5, 6, generator=gen), torch.randn(5, 6, generator=gen)
+        want_x, want = x * 3 + y, torch.tanh(y * 2)
+        torch.testing.assert_close(jfn(x, y), want)
+        torch.testing.assert_close(x, want_x)
+    assert calls == []
+    x, y = torch.randn(6, 5).t(), torch.randn(5, 6)  # a new layout: compiled again, then right
+    want_x = x * 3 + y
+    jfn(x, y)
+    torch.testing.assert_close(x, want_x)
 
 
 def test_a_region_writing_no_input_runs_inductors_code_without_the_aot_wrapper():

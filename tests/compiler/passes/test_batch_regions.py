@@ -224,3 +224,29 @@ def test_a_member_left_in_place_is_passed_like_any_other_bound_symbol():
     }
     order = list(accesses)
     assert _movable(order, [0, 2, 3, 4], _Accesses(accesses)) == [0, 4]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_inductor_runs_a_batch_as_one_region_of_every_member(seed):
+    # Inductor compiles the members' prims as one region: one call, nothing copied in or out
+    from compiler.executors.inductor import InductorFusion, inductor_fusions, unavailable_reason
+
+    if unavailable_reason() is not None:
+        pytest.skip(f"needs Inductor: {unavailable_reason()}")
+    shapes = PARAMETER_SETS["gpt-tiny"]
+    transposed = compiler.jit(adam_step, executors=["inductor", "torch"], fallback=False)
+    run_against_eager(transposed, shapes, seed, transpose=True)  # members read through their strides
+    assert "inductorBatch0" in top_level(transposed)
+    jfn = compiler.jit(adam_step, executors=["inductor", "torch"], fallback=False)
+    run_against_eager(jfn, shapes, seed)
+    trace = compiler.last_traces(jfn)[-1]
+    check_trace(trace)
+    assert top_level(jfn) == ["inductor0", "inductorBatch0"]
+    (batch,) = [b for b in trace.bsyms if b.sym.name == "inductorBatch0"]
+    assert len(batch.subsymbols) == len(shapes) - 1
+    fusions = inductor_fusions(trace)
+    assert all(isinstance(f, InductorFusion) for f in fusions) and len(fusions) == 2
+    # every member's four tensors once, and the numbers they share (the step) once
+    inputs = fusions[1].region.inputs
+    assert sum(isinstance(p, torch.Tensor) or hasattr(p, "shape") for p in inputs) == 4 * (len(shapes) - 1)
+    assert len({p.name for p in inputs}) == len(inputs) == len(batch.args)

@@ -1,4 +1,4 @@
-"""One fusion for many small regions of the same structure: an optimizer step's tiny parameters.
+"""One fusion call for many small regions of the same structure: an optimizer step's tiny parameters.
 
 An Adam step over GPT-2 small has 98 parameters of at most 3072 elements (biases and norm
 weights). Each is its own region, so each costs a kernel launch and a fusion call on the host,
@@ -12,7 +12,9 @@ regions (same prims, same dtypes, elementwise, writing only into their inputs; f
 
 so a step launches a few kernels for all of them instead of one per parameter. The copies in and
 out move each small tensor twice more; below `FusionOptions.batch_numel` elements that is cheaper
-than a launch.
+than a launch. nvFuser batches this way (`nvBatchN`); Inductor instead compiles the members' prims
+as one region (`inductorBatchN`, `FusionExecutor.batch_flat`): on CPU the copies in and out cost
+more than the calls they save.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+
+from compiler.core.executor import Region
+from compiler.core.ir import TensorProxy
 
 # NOTE: 1-D members (biases, norm weights) are gathered by `torch.cat` and scattered back by
 # `torch.split_with_sizes_copy(out=...)`, neither making a view per member; others go through
@@ -31,7 +36,8 @@ _unflatten = torch._C._nn.unflatten_dense_tensors
 
 
 class BatchedFusion:
-    """The callable behind an `nvBatchN` bound symbol: its members' inputs in, nothing out.
+    """The callable behind a batch's bound symbol (`nvBatchN`, `inductorBatchN`): its members'
+    inputs in, nothing out.
 
     `flat` runs the members' common region over 1-D inputs of all their elements (it writes the
     updated values into the flat inputs it writes back). The call's arguments are each member's
@@ -74,3 +80,18 @@ class BatchedFusion:
 
     def __repr__(self) -> str:
         return f"<batch of {len(self.numels)} regions: {self.flat!r}>"
+
+
+def batched_fusion(flat: Callable[..., Any], region: Region, numels: Sequence[int], one_dim: bool) -> BatchedFusion:
+    """A fusion executor's `batch_impl`: `flat`, the callable running `region` (the members'
+    common region over 1-D inputs), run over same-structure regions of `numels` elements each
+    (1-D ones when `one_dim`) laid end to end (passes/batch_regions.py)."""
+    inputs = region.inputs
+    return BatchedFusion(
+        flat,
+        numels,
+        one_dim,
+        len(inputs),
+        [k for k, p in enumerate(inputs) if isinstance(p, TensorProxy)],
+        [k for k, p in enumerate(inputs) if p.name in region.written],
+    )
