@@ -197,7 +197,7 @@ def _cat_of_fills(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | Non
     made = [folder.produced_by(t, Prim.FULL) for t in bsym.args[0]]
     if None in made or folder.handed_out(bsym.output):
         return None
-    values = {(type(m.args[1]), m.args[1]) for m in made}
+    values = {(type(m.args[1]), repr(m.args[1])) for m in made}  # NOTE: repr: -0.0 is not 0.0
     if len(values) != 1:
         return None
     out = bsym.output

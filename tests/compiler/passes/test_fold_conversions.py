@@ -470,3 +470,17 @@ def test_heads_picked_by_a_list_index_are_slices_and_match_eager() -> None:
         assert "index_select" not in printed, printed
         for view in (qkv.transpose(0, 1), qkv[:, :, :, :1]):  # then sizes and layouts met anew
             torch.testing.assert_close(jitted(view), split_heads(view), rtol=0, atol=0)
+
+
+def test_a_cat_of_fills_folds_only_where_every_bit_is_the_same() -> None:
+    def joined(x, first, second):
+        fills = [prims.full([2], v, F32, x.device) for v in (first, second)]
+        return prims.add(x, prims.cat(fills, 0))
+
+    for first, second, folds in ((1.5, 1.5, True), (0.0, -0.0, False), (2.0, 3.0, False)):
+        trace = prim_trace(lambda x, first=first, second=second: joined(x, first, second), ((4,), F32))
+        folded = check_trace(fold_conversions(trace))
+        assert (Prim.CAT not in [b.sym for b in folded.bsyms]) == folds, (first, second)
+        x = torch.randn(4)
+        assert torch.equal(eval_trace(folded, x), eval_trace(trace, x))
+        assert torch.equal(eval_trace(folded, x).signbit(), eval_trace(trace, x).signbit())
