@@ -112,6 +112,7 @@ _TOLERANCES = {torch.bfloat16: (5e-2, 5e-2), torch.float32: (1e-3, 1e-4)}
 CASES = [
     Case(
         name="hf_forward",
+        mode="inference",
         fn=call_model,
         make_inputs=_forward_inputs,
         bytes_moved=_forward_bytes,
@@ -126,6 +127,7 @@ CASES = [
     ),
     Case(
         name="hf_forward_backward",
+        mode="training",
         fn=call_model,
         make_inputs=_forward_backward_inputs,
         bytes_moved=_forward_backward_bytes,

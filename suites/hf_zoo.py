@@ -285,6 +285,7 @@ def routed_rows_may_differ(params: Params) -> float:
 CASES = [
     Case(
         name="zoo_inference",
+        mode="inference",
         make_inputs=_inference_inputs,
         bytes_moved=_inference_bytes,
         params=_grid(ALL, quick=False),
@@ -299,6 +300,7 @@ CASES = [
     ),
     Case(
         name="zoo_training",
+        mode="training",
         make_inputs=_training_inputs,
         bytes_moved=_training_bytes,
         params=_grid(ALL, quick=False),
@@ -313,6 +315,7 @@ CASES = [
     ),
     Case(
         name="zoo_decode",
+        mode="decode",
         make_inputs=_decode_inputs,
         bytes_moved=_decode_bytes,
         params=_grid(list(DECODERS), quick=False),

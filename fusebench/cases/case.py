@@ -83,6 +83,8 @@ class Case:
     calls_per_sample: calls inside one timed sample (for calls too short to time one by one);
         must be 1 when the case mutates its inputs.
     tokens: params -> the tokens one call processes (model cases): tokens/s is recorded too.
+    mode: what a model case runs in the terms of PyTorch's performance dashboard ("inference",
+        "training", "decode"): the dashboard gives each mode of a suite a row of its own.
     requires: modules the case imports (e.g. "transformers"); where one is missing every variant
         is skipped, with the reason.
     version: bump when the measured work changes; ASV drops results whose version differs.
@@ -109,6 +111,7 @@ class Case:
     timer: str = "device"
     calls_per_sample: int = 1
     tokens: Callable[[Params], int] | None = None
+    mode: str | None = None
     requires: tuple[str, ...] = ()
     version: str = "1"
     description: str = ""

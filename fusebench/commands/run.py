@@ -74,7 +74,7 @@ from fusebench.measure.workers import (
     default_jobs,
     devices_from,
 )
-from fusebench.report.dashboard import dashboard, measurements_from_outcomes, render_dashboard
+from fusebench.report.dashboard import case_modes, dashboard, measurements_from_outcomes, render_dashboard
 from fusebench.report.fallbacks import render_fallbacks
 from fusebench.report.overhead import render_overhead
 from fusebench.report.progress import Progress
@@ -299,7 +299,7 @@ def _run(
     if args.json:
         atomic_write_json(args.json, _run_json(run_info, selection.quick, outcomes), indent=2)
         print(f"json: {args.json}")
-    headline = render_dashboard(dashboard(measurements_from_outcomes(outcomes)))
+    headline = render_dashboard(dashboard(measurements_from_outcomes(outcomes, case_modes(suites))))
     if headline:
         print(f"\n{headline}")
     summary = render_summary(rows_from_outcomes(outcomes))

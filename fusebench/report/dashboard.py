@@ -15,6 +15,9 @@ numbers PyTorch's inductor performance dashboard shows per compiler and suite.
   "compression ratio": > 1× means it needs less memory than eager), over the (case, params) where
   both allocated device memory (CUDA; none on CPU).
 
+A suite whose cases name a `mode` (Case.mode: inference, training, decode, as in PyTorch's
+dashboard) gets one row per mode (`hf_zoo/training`), its other cases one without a mode.
+
 The same numbers come from one run's outcomes (`fusebench run` prints them first in its summary)
 and from a results DataFrame: the latest measurement of each series (the report's headline) or
 each commit on its own (`dashboard_history`, the headline's history over commits). A results file
@@ -25,13 +28,15 @@ paired speedups too.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from fusebench.cases.case import format_params
+from fusebench.cases.discovery import Suite, discover
 from fusebench.cases.variants import OURS
+from fusebench.errors import SuiteError
 from fusebench.measure.outcome import COMPILE, PEAK_DEVICE, TIME, Outcome, paired_ratios
 from fusebench.report.scoreboard import variant_order
 from fusebench.report.summary import format_ratio
@@ -55,6 +60,29 @@ class Measurement:
     compile_seconds: float | None = None
     peak_device_bytes: float | None = None
     paired: tuple[tuple[str, float], ...] = ()  # (other variant, this one's time over the other's), timed alternately
+    mode: str | None = None  # the case's `Case.mode`
+
+    @property
+    def group(self) -> str:
+        """The dashboard row's suite column: the suite, with the case's mode where it has one."""
+        return f"{self.suite}/{self.mode}" if self.mode else self.suite
+
+
+Modes = Mapping[tuple[str, str], str]  # (suite, case) -> the case's mode
+
+
+def case_modes(suites: Iterable[Suite]) -> dict[tuple[str, str], str]:
+    """(suite, case) -> mode of the discovered `suites`' cases that name one."""
+    return {(suite.name, case.name): case.mode for suite in suites for case in suite.cases if case.mode}
+
+
+def bundled_modes() -> dict[tuple[str, str], str]:
+    """`case_modes` of the bundled suites ({} where they cannot be found): what a report of results
+    files, which keep no case metadata, groups by."""
+    try:
+        return case_modes(discover())
+    except SuiteError:
+        return {}
 
 
 @dataclass(frozen=True)
@@ -75,8 +103,9 @@ class DashboardEntry:
         return self.passed / self.measured if self.measured else None
 
 
-def measurements_from_outcomes(outcomes: Iterable[Outcome]) -> list[Measurement]:
-    """One run's outcomes as dashboard measurements."""
+def measurements_from_outcomes(outcomes: Iterable[Outcome], modes: Modes | None = None) -> list[Measurement]:
+    """One run's outcomes as dashboard measurements (each case's mode from `modes`)."""
+    modes = modes or {}
     return [
         Measurement(
             suite=o.suite,
@@ -88,14 +117,17 @@ def measurements_from_outcomes(outcomes: Iterable[Outcome]) -> list[Measurement]
             compile_seconds=o.compile_seconds if o.status == "ok" else None,
             peak_device_bytes=o.peak_device_bytes if o.status == "ok" else None,
             paired=tuple((other, ratio) for other, (ratio, _) in o.paired_ratios().items()) if o.status == "ok" else (),
+            mode=modes.get((o.suite, o.case)),
         )
         for o in outcomes
     ]
 
 
-def measurements_from_frame(frame: pd.DataFrame) -> list[Measurement]:
+def measurements_from_frame(frame: pd.DataFrame, modes: Modes | None = None) -> list[Measurement]:
     """The measurements of a `read_results` DataFrame, one per (commit, suite, case, params,
-    variant) with a status; the caller picks the machine, environment and commits."""
+    variant) with a status (each case's mode from `modes`); the caller picks the machine,
+    environment and commits."""
+    modes = modes or {}
     times = frame[(frame.metric == TIME.name) & (frame.status != "missing")]
     if times.empty:
         return []
@@ -120,20 +152,21 @@ def measurements_from_frame(frame: pd.DataFrame) -> list[Measurement]:
                 compile_seconds=_float(values.get((*series, COMPILE.name))) if ok else None,
                 peak_device_bytes=_float(values.get((*series, PEAK_DEVICE.name))) if ok else None,
                 paired=tuple((other, ratio) for other, (ratio, _) in paired_ratios(row.paired).items()) if ok else (),
+                mode=modes.get((str(row.suite), str(row.case))),
             )
         )
     return measurements
 
 
 def dashboard(measurements: Sequence[Measurement]) -> list[DashboardEntry]:
-    """One entry per (suite, variant) measured on something, suites by name, variants in the
-    scoreboard's order."""
+    """One entry per (suite, variant) measured on something (per suite and mode where cases name
+    one: `Measurement.group`), suites by name, variants in the scoreboard's order."""
     eager = {(m.suite, m.case, m.params): m for m in measurements if m.variant == EAGER}
     pairs = _pairs(measurements)
     groups: dict[tuple[str, str], list[Measurement]] = {}
     for measurement in measurements:
         if measurement.status not in NOT_COUNTED:
-            groups.setdefault((measurement.suite, measurement.variant), []).append(measurement)
+            groups.setdefault((measurement.group, measurement.variant), []).append(measurement)
     order = {name: index for index, name in enumerate(variant_order(v for _, v in groups))}
     entries = []
     for (suite, variant), group in sorted(groups.items(), key=lambda item: (item[0][0], order[item[0][1]])):
@@ -184,7 +217,7 @@ def _paired_ratio(row: dict[tuple[str, str], float], variant: str) -> float | No
     return None
 
 
-def latest_measurements(frame: pd.DataFrame) -> list[Measurement]:
+def latest_measurements(frame: pd.DataFrame, modes: Modes | None = None) -> list[Measurement]:
     """The newest measurement of every series of a DataFrame of ONE machine and environment (as the
     scoreboard takes them), so a run of some suites does not hide the others' latest numbers."""
     times = frame[(frame.metric == TIME.name) & (frame.status != "missing")]
@@ -193,16 +226,16 @@ def latest_measurements(frame: pd.DataFrame) -> list[Measurement]:
     series = ["suite", "case", "params", "variant"]
     latest = times.sort_values(["date", "commit"], kind="stable").drop_duplicates(series, keep="last")
     wanted = frame.merge(latest[[*series, "commit"]], on=[*series, "commit"])
-    return measurements_from_frame(wanted)
+    return measurements_from_frame(wanted, modes)
 
 
-def dashboard_history(frame: pd.DataFrame) -> pd.DataFrame:
+def dashboard_history(frame: pd.DataFrame, modes: Modes | None = None) -> pd.DataFrame:
     """The dashboard of every commit on its own, per machine and environment (HISTORY_COLUMNS),
     ordered by commit date."""
     rows = []
     for (machine, env, commit), commit_frame in frame.groupby(["machine", "env", "commit"], sort=False):
         date = commit_frame.date.max()
-        for entry in dashboard(measurements_from_frame(commit_frame)):
+        for entry in dashboard(measurements_from_frame(commit_frame, modes)):
             rows.append(
                 [machine, env, commit, date, entry.suite, entry.variant, entry.pass_rate, entry.speedup,
                  entry.compile_seconds, entry.memory_ratio]
@@ -233,8 +266,8 @@ def render_dashboard(entries: Sequence[DashboardEntry]) -> str:
         for row in rows
     ]
     title = (
-        "dashboard (per variant and suite; speedup and memory ratio are geometric means of eager's over the "
-        "variant's, > 1× is better; speedups from samples timed alternately where the run took them)"
+        "dashboard (per variant and suite, or suite/mode; speedup and memory ratio are geometric means of eager's "
+        "over the variant's, > 1× is better; speedups from samples timed alternately where the run took them)"
     )
     return "\n".join([title, lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
 

@@ -14,6 +14,7 @@ from plotly.subplots import make_subplots
 from fusebench.report.charts import LAYOUT
 from fusebench.report.dashboard import (
     EAGER,
+    bundled_modes,
     dashboard,
     dashboard_history,
     latest_measurements,
@@ -29,7 +30,8 @@ def dashboard_section(
 ) -> str:
     """The dashboard of one machine and environment's results: a table, then a history chart when
     they span several commits ('' without a timed measurement)."""
-    entries = dashboard(latest_measurements(frame))
+    modes = bundled_modes()
+    entries = dashboard(latest_measurements(frame, modes))
     if not entries:
         return ""
     rows = "".join(
@@ -44,14 +46,15 @@ def dashboard_section(
     head = "".join(f"<th>{header}</th>" for header in HEADERS)
     parts = [
         f'<h2 id="{anchor}">Dashboard: {html.escape(label)}</h2>',
-        "<p>Per variant and suite, from each series' latest measurement: the share of (case, params) whose "
+        "<p>Per variant and suite (and mode, where a suite's cases name one: inference, training, decode), "
+        "from each series' latest measurement: the share of (case, params) whose "
         "result matched the reference (skipped ones not counted); the geometric means of eager's time and of "
         "eager's peak device memory over the variant's (&gt; 1× is better; times from samples timed alternately "
         "where the run took them); the mean compile time.</p>",
         f'<table class="dashboard"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>',
     ]
     if frame.commit.nunique() > 1:
-        parts.append(figure_html(history_figure(dashboard_history(frame), colors)))
+        parts.append(figure_html(history_figure(dashboard_history(frame, modes), colors)))
     return "\n".join(parts)
 
 

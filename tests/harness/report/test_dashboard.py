@@ -155,3 +155,37 @@ def test_results_keep_the_pairs_so_the_reports_dashboard_gives_the_runs_paired_s
     assert from_results["fusebench"] == pytest.approx(2.0) and from_results["torch.compile"] == pytest.approx(2.0)
     history = dashboard_history(frame)
     assert history[history.variant == "fusebench"].speedup.tolist() == pytest.approx([2.0])
+
+
+def test_a_suite_whose_cases_name_a_mode_gets_a_row_per_mode(tmp_path: Path) -> None:
+    """As PyTorch's dashboard: inference and training of one model suite are rows of their own,
+    from a run's outcomes and from its results read back; a suite without modes keeps one row."""
+    run = []
+    for case, ours in (("fwd", 0.5e-3), ("step", 2e-3)):
+        for n in (1, 2):
+            run.append(Outcome("zoo", case, {"n": n}, "eager", "cuda:0", "ok", timing=summarize([1e-3] * 3)))
+            run.append(Outcome("zoo", case, {"n": n}, "fusebench", "cuda:0", "ok", timing=summarize([ours] * 3)))
+    run += synthetic_run()
+    modes = {("zoo", "fwd"): "inference", ("zoo", "step"): "training"}
+    entries = {(e.variant, e.suite): e for e in dashboard(measurements_from_outcomes(run, modes))}
+    assert entries["fusebench", "zoo/inference"].speedup == pytest.approx(2.0)
+    assert entries["fusebench", "zoo/training"].speedup == pytest.approx(0.5)
+    assert entries["fusebench", "a"].speedup == pytest.approx(4.0) and ("fusebench", "zoo") not in entries
+    without = {(e.variant, e.suite) for e in dashboard(measurements_from_outcomes(run))}
+    assert ("fusebench", "zoo") in without and ("fusebench", "zoo/training") not in without
+    machine = machine_info("dash-machine")
+    revision = Revision("1" * 40, 1_700_000_000_000, False)
+    write_outcomes(tmp_path, RunInfo(machine, revision, "fusebench-cuda-py3.11-torch2.13.0"), run)
+    read_back = {(e.variant, e.suite): e for e in dashboard(latest_measurements(read_results(tmp_path), modes))}
+    assert read_back["fusebench", "zoo/training"].speedup == pytest.approx(0.5)
+    history = dashboard_history(read_results(tmp_path), modes)
+    assert set(history[history.variant == "fusebench"].suite) == {"a", "b", "zoo/inference", "zoo/training"}
+
+
+def test_the_bundled_model_suites_name_their_modes() -> None:
+    from fusebench.report.dashboard import bundled_modes
+
+    modes = bundled_modes()
+    assert modes[("hf_zoo", "zoo_inference")] == "inference" and modes[("hf_zoo", "zoo_training")] == "training"
+    assert modes[("hf_zoo", "zoo_decode")] == "decode" and modes[("hf_models", "hf_forward_backward")] == "training"
+    assert not any(suite == "user_patterns" for suite, _ in modes)
