@@ -9,7 +9,7 @@ Guarantees: regions that
   `FusionOptions.batch_numel` elements,
 - and have the same structure (prims, constants, dtypes, device, the same scalar inputs),
 become ONE batch bound symbol (`nvBatchN`, `inductorBatchN`: `FusionExecutor.batch_prefix`: their
-common region over their inputs laid end to end, executors/batched_regions.py; or, where the
+common region over their inputs laid end to end, executors/nvfuser/run/batch.py; or, where the
 executor's `batch_flat` is off, one region of all their prims) at the place of the first of
 them, with the regions as its subsymbols, when each can move there: it neither reads nor writes
 memory (a buffer or a view of it) that a bound symbol it moves past, or another member, writes,

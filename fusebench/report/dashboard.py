@@ -27,6 +27,7 @@ paired speedups too.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -76,9 +77,11 @@ def case_modes(suites: Iterable[Suite]) -> dict[tuple[str, str], str]:
     return {(suite.name, case.name): case.mode for suite in suites for case in suite.cases if case.mode}
 
 
-def bundled_modes() -> dict[tuple[str, str], str]:
+@functools.cache
+def bundled_modes() -> Modes:
     """`case_modes` of the bundled suites ({} where they cannot be found): what a report of results
-    files, which keep no case metadata, groups by."""
+    files, which keep no case metadata, groups by (found once per process: a report has a
+    dashboard per machine)."""
     try:
         return case_modes(discover())
     except SuiteError:

@@ -38,7 +38,6 @@ from compiler.core.gather import picker, stride
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace
 from compiler.core.python_code import code_for
 from compiler.core.tensor_checks import TensorChecks
-from compiler.executors.batched_regions import BatchedFusion, batched_fusion
 from compiler.executors.nvfuser.define.aliasing import (
     copied_write_backs,
     distinct_outputs,
@@ -54,6 +53,7 @@ from compiler.executors.nvfuser.define.translations import (
     describe,
     layout_descriptor,
 )
+from compiler.executors.nvfuser.run.batch import BatchedFusion
 from compiler.executors.nvfuser.run.edge_sizes import EdgeSizes
 from compiler.executors.nvfuser.run.kernel_db import compiling
 from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
@@ -483,7 +483,7 @@ class NvFuserExecutor(FusionExecutor):
         """The callable running same-structure regions of `numels` elements each (1-D ones when
         `one_dim`) as `flat`, their common region over 1-D inputs of all their elements
         (passes/batch_regions.py)."""
-        return batched_fusion(self.region_impl(flat), flat, numels, one_dim)
+        return BatchedFusion.of(self.region_impl(flat), flat, numels, one_dim)
 
 
 def region_fusions(trace: Trace) -> Sequence[NvFusion]:

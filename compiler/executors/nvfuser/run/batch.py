@@ -1,4 +1,4 @@
-"""One fusion call for many small regions of the same structure: an optimizer step's tiny parameters.
+"""One fusion for many small regions of the same structure: an optimizer step's tiny parameters.
 
 An Adam step over GPT-2 small has 98 parameters of at most 3072 elements (biases and norm
 weights). Each is its own region, so each costs a kernel launch and a fusion call on the host,
@@ -36,8 +36,7 @@ _unflatten = torch._C._nn.unflatten_dense_tensors
 
 
 class BatchedFusion:
-    """The callable behind a batch's bound symbol (`nvBatchN`, `inductorBatchN`): its members'
-    inputs in, nothing out.
+    """The callable behind an `nvBatchN` bound symbol: its members' inputs in, nothing out.
 
     `flat` runs the members' common region over 1-D inputs of all their elements (it writes the
     updated values into the flat inputs it writes back). The call's arguments are each member's
@@ -64,6 +63,15 @@ class BatchedFusion:
         self.written = list(written)
         self._gather = torch.cat if one_dim else _flatten
 
+    @classmethod
+    def of(cls, flat: Callable[..., Any], region: Region, numels: Sequence[int], one_dim: bool) -> BatchedFusion:
+        """`flat`, the callable running `region` (the members' common region over 1-D inputs), run
+        over members of `numels` elements each (1-D ones when `one_dim`)."""
+        inputs = region.inputs
+        tensors = [k for k, p in enumerate(inputs) if isinstance(p, TensorProxy)]
+        written = [k for k, p in enumerate(inputs) if p.name in region.written]
+        return cls(flat, numels, one_dim, len(inputs), tensors, written)
+
     def __call__(self, *args: Any) -> None:
         width = self.width
         flat_args = list(args[:width])
@@ -80,18 +88,3 @@ class BatchedFusion:
 
     def __repr__(self) -> str:
         return f"<batch of {len(self.numels)} regions: {self.flat!r}>"
-
-
-def batched_fusion(flat: Callable[..., Any], region: Region, numels: Sequence[int], one_dim: bool) -> BatchedFusion:
-    """A fusion executor's `batch_impl`: `flat`, the callable running `region` (the members'
-    common region over 1-D inputs), run over same-structure regions of `numels` elements each
-    (1-D ones when `one_dim`) laid end to end (passes/batch_regions.py)."""
-    inputs = region.inputs
-    return BatchedFusion(
-        flat,
-        numels,
-        one_dim,
-        len(inputs),
-        [k for k, p in enumerate(inputs) if isinstance(p, TensorProxy)],
-        [k for k, p in enumerate(inputs) if p.name in region.written],
-    )
