@@ -30,6 +30,8 @@ eager returns apart or keep a larger intermediate alive). The rules, one per pri
   by the column: nvFuser reads the column, and a kernel boundary never meets the broadcast index.
 - An `index_select` by `iota(n, start, step)` (`embedding(arange(n))`, a position table read
   whole) is a slice, or the table itself where it picks all of it.
+- `permute(slice(permute(x, p)), q)` is a slice of `x`, permuted by `p` then `q` where they do
+  not cancel (advanced indexing's round trip of the indexed dim, once its pick is a slice).
 - `device_put(full(..., d1), d2)` is `full(..., d2)` (and so for `iota`): a constant built on the
   CPU and moved (`torch.tensor(window).to(x.device)`, a 0-d CPU operand) is built where it is used.
 - `x * 1`, `1 * x` and `x / 1` are `x` (exact in every dtype): a rotary embedding's
@@ -376,6 +378,47 @@ def _gather(folder: _Folder, bsym: BoundSymbol) -> Proxy | list[BoundSymbol] | N
     return [gather, conversion.replace(args=(picked, bsym.output.dtype), output=bsym.output)]
 
 
+def _slice_between_permutes(folder: _Folder, source: Any, q: list, out: TensorProxy) -> list[BoundSymbol] | None:
+    """The lines computing `out = permute(source, q)` where `source = slice(permute(x, p), ...)`:
+    the slice of `x` itself, permuted by `p` and `q` composed where they do not cancel; None where
+    `source` is not such a slice."""
+    sliced = folder.produced_by(source, Prim.SLICE)
+    inner = folder.produced_by(sliced.args[0], Prim.PERMUTE) if sliced is not None else None
+    if inner is None:
+        return None
+    x, p = inner.args
+    bounds = [[0] * x.ndim, [0] * x.ndim, [1] * x.ndim]
+    for d, dim in enumerate(p):
+        for bound, values in zip(bounds, sliced.args[1:]):
+            bound[dim] = values[d]
+    order = [p[i] for i in q]
+    if order == list(range(x.ndim)):
+        return [BoundSymbol(Prim.SLICE, (x, *bounds), {}, out)]
+    piece = folder.fresh_like(out, x.dtype, shape=[sliced.output.shape[list(p).index(j)] for j in range(x.ndim)])
+    return [BoundSymbol(Prim.SLICE, (x, *bounds), {}, piece), BoundSymbol(Prim.PERMUTE, (piece, order), {}, out)]
+
+
+def _permute(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
+    """`permute(slice(permute(x, p), ...), q)` is the slice of `x` itself, permuted once by the two
+    permutations composed, or not at all where they cancel; so is it with a broadcast that keeps
+    the rank between slice and `q` (broadcast after). Advanced indexing moves the indexed dim to
+    the front and back (`qkv[..., [-2], :]`, a slice once its index folds; `[k, k]` broadcasts):
+    nvFuser compiles the plain slice where it refused the slice between two permutes."""
+    source, q = bsym.args
+    out = bsym.output
+    if (lines := _slice_between_permutes(folder, source, q, out)) is not None:
+        return lines
+    spread = folder.produced_by(source, Prim.BROADCAST_IN_DIM)
+    if spread is None or list(spread.args[2]) != list(range(out.ndim)):
+        return None
+    row = spread.args[0]
+    piece = folder.fresh_like(out, out.dtype, shape=[row.shape[i] for i in q])
+    lines = _slice_between_permutes(folder, row, q, piece)
+    if lines is None:
+        return None
+    return [*lines, BoundSymbol(Prim.BROADCAST_IN_DIM, (piece, list(out.shape), list(range(out.ndim))), {}, out)]
+
+
 def _device_put(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
     """A constant made on one device and copied to another is made there: no copy each call."""
     made = folder.produced_by(bsym.args[0], Prim.FULL) or folder.produced_by(bsym.args[0], Prim.IOTA)
@@ -411,6 +454,7 @@ RULES: dict[Prim, Rule] = {
     Prim.CAT: _cat_of_fills,
     Prim.CONVERT_ELEMENT_TYPE: _convert,
     Prim.DEVICE_PUT: _device_put,
+    Prim.PERMUTE: _permute,
     Prim.RESHAPE: _reshape,
     **{prim: _gather for prim in GATHERS},
 }

@@ -186,3 +186,16 @@ def alibi_scores_softmax(slopes, scores):
     alibi = alibi[None].expand(bh // h, h, 1, n).reshape(bh, 1, n)
     x = (scores.float() * 0.125 + alibi.float()).to(scores.dtype).reshape(bh // h, h, 1, n)
     return alibi, torch.softmax(x.float(), -1).to(scores.dtype)
+
+
+def multi_query_heads(qkv, cos, sin):
+    """Falcon's attention inputs: the query heads, and the one key and one value head a list index
+    picks from the fused projection (`qkv[:, :, [-2]]`); rotated, the key and value expanded over
+    the query heads (the value scaled, as attention reads it: a returned pick is eager's own memory)."""
+    heads, half = qkv.shape[2] - 2, qkv.shape[3] // 2
+
+    def rotary(x):
+        return x * cos + torch.cat((-x[..., half:], x[..., :half]), -1) * sin
+
+    q, k, v = (t.transpose(1, 2) for t in (qkv[:, :, :-2], qkv[:, :, [-2]], qkv[:, :, [-1]]))
+    return rotary(q), rotary(k).expand(-1, heads, -1, -1), v.expand(-1, heads, -1, -1) * 2

@@ -208,15 +208,14 @@ def _rotary_on_cuda(dtype: torch.dtype) -> Any:
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_the_rotary_on_cuda_matches_eager(dtype: torch.dtype) -> None:
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # NOTE: the fusion nvFuser refuses (below) runs in torch
+        warnings.simplefilter("ignore")  # the next test checks that no fusion falls back
         _rotary_on_cuda(dtype)
 
 
-# NOTE: nvfuser_direct 0.2.36's segmenter refuses the rotary's fusion ("Can not squeeze dimension(s)
-# with size != 1", alias.cpp): a complex value's parts are size-1 slices of its last dim, squeezed
-# behind the segment_set that such slices need (executors/nvfuser/define/translations.py `_slice`)
+# A complex value's parts are size-1 slices of its last dim: squeezed in front of the segment_set such
+# slices need and broadcast back (executors/nvfuser/define/translations.py `_slice`); squeezed behind
+# it, nvFuser's segmenter refused the fusion ("Can not squeeze dimension(s) with size != 1")
 @pytest.mark.nvfuser
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason="nvFuser 0.2.36 segmenter: squeeze behind a segment_set")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_the_rotary_on_cuda_is_one_nvfuser_fusion_each_way(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(FALLBACK_ENV, "0")  # an nvFuser error fails the test instead of falling back

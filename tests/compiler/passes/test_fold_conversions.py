@@ -467,9 +467,31 @@ def test_heads_picked_by_a_list_index_are_slices_and_match_eager() -> None:
         qkv = torch.randn(shape, generator=torch.Generator().manual_seed(seed))
         torch.testing.assert_close(jitted(qkv), split_heads(qkv), rtol=0, atol=0)
         printed = str(compiler.last_traces(jitted)[-1])  # sizes known: the picks are slices
-        assert "index_select" not in printed, printed
+        assert "index_select" not in printed and "permute" not in printed, printed  # plain slices of qkv
         for view in (qkv.transpose(0, 1), qkv[:, :, :, :1]):  # then sizes and layouts met anew
             torch.testing.assert_close(jitted(view), split_heads(view), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    ("p", "window", "q", "kept"),
+    [
+        ([2, 0, 1, 3], ([12, 0, 0, 0], [13, 2, 5, 4], [1, 1, 1, 1]), [1, 2, 0, 3], [Prim.SLICE]),
+        ([2, 0, 1, 3], ([0, 1, 0, 0], [14, 2, 5, 4], [3, 1, 2, 1]), [1, 2, 0, 3], [Prim.SLICE]),
+        ([1, 0, 3, 2], ([0, 0, 1, 0], [5, 2, 4, 4], [1, 1, 2, 1]), [0, 2, 1, 3], [Prim.SLICE, Prim.PERMUTE]),
+    ],
+)
+def test_a_slice_between_two_permutes_is_a_slice_of_the_input(p, window, q, kept) -> None:
+    # `qkv[..., [-2], :]` once its index folds: the indexed dim moved to the front, sliced, moved back
+    def picked(x):
+        return prims.mul(prims.permute(prims.slice(prims.permute(x, p), *window), q), 2.0)
+
+    trace = prim_trace(picked, ((2, 5, 14, 4), F32))
+    folded = check_trace(fold_conversions(trace))
+    assert [b.sym for b in folded.bsyms] == [*kept, Prim.MUL]
+    for seed in range(3):
+        x = torch.randn(2, 5, 14, 4, generator=torch.Generator().manual_seed(seed))
+        assert torch.equal(eval_trace(folded, x), eval_trace(trace, x))
+        assert torch.equal(eval_trace(folded, x.transpose(1, 3).contiguous().transpose(1, 3)), eval_trace(trace, x))
 
 
 def test_a_cat_of_fills_folds_only_where_every_bit_is_the_same() -> None:

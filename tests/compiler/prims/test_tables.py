@@ -78,11 +78,12 @@ TABLES: dict[str, tuple[Mapping, Collection[Prim]]] = {
     "compiler.passes.update_fresh:FRESH": (update_fresh.FRESH, UPDATES),
     # conversions fold in chains and move after the gathers that read them; reshapes fold in
     # chains; constants are made on the device they are moved to; multiplications by 1 fold;
-    # exact elementwise prims of fills, and cats of fills of one value, fold to fills
+    # exact elementwise prims of fills, and cats of fills of one value, fold to fills; a slice between
+    # two permutes is a slice of the input
     "compiler.passes.fold_conversions:RULES": (
         fold_conversions.RULES,
         GATHERS
-        | {Prim.CONVERT_ELEMENT_TYPE, Prim.RESHAPE, Prim.DEVICE_PUT, Prim.CAT}
+        | {Prim.CONVERT_ELEMENT_TYPE, Prim.RESHAPE, Prim.DEVICE_PUT, Prim.CAT, Prim.PERMUTE}
         | fold_conversions.EXACT_ON_CONSTANTS,
     ),
     "compiler.runtime.guard_source:INLINE_GUARDS": (

@@ -214,8 +214,19 @@ def _slice(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
         ):
             tx.squeeze_first.add(bsym.output.name)
             return sliced
-        tx.segmented.add(bsym.output.name)
-        return f"fd.ops.segment_set({tx.emit(f'{bsym.output.name}_slice', sliced)})"
+        # NOTE: any other reader gets the slice squeezed, segmented and broadcast back: its size-1
+        # dims are then broadcast dims. Kept as iteration dims behind the segment_set, a broadcast of
+        # them later (Falcon's key and value head, `qkv[..., [-2], :]`, expanded over the query heads
+        # for attention) is squeezed or summed in the next segment, which the segmenter refuses
+        # ("Can not squeeze dimension(s) with size != 1", alias.cpp:338).
+        out = bsym.output
+        units = [d for d, s in enumerate(out.shape) if is_unit(s) and not is_unit(a.shape[d])]
+        squeezed = tx.emit(f"{out.name}_sq", f"fd.ops.squeeze({tx.emit(f'{out.name}_slice', sliced)}, dims={units})")
+        tx.segmented.add(out.name)
+        tx.rebroadcast.add(out.name)
+        kept = [d for d in range(out.ndim) if d not in units]
+        shape = tx.extents_of(out.shape)
+        return f"fd.ops.broadcast_in_dim(fd.ops.segment_set({squeezed}), shape={shape}, broadcast_dims={kept})"
     return sliced
 
 
@@ -460,6 +471,8 @@ def fusion_source(region: Region, descriptors: Sequence[TensorDesc | ScalarDesc]
         for out in bsym.outputs:
             if isinstance(out, TensorProxy):
                 tx.flags[out.name] = output_flags(bsym, tx.flags)
+                if out.name in tx.rebroadcast:
+                    tx.flags[out.name] = tuple(f or is_unit(s) for f, s in zip(tx.flags[out.name], out.shape))
     _dense_outputs(tx)
     fn_name = region.name.lower().replace("nvfusion", "nvfusion_")
     source = tx.finish(fn_name)

@@ -118,6 +118,7 @@ class DefinitionWriter:
         self.segmented: set[str] = set()  # trace names computed behind a segment_set
         self.merged_broadcasts: set[str] = set()  # reshapes that merged a materialised broadcast (`_reshape`)
         self.squeeze_first: set[str] = set()  # slices squeezed in front of their segment_set (`_slice`)
+        self.rebroadcast: set[str] = set()  # slices squeezed, segmented and broadcast back (`_slice`)
         self.segment_sets: dict[str, str] = {}  # trace name -> a segment_set of it (see `segment`)
         self.scalar_inputs: dict[str, int] = {}  # variable of a scalar input -> its region input index
         self.extents: dict[tuple[str, Any], str] = {}  # a size (`_extent_key`) -> an input dim of that size

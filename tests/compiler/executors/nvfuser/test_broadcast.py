@@ -15,7 +15,7 @@ import compiler
 from compiler.executors.nvfuser.define.broadcast import iteration_inputs
 from compiler.executors.nvfuser.define.translations import fusion_source
 from compiler.executors.nvfuser.executor import region_fusions
-from tests.support.nvfuser_cases import alibi_scores_softmax
+from tests.support.nvfuser_cases import alibi_scores_softmax, multi_query_heads
 from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("fake_nvfuser")
@@ -77,6 +77,22 @@ def add_size_one_slice(a0):
 def test_a_size_one_slice_is_squeezed_before_it_is_broadcast():
     [(_, source)] = _fusions(add_size_one_slice, torch.randn(3, 5))
     assert "fd.ops.squeeze(" in source and "fd.ops.segment_set(" in source
+
+
+def test_a_size_one_slice_read_otherwise_is_squeezed_segmented_and_broadcast_back():
+    for seed, shape in enumerate([(2, 5, 6, 4), (1, 3, 4, 8)]):
+        gen = torch.Generator().manual_seed(seed)
+        qkv = torch.randn(shape, generator=gen)
+        cos, sin = torch.randn(2, 1, 1, shape[1], shape[3], generator=gen)
+        [(_, source)] = _fusions(multi_query_heads, qkv, cos, sin)
+        lines = source.splitlines()
+        squeezes = [k for k, line in enumerate(lines) if "fd.ops.squeeze(" in line]
+        assert len(squeezes) == 2, source  # the key's and the value's head
+        for k in squeezes:
+            assert "fd.ops.slice(" in lines[k - 1], source
+            assert "fd.ops.broadcast_in_dim(fd.ops.segment_set(" in lines[k + 1], source
+        # their unit dims are broadcast dims: expanded over the heads with no sum behind the segment
+        assert "fd.ops.sum(" not in source, source
 
 
 def test_broadcast_size_one_inputs_are_broadcast_without_a_squeeze():

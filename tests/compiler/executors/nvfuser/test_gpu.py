@@ -36,6 +36,7 @@ from tests.support.nvfuser_cases import (
     alibi_scores_softmax,
     flat,
     gelu_bias_backward,
+    multi_query_heads,
     qk_norm_rotary,
     split3,
     tolerance,
@@ -384,3 +385,17 @@ def test_bloom_decode_alibi_softmax_matches_eager(dtype):
         got, want = jit(alibi_scores_softmax)(slopes, scores), alibi_scores_softmax(slopes, scores)
         torch.testing.assert_close(got[0], want[0], **tolerance(dtype))
         torch.testing.assert_close(got[1], want[1], **tolerance(dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_multi_query_heads_picked_by_a_list_index_match_eager(dtype):
+    # Falcon's key and value heads, unit slices of the fused projection expanded over the query
+    # heads: kept as iteration dims behind their segment, nvFuser's segmenter refused the fusion
+    for seed, (b, s, heads) in enumerate([(8, 512, 12), (1, 7, 3)]):
+        gen = torch.Generator(device=DEVICE).manual_seed(seed)
+        qkv = torch.randn(b, s, heads + 2, 64, device=DEVICE, generator=gen).to(dtype)
+        angles = torch.randn(1, 1, s, 64, device=DEVICE, generator=gen)
+        cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
+        got, want = jit(multi_query_heads)(qkv, cos, sin), multi_query_heads(qkv, cos, sin)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, **tolerance(dtype))
