@@ -7,9 +7,12 @@ import pytest
 import torch
 
 import compiler
+from compiler import prims
 from compiler.executors.nvfuser.executor import NvFuserRunner
 from scripts import wrong_fusions
-from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401  (fixture)
+from tests.support.nvfuser_helpers import fake_nvfuser, prim_trace  # noqa: F401  (fixture)
+
+BF16 = torch.bfloat16
 
 
 def norm_then_scale(x, w):
@@ -42,6 +45,52 @@ def test_a_wrong_output_is_reported_with_the_region_and_its_source(monkeypatch: 
     text = str(wrong)
     assert "nvFusion0 output 1: relative error" in text
     assert "x: torch.float32 (4, 8) strides (8, 1)" in text and "prims.sum" in text and "def nvfusion_0(fd)" in text
+
+
+def large_logits_softmax(x):
+    return torch.softmax(x * 3.7 + 100.0, -1) * 5
+
+
+@pytest.mark.usefixtures("fake_nvfuser")
+def test_a_fusion_nearer_float64_than_torchs_rounding_is_not_reported():
+    # bf16 logits near 100 rounded after every prim (torch) move the softmax by tens of percent
+    # against the fusion's fp32; float64 says the fusion is the nearer one
+    x = torch.randn(64, 256, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16) * 4
+    with wrong_fusions.checking_fusions() as found:
+        jfn = compiler.jit(large_logits_softmax, executors=["nvfuser", "torch"], fallback=False)
+        got = jfn(x)
+    assert wrong_fusions._error(got, large_logits_softmax(x)) > wrong_fusions.TOLERANCE
+    assert found == []
+
+
+@pytest.mark.usefixtures("fake_nvfuser")
+def test_a_wrong_bf16_output_is_reported_with_both_errors_against_float64(monkeypatch: pytest.MonkeyPatch):
+    run = NvFuserRunner.run
+
+    def scaled(self, fusion, args, key):
+        return [o * 1.5 for o in run(self, fusion, args, key)]
+
+    monkeypatch.setattr(NvFuserRunner, "run", scaled)
+    x = torch.randn(64, 256, generator=torch.Generator().manual_seed(1)).to(torch.bfloat16)
+    with wrong_fusions.checking_fusions() as found:
+        compiler.jit(large_logits_softmax, executors=["nvfuser", "torch"], fallback=False)(x)
+    [wrong] = found
+    fusion, prims = wrong.refereed
+    assert fusion > 0.3 and prims < 0.1, wrong.refereed
+    assert "(against float64: " in str(wrong).splitlines()[0]
+
+
+def test_the_float64_function_widens_every_floating_dtype_it_names():
+    def chain(x):
+        tripled = prims.convert_element_type(prims.mul(prims.convert_element_type(x, torch.float32), 3.0), BF16)
+        return prims.add(tripled, prims.full([5], 1.1, BF16, x.device))
+
+    trace = prim_trace(chain, ((5,), BF16))
+    region = wrong_fusions.Region("chain", tuple(trace.bsyms), trace.inputs, (trace.output,))
+    x = torch.randn(5, dtype=BF16)
+    [exact] = wrong_fusions.float64_function(region)(x.double())
+    assert exact.dtype == torch.float64
+    torch.testing.assert_close(exact, x.double() * 3 + 1.1, rtol=0, atol=1e-15)
 
 
 def test_errors_compare_shapes_dtypes_and_nans():
