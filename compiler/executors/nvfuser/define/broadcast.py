@@ -11,7 +11,9 @@ declared broadcast (shape spec `1`); a slice or an index_select can make a size-
   and a keepdim reduction over an expanded broadcast dim returns the unreduced shape: such
   values are materialised first by adding zeros of the full shape.
 - Broadcasting a size-1 iteration dim is refused; squeezing one of symbolic extent too, and
-  reshaping it fails an internal assert: a slice's size-1 dim is squeezed, any other summed away.
+  reshaping it fails an internal assert: a slice's size-1 dim is squeezed where the slice is made
+  and broadcast back (a broadcast dim from there on: `translations._slice`), any other is summed
+  away before it is broadcast.
 
 `iteration_inputs` names the inputs to declare with iteration dims; `output_flags` tracks which
 dims of each value may be broadcast (an over-approximation: it only decides where zeros are
