@@ -1,13 +1,17 @@
 """`fusebench report`: one self-contained HTML file of the histories, regressions and a comparison.
 
-    fusebench report [--results DIR] [--merge DIR ...] [--compare JSON] [--baseline VARIANT] [-o report.html]
+    fusebench report [--results DIR] [--merge DIR ...] [--compare JSON] [--baseline VARIANT] [--suites DIR]
+                     [-o report.html]
     fusebench report [--results DIR] [--merge DIR ...] --markdown RESULTS.md
 
 Reads the ASV results folder (`fusebench run` and `asv run` histories), finds step changes for
 the worse (`fusebench.history.regressions`), and lays out the charts (`fusebench.report.report`).
 With `--merge DIR` (repeatable), the results folders of other machines or of the other shards of
 a `fusebench run --shard I/N` are first merged into `--results` (`fusebench.history.merge`), which
-then holds them all, for the report and for `asv publish`. The flagged
+then holds them all, for the report and for `asv publish`. The dashboard gives a suite whose cases
+name a mode (inference, training, decode) a row per mode; results files keep no case metadata, so
+the modes are read from the bundled suites, and from the folders `--suites DIR` names (as `run
+--suites DIR` measured them). The flagged
 regressions are also printed. The file embeds plotly.js, so it opens offline; it is written
 atomically. With `--markdown PATH` it writes the latest tables per machine as a Markdown page
 instead (`fusebench.report.markdown`). It also merges fusebench's machine facts back into each
@@ -22,9 +26,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from fusebench.cases.discovery import discover
 from fusebench.errors import check
 from fusebench.history.machine_file import restore_machine_facts
 from fusebench.history.merge import merge_results
+from fusebench.report.dashboard import bundled_modes, case_modes
 from fusebench.report.markdown import write_markdown
 from fusebench.report.report import load_inputs, write_report
 from fusebench.report.table import counted
@@ -61,6 +67,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--title", default="fusebench report", help="the page title")
     parser.add_argument(
+        "--suites",
+        dest="suite_dirs",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="the suites in DIR (as `run --suites DIR`) name their cases' modes for the dashboard (repeatable)",
+    )
+    parser.add_argument(
         "--baseline",
         metavar="VARIANT",
         help="the scoreboard's ratios are to this variant (eager, torch.compile, ...); default: the fastest",
@@ -86,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"results page: {write_markdown(args.results, args.markdown)}")
         return 0
     inputs = load_inputs(args.results, args.compare, args.threshold, args.baseline)
+    if args.suite_dirs:
+        inputs.modes = {**bundled_modes(), **case_modes(discover(args.suite_dirs))}
     path = write_report(inputs, args.output, args.title)
     for regression in inputs.regressions:
         change = "from 0" if regression.value_before == 0 else f"+{100 * regression.change:.1f}%"

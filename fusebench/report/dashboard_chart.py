@@ -14,6 +14,7 @@ from plotly.subplots import make_subplots
 from fusebench.report.charts import LAYOUT
 from fusebench.report.dashboard import (
     EAGER,
+    Modes,
     bundled_modes,
     dashboard,
     dashboard_history,
@@ -26,11 +27,17 @@ HEADERS = ["variant", "suite", "pass rate", "speedup over eager", "mean compile 
 
 
 def dashboard_section(
-    frame: pd.DataFrame, figure_html: Callable[[go.Figure], str], anchor: str, label: str, colors: dict[str, str]
+    frame: pd.DataFrame,
+    figure_html: Callable[[go.Figure], str],
+    anchor: str,
+    label: str,
+    colors: dict[str, str],
+    modes: Modes | None = None,
 ) -> str:
     """The dashboard of one machine and environment's results: a table, then a history chart when
-    they span several commits ('' without a timed measurement)."""
-    modes = bundled_modes()
+    they span several commits ('' without a timed measurement). `modes`: (suite, case) -> mode, by
+    default the bundled suites' (results files keep no case metadata)."""
+    modes = bundled_modes() if modes is None else modes
     entries = dashboard(latest_measurements(frame, modes))
     if not entries:
         return ""

@@ -38,6 +38,7 @@ from fusebench.files import atomic_write_text
 from fusebench.history.regressions import Regression, find_regressions
 from fusebench.measure.outcome import TIME
 from fusebench.report import charts
+from fusebench.report.dashboard import Modes
 from fusebench.report.dashboard_chart import dashboard_section
 from fusebench.report.flagged import flagged_table
 from fusebench.report.machines import machine_sections, selector_html
@@ -58,6 +59,7 @@ class ReportInputs:
     results_dir: str | None = None
     comparison_path: str | None = None
     baseline: str | None = None  # the variant the scoreboard's ratios are taken against (default: the fastest)
+    modes: Modes | None = None  # (suite, case) -> the mode the dashboard groups it by (default: the bundled suites')
 
 
 def build_report(inputs: ReportInputs, title: str = "fusebench report") -> str:
@@ -76,7 +78,8 @@ def build_report(inputs: ReportInputs, title: str = "fusebench report") -> str:
     parts = [_meta(inputs), selector_html(sections)]
     for section in sections:
         anchor = section.anchor("dashboard")
-        parts.append(section.wrap(dashboard_section(section.frame, figures.html, anchor, section.label, colors)))
+        dashboard = dashboard_section(section.frame, figures.html, anchor, section.label, colors, inputs.modes)
+        parts.append(section.wrap(dashboard))
     parts += [_summary(inputs), why_section(inputs.results_dir, inputs.regressions, inputs.comparison)]
     for section in sections:
         anchor = section.anchor("scoreboard")

@@ -189,3 +189,50 @@ def test_the_bundled_model_suites_name_their_modes() -> None:
     assert modes[("hf_zoo", "zoo_inference")] == "inference" and modes[("hf_zoo", "zoo_training")] == "training"
     assert modes[("hf_zoo", "zoo_decode")] == "decode" and modes[("hf_models", "hf_forward_backward")] == "training"
     assert not any(suite == "user_patterns" for suite, _ in modes)
+
+
+MODEL_SUITE = """
+import torch
+from fusebench.cases.case import Case
+
+
+def double(x):
+    return x * 2
+
+
+CASES = [
+    Case(
+        name=name,
+        fn=double,
+        make_inputs=lambda params, device, seed: (torch.ones(params["n"], device=device),),
+        bytes_moved=lambda params: 8 * params["n"],
+        params={"n": [1, 2]},
+        mode=mode,
+    )
+    for name, mode in (("fwd", "inference"), ("step", "training"))
+]
+"""
+
+
+def test_a_report_of_user_suites_names_their_modes_where_told_where_the_suites_are(tmp_path: Path) -> None:
+    """Results files keep no case metadata: `report --suites DIR` reads a user suite's modes as
+    `run --suites DIR` measured them; without it, the suite's cases share one row."""
+    from fusebench.cli import main
+
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "zoo.py").write_text(MODEL_SUITE)
+    run = []
+    for case, ours in (("fwd", 0.5e-3), ("step", 2e-3)):
+        for n in (1, 2):
+            run.append(Outcome("zoo", case, {"n": n}, "eager", "cuda:0", "ok", timing=summarize([1e-3] * 3)))
+            run.append(Outcome("zoo", case, {"n": n}, "fusebench", "cuda:0", "ok", timing=summarize([ours] * 3)))
+    revision = Revision("2" * 40, 1_700_000_000_000, False)
+    results = tmp_path / "results"
+    write_outcomes(results, RunInfo(machine_info("modes-machine"), revision, "fusebench-cuda-py3.11-torch2.13.0"), run)
+    told, untold = tmp_path / "told.html", tmp_path / "untold.html"
+    assert main(["report", "--results", str(results), "--suites", str(suites), "-o", str(told)]) == 0
+    assert main(["report", "--results", str(results), "-o", str(untold)]) == 0
+    assert "<td>zoo/inference</td>" in told.read_text() and "<td>zoo/training</td>" in told.read_text()
+    assert "<td>zoo</td>" in untold.read_text() and "zoo/training" not in untold.read_text()
+    assert main(["report", "--results", str(results), "--suites", str(tmp_path / "none"), "-o", str(told)]) == 2
