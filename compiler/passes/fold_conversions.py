@@ -403,7 +403,7 @@ def _permute(folder: _Folder, bsym: BoundSymbol) -> list[BoundSymbol] | None:
     permutations composed, or not at all where they cancel; so is it with a broadcast that keeps
     the rank between slice and `q` (broadcast after). Advanced indexing moves the indexed dim to
     the front and back (`qkv[..., [-2], :]`, a slice once its index folds; `[k, k]` broadcasts):
-    nvFuser compiles the plain slice where it refused the slice between two permutes."""
+    folded, the pick is one view of `x`, and a fusion definition one slice of its input."""
     source, q = bsym.args
     out = bsym.output
     if (lines := _slice_between_permutes(folder, source, q, out)) is not None:
