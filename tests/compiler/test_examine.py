@@ -107,7 +107,8 @@ def test_repro_script_defines_checks_and_matches_pytorch(which, tmp_path, fake_m
     path = examine.repro(jfn, "nvFusion0", tmp_path / "repro.py")
     source = path.read_text()
     imported = sorted(line.split()[1] for line in source.splitlines() if line.startswith(("import ", "from ")))
-    assert imported == ["argparse", "json", "nvfuser_direct", "statistics", "torch"]  # nothing from fusebench
+    # nothing from fusebench
+    assert imported == ["argparse", "json", "nvfuser_direct", "os", "re", "statistics", "sys", "torch", "traceback"]
     assert examine.fusion_source_of(jfn, "nvFusion0") in source
     scope = {"__name__": "repro"}
     exec(compile(source, str(path), "exec"), scope)
@@ -230,6 +231,30 @@ def test_a_repro_that_disagrees_raises_alone_and_is_profiled_with_the_disagreeme
     _run_repro_main(source, ["--profile-json", str(out)], monkeypatch)
     written = json.loads(out.read_text())
     assert written["kernels"] and written["mismatch"].startswith("output 0: Tensor-likes are not close")
+
+
+def test_a_repro_that_nvfuser_refuses_ends_with_what_failed_in_one_line(tmp_path, fake_module, monkeypatch):
+    x = torch.randn(8, 16)
+    jfn = jit_torch_regions(gelu_bias_backward)
+    jfn(0.1, 0.2, 0.3, 0.4, x, x, x)
+    source = examine.repro(jfn, "nvFusion0", tmp_path / "repro.py").read_text()
+    refusal = (
+        "INTERNAL ASSERT FAILED at /workspace/Fuser/csrc/ops/alias.cpp:338, please report a bug\n"
+        "Expected id->extent()->isConstScalar() . Can not squeeze dimension(s) with size != 1.\n"
+        "Exception raised from squeeze at /workspace/Fuser/csrc/ops/alias.cpp:338 (most recent call first):\n"
+        "frame #0: ..."
+    )
+
+    def refuse(self, *args, **kwargs):
+        raise RuntimeError(refusal)
+
+    monkeypatch.setattr(fake_nvfuser._Fec, "execute", refuse)
+    with pytest.raises(SystemExit) as exited:
+        _run_repro_main(source, [], monkeypatch)
+    assert str(exited.value.code) == (
+        "nvFusion0: nvFuser failed: RuntimeError: alias.cpp:338: Expected id->extent()->isConstScalar() . "
+        "Can not squeeze dimension(s) with size != 1."
+    )
 
 
 def test_a_segment_report_says_where_its_repro_disagreed(monkeypatch, fake_backend):  # noqa: F811

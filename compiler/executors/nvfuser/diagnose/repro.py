@@ -9,6 +9,7 @@ times it with CUDA events (median, L2 flushed between runs).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ import torch
 
 from compiler.core.executor import Region
 from compiler.core.ir import NumberProxy, Proxy, TensorProxy, value_source
+from compiler.executors import region_fallback
 from compiler.executors.nvfuser.define.aliasing import copied_write_backs, written_inputs
 from compiler.executors.nvfuser.define.translations import LOW_PRECISION, ScalarDesc, TensorDesc, fusion_source
 from compiler.prims import REDUCTIONS, UNARY, Prim
@@ -198,6 +200,17 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
 # The script
 
 
+def _summary_source() -> str:
+    """`region_fallback.error_summary` and what it reads, as source a repro script holds: where an
+    nvFuser error ends, after its C++ stack, the script says in one line what failed."""
+    constants = "\n".join(
+        f"{name} = re.compile({getattr(region_fallback, name).pattern!r})"
+        for name in ("_EXPECTED", "_ASSERTED_AT", "_RAISED_AT")
+    )
+    body = inspect.getsource(region_fallback.error_summary)
+    return f"{constants}\nSUMMARY_CHARS = {region_fallback.SUMMARY_CHARS}\n\n\n{body}"
+
+
 def repro_script(
     region: Region,
     records: Sequence[Any],
@@ -227,13 +240,19 @@ The fusion's prims, as they appear in the trace:
 
 import argparse
 import json
+import os
+import re
 import statistics
+import sys
+import traceback
 
 import torch
 from nvfuser_direct import DataType, FusionDefinition, PythonProfiler
 
 {definition}
 {_HELPERS}
+
+{_summary_source()}
 
 {reference_source(region)}
 
@@ -290,9 +309,13 @@ def main():
     inputs = make_inputs()
     expected_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     expected = reference(*expected_inputs) + [expected_inputs[i] for i in WRITTEN_INPUTS]
-    with FusionDefinition() as fd:
-        {fn_name}(fd)
-    outputs = list(execute(fd, inputs))
+    try:
+        with FusionDefinition() as fd:
+            {fn_name}(fd)
+        outputs = list(execute(fd, inputs))
+    except Exception as error:  # its C++ stack, then what failed in one line
+        traceback.print_exc()
+        sys.exit(f"{region.name}: nvFuser failed: {{error_summary(error)}}")
     if COPIED:
         for i, value in zip(WRITTEN_INPUTS, outputs[len(outputs) - len(WRITTEN_INPUTS):]):
             inputs[i].copy_(value)
