@@ -12,6 +12,7 @@ import compiler
 from compiler import examine, prims
 from compiler.core.executor import Reason
 from compiler.executors.nvfuser.diagnose import fake_nvfuser
+from compiler.executors.nvfuser.diagnose.profiler_child import run_job
 from compiler.executors.nvfuser.diagnose.profiler_process import ProfilerProcess
 from compiler.executors.nvfuser.diagnose.repro import ops_by_scheduler, segmentation_hint
 from compiler.executors.nvfuser.executor import region_fusions
@@ -249,12 +250,16 @@ def test_a_repro_that_nvfuser_refuses_ends_with_what_failed_in_one_line(tmp_path
         raise RuntimeError(refusal)
 
     monkeypatch.setattr(fake_nvfuser._Fec, "execute", refuse)
-    with pytest.raises(SystemExit) as exited:
-        _run_repro_main(source, [], monkeypatch)
-    assert str(exited.value.code) == (
+    said = (
         "nvFusion0: nvFuser failed: RuntimeError: alias.cpp:338: Expected id->extent()->isConstScalar() . "
         "Can not squeeze dimension(s) with size != 1."
     )
+    with pytest.raises(SystemExit) as exited:
+        _run_repro_main(source, [], monkeypatch)
+    assert str(exited.value.code) == said
+    # so does what examine.segments' profiler child reports of it, after nvFuser's own error
+    error = run_job(str(tmp_path / "repro.py"), str(tmp_path / "profile.json"))
+    assert error.rstrip().splitlines()[-1] == f"SystemExit: {said}" and "frame #0" in error
 
 
 def test_a_segment_report_says_where_its_repro_disagreed(monkeypatch, fake_backend):  # noqa: F811
