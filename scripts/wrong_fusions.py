@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import functools
 import sys
 import warnings
 from collections.abc import Iterator
@@ -97,14 +98,12 @@ def _exact_inputs(args: tuple) -> list:
     return [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
 
 
-def _refereed(fusion: NvFusion, copies: list, index: int, got: Any, want: Any) -> tuple[float, float] | None:
-    """(the fusion's, torch's) errors in output `index` against the prims in float64, or None
-    where float64 cannot run them."""
+def _exact_outputs(region: Region, copies: list) -> list | None:
+    """`region`'s outputs from its prims in float64, or None where float64 cannot run them."""
     try:
-        exact = _listed(float64_function(fusion.region)(*_exact_inputs(copies)))[index]
+        return _listed(float64_function(region)(*_exact_inputs(copies)))
     except (RuntimeError, TypeError):  # NOTE: a prim torch has no float64 kernel for
         return None
-    return _values_error(got, exact), _values_error(want, exact)
 
 
 def _listed(value: Any) -> list:
@@ -142,11 +141,13 @@ def checking_fusions(tolerance: float = TOLERANCE) -> Iterator[list[WrongFusion]
         if self.name in reported:
             return got
         want = torch_function(self.region)(*[a.clone() if isinstance(a, torch.Tensor) else a for a in copies])
+        exact = functools.cache(lambda: _exact_outputs(self.region, copies))  # once per call, where needed
         for index, (g, w) in enumerate(zip(_listed(got), _listed(want))):
             error = _error(g, w)
             if error <= tolerance:
                 continue
-            refereed = _refereed(self, copies, index, g, w) if error < float("inf") else None
+            outputs = exact() if error < float("inf") else None
+            refereed = None if outputs is None else (_values_error(g, outputs[index]), _values_error(w, outputs[index]))
             if refereed is not None and refereed[0] <= max(tolerance, 2 * refereed[1]):
                 continue  # nearer float64 than torch's per-prim rounding allows: right
             reported.add(self.name)
