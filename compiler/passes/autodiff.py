@@ -180,6 +180,8 @@ class _Backward:
                 parts = [joined, *(g for g in parts if all(g is not s for s in slices))]
             else:
                 parts = self._chained(parts)
+                if sum(self._slice_of_zeros(g) is not None for g in parts) > 1:
+                    parts = [self._padded(g) for g in parts]
         scattered = [update for g in parts if (update := self._scattered_into_zeros(g)) is not None]
         if scattered and len(scattered) < len(parts):  # NOTE: added into the other terms, not into zeros
             parts = [g for g in parts if all(g is not u.output for u in scattered)]
@@ -211,6 +213,28 @@ class _Backward:
         base = self.context.producers.get(id(update.args[0]))
         return update if base is not None and base.sym is Prim.FULL and base.args[1] == 0 else None
 
+    def _padded(self, g: TensorProxy) -> TensorProxy:
+        """`g`, a slice of unit steps along one dim written into zeros, as the slice's value cat
+        between zeros (a pad, which fuses: the slices of `x[1:] - x[:-1]`, or of an interleave's
+        shifts, overlap, so neither tile nor chain); `g` itself where it is not such a slice."""
+        update = self._slice_of_zeros(g)
+        if update is None:
+            return g
+        base, value, starts, ends, steps = update.args
+        moved = [d for d in range(g.ndim) if not (_same(starts[d], 0) and _same(ends[d], base.shape[d]))]
+        if len(moved) != 1 or any(step != 1 for step in steps):
+            return g
+        d = moved[0]
+        start, end, size = starts[d], ends[d], base.shape[d]
+        if type(start) is not int or not (_same(end, size) or (type(end) is int and type(size) is int)):
+            return g
+        pieces = [value]
+        if start > 0:
+            pieces.insert(0, zeros_shaped(base, d, start))
+        if not _same(end, size):
+            pieces.append(zeros_shaped(base, d, size - end))
+        return prims.cat(pieces, d)
+
     def _chained(self, parts: list[TensorProxy]) -> list[TensorProxy]:
         """`parts` with the slices written into zeros at disjoint places (a chunk's halves, one of
         them also read whole) written one after the other into the first one's zeros: one buffer
@@ -232,7 +256,8 @@ class _Backward:
         return [result, *rest]
 
     def _tiles(self, parts: list[TensorProxy]) -> TensorProxy | None:
-        """cat of the slices when `parts` are slices written into zeros that tile one dim, else None."""
+        """cat of the slices when `parts` are slices written into zeros that tile one dim, else None;
+        slices of one step that interleave (`x[..., ::2]` and `x[..., 1::2]`), see `_interleaved`."""
         pieces = []
         for g in parts:
             update = self._slice_of_zeros(g)
@@ -240,7 +265,9 @@ class _Backward:
                 return None
             _, value, starts, ends, steps = update.args
             moved = [d for d in range(g.ndim) if not (_same(starts[d], 0) and _same(ends[d], g.shape[d]))]
-            if len(moved) != 1 or any(step != 1 for step in steps):
+            if any(step != 1 for step in steps):
+                return _interleaved([self._slice_of_zeros(g) for g in parts])
+            if len(moved) != 1:
                 return None
             pieces.append((moved[0], starts[moved[0]], ends[moved[0]], value))
         dim = pieces[0][0]
@@ -267,6 +294,50 @@ class _Backward:
             return  # NOTE: only a zero gradient reaches it: its inputs get zeros, as in eager
         for p, g in VJP[bsym.sym](bsym, self.total(out.name)):
             self.add(p, g)
+
+
+def zeros_shaped(like: TensorProxy, dim: int, size: int) -> TensorProxy:
+    """Zeros of `like`'s shape, dtype and device, `size` long along `dim`."""
+    shape = list(like.shape)
+    shape[dim] = size
+    return prims.full(shape, 0.0 if like.dtype.is_floating_point else 0, like.dtype, like.device)
+
+
+def _interleaved(updates: list[BoundSymbol | None]) -> TensorProxy | None:
+    """The values of slice updates into zeros that interleave along one dim, as one tensor: the
+    updates `[a::s]` for every offset `a` below the step `s` of a dim of known size `n` that `s`
+    divides (a GPT-J rotary's `x[..., ::2]` and `x[..., 1::2]`), each value read as `[n / s, 1]`
+    there, cat along that new dim in offset order, and the `[n / s, s]` merged back to `n`; else
+    None. A cat and a reshape fuse, where a stepped slice update runs in torch on zeros."""
+    dims, step, by_offset = set(), 0, {}
+    for update in updates:
+        if update is None:
+            return None
+        base, value, starts, ends, steps = update.args
+        stepped = [d for d, s in enumerate(steps) if s != 1]
+        if len(stepped) != 1:
+            return None
+        d = stepped[0]
+        size, offset, s = base.shape[d], starts[d], steps[d]
+        whole = all(_same(starts[k], 0) and _same(ends[k], base.shape[k]) for k in range(base.ndim) if k != d)
+        if not (whole and type(size) is int and type(offset) is int and size % s == 0 and 0 <= offset < s):
+            return None
+        if type(value.shape[d]) is not int or value.shape[d] != size // s or offset in by_offset:
+            return None
+        dims.add(d)
+        step = s
+        by_offset[offset] = value
+    if len(dims) != 1 or sorted(by_offset) != list(range(step)):
+        return None
+    d = dims.pop()
+    shape = list(updates[0].args[0].shape)
+    pieces = []
+    for offset in range(step):
+        value = by_offset[offset]
+        column = [*value.shape[: d + 1], 1, *value.shape[d + 1 :]]
+        kept = [k if k <= d else k + 1 for k in range(value.ndim)]
+        pieces.append(prims.broadcast_in_dim(value, column, kept))
+    return prims.reshape(prims.cat(pieces, d + 1), shape)
 
 
 def _disjoint(a: BoundSymbol, b: BoundSymbol) -> bool:

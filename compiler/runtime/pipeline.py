@@ -24,6 +24,7 @@ from compiler.passes.flatten import flatten
 from compiler.passes.fold_conversions import fold_conversions
 from compiler.passes.functionalize import functionalize
 from compiler.passes.fuse import fuse
+from compiler.passes.interleaved_shifts import interleaved_shifts
 from compiler.passes.narrow_sort_keys import narrow_sort_keys
 from compiler.passes.one_hot_scatters import one_hot_scatters
 from compiler.passes.split_backward import Split, backward_from_saved, split_backward
@@ -66,13 +67,20 @@ class Options:
 _PURE_PASSES = (functionalize, flatten, cse, dce)
 
 
+def pure_passes(options: Options) -> tuple[Callable[[Trace], Trace], ...]:
+    """The passes that make a pure trace, which autodiff differentiates: functionalize, flatten,
+    cse, dce, and where an executor fuses, interleaves of stepped slices written as shifts (both
+    directions then fuse; as torch the stepped slices are views)."""
+    return (*_PURE_PASSES, interleaved_shifts) if fusion_executor(options.executors) is not None else _PURE_PASSES
+
+
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
-    """The passes run on the computation trace, in order: functionalize first (the others assume
-    a pure trace), the stop_gradients autodiff alone reads dropped, small sort keys narrowed, then
+    """The passes run on the computation trace, in order: the pure passes first (`pure_passes`: the
+    others assume a pure trace), the stop_gradients autodiff alone reads dropped, small sort keys narrowed, then
     fusion when an executor fuses (exact conversion chains folded and shared upcasts and broadcasts
     duplicated first, small same-structure regions batched after), and last the in-place partial
     updates (of written-back inputs, then of dead temporaries)."""
-    passes: list[Callable[[Trace], Trace]] = [*_PURE_PASSES, drop_stop_gradients, narrow_sort_keys]
+    passes: list[Callable[[Trace], Trace]] = [*pure_passes(options), drop_stop_gradients, narrow_sort_keys]
     if fusion_executor(options.executors) is not None:
         passes += [
             fold_conversions,
@@ -178,7 +186,7 @@ def _compile_autograd(
     requires_grad: tuple[bool, ...],
     leaf: tuple[bool, ...],
 ) -> CacheEntry:
-    traces = run_passes(_PURE_PASSES, [computation])
+    traces = run_passes(pure_passes(options), [computation])
     pure = traces[-1]
     live = differentiable_values(pure, requires_grad)
     inputs = {p.name for p in pure.inputs}
@@ -188,7 +196,7 @@ def _compile_autograd(
         # NOTE: nothing the function computes and returns or writes carries a gradient (an update
         # made under `torch.no_grad()`, as an SGD step's; an input returned is returned itself): no
         # backward to build, and eager's writes into inputs requiring grad allowed.
-        run_passes(computation_passes(options)[len(_PURE_PASSES) :], traces)
+        run_passes(computation_passes(options)[len(pure_passes(options)) :], traces)
         return _compile_plain(options, prologue, traces, without_grad=True)
     output_tree = pure.output
     if writes:  # the written values are outputs too, which the runner writes again under autograd
@@ -196,7 +204,7 @@ def _compile_autograd(
     full = joint(pure, requires_grad)
     split = split_backward(full)
     traces.append(split.forward)
-    run_passes(computation_passes(options)[len(_PURE_PASSES) :], traces)
+    run_passes(computation_passes(options)[len(pure_passes(options)) :], traces)
     if options.check_writebacks:
         check_writebacks(traces[-1])
     prologue = dce(cse(prologue))

@@ -312,10 +312,24 @@ def _cat(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
     """
     tensors, dim = bsym.args
     in_f32 = bsym.output.dtype in LOW_PRECISION and any(tx.held_f32(t) for t in tensors)
-    items = [tx.compute(t, torch.float32) if in_f32 else tx.tensor(t) for t in tensors]
+    fills = {id(b.output): b for b in tx.region.bsyms if b.sym is Prim.FULL}
+    kept = [t for t in tensors if id(t) not in fills] or list(tensors)
+    made = {id(t): tx.compute(t, torch.float32) if in_f32 else tx.tensor(t) for t in kept}
+    dtype = torch.float32 if in_f32 else bsym.output.dtype
+    items = [made.get(id(t)) or _fill_beside(tx, fills[id(t)], made[id(kept[0])], dim, dtype) for t in tensors]
     tx.define(
         bsym.output, f"fd.ops.cat([{', '.join(items)}], dim={dim})", torch.float32 if in_f32 else bsym.output.dtype
     )
+
+
+def _fill_beside(tx: DefinitionWriter, fill: BoundSymbol, piece: str, dim: int, dtype: torch.dtype) -> str:
+    """A cat's filled piece (a shift's zeros) again, with the extents of `piece`, cat beside it, but
+    on the cat's dim: its own come from the first input of each size, maybe not `piece`'s, and
+    nvfuser_direct 0.2.36 then cannot map the pieces (fusion.cpp:1020, a GPT-J rotary's shift)."""
+    extents = [tx.extent(size) if d == dim else f"fd.ops.size({piece}, dim={d})" for d, size in enumerate(fill.args[0])]
+    value = tx.operand(fill.args[1], dtypes.compute_dtype(dtype))
+    expr = f"fd.ops.full(shape=[{', '.join(extents)}], fill_value={value}, dtype={NV_DTYPES[dtype]})"
+    return tx.emit(f"{fill.output.name}_beside", expr)
 
 
 def _full(tx: DefinitionWriter, bsym: BoundSymbol) -> None:

@@ -237,6 +237,22 @@ def test_slices_of_a_broadcast_product_that_are_cat_share_one_segment_boundary()
     assert "segment_set" not in forward, forward
 
 
+def test_a_fill_cat_with_a_slice_takes_the_slices_extents():
+    # nvfuser_direct 0.2.36 fails "Invalid domains to map" (fusion.cpp:1020) where the zeros a shift
+    # cats in take their extents from another input of the same sizes (GPT-J's rotary, H200)
+    def shifted(v, k):
+        doubled = v * 2
+        return torch.cat([k[..., 1:], torch.zeros(2, 3, 1)], -1) + doubled
+
+    source = source_of(shifted, torch.randn(2, 3, 8), torch.randn(2, 3, 8))
+    lines = {line.split(" = ")[0].strip(): line for line in source.splitlines() if " = " in line}
+    [cat] = [line for line in lines.values() if "fd.ops.cat(" in line]
+    [piece, fill] = cat.split("[", 1)[1].split("]")[0].split(", ")
+    assert "fd.ops.slice(k," in lines[piece] and fill.endswith("_beside"), source
+    assert f"shape=[fd.ops.size({piece}, dim=0), fd.ops.size({piece}, dim=1), 1]" in lines[fill], source
+    assert "fd.ops.size(v, dim=0)" in source  # the fill as the trace has it: v is the first input of its sizes
+
+
 def rotary(q, cos, sin):
     half = q.shape[-1] // 2
     return q * cos + torch.cat((-q[..., half:], q[..., :half]), dim=-1) * sin

@@ -190,6 +190,33 @@ def test_the_cotangents_of_split_pieces_are_joined_by_one_cat():
     assert backward.count("cat") == 1 and "slice_update" not in backward and "full" not in backward
 
 
+@pytest.mark.parametrize("shape", [(3, 8), (2, 1, 6)], ids=["3x8", "2x1x6"])
+def test_the_cotangents_of_stepped_slices_that_interleave_are_joined_by_one_cat(shape):
+    """`x[..., ::2]` and `x[..., 1::2]` (a rotary's pairs): their cotangents interleave back with a
+    cat along a new dim and a reshape, not each written into zeros by a slice update."""
+
+    def program(x, w):
+        return x[..., ::2] * w[..., 1::2] - x[..., 1::2].sin() * w[..., ::2]
+
+    jfn = compiler.jit(program)
+    check_gradients(program, [torch.randn(shape), torch.randn(shape)], jfn=jfn)
+    backward = [b.sym.value for b in compiler.last_backward_traces(jfn)[-1].bsyms]
+    assert backward.count("cat") == 2 and "slice_update" not in backward and "full" not in backward
+
+
+def test_the_cotangents_of_overlapping_slices_are_cats_with_zeros():
+    """`x[1:] - x[:-1]` reads overlapping slices: each cotangent is its value cat with a row of zeros
+    (a pad, which fuses), not a slice update of a tensor of zeros."""
+
+    def program(x):
+        return (x[1:] - x[:-1]).square()
+
+    jfn = compiler.jit(program)
+    check_gradients(program, [torch.randn(5, 4)], jfn=jfn)
+    backward = [b.sym.value for b in compiler.last_backward_traces(jfn)[-1].bsyms]
+    assert backward.count("cat") == 2 and "slice_update" not in backward
+
+
 def test_outputs_left_out_of_the_backward_count_as_zero_cotangents():
     def program(x, w):
         h = x * w
