@@ -3,22 +3,23 @@ the whole tensor picked by position.
 
 GPT-J's rotary (and every "rotate every two" one, as CodeGen's) writes
 `torch.stack((-x[..., 1::2], x[..., ::2]), -1).flatten(-2)`: its elements are those of `x`, each
-pair swapped, the first of each pair negated. As prims that is a cat of one-element slices along a
-new dim, merged back (`reshape(cat([unsqueeze(neg(slice(x, 1::2))), unsqueeze(slice(x, 0::2))],
+pair swapped, the first of each pair negated. As prims that is a cat of unsqueezed stepped slices
+along a new dim, merged back (`reshape(cat([unsqueeze(neg(slice(x, 1::2))), unsqueeze(slice(x, 0::2))],
 -1))`). nvFuser slices only with step 1, so the stepped slices split the fusion around them, and
 the backward's one-element slices of the new dim are each a segment of their own (the writer's
-`_slice`): GPT-J's rotary took 8 kernels forward and 18 backward per layer. Position `i` of the
+`_slice`), its stepped slices' cotangents slice updates of zeros in torch. Position `i` of the
 result, `i = s * j + k` for a step `s`, holds piece `k`'s element `j`, which is `x[i + a_k - k]`
 for a piece `x[..., a_k::s]`: each piece is `x` shifted by `a_k - k` (a slice of `x` and a fill
 of zeros, cat: what nvFuser's resize scheduler fuses, as in a Llama rotary's `rotate_half`),
 and `where` picks piece `i mod s` at `i`. The backward then holds slices of step 1 and cats only.
 
 Assumes: a flattened, pure trace (before autodiff, so the backward is built from the rewritten
-form). Guarantees: every value is unchanged, bit for bit: each position takes the element the
-interleave took, through the same unary prims (negations and conversions only: they map a
-zero filling a shifted-in position to a finite value, which `where` then leaves out). Rewritten
-only where the sizes are known ints, the step divides the sliced dim, and the pieces are the
-slices `a::s` of one tensor at the step's every offset, each read by its unsqueeze alone.
+form; the pipeline runs it only there, `pipeline.differentiated_passes` says why). Guarantees:
+every value is unchanged, bit for bit: each position takes the element the interleave took,
+through the same unary prims (negations and conversions only: they map a zero filling a
+shifted-in position to a finite value, which `where` then leaves out). Rewritten only where the
+sizes are known ints, the step divides the sliced dim, and the pieces are the slices `a::s` of
+one tensor at the step's every offset, each read by its unsqueeze alone.
 """
 
 from __future__ import annotations

@@ -67,20 +67,23 @@ class Options:
 _PURE_PASSES = (functionalize, flatten, cse, dce)
 
 
-def pure_passes(options: Options) -> tuple[Callable[[Trace], Trace], ...]:
-    """The passes that make a pure trace, which autodiff differentiates: functionalize, flatten,
-    cse, dce, and where an executor fuses, interleaves of stepped slices written as shifts (both
-    directions then fuse; as torch the stepped slices are views)."""
+def differentiated_passes(options: Options) -> tuple[Callable[[Trace], Trace], ...]:
+    """The pure passes before autodiff, and where an executor fuses, interleaves of stepped slices
+    written as shifts (`interleaved_shifts`): their backward then fuses, where the stepped slices'
+    is slice updates of zeros in torch and one-element slices nvFuser segments one by one (GPT-J's
+    training step). Not without autodiff: there the stepped slices are torch's views between two
+    fusions, and nvfuser_direct 0.2.36 refuses the shifts' forward fusion (fusion.cpp:1020), whose
+    pieces then cost more host time than those two fusions."""
     return (*_PURE_PASSES, interleaved_shifts) if fusion_executor(options.executors) is not None else _PURE_PASSES
 
 
 def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
-    """The passes run on the computation trace, in order: the pure passes first (`pure_passes`: the
-    others assume a pure trace), the stop_gradients autodiff alone reads dropped, small sort keys narrowed, then
+    """The passes run on the computation trace, in order: functionalize first (the others assume
+    a pure trace), the stop_gradients autodiff alone reads dropped, small sort keys narrowed, then
     fusion when an executor fuses (exact conversion chains folded and shared upcasts and broadcasts
     duplicated first, small same-structure regions batched after), and last the in-place partial
     updates (of written-back inputs, then of dead temporaries)."""
-    passes: list[Callable[[Trace], Trace]] = [*pure_passes(options), drop_stop_gradients, narrow_sort_keys]
+    passes: list[Callable[[Trace], Trace]] = [*_PURE_PASSES, drop_stop_gradients, narrow_sort_keys]
     if fusion_executor(options.executors) is not None:
         passes += [
             fold_conversions,
@@ -186,7 +189,7 @@ def _compile_autograd(
     requires_grad: tuple[bool, ...],
     leaf: tuple[bool, ...],
 ) -> CacheEntry:
-    traces = run_passes(pure_passes(options), [computation])
+    traces = run_passes(differentiated_passes(options), [computation])
     pure = traces[-1]
     live = differentiable_values(pure, requires_grad)
     inputs = {p.name for p in pure.inputs}
@@ -196,7 +199,7 @@ def _compile_autograd(
         # NOTE: nothing the function computes and returns or writes carries a gradient (an update
         # made under `torch.no_grad()`, as an SGD step's; an input returned is returned itself): no
         # backward to build, and eager's writes into inputs requiring grad allowed.
-        run_passes(computation_passes(options)[len(pure_passes(options)) :], traces)
+        run_passes(computation_passes(options)[len(_PURE_PASSES) :], traces)
         return _compile_plain(options, prologue, traces, without_grad=True)
     output_tree = pure.output
     if writes:  # the written values are outputs too, which the runner writes again under autograd
@@ -204,7 +207,7 @@ def _compile_autograd(
     full = joint(pure, requires_grad)
     split = split_backward(full)
     traces.append(split.forward)
-    run_passes(computation_passes(options)[len(pure_passes(options)) :], traces)
+    run_passes(computation_passes(options)[len(_PURE_PASSES) :], traces)
     if options.check_writebacks:
         check_writebacks(traces[-1])
     prologue = dce(cse(prologue))

@@ -1,6 +1,7 @@
 """interleaved_shifts: an interleave of stepped slices of one tensor becomes shifted copies of it
 picked by position, with the same values bit for bit; anything else is left alone. Through `jit`
-with a fusing executor, GPT-J's rotary is then one fusion each way with eager's gradients."""
+with a fusing executor and gradients, GPT-J's rotary is then one fusion each way with eager's
+gradients; without gradients, its stepped slices stay."""
 
 from __future__ import annotations
 
@@ -108,6 +109,14 @@ def test_gptj_rotary_is_one_fusion_each_way_with_eagers_gradients(fake_nvfuser, 
     assert [b.sym.name for b in forward.bsyms] == ["nvFusion0"], forward
     assert [b.sym.name for b in backward.bsyms if b.subsymbols] == ["nvFusion0"], backward
     assert _stepped_slices(flatten(compiler.last_traces(jfn)[0])) == 2  # the traced program's, rewritten after
+
+
+def test_a_forward_without_gradients_keeps_the_stepped_slices(fake_nvfuser) -> None:  # noqa: F811
+    """nvFuser refuses the shifts' forward fusion; the stepped slices are torch's views."""
+    jfn = compiler.jit(rotate_every_two, executors=["nvfuser", "torch"])
+    x = torch.randn(2, 8)
+    torch.testing.assert_close(jfn(x), rotate_every_two(x), rtol=0, atol=0)
+    assert _stepped_slices(compiler.last_traces(jfn)[-1]) == 2
 
 
 def test_the_torch_executor_keeps_the_stepped_slices() -> None:
