@@ -212,18 +212,20 @@ def _views_of_own_memory_detached(
     returns may be written under autograd later (`_write_again`), which autograd refuses for a view
     a Function made.
     """
+    views = [i for i in positions if _is_view(outputs[i]) and outputs[i].untyped_storage().data_ptr() != 0]
+    if not views:  # NOTE: the usual call (a loss, logits): no storage read of every input and output
+        return tuple(outputs), None
+    wanted = {outputs[i].untyped_storage().data_ptr() for i in views}
     sharing: dict[int, list[tuple[str, int]]] = {}
     for kind, values in (("input", inputs), ("output", outputs)):
         for i, value in enumerate(values):
-            if isinstance(value, torch.Tensor):
-                sharing.setdefault(value.untyped_storage().data_ptr(), []).append((kind, i))
+            if isinstance(value, torch.Tensor) and (pointer := value.untyped_storage().data_ptr()) in wanted:
+                sharing.setdefault(pointer, []).append((kind, i))
     outputs = list(outputs)
     of_inputs = []
-    for i in positions:
+    for i in views:
         output = outputs[i]
         pointer = output.untyped_storage().data_ptr()
-        if not output._is_view() or pointer == 0:
-            continue
         others = [place for place in sharing[pointer] if place != ("output", i)]
         if not others:
             outputs[i] = output.detach()
