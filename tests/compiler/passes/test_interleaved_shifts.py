@@ -125,3 +125,29 @@ def test_the_torch_executor_keeps_the_stepped_slices() -> None:
     x = torch.randn(2, 8)
     torch.testing.assert_close(jfn(x), rotate_every_two(x), rtol=0, atol=0)
     assert _stepped_slices(compiler.last_traces(jfn)[-1]) == 2
+
+
+def test_a_gptj_training_step_through_the_fusing_executor_matches_eager(fake_nvfuser) -> None:  # noqa: F811
+    """The whole model: its rotary's pairs as shifts in the forward autodiff differentiates, its loss
+    and every gradient as eager's."""
+    pytest.importorskip("transformers")
+    import copy
+
+    from suites._models.hf_zoo_inputs import call_inputs, every_architecture, tiny_model, training_loss
+
+    zoo = every_architecture()["gptj"]
+    eager = tiny_model(zoo, torch.device("cpu")).train(True)
+    model = copy.deepcopy(eager)
+    jfn = compiler.jit(model, executors=["nvfuser", "torch"])
+    inputs = call_inputs(zoo, True, torch.device("cpu"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = training_loss(jfn(**copy.deepcopy(inputs)))
+        want = training_loss(eager(**inputs))
+        got.backward()
+        want.backward()
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        error = (p.grad - q.grad).norm() / q.grad.norm().clamp_min(1e-6)
+        assert error <= 1e-3, f"{name}: gradient error {error:.2e}"
+    assert _stepped_slices(compiler.last_traces(jfn)[-1]) == 0
