@@ -50,6 +50,11 @@ def _ints(*values: Any) -> bool:
     return all(type(v) is int for v in values)
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two sizes are known equal without recording a guard (`==` on a NumberProxy would)."""
+    return a is b or (_ints(a, b) and a == b)
+
+
 class _Matcher:
     def __init__(self, trace: Trace) -> None:
         self.producer: dict[str, BoundSymbol] = {}
@@ -82,7 +87,8 @@ class _Matcher:
         if c < 1 or step < 2 or not _ints(shape[c - 1], shape[c]) or shape[c] != step:
             return None
         d = c - 1
-        if list(merge.output.shape) != [*shape[:d], shape[d] * step, *shape[c + 1 :]]:
+        merged = [*shape[:d], shape[d] * step, *shape[c + 1 :]]
+        if len(merge.output.shape) != len(merged) or not all(map(_same, merge.output.shape, merged)):
             return None
         found = [self._piece(p, d, c, step) for p in pieces]
         if any(f is None for f in found) or len({f.source.name for f in found}) != 1:
@@ -108,13 +114,11 @@ class _Matcher:
         source, starts, ends, steps = cut.args
         n = source.shape[d] if d < source.ndim else None
         others_whole = all(
-            _ints(starts[k]) and starts[k] == 0 and (ends[k] is source.shape[k] or ends[k] == source.shape[k])
-            for k in range(source.ndim)
-            if k != d
+            _same(starts[k], 0) and _same(ends[k], source.shape[k]) for k in range(source.ndim) if k != d
         )
         if not (others_whole and _ints(n, starts[d], steps[d]) and steps[d] == step and n % step == 0):
             return None
-        if not (0 <= starts[d] < step and inner.shape[d] == n // step):
+        if not (0 <= starts[d] < step and _same(inner.shape[d], n // step)):
             return None
         return _Piece(source, starts[d], list(reversed(ops)))
 

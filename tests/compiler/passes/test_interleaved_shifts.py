@@ -111,6 +111,21 @@ def test_gptj_rotary_is_one_fusion_each_way_with_eagers_gradients(fake_nvfuser, 
     assert _stepped_slices(flatten(compiler.last_traces(jfn)[0])) == 2  # the traced program's, rewritten after
 
 
+def test_symbolic_batch_and_sequence_sizes_record_no_guard_and_compile_once(fake_nvfuser) -> None:  # noqa: F811
+    jfn = compiler.jit(
+        gptj_rotary, executors=["nvfuser", "torch"], dynamic=["q.size(0)", "q.size(1)", "sin.size(0)", "cos.size(0)"]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for batch, length in ((2, 5), (3, 7)):
+            generator = torch.Generator().manual_seed(batch)
+            q = torch.randn(batch, length, 3, 48, generator=generator)
+            sin, cos = (torch.randn(length, 1, 32, generator=generator) for _ in range(2))
+            check_gradients(gptj_rotary, [q, sin, cos], jfn=jfn)
+    assert len(compiler.examine.recompilations(jfn)) <= 1, compiler.examine.recompilations(jfn)
+    assert _stepped_slices(compiler.last_traces(jfn)[-1]) == 0
+
+
 def test_a_forward_without_gradients_keeps_the_stepped_slices(fake_nvfuser) -> None:  # noqa: F811
     """nvFuser refuses the shifts' forward fusion; the stepped slices are torch's views."""
     jfn = compiler.jit(rotate_every_two, executors=["nvfuser", "torch"])
