@@ -32,6 +32,7 @@ from compiler.executors.nvfuser.define.descriptors import (  # noqa: F401  (re-e
     shape_spec,
     tensor_descriptor,
 )
+from compiler.executors.nvfuser.define.fills import fill_beside, only_beside
 from compiler.executors.nvfuser.define.writer import (  # noqa: F401  (re-exported for callers)
     LOW_PRECISION,
     NV_DTYPES,
@@ -316,24 +317,16 @@ def _cat(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
     kept = [t for t in tensors if id(t) not in fills] or list(tensors)
     made = {id(t): tx.compute(t, torch.float32) if in_f32 else tx.tensor(t) for t in kept}
     dtype = torch.float32 if in_f32 else bsym.output.dtype
-    items = [made.get(id(t)) or _fill_beside(tx, fills[id(t)], made[id(kept[0])], dim, dtype) for t in tensors]
+    items = [made.get(id(t)) or fill_beside(tx, fills[id(t)], made[id(kept[0])], dim, dtype) for t in tensors]
     tx.define(
         bsym.output, f"fd.ops.cat([{', '.join(items)}], dim={dim})", torch.float32 if in_f32 else bsym.output.dtype
     )
 
 
-def _fill_beside(tx: DefinitionWriter, fill: BoundSymbol, piece: str, dim: int, dtype: torch.dtype) -> str:
-    """A cat's filled piece (a shift's zeros) again, with the extents of `piece`, cat beside it, but
-    on the cat's dim: its own come from the first input of each size, maybe not `piece`'s, and
-    nvfuser_direct 0.2.36 then cannot map the pieces (fusion.cpp:1020, a GPT-J rotary's shift)."""
-    extents = [tx.extent(size) if d == dim else f"fd.ops.size({piece}, dim={d})" for d, size in enumerate(fill.args[0])]
-    value = tx.operand(fill.args[1], dtypes.compute_dtype(dtype))
-    expr = f"fd.ops.full(shape=[{', '.join(extents)}], fill_value={value}, dtype={NV_DTYPES[dtype]})"
-    return tx.emit(f"{fill.output.name}_beside", expr)
-
-
 def _full(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
     shape, value, dtype, _device = bsym.args
+    if only_beside(tx.region, bsym.output):
+        return  # NOTE: each cat reading it makes its own (`fills.fill_beside`): this one would be dead
     fill = tx.operand(value, dtypes.compute_dtype(dtype))
     expr = f"fd.ops.full(shape={tx.extents_of(shape)}, fill_value={fill}, dtype={NV_DTYPES[dtype]})"
     tx.define(bsym.output, expr, dtype)
