@@ -309,7 +309,7 @@ def _interleaved(updates: list[BoundSymbol | None]) -> TensorProxy | None:
     divides (a GPT-J rotary's `x[..., ::2]` and `x[..., 1::2]`), each value read as `[n / s, 1]`
     there, cat along that new dim in offset order, and the `[n / s, s]` merged back to `n`; else
     None. A cat and a reshape fuse, where a stepped slice update runs in torch on zeros."""
-    dims, step, by_offset = set(), 0, {}
+    dims, steps_seen, by_offset = set(), set(), {}
     for update in updates:
         if update is None:
             return None
@@ -325,9 +325,9 @@ def _interleaved(updates: list[BoundSymbol | None]) -> TensorProxy | None:
         if type(value.shape[d]) is not int or value.shape[d] != size // s or offset in by_offset:
             return None
         dims.add(d)
-        step = s
+        steps_seen.add(s)
         by_offset[offset] = value
-    if len(dims) != 1 or sorted(by_offset) != list(range(step)):
+    if len(dims) != 1 or len(steps_seen) != 1 or sorted(by_offset) != list(range(step := steps_seen.pop())):
         return None
     d = dims.pop()
     shape = list(updates[0].args[0].shape)
