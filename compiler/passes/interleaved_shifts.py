@@ -102,8 +102,9 @@ class _Matcher:
         if unsqueeze is None or not self.only_read_once(value):
             return None
         inner, _, dims = unsqueeze.args
-        if list(dims) != [k for k in range(value.ndim) if k != c]:
-            return None
+        kept = [k for k in range(value.ndim) if k != c]
+        if list(dims) != kept or not all(_same(value.shape[k], size) for k, size in zip(kept, inner.shape)):
+            return None  # NOTE: not an unsqueeze alone: it also expands a size-1 dim
         ops: list[BoundSymbol] = []
         while (made := self.producer.get(inner.name)) is not None and made.sym in _PIECE_OPS:
             ops.append(made)

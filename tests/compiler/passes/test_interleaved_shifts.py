@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import compiler
+from compiler import prims
 from compiler.passes.flatten import flatten
 from compiler.passes.interleaved_shifts import interleaved_shifts
 from compiler.prims import Prim
@@ -81,6 +82,16 @@ def test_an_interleave_becomes_shifts_with_every_value_the_same(program, shape, 
 )
 def test_anything_else_is_left_alone(program) -> None:
     trace = flatten(prim_trace(program, ((2, 8), torch.float32), ((2, 8), torch.float32)))
+    assert interleaved_shifts(trace).bsyms == trace.bsyms
+
+
+def test_pieces_expanded_as_they_are_unsqueezed_are_left_alone() -> None:
+    def program(x):  # x: [1, 8]; each piece [1, 4] broadcast to [2, 4, 1] in one prim
+        pieces = [prims.slice(x, [0, a], [1, 8], [1, 2]) for a in (1, 0)]
+        expanded = [prims.broadcast_in_dim(p, [2, 4, 1], [0, 1]) for p in pieces]
+        return prims.reshape(prims.cat(expanded, 2), [2, 8])
+
+    trace = flatten(prim_trace(program, ((1, 8), torch.float32)))
     assert interleaved_shifts(trace).bsyms == trace.bsyms
 
 
