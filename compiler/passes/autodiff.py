@@ -39,7 +39,7 @@ from compiler.core.ir import (
 )
 from compiler.passes.vjp_attention import FORWARD_REWRITES, RESIDUALS
 from compiler.passes.vjp_rules import NONDIFFERENTIABLE, VJP
-from compiler.passes.vjp_structural import zeros
+from compiler.passes.vjp_structural import zeros, zeros_shaped
 from compiler.prims import Prim
 
 
@@ -294,13 +294,6 @@ class _Backward:
             return  # NOTE: only a zero gradient reaches it: its inputs get zeros, as in eager
         for p, g in VJP[bsym.sym](bsym, self.total(out.name)):
             self.add(p, g)
-
-
-def zeros_shaped(like: TensorProxy, dim: int, size: int) -> TensorProxy:
-    """Zeros of `like`'s shape, dtype and device, `size` long along `dim`."""
-    shape = list(like.shape)
-    shape[dim] = size
-    return prims.full(shape, 0.0 if like.dtype.is_floating_point else 0, like.dtype, like.device)
 
 
 def _interleaved(updates: list[BoundSymbol | None]) -> TensorProxy | None:

@@ -31,8 +31,10 @@ import torch
 from compiler import prims
 from compiler.core.context import TraceContext, tracing
 from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, Trace, map_proxies
+from compiler.core.proxies import proxies_in, same_extent
 from compiler.passes import trace_pass
 from compiler.passes.dce import dce
+from compiler.passes.vjp_structural import zeros_shaped
 from compiler.prims import Prim
 
 # The prims a piece may apply to its slice: exact on every value, finite on zero.
@@ -50,11 +52,6 @@ def _ints(*values: Any) -> bool:
     return all(type(v) is int for v in values)
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Whether two sizes are known equal without recording a guard (`==` on a NumberProxy would)."""
-    return a is b or (_ints(a, b) and a == b)
-
-
 class _Matcher:
     def __init__(self, trace: Trace) -> None:
         self.producer: dict[str, BoundSymbol] = {}
@@ -64,7 +61,7 @@ class _Matcher:
                 self.producer[p.name] = bsym
             for name in {p.name for p in bsym.inputs}:
                 self.readers[name] = self.readers.get(name, 0) + 1
-        for p in _proxies(trace.output):
+        for p in proxies_in(trace.output):
             self.readers[p.name] = self.readers.get(p.name, 0) + 1
 
     def made_by(self, value: Any, prim: Prim) -> BoundSymbol | None:
@@ -88,7 +85,7 @@ class _Matcher:
             return None
         d = c - 1
         merged = [*shape[:d], shape[d] * step, *shape[c + 1 :]]
-        if len(merge.output.shape) != len(merged) or not all(map(_same, merge.output.shape, merged)):
+        if len(merge.output.shape) != len(merged) or not all(map(same_extent, merge.output.shape, merged)):
             return None
         found = [self._piece(p, d, c, step) for p in pieces]
         if any(f is None for f in found) or len({f.source.name for f in found}) != 1:
@@ -103,7 +100,7 @@ class _Matcher:
             return None
         inner, _, dims = unsqueeze.args
         kept = [k for k in range(value.ndim) if k != c]
-        if list(dims) != kept or not all(_same(value.shape[k], size) for k, size in zip(kept, inner.shape)):
+        if list(dims) != kept or not all(same_extent(value.shape[k], size) for k, size in zip(kept, inner.shape)):
             return None  # NOTE: not an unsqueeze alone: it also expands a size-1 dim
         ops: list[BoundSymbol] = []
         while (made := self.producer.get(inner.name)) is not None and made.sym in _PIECE_OPS:
@@ -115,19 +112,13 @@ class _Matcher:
         source, starts, ends, steps = cut.args
         n = source.shape[d] if d < source.ndim else None
         others_whole = all(
-            _same(starts[k], 0) and _same(ends[k], source.shape[k]) for k in range(source.ndim) if k != d
+            same_extent(starts[k], 0) and same_extent(ends[k], source.shape[k]) for k in range(source.ndim) if k != d
         )
         if not (others_whole and _ints(n, starts[d], steps[d]) and steps[d] == step and n % step == 0):
             return None
-        if not (0 <= starts[d] < step and _same(inner.shape[d], n // step)):
+        if not (0 <= starts[d] < step and same_extent(inner.shape[d], n // step)):
             return None
         return _Piece(source, starts[d], list(reversed(ops)))
-
-
-def _proxies(value: Any) -> list[Proxy]:
-    found: list[Proxy] = []
-    map_proxies(value, lambda p: found.append(p) or p)
-    return found
 
 
 def _shifted(x: TensorProxy, d: int, by: int) -> TensorProxy:
@@ -136,9 +127,7 @@ def _shifted(x: TensorProxy, d: int, by: int) -> TensorProxy:
         return x
     n = x.shape[d]
     starts, ends = [0] * x.ndim, list(x.shape)
-    zeros = list(x.shape)
-    zeros[d] = abs(by)
-    fill = prims.full(zeros, 0.0 if x.dtype.is_floating_point else 0, x.dtype, x.device)
+    fill = zeros_shaped(x, d, abs(by))
     starts[d], ends[d] = (by, n) if by > 0 else (0, n + by)
     kept = prims.slice(x, starts, ends, [1] * x.ndim)
     return prims.cat([kept, fill] if by > 0 else [fill, kept], d)

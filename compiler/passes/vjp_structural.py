@@ -23,6 +23,13 @@ def zeros(like: TensorProxy) -> TensorProxy:
     return prims.full(list(like.shape), 0.0 if like.dtype.is_floating_point else 0, like.dtype, like.device)
 
 
+def zeros_shaped(like: TensorProxy, dim: int, size: int) -> TensorProxy:
+    """Zeros of `like`'s shape, dtype and device, `size` long along `dim`."""
+    shape = list(like.shape)
+    shape[dim] = size
+    return prims.full(shape, 0.0 if like.dtype.is_floating_point else 0, like.dtype, like.device)
+
+
 def transpose(t: TensorProxy) -> TensorProxy:
     """`t` with its last two dims swapped."""
     perm = [*range(t.ndim - 2), t.ndim - 1, t.ndim - 2]

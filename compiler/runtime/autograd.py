@@ -212,10 +212,11 @@ def _views_of_own_memory_detached(
     returns may be written under autograd later (`_write_again`), which autograd refuses for a view
     a Function made.
     """
-    views = [i for i in positions if _is_view(outputs[i]) and outputs[i].untyped_storage().data_ptr() != 0]
+    views = {i: outputs[i].untyped_storage().data_ptr() for i in positions if _is_view(outputs[i])}
+    views = {i: pointer for i, pointer in views.items() if pointer != 0}
     if not views:  # NOTE: the usual call (a loss, logits): no storage read of every input and output
         return tuple(outputs), None
-    wanted = {outputs[i].untyped_storage().data_ptr() for i in views}
+    wanted = set(views.values())
     sharing: dict[int, list[tuple[str, int]]] = {}
     for kind, values in (("input", inputs), ("output", outputs)):
         for i, value in enumerate(values):
@@ -223,9 +224,8 @@ def _views_of_own_memory_detached(
                 sharing.setdefault(pointer, []).append((kind, i))
     outputs = list(outputs)
     of_inputs = []
-    for i in views:
+    for i, pointer in views.items():
         output = outputs[i]
-        pointer = output.untyped_storage().data_ptr()
         others = [place for place in sharing[pointer] if place != ("output", i)]
         if not others:
             outputs[i] = output.detach()

@@ -318,9 +318,7 @@ def _cat(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
     made = {id(t): tx.compute(t, torch.float32) if in_f32 else tx.tensor(t) for t in kept}
     dtype = torch.float32 if in_f32 else bsym.output.dtype
     items = [made.get(id(t)) or fill_beside(tx, fills[id(t)], made[id(kept[0])], dim, dtype) for t in tensors]
-    tx.define(
-        bsym.output, f"fd.ops.cat([{', '.join(items)}], dim={dim})", torch.float32 if in_f32 else bsym.output.dtype
-    )
+    tx.define(bsym.output, f"fd.ops.cat([{', '.join(items)}], dim={dim})", dtype)
 
 
 def _full(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
