@@ -12,7 +12,11 @@ The analysis follows the region's prims: a region input has the order of its act
 (its descriptor), a permute reorders its operand's order, a slice keeps it, an elementwise op
 takes the order of its first operand that is not a broadcast (as TensorIterator does), and
 anything else (a reshape, a reduction, a cat, a factory) is row-major. An output whose order is
-not row-major is marked with that order.
+not row-major is marked with that order, except in a region that reduces, where an order whose
+innermost dim is not the last is left to nvFuser: nvfuser_direct 0.2.36's reduction schedulers
+vectorize along the last dim and refused such an output ("Vectorized dim for producer has to be
+from an inner most position", fusion_kernel_runtime.cpp:476; Whisper's encoder, whose residual
+stream eager keeps laid out as its convolution's transposed output, with each layer norm).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from compiler.core.executor import Region
 from compiler.core.ir import TensorProxy
 from compiler.core.proxies import same_extent
 from compiler.executors.nvfuser.define.descriptors import ScalarDesc, TensorDesc
-from compiler.prims import ELEMENTWISE, Prim
+from compiler.prims import ELEMENTWISE, REDUCTIONS, Prim
 
 Order = tuple[int, ...]  # dims from outermost to innermost in memory
 _BROADCAST = ()  # a broadcast_in_dim's result: its order never decides an elementwise op's
@@ -54,12 +58,19 @@ def output_orders(region: Region, descriptors: Sequence[TensorDesc | ScalarDesc]
         if not isinstance(out, TensorProxy):
             continue
         orders[out.name] = _order_of(bsym.sym, bsym.args, out, orders)
+    reduces = any(bsym.sym in REDUCTIONS for bsym in region.bsyms)
     result: dict[str, Order] = {}
     for p in region.outputs:
         order = orders.get(p.name)
-        if order and not _row_major(order, p.shape):
+        if order and not _row_major(order, p.shape) and not (reduces and not _last_dim_innermost(order, p.shape)):
             result[p.name] = order
     return result
+
+
+def _last_dim_innermost(order: Order, shape: Sequence[object]) -> bool:
+    """Whether `order` keeps the last dim of size other than 1 innermost (the dim a norm reduces)."""
+    dims = [d for d in order if not (isinstance(shape[d], int) and shape[d] == 1)]
+    return not dims or dims[-1] == max(dims)
 
 
 def _row_major(order: Order, shape: Sequence[object]) -> bool:

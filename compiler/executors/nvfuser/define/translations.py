@@ -32,7 +32,7 @@ from compiler.executors.nvfuser.define.descriptors import (  # noqa: F401  (re-e
     shape_spec,
     tensor_descriptor,
 )
-from compiler.executors.nvfuser.define.fills import fill_beside, only_beside
+from compiler.executors.nvfuser.define.fills import fill_beside, only_beside, pad_of_fills
 from compiler.executors.nvfuser.define.writer import (  # noqa: F401  (re-exported for callers)
     LOW_PRECISION,
     NV_DTYPES,
@@ -317,6 +317,10 @@ def _cat(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
     kept = [t for t in tensors if id(t) not in fills] or list(tensors)
     made = {id(t): tx.compute(t, torch.float32) if in_f32 else tx.tensor(t) for t in kept}
     dtype = torch.float32 if in_f32 else bsym.output.dtype
+    padded = pad_of_fills(tx, [fills.get(id(t)) for t in tensors], [made.get(id(t)) for t in tensors], dim, dtype)
+    if padded is not None:
+        tx.define(bsym.output, padded, dtype)
+        return
     items = [made.get(id(t)) or fill_beside(tx, fills[id(t)], made[id(kept[0])], dim, dtype) for t in tensors]
     tx.define(bsym.output, f"fd.ops.cat([{', '.join(items)}], dim={dim})", dtype)
 

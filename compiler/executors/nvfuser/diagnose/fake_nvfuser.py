@@ -213,6 +213,11 @@ ops = types.SimpleNamespace(
     index_select=lambda arg, index, dim: Val(
         lambda env: torch.index_select(_get(arg, env), dim, _get(index, env)), arg.dtype, True
     ),
+    pad=lambda arg, pad_widths, value=None: Val(
+        lambda env: torch.nn.functional.pad(_get(arg, env), _sizes(pad_widths, env), value=_get(value, env) or 0),
+        arg.dtype,
+        True,
+    ),
     segment_set=lambda arg: Val(lambda env: _get(arg, env), arg.dtype, True),
     size=lambda arg, dim: Val(lambda env: _get(arg, env).shape[dim], torch.int64, False),
     gather=lambda arg, index, dim: Val(

@@ -120,3 +120,22 @@ def test_stride_order_and_physical_order_are_inverse(order):
     assert sorted(range(4), key=lambda d: -contiguous.stride(d)) == list(inverse)
     strides = contiguous.stride()
     assert ranks == [sorted(strides).index(s) for s in strides]
+
+
+def transposed_residual_norm(features: torch.Tensor, positions: torch.Tensor) -> tuple:
+    """Whisper's encoder: a convolution's [batch, channels, time] output read as [batch, time, channels]."""
+    hidden = features.permute(0, 2, 1) + positions
+    return hidden, torch.nn.functional.layer_norm(hidden, (hidden.shape[-1],))
+
+
+@on_the_fake
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_region_that_reduces_leaves_an_output_transposed_off_its_last_dim_to_nvfuser(fake_nvfuser, dtype):  # noqa: F811
+    features, positions = torch.randn(2, 8, 6).to(dtype), torch.randn(6, 8).to(dtype)
+    jfn = compiler.jit(transposed_residual_norm, executors=["nvfuser", "torch"], fallback=False)
+    for got, want in zip(jfn(features, positions), transposed_residual_norm(features, positions)):
+        torch.testing.assert_close(got, want, atol=1e-2 if dtype is torch.bfloat16 else 1e-5, rtol=1e-2)
+    (fusion,) = region_fusions(compiler.last_traces(jfn)[-1])
+    assert "stride_order(" not in fusion_source(fusion.region, fusion.descriptors())[0]
+    scaled = compiler.jit(lambda f, p: f.permute(0, 2, 1) * 2.0 + p, executors=["nvfuser", "torch"])
+    assert scaled(features, positions).stride() == (features.permute(0, 2, 1) * 2.0 + positions).stride()

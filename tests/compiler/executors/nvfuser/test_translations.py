@@ -20,6 +20,7 @@ from compiler.executors.nvfuser.diagnose.repro import TORCH_SOURCE
 from compiler.executors.nvfuser.executor import region_fusions
 from compiler.prims import Prim
 from tests.support.nvfuser_cases import gelu_bias_backward, qk_norm_rotary, split3, write_back
+from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401  (fixture)
 
 
 def source_of(fn, *args, numbers="constant", index=0):
@@ -237,20 +238,57 @@ def test_slices_of_a_broadcast_product_that_are_cat_share_one_segment_boundary()
     assert "segment_set" not in forward, forward
 
 
-def test_a_fill_cat_with_a_slice_takes_the_slices_extents():
+def test_fills_at_the_ends_of_a_cat_pad_the_pieces_between():
     # nvfuser_direct 0.2.36 fails "Invalid domains to map" (fusion.cpp:1020) where the zeros a shift
-    # cats in take their extents from another input of the same sizes (GPT-J's rotary, H200)
+    # cats in take their extents from another input of the same sizes; a pad maps no extents
+    # between pieces (a cat pads each piece and maps the others' extents to it)
     def shifted(v, k):
         doubled = v * 2
         return torch.cat([k[..., 1:], torch.zeros(2, 3, 1)], -1) + doubled
 
     source = source_of(shifted, torch.randn(2, 3, 8), torch.randn(2, 3, 8))
+    assert "fd.ops.cat(" not in source and "fd.ops.full(" not in source, source
+    [padded] = [line for line in source.splitlines() if "fd.ops.pad(" in line]
+    assert "fd.ops.pad(t" in padded and "[0, 1], fd.define_scalar(0.0, dtype=DataType.Float))" in padded, source
+
+    def both_ends(k):
+        left = torch.full((2, 1, 8), float("-inf"), dtype=k.dtype)
+        return torch.cat([left, k[:, 1:], k[:, :1], torch.ones(2, 2, 8, dtype=k.dtype)], 1) * 3
+
+    source = source_of(both_ends, torch.randn(2, 3, 8))
+    assert "fd.ops.cat([" in source and source.count("fd.ops.pad(") == 2, source
+    assert "[0, 0, 1, 0]" in source and "[0, 0, 0, 2]" in source, source
+
+
+def test_a_fill_between_pieces_takes_the_extents_of_the_piece_beside_it():
+    def between(v, k):
+        return torch.cat([k[..., 2:], torch.zeros(2, 3, 1), k[..., :1]], -1) + v * 2
+
+    source = source_of(between, torch.randn(2, 3, 8), torch.randn(2, 3, 8))
     lines = {line.split(" = ")[0].strip(): line for line in source.splitlines() if " = " in line}
     [cat] = [line for line in lines.values() if "fd.ops.cat(" in line]
-    [piece, fill] = cat.split("[", 1)[1].split("]")[0].split(", ")
+    [piece, fill, _] = cat.split("[", 1)[1].split("]")[0].split(", ")
     assert "fd.ops.slice(k," in lines[piece] and fill.endswith("_beside"), source
     assert f"shape=[fd.ops.size({piece}, dim=0), fd.ops.size({piece}, dim=1), 1]" in lines[fill], source
     assert source.count("fd.ops.full(") == 1, source  # not also the fill as the trace has it, dead
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cats_with_fills_run_as_eager_on_the_cpu_double(fake_nvfuser, dtype):  # noqa: F811
+    def shifts(x):
+        right = torch.cat([torch.zeros_like(x[..., :1]), x[..., :-1]], -1)
+        left = torch.cat([-x[..., 1:], torch.zeros_like(x[..., :1])], -1)
+        middle = torch.cat([x[:, :1], torch.full_like(x[:, :2], 7.0), x[:, 1:]], 1)
+        ends = torch.cat([torch.full_like(x[:, :1], float("-inf")), x, torch.ones_like(x[:, :3])], 1)
+        return right * 2 + left, middle + 1, ends.exp()
+
+    for shape in [(2, 3, 8), (1, 1, 2), (3, 5, 1)]:
+        x = torch.randn(shape, dtype=dtype)
+        x[..., 0] = float("nan")
+        jfn = compiler.jit(shifts, executors=["nvfuser", "torch"], fallback=False)
+        for got, want in zip(jfn(x), shifts(x)):
+            torch.testing.assert_close(got, want, equal_nan=True)
+        assert region_fusions(compiler.last_traces(jfn)[-1])
 
 
 def rotary(q, cos, sin):
