@@ -152,6 +152,14 @@ def _slice(
     return Val(run, arg.dtype, True)
 
 
+def _squeeze(x: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+    # NOTE: as nvFuser's, a squeeze of a dim of another size than 1 is refused (torch's leaves it)
+    wider = [d for d in dims if x.shape[d] != 1]
+    if wider:
+        raise RuntimeError(f"squeeze: dims {wider} of a tensor of shape {tuple(x.shape)} are not of size 1")
+    return torch.squeeze(x, tuple(dims))
+
+
 def _take_along_axis(a: torch.Tensor, index: torch.Tensor, dim: int) -> torch.Tensor:
     # NOTE: like nvFuser's, the index must have the input's sizes off `dim` (gather takes smaller).
     off = [d for d in range(a.ndim) if d != dim]
@@ -208,7 +216,7 @@ ops = types.SimpleNamespace(
     reshape=lambda arg, new_shape: Val(lambda env: _get(arg, env).reshape(_sizes(new_shape, env)), arg.dtype, True),
     permute=lambda arg, dims: Val(lambda env: _get(arg, env).permute(list(dims)), arg.dtype, True),
     slice=_slice,
-    squeeze=lambda arg, dims: Val(lambda env: torch.squeeze(_get(arg, env), tuple(dims)), arg.dtype, True),
+    squeeze=lambda arg, dims: Val(lambda env: _squeeze(_get(arg, env), dims), arg.dtype, True),
     cat=lambda tensors, dim: Val(lambda env: torch.cat([_get(t, env) for t in tensors], dim), tensors[0].dtype, True),
     index_select=lambda arg, index, dim: Val(
         lambda env: torch.index_select(_get(arg, env), dim, _get(index, env)), arg.dtype, True
