@@ -12,7 +12,8 @@ from compiler.executors.nvfuser.diagnose import fake_nvfuser as fake
 
 def _run(build, *inputs: torch.Tensor) -> torch.Tensor:
     with fake.FusionDefinition() as fd:
-        tensors = [fd.define_tensor([-1] * x.dim(), [True] * x.dim(), x.dtype, list(range(x.dim()))[::-1]) for x in inputs]
+        order = lambda x: list(range(x.dim()))[::-1]  # noqa: E731 - row-major
+        tensors = [fd.define_tensor([-1] * x.dim(), [True] * x.dim(), x.dtype, order(x)) for x in inputs]
         fd.add_output(build(fd, *tensors))
     return fd.execute(list(inputs))[0]
 
