@@ -12,7 +12,7 @@ from compiler.executors.nvfuser.diagnose import fake_nvfuser as fake
 
 def _run(build, *inputs: torch.Tensor) -> torch.Tensor:
     with fake.FusionDefinition() as fd:
-        order = lambda x: list(range(x.dim()))[::-1]  # noqa: E731 - row-major
+        order = lambda x: list(range(x.dim()))[::-1]  # row-major
         tensors = [fd.define_tensor([-1] * x.dim(), [True] * x.dim(), x.dtype, order(x)) for x in inputs]
         fd.add_output(build(fd, *tensors))
     return fd.execute(list(inputs))[0]
