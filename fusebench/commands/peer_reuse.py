@@ -11,6 +11,7 @@ from pathlib import Path
 
 from fusebench.cases.selection import Group
 from fusebench.cases.variants import Variant
+from fusebench.errors import check
 from fusebench.history.peer_cache import DRIFT, PeerCache, drifted, median
 from fusebench.history.results import RunInfo, write_outcomes
 from fusebench.measure.outcome import Outcome
@@ -62,13 +63,15 @@ def measure_reusing_peers(
     results: Path,
     reuse: bool = True,
     unit_timeout_s: float | None = None,
+    not_measured: Callable[[int], Outcome] | None = None,
 ) -> list[Outcome]:
     """Every unit's outcome, in order: a reusable peer's from `cache` (with `reuse`: not under
     --remeasure-peers) where its case's eager, measured now, has not drifted; the rest from
     `measure(unit indices)`. A peer kept as stopped at the unit time limit is reused where this run's
     `unit_timeout_s` is no longer. Reused outcomes are recorded in this run's results like measured
     ones; freshly measured peers are kept in the cache, as they finish (a run interrupted or killed
-    keeps the peers it measured)."""
+    keeps the peers it measured). A unit `measure` left unmeasured (the run's time limit passed)
+    is `not_measured(its index)`."""
     reused: dict[int, Outcome] = {}
     if reuse:
         for index, (group, variant) in enumerate(units):
@@ -115,4 +118,6 @@ def measure_reusing_peers(
             cache.remember(group.case_id, outcome, run_info.revision.commit, eager_now.get(group.case_id))
     if eager_now or any(units[i][1].reusable for i in outcomes):
         cache.save()
-    return [reused[i] if i in reused else outcomes[i] for i in range(len(units))]
+    left = [i for i in range(len(units)) if i not in reused and i not in outcomes]
+    check(not left or not_measured is not None, lambda: f"{len(left)} units were not measured", AssertionError)
+    return [reused[i] if i in reused else outcomes[i] if i in outcomes else not_measured(i) for i in range(len(units))]

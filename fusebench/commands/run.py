@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
-import json
 import math
 import os
 import shutil
@@ -24,15 +22,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import torch
 
 import fusebench
-from compiler.executors.nvfuser.diagnose.profiler_process import shared_profiler
 from fusebench.cases.discovery import discover, suite_roots
 from fusebench.cases.selection import (
-    Group,
     Selection,
     add_selection_arguments,
     add_shard_argument,
@@ -43,33 +38,29 @@ from fusebench.cases.selection import (
     shard_of,
     variant_notes,
 )
-from fusebench.cases.variants import Variant
 from fusebench.commands.compare import child_run_arguments
 from fusebench.commands.peer_reuse import Done, measure_reusing_peers
-from fusebench.commands.run_workers import Unit, measure_in_workers
+from fusebench.commands.run_units import in_process, not_started, run_json, serve
+from fusebench.commands.run_workers import measure_in_workers
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
-from fusebench.history.artifacts import write_artifacts
 from fusebench.history.durations import FILE_NAME as DURATIONS_FILE
 from fusebench.history.durations import Durations, unit_key
 from fusebench.history.peer_cache import FILE_NAME as PEER_CACHE_FILE
 from fusebench.history.peer_cache import REUSE_ENV, PeerCache, fingerprint
-from fusebench.history.results import RunInfo, result_path, write_outcomes
+from fusebench.history.results import RunInfo, result_path
 from fusebench.history.revision import UNKNOWN_COMMIT, code_revision, commit_revision
 from fusebench.measure.bandwidth import peak_bandwidth_gbs
 from fusebench.measure.machine import env_name, machine_info
-from fusebench.measure.measure import Settings, measure_variant, prepare_case
+from fusebench.measure.measure import Settings
 from fusebench.measure.noise import run_noise
 from fusebench.measure.outcome import BAD_STATUSES, Outcome
 from fusebench.measure.paired import paired_wanted
-from fusebench.measure.phases import Phases
 from fusebench.measure.precision import DEFAULT_PRECISION, PRECISION_ENV, checked_precision
 from fusebench.measure.threads import add_threads_argument, checked_threads
-from fusebench.measure.turns import device_turn, join_turns, turns_supported
+from fusebench.measure.turns import turns_supported
 from fusebench.measure.workers import (
-    READY,
     WORKER_CPUS,
-    apply_cpu_share,
     available_cpus,
     default_jobs,
     devices_from,
@@ -138,6 +129,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="measure in a worker process, so a crash marks one measurement `crashed` (default: on for CUDA)",
     )
     parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="start no measurement after S seconds of the run: the summary covers those measured, the rest are "
+        "listed as not started (0: no limit, the default)",
+    )
+    parser.add_argument(
         "--unit-timeout",
         type=float,
         default=DEFAULT_UNIT_TIMEOUT_S,
@@ -186,6 +185,11 @@ def run(args: argparse.Namespace) -> int:
         lambda: f"--unit-timeout {args.unit_timeout:g}: expected seconds >= 0 (0: no limit)",
         FusebenchError,
     )
+    check(
+        math.isfinite(args.time_limit) and args.time_limit >= 0,
+        lambda: f"--time-limit {args.time_limit:g}: expected seconds >= 0 (0: no limit)",
+        FusebenchError,
+    )
     precision = checked_precision(args.precision)
     jobs = _jobs(args, selection)
     turns = Path(tempfile.mkdtemp(prefix="fusebench-turns-")) if jobs > 1 else None  # the GPUs' lock files
@@ -214,9 +218,10 @@ def _run(
     revision = code_revision() if args.commit is None else commit_revision(args.commit)
     run_info = RunInfo(machine, revision, env_name(machine, str(selection.device)))
     units = [(group, variant) for group in groups for variant in group.variants]
-    if args.worker:
-        return _serve(args, units, run_info, selection.device, budget, precision)
     peak = peak_bandwidth_gbs(selection.device)
+    if args.worker:
+        return serve(args, units, run_info, _settings(args, selection.device, budget, peak, precision))
+    deadline = started + args.time_limit if args.time_limit else None
     size = "quick sizes" if selection.quick else "full sizes"
     dirty = " (dirty)" if revision.dirty else ""
     repeats = f"up to {budget:g} s of repeats each (less once the median is known to {precision * 100:g}%)"
@@ -262,14 +267,14 @@ def _run(
         def measure(indices: list[int], done: Done) -> dict[int, Outcome]:
             progress = Progress(len(indices), expected=durations.expected(indices))
             return measure_in_workers(
-                args, units, run_info, devices, worker_args, indices, durations.watching(done), progress
+                args, units, run_info, devices, worker_args, indices, durations.watching(done), progress, deadline
             )
     else:
         settings = _settings(args, selection.device, budget, peak, precision)
 
         def measure(indices: list[int], done: Done) -> dict[int, Outcome]:
             progress = Progress(len(indices), expected=durations.expected(indices))
-            return _in_process(args, units, run_info, settings, indices, durations.watching(done), progress)
+            return in_process(args, units, run_info, settings, indices, durations.watching(done), progress, deadline)
 
     cache = PeerCache(
         args.results / machine.machine / PEER_CACHE_FILE,
@@ -288,16 +293,20 @@ def _run(
             args.results,
             reuse=not args.remeasure_peers and os.environ.get(REUSE_ENV, "1") != "0",
             unit_timeout_s=args.unit_timeout or None,
+            not_measured=lambda i: not_started(units[i], str(selection.device), args.time_limit),
         )
     finally:
         durations.keep()
     took = format_seconds(time.perf_counter() - started)
     where = args.devices or selection.device
-    print(f"fusebench run: {len(units)} measurements done in {took} on {where}", file=sys.stderr)
+    left = sum(o.detail.startswith("not started: the run's time limit") for o in outcomes)
+    print(f"fusebench run: {len(units) - left} measurements done in {took} on {where}", file=sys.stderr)
+    if left:
+        print(f"fusebench run: --time-limit {args.time_limit:g} s: {left} measurements not started", file=sys.stderr)
     print(render(outcomes))
     print(f"\nresults: {result_path(args.results, run_info)}")
     if args.json:
-        atomic_write_json(args.json, _run_json(run_info, selection.quick, outcomes), indent=2)
+        atomic_write_json(args.json, run_json(run_info, selection.quick, outcomes), indent=2)
         print(f"json: {args.json}")
     headline = render_dashboard(dashboard(measurements_from_outcomes(outcomes, case_modes(suites))))
     if headline:
@@ -378,117 +387,3 @@ def _record_arguments(args: argparse.Namespace, commit: str) -> list[str]:
     arguments += ["--precision", repr(checked_precision(args.precision))]
     arguments += ["--no-paired"] if args.no_paired else []
     return arguments + (["--no-segments"] if args.no_segments else [])
-
-
-def _keep(args: argparse.Namespace, run_info: RunInfo, outcome: Outcome) -> None:
-    """Records `outcome` in the results, and its compiler record beside them."""
-    write_outcomes(args.results, run_info, [outcome])
-    directory = write_artifacts(args.results, run_info, outcome)
-    if directory is not None:
-        outcome.extra["artifacts"] = str(directory)
-
-
-def _in_process(
-    args: argparse.Namespace,
-    units: list[Unit],
-    run_info: RunInfo,
-    settings: Settings,
-    indices: list[int],
-    done: Done,
-    progress: Progress,
-) -> dict[int, Outcome]:
-    outcomes: dict[int, Outcome] = {}
-    prepared = _Prepared()
-    for index in indices:
-        group, variant = units[index]
-        progress.start(group.case_id, variant.name)
-        outcome = _measure_unit(args, run_info, settings, prepared, group, variant)
-        progress.finish(outcome)
-        outcomes[index] = outcome
-        done(index, outcome)
-    return outcomes
-
-
-class _Prepared:
-    """The prepared case of the group measured last: its variants reuse its inputs and reference."""
-
-    def __init__(self) -> None:
-        self.group: Group | None = None
-        self.case: Any = None
-
-
-def _measure_unit(
-    args: argparse.Namespace, run_info: RunInfo, settings: Settings, prepared: _Prepared, group: Group, variant: Variant
-) -> Outcome:
-    """Measures one unit and records it; its phases include preparing the case (the group's first
-    unit) and writing the results (`fusebench.measure.phases`)."""
-    waited = Phases()
-    prepare_s = 0.0
-    if prepared.group is not group:
-        start = time.perf_counter()
-        if settings.device.type == "cuda":
-            prepared.case = None  # NOTE: the previous group's tensors go before the next are made
-            torch.cuda.empty_cache()
-        # NOTE: the reference runs on the device, at full size in float64
-        with device_turn(waited.phase("turn_wait")):
-            prepared.case = prepare_case(group.suite.name, group.case, group.params, settings)
-        prepared.group = group
-        prepare_s = time.perf_counter() - start - waited.seconds.get("turn_wait", 0.0)
-    outcome = measure_variant(prepared.case, variant, settings)
-    start = time.perf_counter()
-    _keep(args, run_info, outcome)
-    phases = outcome.extra.setdefault("phases", {})
-    phases.update({"prepare_case": prepare_s, "write": time.perf_counter() - start})
-    if "turn_wait" in waited.seconds:
-        phases["turn_wait"] = phases.get("turn_wait", 0.0) + waited.seconds["turn_wait"]
-    return outcome
-
-
-def _serve(
-    args: argparse.Namespace,
-    units: list[Unit],
-    run_info: RunInfo,
-    device: torch.device,
-    budget: float,
-    precision: float,
-) -> int:
-    """Worker mode: measures the unit indices read from stdin; answers on `--outcomes-fd`."""
-    check(args.outcomes_fd is not None, lambda: "--worker needs --outcomes-fd")
-    apply_cpu_share()
-    settings = _settings(args, device, budget, peak_bandwidth_gbs(device), precision)
-    if settings.segments:
-        # the child that profiles nvFuser's kernels imports torch and nvFuser while the first units run
-        shared_profiler().start()
-    prepared = _Prepared()
-    # NOTE: what the worker has imported (torch, the suites, nvFuser) is never garbage: frozen, the
-    # collection each CUDA measurement starts with (MemoryWatch) scans only what measurements made
-    gc.freeze()
-    with os.fdopen(args.outcomes_fd, "w") as answers, join_turns():
-        answers.write(json.dumps(READY) + "\n")
-        answers.flush()
-        for line in sys.stdin:
-            group, variant = units[int(line)]
-            outcome = _measure_unit(args, run_info, settings, prepared, group, variant)
-            cuda_error = device.type == "cuda" and outcome.status == "error" and "CUDA" in outcome.detail
-            answers.write(json.dumps({**_outcome_json(outcome), "worker_exits": cuda_error}) + "\n")
-            answers.flush()
-            if cuda_error:
-                return 3
-    return 0
-
-
-def _outcome_json(outcome: Outcome) -> dict[str, Any]:
-    """An outcome as JSON, its compiler record left out (it is in the artifacts folder, `extra["artifacts"]`)."""
-    data = dataclasses.asdict(outcome)
-    del data["artifacts"]
-    return data
-
-
-def _run_json(run_info: RunInfo, quick: bool, outcomes: list[Outcome]) -> dict:
-    return {
-        "machine": run_info.machine.as_json(),
-        "commit": run_info.revision.commit,
-        "env_name": run_info.env_name,
-        "quick": quick,
-        "outcomes": [_outcome_json(o) for o in outcomes],
-    }

@@ -31,10 +31,11 @@ def measure_in_workers(
     indices: list[int],
     done: Done,
     progress: Progress,
+    deadline: float | None = None,
 ) -> dict[int, Outcome]:
     """Measures the units at `indices` in worker processes on `devices` (`fusebench run`'s
     `--devices`, `--isolate`, `--jobs`); each answer, or crash, is recorded, shown and passed to
-    `done` as it comes."""
+    `done` as it comes. None starts after `deadline` (a `time.perf_counter()` value)."""
     position = {index: n for n, index in enumerate(indices)}
     by_unit: dict[int, Outcome] = {}
 
@@ -63,6 +64,7 @@ def measure_in_workers(
         group_of=lambda index: id(units[index][0]),
         unit_timeout_s=args.unit_timeout or None,
         together=lambda index: paired and may_pair(units[index][1].name),
+        deadline=deadline,
     )
     return by_unit
 

@@ -177,14 +177,18 @@ class UnitQueue:
     a worker, keeping each worker on its group (`group_of(unit)`) while the group has units left.
     A unit that must stay `together` with its group's others (it is timed alternately with those
     measured before it in the same process: `fusebench.measure.paired`) is left to the worker on its
-    group; other units a worker with nothing of its own may take from any group."""
+    group; other units a worker with nothing of its own may take from any group. Once `deadline`
+    (a `clock()` value) has passed, none is handed out."""
 
     def __init__(
         self,
         units: Sequence[int],
         group_of: Callable[[int], Hashable],
         together: Callable[[int], bool] = lambda unit: False,
+        deadline: float | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
+        self._deadline, self._clock = deadline, clock
         self._pending = list(units)
         self._group = {unit: group_of(unit) for unit in units}
         self._together = {unit: together(unit) for unit in units}
@@ -196,6 +200,8 @@ class UnitQueue:
         """The next unit for `worker`: of its group if any is left, else the first of a group no worker
         is on, else the first left that need not stay together with its group; None when none is."""
         with self._lock:
+            if self._deadline is not None and self._clock() >= self._deadline:
+                return None
             group = self._on.get(worker)
             unit = next((u for u in self._pending if self._group[u] == group), None)
             if unit is None:
@@ -231,12 +237,14 @@ def run_units(
     group_of: Callable[[int], Hashable] = lambda unit: unit,
     unit_timeout_s: float | None = None,
     together: Callable[[int], bool] = lambda unit: False,
+    deadline: float | None = None,
 ) -> None:
     """Measures `units` over one worker per device; calls `answer` once per unit as it finishes.
     Units of one `group_of` (the same prepared inputs) go to the same worker where they can, and
     those `together` says are paired with the others always do (`UnitQueue`); a unit still running
-    after `unit_timeout_s` (None: no limit) is stopped and answered as crashed."""
-    pending = UnitQueue(units, group_of, together)
+    after `unit_timeout_s` (None: no limit) is stopped and answered as crashed. None starts after
+    `deadline` (a `time.perf_counter()` value; None: none): those left are not answered."""
+    pending = UnitQueue(units, group_of, together, deadline)
     errors: list[BaseException] = []
     live = _Live()
 

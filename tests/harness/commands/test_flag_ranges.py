@@ -29,6 +29,8 @@ BAD = [
     (["bisect", "a", "b", "--retries", "-1"], "--retries -1: expected a whole number of retries from 0 to 10"),
     (["run", "--unit-timeout", "-1"], "--unit-timeout -1: expected seconds >= 0 (0: no limit)"),
     (["run", "--unit-timeout", "nan"], "--unit-timeout nan: expected seconds >= 0 (0: no limit)"),
+    (["run", "--time-limit", "-5"], "--time-limit -5: expected seconds >= 0 (0: no limit)"),
+    (["run", "--time-limit", "inf"], "--time-limit inf: expected seconds >= 0 (0: no limit)"),
     (["run", "--threads", "0"], "--threads 0: expected a whole number of threads from 1 to 1024"),
     (["run", "--threads", "-3"], "--threads -3: expected a whole number of threads from 1 to 1024"),
     (["run", "--precision", "1.5"], "--precision 1.5: expected a fraction from 0 (spend the whole budget) to below 1"),
