@@ -293,7 +293,9 @@ def _run(
             args.results,
             reuse=not args.remeasure_peers and os.environ.get(REUSE_ENV, "1") != "0",
             unit_timeout_s=args.unit_timeout or None,
-            not_measured=lambda i: not_started(units[i], str(selection.device), args.time_limit),
+            not_measured=(lambda i: not_started(units[i], str(selection.device), args.time_limit))
+            if args.time_limit
+            else None,
         )
     finally:
         durations.keep()
