@@ -40,7 +40,7 @@ from fusebench.cases.selection import (
 )
 from fusebench.commands.compare import child_run_arguments
 from fusebench.commands.peer_reuse import Done, measure_reusing_peers
-from fusebench.commands.run_units import in_process, not_started, run_json, serve
+from fusebench.commands.run_units import NOT_STARTED, in_process, not_started, run_json, serve
 from fusebench.commands.run_workers import measure_in_workers
 from fusebench.errors import FusebenchError, check
 from fusebench.files import atomic_write_json
@@ -180,16 +180,12 @@ def run(args: argparse.Namespace) -> int:
     selection = dataclasses.replace(selection_from_args(args), pairs=pairs_from_environment())
     budget = args.repeat_budget if args.repeat_budget is not None else DEFAULT_BUDGET_S[selection.device.type]
     check(budget > 0, lambda: f"--repeat-budget {budget:g}: expected a positive number of seconds", FusebenchError)
-    check(
-        math.isfinite(args.unit_timeout) and args.unit_timeout >= 0,
-        lambda: f"--unit-timeout {args.unit_timeout:g}: expected seconds >= 0 (0: no limit)",
-        FusebenchError,
-    )
-    check(
-        math.isfinite(args.time_limit) and args.time_limit >= 0,
-        lambda: f"--time-limit {args.time_limit:g}: expected seconds >= 0 (0: no limit)",
-        FusebenchError,
-    )
+    for flag, seconds in (("--unit-timeout", args.unit_timeout), ("--time-limit", args.time_limit)):
+        check(
+            math.isfinite(seconds) and seconds >= 0,
+            lambda flag=flag, seconds=seconds: f"{flag} {seconds:g}: expected seconds >= 0 (0: no limit)",
+            FusebenchError,
+        )
     precision = checked_precision(args.precision)
     jobs = _jobs(args, selection)
     turns = Path(tempfile.mkdtemp(prefix="fusebench-turns-")) if jobs > 1 else None  # the GPUs' lock files
@@ -301,7 +297,7 @@ def _run(
         durations.keep()
     took = format_seconds(time.perf_counter() - started)
     where = args.devices or selection.device
-    left = sum(o.detail.startswith("not started: the run's time limit") for o in outcomes)
+    left = sum(o.detail.startswith(NOT_STARTED) for o in outcomes)
     print(f"fusebench run: {len(units) - left} measurements done in {took} on {where}", file=sys.stderr)
     if left:
         print(f"fusebench run: --time-limit {args.time_limit:g} s: {left} measurements not started", file=sys.stderr)

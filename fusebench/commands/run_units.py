@@ -21,7 +21,7 @@ from compiler.executors.nvfuser.diagnose.profiler_process import shared_profiler
 from fusebench.cases.selection import Group
 from fusebench.cases.variants import Variant
 from fusebench.commands.peer_reuse import Done
-from fusebench.commands.run_workers import Unit
+from fusebench.commands.run_workers import Unit, unit_outcome
 from fusebench.errors import check
 from fusebench.history.artifacts import write_artifacts
 from fusebench.history.results import RunInfo, write_outcomes
@@ -29,7 +29,7 @@ from fusebench.measure.measure import Settings, measure_variant, prepare_case
 from fusebench.measure.outcome import Outcome
 from fusebench.measure.phases import Phases
 from fusebench.measure.turns import device_turn, join_turns
-from fusebench.measure.workers import READY, apply_cpu_share
+from fusebench.measure.workers import READY, apply_cpu_share, past
 from fusebench.report.progress import Progress
 
 
@@ -41,24 +41,14 @@ def keep(args: argparse.Namespace, run_info: RunInfo, outcome: Outcome) -> None:
         outcome.extra["artifacts"] = str(directory)
 
 
-def past(deadline: float | None) -> bool:
-    """Whether the run's deadline (a `time.perf_counter()` value; None: none) has passed."""
-    return deadline is not None and time.perf_counter() >= deadline
+NOT_STARTED = "not started: the run's time limit"  # how the detail of a unit `not_started` begins
 
 
 def not_started(unit: Unit, device: str, time_limit_s: float) -> Outcome:
     """The outcome of a unit the run did not start because its `--time-limit` had passed."""
     group, variant = unit
-    return Outcome(
-        group.suite.name,
-        group.case.name,
-        dict(group.params),
-        variant.name,
-        device,
-        "skipped",
-        f"not started: the run's time limit ({time_limit_s:g} s, --time-limit) had passed",
-        calls_per_sample=group.case.calls_per_sample,
-        case_version=group.case.version,
+    return unit_outcome(
+        group, variant, device, "skipped", f"{NOT_STARTED} ({time_limit_s:g} s, --time-limit) had passed"
     )
 
 

@@ -73,6 +73,15 @@ def crashed_outcome(group: Group, variant: Variant, device: str, crash: Crash) -
     """The outcome of a unit whose worker died (`crash`: how, and its last output; a unit stopped at
     the time limit keeps the limit in `extra["time_limit_s"]`). It carries the case's version, so that
     recording it keeps the other variants' points of the same benchmark."""
+    extra = {} if crash.time_limit_s is None else {"time_limit_s": crash.time_limit_s}
+    return unit_outcome(group, variant, device, "crashed", crash.detail, extra)
+
+
+def unit_outcome(
+    group: Group, variant: Variant, device: str, status: str, detail: str, extra: dict[str, Any] | None = None
+) -> Outcome:
+    """The outcome of a unit that was not measured (its worker died, the run's time limit passed),
+    with the case's version, so that recording it keeps the other variants' points of its benchmark."""
     case = group.case
     return Outcome(
         group.suite.name,
@@ -80,11 +89,11 @@ def crashed_outcome(group: Group, variant: Variant, device: str, crash: Crash) -
         dict(group.params),
         variant.name,
         device,
-        "crashed",
-        crash.detail,
+        status,
+        detail,
         calls_per_sample=case.calls_per_sample,
         case_version=case.version,
-        extra={} if crash.time_limit_s is None else {"time_limit_s": crash.time_limit_s},
+        extra=extra or {},
     )
 
 

@@ -172,6 +172,11 @@ def apply_cpu_share() -> None:
         os.sched_setaffinity(0, [int(cpu) for cpu in value.split(",")])
 
 
+def past(deadline: float | None, clock: Callable[[], float] = time.perf_counter) -> bool:
+    """Whether a run's deadline (a `clock()` value; None: none) has passed."""
+    return deadline is not None and clock() >= deadline
+
+
 class UnitQueue:
     """The units left to measure, shared by the devices' threads; `take` hands out the next one for
     a worker, keeping each worker on its group (`group_of(unit)`) while the group has units left.
@@ -200,7 +205,7 @@ class UnitQueue:
         """The next unit for `worker`: of its group if any is left, else the first of a group no worker
         is on, else the first left that need not stay together with its group; None when none is."""
         with self._lock:
-            if self._deadline is not None and self._clock() >= self._deadline:
+            if past(self._deadline, self._clock):
                 return None
             group = self._on.get(worker)
             unit = next((u for u in self._pending if self._group[u] == group), None)

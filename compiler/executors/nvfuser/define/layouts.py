@@ -67,15 +67,20 @@ def output_orders(region: Region, descriptors: Sequence[TensorDesc | ScalarDesc]
     return result
 
 
+def _holding_data(order: Order, shape: Sequence[object]) -> list[int]:
+    """The dims of `order`, in its order, but for those of size 1 (which hold no data)."""
+    return [d for d in order if not (isinstance(shape[d], int) and shape[d] == 1)]
+
+
 def _last_dim_innermost(order: Order, shape: Sequence[object]) -> bool:
     """Whether `order` keeps the last dim of size other than 1 innermost (the dim a norm reduces)."""
-    dims = [d for d in order if not (isinstance(shape[d], int) and shape[d] == 1)]
+    dims = _holding_data(order, shape)
     return not dims or dims[-1] == max(dims)
 
 
 def _row_major(order: Order, shape: Sequence[object]) -> bool:
     """Whether `order` is row-major but for where it puts dims of size 1 (which hold no data)."""
-    dims = [d for d in order if not (isinstance(shape[d], int) and shape[d] == 1)]
+    dims = _holding_data(order, shape)
     return dims == sorted(dims)
 
 
