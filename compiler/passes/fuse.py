@@ -21,8 +21,9 @@ it and say why an op was left out):
    into 32 kernels anyway). Sharing a scalar (a symbolic step number) is no reason to merge.
 4. Groups with fewer compute ops than `min_region_size` go back to torch (compute ops: prims that
    cost torch a kernel, i.e. all but views; a cat copies, so permuted reshapes joined by a cat and
-   summed, as a fused QKV projection's backward does, are two); the fuel knob keeps only the
-   first N regions (to bisect a bad fusion).
+   summed, as a fused QKV projection's backward does, are two), and so do groups of views and
+   copies of them alone, whatever their size (`is_copy`); the fuel knob keeps only the first N
+   regions (to bisect a bad fusion).
 5. Views torch makes for free leave each region: those only its outputs need (`peel_views`),
    reshapes of its inputs and slices of them it also returns (`peel_input_views`). For nvFuser,
    so do resizes of small tensors computed from the region's inputs alone (`peel_small_resizes`:
@@ -53,6 +54,19 @@ from compiler.tracing.check_writebacks import views_after_writebacks
 def _compute_ops(bsyms: Sequence[BoundSymbol]) -> int:
     """The members that cost torch a kernel of their own: every prim but the views (a cat copies)."""
     return sum(1 for b in bsyms if b.sym not in VIEW_SHAPE_OPS)
+
+
+def is_copy(bsym: BoundSymbol) -> bool:
+    """Whether `bsym` is a copy the tracer wrote (`aliasing.fresh_copy`: `x * 1`, `x & True`)."""
+    if bsym.sym is Prim.MUL:
+        return type(bsym.args[1]) is int and bsym.args[1] == 1
+    return bsym.sym is Prim.BITWISE_AND and bsym.args[1] is True
+
+
+# A region of views and copies of them (a DynamicCache's keys and values, views of a fused QKV
+# projection that `torch.cat` onto an empty cache copies): each copy is one kernel in torch as in
+# the fusion, whose execute costs several times a torch op's host time.
+_COPIES_ALONE = "views and copies of them alone: torch copies each with one kernel, at less host cost"
 
 
 def _first_line(bsym: BoundSymbol) -> str:
@@ -207,6 +221,8 @@ class _Partitioner(Peeling):
             compute_ops = _compute_ops(bsyms)
             if compute_ops < self.options.min_region_size and all(b.sym in SHAPE_OPS for b in bsyms):
                 reason = (Reason.SHAPE_ONLY, "shape ops alone are views or copies torch does as well")
+            elif all(b.sym in VIEW_SHAPE_OPS or is_copy(b) for b in bsyms):
+                reason = (Reason.SHAPE_ONLY, _COPIES_ALONE)
             elif compute_ops < self.options.min_region_size:
                 reason = (
                     Reason.TOO_SMALL,

@@ -458,3 +458,26 @@ def test_an_upcast_only_a_later_region_reads_moves_into_that_region():
     ]
     x, w = torch.randn(4, 8).bfloat16(), torch.randn(8, 8).bfloat16()
     torch.testing.assert_close(eval_trace(result, x, w), eval_trace(trace, x, w))
+
+
+def test_a_region_of_views_and_their_copies_is_left_to_torch():
+    # Keys and values sliced out of a fused QKV projection and copied (a DynamicCache's
+    # `torch.cat` onto its empty tensor): in a fusion the copies are still a kernel each, and the
+    # fusion's execute costs more host time than the torch copies.
+    def program(qkv):
+        parts = [
+            prims.permute(prims.squeeze(prims.slice(qkv, [0, i, 0], [4, i + 1, 6], [1, 1, 1]), [1]), [1, 0])
+            for i in range(3)
+        ]
+        return parts[0], prims.mul(parts[1], 1), prims.mul(parts[2], 1)
+
+    trace = prim_trace(program, ((4, 3, 6), torch.float32))
+    result, part = fused(trace)
+    assert region_ops(result) == []
+    assert set(reasons(part).values()) == {Reason.SHAPE_ONLY}
+    qkv = torch.randn(4, 3, 6)
+    for got, want in zip(eval_trace(result, qkv), eval_trace(trace, qkv)):
+        torch.testing.assert_close(got, want)
+    # a copy beside an op that computes stays fused
+    result, _ = fused(prim_trace(lambda a: (prims.mul(a, 1), prims.sin(prims.mul(a, 2.0))), F32))
+    assert [sorted(set(ops)) for ops in region_ops(result)] == [["mul", "sin"]]
