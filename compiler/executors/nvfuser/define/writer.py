@@ -49,6 +49,7 @@ from compiler.core.executor import Region
 from compiler.core.ir import NumberProxy, Proxy, TensorProxy
 from compiler.executors.nvfuser.define.aliasing import copied_write_backs
 from compiler.executors.nvfuser.define.broadcast import Flags
+from compiler.executors.nvfuser.define.dependencies import has_cat
 from compiler.executors.nvfuser.define.descriptors import ScalarDesc, TensorDesc, broadcast_dims
 from compiler.executors.nvfuser.define.layouts import output_orders, stride_order
 from compiler.prims import ROUNDING_DECIDES, converts_to_integer
@@ -156,8 +157,15 @@ class DefinitionWriter:
 
     def define_input(self, proxy: Proxy, desc: TensorDesc | ScalarDesc) -> None:
         if isinstance(desc, TensorDesc):
+            shape = list(desc.shape)
+            # NOTE: a region with a cat writes its static broadcasts as numbers (`_broadcast_shape`);
+            # beside them, inputs of symbolic extents made nvfuser_direct 0.2.36 refuse GPT-J's
+            # rotary fusion ("Invalid domains to map": a number and an input's extent mapped as one
+            # dim). Its inputs of static sizes are declared with those sizes too.
+            if has_cat(self.region) and all(type(size) is int for size in proxy.shape):
+                shape = list(proxy.shape)
             expr = (
-                f"fd.define_tensor(shape={list(desc.shape)}, contiguity={list(desc.contiguity)}, "
+                f"fd.define_tensor(shape={shape}, contiguity={list(desc.contiguity)}, "
                 f"dtype={NV_DTYPES[desc.dtype]}, stride_order={list(desc.stride_order)})"
             )
             self.flags[proxy.name] = broadcast_dims(desc)
