@@ -14,8 +14,8 @@ Conventions of the generated code:
   layer norm with weights over a length that became symbolic). Reshapes, slices and `iota` keep
   the trace's numbers: read from a tensor, a reshape's sizes would make nvFuser treat a static
   reshape as a dynamic one. So do the static broadcasts of a region with a cat (a rotary
-  embedding): with every extent known, nvFuser's kernel for it need not divide by extents read at
-  run time, and is faster.
+  embedding), and its inputs of static sizes are declared with those sizes: with every extent
+  known, nvFuser's kernel for it need not divide by extents read at run time, and is faster.
 - bf16/fp16 values are computed in fp32: an op on them upcasts its operands, and its result is
   held in fp32 and only cast down where a bf16/fp16 value is needed (a region output, a
   write-back, an op that is not arithmetic). Round trips `f32 -> bf16 -> f32` inside a region
