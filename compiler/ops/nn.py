@@ -20,6 +20,7 @@ from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy, same_size
 from compiler.ops.attention_dropout import attention_with_dropout
+from compiler.ops.causal_masks import is_causal_mask
 from compiler.ops.grouped_query import fold_groups, kv_groups, repeat_kv_heads, rows_attend_alone, unfold_groups
 from compiler.ops.masks import additive_mask
 from compiler.ops.operands import broadcast_shapes, broadcast_to, to_dtype
@@ -413,6 +414,8 @@ def scaled_dot_product_attention(
         lambda: f"scaled_dot_product_attention: attn_mask and is_causal=True cannot be combined{called_at()}",
         ValueError,
     )
+    if isinstance(attn_mask, TensorProxy) and attn_mask.dtype == torch.bool and is_causal_mask(attn_mask, query, key):
+        attn_mask, is_causal = None, True  # built as `key position <= query position`: FlashAttention takes it
     if attn_mask is not None:
         check(
             isinstance(attn_mask, TensorProxy) and (attn_mask.dtype == torch.bool or attn_mask.dtype == query.dtype),
