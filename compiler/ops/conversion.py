@@ -13,7 +13,7 @@ import torch
 from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
-from compiler.ops.elementwise import copy
+from compiler.ops.aliasing import fresh_copy
 from compiler.ops.operands import to_dtype
 from compiler.ops.registry import register
 
@@ -50,9 +50,9 @@ def to(input: TensorProxy, *args: Any, **kwargs: Any) -> Any:
     dtype, device = _parse_to(args, kwargs)
     moved = to_device(input, device) if device is not None else input
     if kwargs.get("copy") and moved is input:
-        return (
-            prims.convert_element_type(input, dtype or input.dtype) if dtype not in (None, input.dtype) else copy(input)
-        )
+        if dtype in (None, input.dtype):
+            return fresh_copy(input)
+        return prims.convert_element_type(input, dtype)
     return to_dtype(moved, dtype) if dtype is not None else moved
 
 

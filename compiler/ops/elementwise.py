@@ -16,6 +16,7 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
+from compiler.ops.aliasing import fresh_copy
 from compiler.ops.operands import (
     Promotion,
     broadcast_shapes,
@@ -69,13 +70,8 @@ def _rounding(name: str) -> None:
     def op(input: TensorProxy, *, out: Any = None) -> Any:
         check_no_out(f"torch.{name}", out)
         if not dtypes.is_float(input.dtype):
-            return copy(input)
+            return fresh_copy(input)
         return elementwise(prim_fn, input)
-
-
-def copy(t: TensorProxy) -> TensorProxy:
-    """A fresh value equal to `t` (rounding an integer tensor returns a copy in torch)."""
-    return prims.mul(t, 1) if t.dtype != torch.bool else prims.bitwise_and(t, True)
 
 
 for _name in ("floor", "ceil", "trunc"):
@@ -97,7 +93,7 @@ def neg(input: TensorProxy, *, out: Any = None) -> Any:
 def abs(input: TensorProxy, *, out: Any = None) -> Any:
     check_no_out("torch.abs", out)
     if input.dtype == torch.bool:
-        return copy(input)
+        return fresh_copy(input)
     return elementwise(prims.abs, input)
 
 
@@ -469,7 +465,7 @@ def nan_to_num(
     """NaN, inf and -inf replaced (by default with 0 and the dtype's largest and lowest finite values)."""
     check_no_out("torch.nan_to_num", out)
     if not dtypes.is_float(input.dtype):
-        return copy(input)
+        return fresh_copy(input)
     info = torch.finfo(input.dtype)
     nan = 0.0 if nan is None else nan
     posinf = info.max if posinf is None else posinf

@@ -18,7 +18,7 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
-from compiler.ops.elementwise import copy
+from compiler.ops.aliasing import fresh_copy
 from compiler.ops.operands import Promotion, check_no_out, elementwise, to_dtype
 from compiler.ops.reductions import sum as sum_op
 from compiler.ops.registry import register
@@ -38,7 +38,7 @@ def round(input: TensorProxy, *, decimals: int = 0, out: Any = None) -> TensorPr
     check_no_out("torch.round", out)
     if not dtypes.is_float(input.dtype):
         check(decimals == 0, lambda: f"round: decimals needs a float tensor, got {input.dtype}{called_at()}", TypeError)
-        return copy(input)
+        return fresh_copy(input)
     if decimals == 0:
         return elementwise(_round_half_even, input)
     scale = 10.0 ** abs(decimals)
