@@ -24,7 +24,8 @@ from compiler.core.context import current
 from compiler.core.ir import TensorProxy
 from compiler.core.proxies import same_extent
 from compiler.ops import aliasing
-from compiler.prims import INPLACE, Prim
+from compiler.ops.known_values import write_targets
+from compiler.prims import Prim
 
 
 class _Index(NamedTuple):
@@ -65,18 +66,8 @@ class _Walk:
 def _written(context: Any, seen: list[TensorProxy]) -> bool:
     """Whether the program wrote in place into any of `seen` or what they view: the prims that made
     a tensor no longer tell its value then (`arange(n)[0] = 5`)."""
-    written = {id(aliasing.root(context, t)) for t in _write_targets(context.bsyms)}
+    written = {id(aliasing.root(context, t)) for t in write_targets(context.bsyms)}
     return any(id(aliasing.root(context, t)) in written for t in seen)
-
-
-def _write_targets(bsyms: list[Any]) -> list[TensorProxy]:
-    """The tensors these bound symbols (and those inside them) write into: each write is a `copy_` prim."""
-    targets = []
-    for bsym in bsyms:
-        if bsym.sym in INPLACE:
-            targets.append(bsym.args[0])
-        targets += _write_targets(list(bsym.subsymbols))
-    return targets
 
 
 def _lower_triangle(walk: _Walk, mask: TensorProxy) -> bool:
@@ -85,9 +76,12 @@ def _lower_triangle(walk: _Walk, mask: TensorProxy) -> bool:
     while bsym is not None and bsym.sym in (Prim.BROADCAST_IN_DIM, Prim.BITWISE_AND):
         if bsym.sym is Prim.BITWISE_AND:  # and-ed with all True (BioGPT: a padding mask of ones)
             a, b = bsym.args
-            if not (_all_true(walk, a) or _all_true(walk, b)):
+            if _all_true(walk, a):
+                bsym = walk.producer(b)
+            elif _all_true(walk, b):
+                bsym = walk.producer(a)
+            else:
                 return False
-            bsym = walk.producer(b if _all_true(walk, a) else a)
             continue
         operand, shape, dims = bsym.args
         rank = len(shape)

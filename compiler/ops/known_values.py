@@ -53,7 +53,7 @@ def after_op(fn: Callable, args: tuple, kwargs: dict, output: Any, recorded: lis
     table = _table()
     if not table:
         return
-    written = _written(recorded)
+    written = write_targets(recorded)
     if written:
         # NOTE: a write into a kept tensor, or through any view of it, makes its value stale
         context = ir.current()
@@ -86,13 +86,14 @@ def _small(p: TensorProxy) -> bool:
     return all(isinstance(size, int) for size in p.shape) and math.prod(p.shape) <= _LIMIT
 
 
-def _written(recorded: list[BoundSymbol]) -> list[TensorProxy]:
-    """The tensors the op writes into (in-place ops record each write as a `copy_` prim)."""
+def write_targets(recorded: list[BoundSymbol]) -> list[TensorProxy]:
+    """The tensors these bound symbols (and those inside them) write into: in-place ops record
+    each write as a `copy_` prim."""
     targets = []
     for bsym in recorded:
         if bsym.sym in prims.INPLACE:
             targets.append(bsym.args[0])
-        targets += _written(list(bsym.subsymbols))
+        targets += write_targets(list(bsym.subsymbols))
     return targets
 
 

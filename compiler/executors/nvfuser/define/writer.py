@@ -158,7 +158,7 @@ class DefinitionWriter:
     def define_input(self, proxy: Proxy, desc: TensorDesc | ScalarDesc) -> None:
         if isinstance(desc, TensorDesc):
             shape = list(desc.shape)
-            # NOTE: a region with a cat writes its static broadcasts as numbers (`_broadcast_shape`);
+            # NOTE: a region with a cat writes its static broadcasts as numbers (`_broadcast_in_dim`);
             # beside them, inputs of symbolic extents made nvfuser_direct 0.2.36 refuse GPT-J's
             # rotary fusion ("Invalid domains to map": a number and an input's extent mapped as one
             # dim). Its inputs of static sizes are declared with those sizes too.
