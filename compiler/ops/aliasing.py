@@ -305,13 +305,6 @@ def fresh_copy(t: TensorProxy) -> TensorProxy:
     return prims.bitwise_and(t, True) if t.dtype == torch.bool else prims.mul(t, 1)
 
 
-def is_copy(bsym: BoundSymbol) -> bool:
-    """Whether `bsym` is a copy as `fresh_copy` records one (`x * 1`, `x & True`)."""
-    if bsym.sym is Prim.MUL:
-        return type(bsym.args[1]) is int and bsym.args[1] == 1
-    return bsym.sym is Prim.BITWISE_AND and bsym.args[1] is True
-
-
 # How the reshapes recorded now behave in eager: None (as `reshape`: a view or a copy by the
 # strides), "view" (as `Tensor.view`: always a view; eager raises where strides forbid one),
 # "read" (an op's own reshape whose result is only read, never written through: view or copy

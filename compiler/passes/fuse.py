@@ -22,7 +22,7 @@ it and say why an op was left out):
 4. Groups with fewer compute ops than `min_region_size` go back to torch (compute ops: prims that
    cost torch a kernel, i.e. all but views; a cat copies, so permuted reshapes joined by a cat and
    summed, as a fused QKV projection's backward does, are two), and so do groups of views and
-   copies of them alone, whatever their size (`aliasing.is_copy`); the fuel knob keeps only the first N
+   copies of them alone, whatever their size (`is_copy`); the fuel knob keeps only the first N
    regions (to bisect a bad fusion).
 5. Views torch makes for free leave each region: those only its outputs need (`peel_views`),
    reshapes of its inputs and slices of them it also returns (`peel_input_views`). For nvFuser,
@@ -42,7 +42,6 @@ from collections.abc import Callable, Sequence
 from compiler.core.errors import check
 from compiler.core.executor import Executor, FusionOptions, Reason, Region, fusion_executor
 from compiler.core.ir import BoundSymbol, Proxy, Symbol, TensorProxy, Trace, map_proxies, proxies_in
-from compiler.ops.aliasing import is_copy
 from compiler.passes import trace_pass
 from compiler.passes.duplicate_widenings import is_broadcast, is_widening
 from compiler.passes.fusion_groups import Groups
@@ -55,6 +54,13 @@ from compiler.tracing.check_writebacks import views_after_writebacks
 def _compute_ops(bsyms: Sequence[BoundSymbol]) -> int:
     """The members that cost torch a kernel of their own: every prim but the views (a cat copies)."""
     return sum(1 for b in bsyms if b.sym not in VIEW_SHAPE_OPS)
+
+
+def is_copy(bsym: BoundSymbol) -> bool:
+    """Whether `bsym` is a copy as the tracer records one (`aliasing.fresh_copy`: `x * 1`, `x & True`)."""
+    if bsym.sym is Prim.MUL:
+        return type(bsym.args[1]) is int and bsym.args[1] == 1
+    return bsym.sym is Prim.BITWISE_AND and bsym.args[1] is True
 
 
 # A region of views and copies of them (a DynamicCache's keys and values, views of a fused QKV
