@@ -10,10 +10,16 @@ Both directions use one linearization: the indexed dims are moved to the front a
 one dim, the index tensors combine into one linear index (row-major over the indexed sizes), and
 `prims.index_select` reads (`prims.index_add` / `prims.index_copy` write) along that dim.
 Out-of-range indices are not checked (they depend on values); the executors raise on them.
+
+One list of ints that steps evenly upward along one dim (`qkv[..., [-2]]`, as Falcon splits its
+keys off, or `x[:, [0, 2, 4]]`) selects what a slice does: it is recorded as that slice, copied
+(advanced indexing copies), so it fuses with what reads it and its gradient is a slice's (joined
+with its neighbours' into one cat, `passes/autodiff`), not an index_add into zeros.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import torch
@@ -23,7 +29,7 @@ from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import NumberProxy, TensorProxy, size_product
 from compiler.ops import shape
-from compiler.ops.aliasing import reshapes_as
+from compiler.ops.aliasing import fresh_copy, reshapes_as
 from compiler.ops.operands import broadcast_shapes, broadcast_to, to_dtype
 from compiler.ops.registry import register
 
@@ -160,13 +166,32 @@ def gather_advanced(base: TensorProxy, advanced: list[tuple[int, Any]]) -> Tenso
     return _move(out, 0, len(batch), _result_position(dims))
 
 
+def _as_slice(base: TensorProxy, advanced: list[tuple[int, Any]]) -> TensorProxy | None:
+    """`base` selected by one flat list of ints in range that steps evenly upward, as that slice
+    copied; None for any other selection (several items, a tensor, a nested or empty list,
+    symbolic sizes, a step down or uneven)."""
+    if len(advanced) != 1:
+        return None
+    dim, item = advanced[0]
+    size = base.shape[dim]
+    if not isinstance(item, list) or not item or type(size) is not int or any(type(v) is not int for v in item):
+        return None
+    at = [v + size if v < 0 else v for v in item]
+    step = at[1] - at[0] if len(at) > 1 else 1
+    if not 0 <= at[0] <= at[-1] < size or step < 1 or any(b - a != step for a, b in itertools.pairwise(at)):
+        return None
+    key = tuple(slice(at[0], at[-1] + 1, step) if d == dim else slice(None) for d in range(base.ndim))
+    return fresh_copy(shape.getitem(base, key))
+
+
 @register("torch.Tensor.__getitem__")
 def getitem(input: TensorProxy, key: Any) -> Any:
     items = key if isinstance(key, tuple) else (key,)
     if not any(_is_advanced(k) for k in items):
         return shape.getitem(input, key)
     base, advanced = split_key(input, key)
-    return gather_advanced(base, advanced)
+    sliced = _as_slice(base, advanced)
+    return sliced if sliced is not None else gather_advanced(base, advanced)
 
 
 def put_advanced(base: TensorProxy, advanced: list[tuple[int, Any]], values: Any, accumulate: bool) -> TensorProxy:

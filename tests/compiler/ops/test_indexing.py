@@ -99,3 +99,53 @@ def test_writes_into_expanded_views_raise_eagers_error(program) -> None:
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         compiler.jit(program)(x.clone())
     assert "Please clone() the tensor" in str(eager.value)
+
+
+_SLICE_LISTS = {
+    "one from the end": lambda x: x[:, :, [-2]],
+    "every other": lambda x: x[:, [0, 2, 4]],
+    "a run": lambda x: x[..., [1, 2, 3], :],
+    "negative run": lambda x: x[:, :, [-3, -2, -1]],
+    "after an int": lambda x: x[1, :, [2]],
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("name", sorted(_SLICE_LISTS))
+def test_a_list_that_steps_evenly_up_is_a_slice_with_eagers_values_and_gradients(name: str, seed: int) -> None:
+    select = _SLICE_LISTS[name]
+    torch.manual_seed(seed)
+    x = torch.randn(3, 6, 4, 5).transpose(2, 3) if seed == 1 else torch.randn(3, 6, 5, 4)  # strided, contiguous
+    x = x.to(torch.bfloat16 if seed == 2 else torch.float32).detach().requires_grad_(True)
+    fn = lambda x: select(x) * 2.0
+    jitted = compiler.jit(fn)
+    got = jitted(x)
+    cotangent = torch.randn_like(got)
+    (got_grad,) = torch.autograd.grad(got, x, cotangent)
+    want = fn(x)
+    (want_grad,) = torch.autograd.grad(want, x, cotangent)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got_grad, want_grad)
+    forward = str(compiler.last_traces(jitted)[-1])
+    backward = str(compiler.last_backward_traces(jitted)[-1])
+    assert "index_select" not in forward and "prims.slice(" in forward
+    assert "index_add" not in backward
+
+
+@pytest.mark.parametrize("select", [lambda x: x[:, [2, 0]], lambda x: x[:, [1, 1]], lambda x: x[:, [0, 2, 3]]])
+def test_a_list_that_is_no_slice_is_still_gathered(select) -> None:
+    x = torch.randn(3, 6, 4)
+    jitted = compiler.jit(select)
+    torch.testing.assert_close(jitted(x), select(x))
+    assert "index_select" in str(compiler.last_traces(jitted)[-1])
+
+
+def test_a_list_selection_is_a_copy_that_writes_leave_the_source_alone() -> None:
+    def fn(x):
+        y = x[:, [1]]
+        y.add_(1.0)
+        return x, y
+
+    want, eager_args, got, jit_args = _both(fn, torch.randn(3, 4))
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(jit_args, eager_args)
