@@ -71,12 +71,12 @@ class LayoutReader:
         return dict(zip(self.keys, values))
 
     def modes(self) -> str:
-        """'T' or 'E' per submodule, in order (`ModuleLayout.modes`), made again only when a
-        submodule's `training` changed since the last call."""
+        """'T' or 'E' per submodule, in order, then the registered hooks (`ModuleLayout.modes`),
+        made again only when a submodule's `training` changed since the last call."""
         flags = self.flags()
         if flags != self.last_flags:
             self.last_flags, self.last_modes = flags, "".join("T" if f else "E" for f in flags)
-        return self.last_modes
+        return self.last_modes + self.layout.hooks.signature()
 
 
 class JittedModule(JittedFunction):

@@ -10,9 +10,17 @@ train/eval mode of every submodule is passed along as a string the prologue guar
 tensors, and returns its output as `(Spec, leaves)` (see structure.py).
 
 Errors raised while tracing a module name the submodule that was running (its qualified name
-in the model) besides the op; modules with hooks are rejected up front, naming the module. A
-forward that converts a submodule to the dtype and device it has (`Module.to`) runs as a no-op
-(module_conversions.py).
+in the model) besides the op. A forward that converts a submodule to the dtype and device it has
+(`Module.to`) runs as a no-op (module_conversions.py).
+
+Forward hooks and forward pre-hooks (transformers' gradient checkpointing registers one on the
+input embeddings) run while tracing, as `Module.__call__` runs them: what they return or record is
+in the trace like the forward's own ops. Which hooks are registered, anywhere in the model or
+globally, is part of `modes` (`HookState`), so registering or removing one after a call compiles
+again. A hook that stores a traced value outside the model (`activations[name] = output`, in a
+dict or list it closes over or names as a global, or on the object it is a method of) is refused
+with the hook's name: the value would be a proxy, not the call's tensor. Backward hooks and global
+hooks are refused up front, naming the module.
 """
 
 from __future__ import annotations
@@ -26,13 +34,16 @@ from typing import Any
 import torch
 from torch import nn
 from torch.nn.modules import module as module_globals
+from torch.utils.hooks import RemovableHandle
 
 from compiler.core.errors import TracingError, check
+from compiler.core.ir import Proxy
 from compiler.tracing.module_conversions import TRACED_MODULE_CONVERSIONS
 from compiler.tracing.structure import flatten
 
-_HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-_GLOBAL_HOOK_TABLES = (
+_TRACED_HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks")
+_HOOK_TABLES = ("_backward_hooks", "_backward_pre_hooks")  # refused
+_GLOBAL_HOOK_TABLES = (  # refused
     "_global_forward_hooks",
     "_global_forward_pre_hooks",
     "_global_backward_hooks",
@@ -45,12 +56,65 @@ def input_name(qualified_name: str) -> str:
     return qualified_name.replace(".", "_")
 
 
+class HookState:
+    """The module hooks registered on `modules` and globally, as a string ("" when there are
+    none): every registration takes a new key (`RemovableHandle.next_id`), so the keys of each
+    table name its hooks. Made again only when a hook was registered since the last call (the
+    counter moved) or a table that had hooks changed (one removed)."""
+
+    def __init__(self, modules: list[nn.Module]) -> None:
+        names = _TRACED_HOOK_TABLES + _HOOK_TABLES
+        self.tables = [getattr(m, t) for m in modules for t in names] + [
+            getattr(module_globals, t) for t in _GLOBAL_HOOK_TABLES
+        ]
+        self.counter = -1
+        self.watched: list[dict] = []  # the tables that had hooks, and their keys then
+        self.keys: list[tuple] = []
+        self.last = ""
+
+    def signature(self) -> str:
+        """The registered hooks' keys, table by table ("" when there are none)."""
+        if RemovableHandle.next_id == self.counter and (
+            not self.watched or list(map(tuple, self.watched)) == self.keys
+        ):
+            return self.last
+        self.counter = RemovableHandle.next_id
+        held = [(i, t) for i, t in enumerate(self.tables) if t]
+        self.watched = [t for _, t in held]
+        self.keys = list(map(tuple, self.watched))
+        self.last = "".join(f" hooks{i}:{','.join(map(str, t))}" for i, t in held)
+        return self.last
+
+
+def _stored_proxy(hook: Any) -> str | None:
+    """Where `hook` keeps a traced value outside the trace (one level into a dict, list or object
+    it closes over, names as a global, or is a method of), or None."""
+    target = getattr(hook, "func", hook)  # a functools.partial
+    code = getattr(target, "__code__", None)
+    places: dict[str, Any] = {}
+    for name, cell in zip(getattr(code, "co_freevars", ()), getattr(target, "__closure__", None) or ()):
+        with contextlib.suppress(ValueError):  # NOTE: a cell not filled yet
+            places[name] = cell.cell_contents
+    scope = getattr(target, "__globals__", {})
+    places.update({name: scope[name] for name in getattr(code, "co_names", ()) if name in scope})
+    if hasattr(target, "__self__"):
+        places["self"] = target.__self__
+    for name, value in places.items():
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, set)) else ()
+        if not items and not isinstance(value, (type, nn.Module)) and hasattr(value, "__dict__"):
+            items = vars(value).values()
+        if any(isinstance(v, Proxy) for v in items):
+            return name
+    return None
+
+
 class ModuleLayout:
     """Where each parameter and buffer of a module lives, and the module's submodules."""
 
     def __init__(self, module: nn.Module) -> None:
         self.module = module
         self.submodules = list(module.named_modules())
+        self.hooks = HookState([m for _, m in self.submodules])
         self.module_names = {id(m): name for name, m in self.submodules}
         # every place a tensor is stored: (the owner's _parameters or _buffers dict, local name, input key)
         self.slots: list[tuple[dict, str, str]] = []
@@ -90,11 +154,13 @@ class ModuleLayout:
         return state
 
     def modes(self) -> str:
-        """'T' or 'E' (train or eval) per submodule, in order: the prologue guards it as a value."""
-        return "".join("T" if m.training else "E" for _, m in self.submodules)
+        """'T' or 'E' (train or eval) per submodule, in order, then the registered hooks
+        (`HookState`): the prologue guards it as a value."""
+        return "".join("T" if m.training else "E" for _, m in self.submodules) + self.hooks.signature()
 
     def check_traceable(self) -> None:
-        """Rejects hooks, which run Python the tracer does not see; the error names the module."""
+        """Rejects backward and global hooks, which run Python the tracer does not see; the error
+        names the module."""
         for table in _GLOBAL_HOOK_TABLES:
             check(
                 not getattr(module_globals, table, None),
@@ -132,8 +198,25 @@ class ModuleLayout:
                 if where is None:
                     raise
                 raise type(error)(f"{error} [while tracing {self.describe(where)}]") from error
+        self._check_hooks_keep_nothing()
         leaves, spec = flatten(output)
         return spec, leaves
+
+    def _check_hooks_keep_nothing(self) -> None:
+        for _, m in self.submodules:
+            for table in _TRACED_HOOK_TABLES:
+                for hook in getattr(m, table).values():
+                    place = _stored_proxy(hook)
+                    check(
+                        place is None,
+                        lambda m=m, hook=hook, place=place: (
+                            f"the forward hook {getattr(hook, '__qualname__', hook)!r} of {self.describe(m)} "
+                            f"keeps a traced value in {place!r}, outside the model: a compiled call cannot fill "
+                            "it with its tensors; return the value from the model instead, or use "
+                            "torch.compile(model, backend='fusebench'), which runs such hooks"
+                        ),
+                        NotImplementedError,
+                    )
 
     @contextlib.contextmanager
     def _installed(self, state: dict[str, Any]) -> Iterator[None]:

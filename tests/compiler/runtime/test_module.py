@@ -167,8 +167,8 @@ def test_errors_name_the_module_and_the_op() -> None:
     model = Outer()
     with pytest.raises(compiler.TracingError, match=r"bool\(tensor\).*module 'body\.1' \(Branchy\)"):
         compiler.jit(model)(torch.randn(2, 4))
-    model.body[0].register_forward_hook(lambda module, args, output: output)
-    with pytest.raises(NotImplementedError, match=r"module 'body\.0' \(Linear\) has forward hooks"):
+    model.body[0].register_full_backward_hook(lambda module, grad_input, grad_output: None)
+    with pytest.raises(NotImplementedError, match=r"module 'body\.0' \(Linear\) has backward hooks"):
         compiler.jit(model)(torch.randn(2, 4))
 
 
