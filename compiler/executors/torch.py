@@ -20,6 +20,7 @@ from compiler.core.executor import Executor
 from compiler.core.memory import overlapping
 from compiler.executors.attention import attention, attention_backward, attention_forward
 from compiler.executors.convolution import convolution, convolution_backward
+from compiler.ops import autocast
 from compiler.prims import NUMBER_IMPLS, Prim
 
 
@@ -139,6 +140,12 @@ def check_requires_grad(tensors: tuple, flags: tuple) -> None:
         if tuple(t.requires_grad for t in tensors) != flags:
             raise GuardFailure
     elif True in flags:
+        raise GuardFailure
+
+
+def check_autocast(expected: tuple) -> None:
+    """Guard: autocast is in the state the trace was made under (`ops/autocast.state()`)."""
+    if autocast.state() != expected:
         raise GuardFailure
 
 
@@ -379,6 +386,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.CHECK_STRIDES: check_strides,
     Prim.CHECK_ALIASING: check_aliasing,
     Prim.CHECK_REQUIRES_GRAD: check_requires_grad,
+    Prim.CHECK_AUTOCAST: check_autocast,
 }
 
 

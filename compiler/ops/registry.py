@@ -26,7 +26,7 @@ from compiler import prims
 from compiler.core import ir
 from compiler.core.errors import TracingError, called_at, check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy
-from compiler.ops import complex_proxy, eager_layouts, known_values
+from compiler.ops import autocast, complex_proxy, eager_layouts, known_values
 from compiler.ops.program_grad import grad_off_by_program
 from compiler.ops.writes import write_out
 from compiler.prims import GUARDS, Prim
@@ -191,6 +191,7 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
         kwargs = _torch_names(op.impl, kwargs)
     if any(_is_numpy_scalar(a) for a in args) or any(_is_numpy_scalar(v) for v in kwargs.values()):
         args, kwargs = _python_numbers(args), dict(zip(kwargs, _python_numbers(tuple(kwargs.values()))))
+    args, kwargs = autocast.cast_arguments(op.name, args, kwargs)
     if kwargs.get("out") is not None and _accepts_out(op.impl):
         return _dispatch_out(op, fn, args, kwargs)
     with context.scope() as recorded:

@@ -441,6 +441,7 @@ META: dict[Prim, Callable | None] = {
     Prim.CHECK_STRIDES: _guard_meta,
     Prim.CHECK_ALIASING: _guard_meta,
     Prim.CHECK_REQUIRES_GRAD: _guard_meta,
+    Prim.CHECK_AUTOCAST: _guard_meta,
     # Built by the frontend, which knows the element proxies; there is nothing to infer.
     Prim.UNPACK_SEQUENCE: None,
     Prim.UNPACK_DICT: None,

@@ -156,6 +156,8 @@ class Prim(enum.Enum):
     CHECK_ALIASING = "check_aliasing"
     # which tensor inputs take part in autograd (requires_grad under grad mode)
     CHECK_REQUIRES_GRAD = "check_requires_grad"
+    # the autocast state the trace was made under (ops/autocast.py: `state()`)
+    CHECK_AUTOCAST = "check_autocast"
 
     # NOTE: members are singletons, so identity is their equality; hashing by identity (a C slot)
     # instead of Enum's Python-level hash of the name halves every lookup in the tables and
@@ -205,7 +207,7 @@ DISTRIBUTIONS = ("normal", "uniform", "exponential")  # of prims.random_values: 
 SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")  # prims.scatter_reduce's `reduce`
 GUARDS = frozenset(
     {Prim.CHECK_TENSOR, Prim.CHECK_TYPE, Prim.CHECK_VALUE, Prim.CHECK_STRIDES, Prim.CHECK_ALIASING,
-     Prim.CHECK_REQUIRES_GRAD}
+     Prim.CHECK_REQUIRES_GRAD, Prim.CHECK_AUTOCAST}
 )  # fmt: skip
 PROLOGUE_ONLY = GUARDS | {Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT, Prim.SIZE}
 # The IR's aliasing rule: the output of a view prim aliases its first argument (writing into one

@@ -31,6 +31,7 @@ import torch
 from compiler import prims
 from compiler.core.errors import GuardFailure, check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, map_proxies
+from compiler.ops import autocast
 from compiler.prims import GUARDS, Prim
 from compiler.tracing.frontend import size_name
 
@@ -103,6 +104,8 @@ def _miss(entry: int, bsym: BoundSymbol, env: dict[str, Any], arguments: set[str
     actual = _value(first, env)
     if bsym.sym is Prim.CHECK_TENSOR:
         return _tensor_miss(entry, bsym, actual)
+    if bsym.sym is Prim.CHECK_AUTOCAST:
+        return GuardMiss(entry, "autocast", "torch.autocast", first or "off", autocast.state() or "off", line)
     name = first.name if isinstance(first, Proxy) else repr(first)
     if bsym.sym is Prim.CHECK_TYPE:
         return GuardMiss(entry, "type", name, bsym.args[1], type(actual), line)

@@ -29,6 +29,7 @@ from torch._functorch.utils import unwrap_dead_wrappers as _unwrap_dead_wrappers
 
 from compiler.core.gather import picker
 from compiler.core.ir import Proxy, TensorProxy, Trace, map_proxies
+from compiler.ops import autocast
 from compiler.runtime.cuda_graphs import GraphedComputation
 
 _functorch_transforms_active = torch._C._are_functorch_transforms_active
@@ -178,6 +179,8 @@ class _Function(torch.autograd.Function):
         if ctx.lent is not None:
             values = ctx.lent.borrow()
             saved, numbers = values[: runner.saved_tensors], values[runner.saved_tensors :]
+        if _autocast_on():  # NOTE: a backward run inside torch.autocast: the trace holds its casts
+            backward = autocast.off_while(backward)
         grads = backward(*saved, *numbers, *given)
         if ctx.lent is not None:
             ctx.lent.release()
@@ -185,6 +188,7 @@ class _Function(torch.autograd.Function):
 
 
 _is_view = torch.Tensor._is_view
+_autocast_on = torch._C._is_any_autocast_enabled
 # NOTE: an input whose elements share memory (an expanded one) is not made into a view again with
 # as_strided: autograd's as_strided backward cannot tell which of the overlapping elements a
 # gradient belongs to (the result would be wrong); such an output stays the Function's own view.

@@ -43,6 +43,7 @@ from compiler.core.tensor_checks import TensorChecks
 from compiler.executors import TORCH
 from compiler.executors.codegen import Globals, compile_trace, target_source
 from compiler.executors.torch import check_aliasing
+from compiler.ops import autocast
 from compiler.prims import Prim
 
 
@@ -240,6 +241,14 @@ def _check_requires_grad(folded: set[int], bsym: BoundSymbol, g: Globals) -> lis
     return [_raise(g, f"not {enabled} or ({actual}) != {g.source(tuple(f for _, f in rest))}")]
 
 
+def _check_autocast(bsym: BoundSymbol, g: Globals) -> list[str] | None:
+    """Autocast off (the common case: one C call), or in the state the trace was made under."""
+    (expected,) = bsym.args
+    if not expected:
+        return [_raise(g, f"{g.bind(torch._C._is_any_autocast_enabled, 'is_any_autocast_enabled')}()")]
+    return [_raise(g, f"{g.bind(autocast.state, 'autocast_state')}() != {g.source(expected)}")]
+
+
 def _autograd_guarded(bsyms: Sequence[BoundSymbol]) -> dict[int, bool]:
     """Tensor proxy id -> the requires_grad flag that a `check_requires_grad` wanting grad mode on
     (some tensor requiring grad: an autograd entry) wants for it."""
@@ -257,6 +266,7 @@ INLINE_GUARDS: Mapping[Prim, Callable[[BoundSymbol, Globals], list[str] | None]]
     Prim.CHECK_TENSOR: _check_tensor,
     Prim.CHECK_TYPE: _check_type,
     Prim.CHECK_VALUE: _check_value,
+    Prim.CHECK_AUTOCAST: _check_autocast,
     Prim.CHECK_ALIASING: functools.partial(_check_aliasing, set()),
     Prim.CHECK_REQUIRES_GRAD: functools.partial(_check_requires_grad, set()),
 }

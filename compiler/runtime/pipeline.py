@@ -15,6 +15,7 @@ from compiler.core.errors import check
 from compiler.core.executor import FusionOptions, fusion_executor
 from compiler.core.ir import TensorProxy, Trace, proxies_in
 from compiler.executors.codegen import compile_trace
+from compiler.ops import autocast
 from compiler.passes.autodiff import Joint, differentiable_values, joint
 from compiler.passes.batch_regions import batch_regions
 from compiler.passes.cse import cse
@@ -134,7 +135,9 @@ def compile_entry(
         torch.set_grad_enabled(enabled)
     entry = _compile_traced(fn, options, traced, args, kwargs)
     entry.computation = traced.attribute_writes.around(
-        traced.complex_outputs.around(traced.row_major.around(traced.writes.around(entry.computation)))
+        traced.complex_outputs.around(
+            traced.row_major.around(traced.writes.around(autocast.without_autocast(entry.computation, traced.autocast)))
+        )
     )
     return entry
 

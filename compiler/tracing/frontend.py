@@ -53,7 +53,7 @@ from compiler.core.ir import (
     tracing,
 )
 from compiler.core.memory import overlapping
-from compiler.ops import aliasing, row_major
+from compiler.ops import aliasing, autocast, row_major
 from compiler.prims import GUARDS, INPLACE, Prim
 from compiler.tracing import captured_tensors, complex_values, objects
 from compiler.tracing.dense_strides import dense_strides
@@ -362,6 +362,7 @@ class Traced:
     complex_outputs: complex_values.ComplexOutputs = field(default_factory=complex_values.ComplexOutputs)
     attribute_writes: captured_tensors.AttributeWrites = field(default_factory=captured_tensors.AttributeWrites)
     row_major: row_major.RowMajorOutputs = field(default_factory=row_major.RowMajorOutputs)  # ops/row_major.py
+    autocast: tuple = ()  # the autocast state traced under (ops/autocast.py), () when off
 
 
 def trace(
@@ -440,6 +441,7 @@ def _trace_inputs(
     exact_strides: bool,
 ) -> Traced | None:
     names = _parameter_names(fn, len(args))
+    autocast_state = autocast.state()
     at = len(inputs.prologue)
     arg_elements, fn_args = [], []
     for value, name in zip(args, names):
@@ -469,14 +471,17 @@ def _trace_inputs(
     computation_inputs = tuple(inputs.computation_inputs)
     prologue = Trace(
         (args_proxy, kwargs_proxy),
-        inputs.prologue + memory_guards + _guards_with_dependencies(recorded),
+        [BoundSymbol(Prim.CHECK_AUTOCAST, (autocast_state,), {}, None)]
+        + inputs.prologue
+        + memory_guards
+        + _guards_with_dependencies(recorded),
         computation_inputs + writes.targets,
         name="prologue",
     )
     computation = Trace(computation_inputs, _without_guards(recorded), (output, writes.values) if writes else output)
     _check_outputs_defined(computation)
     contiguous = row_major.row_major_outputs(context, output, computation_inputs, list(leaves(recorded)))
-    return Traced(prologue, computation, writes, complex_outputs, attribute_writes, contiguous)
+    return Traced(prologue, computation, writes, complex_outputs, attribute_writes, contiguous, autocast_state)
 
 
 def _check_outputs_defined(computation: Trace) -> None:

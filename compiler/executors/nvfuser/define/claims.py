@@ -42,6 +42,7 @@ LEFT_TO_TORCH: dict[Prim, str] = {
     Prim.CHECK_STRIDES: "prologue-only prim",
     Prim.CHECK_ALIASING: "prologue-only prim",
     Prim.CHECK_REQUIRES_GRAD: "prologue-only prim",
+    Prim.CHECK_AUTOCAST: "prologue-only prim",
     Prim.COPY_: "in-place writes are removed by functionalization before fusion",
     Prim.SLICE_UPDATE: "writing a slice into a copy of the whole tensor; runs in torch",
     Prim.INDEX_ADD: "an accumulating scatter into a copy of the whole tensor; runs in torch",
