@@ -17,7 +17,7 @@ from compiler.core.ir import NumberProxy, Proxy, TensorProxy, Trace, map_proxies
 from compiler.executors.codegen import python_source
 from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
 from compiler.executors.torch import TorchExecutor
-from compiler.prims import ROUNDING_DECIDES, Prim, converts_to_integer
+from compiler.prims import Prim
 
 _TORCH = TorchExecutor()
 # NOTE: the key of Inductor's entries in the shared table (whose other keys are nvFuser modules).
@@ -125,15 +125,15 @@ def scalars_as_tensors(region: Region) -> dict[int, torch.dtype] | None:
 
 
 def needs_exact_casts(region: Region) -> bool:
-    """Whether `region` holds bf16/fp16 values and has a prim of `prims.ROUNDING_DECIDES` (a
-    comparison, a max) or a conversion to an integer or bool: then Inductor keeps the roundings
-    to those dtypes that it would elide between fused ops (`emulate_precision_casts`), so such a
-    prim sees the values eager computes (a max's backward finds its maximum by `x == max(x)`, on
-    the upcast values, and its forward found it among the same values)."""
+    """Whether `region` holds bf16/fp16 values: then Inductor keeps the roundings to those dtypes
+    that it would elide between fused ops (`emulate_precision_casts`), so every value is the one
+    eager computes. Without them a region computes between its casts in float32 where the trace
+    (and eager) rounds: a round trip `x.half().float()` vanishes, and a backward that recomputes
+    `exp(x * scale - max)` from the forward's saved max, with `x * scale` unrounded where the
+    forward rounded it, gets softmax gradients several times further from exact than eager's;
+    a max's backward (`x == max(x)`) would find no maximum where its forward did."""
     values = [*region.inputs, *(p for b in region.bsyms for p in b.outputs)]
-    if not any(isinstance(p, TensorProxy) and dtypes.compute_dtype(p.dtype) != p.dtype for p in values):
-        return False
-    return any(b.sym in ROUNDING_DECIDES or converts_to_integer(b) for b in region.bsyms)
+    return any(isinstance(p, TensorProxy) and dtypes.compute_dtype(p.dtype) != p.dtype for p in values)
 
 
 def structure_key(region: Region, canonical: Canonical, dynamic: bool) -> str:

@@ -68,11 +68,16 @@ def _reduce(fn: Callable) -> Callable:
     return reduce
 
 
+def _sum(a: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+    # NOTE: in a's dtype, as the prim's meta says: torch sums integers into int64 by default
+    return torch.sum(a, tuple(dims), dtype=a.dtype) if dims else a.clone()
+
+
 def _prod(a: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
     if not dims:
         return a.clone()
     for d in sorted(dims, reverse=True):
-        a = torch.prod(a, d)
+        a = torch.prod(a, d, dtype=a.dtype)
     return a
 
 
@@ -334,7 +339,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.BITWISE_XOR: operator.xor,
     Prim.WHERE: torch.where,
     Prim.CONVERT_ELEMENT_TYPE: _convert,
-    Prim.SUM: _reduce(torch.sum),
+    Prim.SUM: _sum,
     Prim.PROD: _prod,
     Prim.AMAX: _reduce(torch.amax),
     Prim.AMIN: _reduce(torch.amin),
