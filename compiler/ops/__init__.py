@@ -50,6 +50,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     sorting,
     special,
     tensor_literal,
+    torch_compositions,
     triangular_solve,
     unfold,
     window_pooling,

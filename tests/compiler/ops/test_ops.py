@@ -71,6 +71,9 @@ from tests.support.opinfo import (
     special as opinfo_special,
 )
 from tests.support.opinfo import (
+    torch_compositions as opinfo_torch_compositions,
+)
+from tests.support.opinfo import (
     triangular_solve as opinfo_triangular_solve,
 )
 from tests.support.opinfo import (
@@ -101,6 +104,7 @@ CASES = (
     + opinfo_pooling.CASES
     + opinfo_matrix_compositions.CASES
     + opinfo_cumulative.CASES
+    + opinfo_torch_compositions.CASES
 )
 
 # Registered torch callables that no sample reaches, each with the reason. Keep it short.

@@ -48,6 +48,10 @@ EXCLUDED = {
 # (entry id, variant name, a part of the sample's repr) -> why those samples do not match eager, at
 # every dtype. Every other (variant, sample) must match; test_op_db_pass_rate requires 99% to.
 KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
+    ("nn.functional.instance_norm", "F.instance_norm", "bfloat16["): (
+        "eager's CPU bfloat16 kernel rounds its normalisation otherwise: an output near zero differs by up to "
+        "two bfloat16 steps (0.0156), over atol 0.01 (float32 matches; test_torch_compositions.py)"
+    ),
     ("nn.functional.embedding", "F.embedding", "max_norm="): (
         "max_norm renormalises rows of the weight in place during the lookup: refused (NotImplementedError)"
     ),
@@ -166,11 +170,16 @@ NO_OP_DB_ENTRY = {
     "__lshift__",
     "__rshift__",
     "new_tensor",  # opinfo_models.py
+    # NOTE: op_db has no entries for these: opinfo/torch_compositions.py
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
     # NOTE: the _with_indices forms, which op_db's entries do not call: opinfo_pooling.py
     *(f"max_pool{n}d_with_indices" for n in (1, 2, 3)),
 }
-# torch's own builtins of ops op_db reaches through torch.nn.functional (same names): opinfo_pooling.py
-NO_OP_DB_ENTRY_BUILTINS = {torch.max_pool1d, torch.max_pool2d, torch.max_pool3d}
+# torch's own builtins of ops op_db reaches through torch.nn.functional (same names): opinfo_pooling.py;
+# Tensor.hardshrink, whose function op_db reaches: opinfo/torch_compositions.py
+NO_OP_DB_ENTRY_BUILTINS = {torch.max_pool1d, torch.max_pool2d, torch.max_pool3d, torch.Tensor.hardshrink}
 
 
 def _has_mask(key: Any) -> bool:
