@@ -5,7 +5,9 @@ executor's module docstring, `compiler/executors/inductor.py`, says why each pat
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +19,7 @@ from compiler.core.ir import NumberProxy, Proxy, TensorProxy, Trace, map_proxies
 from compiler.executors.codegen import python_source
 from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
 from compiler.executors.torch import TorchExecutor
-from compiler.prims import Prim
+from compiler.prims import ROUNDING_DECIDES, Prim, converts_to_integer
 
 _TORCH = TorchExecutor()
 # NOTE: the key of Inductor's entries in the shared table (whose other keys are nvFuser modules).
@@ -124,16 +126,35 @@ def scalars_as_tensors(region: Region) -> dict[int, torch.dtype] | None:
     return dtypes_by_index
 
 
+# NOTE: set while a backward trace is compiled (runtime/pipeline.py): its regions recompute forward values
+_BACKWARD: contextvars.ContextVar[bool] = contextvars.ContextVar("compiling_backward", default=False)
+
+
+@contextlib.contextmanager
+def compiling_backward() -> Iterator[None]:
+    """Marks the regions compiled inside as a backward's (`needs_exact_casts`)."""
+    token = _BACKWARD.set(True)
+    try:
+        yield
+    finally:
+        _BACKWARD.reset(token)
+
+
 def needs_exact_casts(region: Region) -> bool:
-    """Whether `region` holds bf16/fp16 values: then Inductor keeps the roundings to those dtypes
-    that it would elide between fused ops (`emulate_precision_casts`), so every value is the one
-    eager computes. Without them a region computes between its casts in float32 where the trace
-    (and eager) rounds: a round trip `x.half().float()` vanishes, and a backward that recomputes
-    `exp(x * scale - max)` from the forward's saved max, with `x * scale` unrounded where the
-    forward rounded it, gets softmax gradients several times further from exact than eager's;
-    a max's backward (`x == max(x)`) would find no maximum where its forward did."""
+    """Whether Inductor keeps the roundings to bf16/fp16 that it would elide between fused ops
+    (`emulate_precision_casts`) in `region`, which holds such values: where it has a prim of
+    `prims.ROUNDING_DECIDES` (a comparison, a max) or a conversion to an integer or bool, so such a
+    prim sees the values eager computes (a max's backward finds its maximum by `x == max(x)`, on the
+    upcast values, and its forward found it among the same values); and in a backward's regions,
+    which recompute forward values: a bf16 softmax's backward recomputing `exp(x * scale - max)`
+    with `x * scale` unrounded, against a max and sum its forward took of rounded values, gives
+    gradients several times further from exact than eager's. Elsewhere it computes in float32
+    between the trace's casts (a round trip `x.half().float()` vanishes, as in torch.compile),
+    which costs a bf16 region on CPU half its time or more."""
     values = [*region.inputs, *(p for b in region.bsyms for p in b.outputs)]
-    return any(isinstance(p, TensorProxy) and dtypes.compute_dtype(p.dtype) != p.dtype for p in values)
+    if not any(isinstance(p, TensorProxy) and dtypes.compute_dtype(p.dtype) != p.dtype for p in values):
+        return False
+    return _BACKWARD.get() or any(b.sym in ROUNDING_DECIDES or converts_to_integer(b) for b in region.bsyms)
 
 
 def structure_key(region: Region, canonical: Canonical, dynamic: bool) -> str:
@@ -281,11 +302,12 @@ def shared_compilations(region: Region, canonical: Canonical, stats: InductorSta
     """The compilations of `region`'s structure (`canonical`), made on first need and shared."""
     scalars = scalars_as_tensors(region)
     dynamic = is_dynamic(region) and scalars is None
-    key = structure_key(region, canonical, dynamic)
+    exact = needs_exact_casts(region)
+    key = f"{structure_key(region, canonical, dynamic)}|exact={exact}"
     compilations = DEFINITIONS.get(_TABLE_KEY, key)
     if compilations is None:
         function = canonical.function(f"<fusebench {region.name}>")
-        compilations = Compilations(function, dynamic, bool(region.written), needs_exact_casts(region), scalars)
+        compilations = Compilations(function, dynamic, bool(region.written), exact, scalars)
         DEFINITIONS.put(_TABLE_KEY, key, compilations)
         stats.compiled += dynamic  # a static structure counts a compilation per layout it meets
     else:

@@ -15,6 +15,7 @@ from compiler.core.errors import check
 from compiler.core.executor import FusionOptions, fusion_executor
 from compiler.core.ir import TensorProxy, Trace, proxies_in
 from compiler.executors.codegen import compile_trace
+from compiler.executors.inductor_compile import compiling_backward
 from compiler.ops import autocast
 from compiler.passes.autodiff import Joint, differentiable_values, joint
 from compiler.passes.batch_regions import batch_regions
@@ -263,7 +264,8 @@ class _FullBackward:
     def traces(self) -> list[Trace]:
         """The backward trace after each of `backward_passes`."""
         if self._traces is None:
-            self._traces = run_passes(backward_passes(self.options), [self.trace])
+            with compiling_backward():  # NOTE: the fusion pass makes the regions' callables
+                self._traces = run_passes(backward_passes(self.options), [self.trace])
         return self._traces
 
 
@@ -289,7 +291,8 @@ def _partial_backward(options: Options, full: Joint, split: Split, present: tupl
     partial = joint(pure, full.requires_grad, cotangents)
     first = backward_from_saved(partial, split.saved)
     traces = [replace(first, provenance=f"backward_from_saved (took {(time.perf_counter() - start) * 1e3:.2f} ms)")]
-    return run_passes(backward_passes(options), traces)
+    with compiling_backward():
+        return run_passes(backward_passes(options), traces)
 
 
 def _sizes(prologue: Trace) -> frozenset[str]:

@@ -420,16 +420,19 @@ def test_a_bf16_softmax_gradient_is_as_close_to_exact_as_eagers(seed: int) -> No
         assert (gradient(compiler.jit(softmax, executors=INDUCTOR), x) - exact).abs().max() <= 1.5 * eager_error
 
 
-@pytest.mark.parametrize("low", [torch.float16, torch.bfloat16])
-def test_a_round_trip_through_a_16_bit_dtype_rounds_as_in_eager(low: torch.dtype) -> None:
-    def fn(x: torch.Tensor) -> torch.Tensor:
-        return x.to(low).float() * 3.0
+def test_roundings_are_kept_in_a_backwards_regions_and_where_a_max_reads_them_only() -> None:
+    """Keeping every bf16 rounding costs a CPU region half its time or more: a forward region
+    without a max or comparison computes in float32 between the trace's casts (as torch.compile),
+    a backward region, which recomputes forward values, keeps them."""
 
-    x = torch.randn(64, 33).t().requires_grad_()  # strided
-    jitted = compiler.jit(fn, executors=INDUCTOR)
-    got, want = jitted(x), fn(x)
-    torch.testing.assert_close(got, want, atol=0, rtol=0)
-    cotangent = torch.randn_like(want)
-    torch.testing.assert_close(
-        torch.autograd.grad(got, x, cotangent)[0], torch.autograd.grad(want, x, cotangent)[0], atol=0, rtol=0
-    )
+    def gelu(x: torch.Tensor) -> torch.Tensor:
+        return F.gelu(x * 2.0, approximate="tanh") * 3.0
+
+    x = torch.randn(8, 64).bfloat16().requires_grad_()
+    jfn = compiler.jit(gelu, executors=INDUCTOR)
+    jfn(x).sum().backward()
+    (forward,), (backward,) = _fusions(jfn), _fusions(jfn, backward=True)
+    assert not forward.compilations.exact_casts and backward.compilations.exact_casts
+    softmax = compiler.jit(lambda x: (x * 9.0).softmax(-1), executors=INDUCTOR)
+    softmax(x.detach())
+    assert all(f.compilations.exact_casts for f in _fusions(softmax))  # a max reads the rounded values
