@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from compiler.core.ir import TensorProxy
+from compiler.ops.operands import to_dtype
 
 DEVICE_TYPES = ("cpu", "cuda")
 
@@ -93,8 +94,6 @@ def _tensors(args: tuple, kwargs: dict) -> Iterator[TensorProxy]:
 
 
 def _cast(value: Any, target: torch.dtype, eligible: tuple) -> Any:
-    from compiler.ops.operands import to_dtype
-
     if isinstance(value, (list, tuple)):
         return type(value)(_cast(v, target, eligible) for v in value)
     if isinstance(value, TensorProxy) and value.dtype in eligible and value.dtype != target:
@@ -114,17 +113,5 @@ def without_autocast(fn: Callable[..., Any], traced: tuple) -> Callable[..., Any
             for device, _ in traced:
                 stack.enter_context(torch.autocast(device, enabled=False))
             return fn(*args, **kwargs)
-
-    return run
-
-
-def off_while(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` run with autocast off wherever it is on when called (a backward a program runs inside
-    `torch.autocast`, which autocast would cast again)."""
-
-    @functools.wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        on = state()
-        return without_autocast(fn, on)(*args, **kwargs) if on else fn(*args, **kwargs)
 
     return run

@@ -180,7 +180,7 @@ class _Function(torch.autograd.Function):
             values = ctx.lent.borrow()
             saved, numbers = values[: runner.saved_tensors], values[runner.saved_tensors :]
         if _autocast_on():  # NOTE: a backward run inside torch.autocast: the trace holds its casts
-            backward = autocast.off_while(backward)
+            backward = autocast.without_autocast(backward, autocast.state())
         grads = backward(*saved, *numbers, *given)
         if ctx.lent is not None:
             ctx.lent.release()
