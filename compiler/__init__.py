@@ -73,7 +73,7 @@ def jit(
     fusion: FusionOptions | dict | None = None,
     fallback: bool | None = None,
     automatic_dynamic: bool = True,
-    cuda_graphs: bool = False,
+    cuda_graphs: bool | None = None,
     dynamic: Sequence[str] = (),
     unsupported: str = "raise",
 ) -> JittedFunction:
@@ -98,8 +98,16 @@ def jit(
         a miss: number arguments by name ('n') and tensor sizes ('x.size(1)'; a size below 2 at a
         compilation stays constant in that entry). A name that is not an input of `fn` raises
         ValueError at the first call, listing the names there are.
-    cuda_graphs: replay each cache entry's computation as CUDA graphs, one per set of input
-        addresses (compiler/runtime/cuda_graphs.py); raises ValueError where CUDA is unavailable.
+    cuda_graphs: None (the default): on a machine with CUDA, a computation called again laid out as
+        before (the same tensor addresses, strides and numbers: a training loop, a decoder's static
+        cache, an optimizer step) is captured as a CUDA graph on its third such call and replayed
+        from then on, so its calls no longer pay the host time of each kernel launch; inputs that
+        come at a new address every call (a new batch) are copied into the graph's buffers, and a
+        computation that cannot be graphed (CPU tensors, a host synchronisation, numbers that change
+        every call, a written input that moves) silently runs without graphs
+        (`compiler.examine.cuda_graphs(jfn)` says why). True: every entry's computation is graphed
+        from its second call, one graph per set of input addresses, with a `CudaGraphWarning` where
+        it cannot be; raises ValueError where CUDA is unavailable. False: never (compiler/runtime/cuda_graphs.py).
     executors: executor names in priority order (torch is always the fallback); None picks
         ["nvfuser", "sdpa", "torch"] where nvFuser can run, else the CPU defaults: the names in
         FUSEBENCH_CPU_EXECUTORS (comma-separated), or ["inductor", "torch"] where Inductor can

@@ -7,7 +7,7 @@
     compiler.examine.stats(jfn)            # nvFuser definitions / compilations / fallbacks / deferred calls
     compiler.examine.saved_for_backward(jfn)  # what the forward keeps for the backward (name, shape, dtype, bytes)
     compiler.examine.recompilations(jfn)   # per recompilation: which guard failed on which input, old vs new
-    compiler.examine.cuda_graphs(jfn)      # per cache entry: CUDA graphs captured and replayed (cuda_graphs=True)
+    compiler.examine.cuda_graphs(jfn)      # per cache entry: CUDA graphs captured and replayed, or why not
     compiler.examine.fallbacks()           # what ran eagerly because it could not be compiled (dynamo's included)
 
 Each returns a list whose `str()` is a readable report, so `print(examine.fusions(jfn))` works.
@@ -222,18 +222,28 @@ def fallbacks_recorded() -> int:
 
 
 def cuda_graphs(jfn: JittedFunction) -> Listing:
-    """For each cache entry of a `jit(..., cuda_graphs=True)` function: captures, replays, calls
-    run without a graph and why."""
-    check(_options(jfn, "cuda_graphs").cuda_graphs, lambda: f"{jfn!r} was not jitted with cuda_graphs=True", ValueError)
+    """For each cache entry of a function jitted with CUDA graphs (`cuda_graphs=True`, or the
+    default automatic graphs on a machine with CUDA): captures, replays, calls run without a graph
+    and why."""
+    check(
+        _options(jfn, "cuda_graphs").cuda_graphs is not False,
+        lambda: f"{jfn!r} was jitted with cuda_graphs=False",
+        ValueError,
+    )
     return Listing(f"entry {i}: {_graph_stats(e.computation)}" for i, e in enumerate(jfn.entries))
+
+
+def _stats(computation: Any) -> str:
+    stats = getattr(computation, "stats", None)
+    return "not graphed (CUDA is unavailable)" if stats is None else str(stats)
 
 
 def _graph_stats(computation: Any) -> str:
     if isinstance(computation, CompiledAutograd):  # a forward and, once run, each backward: graphed apart
-        parts = [f"forward: {computation.forward.stats}"]
-        parts += [f"backward: {b.stats}" for b in computation.backwards.values()]
+        parts = [f"forward: {_stats(computation.forward)}"]
+        parts += [f"backward: {_stats(b)}" for b in computation.backwards.values()]
         return "; ".join(parts)
-    return str(computation.stats)
+    return _stats(computation)
 
 
 def fusion_source_of(jfn: JittedFunction, name: str, *, backward: bool = False) -> str:

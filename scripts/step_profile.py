@@ -15,7 +15,9 @@ with --quick its quick one) it prints, after warm-up:
   kernels (schedulers, device time) after its name: a fusion nvFuser segments into several kernels
   costs more host time per execute than a one-kernel fusion;
 - with `--runtime N`, on CUDA, the CUDA runtime and driver calls over N calls (torch.profiler):
-  a synchronization (`cudaStreamSynchronize`, `cudaMemcpy`) shows by name and count.
+  a synchronization (`cudaStreamSynchronize`, `cudaMemcpy`) shows by name and count;
+- for our compiler on CUDA, what its CUDA graphs did (captures, replays, or why none:
+  `compiler.examine.cuda_graphs`).
 
 Training-step cases (a `call` such as `training_step`) are profiled as the harness times them:
 forward and backward as one call; with `--backward`, the backward alone (the forward runs once,
@@ -278,6 +280,22 @@ def main(argv: list[str] | None = None) -> None:
             print(fusion_table(call, device, args.fusions, args.top, getattr(compiled, "program", None), kernels))
         if args.runtime and device.type == "cuda":
             print(runtime_table(call, args.runtime, args.top))
+        if graphs := graph_listing(getattr(compiled, "program", None)):
+            print(graphs)
+
+
+def graph_listing(program: Any) -> str:
+    """For our compiler's program: what its CUDA graphs did (`compiler.examine.cuda_graphs`), or ''
+    (not our compiler, jitted with cuda_graphs=False, or no CUDA)."""
+    from compiler import examine
+
+    try:
+        listing = examine.cuda_graphs(program)
+    except (TypeError, ValueError):
+        return ""
+    if all(str(line).endswith("not graphed (CUDA is unavailable)") for line in listing):
+        return ""
+    return f"CUDA graphs:\n{listing}"
 
 
 if __name__ == "__main__":

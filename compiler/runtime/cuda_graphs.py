@@ -40,22 +40,33 @@ raises, naming the limit, rather than read overwritten values.
 A computation that cannot be captured (a CPU tensor, a host synchronisation, an op that is not
 capturable) runs without graphs from then on; `reason` says why and one `CudaGraphWarning` is
 issued when capture itself failed.
+
+Automatic: `jit`'s default (`cuda_graphs=None`) on a machine with CUDA graphs every computation
+the same way, more cautiously, and silently (`stats.reason` says why one runs without graphs):
+a key is captured on its third call, not its second, so a layout met twice pays no capture; an
+input at a new address with everything else the same (a new batch every step, a cache position
+made every decoding step) is copied into the graphs' static buffers from then on, where an
+explicit `cuda_graphs=True` would capture each address; a written input that moves stops graphs
+(a replay would write the copy), as do number inputs that change from call to call (no graph
+would ever replay) and inputs to copy of more than 256 MiB in all; a computation without tensor
+inputs is not graphed, nor one that returns a CPU tensor (computed by the capture alone), nor a
+call made while the caller captures a graph of its own; at most four address keys are captured,
+each instance holding its own memory. Its forward's guards leave
+strides to the key, as a backward's do, so automatic graphs never add a recompilation.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import warnings
-import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils import _pytree as pytree
 
 from compiler.core.gather import data_ptr, picker, stride
+from compiler.runtime.graph_capture import Lent, _Graph
 
 _MAX_WARMED_UP_KEYS = 4096
 _COPIED_BYTES = 1 << 20  # a cotangent up to this size is copied, not keyed by address
@@ -64,6 +75,12 @@ _INSTANCES = 2  # graph instances per address key (see the module's "Outputs")
 
 _NUMBER_CHANGES = 3  # calls finding no graph, each differing from the one before only in numbers, to warn
 _MOVES = 3  # calls finding no graph, each differing from the one before only in cotangent addresses, to copy them
+_AUTOMATIC_WARM_CALLS = 2  # automatic graphs: calls with a key that run without one before it is captured
+_AUTOMATIC_MAX_GRAPHS = 4  # automatic graphs: address keys captured per computation (each holds its memory)
+_AUTOMATIC_COPIED_BYTES = 1 << 28  # automatic graphs: inputs copied into static buffers, in all, at most
+
+
+_capturing = torch._C._cuda_isCurrentStreamCapturing if torch.cuda.is_available() else lambda: False
 
 
 class CudaGraphWarning(UserWarning):
@@ -91,6 +108,7 @@ class CudaGraphStats:
     lent_copies: int = 0  # replays that first copied values lent to a backward that had not run
     cloned_outputs: int = 0  # output leaves cloned after each replay (callers kept them past two calls)
     copied_cotangents: int = 0  # cotangents copied into static buffers before each replay
+    copied_inputs: int = 0  # other inputs copied so (automatic graphs: they moved between calls)
 
     def __str__(self) -> str:
         text = f"{self.captures} captures, {self.replays} replays, {self.ungraphed_calls} calls without a graph"
@@ -101,6 +119,7 @@ class CudaGraphStats:
                 (self.lent_copies, "copies of saved values lent to a backward not run yet"),
                 (self.cloned_outputs, "outputs cloned after each replay"),
                 (self.copied_cotangents, "cotangents copied before each replay (a new address every step)"),
+                (self.copied_inputs, "inputs copied before each replay (a new address every call)"),
             )
             if count
         ]
@@ -109,179 +128,6 @@ class CudaGraphStats:
         if self.changing:
             text += f" (number inputs that change from call to call: {self.changing})"
         return text + (f" ({self.reason})" if self.reason else "")
-
-
-class Lent:
-    """A graph's output buffers lent to one caller (a forward's saved values, for its backward).
-    A lent value that is not the graph's own memory (a saved input, such as the x a norm's
-    backward reads) is not copied before an overwrite: the replay does not write it."""
-
-    def __init__(self, values: list, graph: _Graph) -> None:
-        self.values = values
-        self.graph = graph
-        self.generation = graph.generation
-        self.kept = False
-        self.released = False
-
-    def keep(self) -> bool:
-        """Called before the graph overwrites the buffers: the borrower gets copies, unless done.
-        Whether it copied."""
-        if not self.released and not self.kept:
-            self.values = [v.clone() if own else v for v, own in zip(self.values, self.graph.lent_owned)]
-            self.kept = True
-            return True
-        return False
-
-    def borrow(self) -> list:
-        """The lent values; raises RuntimeError when the graph has overwritten them since."""
-        if not self.kept and self.graph.generation != self.generation:
-            raise RuntimeError(
-                "a backward ran again (retain_graph=True) after its CUDA-graphed forward was replayed, which "
-                "overwrote the values it saved; jit(..., cuda_graphs=False) supports this"
-            )
-        return self.values
-
-    def release(self) -> None:
-        """The borrower is done (its backward ran): later replays need not copy the buffers."""
-        self.released = True
-
-
-_capture_streams: dict[int, torch.cuda.Stream] = {}  # device index -> the side stream captures run on
-
-
-@contextlib.contextmanager
-def capturing(graph: torch.cuda.CUDAGraph) -> Iterator[None]:
-    """Captures the CUDA work of the block into `graph` (in a private memory pool, on a side stream
-    ordered after the current one), as `torch.cuda.graph(graph)` does less the device
-    synchronisation and `torch.cuda.empty_cache()` it starts with. An entry captures whenever it
-    meets new input addresses, in the middle of a training loop: emptying the cache there hands
-    every cached block back to the driver, so the next allocations get new addresses (new keys,
-    more captures) through cudaMalloc, which synchronises; a capture needs no synchronisation,
-    since nothing it records runs until a replay on the current stream."""
-    current = torch.cuda.current_stream()
-    stream = _capture_streams.get(current.device_index)
-    if stream is None:
-        stream = _capture_streams[current.device_index] = torch.cuda.Stream(device=current.device)
-    stream.wait_stream(current)
-    with torch.cuda.stream(stream):
-        graph.capture_begin()
-        try:
-            yield
-        except BaseException:
-            with contextlib.suppress(Exception):  # NOTE: the block's error says why, not the broken capture's
-                graph.capture_end()
-            raise
-        graph.capture_end()
-    current.wait_stream(stream)
-
-
-class _Slot(int):
-    """A leaf's position, standing in for the leaf while `_unflattener` reads a tree's structure."""
-
-
-def _unflattener(spec: pytree.TreeSpec) -> Callable[[list], Any]:
-    """`lambda leaves: <the tree>` for trees of tuples, lists and None (a computation's usual
-    result): several times faster than `pytree.tree_unflatten`, which any other tree uses."""
-
-    def source(node: Any) -> str:
-        if type(node) is _Slot:
-            return f"l[{int(node)}]"
-        if node is None:
-            return "None"
-        if type(node) is tuple:
-            return "(" + "".join(source(child) + ", " for child in node) + ")"
-        if type(node) is list:
-            return "[" + ", ".join(source(child) for child in node) + "]"
-        raise TypeError(type(node).__name__)
-
-    try:
-        return eval(f"lambda l: {source(pytree.tree_unflatten([_Slot(i) for i in range(spec.num_leaves)], spec))}")
-    except TypeError:
-        return lambda leaves: pytree.tree_unflatten(leaves, spec)
-
-
-# How many tensors (and storage objects) hold a storage's memory, given its `_cdata`: torch's own
-# count, as its CUDA-graph trees read it to know whether an output is still alive.
-_storage_use_count = torch._C._storage_Use_Count
-
-
-class _Graph:
-    """One captured graph instance with its static outputs (and static inputs for `static` positions)."""
-
-    def __init__(self, computation: Callable[..., Any], inputs: tuple, static: list[int], lend: int) -> None:
-        self.static = static
-        self.buffers = [inputs[i].clone() for i in static]
-        inputs = tuple(self.buffers[static.index(i)] if i in static else a for i, a in enumerate(inputs))
-        self.graph = torch.cuda.CUDAGraph()
-        with capturing(self.graph):
-            outputs = computation(*inputs)
-        self.leaves, spec = pytree.tree_flatten(outputs)
-        self.unflatten = _unflattener(spec)
-        del outputs
-        storages = {
-            a.untyped_storage().data_ptr()
-            for i, a in enumerate(inputs)
-            if isinstance(a, torch.Tensor) and i not in static  # a static buffer's memory is rewritten
-        }
-        self.lent_from = len(self.leaves) - lend
-        # the lent leaves in the graph's own memory: those a replay overwrites (see `Lent.keep`)
-        self.lent_owned = [
-            isinstance(leaf, torch.Tensor) and leaf.untyped_storage().data_ptr() not in storages
-            for leaf in self.leaves[self.lent_from :]
-        ]
-        # the output leaves in the graph's own memory: returned as aliases, see `held`
-        self.owned = [
-            i < self.lent_from and isinstance(leaf, torch.Tensor) and leaf.untyped_storage().data_ptr() not in storages
-            for i, leaf in enumerate(self.leaves)
-        ]
-        self.storages: list[torch.UntypedStorage] = []  # the owned leaves' storages, each once
-        self.leaf_storage: list[int] = []  # each leaf's position in `storages` (-1: not owned)
-        position: dict[int, int] = {}
-        for leaf, owned in zip(self.leaves, self.owned):
-            if not owned:
-                self.leaf_storage.append(-1)
-                continue
-            storage = leaf.untyped_storage()
-            if storage.data_ptr() not in position:
-                position[storage.data_ptr()] = len(self.storages)
-                self.storages.append(storage)
-            self.leaf_storage.append(position[storage.data_ptr()])
-        # NOTE: the graph keeps `storages` alive, so their StorageImpl addresses stay valid to count
-        self._cdata = [storage._cdata for storage in self.storages]
-        self.own_counts = list(map(_storage_use_count, self._cdata))  # what the graph itself holds
-        self.generation = 0
-        self.borrower: Callable[[], Lent | None] | None = None  # the last `Lent`, while alive
-
-    def held(self) -> set[int]:
-        """The output leaves whose memory a caller still holds (an alias returned by an earlier replay)."""
-        counts = list(map(_storage_use_count, self._cdata))
-        if counts == self.own_counts:  # the usual case, compared in C
-            return set()
-        busy = {j for j, (count, own) in enumerate(zip(counts, self.own_counts)) if count > own}
-        return {i for i, j in enumerate(self.leaf_storage) if j in busy}
-
-    def replay(self, inputs: tuple, cloned: set[int], stats: CudaGraphStats) -> tuple[Any, Lent | None]:
-        """Replays; the owned leaves come back as aliases, those in `cloned` as copies."""
-        if self.static:
-            for i, buffer in zip(self.static, self.buffers):
-                buffer.copy_(inputs[i])
-        lent = self.borrower() if self.borrower is not None else None
-        if lent is not None and lent.keep():
-            stats.lent_copies += 1
-        self.graph.replay()
-        self.generation += 1
-        if cloned:
-            leaves = [
-                (leaf.clone() if i in cloned else leaf.detach()) if owned else leaf
-                for i, (leaf, owned) in enumerate(zip(self.leaves, self.owned))
-            ]
-        else:
-            leaves = [leaf.detach() if owned else leaf for leaf, owned in zip(self.leaves, self.owned)]
-        lent = None
-        if self.lent_from < len(leaves):
-            lent = Lent(leaves[self.lent_from :], self)
-            self.borrower = weakref.ref(lent)
-        return self.unflatten(leaves), lent
 
 
 class GraphedComputation:
@@ -294,6 +140,15 @@ class GraphedComputation:
     entry's prologue does, see `frontend.trace(exact_strides=True)`), so the key leaves them out.
     `sizes`: the names of the number inputs that are symbolic tensor sizes (automatic dynamic), which
     the changing-numbers warning advises on apart.
+
+    `automatic` (what `jit` does on CUDA unless told `cuda_graphs=False`, see the module's
+    "Automatic"): a key is captured on its third call (`_AUTOMATIC_WARM_CALLS`), never with a
+    warning; a tensor input that moved while everything else stayed is copied into static buffers
+    from then on, unless the computation writes it (`written`: its positions), which stops graphs;
+    so do number inputs that change from call to call, and inputs to copy of more than
+    `_AUTOMATIC_COPIED_BYTES` in all. A `backward`'s inputs other than its cotangents are the
+    forward's saved values, which move once, when the forward's graph starts lending its own
+    buffers, and stay there: they are keyed by address, never copied.
     """
 
     def __init__(
@@ -304,16 +159,23 @@ class GraphedComputation:
         lend: int = 0,
         strides_guarded: bool = False,
         sizes: frozenset[str] = frozenset(),
+        automatic: bool = False,
+        written: frozenset[int] = frozenset(),
+        backward: bool = False,
     ) -> None:
         self.computation = computation
+        self.automatic = automatic
+        self.written = written
+        self.backward = backward
+        self.warm_calls = _AUTOMATIC_WARM_CALLS if automatic else 1  # calls with a key run before it is captured
         self.strides_guarded = strides_guarded
         self.sizes = sizes
-        self.max_graphs = max_graphs
+        self.max_graphs = min(max_graphs, _AUTOMATIC_MAX_GRAPHS) if automatic else max_graphs
         self.static_tail = static_tail
         self.lend = lend
         self.graphs: dict[tuple, list[_Graph]] = {}  # address key -> its instances, at most _INSTANCES
         self.cloned: set[int] = set()  # output leaves a caller kept past two calls: copied after each replay
-        self.warmed_up: set[tuple] = set()
+        self.warmed_up: dict[tuple, int] = {}  # key -> the calls it ran without a graph, up to `warm_calls`
         self.stats = CudaGraphStats()
         self._tensors: Callable[[tuple], tuple] | None = None  # gathers the tensor inputs (see `key`)
         self._keyed: Callable[[tuple], tuple] | None = None  # the tensor inputs keyed by address (not copied)
@@ -337,6 +199,9 @@ class GraphedComputation:
         """
         if self._tensors is None:
             tensors = [i for i, a in enumerate(inputs) if isinstance(a, torch.Tensor)]
+            if self.automatic and not tensors:
+                self.stats.reason = "no tensor input: nothing says the computation runs on CUDA"
+                return None
             for i in tensors:
                 if not inputs[i].is_cuda:
                     self.stats.reason = f"an input is on {inputs[i].device}: CUDA graphs replay CUDA work only"
@@ -362,32 +227,67 @@ class GraphedComputation:
     def __call__(self, *inputs: Any) -> Any:
         return self.call_lending(inputs)[0]
 
-    def _note_moves(self, last: tuple | None, key: tuple) -> None:
-        """Counts a new key that differs from the last new key only in the addresses of cotangents
-        (the `static_tail`); at `_MOVES` in a row, every tensor of the tail is copied into the graphs'
-        static buffers from then on, and the graphs keyed by their addresses are dropped."""
-        static_from = self._input_count - self.static_tail
-        moved = (
-            [p for p, a, b in zip(self._keyed_positions, last[0], key[0]) if a != b]
-            if last is not None and last[1:] == key[1:]
-            else []
-        )
-        self._moves = self._moves + 1 if moved and min(moved) >= static_from else 0
-        if self._moves < _MOVES:
-            return
-        self._copied = sorted({*self._copied, *(p for p in self._keyed_positions if p >= static_from)})
-        self._keyed_positions = [p for p in self._keyed_positions if p < static_from]
+    def _moved(self, last: tuple | None, key: tuple) -> list[int]:
+        """The positions of the keyed inputs whose addresses differ between two keys that are
+        otherwise the same ([] where anything else differs)."""
+        if last is None or last[1:] != key[1:]:
+            return []
+        return [p for p, a, b in zip(self._keyed_positions, last[0], key[0]) if a != b]
+
+    def _copy_from_now(self, positions: Sequence[int]) -> None:
+        """The inputs at `positions` are copied into the graphs' static buffers from now on, and the
+        graphs keyed by their addresses are dropped."""
+        self._copied = sorted({*self._copied, *positions})
+        self._keyed_positions = [p for p in self._keyed_positions if p not in positions]
         self._keyed = picker(self._keyed_positions)
         self.graphs.clear()
         self.warmed_up.clear()
         self._last_key, self._moves = None, 0
-        self.stats.copied_cotangents = len(self._copied)
 
-    def _note_numbers(self, key: tuple) -> None:
+    def _note_moves(self, last: tuple | None, key: tuple) -> None:
+        """Counts a new key that differs from the last new key only in the addresses of cotangents
+        (the `static_tail`); at `_MOVES` in a row, every tensor of the tail is copied into the graphs'
+        static buffers from then on."""
+        static_from = self._input_count - self.static_tail
+        moved = self._moved(last, key)
+        self._moves = self._moves + 1 if moved and min(moved) >= static_from else 0
+        if self._moves < _MOVES:
+            return
+        self._copy_from_now([p for p in self._keyed_positions if p >= static_from])
+        self.stats.copied_cotangents = sum(p >= static_from for p in self._copied)
+
+    def _note_automatic_moves(self, last: tuple | None, key: tuple, inputs: tuple) -> None:
+        """Automatic graphs: the inputs (other than a backward's cotangents, see `_note_moves`) that
+        moved while everything else stayed are copied from now on; a written one stops graphs (a
+        replay would write the static copy, not the caller's tensor), as do more than
+        `_AUTOMATIC_COPIED_BYTES` to copy."""
+        static_from = self._input_count - self.static_tail
+        moved = [p for p in self._moved(last, key) if p < static_from]
+        if not moved:
+            return
+        names = input_names(self.computation, self._input_count)
+        written = [names[p] for p in moved if p in self.written]
+        if written:
+            self.stats.reason = f"the computation writes {', '.join(written)}, which moved between calls"
+            return
+        copied = sum(inputs[p].nbytes for p in {*self._copied, *moved})
+        if copied > _AUTOMATIC_COPIED_BYTES:
+            self.stats.reason = (
+                f"inputs that move between calls ({', '.join(names[p] for p in moved)}) would need "
+                f"{copied / 2**20:.0f} MiB copied per call"
+            )
+            return
+        self._copy_from_now(moved)
+        self.stats.copied_inputs = sum(p < static_from for p in self._copied)
+
+    def _note_numbers(self, key: tuple, inputs: tuple) -> None:
         """Counts a new key that differs from the last new key only in number inputs; at
-        `_NUMBER_CHANGES` in a row, warns once, naming them (a graph bakes numbers in). Called
-        only for keys without a graph, so replays pay nothing."""
+        `_NUMBER_CHANGES` in a row, warns once, naming them (a graph bakes numbers in), or with
+        `automatic` stops graphs. Notes moved inputs first. Called only for keys without a graph,
+        so replays pay nothing."""
         last, self._last_key = self._last_key, key
+        if self.automatic and not self.backward:
+            self._note_automatic_moves(last, key, inputs)
         if self.static_tail:
             self._note_moves(last, key)
         changed = changed_numbers(last, key)
@@ -397,18 +297,26 @@ class GraphedComputation:
         names = input_names(self.computation, self._input_count)
         changing = [names[self._other_positions[i]] for i in changed]
         self.stats.changing = ", ".join(changing)
-        warnings.warn(changing_numbers_message(changing, self.sizes), CudaGraphWarning, stacklevel=4)
+        if self.automatic:  # NOTE: no graph would ever replay; the key's cost is saved from now on
+            self.stats.reason = f"number inputs change from call to call: {self.stats.changing}"
+        else:
+            warnings.warn(changing_numbers_message(changing, self.sizes), CudaGraphWarning, stacklevel=4)
 
     def call_lending(self, inputs: tuple) -> tuple[Any, Lent | None]:
         """(the result, the `Lent` holding its last `lend` output leaves when a graph ran, else None:
         then the result holds them as ordinary tensors). `inputs` is a tuple, not unpacked again: an
         optimizer step passes hundreds."""
-        graph = None if self.stats.reason is not None else self._graph(inputs)
+        if self.stats.reason is not None or (self.automatic and _capturing()):
+            graph = None  # NOTE: inside a caller's own capture, automatic graphs keep out of its way
+        else:
+            graph = self._graph(inputs)
         if graph is None:
             self.stats.ungraphed_calls += 1
             return self.computation(*inputs), None
         self.stats.replays += 1
-        return graph.replay(inputs, self.cloned, self.stats)
+        result, lent, kept = graph.replay(inputs, self.cloned)
+        self.stats.lent_copies += kept
+        return result, lent
 
     def _graph(self, inputs: tuple) -> _Graph | None:
         """A graph instance for these inputs that no caller's outputs hold, captured when needed."""
@@ -417,12 +325,13 @@ class GraphedComputation:
             return None
         instances = self.graphs.get(key)
         if instances is None:
-            self._note_numbers(key)
-            if len(self.graphs) >= self.max_graphs:
+            self._note_numbers(key, inputs)
+            if len(self.graphs) >= self.max_graphs or self.stats.reason is not None:
                 return None
-            if key not in self.warmed_up:
-                if len(self.warmed_up) < _MAX_WARMED_UP_KEYS:
-                    self.warmed_up.add(key)
+            calls = self.warmed_up.get(key, 0)
+            if calls < self.warm_calls:
+                if calls or len(self.warmed_up) < _MAX_WARMED_UP_KEYS:
+                    self.warmed_up[key] = calls + 1
                 return None
             instances = []
         held = []
@@ -440,7 +349,8 @@ class GraphedComputation:
         except Exception as error:  # NOTE: whatever fails capture (sync, CPU work) means "no graph here"
             first_line = (str(error).strip().splitlines() or [""])[0]
             self.stats.reason = f"capture failed: {type(error).__name__}: {first_line}"
-            warnings.warn(f"CUDA graph {self.stats.reason}; running without graphs", CudaGraphWarning, stacklevel=3)
+            if not self.automatic:
+                warnings.warn(f"CUDA graph {self.stats.reason}; running without graphs", CudaGraphWarning, stacklevel=3)
             return None
         self.graphs[key] = [*instances, graph]
         self.stats.captures += 1

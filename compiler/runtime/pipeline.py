@@ -47,6 +47,7 @@ from compiler.runtime.grad_mode import (
 from compiler.runtime.guard_source import compile_prologue
 from compiler.tracing import frontend
 from compiler.tracing.check_writebacks import check_writebacks
+from compiler.tracing.frontend import leaves
 from compiler.tracing.numbers import Numbers
 
 
@@ -55,14 +56,15 @@ class Options:
     """What `jit` was asked for. `numbers` is how the frontend traces number arguments;
     `check_writebacks` validates the final trace's write-backs; `automatic_dynamic` makes rejected
     numbers (under `Numbers.CONSTANT`) and tensor sizes symbolic on recompilation;
-    `cuda_graphs` replays each entry's computation as CUDA graphs (runtime/cuda_graphs.py)."""
+    `cuda_graphs` replays each entry's computation as CUDA graphs (runtime/cuda_graphs.py): True
+    always, None where CUDA is available and calls repeat (automatic), False never."""
 
     numbers: Numbers
     executors: tuple[Any, ...]
     fusion: FusionOptions = field(default_factory=FusionOptions)
     check_writebacks: bool = True
     automatic_dynamic: bool = True
-    cuda_graphs: bool = False
+    cuda_graphs: bool | None = None
     dynamic: frozenset[str] = frozenset()
 
 
@@ -130,7 +132,7 @@ def compile_entry(
     enabled = torch.is_grad_enabled()
     try:
         traced = frontend.trace_call(
-            fn, args, kwargs, numbers=options.numbers, dynamic=dynamic, exact_strides=options.cuda_graphs
+            fn, args, kwargs, numbers=options.numbers, dynamic=dynamic, exact_strides=options.cuda_graphs is True
         )
     finally:
         torch.set_grad_enabled(enabled)
@@ -166,11 +168,7 @@ def _compile_plain(options: Options, prologue: Trace, traces: list[Trace], witho
         computation = _without_grad(computation)
     return CacheEntry(
         prologue=compile_prologue(prologue),
-        computation=(
-            GraphedComputation(computation, strides_guarded=True, sizes=_sizes(prologue))
-            if options.cuda_graphs
-            else computation
-        ),
+        computation=graphed(options, computation, written=written_inputs(traces), sizes=_sizes(prologue)),
         prologue_trace=prologue,
         traces=traces,
         compile_seconds=0.0,
@@ -221,11 +219,7 @@ def _compile_autograd(
 
     runner = CompiledAutograd(
         getattr(fn, "__qualname__", repr(fn)),
-        (
-            GraphedComputation(forward, lend=len(saved), strides_guarded=True, sizes=_sizes(prologue))
-            if options.cuda_graphs
-            else forward
-        ),
+        graphed(options, forward, lend=len(saved), written=written_inputs(traces), sizes=_sizes(prologue)),
         lambda present: _compile_backward(options, full, split, full_backward, present),
         output_tree,
         forward_outputs,
@@ -276,7 +270,7 @@ def _compile_backward(
     compiled, and its traces after its construction and after each pass."""
     traces = full_backward.traces() if all(present) else _partial_backward(options, full, split, present)
     backward = compile_trace(traces[-1], options.executors)
-    return (GraphedComputation(backward, static_tail=sum(present)) if options.cuda_graphs else backward), traces
+    return graphed(options, backward, backward=True, static_tail=sum(present)), traces
 
 
 def _partial_backward(options: Options, full: Joint, split: Split, present: tuple[bool, ...]) -> list[Trace]:
@@ -293,6 +287,26 @@ def _partial_backward(options: Options, full: Joint, split: Split, present: tupl
     traces = [replace(first, provenance=f"backward_from_saved (took {(time.perf_counter() - start) * 1e3:.2f} ms)")]
     with compiling_backward():
         return run_passes(backward_passes(options), traces)
+
+
+def graphed(options: Options, computation: Callable[..., Any], backward: bool = False, **kwargs: Any) -> Callable:
+    """`computation` replayed as CUDA graphs where `options.cuda_graphs` asks for them (True) or
+    leaves it to the compiler (None) on a machine with CUDA (automatic graphs, see
+    runtime/cuda_graphs.py), else `computation` itself. A forward's guards fix its strides where
+    graphs were asked for (`frontend.trace(exact_strides=True)`); a backward's inputs are not guarded."""
+    if options.cuda_graphs is False or (options.cuda_graphs is None and not torch.cuda.is_available()):
+        return computation
+    automatic = options.cuda_graphs is None
+    return GraphedComputation(
+        computation, strides_guarded=not (automatic or backward), automatic=automatic, backward=backward, **kwargs
+    )
+
+
+def written_inputs(traces: Sequence[Trace]) -> frozenset[int]:
+    """The positions, among the last trace's inputs, of the inputs that any of `traces` writes back
+    (`prims.copy_to`; update_in_place makes some of them updates in place in the last trace)."""
+    names = {bsym.args[1].name for trace in traces for bsym in leaves(trace.bsyms) if bsym.sym is Prim.COPY_TO}
+    return frozenset(i for i, p in enumerate(traces[-1].inputs) if p.name in names)
 
 
 def _sizes(prologue: Trace) -> frozenset[str]:
@@ -337,7 +351,7 @@ def make_options(
     fusion: FusionOptions | dict | None = None,
     fallback: bool | None = None,
     automatic_dynamic: bool = True,
-    cuda_graphs: bool = False,
+    cuda_graphs: bool | None = None,
     dynamic: Sequence[str] = (),
 ) -> Options:
     """Validated options, `numbers` resolved to a `Numbers`."""
@@ -345,11 +359,13 @@ def make_options(
     for name, value, expected in (
         ("fallback", fallback, (bool, type(None))),
         ("automatic_dynamic", automatic_dynamic, bool),
-        ("cuda_graphs", cuda_graphs, bool),
+        ("cuda_graphs", cuda_graphs, (bool, type(None))),
     ):
         check(
             isinstance(value, expected),
-            lambda n=name, v=value: f"jit({n}={v!r}): expected True or False" + (" or None" if n == "fallback" else ""),
+            lambda n=name, v=value, e=expected: (
+                f"jit({n}={v!r}): expected True or False" + (" or None" if e is not bool else "")
+            ),
             TypeError,
         )
     pattern = frontend.DYNAMIC_NAME
@@ -362,7 +378,7 @@ def make_options(
         ),
         TypeError,
     )
-    graphs_unavailable = cuda_graphs_unavailable() if cuda_graphs else None
+    graphs_unavailable = cuda_graphs_unavailable() if cuda_graphs is True else None
     check(graphs_unavailable is None, lambda: f"jit(cuda_graphs=True): {graphs_unavailable}", ValueError)
     fusion_options = FusionOptions.from_any(fusion)
     resolved = executors_module.resolve(executors, fusion=fusion_options, fallback=fallback)

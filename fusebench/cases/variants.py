@@ -6,22 +6,24 @@ Standard variants apply to every case:
   dynamic=True; otherwise with torch's default (dynamic=None: static first, dynamic after a
   shape or scalar changes).
 - `torch.compile(reduce-overhead)`: the same with mode="reduce-overhead" (CUDA graphs; CUDA only).
-- `fusebench`: our compiler with the default executors of the device measured on (nvFuser on CUDA,
-  Inductor on CPU: `compiler.executors.default_executor_names`); `fusebench-torch`: our compiler
+- `fusebench`: our compiler as `compiler.jit` comes: the default executors of the device measured on
+  (nvFuser on CUDA, Inductor on CPU: `compiler.executors.default_executor_names`) and, on CUDA, its
+  automatic CUDA graphs (a computation called again laid out as before is replayed as a graph);
+  `fusebench-ungraphed`: the same without CUDA graphs (CUDA only: what the graphs buy); `fusebench-torch`: our compiler
   with the torch executor only; `fusebench-inductor`: our compiler with its regions compiled by
   Inductor (["inductor", "sdpa", "torch"]): the same trace and regions as `fusebench`, so on CUDA
   nvFuser and Inductor are compared on one program (skipped where `fusebench` runs Inductor
-  already: on CPU by default); `fusebench-cudagraphs`: default executors,
-  each cache entry replayed as CUDA graphs (CUDA only). The case option `cache` ("constant" by
-  default; the name ASV's history knows) is `compiler.jit(numbers=...)`, how number arguments are
-  traced;
+  already: on CPU by default); `fusebench-cudagraphs`: default executors, each cache entry
+  replayed as CUDA graphs from its second call (`cuda_graphs=True`; CUDA only). The case option
+  `cache` ("constant" by default; the name ASV's history knows) is `compiler.jit(numbers=...)`,
+  how number arguments are traced;
   `fusion` (FusionOptions fields) and `executors` (for `fusebench` only) are passed to `compiler.jit`.
 - `fusebench-dynamo`: `torch.compile(fn, backend="fusebench")`: dynamo captures the graphs, our
   compiler (default executors) compiles each.
 - `thunder`: lightning-thunder, when it is importable ("constant values" / "symbolic values").
 A default `fusebench run` measures the variants with `default=True`: eager, torch.compile, fusebench
 and thunder, the peers a developer compares on every change, plus every variant a case adds. The
-others (fusebench-torch, fusebench-inductor, fusebench-cudagraphs, fusebench-dynamo,
+others (fusebench-torch, fusebench-inductor, fusebench-cudagraphs, fusebench-ungraphed, fusebench-dynamo,
 torch.compile(reduce-overhead)) answer narrower questions (which executor, which capture path,
 what CUDA graphs buy) and run with `--all`, when named with `--variant`, or where a case lists
 them in `Case.headline_variants` (launch-bound cases, where CUDA graphs are the strongest peer).
@@ -299,6 +301,14 @@ FUSEBENCH_CUDAGRAPHS = Variant(
     default=False,
 )
 
+FUSEBENCH_UNGRAPHED = Variant(
+    "fusebench-ungraphed",
+    fusebench_prepare(None, cuda_graphs=False),
+    _cuda_only(lambda device: None),
+    "our compiler, default executors, without its automatic CUDA graphs",
+    default=False,
+)
+
 
 def _prepare_fusebench_dynamo(target: Target) -> Compiled:
     from torch._dynamo.utils import counters
@@ -370,6 +380,7 @@ STANDARD_VARIANTS: tuple[Variant, ...] = (
     FUSEBENCH_TORCH,
     FUSEBENCH_INDUCTOR,
     FUSEBENCH_CUDAGRAPHS,
+    FUSEBENCH_UNGRAPHED,
     FUSEBENCH_DYNAMO,
     THUNDER,
 )

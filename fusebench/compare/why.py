@@ -5,7 +5,8 @@ Inputs are two record folders' files (`fusebench.history.artifacts.read_artifact
 changed and can explain a time: the prims the trace gained or lost ("+2 mul per add": counted
 in the trace's lines and in its fusions' ops), kernels per call (and which fusion nvFuser split into which
 segments), the fusions (which fusion split, merged, appeared or went, matched by their ops),
-recompilations, compile time, bytes saved for backward; when none of these changed, whether the
+recompilations, CUDA graphs replayed on one side only (and why not on the other), compile time,
+bytes saved for backward; when none of these changed, whether the
 trace and the fusion definitions are the same ("trace unchanged: same kernels, slower" points at
 the runtime, the machine or nvFuser itself rather than at our passes). The unified diffs of the
 trace and of each fusion definition come with it. A training step's backward program (recorded
@@ -82,6 +83,9 @@ def explain(files_a: dict[str, str], files_b: dict[str, str], verdict: str = "")
     if None not in recompilations and recompilations[0] != recompilations[1]:
         changes["recompilations"] = list(recompilations)
         parts.append(f"recompilations {recompilations[0]}→{recompilations[1]}")
+    if graphs := graphs_change(record_a.get("cuda_graphs"), record_b.get("cuda_graphs")):
+        changes["cuda_graphs"] = [record_a["cuda_graphs"], record_b["cuda_graphs"]]
+        parts.append(graphs)
     compile_a, compile_b = measured_a.get("compile_seconds"), measured_b.get("compile_seconds")
     if _compile_changed(compile_a, compile_b):
         changes["compile_seconds"] = [compile_a, compile_b]
@@ -101,6 +105,21 @@ def explain(files_a: dict[str, str], files_b: dict[str, str], verdict: str = "")
         parts.append(_unchanged(diffs, verdict))
     changes["changed_files"] = sorted(diffs)
     return Explanation("; ".join(parts), changes, diffs)
+
+
+_REPLAYS = re.compile(r"\b(\d+) replays\b")
+
+
+def graphs_change(listing_a: list[str] | None, listing_b: list[str] | None) -> str:
+    """Whether CUDA graphs replayed on one side and not on the other ('' when the same, or when a
+    side has no listing), with the listing of the side that did not: it says why."""
+    if listing_a is None or listing_b is None:
+        return ""
+    replayed = [any(int(n) for line in listing for n in _REPLAYS.findall(line)) for listing in (listing_a, listing_b)]
+    if replayed[0] == replayed[1]:
+        return ""
+    word = {True: "replayed", False: "not replayed"}
+    return f"CUDA graphs {word[replayed[0]]}→{word[replayed[1]]} ({'; '.join(listing_b if replayed[0] else listing_a)})"
 
 
 _PRIM_CALL = re.compile(r"\bprims\.(\w+)\(")

@@ -13,9 +13,11 @@
   the same for the backward a training step ran (the one compiled for the outputs' cotangents
   that were present: `compiler.last_backward_traces(program, ran=True)`);
 - `recompilations.txt`, `saved_for_backward.txt`: when this compiler's `examine` has them;
+- `cuda_graphs.txt`: each cache entry's CUDA graphs (captures, replays, or why it runs without),
+  where the program may graph (on CUDA, unless jitted with `cuda_graphs=False`);
 - `record.json.txt`: the same facts as data (fusion names, op counts, ops, kernels and schedulers
   per fusion, of the forward under "fusions" and of the backward under "backward_fusions",
-  recompilations, bytes saved for backward). NOTE: not `.json`: ASV reads every `*.json` file
+  recompilations, bytes saved for backward, CUDA graphs). NOTE: not `.json`: ASV reads every `*.json` file
   under its results folder as a result file.
 A part the compiler cannot produce is left out with its error in `errors.txt`; recording never
 raises, so it never costs a measurement.
@@ -64,6 +66,8 @@ def record(program: Any, segments: bool = False) -> dict[str, str]:
     saved = getattr(examine, "saved_for_backward", None)
     if saved is not None:
         attempt("saved for backward", lambda: _saved(files, data, saved(program)))
+    if getattr(examine, "cuda_graphs", None) is not None:
+        attempt("cuda graphs", lambda: _graphs(files, data, examine.cuda_graphs, program))
     if errors:
         files["errors.txt"] = "\n".join(errors) + "\n"
     files[RECORD_FILE] = json.dumps(data, indent=1, sort_keys=True) + "\n"
@@ -125,6 +129,17 @@ def _op(line: str) -> str:
 def _listing(files: dict[str, str], data: dict[str, Any], name: str, listing: Any) -> None:
     files[f"{name}.txt"] = str(listing) + "\n"
     data[name] = [str(item) for item in listing]
+
+
+def _graphs(files: dict[str, str], data: dict[str, Any], cuda_graphs: Any, program: Any) -> None:
+    """`cuda_graphs.txt`: each entry's CUDA graphs (captures, replays, why none), where the program
+    may graph at all (not jitted with cuda_graphs=False, and CUDA available)."""
+    try:
+        listing = cuda_graphs(program)
+    except ValueError:  # NOTE: jitted with cuda_graphs=False: nothing to say
+        return
+    if not all(str(line).endswith("not graphed (CUDA is unavailable)") for line in listing):
+        _listing(files, data, "cuda_graphs", listing)
 
 
 def _saved(files: dict[str, str], data: dict[str, Any], listing: Any) -> None:

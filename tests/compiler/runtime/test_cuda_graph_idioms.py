@@ -11,7 +11,8 @@ import pytest
 import torch
 
 import compiler
-from compiler.runtime.cuda_graphs import CudaGraphWarning, capturing
+from compiler.runtime.cuda_graphs import CudaGraphWarning
+from compiler.runtime.graph_capture import capturing
 
 STEPS = 12
 

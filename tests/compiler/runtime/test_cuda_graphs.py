@@ -15,13 +15,12 @@ from compiler.prims import Prim
 from compiler.runtime.cuda_graphs import (
     CudaGraphWarning,
     GraphedComputation,
-    Lent,
-    _unflattener,
     changed_numbers,
     changing_numbers_message,
     input_names,
     unavailable_reason,
 )
+from compiler.runtime.graph_capture import Lent, _unflattener
 
 
 def update(p: torch.Tensor, m: torch.Tensor, g: torch.Tensor, lr: float):
@@ -320,7 +319,7 @@ def _keyed_by_address(static_tail: int) -> GraphedComputation:
 def test_cotangents_at_a_new_address_every_call_are_copied_from_then_on() -> None:
     graphed = _keyed_by_address(static_tail=1)
     for cotangent_address in (100, 200, 300, 400):  # the saved value stays, the cotangent moves
-        graphed._note_numbers(((7, cotangent_address), None))
+        graphed._note_numbers(((7, cotangent_address), None), ())
     assert graphed._copied == [1] and graphed._keyed_positions == [0] and graphed.stats.copied_cotangents == 1
     assert graphed._keyed((5, 6)) == (5,) and "cotangents copied before each replay" in str(graphed.stats)
 
@@ -328,9 +327,9 @@ def test_cotangents_at_a_new_address_every_call_are_copied_from_then_on() -> Non
 def test_cotangent_moves_interrupted_by_other_changes_keep_the_cotangent_keyed() -> None:
     graphed = _keyed_by_address(static_tail=1)
     for saved_address, cotangent_address in ((7, 100), (7, 200), (8, 300), (8, 400), (9, 400)):
-        graphed._note_numbers(((saved_address, cotangent_address), None))
+        graphed._note_numbers(((saved_address, cotangent_address), None), ())
     assert graphed._copied == [] and graphed._keyed_positions == [0, 1] and graphed.stats.copied_cotangents == 0
     forward = _keyed_by_address(static_tail=0)  # a forward: nothing of it is a cotangent
     for address in (100, 200, 300, 400):
-        forward._note_numbers(((7, address), None))
+        forward._note_numbers(((7, address), None), ())
     assert forward._copied == [] and forward._keyed_positions == [0, 1]

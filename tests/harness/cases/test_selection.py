@@ -133,7 +133,7 @@ def test_a_default_run_measures_each_cases_headline_with_the_default_variants() 
 def test_all_measures_every_combination_and_variant() -> None:
     groups = [g for g in _user_patterns("--all") if g.case.name == "softmax__as_written"]
     assert [g.params["tokens"] for g in groups] == [2048, 4096, 8192, 16384]
-    assert all(len(g.variants) == 9 for g in groups)
+    assert all(len(g.variants) == 10 for g in groups)
 
 
 def test_k_selects_among_every_combination_and_variant_among_every_variant() -> None:

@@ -67,7 +67,7 @@ def test_list_shows_the_default_set_and_marks_the_rest_with_all(suites: Path, ca
     out = capsys.readouterr().out
     assert out.splitlines()[0] == (
         "1 parameter combinations, 4 measurements on cpu (quick sizes); "
-        "each case's headline (--all: 2 more combinations, 23 more measurements)"
+        "each case's headline (--all: 2 more combinations, 26 more measurements)"
     )
     assert "n=8" not in out
     assert "with --all or --variant also: torch.compile(reduce-overhead), fusebench-torch, fusebench-inductor" in out

@@ -229,3 +229,22 @@ def test_a_changed_definition_is_named_and_the_traces_provenance_line_is_not_a_c
     assert (
         explain(a, _forward_files("# Constructed by fuse\n" + trace, fixed)).reason == "trace unchanged: same kernels"
     )
+
+
+def _graphed_files(listing: list[str]) -> dict:
+    record = {"fusions": {}, "measurement": {"fusions_per_call": 0, "kernels_per_call": 3}, "cuda_graphs": listing}
+    return {"record.json.txt": json.dumps(record)}
+
+
+def test_graphs_that_stopped_replaying_are_named_with_the_reason() -> None:
+    replayed = ["entry 0: forward: 1 captures, 18 replays, 2 calls without a graph; backward: 1 captures, 17 replays"]
+    failed = ["entry 0: forward: 0 captures, 0 replays, 20 calls without a graph (capture failed: RuntimeError: sync)"]
+    explanation = explain(_graphed_files(replayed), _graphed_files(failed), "slower")
+    assert explanation is not None
+    assert explanation.reason == f"CUDA graphs replayed→not replayed ({failed[0]})", explanation.reason
+    assert explanation.changes["cuda_graphs"] == [replayed, failed]
+    assert explain(_graphed_files(failed), _graphed_files(replayed)).reason.startswith(
+        "CUDA graphs not replayed→replayed"
+    )
+    same = explain(_graphed_files(replayed), _graphed_files([replayed[0].replace("18", "30")]))
+    assert "CUDA graphs" not in same.reason
