@@ -49,10 +49,11 @@ made every decoding step) is copied into the graphs' static buffers from then on
 explicit `cuda_graphs=True` would capture each address; a written input that moves stops graphs
 (a replay would write the copy), as do number inputs that change from call to call (no graph
 would ever replay) and inputs to copy of more than 256 MiB in all; a computation without tensor
-inputs is not graphed, nor one that returns a CPU tensor (computed by the capture alone), nor a
-call made while the caller captures a graph of its own; at most four address keys are captured,
-each instance holding its own memory. Its forward's guards leave
-strides to the key, as a backward's do, so automatic graphs never add a recompilation.
+inputs is not graphed, nor one that returns a CPU tensor (computed by the capture alone) or a
+view of an input it copies (eager's result views the caller's tensor), nor a call made while the
+caller captures a graph of its own; at most four address keys are captured, each instance
+holding its own memory. Its forward's guards leave strides to the key, as a backward's do, so
+automatic graphs never add a recompilation.
 """
 
 from __future__ import annotations
@@ -345,7 +346,9 @@ class GraphedComputation:
             self.stats.held_captures += 1
             self.stats.cloned_outputs = len(self.cloned)
         try:
-            graph = _Graph(self.computation, inputs, self._copied, self.lend)
+            static_from = self._input_count - self.static_tail
+            unviewed = [p for p in self._copied if p < static_from]  # copied because they moved
+            graph = _Graph(self.computation, inputs, self._copied, self.lend, unviewed)
         except Exception as error:  # NOTE: whatever fails capture (sync, CPU work) means "no graph here"
             first_line = (str(error).strip().splitlines() or [""])[0]
             self.stats.reason = f"capture failed: {type(error).__name__}: {first_line}"

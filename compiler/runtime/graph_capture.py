@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -108,9 +108,14 @@ _storage_use_count = torch._C._storage_Use_Count
 
 
 class _Graph:
-    """One captured graph instance with its static outputs (and static inputs for `static` positions)."""
+    """One captured graph instance with its static outputs (and static inputs for `static` positions).
+    No output other than the lent ones may view the static input at a position in `unviewed` (a
+    copied input that eager's output would view: the caller's tensor, not the graph's copy); the
+    capture raises RuntimeError where one does."""
 
-    def __init__(self, computation: Callable[..., Any], inputs: tuple, static: list[int], lend: int) -> None:
+    def __init__(
+        self, computation: Callable[..., Any], inputs: tuple, static: list[int], lend: int, unviewed: Sequence[int] = ()
+    ) -> None:
         self.static = static
         self.buffers = [inputs[i].clone() for i in static]
         inputs = tuple(self.buffers[static.index(i)] if i in static else a for i, a in enumerate(inputs))
@@ -121,6 +126,10 @@ class _Graph:
         for leaf in self.leaves:
             if isinstance(leaf, torch.Tensor) and not leaf.is_cuda:  # computed by the capture alone
                 raise RuntimeError(f"the computation returns a tensor on {leaf.device}: a replay does not compute it")
+        copies = {self.buffers[static.index(i)].untyped_storage().data_ptr() for i in unviewed}
+        for leaf in self.leaves[: len(self.leaves) - lend]:
+            if isinstance(leaf, torch.Tensor) and leaf.untyped_storage().data_ptr() in copies:
+                raise RuntimeError("an output views an input that moves between calls, which a graph reads as a copy")
         self.unflatten = _unflattener(spec)
         del outputs
         storages = {

@@ -219,3 +219,19 @@ def test_a_callers_own_capture_records_the_computation_not_a_replay() -> None:
         graph.replay()
         torch.testing.assert_close(y, _scale_shift(x))
     assert jfn.entries[0].computation.stats.replays >= 1, _stats(jfn)
+
+
+def _first_row(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return x[0], x.sum(0)
+
+
+@pytest.mark.gpu
+def test_an_output_viewing_an_input_at_a_new_address_every_call_views_the_callers_tensor() -> None:
+    jfn = compiler.jit(_first_row)
+    for _ in range(STEPS):
+        x = torch.randn(8, 16, device="cuda")
+        row, total = jfn(x)
+        torch.testing.assert_close(total, x.sum(0))
+        assert row.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()  # as eager's view
+        x.add_(1.0)
+        torch.testing.assert_close(row, x[0])
