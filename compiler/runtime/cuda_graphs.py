@@ -37,8 +37,9 @@ overwrite buffers still lent to an earlier forward clones them for it first, so 
 before their backwards stay right. A backward run again (retain_graph=True) after another replay
 raises, naming the limit, rather than read overwritten values.
 
-A computation that cannot be captured (a CPU tensor, a host synchronisation, an op that is not
-capturable) runs without graphs from then on; `reason` says why and one `CudaGraphWarning` is
+A computation that cannot be captured (a CPU tensor, inputs on several devices, a host
+synchronisation, an op that is not capturable) runs without graphs from then on; a capture runs
+on its inputs' device, whichever device is current; `reason` says why and one `CudaGraphWarning` is
 issued when capture itself failed.
 
 Automatic: `jit`'s default (`cuda_graphs=None`) on a machine with CUDA graphs every computation
@@ -207,6 +208,10 @@ class GraphedComputation:
                 if not inputs[i].is_cuda:
                     self.stats.reason = f"an input is on {inputs[i].device}: CUDA graphs replay CUDA work only"
                     return None
+            devices = sorted({str(inputs[i].device) for i in tensors})
+            if len(devices) > 1:
+                self.stats.reason = f"inputs on {', '.join(devices)}: a graph records one device's work"
+                return None
             static_from = len(inputs) - self.static_tail
             self._copied = [
                 i

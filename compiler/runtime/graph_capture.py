@@ -120,7 +120,10 @@ class _Graph:
         self.buffers = [inputs[i].clone() for i in static]
         inputs = tuple(self.buffers[static.index(i)] if i in static else a for i, a in enumerate(inputs))
         self.graph = torch.cuda.CUDAGraph()
-        with capturing(self.graph):
+        # NOTE: on the inputs' device, whichever is current: a capture records the work of its own
+        # device's stream only, and the inputs' kernels would run there, unrecorded
+        device = next((a.device for a in inputs if isinstance(a, torch.Tensor) and a.is_cuda), None)
+        with contextlib.nullcontext() if device is None else torch.cuda.device(device), capturing(self.graph):
             outputs = computation(*inputs)
         self.leaves, spec = pytree.tree_flatten(outputs)
         for leaf in self.leaves:

@@ -235,3 +235,20 @@ def test_an_output_viewing_an_input_at_a_new_address_every_call_views_the_caller
         assert row.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()  # as eager's view
         x.add_(1.0)
         torch.testing.assert_close(row, x[0])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_inputs_on_another_device_than_the_current_one_are_captured_on_theirs() -> None:
+    jfn = compiler.jit(_scale_shift)
+    x = torch.randn(4096, device="cuda:1")
+    with torch.cuda.device(0):
+        for value in range(STEPS):
+            x.fill_(float(value) - 4.0)
+            torch.testing.assert_close(jfn(x), _scale_shift(x))
+    stats = jfn.entries[0].computation.stats
+    assert stats.reason is None and stats.replays >= STEPS - 3, _stats(jfn)
+    both = compiler.jit(lambda a, b: (a * 2, b * 2))
+    for _ in range(4):
+        both(x, torch.ones(4096, device="cuda:0"))
+    assert "inputs on cuda:0, cuda:1: a graph records one device's work" in _stats(both)
