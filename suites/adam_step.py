@@ -102,7 +102,7 @@ def _optimizer_variant(name: str, **flags: bool) -> Variant:
         def run(*args: Any) -> None:
             optimizer.step()
 
-        return Compiled(run)
+        return Compiled(run, keeps_state=True)  # NOTE: its state's step count goes on from call to call
 
     settings = ", ".join(f"{key}={value}" for key, value in flags.items())
     return Variant(name, prepare, description=f"torch.optim.Adam({settings})", reusable=True)

@@ -88,6 +88,9 @@ class Compiled:
     fallbacks: pieces of the program that ran eagerly because our compiler could not compile them,
         and fusion regions that ran with torch because their fusion compiler failed on them
         (`compiler.examine.fallbacks`), since `prepare` (None: not known for this variant).
+    keeps_state: `fn` keeps state between calls that restoring the case's arguments does not reset
+        (a `torch.optim` optimizer's step count), so only its first call is checked against the
+        reference, not a steady one after timing (`fusebench.measure.measure`).
     """
 
     fn: Callable[..., Any]
@@ -96,6 +99,7 @@ class Compiled:
     backward_fusions: Callable[[], int | None] = _unknown
     program: Any = None
     fallbacks: Callable[[], int | None] = _unknown
+    keeps_state: bool = False
 
 
 def _available(device: torch.device) -> str | None:

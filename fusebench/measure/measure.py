@@ -11,7 +11,9 @@ reference once. For each variant, `measure_variant`:
    (inputs restored and the L2 cache flushed before each, outside the timed region) until the
    time budget is spent and at least `min_repeats` were taken, or, with `Settings.precision`,
    sooner once the median is known to that fraction (`fusebench.measure.precision`): median,
-   IQR, min, count;
+   IQR, min, count; then one more call, inputs restored, is checked as the first was (what was
+   timed is a steady call: a replayed CUDA graph, a cache hit, reused buffers), and a
+   disagreement makes the outcome `failed` after all (not for a variant that `keeps_state`);
    a `cold` case instead prepares the variant afresh for every sample;
 3. compile time = first call - steady-state time (for cold cases: first call - a warm call);
    recompilations = compilations after the first call of the compiled function; kernels per call
@@ -297,6 +299,16 @@ def _measure(
             stats = summarize(_warm_samples(prepared, compiled, before_each, settings, clock, timer, phases))
             with phases.phase("counters"):
                 counted = counters()
+            problem = None
+            if not compiled.keeps_state:
+                with phases.phase("check"):
+                    before_each()
+                    problem = check_result(prepared, case.run(compiled.fn, args))
+            if problem is not None:  # NOTE: a steady call is what was timed: a cache, a replay, a reused buffer
+                with phases.phase("record"):
+                    artifacts = _record(compiled, settings)
+                detail = f"the first call agreed with the reference, a call after {stats.repeats} timed ones did not: "
+                return finish("failed", detail + problem[0], extra={"max_abs_error": problem[1]}, artifacts=artifacts)
             steady_s = stats.median
         compile_seconds = max(first_s - steady_s, 0.0)
         stop_memory_watch()

@@ -29,6 +29,26 @@ def test_a_wrong_variant_is_a_failure_with_its_max_error_and_no_time() -> None:
     assert all(value is None for value in outcome.metric_values().values())
 
 
+def test_a_variant_right_on_its_first_call_and_wrong_after_it_fails_after_timing() -> None:
+    def make(target):
+        calls: list[int] = []
+
+        def run(x):  # a stale cache, a graph replaying on other memory: right once, then wrong
+            calls.append(1)
+            return x * 2 if len(calls) == 1 else x * 2 + 0.5
+
+        return run
+
+    outcome = measure(tiny_case(), variant_from("stale", make))
+    assert outcome.status == "failed"
+    assert outcome.detail.startswith("the first call agreed with the reference, a call after ")
+    assert "timed ones did not: output" in outcome.detail and outcome.extra["max_abs_error"] == 0.5
+    assert outcome.timing is None
+    # a variant that says it keeps state between calls (an optimizer's step count) is checked once
+    stateful = measure(tiny_case(), variant_from("stateful", make, keeps_state=True))
+    assert stateful.status == "ok" and stateful.timing is not None, stateful.detail
+
+
 def test_a_right_variant_is_timed_and_reports_bandwidth() -> None:
     outcome = measure(tiny_case(), EAGER, Settings(device=CPU, budget_s=0.01, min_repeats=3, peak_bandwidth_gbs=100.0))
     assert outcome.status == "ok", outcome.detail
