@@ -82,7 +82,7 @@ _AUTOMATIC_MAX_GRAPHS = 4  # automatic graphs: address keys captured per computa
 _AUTOMATIC_COPIED_BYTES = 1 << 28  # automatic graphs: inputs copied into static buffers, in all, at most
 
 
-_capturing = torch._C._cuda_isCurrentStreamCapturing if torch.cuda.is_available() else lambda: False
+_capturing = torch.cuda.is_current_stream_capturing
 
 
 class CudaGraphWarning(UserWarning):
