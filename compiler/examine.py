@@ -233,9 +233,12 @@ def cuda_graphs(jfn: JittedFunction) -> Listing:
     return Listing(f"entry {i}: {_graph_stats(e.computation)}" for i, e in enumerate(jfn.entries))
 
 
+NOT_GRAPHED = "not graphed (CUDA is unavailable)"  # `cuda_graphs`' line for a computation without graphs
+
+
 def _stats(computation: Any) -> str:
     stats = getattr(computation, "stats", None)
-    return "not graphed (CUDA is unavailable)" if stats is None else str(stats)
+    return NOT_GRAPHED if stats is None else str(stats)
 
 
 def _graph_stats(computation: Any) -> str:

@@ -41,6 +41,7 @@ from fusebench.cases.case import Case, variants_for
 from fusebench.cases.discovery import discover
 from fusebench.cases.training import backward_of_step, training_step
 from fusebench.cases.variants import Target
+from fusebench.measure.compiler_record import graph_listing
 
 
 def find_case(name: str) -> Case:
@@ -280,22 +281,15 @@ def main(argv: list[str] | None = None) -> None:
             print(fusion_table(call, device, args.fusions, args.top, getattr(compiled, "program", None), kernels))
         if args.runtime and device.type == "cuda":
             print(runtime_table(call, args.runtime, args.top))
-        if graphs := graph_listing(getattr(compiled, "program", None)):
+        if graphs := graphs_text(getattr(compiled, "program", None)):
             print(graphs)
 
 
-def graph_listing(program: Any) -> str:
-    """For our compiler's program: what its CUDA graphs did (`compiler.examine.cuda_graphs`), or ''
+def graphs_text(program: Any) -> str:
+    """For our compiler's program: what its CUDA graphs did (`compiler_record.graph_listing`), or ''
     (not our compiler, jitted with cuda_graphs=False, or no CUDA)."""
-    from compiler import examine
-
-    try:
-        listing = examine.cuda_graphs(program)
-    except (TypeError, ValueError):
-        return ""
-    if all(str(line).endswith("not graphed (CUDA is unavailable)") for line in listing):
-        return ""
-    return f"CUDA graphs:\n{listing}"
+    listing = graph_listing(program) if program is not None else None
+    return "" if listing is None else f"CUDA graphs:\n{listing}"
 
 
 if __name__ == "__main__":

@@ -233,6 +233,11 @@ class GraphedComputation:
     def __call__(self, *inputs: Any) -> Any:
         return self.call_lending(inputs)[0]
 
+    @property
+    def _static_from(self) -> int:
+        """The position of the first input of the `static_tail` (a backward's cotangents)."""
+        return self._input_count - self.static_tail
+
     def _moved(self, last: tuple | None, key: tuple) -> list[int]:
         """The positions of the keyed inputs whose addresses differ between two keys that are
         otherwise the same ([] where anything else differs)."""
@@ -254,37 +259,37 @@ class GraphedComputation:
         """Counts a new key that differs from the last new key only in the addresses of cotangents
         (the `static_tail`); at `_MOVES` in a row, every tensor of the tail is copied into the graphs'
         static buffers from then on."""
-        static_from = self._input_count - self.static_tail
         moved = self._moved(last, key)
-        self._moves = self._moves + 1 if moved and min(moved) >= static_from else 0
+        self._moves = self._moves + 1 if moved and min(moved) >= self._static_from else 0
         if self._moves < _MOVES:
             return
-        self._copy_from_now([p for p in self._keyed_positions if p >= static_from])
-        self.stats.copied_cotangents = sum(p >= static_from for p in self._copied)
+        self._copy_from_now([p for p in self._keyed_positions if p >= self._static_from])
+        self.stats.copied_cotangents = sum(p >= self._static_from for p in self._copied)
 
     def _note_automatic_moves(self, last: tuple | None, key: tuple, inputs: tuple) -> None:
         """Automatic graphs: the inputs (other than a backward's cotangents, see `_note_moves`) that
         moved while everything else stayed are copied from now on; a written one stops graphs (a
         replay would write the static copy, not the caller's tensor), as do more than
         `_AUTOMATIC_COPIED_BYTES` to copy."""
-        static_from = self._input_count - self.static_tail
-        moved = [p for p in self._moved(last, key) if p < static_from]
+        moved = [p for p in self._moved(last, key) if p < self._static_from]
         if not moved:
             return
-        names = input_names(self.computation, self._input_count)
-        written = [names[p] for p in moved if p in self.written]
-        if written:
-            self.stats.reason = f"the computation writes {', '.join(written)}, which moved between calls"
-            return
+        written = [p for p in moved if p in self.written]
         copied = sum(inputs[p].nbytes for p in {*self._copied, *moved})
-        if copied > _AUTOMATIC_COPIED_BYTES:
+        if not written and copied <= _AUTOMATIC_COPIED_BYTES:
+            self._copy_from_now(moved)
+            self.stats.copied_inputs = sum(p < self._static_from for p in self._copied)
+            return
+        names = input_names(self.computation, self._input_count)  # NOTE: for the reason only: it reads the signature
+        if written:
+            self.stats.reason = (
+                f"the computation writes {', '.join(names[p] for p in written)}, which moved between calls"
+            )
+        else:
             self.stats.reason = (
                 f"inputs that move between calls ({', '.join(names[p] for p in moved)}) would need "
                 f"{copied / 2**20:.0f} MiB copied per call"
             )
-            return
-        self._copy_from_now(moved)
-        self.stats.copied_inputs = sum(p < static_from for p in self._copied)
 
     def _note_numbers(self, key: tuple, inputs: tuple) -> None:
         """Counts a new key that differs from the last new key only in number inputs; at
@@ -351,8 +356,7 @@ class GraphedComputation:
             self.stats.held_captures += 1
             self.stats.cloned_outputs = len(self.cloned)
         try:
-            static_from = self._input_count - self.static_tail
-            unviewed = [p for p in self._copied if p < static_from]  # copied because they moved
+            unviewed = [p for p in self._copied if p < self._static_from]  # copied because they moved
             graph = _Graph(self.computation, inputs, self._copied, self.lend, unviewed)
         except Exception as error:  # NOTE: whatever fails capture (sync, CPU work) means "no graph here"
             first_line = (str(error).strip().splitlines() or [""])[0]

@@ -67,7 +67,7 @@ def record(program: Any, segments: bool = False) -> dict[str, str]:
     if saved is not None:
         attempt("saved for backward", lambda: _saved(files, data, saved(program)))
     if getattr(examine, "cuda_graphs", None) is not None:
-        attempt("cuda graphs", lambda: _graphs(files, data, examine.cuda_graphs, program))
+        attempt("cuda graphs", lambda: _graphs(files, data, program))
     if errors:
         files["errors.txt"] = "\n".join(errors) + "\n"
     files[RECORD_FILE] = json.dumps(data, indent=1, sort_keys=True) + "\n"
@@ -131,14 +131,22 @@ def _listing(files: dict[str, str], data: dict[str, Any], name: str, listing: An
     data[name] = [str(item) for item in listing]
 
 
-def _graphs(files: dict[str, str], data: dict[str, Any], cuda_graphs: Any, program: Any) -> None:
-    """`cuda_graphs.txt`: each entry's CUDA graphs (captures, replays, why none), where the program
-    may graph at all (not jitted with cuda_graphs=False, and CUDA available)."""
+def graph_listing(program: Any) -> Any:
+    """`compiler.examine.cuda_graphs(program)`: each entry's CUDA graphs (captures, replays, why
+    none), or None where the program may not graph at all (jitted with cuda_graphs=False, or no CUDA)."""
+    from compiler import examine
+
     try:
-        listing = cuda_graphs(program)
+        listing = examine.cuda_graphs(program)
     except ValueError:  # NOTE: jitted with cuda_graphs=False: nothing to say
-        return
-    if not all(str(line).endswith("not graphed (CUDA is unavailable)") for line in listing):
+        return None
+    return None if all(str(line).endswith(examine.NOT_GRAPHED) for line in listing) else listing
+
+
+def _graphs(files: dict[str, str], data: dict[str, Any], program: Any) -> None:
+    """`cuda_graphs.txt`, where the program may graph (`graph_listing`)."""
+    listing = graph_listing(program)
+    if listing is not None:
         _listing(files, data, "cuda_graphs", listing)
 
 
