@@ -1,6 +1,6 @@
 """Per-call host overhead of a jitted function, split into prologue, computation and wrapper.
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python scripts/call_overhead.py [--program 1-op] [--device cpu] [--cuda-graphs]
+    OMP_NUM_THREADS=1 PYTHONPATH=. python scripts/call_overhead.py [--program 1-op] [--device cpu] [--graphs off]
 
 For each program of suites/host_overhead.py (a 4-element tensor) it prints, in microseconds per
 call (each the fastest of many batches of calls after warm-up, or with --statistic median their
@@ -18,12 +18,19 @@ Then (unless --program is given) the same for two training-loop idioms, whole ca
   backward through the compiled autograd function); `autograd fwd` is the forward alone, and
   `wrapper` there is what running the forward under autograd adds to the compiled forward;
 - adam-32: an Adam-like in-place update of 32 parameters with their gradients and two states
-  (number arguments symbolic, as an optimizer's step count and learning rate are).
+  (number arguments symbolic, as an optimizer's step count and learning rate are);
+- adam-32 sched: the same update with a new step count and learning rate every call, as a
+  training loop under a learning-rate schedule calls it (under CUDA graphs, read from device
+  scalars: `examine.cuda_graphs` says so).
+
+`--graphs auto` (the default: `jit`'s own, automatic CUDA graphs on a CUDA device), `on`
+(`cuda_graphs=True`) or `off`.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import time
 from collections.abc import Callable
@@ -86,9 +93,12 @@ def _adam_like(params: list, grads: list, ms: list, vs: list, lr: float, step: i
         p.sub_(lr * (m / (1 - 0.9**step)) / ((v / (1 - 0.999**step)).sqrt() + 1e-8))
 
 
-def idioms(device: str, calls: int, batches: int, statistic: str, **jit_options: object) -> dict[str, dict[str, float]]:
+def idioms(
+    device: str, calls: int, batches: int, statistic: str, **jit_options: object
+) -> tuple[dict[str, dict[str, float]], str]:
     """eager and jit µs per call (and for the autograd forward, prologue / computation / wrapper) of
-    the training-loop idioms listed in the module docstring."""
+    the training-loop idioms listed in the module docstring, and the scheduled update's CUDA graphs
+    (`examine.cuda_graphs`)."""
     x, w = torch.linspace(-1.0, 1.0, 4, device=device), torch.linspace(0.5, 1.5, 4, device=device)
     w.requires_grad_(True)
     cotangent = torch.ones(4, device=device)
@@ -132,7 +142,23 @@ def idioms(device: str, calls: int, batches: int, statistic: str, **jit_options:
         batches,
         statistic,
     )
-    return rows
+    scheduled = compiler.jit(_adam_like, **jit_options)
+    steps = itertools.count(1)
+
+    def under_schedule(update: Callable[..., None]) -> None:
+        number = next(steps)
+        update(*state, 1e-3 * 0.999**number, number)
+
+    rows["adam-32 sched"] = per_call_us(
+        {"eager": lambda: under_schedule(_adam_like), "jit": lambda: under_schedule(scheduled)},
+        max(calls // 20, 10),
+        batches,
+        statistic,
+    )
+    return rows, str(compiler.examine.cuda_graphs(scheduled))
+
+
+_GRAPHS = {"auto": None, "on": True, "off": False}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,26 +169,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=2000, help="calls per timed batch")
     parser.add_argument("--batches", type=int, default=100, help="timed batches")
     parser.add_argument("--statistic", choices=("min", "median"), default="min", help="over the batches")
-    parser.add_argument("--cuda-graphs", action="store_true", help="jit(..., cuda_graphs=True): replays (CUDA)")
+    parser.add_argument(
+        "--graphs", choices=sorted(_GRAPHS), default="auto", help="jit's cuda_graphs: auto (None), on (True), off"
+    )
     args = parser.parse_args(argv)
+    graphs = _GRAPHS[args.graphs]
     x = torch.linspace(-1.0, 1.0, 4, device=args.device)
     print(
         f"torch {torch.__version__}, 4-element tensor on {args.device}, "
-        f"{args.statistic} of {args.batches} batches of {args.calls} calls"
-        + (", CUDA graphs" if args.cuda_graphs else "")
+        f"{args.statistic} of {args.batches} batches of {args.calls} calls" + f", CUDA graphs {args.graphs}"
     )
     columns = ("eager", "jit", "prologue", "computation", "wrapper")
     print(f"{'program':8}" + "".join(f"{name + ' µs':>16}" for name in columns) + f"{'jit/eager':>11}")
     for name in args.program or sorted(PROGRAMS):
-        row = breakdown(PROGRAMS[name], x, args.calls, args.batches, args.statistic, cuda_graphs=args.cuda_graphs)
+        row = breakdown(PROGRAMS[name], x, args.calls, args.batches, args.statistic, cuda_graphs=graphs)
         print(f"{name:8}" + "".join(f"{row[c]:16.2f}" for c in columns) + f"{row['jit'] / row['eager']:11.2f}")
     if args.program:
         return 0
-    for name, row in idioms(
-        args.device, args.calls, args.batches, args.statistic, cuda_graphs=args.cuda_graphs
-    ).items():
+    rows, scheduled_graphs = idioms(args.device, args.calls, args.batches, args.statistic, cuda_graphs=graphs)
+    for name, row in rows.items():
         cells = "".join(f"{row[c]:16.2f}" if c in row else f"{'':16}" for c in columns)
-        print(f"{name:12}"[:12] + cells[4:] + f"{row['jit'] / row['eager']:11.2f}")
+        print(f"{name:13}" + cells[5:] + f"{row['jit'] / row['eager']:11.2f}")
+    print(f"adam-32 sched, CUDA graphs:\n{scheduled_graphs}")
     return 0
 
 

@@ -1,15 +1,17 @@
 """Where one compilation of a big program spends its time: a per-step wall-time breakdown.
 
-    PYTHONPATH=. python -m scripts.compile_profile --program gpt2-train|gpt2-forward|adam-gpt2
-        [--model small|tiny] [--tokens 1 64] [--device cpu|cuda] [--fake-nvfuser]
+    PYTHONPATH=. python -m scripts.compile_profile --program gpt2-train|gpt2-forward|adam-gpt2|zoo-train
+        [--model small|tiny|ARCHITECTURE] [--tokens 1 64] [--device cpu|cuda] [--fake-nvfuser]
         [--fusion merge_same_shape=True ...] [--repeat 3] [--profile 30]
 
 Programs (the suites' own code): `gpt2-train` is suites/gpt2.py's training step through
 `compiler.jit(model)` (bf16 forward with cross entropy, then `loss.backward()` through the
 compiler's backward); `gpt2-forward` the model in eval mode without grad; `adam-gpt2`
 suites/adam_step.py's `adam_step` over GPT-2 small's 148 parameter tensors (GPT-tiny's with
---model tiny). Uses nvFuser when it can run here, or its CPU test fake with --fake-nvfuser (run
-from the repository root), so that fusion and definition building run as they do on a GPU.
+--model tiny); `zoo-train` suites/hf_zoo.py's training step of the architecture `--model` names
+(`--model llama`: the zoo's GPU size on CUDA, its quick size on CPU; `--tokens` ignored). Uses
+nvFuser when it can run here, or its CPU test fake with --fake-nvfuser (run from the repository
+root), so that fusion and definition building run as they do on a GPU.
 
 A fresh jitted function is called once (the compilation) and once more (a cache hit). Rows, in
 the order the steps started, a step's inner steps indented below it: each pass, as it records its
@@ -50,7 +52,7 @@ from compiler.passes import PASS_OBSERVERS
 from compiler.runtime import pipeline
 from compiler.tracing import frontend
 
-PROGRAMS = ("gpt2-train", "gpt2-forward", "adam-gpt2")
+PROGRAMS = ("gpt2-train", "gpt2-forward", "adam-gpt2", "zoo-train")
 
 
 class Timers:
@@ -173,6 +175,10 @@ def program(
 ) -> tuple[Any, Callable]:
     """(the jitted function, a call of it: one step of the program); `fusion`: FusionOptions fields."""
     executors = ["nvfuser", "sdpa", "torch"] if nvfuser_module.unavailable_reason() is None else None
+    if name == "zoo-train":
+        return _zoo_training(model, device)
+    if model not in ("small", "tiny"):
+        raise SystemExit(f"compile_profile: --model {model!r} with {name}: expected small or tiny")
     if name == "adam-gpt2":
         from suites.adam_step import BETA1, BETA2, EPS, LR, PARAMETER_SETS, STEP, adam_step
 
@@ -203,6 +209,21 @@ def program(
 
     gpt.train()
     return jitted, train
+
+
+def _zoo_training(architecture: str, device: torch.device) -> tuple[Any, Callable]:
+    """The hf_zoo suite's training step of `architecture` through `compiler.jit` of its model (the
+    suite's GPU grid on CUDA, its quick grid elsewhere)."""
+    from suites.hf_zoo import ALL, CASES
+
+    if architecture not in ALL:
+        raise SystemExit(f"compile_profile: --model {architecture!r} with zoo-train: expected one of {', '.join(ALL)}")
+    case = next(c for c in CASES if c.name == "zoo_training")
+    grid = case.params if device.type == "cuda" else case.quick_params
+    params = {key: values[0] for key, values in grid.items()} | {"model": architecture}
+    inputs = case.make_inputs(params, device, 0)
+    jitted = compiler.jit(inputs[0])
+    return jitted, lambda: case.call(lambda model, *batch: jitted(*batch), inputs)
 
 
 def _synchronize(device: torch.device) -> None:
@@ -267,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     """Parses the arguments, compiles the program once and prints the breakdown."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--program", choices=PROGRAMS, required=True)
-    parser.add_argument("--model", choices=("small", "tiny"), default="small", help="GPT-2 small or GPT-tiny")
+    parser.add_argument("--model", default="small", help="GPT-2 small or tiny; zoo-train: an architecture")
     parser.add_argument("--tokens", type=int, nargs=2, default=(1, 64), metavar=("BATCH", "LENGTH"))
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--fake-nvfuser", action="store_true", help="nvFuser executor on CPU (the test fake)")

@@ -9,10 +9,13 @@ them). Calls with the same tensors (an optimizer stepping the same parameters, a
 writing the same KV caches) replay without any copy, and in-place updates land in the callers'
 tensors exactly as the computation's own write-backs do; new addresses or new values are
 captured again (at most `max_graphs` per entry; beyond that the call runs without
-a graph). A number input that changes on every call (a step counter) therefore gets no replays:
-pass it as a tensor to graph it. When a few calls in a row that find no graph differ from the
-previous such call only in those numbers, one `CudaGraphWarning` names them, and the entry's stats
-say so. The first call with a key runs normally (it warms up: nvFuser compiles, cuBLAS
+a graph). A number input that changes on every call (a step counter, a scheduled learning rate)
+would get no replays: when a few calls in a row that find no graph differ from the previous such
+call only in those numbers, a computation without autograd is compiled again reading them from
+0-d tensors on the device (passes/device_scalars.py), which each call fills before it runs or
+replays, and one graph serves every value; the entry's stats name them. Where they cannot be read
+so (a number used as a shape or returned), one `CudaGraphWarning` names them and says why, and
+the stats say so. The first call with a key runs normally (it warms up: nvFuser compiles, cuBLAS
 initialises); the second captures and replays; later ones replay.
 
 Outputs: a replay rewrites the graph's own output buffers, and a result returned earlier must
@@ -48,13 +51,13 @@ a key is captured on its third call, not its second, so a layout met twice pays 
 input at a new address with everything else the same (a new batch every step, a cache position
 made every decoding step) is copied into the graphs' static buffers from then on, where an
 explicit `cuda_graphs=True` would capture each address; a written input that moves stops graphs
-(a replay would write the copy), as do number inputs that change from call to call (no graph
-would ever replay) and inputs to copy of more than 256 MiB in all; a computation without tensor
-inputs is not graphed, nor one that returns a CPU tensor (computed by the capture alone) or a
-view of an input it copies (eager's result views the caller's tensor), nor a call made while the
-caller captures a graph of its own; at most four address keys are captured, each instance
-holding its own memory. Its forward's guards leave strides to the key, as a backward's do, so
-automatic graphs never add a recompilation.
+(a replay would write the copy), as do number inputs that change from call to call and cannot be
+read from device scalars (no graph would ever replay) and inputs to copy of more than 256 MiB in
+all; a computation without tensor inputs is not graphed, nor one that returns a CPU tensor
+(computed by the capture alone) or a view of an input it copies (eager's result views the
+caller's tensor), nor a call made while the caller captures a graph of its own; at most four
+address keys are captured, each instance holding its own memory. Its forward's guards leave
+strides to the key, as a backward's do, so automatic graphs never add a recompilation.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ from typing import Any
 import torch
 
 from compiler.core.gather import data_ptr, picker, stride
+from compiler.passes.device_scalars import DTYPES, NumberStaysNumber
 from compiler.runtime.graph_capture import Lent, _Graph
 
 _MAX_WARMED_UP_KEYS = 4096
@@ -83,6 +87,11 @@ _AUTOMATIC_COPIED_BYTES = 1 << 28  # automatic graphs: inputs copied into static
 
 
 _capturing = torch.cuda.is_current_stream_capturing
+
+
+# Builds the computation that reads the number inputs at these positions from 0-d tensors on this
+# device (passes/device_scalars.py); raises NumberStaysNumber where they cannot be.
+DeviceScalars = Callable[[tuple[int, ...], torch.device], Callable[..., Any]]
 
 
 class CudaGraphWarning(UserWarning):
@@ -105,6 +114,7 @@ class CudaGraphStats:
     ungraphed_calls: int = 0
     reason: str | None = None  # why it runs without graphs from now on
     changing: str | None = None  # the number inputs whose new values keep it from replaying
+    device_scalars: str | None = None  # the number inputs written into device scalars each call instead
     # the costs a training loop should not pay step after step (each names what its caller holds):
     held_captures: int = 0  # captures because every instance's outputs were still held by callers
     lent_copies: int = 0  # replays that first copied values lent to a backward that had not run
@@ -129,6 +139,8 @@ class CudaGraphStats:
             text += f" ({', '.join(held)})"
         if self.changing:
             text += f" (number inputs that change from call to call: {self.changing})"
+        if self.device_scalars:
+            text += f" (number inputs read from device scalars, as they change every call: {self.device_scalars})"
         return text + (f" ({self.reason})" if self.reason else "")
 
 
@@ -164,6 +176,7 @@ class GraphedComputation:
         automatic: bool = False,
         written: frozenset[int] = frozenset(),
         backward: bool = False,
+        device_scalars: DeviceScalars | None = None,
     ) -> None:
         self.computation = computation
         self.automatic = automatic
@@ -189,6 +202,8 @@ class GraphedComputation:
         self._number_changes = 0  # new keys in a row that differed from the last new key only in numbers
         self._keyed_positions: list[int] = []  # the positions of the inputs keyed by address, in key order
         self._moves = 0  # new keys in a row that differed from the last new key only in cotangent addresses
+        self.device_scalars = device_scalars
+        self._scalars: dict[int, torch.Tensor] = {}  # number input position -> the 0-d tensor it is written into
         self.__fusebench_source__ = getattr(computation, "__fusebench_source__", "")
 
     def key(self, inputs: tuple) -> tuple | None:
@@ -306,23 +321,61 @@ class GraphedComputation:
         if self._number_changes < _NUMBER_CHANGES or self.stats.changing is not None:
             return
         names = input_names(self.computation, self._input_count)
-        changing = [names[self._other_positions[i]] for i in changed]
+        positions = [self._other_positions[i] for i in changed]
+        changing = [names[p] for p in positions]
+        stays = self._read_from_device_scalars(positions, inputs)
+        if stays is None:
+            self.stats.device_scalars = ", ".join(changing)
+            return
         self.stats.changing = ", ".join(changing)
         if self.automatic:  # NOTE: no graph would ever replay; the key's cost is saved from now on
-            self.stats.reason = f"number inputs change from call to call: {self.stats.changing}"
+            self.stats.reason = f"number inputs change from call to call: {self.stats.changing} ({stays})"
         else:
-            warnings.warn(changing_numbers_message(changing, self.sizes), CudaGraphWarning, stacklevel=4)
+            warnings.warn(f"{changing_numbers_message(changing, self.sizes)} ({stays})", CudaGraphWarning, stacklevel=4)
+
+    def _read_from_device_scalars(self, positions: Sequence[int], inputs: tuple) -> str | None:
+        """Switches to the computation that reads the number inputs at `positions` from 0-d tensors
+        on the device, which each call writes (`_with_scalars`), and starts over with its graphs;
+        returns None, or why those numbers stay numbers."""
+        if self.device_scalars is None or self.backward:
+            return "only a computation without autograd reads them from device scalars"
+        device = next(a.device for a in inputs if isinstance(a, torch.Tensor))
+        try:
+            computation = self.device_scalars(tuple(positions), device)
+        except NumberStaysNumber as error:
+            return f"they stay numbers: {error}"
+        self.computation = computation
+        self._scalars = {p: torch.empty((), dtype=DTYPES[type(inputs[p])], device=device) for p in positions}
+        self._tensors = None  # NOTE: the inputs at `positions` are tensors from now on: `key` starts over
+        self.graphs.clear()
+        self.warmed_up.clear()
+        self._last_key, self._number_changes, self._moves = None, 0, 0
+        return None
+
+    def _with_scalars(self, inputs: tuple) -> tuple:
+        """`inputs` with each number read from a device scalar written into it (a fill kernel,
+        queued before the call's own work)."""
+        values = list(inputs)
+        for position, scalar in self._scalars.items():
+            scalar.fill_(inputs[position])
+            values[position] = scalar
+        return tuple(values)
 
     def call_lending(self, inputs: tuple) -> tuple[Any, Lent | None]:
         """(the result, the `Lent` holding its last `lend` output leaves when a graph ran, else None:
         then the result holds them as ordinary tensors). `inputs` is a tuple, not unpacked again: an
         optimizer step passes hundreds."""
+        scalars = bool(self._scalars)
+        if scalars:
+            inputs = self._with_scalars(inputs)
         if self.stats.reason is not None or (self.automatic and _capturing()):
             graph = None  # NOTE: inside a caller's own capture, automatic graphs keep out of its way
         else:
             graph = self._graph(inputs)
         if graph is None:
             self.stats.ungraphed_calls += 1
+            if self._scalars and not scalars:  # this call switched to device scalars
+                inputs = self._with_scalars(inputs)
             return self.computation(*inputs), None
         self.stats.replays += 1
         result, lent, kept = graph.replay(inputs, self.cloned)
@@ -337,6 +390,8 @@ class GraphedComputation:
         instances = self.graphs.get(key)
         if instances is None:
             self._note_numbers(key, inputs)
+            if self._tensors is None:  # NOTE: it switched to device scalars: the key is another from now on
+                return None
             if len(self.graphs) >= self.max_graphs or self.stats.reason is not None:
                 return None
             calls = self.warmed_up.get(key, 0)

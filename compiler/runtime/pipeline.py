@@ -21,6 +21,7 @@ from compiler.passes.autodiff import Joint, differentiable_values, joint
 from compiler.passes.batch_regions import batch_regions
 from compiler.passes.cse import cse
 from compiler.passes.dce import dce
+from compiler.passes.device_scalars import device_scalars
 from compiler.passes.duplicate_widenings import duplicate_widenings
 from compiler.passes.flatten import flatten
 from compiler.passes.fold_conversions import fold_conversions
@@ -168,11 +169,36 @@ def _compile_plain(options: Options, prologue: Trace, traces: list[Trace], witho
         computation = _without_grad(computation)
     return CacheEntry(
         prologue=compile_prologue(prologue),
-        computation=graphed(options, computation, written=written_inputs(traces), sizes=_sizes(prologue)),
+        computation=graphed(
+            options,
+            computation,
+            written=written_inputs(traces),
+            sizes=_sizes(prologue),
+            device_scalars=lambda positions, device: _reading_device_scalars(
+                options, traces, positions, device, without_grad
+            ),
+        ),
         prologue_trace=prologue,
         traces=traces,
         compile_seconds=0.0,
     )
+
+
+def _reading_device_scalars(
+    options: Options, traces: list[Trace], positions: tuple[int, ...], device: torch.device, without_grad: bool
+) -> Callable[..., Any]:
+    """The computation of `traces` compiled again from its first trace, its number inputs at
+    `positions` read from 0-d tensors on `device` (passes/device_scalars.py, which raises
+    `NumberStaysNumber` where they cannot be); the traces it went through are appended to `traces`
+    (`examine` shows the last)."""
+    names = [traces[-1].inputs[p].name for p in positions]
+    pure = run_passes(_PURE_PASSES, [traces[0]])[-1]
+    scalars = run_passes(computation_passes(options)[len(_PURE_PASSES) :], [device_scalars(pure, names, device)])
+    if options.check_writebacks:
+        check_writebacks(scalars[-1])
+    computation = compile_trace(scalars[-1], options.executors)
+    traces += scalars
+    return _without_grad(computation) if without_grad else computation
 
 
 def _without_grad(computation: Callable[..., Any]) -> Callable[..., Any]:

@@ -12,8 +12,9 @@ import pytest
 import torch
 
 import compiler
+from compiler.passes.device_scalars import NumberStaysNumber
 from compiler.runtime.cuda_graphs import GraphedComputation
-from compiler.runtime.pipeline import written_inputs
+from compiler.runtime.pipeline import _reading_device_scalars, written_inputs
 
 STEPS = 10
 
@@ -102,7 +103,50 @@ def test_numbers_that_change_every_call_stop_automatic_graphs_without_a_warning(
         warnings.simplefilter("error")
         for lr in (0.1, 0.2, 0.3, 0.4):
             graphed._note_numbers(((7, 100), ((1,), (1,)), ((float, lr),)), inputs)
-    assert graphed.stats.reason == "number inputs change from call to call: 'lr'"
+    assert graphed.stats.reason == (
+        "number inputs change from call to call: 'lr' "
+        "(only a computation without autograd reads them from device scalars)"
+    )
+
+
+def _changing_lr(graphed: GraphedComputation) -> tuple:
+    """Notes four calls of (weight, batch, lr) whose lr alone changes; returns the last inputs."""
+    graphed._input_count, graphed._other_positions = 3, [2]
+    for lr in (0.1, 0.2, 0.3, 0.4):
+        inputs = (torch.zeros(4), torch.ones(4), lr)
+        graphed._note_numbers(((7, 100), ((1,), (1,)), ((float, lr),)), inputs)
+    return inputs
+
+
+def test_numbers_that_change_every_call_are_read_from_device_scalars_filled_by_each_call() -> None:
+    built = []
+
+    def reading_scalars(positions: tuple[int, ...], device: torch.device):
+        built.append((positions, device))
+        return lambda weight, batch, lr: weight + batch * lr
+
+    graphed = _automatic(lambda weight, batch, lr: weight * batch * lr)
+    graphed.device_scalars = reading_scalars
+    _changing_lr(graphed)
+    assert built == [((2,), torch.device("cpu"))] and graphed.stats.reason is None
+    assert "number inputs read from device scalars, as they change every call: 'lr'" in str(graphed.stats)
+    for lr in (0.5, -0.25):
+        inputs = graphed._with_scalars((torch.zeros(4), torch.ones(4), lr))
+        assert inputs[2].dtype == torch.float64 and inputs[2].shape == () and inputs[2].item() == lr
+        assert graphed.computation(*inputs).tolist() == [lr] * 4
+
+
+def test_numbers_that_cannot_be_device_scalars_stop_automatic_graphs_saying_why() -> None:
+    def reading_scalars(positions: tuple[int, ...], device: torch.device):
+        raise NumberStaysNumber("'lr' is read by full, which takes it as a number")
+
+    graphed = _automatic(lambda weight, batch, lr: weight * batch * lr)
+    graphed.device_scalars = reading_scalars
+    _changing_lr(graphed)
+    assert graphed.stats.reason == (
+        "number inputs change from call to call: 'lr' "
+        "(they stay numbers: 'lr' is read by full, which takes it as a number)"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -252,3 +296,51 @@ def test_inputs_on_another_device_than_the_current_one_are_captured_on_theirs() 
     for _ in range(4):
         both(x, torch.ones(4096, device="cuda:0"))
     assert "inputs on cuda:0, cuda:1: a graph records one device's work" in _stats(both)
+
+
+def _adam(p, g, m, v, step: int, lr: float) -> None:
+    m.lerp_(g, 0.1)
+    v.mul_(0.999).addcmul_(g, g, value=0.001)
+    denominator = (v / (1 - 0.999**step)).sqrt().add_(1e-8)
+    p.addcdiv_(m, denominator, value=-lr / (1 - 0.9**step))
+
+
+def test_an_entry_compiled_again_reading_its_numbers_from_0d_tensors_updates_as_eager() -> None:
+    torch.manual_seed(0)
+    state = [torch.randn(1000, 3) for _ in range(3)] + [torch.rand(1000, 3)]
+    eager = [t.clone() for t in state]
+    jfn = compiler.jit(_adam)  # the default executors: Inductor's regions on CPU
+    for step in (1, 2, 3):  # the second call makes step and lr symbolic
+        jfn(*state, step, 1e-2 * 0.9**step)
+        _adam(*eager, step, 1e-2 * 0.9**step)
+    entry = jfn.entries[-1]
+    options = compiler.examine._options(jfn, "jit")
+    computation = _reading_device_scalars(options, entry.traces, (4, 5), torch.device("cpu"), False)
+    assert [p.name for p in entry.traces[-1].inputs] == ["p", "g", "m", "v", "step", "lr"]
+    assert [type(p).__name__ for p in entry.traces[-1].inputs[4:]] == ["TensorProxy", "TensorProxy"]
+    for step in (4, 5, 50):
+        lr = 1e-2 * 0.9**step
+        computation(*state, torch.tensor(step), torch.tensor(lr, dtype=torch.float64))
+        _adam(*eager, step, lr)
+        for got, want in zip(state, eager):
+            torch.testing.assert_close(got, want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_an_optimizer_step_under_a_schedule_replays_with_its_step_and_rate_in_device_scalars(dtype) -> None:
+    torch.manual_seed(0)
+    state = [torch.randn(1000, 3, device="cuda", dtype=dtype) for _ in range(3)] + [
+        torch.rand(1000, 3, device="cuda", dtype=dtype)
+    ]
+    eager = [t.clone() for t in state]
+    jfn = compiler.jit(_adam)
+    for step in range(1, 3 * STEPS):
+        lr = 1e-2 * 0.9**step  # a schedule: a new rate and a new step count every call
+        jfn(state[0], state[1], state[2], state[3], step, lr)
+        _adam(eager[0], eager[1], eager[2], eager[3], step, lr)
+        for got, want in zip(state, eager):
+            torch.testing.assert_close(got, want)
+    stats = jfn.entries[-1].computation.stats
+    assert stats.reason is None and stats.replays >= STEPS, _stats(jfn)
+    assert "device scalars, as they change every call: 'step', 'lr'" in _stats(jfn)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import types
+import warnings
 
 import pytest
 import torch
@@ -120,19 +121,35 @@ def test_new_addresses_capture_again() -> None:
 
 
 @pytest.mark.gpu
-def test_a_number_that_changes_every_call_is_named_once_and_the_results_stay_right() -> None:
+def test_a_number_that_changes_every_call_is_read_from_a_device_scalar_and_replays() -> None:
     jfn = compiler.jit(update, cuda_graphs=True)
     state = _state(4)
     eager = [t.clone() for t in state]
-    with pytest.warns(CudaGraphWarning, match=r"number inputs 'lr' took new values") as caught:
-        for step in range(8):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CudaGraphWarning)
+        for step in range(12):
             lr = 1e-2 * (step + 1)  # a new learning rate every call, as a schedule would give
             torch.testing.assert_close(jfn(*state, lr), update(*eager, lr))
             torch.testing.assert_close(state[0], eager[0])
+    stats = jfn.entries[-1].computation.stats  # lr constant in the first entry, symbolic in the second
+    assert stats.replays >= 4 and stats.device_scalars == "'lr'", str(stats)
+
+
+def _filled(x: torch.Tensor, fill: float) -> torch.Tensor:
+    return x * 2 + torch.full((x.shape[0],), fill, device=x.device)
+
+
+@pytest.mark.gpu
+def test_a_changing_number_that_cannot_be_a_device_scalar_is_named_once_and_the_results_stay_right() -> None:
+    jfn = compiler.jit(_filled, cuda_graphs=True)
+    x = torch.randn(64, device="cuda")
+    with pytest.warns(CudaGraphWarning, match=r"number inputs 'fill' took new values.*read by full") as caught:
+        for step in range(8):
+            torch.testing.assert_close(jfn(x, float(step)), _filled(x, float(step)))
     assert len([w for w in caught if issubclass(w.category, CudaGraphWarning)]) == 1
-    stats = [e.computation.stats for e in jfn.entries]  # lr constant in the first entry, symbolic in the second
+    stats = [e.computation.stats for e in jfn.entries]
     assert [s.replays for s in stats] == [0, 0]
-    assert "number inputs that change from call to call: 'lr'" in str(stats[-1])
+    assert "number inputs that change from call to call: 'fill'" in str(stats[-1])
 
 
 def test_only_keys_that_differ_in_numbers_alone_count_as_changing_numbers() -> None:

@@ -1,0 +1,87 @@
+"""device_scalars: number inputs read from 0-d tensors compute what the numbers computed (eager's
+values, for numbers of every kind and the numbers computed from them), and a number used as
+anything but an elementwise operand stays a number, naming what reads it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import compiler
+from compiler.passes.cse import cse
+from compiler.passes.dce import dce
+from compiler.passes.device_scalars import NumberStaysNumber, device_scalars
+from compiler.passes.flatten import flatten
+from compiler.passes.functionalize import functionalize
+from compiler.prims import Prim
+from compiler.tracing.check_trace import check_trace
+from compiler.tracing.interpreter import eval_trace
+
+CPU = torch.device("cpu")
+
+
+def _pure(fn, *args, dynamic):
+    """The flattened pure computation trace of `fn` on `args`, the numbers in `dynamic` symbolic."""
+    jfn = compiler.jit(fn, dynamic=dynamic, executors=["torch"])
+    jfn(*args)
+    return dce(cse(flatten(functionalize(compiler.last_traces(jfn)[0]))))
+
+
+def _adam_like(p, g, lr, step, flag):
+    bias = 1 - 0.9**step
+    p = p - g * (lr / bias)
+    mixed = p * (step // 3) + (step % 4) - abs(-lr) + (lr > 0.15) + (step / 3) + (-lr) // 0.04
+    return p, mixed * (lr * flag)
+
+
+def _scalar(value):
+    return torch.tensor(value, dtype={bool: torch.bool, int: torch.int64, float: torch.float64}[type(value)])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_numbers_read_from_0d_tensors_give_eager_values_for_every_value(dtype):
+    p, g = torch.randn(4, 1, 4, dtype=dtype), torch.randn(4, 1, 4, dtype=dtype)
+    pure = _pure(_adam_like, p, g, 0.1, 1, True, dynamic=["lr", "step", "flag"])
+    scalars = check_trace(device_scalars(pure, ["lr", "step", "flag"], CPU))
+    assert [str(i.type_string()) for i in scalars.inputs[2:]] == ["cpu f64[]", "cpu i64[]", "cpu b8[]"]
+    for seed, (lr, step, flag) in enumerate([(0.3, 5, True), (0.01, 11, False), (2.5, 1, True), (0.07, 40, True)]):
+        torch.manual_seed(seed)
+        p, g = (torch.randn(4, 1, 4, dtype=dtype).transpose(0, 2) for _ in range(2))  # non-contiguous
+        got = eval_trace(scalars, p, g, _scalar(lr), _scalar(step), _scalar(flag))
+        for value, expected in zip(got, _adam_like(p, g, lr, step, flag)):
+            torch.testing.assert_close(value, expected)
+
+
+def test_a_floor_of_a_negative_float_and_an_int_true_division_keep_pythons_kinds():
+    def kinds(x, a, n):
+        return x + (a // 1.0) + (n / 2) + (n // 2) + (-(a**2) > -1)
+
+    x = torch.zeros(2)
+    pure = _pure(kinds, x, -1.5, 3, dynamic=["a", "n"])
+    scalars = device_scalars(pure, ["a", "n"], CPU)
+    for a, n in [(-1.5, 3), (-2.25, -7), (0.5, 1)]:
+        torch.testing.assert_close(eval_trace(scalars, x, _scalar(a), _scalar(n)), kinds(x, a, n))
+
+
+def test_only_the_named_numbers_become_tensors_and_the_computation_keeps_its_signature():
+    pure = _pure(_adam_like, torch.ones(4), torch.ones(4), 0.1, 2, True, dynamic=["lr", "step", "flag"])
+    scalars = device_scalars(pure, ["lr"], CPU)
+    assert [p.name for p in scalars.inputs] == [p.name for p in pure.inputs]
+    assert [type(p).__name__ for p in scalars.inputs[2:]] == ["TensorProxy", "NumberProxy", "NumberProxy"]
+    assert any(b.sym is Prim.BROADCAST_IN_DIM and b.args[0].shape == () for b in scalars.bsyms)
+    got = eval_trace(scalars, torch.ones(4), torch.ones(4), _scalar(0.5), 2, True)
+    torch.testing.assert_close(got, _adam_like(torch.ones(4), torch.ones(4), 0.5, 2, True))
+
+
+@pytest.mark.parametrize(
+    ("fn", "says"),
+    [
+        (lambda x, n: torch.full((3,), n) + x.sum(), "'n' is read by full"),
+        (lambda x, n: (x * 2, n * 2), "returned as a number"),
+    ],
+    ids=["fill value", "returned"],
+)
+def test_a_number_read_other_than_as_an_elementwise_operand_stays_a_number(fn, says):
+    pure = _pure(fn, torch.ones(3), 2.0, dynamic=["n"])
+    with pytest.raises(NumberStaysNumber, match=says):
+        device_scalars(pure, ["n"], CPU)
