@@ -398,9 +398,16 @@ def _number_abs(self: NumberProxy) -> Any:
     return _bind_prim("abs", self)
 
 
+def _number_invert(self: NumberProxy) -> Any:
+    if self.python_type is float:
+        raise TypeError(f"bad operand type for unary ~: a float ({self.name}){called_at()}")
+    return _bind_prim("bitwise_not", self)
+
+
 NumberProxy.__neg__ = lambda self: _number_op("mul", self, -1)
 NumberProxy.__pos__ = lambda self: self
 NumberProxy.__abs__ = _number_abs
+NumberProxy.__invert__ = _number_invert
 
 
 def proxies_in(value: Any) -> Iterator[Proxy]:

@@ -1,6 +1,6 @@
 """What tracing changes while a function runs on proxies: every torch function goes to the ops table
-(`TracingMode`), `torch.arange`/`full`/`linspace` take symbolic numbers and `associative_scan`
-takes proxies (`BYPASSES`),
+(`TracingMode`), the builtin torch functions take symbolic numbers (`torch.arange(n)`,
+`torch.where(mask, x, fill)`) and `associative_scan` takes proxies (`BYPASSES`),
 `torch.compiler.is_compiling()` is True (`compiling`), and the program's own
 `isinstance(x, torch.Tensor)` holds for a traced tensor (`program_running`). The changes are
 shared by the traces of every thread (`_SharedPatch`).
@@ -13,6 +13,7 @@ import contextlib
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from types import BuiltinFunctionType
 from typing import Any
 
 import torch
@@ -55,10 +56,17 @@ def _building_a_module(frame: Any) -> bool:
     return False
 
 
-# torch functions whose argument parser takes a number argument only as a Python number (not
-# through `__index__`, as it does for sizes): called with a NumberProxy while tracing, they go
-# straight to the ops table (`torch.arange(n)` over a symbolic size n).
-_NUMBER_PARAMETERS = ("arange", "full", "linspace")
+def _number_parameters() -> list[str]:
+    """The torch functions whose argument parser takes a number argument only as a Python number
+    (not through `__index__`, as it does for sizes): the builtins of `torch` the ops table
+    implements. Called with a NumberProxy while tracing, they go straight to the ops table
+    (`torch.arange(n)` over a symbolic size n, `torch.where(mask, x, fill)`, `torch.add(p, g,
+    alpha=-lr)` over a symbolic number), where the parser would refuse the call before the tracing
+    mode saw it."""
+    from compiler.ops.registry import OPS
+
+    names = {op.name.removeprefix("torch.") for op in OPS.values() if op.name.count(".") == 1}
+    return sorted(name for name in names if isinstance(getattr(torch, name, None), BuiltinFunctionType))
 
 
 def _number_parameters_bypass(name: str, original: Callable) -> Callable:
@@ -106,9 +114,9 @@ class _SharedPatch:
 
 
 def _install_bypasses() -> Callable[[], None]:
-    """Installs the bypasses of `_NUMBER_PARAMETERS` on `torch`, and the traced `associative_scan`
+    """Installs the bypasses of `_number_parameters()` on `torch`, and the traced `associative_scan`
     (scan.py); returns how to remove them."""
-    originals = {name: getattr(torch, name) for name in _NUMBER_PARAMETERS}
+    originals = {name: getattr(torch, name) for name in _number_parameters()}
     for name, original in originals.items():
         setattr(torch, name, _number_parameters_bypass(name, original))
     undo_scan = scan.install()

@@ -335,7 +335,7 @@ def test_linspace_in_a_program_with_an_input(dtype: torch.dtype) -> None:
 
 
 def test_linspace_over_a_symbolic_steps() -> None:
-    """torch.linspace is routed past eager's argument parser (frontend._NUMBER_PARAMETERS, as
+    """torch.linspace is routed past eager's argument parser (patches._number_parameters, as
     torch.arange is), so steps stays symbolic: one entry for every count but 1 (guarded: a single
     point is `start`)."""
     for dtype in (torch.float32, torch.bfloat16, torch.int64):

@@ -1,0 +1,60 @@
+"""A symbolic number passed to a builtin torch function (`torch.where(mask, x, fill)`,
+`torch.add(p, g, alpha=-lr)`, `torch._foreach_mul_(params, lr)`) is traced as the number it is,
+where torch's argument parser would refuse it: one entry for every value, eager's results; and a
+number's bitwise not (`~n`) is recorded as one."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+import compiler
+from compiler.tracing.patches import _number_parameters
+
+CALLS = {
+    "where, fill last": lambda x, v: torch.where(x > 0, x, v),
+    "where, fill first": lambda x, v: torch.where(x > 0, v, x),
+    "full_like": lambda x, v: torch.full_like(x, v) + x,
+    "clamp min": lambda x, v: torch.clamp(x, min=v),
+    "add alpha": lambda x, v: torch.add(x, x.flip(0), alpha=-v),
+    "pow exponent": lambda x, v: torch.pow(x.abs() + 1, v),
+    "pow base": lambda x, v: torch.pow(v + 1, x),
+    "mul": lambda x, v: torch.mul(x, v),
+    "addcmul value": lambda x, v: torch.addcmul(x, x, x, value=v),
+    "nan_to_num": lambda x, v: torch.nan_to_num(x.log(), nan=v),
+    "foreach add alpha": lambda x, v: torch._foreach_add([x, x * 2], [x, x], alpha=v)[1],
+    "foreach mul": lambda x, v: torch._foreach_mul([x, x.T], v)[1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_symbolic_number_in_a_builtin_torch_function_is_one_entry_for_every_value(name, dtype):
+    call = CALLS[name]
+    jfn = compiler.jit(call, dynamic=["v"], executors=["torch"])
+    for seed, value in enumerate((0.25, 1.5, -0.75)):
+        x = torch.randn(4, 4, generator=torch.Generator().manual_seed(seed)).to(dtype)
+        torch.testing.assert_close(jfn(x, value), call(x, value), equal_nan=True)
+    assert len(jfn.entries) == 1, compiler.examine.recompilations(jfn)
+
+
+def test_the_builtins_routed_to_the_ops_table_are_those_it_implements():
+    names = _number_parameters()
+    assert {"arange", "full", "linspace", "where", "clamp", "add", "_foreach_add_"} <= set(names)
+    assert all(isinstance(getattr(torch, name), types.BuiltinFunctionType) for name in names)
+    assert "cross_entropy" not in names  # torch.nn.functional's are Python: the tracing mode sees them
+
+
+def test_a_numbers_bitwise_not_is_pythons():
+    def invert(x, n, flag):
+        return x * (~n) + (~flag)
+
+    jfn = compiler.jit(invert, dynamic=["n", "flag"])
+    x = torch.randn(3)
+    for n, flag in ((3, True), (-7, False), (0, True)):
+        torch.testing.assert_close(jfn(x, n, flag), invert(x, n, flag))
+    assert len(jfn.entries) == 1
+    with pytest.raises(TypeError, match=r"bad operand type for unary ~: a float"):
+        compiler.jit(lambda x, v: x * ~v, dynamic=["v"], fallback=False)(x, 0.5)
