@@ -155,7 +155,8 @@ def idioms(
         batches,
         statistic,
     )
-    return rows, str(compiler.examine.cuda_graphs(scheduled))
+    graphs = "off" if jit_options.get("cuda_graphs") is False else str(compiler.examine.cuda_graphs(scheduled))
+    return rows, graphs
 
 
 _GRAPHS = {"auto": None, "on": True, "off": False}

@@ -103,10 +103,11 @@ SCALAR_TENSOR_DTYPES = {float: torch.float64, int: torch.int64}
 
 def scalars_as_tensors(region: Region) -> dict[int, torch.dtype] | None:
     """For a CPU region whose sizes are all constant and whose numbers (an optimizer's learning
-    rate, its bias corrections) only meet floating-point tensors in +, -, * and /: each number
-    input's position and the dtype of the 0-d tensor it is passed as, so that one static
-    compilation serves every value (torch promotes a 0-d tensor as it does a number there). None
-    for any other region."""
+    rate, its bias corrections) only meet floating-point tensors of at least one dimension in +, -,
+    * and /: each number input's position and the dtype of the 0-d tensor it is passed as, so that
+    one static compilation serves every value (torch promotes a 0-d tensor as it does a number
+    there; not where it meets another 0-d tensor, a layer norm's variance plus its eps, which a
+    float64 0-d tensor would make float64). None for any other region."""
     numbers = {p.name: i for i, p in enumerate(region.inputs) if isinstance(p, NumberProxy)}
     tensors = [p for p in region.inputs if isinstance(p, TensorProxy)]
     if not numbers or not tensors or any(p.device.type != "cpu" for p in tensors) or has_symbolic_sizes(region):
@@ -115,7 +116,9 @@ def scalars_as_tensors(region: Region) -> dict[int, torch.dtype] | None:
         if not any(isinstance(a, Proxy) and a.name in numbers for a in bsym.args):
             continue
         others = [a for a in bsym.args if isinstance(a, TensorProxy)]
-        if bsym.sym not in SCALAR_ARITHMETIC or not others or not all(a.dtype.is_floating_point for a in others):
+        if bsym.sym not in SCALAR_ARITHMETIC or not others:
+            return None
+        if not all(a.dtype.is_floating_point and len(a.shape) > 0 for a in others):
             return None
     dtypes_by_index = {}
     for i in numbers.values():

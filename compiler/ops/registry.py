@@ -168,7 +168,9 @@ def _contains(value: Any, kind: type | tuple[type, ...]) -> bool:
 
 def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
     """Runs the decomposition registered for `fn` and records it as one bound symbol (a call on
-    complex values: as the calls on their parts it is made of, `COMPLEX_OPS`)."""
+    complex values: as the calls on their parts it is made of, `COMPLEX_OPS`). `fn` may be the
+    tracer's stand-in for a torch builtin (tracing/patches.py), which names the builtin."""
+    fn = getattr(fn, "__fusebench_builtin__", fn)
     if kwargs.get("dtype") in _PYTHON_DTYPES:
         kwargs = {**kwargs, "dtype": _PYTHON_DTYPES[kwargs["dtype"]]}
     if _contains(args, torch.Tensor) or _contains(kwargs, torch.Tensor):

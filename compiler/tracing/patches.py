@@ -31,6 +31,7 @@ class TracingMode(TorchFunctionMode):
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
+        func = getattr(func, "__fusebench_builtin__", func)  # torch names a builtin by its module's attribute
         context = current()
         if context is not None:
             traced = list(proxies_in((args, kwargs)))
@@ -56,17 +57,26 @@ def _building_a_module(frame: Any) -> bool:
     return False
 
 
-def _number_parameters() -> list[str]:
+def _number_parameters() -> list[tuple[Any, str]]:
     """The torch functions whose argument parser takes a number argument only as a Python number
-    (not through `__index__`, as it does for sizes): the builtins of `torch` the ops table
-    implements. Called with a NumberProxy while tracing, they go straight to the ops table
-    (`torch.arange(n)` over a symbolic size n, `torch.where(mask, x, fill)`, `torch.add(p, g,
-    alpha=-lr)` over a symbolic number), where the parser would refuse the call before the tracing
-    mode saw it."""
-    from compiler.ops.registry import OPS
+    (not through `__index__`, as it does for sizes), as (module, name): the builtins the ops table
+    implements, of `torch` and of its namespaces (`torch.nn.functional.softplus`, `torch.special`).
+    Called with a NumberProxy while tracing, they go straight to the ops table (`torch.arange(n)`
+    over a symbolic size n, `torch.where(mask, x, fill)`, `torch.add(p, g, alpha=-lr)`,
+    `F.softplus(x, beta=b)` over a symbolic number), where the parser would refuse the call before
+    the tracing mode saw it."""
+    from compiler.ops.registry import OPS, resolve
 
-    names = {op.name.removeprefix("torch.") for op in OPS.values() if op.name.count(".") == 1}
-    return sorted(name for name in names if isinstance(getattr(torch, name, None), BuiltinFunctionType))
+    def module_named(dotted: str) -> Any:
+        return torch if dotted == "torch" else resolve(dotted)
+
+    found = set()
+    for op in OPS.values():
+        module_name, _, name = op.name.rpartition(".")
+        in_torch = module_name.split(".")[0] == "torch" and not module_name.startswith("torch.Tensor")
+        if in_torch and isinstance(getattr(module_named(module_name), name, None), BuiltinFunctionType):
+            found.add((module_name, name))
+    return [(module_named(module_name), name) for module_name, name in sorted(found)]
 
 
 def _number_parameters_bypass(name: str, original: Callable) -> Callable:
@@ -76,7 +86,7 @@ def _number_parameters_bypass(name: str, original: Callable) -> Callable:
         return original(*args, **kwargs)
 
     bypass.__name__ = bypass.__qualname__ = name
-    bypass.__wrapped__ = original
+    bypass.__wrapped__ = bypass.__fusebench_builtin__ = original  # NOTE: the ops table's key (registry.dispatch)
     return bypass
 
 
@@ -114,17 +124,17 @@ class _SharedPatch:
 
 
 def _install_bypasses() -> Callable[[], None]:
-    """Installs the bypasses of `_number_parameters()` on `torch`, and the traced `associative_scan`
+    """Installs the bypasses of `_number_parameters()` on torch's modules, and the traced `associative_scan`
     (scan.py); returns how to remove them."""
-    originals = {name: getattr(torch, name) for name in _number_parameters()}
-    for name, original in originals.items():
-        setattr(torch, name, _number_parameters_bypass(name, original))
+    originals = {(module, name): getattr(module, name) for module, name in _number_parameters()}
+    for (module, name), original in originals.items():
+        setattr(module, name, _number_parameters_bypass(name, original))
     undo_scan = scan.install()
 
     def undo() -> None:
         undo_scan()
-        for name, original in originals.items():
-            setattr(torch, name, original)
+        for (module, name), original in originals.items():
+            setattr(module, name, original)
 
     return undo
 

@@ -337,6 +337,17 @@ def test_numbers_meeting_float_tensors_in_arithmetic_compile_once_statically_as_
     assert all(f.compilations.dynamo is not None for f in _fusions(jfn))
 
 
+def test_a_number_meeting_a_0d_tensor_keeps_its_dtype_value_after_value():
+    def normed(x: torch.Tensor, eps: float) -> torch.Tensor:
+        return F.layer_norm(x, (x.shape[-1],), eps=eps) + x / (x.var() + eps)
+
+    jfn = compiler.jit(normed, executors=INDUCTOR, fallback=False)  # eps symbolic from its second value
+    for seed, eps in enumerate((1e-5, 1e-3, 0.5)):
+        x = torch.randn(3, 6, generator=torch.Generator().manual_seed(seed))
+        torch.testing.assert_close(jfn(x, eps), normed(x, eps))  # float32, as eager's
+    assert all(f.compilations.dynamo is not None for f in _fusions(jfn))  # not the 0-d float64 eps
+
+
 def test_a_failing_compilation_falls_back_to_torch_with_one_warning(monkeypatch):
     def refuse(fn, args, writes_inputs=True, exact_casts=False):
         raise RuntimeError("no kernel for you")

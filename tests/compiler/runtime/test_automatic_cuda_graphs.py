@@ -340,7 +340,9 @@ def test_an_optimizer_step_under_a_schedule_replays_with_its_step_and_rate_in_de
         jfn(state[0], state[1], state[2], state[3], step, lr)
         _adam(eager[0], eager[1], eager[2], eager[3], step, lr)
         for got, want in zip(state, eager):
-            torch.testing.assert_close(got, want)
+            # bf16: eager rounds each in-place intermediate, the fusion holds it in float32 (a few
+            # elements near zero then differ by about an ulp of their neighbours)
+            torch.testing.assert_close(got, want, **({"rtol": 1.6e-2, "atol": 1e-4} if dtype == torch.bfloat16 else {}))
     stats = jfn.entries[-1].computation.stats
     assert stats.reason is None and stats.replays >= STEPS, _stats(jfn)
     assert "device scalars, as they change every call: 'step', 'lr'" in _stats(jfn)

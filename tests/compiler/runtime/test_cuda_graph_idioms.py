@@ -1,11 +1,13 @@
 """jit(cuda_graphs=True) on the usual training-loop idioms (on a GPU): gradients reset with
 `.grad = None` every step, a scalar loss's `backward()`, optimizer state created on the first
-step, a learning rate that changes every step. Each loop matches eager step after step and,
-after its warm-up, replays: no capture per step, no copies of what callers hold."""
+step, a learning rate that changes every step (read from a device scalar). Each loop matches
+eager step after step and, after its warm-up, replays: no capture per step, no copies of what
+callers hold."""
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import pytest
 import torch
@@ -129,14 +131,18 @@ def _sgd(p: torch.Tensor, g: torch.Tensor, lr: float) -> None:
 
 
 @pytest.mark.gpu
-def test_a_python_float_learning_rate_changing_every_step_stays_right_and_says_why_it_cannot_replay() -> None:
+@pytest.mark.parametrize("graphs", [True, None], ids=["explicit", "automatic"])
+def test_a_python_float_learning_rate_changing_every_step_replays_from_a_device_scalar(graphs) -> None:
     p, g = torch.randn(256, device="cuda"), torch.randn(256, device="cuda")
     want = p.clone()
-    jfn = compiler.jit(_sgd, cuda_graphs=True)
-    with pytest.warns(CudaGraphWarning, match="lr"):
+    jfn = compiler.jit(_sgd, cuda_graphs=graphs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CudaGraphWarning)
         for step in range(STEPS):
             lr = 0.1 * 0.9**step
             jfn(p, g, lr)
             want.sub_(g * lr)
             torch.testing.assert_close(p, want)
+    stats = jfn.entries[-1].computation.stats
+    assert stats.device_scalars == "'lr'" and stats.replays >= 2, str(stats)
     assert compiler.cache_stats(jfn).misses == 2  # the value, then a symbolic lr (automatic dynamic)
