@@ -101,8 +101,8 @@ def roll(input: TensorProxy, shifts: Any, dims: Any = None) -> TensorProxy:
     )
     out = input
     for shift, d in zip(shift_list, dim_list):
-        n = int(input.shape[d]) if input.ndim else 1
-        s = int(shift) % n if n else 0
+        n = input.shape[d] if input.ndim else 1  # NOTE: symbolic sizes and shifts stay symbolic
+        s = shift % n if n else 0
         if s:
             out = prims.cat([_slice_dim(out, d, n - s, n), _slice_dim(out, d, 0, n - s)], d)
     return out if out is not input else fresh_copy(input)

@@ -62,3 +62,16 @@ def test_a_numbers_bitwise_not_is_pythons():
     assert len(jfn.entries) == 1
     with pytest.raises(TypeError, match=r"bad operand type for unary ~: a float"):
         compiler.jit(lambda x, v: x * ~v, dynamic=["v"], fallback=False)(x, 0.5)
+
+
+def test_a_roll_by_a_symbolic_shift_over_a_symbolic_length_compiles_once_for_every_nonzero_shift():
+    def rolled(x, n):
+        return x.roll(n, 1) + x.roll((n, -n), (1, 2))
+
+    jfn = compiler.jit(rolled)
+    for length, shift in ((6, 2), (9, 3), (13, 4), (7, -9), (5, 6), (11, 1)):
+        x = torch.randn(2, length, 8)
+        torch.testing.assert_close(jfn(x, shift), rolled(x, shift))
+    assert len(jfn.entries) == 2, compiler.examine.recompilations(jfn)  # the first call's, then one symbolic
+    x = torch.randn(2, 7, 8)
+    torch.testing.assert_close(jfn(x, 0), rolled(x, 0))  # no shift: a branch of its own (a copy)
