@@ -59,7 +59,9 @@ def pad(input: TensorProxy, pad: Any, mode: str = "constant", value: Any = None)
     out = input
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i
-        before, after = int(pad[2 * i]), int(pad[2 * i + 1])
+        before, after = pad[2 * i], pad[2 * i + 1]  # NOTE: symbolic widths stay symbolic but in reflect mode
+        if mode == "reflect":  # one slice per element: the widths are read as ints (guarded)
+            before, after = int(before), int(after)
         crop_first = mode in ("constant", "circular")  # NOTE: eager's order, per mode
         out = _crop(out, dim, before, after) if crop_first else out
         parts = [

@@ -9,6 +9,7 @@ import types
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import compiler
 from compiler.tracing.patches import _number_parameters
@@ -75,3 +76,15 @@ def test_a_roll_by_a_symbolic_shift_over_a_symbolic_length_compiles_once_for_eve
     assert len(jfn.entries) == 2, compiler.examine.recompilations(jfn)  # the first call's, then one symbolic
     x = torch.randn(2, 7, 8)
     torch.testing.assert_close(jfn(x, 0), rolled(x, 0))  # no shift: a branch of its own (a copy)
+
+
+@pytest.mark.parametrize("mode", ["constant", "replicate", "circular"])
+def test_a_pad_by_a_symbolic_width_compiles_once_for_every_width(mode):
+    def padded(x, n):
+        return F.pad(x, (1, n, n, 0), mode=mode) if mode != "constant" else F.pad(x, (0, n, -1, n), value=2.5)
+
+    jfn = compiler.jit(padded)
+    for length, width in ((6, 2), (9, 3), (13, 4), (7, 1), (8, 5)):
+        x = torch.randn(2, length, 8)
+        torch.testing.assert_close(jfn(x, width), padded(x, width))
+    assert len(jfn.entries) == 2, compiler.examine.recompilations(jfn)  # the first call's, then one symbolic
