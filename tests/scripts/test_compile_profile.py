@@ -54,3 +54,15 @@ def test_each_repeat_defines_its_fusions_afresh(capsys):
 
 def _definitions(out: str) -> int:
     return int(re.search(r"(\d+) nvFuser definitions", out).group(1))
+
+
+def test_a_zoo_architectures_training_step_is_profiled_and_a_bad_name_lists_the_zoo(capsys):
+    pytest.importorskip("transformers")
+    argv = ["--program", "zoo-train", "--model", "llama", "--device", "cpu", "--fake-nvfuser"]
+    assert compile_profile.main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("zoo-train (model llama") and "backward compile" in out and _definitions(out) > 0
+    with pytest.raises(SystemExit, match=r"--model 'lama' with zoo-train: expected one of gpt2, .*llama"):
+        compile_profile.main(["--program", "zoo-train", "--model", "lama", "--device", "cpu"])
+    with pytest.raises(SystemExit, match=r"--model 'llama' with gpt2-train: expected small or tiny"):
+        compile_profile.main(["--program", "gpt2-train", "--model", "llama", "--device", "cpu"])
