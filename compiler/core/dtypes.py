@@ -25,6 +25,10 @@ SHORT_NAMES = {
     torch.complex128: "c128",
 }
 
+# The dtype holding every value of a Python number type (a number read as a tensor: nvFuser's
+# scalars, a device scalar)
+NUMBER_DTYPES: dict[type, torch.dtype] = {bool: torch.bool, int: torch.int64, float: torch.float64}
+
 # Lower-precision floats are computed in float32 (torch's "opmath" type) and rounded once.
 _COMPUTE = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
 

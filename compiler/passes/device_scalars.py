@@ -26,14 +26,13 @@ from typing import Any
 
 import torch
 
+from compiler.core import dtypes
 from compiler.core.context import TraceContext
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace, proxies_in
 from compiler.passes import trace_pass
-from compiler.prims import ELEMENTWISE, Prim
+from compiler.prims import COMPARISONS, ELEMENTWISE, Prim
 
-DTYPES: dict[type, torch.dtype] = {bool: torch.bool, int: torch.int64, float: torch.float64}
-_KINDS = {dtype: kind for kind, dtype in DTYPES.items()}
-_RANK = {bool: 0, int: 1, float: 2}
+DTYPES = dtypes.NUMBER_DTYPES
 
 
 class NumberStaysNumber(Exception):
@@ -74,10 +73,10 @@ def device_scalars(trace: Trace, names: Collection[str], device: torch.device) -
 def _kind(value: Any, tensors: dict[str, TensorProxy]) -> type:
     """The Python kind (bool, int or float) of an operand of a number op."""
     if isinstance(value, NumberProxy):
-        kind = _KINDS[tensors[value.name].dtype] if value.name in tensors else value.python_type
+        kind = dtypes.python_type(tensors[value.name].dtype) if value.name in tensors else value.python_type
     else:
         kind = type(value)
-    if kind not in _RANK:
+    if kind not in DTYPES:
         raise NumberStaysNumber(f"a number op reads {value!r}, not a bool, int or float")
     return kind
 
@@ -116,10 +115,10 @@ def _number_op(
         data = operands[1:]
     else:
         data = operands
-    compute = max([_kind(v, tensors) for v in data] + [kind], key=_RANK.__getitem__)
+    compute = max([_kind(v, tensors) for v in data] + [kind], key=dtypes.category)
     start = len(operands) - len(data)
     operands[start:] = [_converted(v, DTYPES[compute], tensors, context, lines) for v in data]
-    computed_dtype = torch.bool if bsym.sym in _BOOL_RESULTS else DTYPES[compute]
+    computed_dtype = torch.bool if bsym.sym in COMPARISONS else DTYPES[compute]
     computed = TensorProxy((), computed_dtype, device, name=context.fresh("t"))
     lines.append(BoundSymbol(bsym.sym, tuple(operands), {}, computed))
     if computed_dtype != DTYPES[kind]:  # a floor, a sign of a float: computed in float64, then converted
@@ -128,9 +127,6 @@ def _number_op(
         computed = converted
     tensors[result.name] = computed
     return lines
-
-
-_BOOL_RESULTS = frozenset({Prim.EQ, Prim.NE, Prim.LT, Prim.LE, Prim.GT, Prim.GE})
 
 
 def _tensor_op(

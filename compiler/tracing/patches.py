@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -57,6 +58,7 @@ def _building_a_module(frame: Any) -> bool:
     return False
 
 
+@functools.cache  # NOTE: the ops table is complete once compiler.ops is imported; tracing installs these per trace
 def _number_parameters() -> list[tuple[Any, str]]:
     """The torch functions whose argument parser takes a number argument only as a Python number
     (not through `__index__`, as it does for sizes), as (module, name): the builtins the ops table

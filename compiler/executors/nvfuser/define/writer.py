@@ -63,7 +63,7 @@ NV_DTYPES: dict[torch.dtype, str] = {
     torch.int32: "DataType.Int32",
     torch.bool: "DataType.Bool",
 }
-SCALAR_DTYPES: dict[type, torch.dtype] = {bool: torch.bool, int: torch.int64, float: torch.float64}
+SCALAR_DTYPES = dtypes.NUMBER_DTYPES
 LOW_PRECISION = frozenset({torch.float16, torch.bfloat16})
 
 
