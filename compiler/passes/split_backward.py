@@ -25,6 +25,14 @@ the backward's matmul to read (torch.compile saves a GELU MLP's activation so as
 Of equal cuts the one closest to the sink is taken (the fewest values recomputed): saving a
 residual stream's x_k costs what saving the layer output added to it does, and recomputing x_k
 from x_0 would chain every layer's recomputation into one.
+Where recomputing is strictly cheaper (a post-norm residual, x_k = x_(k-1) + norm(m_k), whose
+m_k and statistics the norm's backward reads anyway) a chain could still reach across the whole
+model: the backward would open with one fusion recomputing every layer's stream (a few outputs
+per layer, slow for nvFuser to compile) and hold them all. So a value is not recomputed from a
+chain of same-sized values that started more than `RECOMPUTE_REACH` matmuls or attentions
+earlier in the forward (about a transformer layer's); it is saved or recomputed from a saved
+value nearer to it. Smaller operands broadcast into the chain (rotary tables, a norm's weight,
+masks) do not extend it.
 An input the forward writes into costs as an intermediate: saving it means saving a copy taken
 before the write-back.
 """
@@ -64,6 +72,8 @@ MATERIALIZING = frozenset(
         Prim.GROUPED_MM,
     }
 )
+# How many MATERIALIZING prims a recomputation may reach back across (see the module).
+RECOMPUTE_REACH = 8
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,29 @@ def nbytes(p: Proxy) -> int:
     for s in p.shape:
         count *= s.value if isinstance(s, NumberProxy) else s
     return count * p.dtype.itemsize
+
+
+def _numel(p: Proxy) -> int:
+    return nbytes(p) // p.dtype.itemsize if isinstance(p, TensorProxy) else 1
+
+
+def _beyond_reach(forward: Sequence[BoundSymbol], recomputable: set[str]) -> set[str]:
+    """The recomputable values (names in `recomputable`) that are saved or recomputed from a value
+    nearer to them instead: their chain of recomputable values of at least their size started
+    more than RECOMPUTE_REACH materializing prims earlier in `forward`."""
+    crossed, start, beyond = 0, {}, set()
+    for b in forward:
+        for p in b.outputs:
+            if p.name not in recomputable:
+                continue
+            size = _numel(p)
+            earliest = min((start[q.name] for q in b.inputs if q.name in start and _numel(q) >= size), default=crossed)
+            if crossed - earliest > RECOMPUTE_REACH:
+                beyond.add(p.name)
+                earliest = crossed
+            start[p.name] = earliest
+        crossed += b.sym in MATERIALIZING
+    return beyond
 
 
 def _reads(bsyms: Iterable[BoundSymbol]) -> dict[str, Proxy]:
@@ -140,13 +173,17 @@ def _choose_saved(joint: Joint, needed: dict[str, Proxy], live: Sequence[BoundSy
     graph = FlowGraph(2 * len(values) + 2)
     outputs = {p.name for p in joint.outputs}
     written = {b.args[1].name for b in forward if b.sym is Prim.COPY_TO}
+    recomputable = {
+        name for name in values if name in producer and producer[name].sym in RECOMPUTABLE and name not in in_memory
+    }
+    recomputable -= _beyond_reach(forward, recomputable)
     for name, p in values.items():
         i = index[name]
         bsym = producer.get(name)
         exists_anyway = (bsym is None or name in outputs) and name not in written
         cost = nbytes(p) if exists_anyway else 2 * nbytes(p)
         graph.add_edge(2 * i, 2 * i + 1, cost)
-        if bsym is None or bsym.sym not in RECOMPUTABLE or name in in_memory:
+        if name not in recomputable:
             graph.add_edge(source, 2 * i, INFINITE)
         else:
             for q in bsym.inputs:

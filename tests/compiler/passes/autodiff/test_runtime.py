@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 import compiler
 from compiler import examine
+from compiler.passes.split_backward import RECOMPUTE_REACH
 from compiler.tracing.check_trace import check_trace
 from tests.support.autodiff_util import AtenOps, check_gradients
 
@@ -135,6 +136,37 @@ def test_a_residual_stack_saves_each_layers_input_not_a_chain_to_recompute():
     saved = {v.name for v in examine.saved_for_backward(jfn)}
     assert len(saved) == 8  # x, the 4 weights and x_1 .. x_3
     assert not [b for b in backward.bsyms if b.sym.value == "add" and all(p.name in saved for p in b.inputs)]
+
+
+def _rms(y: torch.Tensor) -> torch.Tensor:
+    return y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+
+def test_a_post_norm_residual_stack_does_not_recompute_its_stream_across_every_layer():
+    # x_k = x_(k-1) + rms(rms(x_(k-1)) @ w_k): the norms' backward reads m_k = rms(x) @ w and x_k's
+    # statistics anyway, so recomputing x_k from x_0 is strictly cheaper in bytes; the split still
+    # keeps each recomputed chain within RECOMPUTE_REACH matmuls (Gemma 2's post-norm layers made
+    # one backward fusion recompute the whole model's stream).
+    layers = 2 * RECOMPUTE_REACH + 2
+
+    def stack(x: torch.Tensor, *ws: torch.Tensor) -> torch.Tensor:
+        for w in ws:
+            x = x + _rms(_rms(x) @ w)
+        return x.sum()
+
+    jfn = compiler.jit(stack)
+    x = torch.randn(8, 16, requires_grad=True)
+    ws = [torch.randn(16, 16, requires_grad=True) / 4 for _ in range(layers)]
+    jfn(x, *ws).backward()
+    forward = next(t for t in compiler.last_traces(jfn) if t.provenance.startswith("split_backward"))
+    forward_values = {p.name for b in forward.bsyms for p in b.outputs}
+    chain: dict[str, int] = {}  # a recomputed value -> the residual adds recomputed in a row for it
+    for b in compiler.last_backward_traces(jfn)[0].bsyms:
+        if all(p.name in forward_values for p in b.outputs):
+            depth = max((chain.get(p.name, 0) for p in b.inputs), default=0)
+            chain.update((p.name, depth + (b.sym.value == "add")) for p in b.outputs)
+    assert 1 < max(chain.values()) <= RECOMPUTE_REACH + 1
+    check_gradients(stack, [x, *ws], [True] * (layers + 1), jfn=jfn)
 
 
 def test_saved_for_backward_is_empty_without_a_backward():
