@@ -113,6 +113,9 @@ CASES: list[Case] = [
     Case("non_contiguous_input", lambda a: a.sin() * 2, lambda d: (torch.randn(33, 4, device=d).t(),)),
     Case("matmul_fused", lambda a, b: prims.add(prims.matmul(a, b), 1.0), _args(_f(16, 32), _f(32, 16)), {"matmul": True}),
     Case("linear_fused", lambda a, w, c: prims.mul(prims.linear(a, w, c), 2.0), _args(_f(16, 32), _f(8, 32), _f(8)), {"matmul": True}),
+    # a reduction's output with size-1 dims reshaped or squeezed away (DeBERTa's backward)
+    Case("sum_then_unit_dims_reshaped", lambda g: g.permute(0, 2, 1).reshape(8, 12, 1, 16, 1, 64).sum(0).reshape(1, 12, 16, 64) * 2, _args(_f(96, 64, 16, dtype=torch.bfloat16))),
+    Case("sum_then_unit_dims_squeezed", lambda g: g.reshape(3, 4, 1, 5).sum(0).squeeze(1).exp(), _args(_f(12, 5))),
 ]  # fmt: skip
 
 

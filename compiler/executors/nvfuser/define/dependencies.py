@@ -6,14 +6,28 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 
 from compiler.core.executor import Region
-from compiler.core.ir import TensorProxy
-from compiler.prims import Prim
+from compiler.core.ir import BoundSymbol, TensorProxy
+from compiler.prims import REDUCTIONS, Prim
+
+
+def producer_of(region: Region, p: TensorProxy) -> BoundSymbol | None:
+    """The bound symbol of `region` that computes `p`, or None (a region input)."""
+    return next((b for b in region.bsyms if any(q is p for q in b.outputs)), None)
 
 
 def sliced_source(region: Region, p: TensorProxy) -> TensorProxy | None:
     """The tensor `p` was sliced from inside `region`, or None."""
-    producer = next((b for b in region.bsyms if any(q is p for q in b.outputs)), None)
+    producer = producer_of(region, p)
     return producer.args[0] if producer is not None and producer.sym is Prim.SLICE else None
+
+
+def reduced_inside(region: Region, p: TensorProxy) -> bool:
+    """Whether `p` is the output of a reduction inside `region`, or a conversion of one (which the
+    definition may hold as the reduction's own value)."""
+    producer = producer_of(region, p)
+    while producer is not None and producer.sym is Prim.CONVERT_ELEMENT_TYPE:
+        producer = producer_of(region, producer.args[0])
+    return producer is not None and producer.sym in REDUCTIONS
 
 
 def has_cat(region: Region) -> bool:

@@ -22,7 +22,7 @@ from compiler.core.executor import Region
 from compiler.core.ir import BoundSymbol, TensorProxy, callee_name, is_unit
 from compiler.core.proxies import same_extent
 from compiler.executors.nvfuser.define.broadcast import iteration_inputs, output_flags
-from compiler.executors.nvfuser.define.dependencies import computed_from, has_cat, sliced_source
+from compiler.executors.nvfuser.define.dependencies import computed_from, has_cat, reduced_inside, sliced_source
 from compiler.executors.nvfuser.define.descriptors import (  # noqa: F401  (re-exported for callers)
     ScalarDesc,
     TensorDesc,
@@ -145,7 +145,18 @@ def _reshape(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
         x, held = tx.movable(a)
         if tx.merged_broadcasts and computed_from(tx.region, a, (), names=tx.merged_broadcasts):
             x = tx.segment(a, x)
+        elif any(is_unit(size) for size in a.shape):
+            x = _past_reduction(tx, a, x)
     tx.define(bsym.output, f"fd.ops.reshape({x}, new_shape={tx.sizes(shape)})", held)
+
+
+def _past_reduction(tx: DefinitionWriter, a: TensorProxy, x: str) -> str:
+    # NOTE: nvfuser_direct 0.2.36 counts a reduction output's reduced dims among the positions it
+    # squeezes: squeezing (or reshaping away) a size-1 dim of a sum's output fails ("Squeezed
+    # IterDomain iS{12} must concretize to IterType::Broadcast": DeBERTa's backward sums a
+    # [8, 12, 1, 16, 1, 64] gradient over dim 0 and reshapes it to [1, 12, 16, 64]); squeezing a
+    # copy made by fd.ops.set, which has no reduced dims, is right.
+    return tx.emit(f"{a.name}_set", f"fd.ops.set({x})") if reduced_inside(tx.region, a) else x
 
 
 def _holds_expanded(tx: DefinitionWriter, a: TensorProxy) -> bool:
@@ -280,7 +291,7 @@ def _squeeze(tx: DefinitionWriter, x: str, bsym: BoundSymbol) -> str:
     # dynamo gathers so along its targets) is summed away, which is exact.
     if source is None and _iteration_dims(tx, a, dims):
         return _sum_unit_dims(x, tx.movable(a)[1], list(dims))
-    return f"fd.ops.squeeze({x}, dims={list(dims)})"
+    return f"fd.ops.squeeze({_past_reduction(tx, a, x)}, dims={list(dims)})"
 
 
 # NOTE: nvfuser_direct 0.2.36 has no bf16/fp16 addition: its reduction of such a tensor fails to

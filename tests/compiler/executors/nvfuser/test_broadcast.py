@@ -227,3 +227,23 @@ def test_a_value_split_by_a_reshape_after_merging_a_broadcast_gets_a_segment_bou
     # scores merged by the caller, none merged in the fusion: no boundary
     [(_, source)] = _fusions(lambda s: torch.softmax((s * 2).reshape(3, 4, 1, 9), -1), scores)
     assert "segment_set" not in source, source
+
+
+def test_a_reduction_output_loses_its_size_one_dims_through_a_copy():
+    # nvFuser counts a reduction output's reduced dims among the positions it squeezes (DeBERTa's
+    # backward failed so); a set in between has none. A reshape that only adds dims needs no copy.
+    def reshaped(g):
+        return g.reshape(8, 12, 1, 16, 1, 64).sum(0).reshape(1, 12, 16, 64) * 2
+
+    def squeezed(g):
+        return g.reshape(3, 4, 1, 5).sum(0).squeeze(1).exp()
+
+    def kept(g):
+        return g.sum(-1).reshape(12, 5, 1) * g
+
+    # bf16: the sum is converted back to bf16 before the reshape, which reads the float32 sum
+    cases = [(reshaped, (96, 16, 64), torch.float32), (reshaped, (96, 16, 64), torch.bfloat16)]
+    cases += [(squeezed, (12, 5), torch.bfloat16), (kept, (12, 5, 7), torch.float32)]
+    for fn, shape, dtype in cases:
+        [(_, source)] = _fusions(fn, torch.randn(*shape).to(dtype))
+        assert (re.search(r"\w+_set = fd\.ops\.set\(\w+\)", source) is not None) == (fn is not kept), source
