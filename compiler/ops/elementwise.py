@@ -366,12 +366,20 @@ def clamp(input: TensorProxy, min: Any = None, max: Any = None, *, out: Any = No
     def body(x: Any, *bounds: Any) -> Any:
         bounds_iter = iter(bounds)
         if min is not None:
-            x = prims.maximum(x, next(bounds_iter))
+            x = _bounded(x, next(bounds_iter), prims.ge)
         if max is not None:
-            x = prims.minimum(x, next(bounds_iter))
+            x = _bounded(x, next(bounds_iter), prims.le)
         return x
 
     return elementwise(body, *args)
+
+
+def _bounded(x: Any, bound: Any, within: Callable[[Any, Any], Any]) -> Any:
+    # NOTE: selects, not maximum/minimum: where x equals its bound the gradient goes to x whole (as
+    # eager's clamp backward), where maximum's splits ties in halves; a NaN x stays NaN and, as in
+    # eager, gets no gradient; a NaN bound gives NaN.
+    beyond = prims.where(prims.ne(x, x), prims.mul(x, 0.0), bound) if dtypes.is_float(x.dtype) else bound
+    return prims.where(within(x, bound), x, beyond)
 
 
 @register("torch.clamp_min", "torch.Tensor.clamp_min")

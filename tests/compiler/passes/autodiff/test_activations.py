@@ -97,6 +97,19 @@ def threshold_at_zero(x: torch.Tensor) -> torch.Tensor:
     return torch.threshold(x, 0.0, -0.5)
 
 
+def clamp_both(x: torch.Tensor) -> torch.Tensor:
+    """Unlike hardtanh's, clamp's gradient is x's at both bounds."""
+    return x.clamp(-2.0, 3.0)
+
+
+def clamp_min(x: torch.Tensor) -> torch.Tensor:
+    return torch.clamp(x, min=0.0)
+
+
+def clamp_max(x: torch.Tensor) -> torch.Tensor:
+    return x.clamp_max(1.0)
+
+
 CLIPPING: list[Callable] = [
     F.leaky_relu,
     leaky_relu_slope_2,
@@ -105,6 +118,9 @@ CLIPPING: list[Callable] = [
     F.relu6,
     threshold_above_value,
     threshold_at_zero,
+    clamp_both,
+    clamp_min,
+    clamp_max,
 ]
 # Every boundary of CLIPPING's functions, exactly, and values on either side.
 BOUNDARIES = torch.tensor([-100.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 6.0, 7.0, 100.0])
@@ -114,7 +130,7 @@ BOUNDARIES = torch.tensor([-100.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 
 @pytest.mark.parametrize("fn", CLIPPING, ids=lambda f: f.__name__)
 def test_clipping_activation_gradients_with_boundary_points(fn: Callable, dtype: torch.dtype) -> None:
     """At each boundary exactly the gradient is eager's: leaky_relu's slope at 0, hardtanh's and
-    relu6's 0 at both bounds, threshold's 0 at the threshold."""
+    relu6's 0 at both bounds, threshold's 0 at the threshold, clamp's 1 at both bounds."""
     for seed in SEEDS:
         x = randn(4, len(BOUNDARIES), dtype=dtype, seed=seed) * 4
         x[seed] = BOUNDARIES.to(dtype)
@@ -132,3 +148,11 @@ def test_clipping_activation_gradient_of_nan_is_eager_s(fn: Callable) -> None:
         grads.append((y, *torch.autograd.grad(y, leaf, torch.arange(1.0, 6.0))))
     for got, want in zip(grads[1], grads[0], strict=True):
         torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_clamp_between_tensor_bounds_gives_each_its_gradient_as_eager() -> None:
+    """x at a bound keeps the gradient; the bounds get it where x is beyond them; a bound above the
+    other gives the upper one."""
+    x = torch.tensor([-1.0, 0.0, 0.5, 1.0, 2.0, 0.7])
+    low, high = torch.tensor([0.0, 0.0, 0.0, 0.0, 0.0, 0.9]), torch.tensor([1.0, 1.0, 1.0, 1.0, 1.0, 0.2])
+    check_gradients(torch.clamp, [x, low, high])
