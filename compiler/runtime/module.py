@@ -3,7 +3,11 @@
 The cache is the one of any jitted function (`JittedFunction`): the traced function takes the
 module's state and modes as its two first arguments (see compiler/tracing/module.py), so the
 prologue guards them like any argument, and a new shape, dtype, device or mode compiles a new
-entry while new values do not.
+entry while new values do not. What the traces baked in besides is checked before each call: the
+submodules are still where they were (a replaced `model.lin` is a new layout), and the plain
+values the forward read (`tracing/settings.py`: `self.scale`, `self.config.use_cache`) are
+unchanged; either change starts a new generation of entries (a number in the modes), which
+compiles again.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from torch import nn
 from compiler.runtime.cache import CacheEntry, JittedFunction
 from compiler.tracing.captured_tensors import OWNERS
 from compiler.tracing.module import ModuleLayout, forward_signature
+from compiler.tracing.settings import Settings, recording_reads, watched_objects
 
 _NONE = type(None)
 _training = operator.attrgetter("training")
@@ -42,6 +47,9 @@ class LayoutReader:
         self.other_names = [local for _, local, _ in others]
         self.other_positions = [position[key] for _, _, key in others]
         self.modules = [module for _, module in layout.submodules]
+        self.child_tables = [table for table, _, _ in layout.children]
+        self.child_names = [name for _, name, _ in layout.children]
+        self.children = [child for _, _, child in layout.children]
         # NOTE: `module.training` goes through nn.Module's attribute lookup; read from each
         # instance's __dict__ instead where that is where it lives (no class defines it otherwise)
         plain = all("training" in vars(m) and not hasattr(type(m), "training") for m in self.modules)
@@ -55,6 +63,10 @@ class LayoutReader:
     def read(self) -> dict[str, torch.Tensor] | None:
         """The module's tensors by input key, or None when it no longer has this layout."""
         try:
+            if not all(map(operator.is_, map(operator.getitem, self.child_tables, self.child_names), self.children)):
+                return None
+            if list(map(len, self.layout.child_tables)) != self.layout.child_counts:
+                return None
             values = list(map(operator.getitem, self.tables, self.names))
             if self.other_tables and not all(
                 map(
@@ -76,7 +88,7 @@ class LayoutReader:
         flags = self.flags()
         if flags != self.last_flags:
             self.last_flags, self.last_modes = flags, "".join("T" if f else "E" for f in flags)
-        return self.last_modes + self.layout.hooks.signature()
+        return self.layout.generation_mark + self.last_modes + self.layout.hooks.signature()
 
 
 class JittedModule(JittedFunction):
@@ -91,11 +103,17 @@ class JittedModule(JittedFunction):
         dynamic: frozenset[str] = frozenset(),
     ) -> None:
         self.module = module
+        self.generation = 0  # entries of an older generation were traced with other submodules or settings
         self.layout = ModuleLayout(module)
         self.reader = LayoutReader(self.layout)
+        self.settings = Settings()
 
         def traced(state: dict, modes: str, *args: Any, **kwargs: Any) -> tuple:
-            return self.layout.forward(state, args, kwargs)
+            objects = watched_objects(m for _, m in self.layout.submodules)
+            with recording_reads(objects) as reads:
+                result = self.layout.forward(state, args, kwargs)
+            self.settings.watch(objects, reads)
+            return result
 
         traced.__signature__ = forward_signature(module)
         setattr(traced, OWNERS, lambda: self.layout.submodules)  # their attributes are provenance of tensors
@@ -104,12 +122,17 @@ class JittedModule(JittedFunction):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         state = self.reader.read()
-        if state is None:
-            self.layout = ModuleLayout(self.module)
-            self.reader = LayoutReader(self.layout)
+        if state is None or self.settings.changed():
+            self._new_generation()
             state = self.reader.read()
         spec, leaves = super().__call__(state, self.reader.modes(), *args, **kwargs)
         return spec.rebuild(leaves)
+
+    def _new_generation(self) -> None:
+        self.generation += 1
+        self.layout = ModuleLayout(self.module, self.generation)
+        self.reader = LayoutReader(self.layout)
+        self.settings = Settings()
 
     def __repr__(self) -> str:
         return f"<jitted {type(self.module).__name__} module: {len(self.entries)} cache entries>"

@@ -111,9 +111,14 @@ def _stored_proxy(hook: Any) -> str | None:
 class ModuleLayout:
     """Where each parameter and buffer of a module lives, and the module's submodules."""
 
-    def __init__(self, module: nn.Module) -> None:
+    def __init__(self, module: nn.Module, generation: int = 0) -> None:
         self.module = module
+        self.generation_mark = f"g{generation} " if generation else ""
         self.submodules = list(module.named_modules())
+        # where each submodule hangs: (its parent's _modules, its name there, the submodule)
+        self.children = [(m._modules, name, child) for _, m in self.submodules for name, child in m._modules.items()]
+        self.child_tables = [m._modules for _, m in self.submodules]  # and how many each parent has
+        self.child_counts = list(map(len, self.child_tables))
         self.hooks = HookState([m for _, m in self.submodules])
         self.module_names = {id(m): name for name, m in self.submodules}
         # every place a tensor is stored: (the owner's _parameters or _buffers dict, local name, input key)
@@ -140,8 +145,13 @@ class ModuleLayout:
 
     def read(self) -> dict[str, torch.Tensor] | None:
         """The module's tensors by input key, or None when the module no longer has this layout (a
-        parameter removed or set to None, or tensors once shared no longer the same object)."""
+        submodule replaced or removed, a parameter removed or set to None, or tensors once shared
+        no longer the same object)."""
         try:
+            if any(table[name] is not child for table, name, child in self.children):
+                return None
+            if list(map(len, self.child_tables)) != self.child_counts:
+                return None
             state = {key: table[local] for table, local, key in self.first_slots}
             if len(self.slots) > len(self.first_slots):
                 for table, local, key in self.slots:
@@ -156,7 +166,8 @@ class ModuleLayout:
     def modes(self) -> str:
         """'T' or 'E' (train or eval) per submodule, in order, then the registered hooks
         (`HookState`): the prologue guards it as a value."""
-        return "".join("T" if m.training else "E" for _, m in self.submodules) + self.hooks.signature()
+        modes = "".join("T" if m.training else "E" for _, m in self.submodules)
+        return self.generation_mark + modes + self.hooks.signature()
 
     def check_traceable(self) -> None:
         """Rejects backward and global hooks, which run Python the tracer does not see; the error
@@ -171,6 +182,15 @@ class ModuleLayout:
                 NotImplementedError,
             )
         for name, m in self.submodules:
+            check(
+                not isinstance(m, nn.RNNBase),
+                lambda m=m: (
+                    f"{self.describe(m)} is a recurrent layer, which compiler.jit does not support (its forward "
+                    "keeps weak references to its parameters); use torch.compile(model, backend='fusebench'), "
+                    "which runs it eagerly"
+                ),
+                NotImplementedError,
+            )
             for table in _HOOK_TABLES:
                 check(
                     not getattr(m, table, None),
