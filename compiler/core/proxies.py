@@ -165,6 +165,22 @@ class TensorProxy(Proxy):
     def mT(self) -> TensorProxy:
         return _dispatch(torch.Tensor.transpose, self, -2, -1)
 
+    @property
+    def mH(self) -> TensorProxy:  # a real tensor's conjugate is itself
+        return self.mT
+
+    @property
+    def H(self) -> TensorProxy:
+        return self.T
+
+    @property
+    def real(self) -> TensorProxy:
+        return _dispatch(torch.real, self)
+
+    @property
+    def imag(self) -> TensorProxy:
+        return _dispatch(torch.imag, self)
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError(f"len() of a 0-d tensor{called_at()}")
@@ -247,6 +263,7 @@ for _name in (
     "__matmul__",
     "__rmatmul__",
     "__neg__",
+    "__pos__",
     "__abs__",
     "__invert__",
     "__and__",

@@ -10,6 +10,7 @@ float32 and round once.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from compiler import prims
@@ -66,6 +67,14 @@ def batch_norm(
             f"{name}: momentum must be a number where running statistics are updated, got {momentum!r}{called_at()}"
         ),
         TypeError,
+    )
+    # NOTE: a symbolic size is never 1 (sizes 0 and 1 keep entries of their own), so only a
+    # batch whose sizes are all known can hold one value per channel
+    values = [input.shape[d] for d in range(input.ndim) if d != 1]
+    check(
+        not training or not all(isinstance(v, int) for v in values) or math.prod(values) != 1,
+        lambda: f"Expected more than 1 value per channel when training, got input size {list(input.shape)}",
+        ValueError,
     )
     compute = dtypes.compute_dtype(input.dtype)
     x = to_dtype(input, compute)

@@ -78,6 +78,12 @@ for _name in ("floor", "ceil", "trunc"):
     _rounding(_name)
 
 
+@register("torch.positive", "torch.Tensor.positive", "torch.Tensor.__pos__")
+def positive(input: TensorProxy) -> TensorProxy:
+    check(input.dtype != torch.bool, lambda: f"The `+` operator, on a bool tensor is not supported.{called_at()}")
+    return input
+
+
 @register("torch.neg", "torch.Tensor.neg", "torch.Tensor.__neg__", "torch.negative")
 def neg(input: TensorProxy, *, out: Any = None) -> Any:
     check_no_out("torch.neg", out)

@@ -143,8 +143,8 @@ def expand_as(input: TensorProxy, other: TensorProxy) -> Any:
 
 
 @register("torch.broadcast_to", "torch.Tensor.broadcast_to")
-def broadcast_to_op(input: TensorProxy, size: Sequence) -> Any:
-    return expand(input, list(size))
+def broadcast_to_op(input: TensorProxy, *sizes: Any, size: Sequence | None = None) -> Any:
+    return expand(input, *(sizes if size is None else (list(size),)))
 
 
 @register("torch.squeeze", "torch.Tensor.squeeze")

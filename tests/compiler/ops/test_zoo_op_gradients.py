@@ -79,6 +79,20 @@ def test_batch_norm_gradients_and_running_statistics(training: bool, shape: tupl
         torch.testing.assert_close(buffer, dict(eager.named_buffers())[name], msg=lambda m, name=name: f"{name}: {m}")
 
 
+@pytest.mark.parametrize("shape", [(1, 3), (1, 3, 1, 1)])
+def test_batch_norm_of_one_value_per_channel_raises_as_eager_and_leaves_the_statistics(shape: tuple) -> None:
+    norm = torch.nn.BatchNorm2d(3) if len(shape) == 4 else torch.nn.BatchNorm1d(3)
+    before = [norm.running_mean.clone(), norm.running_var.clone()]
+    for call in (norm, compiler.jit(norm)):
+        with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
+            call(torch.randn(shape))
+    for buffer, was in zip((norm.running_mean, norm.running_var), before):
+        torch.testing.assert_close(buffer, was)
+    norm.eval()  # one value per channel is fine with the running statistics
+    x = torch.randn(shape)
+    torch.testing.assert_close(compiler.jit(norm)(x), norm(x))
+
+
 def test_cumsum_keeps_the_int32_it_was_asked_for() -> None:
     # transformers' experts sum tokens per expert into int32 offsets, which torch._grouped_mm requires
     counts = torch.tensor([2.0, 0.0, 3.0])

@@ -56,6 +56,7 @@ def _activation_samples(make: Maker) -> Iterator[Sample]:
 
 UNARY = [
     _unary("neg", extra=(operator.neg, torch.negative)),
+    _unary("positive", extra=(operator.pos,)),
     _unary("abs", extra=(operator.abs, torch.absolute)),
     _unary("exp", domain=(-5, 5)),
     _unary("exp2", domain=(-5, 5)),
