@@ -18,7 +18,7 @@ import torch
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
-from compiler.core.ir import TensorProxy
+from compiler.core.ir import NumberProxy, TensorProxy
 from compiler.ops import aliasing, eager_layouts
 from compiler.ops.factory import _check_factory_kwargs, _device, size_arguments
 from compiler.ops.operands import elementwise, to_dtype
@@ -30,9 +30,11 @@ from compiler.ops.writes import write
 @register("torch.nn.functional.dropout", "torch.dropout")
 def dropout(input: TensorProxy, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
     """input * noise in training mode, where noise is 0 with probability p and 1 / (1 - p) otherwise."""
+    # NOTE: a symbolic p is compared as an `if` compares it (the relation guarded); only drawing
+    # the noise reads its value
     check(
-        isinstance(p, (int, float)) and 0.0 <= p <= 1.0,
-        lambda: f"dropout: p must be a number in [0, 1], got {p!r}{called_at()}",
+        isinstance(p, (int, float, NumberProxy)) and 0.0 <= p <= 1.0,
+        lambda: f"dropout: p must be a number in [0, 1], got {getattr(p, 'value', p)!r}{called_at()}",
         ValueError,
     )
     check(

@@ -125,12 +125,28 @@ class _SharedPatch:
                     self.undo = None
 
 
+def _checking_symbolic_conditions(original: Callable) -> Callable:
+    """`torch._check_with` taking a symbolic condition (a relation of symbolic sizes, as
+    `F.multi_head_attention_forward` checks its key padding mask's length with): decided as an `if`
+    on it is, the relation guarded."""
+
+    @functools.wraps(original)
+    def check_with(error_type: Any, cond: Any, message: Any = None) -> None:
+        return original(error_type, bool(cond) if isinstance(cond, NumberProxy) else cond, message)
+
+    return check_with
+
+
 def _install_bypasses() -> Callable[[], None]:
-    """Installs the bypasses of `_number_parameters()` on torch's modules, and the traced `associative_scan`
-    (scan.py); returns how to remove them."""
+    """Installs the bypasses of `_number_parameters()` on torch's modules, `torch._check_with` taking
+    symbolic conditions, and the traced `associative_scan` (scan.py); returns how to remove them."""
     originals = {(module, name): getattr(module, name) for module, name in _number_parameters()}
+    originals[(torch, "_check_with")] = torch._check_with
     for (module, name), original in originals.items():
-        setattr(module, name, _number_parameters_bypass(name, original))
+        if name == "_check_with":
+            setattr(module, name, _checking_symbolic_conditions(original))
+        else:
+            setattr(module, name, _number_parameters_bypass(name, original))
     undo_scan = scan.install()
 
     def undo() -> None:

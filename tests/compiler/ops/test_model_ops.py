@@ -56,6 +56,23 @@ def test_dropout_is_the_identity_in_eval_and_at_p_zero_and_zero_at_p_one() -> No
         compiler.jit(lambda x: F.dropout(x, 1.5))(x)
 
 
+def test_dropout_takes_a_symbolic_p() -> None:
+    """In eval mode one entry serves every p; in training each p draws as eager (p read as a value)."""
+    x = torch.randn(3, 4)
+    evaluating = compiler.jit(lambda t, p: F.dropout(t, p, training=False) * 2, numbers="symbolic")
+    for p in (0.1, 0.2, 0.5):
+        torch.testing.assert_close(evaluating(x, p), x * 2)
+    assert compiler.cache_stats(evaluating).misses == 1
+    with pytest.raises(ValueError, match=r"p must be a number in \[0, 1\], got 1.5"):
+        evaluating(x, 1.5)
+    training = compiler.jit(lambda t, p: F.dropout(t, p, training=True), numbers="symbolic")
+    for p in (0.0, 0.3, 1.0):
+        torch.manual_seed(0)
+        got = training(x, p)
+        torch.manual_seed(0)
+        torch.testing.assert_close(got, F.dropout(x, p, training=True))
+
+
 @pytest.mark.parametrize("diagonal", [-2, 0, 1, 5])
 def test_triu_tril_masks_and_masked_fill(diagonal: int) -> None:
     for shape in [(5, 5), (3, 6), (2, 4, 3)]:

@@ -97,3 +97,22 @@ def test_multi_head_attention_matches_eager(name: str, seed: int) -> None:
     (expected[0] * weights).sum().backward()
     for (parameter, g), e in zip(model.named_parameters(), eager.parameters(), strict=True):
         torch.testing.assert_close(g.grad, e.grad, rtol=1e-5, atol=1e-5, msg=lambda m, p=parameter: f"{p}: {m}")
+
+
+def test_a_key_padding_mask_over_changing_lengths_compiles_twice() -> None:
+    """F.multi_head_attention_forward checks the mask's length with torch._check_with on sizes that
+    automatic dynamic made symbolic: the check is decided and guarded, not a reason to specialise."""
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(16, 4, batch_first=True).eval()
+    jitted = compiler.jit(mha)
+    for length in (5, 6, 7, 9):
+        x = torch.randn(2, length, 16)
+        mask = torch.zeros(2, length, dtype=torch.bool)
+        mask[0, -2:] = True
+        got, want = jitted(x, x, x, key_padding_mask=mask), mha(x, x, x, key_padding_mask=mask)
+        torch.testing.assert_close(got[0], want[0])
+        torch.testing.assert_close(got[1], want[1])
+    assert compiler.cache_stats(jitted).misses == 2
+    bad = torch.zeros(2, 8, dtype=torch.bool)  # a mask of another length: eager's error
+    with pytest.raises(AssertionError, match=r"Expected key_padded_mask.shape\[1\] to be 9, but got 8"):
+        jitted(x, x, x, key_padding_mask=bad)
