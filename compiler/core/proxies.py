@@ -165,21 +165,11 @@ class TensorProxy(Proxy):
     def mT(self) -> TensorProxy:
         return _dispatch(torch.Tensor.transpose, self, -2, -1)
 
-    @property
-    def mH(self) -> TensorProxy:  # a real tensor's conjugate is itself
-        return self.mT
-
-    @property
-    def H(self) -> TensorProxy:
-        return self.T
-
-    @property
-    def real(self) -> TensorProxy:
-        return _dispatch(torch.real, self)
-
-    @property
-    def imag(self) -> TensorProxy:
-        return _dispatch(torch.imag, self)
+    # a real tensor's conjugate is itself; .real and .imag as torch.real and torch.imag
+    mH = property(lambda self: self.mT)
+    H = property(lambda self: self.T)
+    real = property(lambda self: _dispatch(torch.real, self))
+    imag = property(lambda self: _dispatch(torch.imag, self))
 
     def __len__(self) -> int:
         if not self.shape:
