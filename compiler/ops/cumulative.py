@@ -28,6 +28,7 @@ from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
+from compiler.ops.aliasing import fresh_copy
 from compiler.ops.operands import canonical_dim, check_no_out, to_dtype
 from compiler.ops.registry import register
 
@@ -38,6 +39,8 @@ def _prefix_scan(values: tuple[TensorProxy, ...], dim: int, combine: Combine) ->
     """The inclusive scan of `values` (same shapes) along `dim` with an associative `combine(earlier,
     later)`, in ceil(log2(n)) steps (Hillis and Steele)."""
     length = int(values[0].shape[dim])
+    if length <= 1:  # NOTE: nothing to combine; the result is still new memory, as eager's
+        return tuple(fresh_copy(v) for v in values)
     shape = list(values[0].shape)
     step = 1
     while step < length:

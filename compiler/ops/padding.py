@@ -11,6 +11,7 @@ from typing import Any
 from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
+from compiler.ops.aliasing import fresh_copy
 from compiler.ops.factory import _full
 from compiler.ops.registry import register
 
@@ -56,7 +57,7 @@ def pad(input: TensorProxy, pad: Any, mode: str = "constant", value: Any = None)
         ValueError,
     )
     fill = 0 if value is None else value
-    out = input
+    out, copied = input, False
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i
         before, after = pad[2 * i], pad[2 * i + 1]  # NOTE: symbolic widths stay symbolic but in reflect mode
@@ -70,5 +71,7 @@ def pad(input: TensorProxy, pad: Any, mode: str = "constant", value: Any = None)
             *([_block(out, dim, after, False, mode, fill)] if after > 0 else []),
         ]
         out = prims.cat(parts, dim) if len(parts) > 1 else out
+        copied = copied or len(parts) > 1
         out = out if crop_first else _crop(out, dim, before, after)
-    return out
+    # NOTE: eager's result is new memory even where it only crops (negative widths) or pads nothing
+    return out if copied else fresh_copy(out)
