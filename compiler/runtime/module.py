@@ -103,7 +103,6 @@ class JittedModule(JittedFunction):
         dynamic: frozenset[str] = frozenset(),
     ) -> None:
         self.module = module
-        self.generation = 0  # entries of an older generation were traced with other submodules or settings
         self.layout = ModuleLayout(module)
         self.reader = LayoutReader(self.layout)
         self.settings = Settings()
@@ -129,8 +128,8 @@ class JittedModule(JittedFunction):
         return spec.rebuild(leaves)
 
     def _new_generation(self) -> None:
-        self.generation += 1
-        self.layout = ModuleLayout(self.module, self.generation)
+        # entries of an older generation were traced with other submodules or settings
+        self.layout = ModuleLayout(self.module, self.layout.generation + 1)
         self.reader = LayoutReader(self.layout)
         self.settings = Settings()
 

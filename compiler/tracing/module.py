@@ -113,6 +113,7 @@ class ModuleLayout:
 
     def __init__(self, module: nn.Module, generation: int = 0) -> None:
         self.module = module
+        self.generation = generation  # a new one when what the traces baked in changed (runtime/module.py)
         self.generation_mark = f"g{generation} " if generation else ""
         self.submodules = list(module.named_modules())
         # where each submodule hangs: (its parent's _modules, its name there, the submodule)

@@ -140,13 +140,11 @@ def _checking_symbolic_conditions(original: Callable) -> Callable:
 def _install_bypasses() -> Callable[[], None]:
     """Installs the bypasses of `_number_parameters()` on torch's modules, `torch._check_with` taking
     symbolic conditions, and the traced `associative_scan` (scan.py); returns how to remove them."""
-    originals = {(module, name): getattr(module, name) for module, name in _number_parameters()}
-    originals[(torch, "_check_with")] = torch._check_with
-    for (module, name), original in originals.items():
-        if name == "_check_with":
-            setattr(module, name, _checking_symbolic_conditions(original))
-        else:
-            setattr(module, name, _number_parameters_bypass(name, original))
+    replacements = {(m, name): _number_parameters_bypass(name, getattr(m, name)) for m, name in _number_parameters()}
+    replacements[(torch, "_check_with")] = _checking_symbolic_conditions(torch._check_with)
+    originals = {(module, name): getattr(module, name) for module, name in replacements}
+    for (module, name), replacement in replacements.items():
+        setattr(module, name, replacement)
     undo_scan = scan.install()
 
     def undo() -> None:

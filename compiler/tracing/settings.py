@@ -135,7 +135,3 @@ class Settings:
             pass
         self.last = values
         return True
-
-    def describe(self) -> list[str]:
-        """'name=value' of every watched value, for messages."""
-        return [f"{k}={d.get(k)!r}" for d, names in zip(self.dicts, self.names) for k in names]
