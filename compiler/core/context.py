@@ -10,7 +10,7 @@ import contextlib
 import enum
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -37,6 +37,8 @@ class TraceContext:
         # (args, kwargs) -> the same with the real tensors the program read from its attributes,
         # globals or closures replaced by their traced inputs, or None (tracing/captured_tensors.py)
         self.captured: Any = None
+        # called at each op the program calls: notes its running frames (tracing/free_values.py)
+        self.seen_op: Callable[[], None] | None = None
 
     @property
     def bsyms(self) -> list[Any]:

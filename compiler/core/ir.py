@@ -55,11 +55,13 @@ __all__ = [
 @dataclass(frozen=True)
 class Symbol:
     """A callee that is not a prim: a torch-level op (printed by its torch name, lowered to its
-    subsymbols) or an executor's region (printed by its name, run by `impl`)."""
+    subsymbols) or an executor's region (printed by its name, run by `impl`). `checks`: a
+    prologue check run for its effect (raising on a call it rejects), kept though it defines nothing."""
 
     name: str
     impl: Callable | None = field(default=None, compare=False)
     executor: str | None = None
+    checks: bool = False
 
     def __repr__(self) -> str:
         return self.name

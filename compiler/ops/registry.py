@@ -171,6 +171,9 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
     complex values: as the calls on their parts it is made of, `COMPLEX_OPS`). `fn` may be the
     tracer's stand-in for a torch builtin (tracing/patches.py), which names the builtin."""
     fn = getattr(fn, "__fusebench_builtin__", fn)
+    context = ir.current()
+    if context is not None and context.seen_op is not None:
+        context.seen_op()
     if kwargs.get("dtype") in _PYTHON_DTYPES:
         kwargs = {**kwargs, "dtype": _PYTHON_DTYPES[kwargs["dtype"]]}
     if _contains(args, torch.Tensor) or _contains(kwargs, torch.Tensor):
@@ -187,7 +190,6 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
                 return result
         raise NotImplementedError(f"{torch_name(fn)} is not supported by the fusebench compiler{called_at()}")
     _check_no_tensors(op, args, kwargs)
-    context = ir.current()
     check(context is not None, lambda: f"{op.name} was called on proxies outside of tracing", TracingError)
     if kwargs and not _NUMPY_NAMES.keys().isdisjoint(kwargs):
         kwargs = _torch_names(op.impl, kwargs)

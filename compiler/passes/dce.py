@@ -23,8 +23,8 @@ _KEPT = frozenset(SIDE_EFFECTS) | RANDOM
 def has_side_effects(bsym: BoundSymbol) -> bool:
     """True when removing `bsym` would change more than the values it defines (a random draw
     included: it advances the generator)."""
-    if not bsym.subsymbols:  # NOTE: a prim, as every line of a flattened trace is
-        return bsym.sym in _KEPT
+    if not bsym.subsymbols:  # NOTE: a prim, as every line of a flattened trace is, or a prologue check
+        return bsym.sym in _KEPT or getattr(bsym.sym, "checks", False)
     return any(leaf.sym in _KEPT for leaf in leaves([bsym]))
 
 

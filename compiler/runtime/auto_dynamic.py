@@ -33,6 +33,7 @@ from compiler.core.errors import GuardFailure, check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, map_proxies
 from compiler.ops import autocast
 from compiler.prims import GUARDS, Prim
+from compiler.tracing.free_values import CHECK_FREE_VALUES
 from compiler.tracing.frontend import size_name
 
 _NUMBERS = (int, float, bool)
@@ -45,7 +46,8 @@ class GuardMiss:
 
     kind: "value" (a number or constant argument), "size", "dtype", "device", "type",
         "structure" (argument count, sequence length, dict keys), "branch" (a condition the trace
-        took on symbolic numbers), "layout" (strides) or "aliasing".
+        took on symbolic numbers), "layout" (strides), "aliasing" or "free value" (a global or
+        closure variable the trace read, tracing/free_values.py).
     """
 
     entry: int
@@ -118,6 +120,9 @@ def _miss(entry: int, bsym: BoundSymbol, env: dict[str, Any], arguments: set[str
         return GuardMiss(entry, "aliasing", ", ".join(p.name for p in first), "as traced", "different", line)
     if bsym.sym is Prim.UNPACK_SEQUENCE:
         return GuardMiss(entry, "structure", name, f"length {bsym.args[1]}", f"length {len(actual)}", line)
+    if bsym.sym is CHECK_FREE_VALUES:
+        place, expected, actual = first.changed() or ("a global or closure variable", "as traced", "different")
+        return GuardMiss(entry, "free value", repr(place), expected, actual, line)
     if bsym.sym is not Prim.UNPACK_DICT:  # NOTE: a prologue Symbol: a captured tensor's places (read_captured)
         return GuardMiss(entry, "structure", str(bsym.output), "one tensor in every place", "not so", line)
     return GuardMiss(entry, "structure", name, f"keys {list(bsym.args[1])}", f"keys {list(actual)}", line)

@@ -218,7 +218,7 @@ class Capture:
         frames = []
         frame = sys._getframe(1)
         while frame is not None and frame is not self.stop:
-            if _program_code(frame.f_code.co_filename):
+            if is_program_code(frame.f_code.co_filename):
                 frames.append(frame)
             frame = frame.f_back
         places: list[Place] = []
@@ -319,7 +319,7 @@ _LIBRARIES = tuple(
 
 
 @functools.cache
-def _program_code(filename: str) -> bool:
+def is_program_code(filename: str) -> bool:
     """Whether code from `filename` is the program's, not the compiler's or torch's (whose globals
     and closures hold none of the program's tensors)."""
     return not os.path.abspath(filename).startswith(_LIBRARIES)

@@ -55,7 +55,7 @@ from compiler.core.ir import (
 from compiler.core.memory import overlapping
 from compiler.ops import aliasing, autocast, row_major
 from compiler.prims import GUARDS, INPLACE, Prim
-from compiler.tracing import captured_tensors, complex_values, objects
+from compiler.tracing import captured_tensors, complex_values, free_values, objects
 from compiler.tracing.dense_strides import dense_strides
 from compiler.tracing.numbers import Numbers
 from compiler.tracing.patches import (
@@ -451,9 +451,9 @@ def _trace_inputs(
     inputs.prologue.insert(at, BoundSymbol(Prim.UNPACK_SEQUENCE, (args_proxy, len(args)), {}, tuple(arg_elements)))
     fn_kwargs = inputs.mapping(kwargs_proxy, kwargs, "kwargs")
 
-    # NOTE: torch.compiler.is_compiling() is True while tracing, as under torch.compile: torch's
-    # own code (optimizer steps) then skips eager-only checks and `.item()` calls on proxies.
+    # NOTE: torch.compiler.is_compiling() holds while tracing: torch's optimizers skip eager-only checks, `.item()`
     context.captured = capture = captured_tensors.Capture(fn, inputs.element, inputs.prologue)
+    free = free_values.FreeValues.of(fn, context)
     with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running(), capture:
         output = capture.output(explaining_unbound_methods(fn, fn_args, fn_kwargs))
         attribute_writes = capture.writes()
@@ -472,6 +472,7 @@ def _trace_inputs(
     prologue = Trace(
         (args_proxy, kwargs_proxy),
         [BoundSymbol(Prim.CHECK_AUTOCAST, (autocast_state,), {}, None)]
+        + free_values.guards(free)
         + inputs.prologue
         + memory_guards
         + _guards_with_dependencies(recorded),

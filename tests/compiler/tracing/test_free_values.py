@@ -1,0 +1,167 @@
+"""Globals and closure variables a jitted program reads: a change is seen on the next call
+(compiler/tracing/free_values.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import compiler
+from compiler import examine
+from compiler.tracing import free_values
+
+THIS = sys.modules[__name__]
+SCALE = 2.0
+DTYPE = torch.float32
+ACTIVATION = F.relu
+OFFSETS = [1, 2]
+
+
+@dataclasses.dataclass
+class Config:
+    gain: float = 1.5
+    use_bias: bool = True
+
+
+CONFIG = Config()
+
+
+def _scale() -> float:
+    return SCALE  # NOTE: no op here: only the static reading of the program's helpers finds it
+
+
+def _changes(jitted: compiler.JittedFunction) -> list[str]:
+    return [str(miss) for r in examine.recompilations(jitted) for miss in r.misses]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_global_number_read_directly_or_through_a_helper_follows_its_changes(
+    monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    def program(t: torch.Tensor) -> torch.Tensor:
+        return t * SCALE + _scale()
+
+    t = torch.randn(4, 3, generator=torch.Generator().manual_seed(seed))
+    jitted = compiler.jit(program)
+    torch.testing.assert_close(jitted(t), program(t))
+    monkeypatch.setattr(THIS, "SCALE", 5.0)
+    torch.testing.assert_close(jitted(t), program(t))
+    assert len(jitted.entries) == 2
+    assert any("global SCALE of" in c and "expected 2.0, got 5.0" in c for c in _changes(jitted))
+    monkeypatch.setattr(THIS, "SCALE", 2.0)  # the first value again: its entry, no compilation
+    torch.testing.assert_close(jitted(t), program(t))
+    assert len(jitted.entries) == 2
+
+
+def test_a_closure_variable_and_the_items_of_a_closed_over_list_follow_their_changes() -> None:
+    def make(scale: float) -> tuple:
+        offsets = [1.0]
+
+        def program(t: torch.Tensor) -> torch.Tensor:
+            return t * scale + offsets[0]
+
+        def set_scale(value: float) -> None:
+            nonlocal scale
+            scale = value
+
+        return program, set_scale, offsets
+
+    program, set_scale, offsets = make(3.0)
+    jitted = compiler.jit(program)
+    t = torch.randn(5)
+    torch.testing.assert_close(jitted(t), program(t))
+    set_scale(7.0)
+    torch.testing.assert_close(jitted(t), program(t))
+    offsets[0] = -4.0
+    torch.testing.assert_close(jitted(t), program(t))
+    assert len(jitted.entries) == 3
+    assert any("closure variable scale of" in c for c in _changes(jitted))
+    assert any("closure variable offsets of" in c for c in _changes(jitted))
+
+
+def test_a_global_function_swapped_for_another_is_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    def program(t: torch.Tensor) -> torch.Tensor:
+        return ACTIVATION(t) + OFFSETS[1]
+
+    t = torch.randn(6)
+    jitted = compiler.jit(program)
+    torch.testing.assert_close(jitted(t), program(t))
+    monkeypatch.setattr(THIS, "ACTIVATION", torch.tanh)
+    torch.testing.assert_close(jitted(t), program(t))
+    monkeypatch.setattr(THIS, "OFFSETS", [1, 9])
+    torch.testing.assert_close(jitted(t), program(t))
+    assert len(jitted.entries) == 3
+
+
+def test_a_global_dtype_and_a_number_of_another_type_compile_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    def program(t: torch.Tensor) -> torch.Tensor:
+        return (t * SCALE).to(DTYPE)
+
+    t = torch.arange(6)
+    jitted = compiler.jit(program)
+    monkeypatch.setattr(THIS, "SCALE", 2)
+    assert jitted(t).dtype == torch.float32
+    monkeypatch.setattr(THIS, "SCALE", 2.0)  # equal to 2, another type: a float product
+    monkeypatch.setattr(THIS, "DTYPE", torch.float64)
+    torch.testing.assert_close(jitted(t), program(t))
+    assert jitted(t).dtype == torch.float64
+
+
+def test_a_global_settings_object_is_followed_attribute_by_attribute() -> None:
+    def program(t: torch.Tensor) -> torch.Tensor:
+        return t * CONFIG.gain + (1.0 if CONFIG.use_bias else 0.0)
+
+    t = torch.randn(3)
+    jitted = compiler.jit(program)
+    try:
+        torch.testing.assert_close(jitted(t), program(t))
+        CONFIG.use_bias = False
+        torch.testing.assert_close(jitted(t), program(t))
+        CONFIG.gain = -2.0
+        torch.testing.assert_close(jitted(t), program(t))
+    finally:
+        CONFIG.gain, CONFIG.use_bias = 1.5, True
+    assert len(jitted.entries) == 3
+
+
+def test_a_module_forward_follows_the_globals_of_its_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Scaled(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.lin(x) * SCALE
+
+    model = Scaled()
+    jitted = compiler.jit(model)
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(jitted(x), model(x))
+    monkeypatch.setattr(THIS, "SCALE", -1.0)
+    torch.testing.assert_close(jitted(x), model(x))
+
+
+def test_what_the_program_changes_itself_and_its_per_call_closures_compile_once() -> None:
+    seen: list[int] = []
+
+    def program(t: torch.Tensor, n: float) -> torch.Tensor:
+        seen.append(1)  # a record the program keeps: later calls do not run its Python again
+        scaled = lambda x: x * n
+        return scaled(t)
+
+    jitted = compiler.jit(program)
+    t = torch.randn(4)
+    for n in (2.0, 3.0, 4.0, 5.0):
+        torch.testing.assert_close(jitted(t, n), t * n)
+    assert len(jitted.entries) == 2  # n made symbolic by automatic dynamic, as without closures
+
+
+def test_code_of_installed_packages_and_of_torch_is_not_read() -> None:
+    assert free_values._installed(torch.__file__)
+    assert free_values._installed(dataclasses.__file__)
+    assert not free_values._installed(__file__)
