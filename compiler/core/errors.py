@@ -38,7 +38,8 @@ def user_frame() -> str:
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
         if not path.startswith((_COMPILER_DIR, torch_dir)) and "<frozen" not in path:
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}: {_source_line(path, frame.f_lineno)}"
+            line = _source_line(path, frame.f_lineno)
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}" + (f": {line}" if line else "")
         frame = frame.f_back
     return ""
 
@@ -71,7 +72,8 @@ def unbound_method_error(error: TypeError) -> NotImplementedError | None:
     where = ""
     if tb is not None:
         path = tb.tb_frame.f_code.co_filename
-        where = f" (called at {path}:{tb.tb_lineno}: {_source_line(os.path.abspath(path), tb.tb_lineno)})"
+        line = _source_line(os.path.abspath(path), tb.tb_lineno)
+        where = f" (called at {path}:{tb.tb_lineno}{f': {line}' if line else ''})"
     name = match.group(1)
     return NotImplementedError(
         f"torch.Tensor.{name}(x), the method called on the class, is not supported while tracing (the traced "

@@ -33,7 +33,7 @@ from compiler.core.errors import GuardFailure, check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy, Trace, map_proxies
 from compiler.ops import autocast
 from compiler.prims import GUARDS, Prim
-from compiler.tracing.free_values import CHECK_FREE_VALUES
+from compiler.tracing.free_values import CHECK_FREE_VALUES, dynamic_name
 from compiler.tracing.frontend import size_name
 
 _NUMBERS = (int, float, bool)
@@ -120,9 +120,6 @@ def _miss(entry: int, bsym: BoundSymbol, env: dict[str, Any], arguments: set[str
         return GuardMiss(entry, "aliasing", ", ".join(p.name for p in first), "as traced", "different", line)
     if bsym.sym is Prim.UNPACK_SEQUENCE:
         return GuardMiss(entry, "structure", name, f"length {bsym.args[1]}", f"length {len(actual)}", line)
-    if bsym.sym is CHECK_FREE_VALUES:
-        place, expected, actual = first.changed() or ("a global or closure variable", "as traced", "different")
-        return GuardMiss(entry, "free value", repr(place), expected, actual, line)
     if bsym.sym is not Prim.UNPACK_DICT:  # NOTE: a prologue Symbol: a captured tensor's places (read_captured)
         return GuardMiss(entry, "structure", str(bsym.output), "one tensor in every place", "not so", line)
     return GuardMiss(entry, "structure", name, f"keys {list(bsym.args[1])}", f"keys {list(actual)}", line)
@@ -150,6 +147,13 @@ def explain(entry: int, prologue: Trace, args: tuple, kwargs: dict) -> list[Guar
                 prims.evaluate(bsym.sym, arguments_of) if isinstance(bsym.sym, Prim) else bsym.sym.impl(*arguments_of)
             )
         except GuardFailure:
+            if bsym.sym is CHECK_FREE_VALUES:
+                line = str(bsym).splitlines()[0]
+                misses += [
+                    GuardMiss(entry, "free value", dynamic_name(p), old, new, line)
+                    for p, old, new in bsym.args[0].changed()
+                ]
+                continue
             misses.append(_miss(entry, bsym, env, arguments))
             if bsym.sym in _UNPACKS:
                 return misses
@@ -206,11 +210,12 @@ def check_requested(requested: Iterable[str], prologue: Trace, function: str) ->
 
 
 def to_make_symbolic(misses: Iterable[GuardMiss]) -> set[str]:
-    """The number arguments (by input name) whose baked-in value an entry rejected, and the tensor
-    sizes ('x.size(0)', `frontend.size_name`) an entry of the same rank rejected."""
+    """The number arguments (by input name) and globals or closure variables (by
+    `free_values.dynamic_name`) whose baked-in value an entry rejected, and the tensor sizes
+    ('x.size(0)', `frontend.size_name`) an entry of the same rank rejected."""
     symbolic = set()
     for m in misses:
-        if m.kind == "value" and type(m.expected) in _NUMBERS and type(m.actual) is type(m.expected):
+        if m.kind in ("value", "free value") and type(m.expected) in _NUMBERS and type(m.actual) is type(m.expected):
             symbolic.add(m.input)
         elif m.kind == "size" and len(m.expected) == len(m.actual):
             symbolic.update(

@@ -13,7 +13,10 @@ prologue then guards (`check_free_values`, a line per value):
 - configuration-like objects (dataclass instances, namespaces, anything with `to_dict`): the same
   object, and each of its plain attributes equal.
 A call where one differs misses the entry and compiles its own (returning to an old value finds
-the old entry again); `examine.recompilations` names the variable. Modules, classes, tensors
+the old entry again); `examine.recompilations` names the variable. Under automatic dynamic, a
+number that changed is symbolic from the next compilation on, as a number argument would be: the
+prologue reads it from its place (`read_free_value`) and the program, while traced, finds its
+proxy there, so a learning rate or step count kept in a global compiles twice, not per value. Modules, classes, tensors
 (captured as inputs: captured_tensors.py) and other objects are not guarded, nor is the code of
 the standard library and of installed packages (transformers' decorators and module flags: set
 when imported, read by every forward): only the program's own files are read.
@@ -34,13 +37,15 @@ import os
 import sys
 import sysconfig
 import types
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from compiler.core.errors import GuardFailure
-from compiler.core.ir import BoundSymbol, Symbol
+from compiler.core.ir import BoundSymbol, NumberProxy, Symbol
+from compiler.prims import Prim
 from compiler.tracing.captured_tensors import is_program_code
 from compiler.tracing.settings import PLAIN, is_config
 
@@ -70,7 +75,7 @@ def _is_settings_object(value: Any) -> bool:
     )
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class _Place:
     """Global `name` of module `where` (`holder` its globals), or a closure variable of function
     `where` (`holder` its cell), or attribute `name` of the object a place holds (`holder` its `__dict__`)."""
@@ -83,6 +88,24 @@ class _Place:
     def __repr__(self) -> str:
         kinds = {"global": "global", "cell": "closure variable", "attribute": "attribute"}
         return f"{kinds[self.kind]} {self.name} of {self.where}"
+
+    @property
+    def key(self) -> tuple[int, str]:
+        return id(self.holder), self.name
+
+
+# the places guarded so far, by the name automatic dynamic gives them (`dynamic_name`)
+_NAMED: weakref.WeakValueDictionary[str, _Place] = weakref.WeakValueDictionary()
+
+
+def dynamic_name(place: _Place) -> str:
+    """How `jit`'s set of symbolic names names `place` ('global SCALE of __main__'; with the
+    holder's id where another place of that name is alive: two closures of one function)."""
+    name = repr(place)
+    if _NAMED.setdefault(name, place).key != place.key:
+        name = f"{name} [{id(place.holder):x}]"
+        _NAMED.setdefault(name, place)
+    return name
 
 
 class _Missing:
@@ -105,15 +128,34 @@ def _read(place: _Place) -> Any:
     return _contents(place.holder) if place.kind == "cell" else place.holder.get(place.name, MISSING)
 
 
+def _write(place: _Place, value: Any) -> None:
+    if place.kind == "cell":
+        place.holder.cell_contents = value
+    elif value is not MISSING:
+        place.holder[place.name] = value
+    else:
+        place.holder.pop(place.name, None)
+
+
+def read_free_value(place: _Place) -> Any:
+    """Prologue: the value a global or closure variable made symbolic holds now."""
+    return _read(place)
+
+
+READ_FREE_VALUE = Symbol("read_free_value", impl=read_free_value)
+
+
 class FreeValues:
     """The free values one trace read (see the module): the places guarded by identity (`same`)
     and by type and equality (`equal`), and the values they held after tracing."""
 
-    def __init__(self, stop: types.FrameType | None = None) -> None:
+    def __init__(self, stop: types.FrameType | None = None, symbolic: Sequence[tuple[_Place, Any]] = ()) -> None:
         self.stop = stop  # the tracer's frame: the program's frames are inside it
         self.codes: set[types.CodeType] = set()  # the program's code read so far
         self.skipped: set[types.CodeType] = set()  # torch's and the compiler's
-        self.places: set[tuple[int, str]] = set()
+        self.symbolic = list(symbolic)  # (place, its number's proxy): inputs of the trace, not guarded
+        self.places: set[tuple[int, str]] = {place.key for place, _ in self.symbolic}
+        self._before: list[Any] = []
         self.same: list[_Place] = []  # guarded by identity
         self.equal: list[_Place] = []  # guarded by type and equality
         self.expected_same: tuple = ()
@@ -123,13 +165,36 @@ class FreeValues:
         self._functions: dict[types.CodeType, types.FunctionType] = {}  # the functions seen, by code
 
     @classmethod
-    def of(cls, fn: Callable, context: Any) -> FreeValues:
+    def of(cls, fn: Callable, context: Any, inputs: Any) -> FreeValues:
         """The free values of `fn`, traced by the caller (whose frame bounds the program's) in
-        `context`, which calls `seen_op` at each op."""
-        values = cls(stop=sys._getframe(1))
+        `context`, which calls `seen_op` at each op. The numbers of the places named in
+        `inputs.dynamic` (automatic dynamic: their values changed) become symbolic inputs of the
+        trace, which the prologue reads from their places (frontend's `_Inputs`)."""
+        symbolic = []
+        for name in sorted(inputs.dynamic):
+            place = _NAMED.get(name)
+            value = _read(place) if place is not None else None
+            if type(value) in (int, float, bool):
+                proxy = NumberProxy(type(value), value, name=context.claim(place.name))
+                inputs.prologue.append(BoundSymbol(READ_FREE_VALUE, (place,), {}, proxy))
+                inputs.prologue.append(BoundSymbol(Prim.CHECK_TYPE, (proxy, type(value)), {}, None))
+                inputs.computation_inputs.append(proxy)
+                symbolic.append((place, proxy))
+        values = cls(sys._getframe(1), symbolic)
         values.add_function(fn)
         context.seen_op = values.seen_op
         return values
+
+    def __enter__(self) -> FreeValues:
+        """Puts the symbolic numbers' proxies in their places, for the program to read."""
+        self._before = [_read(place) for place, _ in self.symbolic]
+        for place, proxy in self.symbolic:
+            _write(place, proxy)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for (place, _), value in zip(self.symbolic, self._before):
+            _write(place, value)
 
     def seen_op(self) -> None:
         """Notes the program's frames running now (called at each op the program calls)."""
@@ -177,10 +242,10 @@ class FreeValues:
             self._guard(_Place("cell", cell, name, getattr(code, "co_qualname", code.co_name)), value, code.co_filename)
 
     def _guard(self, place: _Place, value: Any, file: str) -> None:
-        key = (id(place.holder), place.name)
-        if key in self.places:
+        if place.key in self.places:
             return
-        self.places.add(key)
+        self.places.add(place.key)
+        dynamic_name(place)
         if _leaves(value, [MAX_ITEMS]):
             self.equal.append(place)
         elif callable(value) and not isinstance(value, (type, torch.nn.Module)):
@@ -203,8 +268,9 @@ class FreeValues:
     def __bool__(self) -> bool:
         return bool(self.same or self.equal)
 
-    def changed(self) -> tuple[_Place, Any, Any] | None:
-        """The first guarded place whose value differs now: (place, expected, actual)."""
+    def changed(self) -> list[tuple[_Place, Any, Any]]:
+        """The guarded places whose values differ now: (place, expected, actual) each."""
+        found = []
         for i, (place, old) in enumerate(zip(self.same + self.equal, self.expected_same + self.expected_equal)):
             new = _read(place)
             try:
@@ -212,8 +278,8 @@ class FreeValues:
             except Exception:
                 differs = True
             if differs:
-                return place, old, new
-        return None
+                found.append((place, old, new))
+        return found
 
     def __repr__(self) -> str:
         names = [repr(p) for p in self.same + self.equal]
@@ -224,8 +290,8 @@ class FreeValues:
 def check_free_values(values: FreeValues) -> None:
     """Prologue: raises `GuardFailure` when a guarded value differs from the traced call's."""
     changed = values.changed()
-    if changed is not None:
-        place, expected, actual = changed
+    if changed:
+        place, expected, actual = changed[0]
         raise GuardFailure(f"{place!r} holds {actual!r}, not {expected!r}")
 
 

@@ -453,8 +453,8 @@ def _trace_inputs(
 
     # NOTE: torch.compiler.is_compiling() holds while tracing: torch's optimizers skip eager-only checks, `.item()`
     context.captured = capture = captured_tensors.Capture(fn, inputs.element, inputs.prologue)
-    free = free_values.FreeValues.of(fn, context)
-    with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running(), capture:
+    free = free_values.FreeValues.of(fn, context, inputs)
+    with tracing(context), TracingMode(), compiling(), BYPASSES.applied(), program_running(), capture, free:
         output = capture.output(explaining_unbound_methods(fn, fn_args, fn_kwargs))
         attribute_writes = capture.writes()
         output, complex_outputs = complex_values.packed(attribute_writes.output(output))

@@ -165,3 +165,59 @@ def test_code_of_installed_packages_and_of_torch_is_not_read() -> None:
     assert free_values._installed(torch.__file__)
     assert free_values._installed(dataclasses.__file__)
     assert not free_values._installed(__file__)
+
+
+STEP = 1
+ROWS = 2
+
+
+def test_a_global_number_changing_every_call_becomes_symbolic_after_one_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    def program(t: torch.Tensor) -> torch.Tensor:
+        scale = SCALE * 0.5 if STEP > 3 else SCALE  # a branch on it: guarded, not baked
+        return t * scale + STEP
+
+    t = torch.randn(4)
+    jitted = compiler.jit(program)
+    for step in range(8):
+        monkeypatch.setattr(THIS, "STEP", step)
+        monkeypatch.setattr(THIS, "SCALE", 0.5 + step)
+        torch.testing.assert_close(jitted(t), program(t))
+    recompilations = examine.recompilations(jitted)
+    assert "making global SCALE of" in str(recompilations[0]) and "global STEP of" in str(recompilations[0])
+    assert len(jitted.entries) == 3  # the first values, symbolic ones, then the branch's other side
+
+
+def test_a_symbolic_global_used_as_a_size_and_without_automatic_dynamic(monkeypatch: pytest.MonkeyPatch) -> None:
+    def program(t: torch.Tensor) -> torch.Tensor:
+        return t.reshape(ROWS, -1).sum(0) * STEP
+
+    t = torch.randn(12)
+    automatic, constant = compiler.jit(program), compiler.jit(program, automatic_dynamic=False)
+    for rows, step in ((2, 1), (3, 2), (4, 3), (6, 4)):
+        monkeypatch.setattr(THIS, "ROWS", rows)
+        monkeypatch.setattr(THIS, "STEP", step)
+        torch.testing.assert_close(automatic(t), program(t))
+        torch.testing.assert_close(constant(t), program(t))
+    assert len(constant.entries) == 4
+
+
+def test_two_closures_of_one_function_are_made_symbolic_each_on_its_own() -> None:
+    def make(scale: float) -> tuple:
+        def program(t: torch.Tensor) -> torch.Tensor:
+            return t * scale
+
+        def set_scale(value: float) -> None:
+            nonlocal scale
+            scale = value
+
+        return program, set_scale
+
+    (first, set_first), (second, set_second) = make(1.0), make(2.0)
+    jitted_first, jitted_second = compiler.jit(first), compiler.jit(second)
+    t = torch.randn(3)
+    for value in (3.0, 4.0, 5.0, 6.0):
+        set_first(value)
+        set_second(-value)
+        torch.testing.assert_close(jitted_first(t), t * value)
+        torch.testing.assert_close(jitted_second(t), t * -value)
+    assert len(jitted_first.entries) == len(jitted_second.entries) == 2
