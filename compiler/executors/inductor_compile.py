@@ -19,7 +19,7 @@ from compiler.core.ir import NumberProxy, Proxy, TensorProxy, Trace, map_proxies
 from compiler.executors.codegen import python_source
 from compiler.executors.nvfuser.run.shared_definitions import DEFINITIONS
 from compiler.executors.torch import TorchExecutor
-from compiler.prims import ROUNDING_DECIDES, Prim, converts_to_integer
+from compiler.prims import ROUNDING_DECIDES, Prim, converts_to_integer, rounded_on_purpose
 
 _TORCH = TorchExecutor()
 # NOTE: the key of Inductor's entries in the shared table (whose other keys are nvFuser modules).
@@ -152,12 +152,18 @@ def needs_exact_casts(region: Region) -> bool:
     which recompute forward values: a bf16 softmax's backward recomputing `exp(x * scale - max)`
     with `x * scale` unrounded, against a max and sum its forward took of rounded values, gives
     gradients several times further from exact than eager's. Elsewhere it computes in float32
-    between the trace's casts (a round trip `x.half().float()` vanishes, as in torch.compile),
-    which costs a bf16 region on CPU half its time or more."""
+    between the trace's casts, which costs a bf16 region on CPU half its time or more: a bf16
+    program's values are computed in float32 and rounded only where they leave the region, as in
+    torch.compile. Not so a rounding the program asks of values it holds wider (`w.half().float()`
+    of a float32 `w`, fake quantization): its region keeps every rounding (`prims.rounded_on_purpose`)."""
     values = [*region.inputs, *(p for b in region.bsyms for p in b.outputs)]
     if not any(isinstance(p, TensorProxy) and dtypes.compute_dtype(p.dtype) != p.dtype for p in values):
         return False
-    return _BACKWARD.get() or any(b.sym in ROUNDING_DECIDES or converts_to_integer(b) for b in region.bsyms)
+    return (
+        _BACKWARD.get()
+        or any(b.sym in ROUNDING_DECIDES or converts_to_integer(b) for b in region.bsyms)
+        or bool(rounded_on_purpose(region.inputs, region.bsyms))
+    )
 
 
 def structure_key(region: Region, canonical: Canonical, dynamic: bool) -> str:

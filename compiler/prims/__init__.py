@@ -13,12 +13,12 @@ Two tables here are filled by the layers above, which import this one (imports p
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
 
-from compiler.core import ir, proxies
+from compiler.core import dtypes, ir, proxies
 from compiler.core.errors import check
 from compiler.core.ir import BoundSymbol
 from compiler.prims.meta import META
@@ -122,6 +122,26 @@ def converts_to_integer(bsym: BoundSymbol) -> bool:
     """Whether `bsym` converts to an integer or bool dtype: like the prims of `EXACT_OPERANDS`, its
     result jumps where its operand crosses a value (an integer), so it reads the operand rounded."""
     return bsym.sym is Prim.CONVERT_ELEMENT_TYPE and not bsym.args[1].is_floating_point
+
+
+def rounded_on_purpose(inputs: Sequence[Any], bsyms: Sequence[BoundSymbol]) -> set[str]:
+    """Names of the bf16/fp16 values `bsyms` (reading `inputs`) convert from values computed from
+    no bf16/fp16 value (`w.half()` of a float32 `w`: fake quantization, a precision check). A
+    fusion executor may hold a bf16 program's values in fp32 between ops, as torch.compile does,
+    but these it must round, as the program asked."""
+    from_low = {id(p) for p in inputs if _low_precision(p)}
+    found = set()
+    for b in bsyms:
+        derived = any(id(p) in from_low for p in b.inputs)
+        if b.sym is Prim.CONVERT_ELEMENT_TYPE and _low_precision(b.output) and not derived:
+            found.add(b.output.name)
+        if derived or any(_low_precision(p) for p in b.outputs):
+            from_low.update(id(p) for p in b.outputs)
+    return found
+
+
+def _low_precision(p: Any) -> bool:
+    return isinstance(p, ir.TensorProxy) and dtypes.compute_dtype(p.dtype) != p.dtype
 
 
 def expanded_unit_dims(bsym: BoundSymbol) -> list[int]:

@@ -42,6 +42,20 @@ def near_integers(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return t == x, t.long(), torch.floor(t), t.ge(x).to(x.dtype) + t
 
 
+def rounded_on_purpose(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    """Float32 `x` rounded to bf16/fp16 by the program itself (fake quantization): a fusion that
+    holds a bf16 program's values in fp32 must still round these."""
+    return x.to(dtype).float() * 3.0, (x * 2.0).to(dtype).float().exp(), x.mT.to(dtype).double()
+
+
+def check_rounded_on_purpose(x: torch.Tensor, dtype: torch.dtype, executors: list[str]) -> None:
+    """`rounded_on_purpose` jitted with `executors` equals eager's to float32's last bits (an
+    elided rounding is 2 ** -8 off)."""
+    fn = lambda x: rounded_on_purpose(x, dtype)
+    for actual, expected in zip(compiler.jit(fn, executors=executors)(x), fn(x)):
+        torch.testing.assert_close(actual, expected, rtol=2e-6, atol=1e-7)
+
+
 DIFFERENTIABLE: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "centred_max": centred_max,
     "max_of_max": max_of_max,

@@ -447,3 +447,12 @@ def test_roundings_are_kept_in_a_backwards_regions_and_where_a_max_reads_them_on
     softmax = compiler.jit(lambda x: (x * 9.0).softmax(-1), executors=INDUCTOR)
     softmax(x.detach())
     assert all(f.compilations.exact_casts for f in _fusions(softmax))  # a max reads the rounded values
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_rounding_the_program_asks_of_float32_values_is_kept(dtype: torch.dtype, seed: int) -> None:
+    """`w.to(bf16).float()` of a float32 `w` (fake quantization, a precision check) rounds as in
+    eager; Inductor would elide the round trip."""
+    x = torch.randn(8, 33, generator=torch.Generator().manual_seed(seed))
+    rounding_cases.check_rounded_on_purpose(x, dtype, INDUCTOR)

@@ -86,7 +86,7 @@ def _convert(tx: DefinitionWriter, bsym: BoundSymbol) -> None:
     if dtype is torch.float32 and a.dtype in LOW_PRECISION and a.name in tx.f32:
         tx.alias(out, tx.f32[a.name], in_f32=False)
         tx.upcast_of[out.name] = a
-    elif dtype in LOW_PRECISION and a.dtype is torch.float32:
+    elif dtype in LOW_PRECISION and a.dtype is torch.float32 and out.name not in tx.rounded_on_purpose:
         tx.alias(out, tx.tensor(a), in_f32=True)
     elif dtype == a.dtype:
         tx.alias(out, tx.tensor(a), in_f32=False)

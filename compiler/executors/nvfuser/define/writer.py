@@ -52,7 +52,7 @@ from compiler.executors.nvfuser.define.broadcast import Flags
 from compiler.executors.nvfuser.define.dependencies import has_cat
 from compiler.executors.nvfuser.define.descriptors import ScalarDesc, TensorDesc, broadcast_dims
 from compiler.executors.nvfuser.define.layouts import output_orders, stride_order
-from compiler.prims import ROUNDING_DECIDES, converts_to_integer
+from compiler.prims import ROUNDING_DECIDES, converts_to_integer, rounded_on_purpose
 
 NV_DTYPES: dict[torch.dtype, str] = {
     torch.float64: "DataType.Double",
@@ -111,6 +111,7 @@ class DefinitionWriter:
         # after them in the region read them as returned (rounded), as a backward that recomputes
         # from them will
         self.read_rounded = _read_rounded(region)
+        self.rounded_on_purpose = rounded_on_purpose(region.inputs, region.bsyms)  # `x.half()` of fp32 data
         self.casts: dict[tuple[str, torch.dtype], str] = {}
         self.used: set[str] = {"fd", "DataType"}
         self.inputs: set[str] = set()

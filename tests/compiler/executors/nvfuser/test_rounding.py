@@ -78,3 +78,12 @@ def test_a_conversion_to_float64_or_the_other_16_bit_dtype_reads_the_rounded_val
     x = rounding_cases.random_input(1, (4, 8), torch.bfloat16)
     fn = lambda x: (x * 3).to(wider) * 2
     torch.testing.assert_close(compiler.jit(fn, executors=NVFUSER)(x), fn(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_rounding_the_program_asks_of_float32_values_is_kept(dtype, seed) -> None:
+    """`w.to(bf16).float()` of a float32 `w` (fake quantization) rounds as in eager, where a bf16
+    program's values are held in fp32 between ops."""
+    x = torch.randn(8, 33, generator=torch.Generator().manual_seed(seed))
+    rounding_cases.check_rounded_on_purpose(x, dtype, NVFUSER)
