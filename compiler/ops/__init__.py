@@ -15,6 +15,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     bit_shifts,
     complex_arithmetic,
     complex_numbers,
+    conv_transpose,
     conversion,
     convolution,
     cumulative,
