@@ -25,6 +25,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     embedding,
     experts,
     factory,
+    fold,
     foreach,
     fourier,
     indexing,
