@@ -29,6 +29,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     fold,
     foreach,
     fourier,
+    grid_sample,
     indexing,
     inplace,
     interpolate,
