@@ -37,7 +37,8 @@ def user_frame() -> str:
     torch_dir = os.path.dirname(os.path.abspath(sys.modules["torch"].__file__))
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith((_COMPILER_DIR, torch_dir)) and "<frozen" not in path:
+        generated = "<frozen" in path or frame.f_code.co_filename.startswith("<fusebench")
+        if not path.startswith((_COMPILER_DIR, torch_dir)) and not generated:
             line = _source_line(path, frame.f_lineno)
             return f"{frame.f_code.co_filename}:{frame.f_lineno}" + (f": {line}" if line else "")
         frame = frame.f_back

@@ -131,3 +131,11 @@ def test_an_unavailable_executor_says_why_in_one_line() -> None:
     with pytest.raises(RuntimeError, match="the nvfuser executor is unavailable on this machine") as raised:
         compiler.jit(_f, executors=["nvfuser"])
     assert "\n" not in str(raised.value)
+
+
+def test_an_unsupported_op_inside_a_torch_module_names_the_call_not_the_generated_dispatcher() -> None:
+    model = torch.nn.Sequential(torch.nn.Identity(), torch.nn.FractionalMaxPool2d(2, output_size=2))
+    with pytest.raises(NotImplementedError) as raised:
+        compiler.jit(model)(torch.ones(1, 1, 4, 4))  # the pool's forward is torch's: this line is the program's
+    message = str(raised.value)
+    assert "<fusebench" not in message and f"{__file__}:" in message, message
