@@ -352,6 +352,8 @@ def test_values_held_in_fp32_are_read_rounded_where_rounding_decides(dtype):
             x = rounding_cases.random_input(seed, (8, 3, 16), dtype, DEVICE)
             rounding_cases.check_against_eager(fn, x, executors)
     rounding_cases.check_against_eager(rounding_cases.near_integers, rounding_cases.integers(dtype, DEVICE), executors)
+    x = rounding_cases.random_input(4, (8, 33), torch.float32, DEVICE)
+    rounding_cases.check_rounded_on_purpose(x, dtype, executors)  # `w.to(bf16)` of a float32 `w`
 
 
 def _repeated_heads(q, k, contiguous):
