@@ -258,8 +258,9 @@ def _max_pool(
         if dtypes.is_float(input.dtype):
             replaces = prims.bitwise_or(replaces, prims.ne(window, window))
         if padded:
-            # NOTE: an input element equal to the padding's value (-inf) still replaces padding
-            replaces = prims.bitwise_or(replaces, prims.bitwise_and(valid, prims.eq(best_valid, False)))
+            # NOTE: an input element equal to the padding's value (-inf) still replaces padding. Not
+            # `eq(best_valid, False)`: Inductor's value ranges cannot compare bools made from indices
+            replaces = prims.bitwise_or(replaces, prims.bitwise_and(valid, prims.bitwise_not(best_valid)))
             best_valid = prims.bitwise_or(best_valid, replaces)
         best = prims.where(replaces, window, best)
         if return_indices:

@@ -456,3 +456,14 @@ def test_a_rounding_the_program_asks_of_float32_values_is_kept(dtype: torch.dtyp
     eager; Inductor would elide the round trip."""
     x = torch.randn(8, 33, generator=torch.Generator().manual_seed(seed))
     rounding_cases.check_rounded_on_purpose(x, dtype, INDUCTOR)
+
+
+def test_a_padded_max_pool_compiles_in_inductor() -> None:
+    """The max pool's mask of windows still holding padding only, made from indices alone, is
+    negated with bitwise_not: `eq(mask, False)` broke Inductor's value range analysis (it orders
+    the bounds of bools) and the region fell back to torch after a page of critical log."""
+    pool = torch.nn.MaxPool2d(3, 2, 1, ceil_mode=True)
+    jfn = compiler.jit(pool, executors=INDUCTOR, fallback=False)
+    x = torch.randn(1, 2, 8, 7)
+    torch.testing.assert_close(jfn(x), pool(x), rtol=0, atol=0)
+    assert all(f.fallback_error is None for f in _fusions(jfn))
