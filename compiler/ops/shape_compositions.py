@@ -11,6 +11,7 @@ instead of leaving the source unchanged.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,16 +62,14 @@ def select(input: TensorProxy, dim: int, index: Any) -> TensorProxy:
 def tensor_split(input: TensorProxy, indices_or_sections: Any, dim: int = 0) -> tuple:
     """Pieces along `dim`: `n` sections (the first size % n one longer) or cut at the given indices."""
     d = canonical_dim(dim, input.ndim)
-    size = int(input.shape[d])
+    size = input.shape[d]  # NOTE: a symbolic size stays symbolic: the cuts are formulas of it
     if isinstance(indices_or_sections, (int, NumberProxy)):
         sections = int(indices_or_sections)
         check(sections > 0, lambda: f"tensor_split: sections must be positive, got {sections}{called_at()}", ValueError)
-        small, extra = divmod(size, sections)
-        lengths = [small + 1] * extra + [small] * (sections - extra)
-        bounds, start = [], 0
-        for length in lengths:
-            bounds.append((start, start + length))
-            start += length
+        # the first size % sections pieces are one longer: piece i starts at i * small + min(i, extra)
+        small, extra = size // sections, size % sections
+        cuts = [0, *(i * small + prims.minimum(i, extra) for i in range(1, sections + 1))]
+        bounds = list(itertools.pairwise(cuts))
     else:
         check(
             not isinstance(indices_or_sections, TensorProxy),
@@ -145,15 +144,19 @@ def diagonal(input: TensorProxy, offset: int = 0, dim1: int = 0, dim2: int = 1) 
     the end and flattened, then every (columns + 1)-th element from the first on the diagonal."""
     d1, d2 = canonical_dim(dim1, input.ndim), canonical_dim(dim2, input.ndim)
     check(d1 != d2, lambda: f"diagonal: dim1 and dim2 cannot be equal, got {dim1} and {dim2}{called_at()}", ValueError)
-    rows, cols = int(input.shape[d1]), int(input.shape[d2])
-    length = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
+    if isinstance(input.shape[d1], int) and not isinstance(input.shape[d2], int):
+        # NOTE: the same diagonal along the transposed dims, whose columns, the slice's step, are an int
+        d1, d2, offset = d2, d1, -offset
+    # NOTE: a slice's step is an int: a symbolic column count is specialised (guarded) to its value
+    rows, cols = input.shape[d1], int(input.shape[d2])
+    length = prims.maximum(0, prims.minimum(rows + min(offset, 0), cols - max(offset, 0)))
     rest = [d for d in range(input.ndim) if d not in (d1, d2)]
     moved = input if rest + [d1, d2] == list(range(input.ndim)) else prims.permute(input, [*rest, d1, d2])
     batch = [input.shape[d] for d in rest]
     with aliasing.reshapes_as("element_view"):
         flat = reshape(moved, [*batch, rows * cols])
     first = -offset * cols if offset < 0 else offset
-    if length == 0:
+    if same_size(length, 0):
         return narrow(flat, -1, 0, 0)
     return getitem(flat, (..., slice(first, first + (length - 1) * (cols + 1) + 1, cols + 1)))
 
@@ -164,14 +167,14 @@ def unfold(input: TensorProxy, dimension: int, size: int, step: int) -> TensorPr
     last dim of `size` is added (a gather of the window positions, a view in eager)."""
     d = canonical_dim(dimension, max(input.ndim, 1))
     source = reshape(input, [1]) if input.ndim == 0 else input
-    length = int(source.shape[d])
+    length = source.shape[d]  # NOTE: a symbolic length stays symbolic: the window count is a formula of it
     check(
-        size >= 0 and step > 0 and size <= length,
+        size >= 0 and step > 0 and bool(size <= length),
         lambda: f"unfold: size {size} must be in [0, {length}] and step {step} positive{called_at()}",
         RuntimeError,
     )
     count = (length - size) // step + 1
-    if count * size == 0:
+    if size == 0:  # NOTE: no window has an element (count is at least 1: size <= length)
         picked = narrow(source, d, 0, 0)
     else:
         starts = prims.mul(prims.iota(count, 0, 1, torch.int64, input.device), step)

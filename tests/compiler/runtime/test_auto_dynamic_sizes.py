@@ -331,6 +331,36 @@ def test_chunks_and_splits_of_a_symbolic_size_guard_the_number_of_pieces_only() 
     assert "check_value(x_size0" not in str(compiler.last_prologue(jfn))
 
 
+SIZE_FORMULAS = {
+    "tensor_split": lambda x: [p * 2 for p in x.tensor_split(3, dim=2)],
+    "unfold": lambda x: x.unfold(2, 3, 2) * 2,
+    "diagonal": lambda x: x.diagonal(-1, 1, 2) + x.diagonal(1, 2, 1),  # symbolic columns, symbolic rows
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIZE_FORMULAS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_pieces_windows_and_diagonals_of_a_symbolic_size_compile_twice(name: str, dtype: torch.dtype) -> None:
+    """tensor_split's pieces, Tensor.unfold's window count and a diagonal's length are formulas of
+    the size (a diagonal over symbolic columns is read along the transposed dims, whose column
+    count, the slice's step, is an int); they read it as an int, one entry per size."""
+    op = SIZE_FORMULAS[name]
+    jfn = compiler.jit(op)
+    for seed, n in enumerate((7, 8, 11, 12, 15)):
+        g = torch.Generator().manual_seed(seed)
+        x = torch.randn(1, n, 5, generator=g).to(dtype).transpose(1, 2)  # a size-1 dim, not contiguous
+        results = []
+        for fn in (jfn, op):
+            leaf = x.detach().requires_grad_()
+            out = fn(leaf)
+            out = out if isinstance(out, list) else [out]
+            weights = [torch.randn(o.shape, generator=torch.Generator().manual_seed(seed)).to(dtype) for o in out]
+            loss = sum((o * w).sum() for o, w in zip(out, weights))
+            results.append((out, torch.autograd.grad(loss, leaf)[0]))
+        torch.testing.assert_close(results[0], results[1])
+    assert len(jfn.entries) == 2, compiler.examine.recompilations(jfn)  # the first call's, then one symbolic
+
+
 @pytest.mark.parametrize(
     ("make", "written"),
     [
