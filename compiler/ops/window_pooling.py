@@ -8,8 +8,11 @@ included; the elements at one offset of every window are then one strided slice 
 input. An average sums those slices one dim after the other (the sum over a box is a sum of sums
 along each of its dims) and divides by eager's count of each window. A max scans them in eager's
 order: a later element replaces the running max only where it is greater or NaN, or where the
-running max is padding, so the gradient and the index go where eager's kernels send them. Sizes
-are specialised (guarded) to their values: the windows depend on them.
+running max is padding, so the gradient and the index go where eager's kernels send them.
+
+A symbolic size stays symbolic: the output size is a formula of it, a window's count and first
+position are computed over the whole output (an iota), and the input is padded past its end by
+the most any size needs (a window reads its own elements only).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import torch
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
-from compiler.core.ir import TensorProxy
+from compiler.core.ir import TensorProxy, size_product
 from compiler.ops.aliasing import fresh_copy
 from compiler.ops.elementwise import div
 from compiler.ops.operands import to_dtype
@@ -36,23 +39,37 @@ from compiler.ops.registry import register
 @dataclass(frozen=True)
 class _Dim:
     """The windows along one pooled dim: `out` windows of `kernel` elements `dilation` apart, the
-    i-th starting at i * stride - padding."""
+    i-th starting at i * stride - padding. `size` and `out` are ints or symbolic sizes."""
 
-    size: int
+    size: Any
     kernel: int
     stride: int
     padding: int
     dilation: int
-    out: int
+    out: Any
+    ceil_mode: bool
 
     @property
     def after(self) -> int:
-        """How far past the input (and its padding) the last window reaches: padded there too."""
+        """How far past the input (and its padding) the last window reaches: padded there too. For
+        a symbolic size, the most any size needs: ceil mode's last window starts at most
+        stride - 1 past the padded input's last full window, and inside the input or its padding."""
+        if not self.static():
+            reach = self.padding + (self.stride - 1 if self.ceil_mode else 0)
+            return min(reach, self.dilation * (self.kernel - 1))
         last = (self.out - 1) * self.stride + self.dilation * (self.kernel - 1) + 1
         return max(0, last - self.padding - self.size)
 
+    def static(self) -> bool:
+        """Whether the size (and so the output size) is an int."""
+        return isinstance(self.size, int) and isinstance(self.out, int)
+
     def starts(self) -> list[int]:
         return [i * self.stride - self.padding for i in range(self.out)]
+
+    def start_positions(self, device: Any) -> TensorProxy:
+        """Each window's first position along the input (before the padding: negative)."""
+        return prims.iota(self.out, -self.padding, self.stride, torch.int64, device)
 
 
 def _ints(name: str, what: str, value: Any, pooled: int) -> list[int]:
@@ -99,10 +116,9 @@ def _geometry(
             ),
             RuntimeError,
         )
-        # NOTE: the windows depend on the size's value: a symbolic size is specialised (guarded) to it
-        size = int(input.shape[first + i])
+        size = input.shape[first + i]
         check(
-            not whole_kernel or size >= k,
+            not whole_kernel or bool(size >= k),
             lambda size=size, k=k, i=i: (
                 f"{name}: the input's size {size} along dim {first + i} is smaller than kernel_size {k}{called_at()}"
             ),
@@ -110,17 +126,17 @@ def _geometry(
         )
         reach = size + 2 * p - d * (k - 1) - 1
         out = (reach + (s - 1 if ceil_mode else 0)) // s + 1
-        if ceil_mode and (out - 1) * s >= size + p:
-            out -= 1  # NOTE: eager's rule: the last window must start inside the input or its left padding
+        if ceil_mode:  # NOTE: eager's rule: the last window must start inside the input or its left padding
+            out = prims.minimum(out, (size + p - 1) // s + 1)
         check(
-            out >= 1,
+            bool(out >= 1),
             lambda size=size, k=k, i=i: (
                 f"{name}: the input's size {size} along dim {first + i} is too small for a window of "
                 f"{k} (the output size would be < 1){called_at()}"
             ),
             RuntimeError,
         )
-        dims.append(_Dim(size, k, s, p, d, out))
+        dims.append(_Dim(size, k, s, p, d, out, ceil_mode))
     return dims
 
 
@@ -147,14 +163,23 @@ def _constant_vector(values: list[int], dtype: torch.dtype, device: Any) -> Tens
     return parts[0] if len(parts) == 1 else prims.cat(parts, 0)
 
 
-def _window_counts(dim: _Dim, count_include_pad: bool) -> list[int]:
+def _window_counts(dim: _Dim, count_include_pad: bool, dtype: torch.dtype, device: Any) -> int | TensorProxy:
     """Eager's divisor per window along one dim: the window's length inside the padded input, or
-    inside the input alone (count_include_pad=False); a window's part past the padding never counts."""
-    counts = []
-    for start in dim.starts():
-        end = min(start + dim.kernel, dim.size + dim.padding)
-        counts.append(end - start if count_include_pad else min(end, dim.size) - max(start, 0))
-    return counts
+    inside the input alone (count_include_pad=False); a window's part past the padding never counts.
+    An int where every window has the same, else a vector of one per window."""
+    if dim.static():
+        counts = []
+        for start in dim.starts():
+            end = min(start + dim.kernel, dim.size + dim.padding)
+            counts.append(end - start if count_include_pad else min(end, dim.size) - max(start, 0))
+        return counts[0] if len(set(counts)) == 1 else _constant_vector(counts, dtype, device)
+    if not dim.ceil_mode and (count_include_pad or dim.padding == 0):
+        return dim.kernel  # NOTE: every window lies inside the padded input
+    start = dim.start_positions(device)
+    end = prims.minimum(prims.add(start, dim.kernel), dim.size + dim.padding)
+    if not count_include_pad:
+        start, end = prims.maximum(start, 0), prims.minimum(end, dim.size)
+    return to_dtype(prims.sub(end, start), dtype)
 
 
 def _avg_pool(
@@ -189,16 +214,17 @@ def _avg_pool(
     if divisor_override is not None:
         divisor: Any = divisor_override
     else:
-        counts = [_window_counts(dim, count_include_pad) for dim in dims]
-        if all(len(set(c)) == 1 for c in counts):
-            divisor = math.prod(c[0] for c in counts)
-        else:
-            divisor_dtype = compute if floating else torch.int64
-            divisor = None
-            for offset, c in enumerate(counts):
-                vector = _constant_vector(c, divisor_dtype, input.device)
-                spread = prims.broadcast_in_dim(vector, list(x.shape[first:]), [offset])
-                divisor = spread if divisor is None else prims.mul(divisor, spread)
+        divisor_dtype = compute if floating else torch.int64
+        counts = [_window_counts(dim, count_include_pad, divisor_dtype, input.device) for dim in dims]
+        divisor = math.prod(c for c in counts if isinstance(c, int))
+        spread = [
+            prims.broadcast_in_dim(c, list(x.shape[first:]), [offset])
+            for offset, c in enumerate(counts)
+            if isinstance(c, TensorProxy)
+        ]
+        if spread:
+            product = functools.reduce(prims.mul, spread)
+            divisor = product if divisor == 1 else prims.mul(product, divisor)
     averaged = div(x, divisor) if floating else div(x, divisor, rounding_mode="trunc")
     return to_dtype(averaged, input.dtype)
 
@@ -210,6 +236,16 @@ def _lowest(dtype: torch.dtype) -> float | int:
 def _positions(dim: _Dim, offset: int, device: Any) -> TensorProxy:
     """The input position (along its dim) of the element at `offset` of each window."""
     return prims.iota(dim.out, offset * dim.dilation - dim.padding, dim.stride, torch.int64, device)
+
+
+def _first_inside(dim: _Dim, device: Any) -> TensorProxy:
+    """Each window's first position at or past the input's start (the first of its elements there)."""
+    if dim.static():
+        starts = [start + -(min(start, 0) // dim.dilation) * dim.dilation for start in dim.starts()]
+        return _constant_vector(starts, torch.int64, device)
+    start = dim.start_positions(device)
+    skipped = prims.neg(prims.floor_divide(prims.minimum(start, 0), dim.dilation))
+    return prims.add(start, prims.mul(skipped, dim.dilation))
 
 
 def _max_pool(
@@ -235,7 +271,7 @@ def _max_pool(
     def spread(t: TensorProxy, offset: int) -> TensorProxy:
         return prims.broadcast_in_dim(t, out_shape, [first + offset])
 
-    scales = [math.prod(dim.size for dim in dims[i + 1 :]) for i in range(pooled)]
+    scales = [size_product(dim.size for dim in dims[i + 1 :]) for i in range(pooled)]
     best = best_index = best_valid = None
     for offsets in itertools.product(*(range(dim.kernel) for dim in dims)):
         window = _offset_slice(x, axes, dims, offsets)
@@ -270,8 +306,7 @@ def _max_pool(
         # first position at or past the input's start along each dim
         firsts = []
         for i, dim in enumerate(dims):
-            starts = [start + -(min(start, 0) // dim.dilation) * dim.dilation for start in dim.starts()]
-            firsts.append(spread(prims.mul(_constant_vector(starts, torch.int64, input.device), scales[i]), i))
+            firsts.append(spread(prims.mul(_first_inside(dim, input.device), scales[i]), i))
         best_index = prims.where(best_valid, best_index, functools.reduce(prims.add, firsts))
     if best is window and not padded:
         best = fresh_copy(best)  # NOTE: one-element windows: eager's result is a new tensor all the same

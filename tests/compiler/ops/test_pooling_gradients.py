@@ -66,3 +66,37 @@ def test_max_pool_index_and_gradient_reach_an_input_minus_inf_beside_padding() -
     (got_grad,) = torch.autograd.grad(got[0].sum(), x)
     (expected_grad,) = torch.autograd.grad(expected[0].sum(), x)
     torch.testing.assert_close(got_grad, expected_grad)
+
+
+SYMBOLIC_CASES = {
+    "max_pool2d": (lambda x: F.max_pool2d(x, 2), 2),
+    "MaxPool2d ceil_mode": (torch.nn.MaxPool2d(3, 2, 1, ceil_mode=True), 2),
+    "max_pool1d indices": (lambda x: F.max_pool1d(x, 3, 2, 1, dilation=2, ceil_mode=True, return_indices=True), 1),
+    "avg_pool1d": (lambda x: F.avg_pool1d(x, 2), 1),
+    "avg_pool2d ceil_mode": (lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SYMBOLIC_CASES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_pooling_over_a_symbolic_size_compiles_twice(name: str, dtype: torch.dtype) -> None:
+    """The output size is eager's formula of a symbolic size (ceil_mode's last window kept only
+    where it starts inside the input or its left padding), and the window counts and first
+    positions are computed over the output: automatic dynamic serves every size with one entry,
+    where the windows read the size as an int and recompiled per size."""
+    pool, pooled = SYMBOLIC_CASES[name]
+    jfn = compiler.jit(pool)
+    for seed, n in enumerate((7, 8, 11, 12, 9)):
+        x = torch.randn((2, 1, n, n + 3)[-pooled - 2 :], generator=torch.Generator().manual_seed(seed)).to(dtype)
+        x = x.clamp(min=0.0) if seed % 2 else x.mT.contiguous().mT  # ties, or not contiguous
+        results = []
+        for fn in (jfn, pool):
+            leaf = x.detach().requires_grad_()
+            out = fn(leaf)
+            weights = torch.randn(_first(out).shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+            results.append((out, torch.autograd.grad((_first(out) * weights).sum(), leaf)[0]))
+        torch.testing.assert_close(results[0][0], results[1][0])
+        # NOTE: eager's bf16 backward rounds as it accumulates, where the decomposition's accumulates in float32
+        tolerance = {"rtol": 1.6e-2, "atol": 1e-2} if dtype == torch.bfloat16 else {}
+        torch.testing.assert_close(results[0][1], results[1][1], **tolerance)
+    assert len(jfn.entries) == 2, compiler.examine.recompilations(jfn)  # the first call's, then one symbolic
