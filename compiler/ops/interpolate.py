@@ -8,13 +8,13 @@ Each resized dim reads the input at source indices computed as eager's kernels c
 two neighbours `i0 = floor(src)` and `i1 = min(i0 + 1, size - 1)` with weights `1 - l, l` where
 `l = clamp(src - i0, 0, 1)` and `src = scale * (dst + 0.5) - 0.5` (at least 0), or `scale * dst`
 with `align_corners`. The modes are separable, so the 2-d forms resize one dim after the
-other, each an `index_select` whose gradient is an index add. Sizes are static: the output shape
-depends on them.
+other, each an `index_select` whose gradient is an index add. A symbolic size stays symbolic: the
+output size is `floor(size * scale)` computed on it (or the size given, symbolic too), and the
+source indices are computed from it as from an int.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -22,7 +22,7 @@ import torch
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
-from compiler.core.ir import TensorProxy
+from compiler.core.ir import NumberProxy, TensorProxy, same_size
 from compiler.ops.registry import register
 
 _NAME = "torch.nn.functional.interpolate"
@@ -35,13 +35,13 @@ def _compute_dtype(x: TensorProxy) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
-def _destination(out: int, dtype: torch.dtype, device: torch.device) -> TensorProxy:
+def _destination(out: Any, dtype: torch.dtype, device: torch.device) -> TensorProxy:
     return prims.convert_element_type(prims.iota(out, 0, 1, torch.int64, device), dtype)
 
 
-def _nearest(x: TensorProxy, dim: int, out: int, scale: float | None, exact: bool) -> TensorProxy:
-    size = int(x.shape[dim])
-    if out == size:
+def _nearest(x: TensorProxy, dim: int, out: Any, scale: float | None, exact: bool) -> TensorProxy:
+    size = x.shape[dim]
+    if same_size(out, size):
         return x
     ratio = size / out if scale is None or scale <= 0 else 1.0 / scale
     # NOTE: eager's float32 product and floor (of the pixel's centre for nearest-exact), then the
@@ -52,14 +52,14 @@ def _nearest(x: TensorProxy, dim: int, out: int, scale: float | None, exact: boo
     return prims.index_select(x, dim, index)
 
 
-def _linear(x: TensorProxy, dim: int, out: int, scale: float | None, align_corners: bool) -> TensorProxy:
-    size = int(x.shape[dim])
-    if out == size:
+def _linear(x: TensorProxy, dim: int, out: Any, scale: float | None, align_corners: bool) -> TensorProxy:
+    size = x.shape[dim]
+    if same_size(out, size):
         return x
     dtype = x.dtype
     destination = _destination(out, dtype, x.device)
     if align_corners:
-        source = prims.mul(destination, (size - 1) / (out - 1) if out > 1 else 0.0)
+        source = prims.mul(destination, (size - 1) / (out - 1) if bool(out > 1) else 0.0)
     else:
         ratio = size / out if scale is None or scale <= 0 else 1.0 / scale
         source = prims.maximum(prims.sub(prims.mul(prims.add(destination, 0.5), ratio), 0.5), 0.0)
@@ -79,33 +79,44 @@ def _linear(x: TensorProxy, dim: int, out: int, scale: float | None, align_corne
     return prims.add(weighted(lower, prims.sub(1.0, upper_weight)), weighted(upper, upper_weight))
 
 
-def _output_sizes(x: TensorProxy, resized: int, size: Any, scale_factor: Any) -> tuple[list[int], list[float | None]]:
+def _output_sizes(x: TensorProxy, resized: int, size: Any, scale_factor: Any) -> tuple[list[Any], list[float | None]]:
     """(the output size of each resized dim, the scale its kernel is given: None where computed from sizes)."""
     check(
         (size is None) != (scale_factor is None),
         lambda: f"{_NAME}: exactly one of size and scale_factor must be given{called_at()}",
         ValueError,
     )
-    inputs = [int(s) for s in x.shape[2:]]
     if size is not None:
         sizes = list(size) if isinstance(size, (tuple, list)) else [size] * resized
+        sizes = [_int(s) for s in sizes]
         check(
-            len(sizes) == resized and all(isinstance(s, int) and s > 0 for s in map(_int, sizes)),
+            len(sizes) == resized and all(_is_int(s) and bool(s > 0) for s in sizes),
             lambda: f"{_NAME}: size must be {resized} positive ints for a {x.ndim}-d input, got {size!r}{called_at()}",
             ValueError,
         )
-        return [_int(s) for s in sizes], [None] * resized
+        return sizes, [None] * resized
     scales = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * resized
     check(
         len(scales) == resized,
         lambda: f"{_NAME}: scale_factor must be {resized} numbers, got {scale_factor!r}{called_at()}",
         ValueError,
     )
-    return [math.floor(float(n) * float(s)) for n, s in zip(inputs, scales)], [float(s) for s in scales]
+    # NOTE: eager's floor(float(size) * scale), recorded on a symbolic size (the scale is specialised)
+    scales = [float(s) for s in scales]
+    return [prims.floor(n * s) for n, s in zip(x.shape[2:], scales)], scales
+
+
+def _is_int(value: Any) -> bool:
+    return (isinstance(value, NumberProxy) and value.python_type is int) or (
+        isinstance(value, int) and not isinstance(value, bool)
+    )
 
 
 def _int(value: Any) -> Any:
-    return int(value) if not isinstance(value, bool) and hasattr(value, "__index__") else value
+    """A size given as an int-like (a numpy int, a 0-d tensor's value) as an int; a symbolic size as itself."""
+    if isinstance(value, (NumberProxy, bool)) or not hasattr(value, "__index__"):
+        return value
+    return int(value)
 
 
 @register(_NAME)
