@@ -6,7 +6,7 @@ the element at kernel offset (i, j) of that block. The input is zero-padded; the
 kernel offset of every block are one strided slice of it (as pooling reads its windows,
 window_pooling.py), so the output is kh * kw slices stacked after the channel dim: plain data
 movement whose gradient (slices scattered back, padding dropped) is the decomposition's own.
-Sizes are specialised (guarded) to their values: the blocks depend on them.
+A symbolic image size stays symbolic: the block counts are formulas of it.
 """
 
 from __future__ import annotations
@@ -46,13 +46,12 @@ def unfold(input: TensorProxy, kernel_size: Any, dilation: Any = 1, padding: Any
     paddings, strides = _pair("padding", padding, False), _pair("stride", stride, True)
     x = input if input.ndim == 4 else unsqueeze(input, 0)
     batch, channels = x.shape[0], x.shape[1]
-    # NOTE: the blocks depend on the image's size: a symbolic size is specialised (guarded) to its value
-    sizes = [int(x.shape[2]), int(x.shape[3])]
+    sizes = list(x.shape[2:])
     blocks = [
         (n + 2 * p - d * (k - 1) - 1) // s + 1 for n, k, d, p, s in zip(sizes, kernel, dilations, paddings, strides)
     ]
     check(
-        all(b >= 1 for b in blocks),
+        all(bool(b >= 1) for b in blocks),
         lambda: (
             f"F.unfold: an image of {sizes[0]}x{sizes[1]} holds no block of kernel_size={kernel}, "
             f"dilation={dilations}, padding={paddings}, stride={strides}{called_at()}"

@@ -74,16 +74,17 @@ SYMBOLIC_CASES = {
     "max_pool1d indices": (lambda x: F.max_pool1d(x, 3, 2, 1, dilation=2, ceil_mode=True, return_indices=True), 1),
     "avg_pool1d": (lambda x: F.avg_pool1d(x, 2), 1),
     "avg_pool2d ceil_mode": (lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), 2),
+    "unfold": (lambda x: F.unfold(x, (3, 2), dilation=(2, 1), padding=1, stride=(2, 1)), 2),
 }
 
 
 @pytest.mark.parametrize("name", sorted(SYMBOLIC_CASES))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_pooling_over_a_symbolic_size_compiles_twice(name: str, dtype: torch.dtype) -> None:
-    """The output size is eager's formula of a symbolic size (ceil_mode's last window kept only
-    where it starts inside the input or its left padding), and the window counts and first
-    positions are computed over the output: automatic dynamic serves every size with one entry,
-    where the windows read the size as an int and recompiled per size."""
+    """The output size (F.unfold's block counts) is eager's formula of a symbolic size (ceil_mode's
+    last window kept only where it starts inside the input or its left padding), and the window
+    counts and first positions are computed over the output: automatic dynamic serves every size
+    with one entry, where the windows read the size as an int and recompiled per size."""
     pool, pooled = SYMBOLIC_CASES[name]
     jfn = compiler.jit(pool)
     for seed, n in enumerate((7, 8, 11, 12, 9)):
@@ -97,6 +98,6 @@ def test_pooling_over_a_symbolic_size_compiles_twice(name: str, dtype: torch.dty
             results.append((out, torch.autograd.grad((_first(out) * weights).sum(), leaf)[0]))
         torch.testing.assert_close(results[0][0], results[1][0])
         # NOTE: eager's bf16 backward rounds as it accumulates, where the decomposition's accumulates in float32
-        tolerance = {"rtol": 1.6e-2, "atol": 1e-2} if dtype == torch.bfloat16 else {}
+        tolerance = {"rtol": 1.6e-2, "atol": 2e-2} if dtype == torch.bfloat16 else {}
         torch.testing.assert_close(results[0][1], results[1][1], **tolerance)
     assert len(jfn.entries) == 2, compiler.examine.recompilations(jfn)  # the first call's, then one symbolic
