@@ -237,12 +237,12 @@ def arange(
         is_float = any(isinstance(v, float) for v in values)
         dtype = torch.get_default_dtype() if is_float else torch.int64
     check(values[2] != 0, lambda: f"torch.arange: step must be nonzero{called_at()}", ValueError)
-    if not dtype.is_floating_point and isinstance(end, NumberProxy) and end.python_type is int:
-        # A symbolic int end (a range over a symbolic size) gives a symbolic length; start and step
-        # are specialised, and whether the range is empty is guarded.
-        start, step = int(start), int(step)
-        length = (end - (start - step + (1 if step > 0 else -1))) // step
-        return prims.iota(length if length > 0 else 0, start, step, dtype, _device(device))
+    bounds = (start, end, step)
+    if not dtype.is_floating_point and any(isinstance(v, NumberProxy) for v in bounds) and all(map(_is_int, bounds)):
+        # A range over symbolic ints (a symbolic size, numbers="symbolic") has a symbolic length,
+        # start and step; the step's sign and whether the range is empty are guarded.
+        length = (end - (start - step + (1 if bool(step > 0) else -1))) // step  # NOTE: arange(n)'s is n itself
+        return prims.iota(length if bool(length > 0) else 0, start, step, dtype, _device(device))
     if not dtype.is_floating_point:
         # NOTE: torch truncates the bounds of an integer range to integers before sizing it.
         start, end, step = (int(v) for v in (start, end, step))
@@ -256,6 +256,13 @@ def arange(
         dtype,
         _device(device),
     )
+
+
+def _is_int(value: Any) -> bool:
+    """An int or a symbolic int (not a bool)."""
+    if isinstance(value, NumberProxy):
+        return value.python_type is int
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _on_host(compute: Callable[[], torch.Tensor]) -> Any:

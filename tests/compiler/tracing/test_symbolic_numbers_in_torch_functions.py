@@ -88,3 +88,17 @@ def test_a_pad_by_a_symbolic_width_compiles_once_for_every_width(mode):
         x = torch.randn(2, length, 8)
         torch.testing.assert_close(jfn(x, width), padded(x, width))
     assert len(jfn.entries) == 2, compiler.examine.recompilations(jfn)  # the first call's, then one symbolic
+
+
+def test_a_range_from_symbolic_ints_compiles_once_for_every_value():
+    """arange's start and step stay symbolic beside its end (the length a formula of all three; the
+    step's sign and an empty range guarded), where they were read as ints: one entry per value."""
+
+    def ranges(x, n, step):
+        return x + torch.arange(n, n + 4), torch.arange(2, 2 + 3 * step, step).sum() + torch.arange(n, -n, -step)
+
+    jfn = compiler.jit(ranges, numbers="symbolic")
+    x = torch.randn(4)
+    for n, step in ((3, 2), (5, 1), (7, 4), (2, 3)):
+        torch.testing.assert_close(jfn(x, n, step), ranges(x, n, step))
+    assert len(jfn.entries) == 1, compiler.examine.recompilations(jfn)
