@@ -5,8 +5,9 @@ Output cell i of a dim of size `size` pooled to `out` averages the input over
 [floor(i * size / out), ceil((i + 1) * size / out)). The window is a product of one interval per
 pooled dim, so the 2-d pooling is the 1-d pooling applied per dim. One window is a mean; where
 `out` divides `size` the windows tile the dim: one reshape and one mean; otherwise each window is
-a slice and a mean, laid end to end. Except for one window, a symbolic size is specialised
-(guarded) to its value: the windows depend on it.
+a slice and a mean, laid end to end. A symbolic size stays symbolic where one window covers it or
+the windows tile it (`out` dividing it is guarded); otherwise it is specialised (guarded) to its
+value: the windows' bounds depend on it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from compiler import prims
 from compiler.core.errors import called_at, check
-from compiler.core.ir import TensorProxy
+from compiler.core.ir import TensorProxy, same_size
 from compiler.ops.reductions import mean
 from compiler.ops.registry import register
 
@@ -23,11 +24,12 @@ from compiler.ops.registry import register
 def _pooled_dim(x: TensorProxy, dim: int, out: int) -> TensorProxy:
     if out == 1:  # one window: the mean, over a symbolic size too
         return mean(x, dim, keepdim=True)
-    # NOTE: other windows need the size's value: a symbolic size is specialised (guarded) to it
-    size = int(x.shape[dim])
-    if out == size:
+    size = x.shape[dim]
+    if same_size(out, size):
         return x
-    if size % out == 0:
+    if not isinstance(size, int) and not same_size(size % out, 0):
+        size = int(size)  # NOTE: windows of two lengths need the size's value: specialised (guarded) to it
+    if same_size(size % out, 0):
         shape = [*x.shape[:dim], out, size // out, *x.shape[dim + 1 :]]
         return mean(prims.reshape(x, shape), dim + 1)
     windows = []
@@ -56,7 +58,8 @@ def _adaptive_avg_pool(name: str, input: Any, output_size: Any, pooled: int) -> 
     result = input
     for offset, out in enumerate(sizes):
         dim = first + offset
-        out = int(input.shape[dim]) if out is None else out
+        if out is None:  # the dim kept as it is
+            continue
         check(
             isinstance(out, int) and out >= 1,
             lambda out=out: f"{name}: output sizes must be positive ints, got {out!r}{called_at()}",

@@ -101,3 +101,19 @@ def test_pooling_over_a_symbolic_size_compiles_twice(name: str, dtype: torch.dty
         tolerance = {"rtol": 1.6e-2, "atol": 2e-2} if dtype == torch.bfloat16 else {}
         torch.testing.assert_close(results[0][1], results[1][1], **tolerance)
     assert len(jfn.entries) == 2, compiler.examine.recompilations(jfn)  # the first call's, then one symbolic
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_adaptive_pooling_over_a_symbolic_size_its_output_divides_compiles_twice(dtype: torch.dtype) -> None:
+    """Windows that tile a symbolic size (the output size dividing it, guarded) are a reshape and a
+    mean over the size as it is, where it was read as an int; a dim given as None is kept."""
+    pool = lambda x: F.adaptive_avg_pool2d(x, (None, 4)) + F.adaptive_avg_pool2d(x, (1, 2)).mean()
+    jfn = compiler.jit(pool)
+    for seed, n in enumerate((8, 12, 16, 24)):
+        x = torch.randn(2, 3, n + 1, n, generator=torch.Generator().manual_seed(seed)).to(dtype).mT.contiguous().mT
+        got, want = (x.detach().requires_grad_() for _ in range(2))
+        got_out, want_out = jfn(got), pool(want)
+        torch.testing.assert_close(got_out, want_out)
+        (got_grad,), (want_grad,) = torch.autograd.grad(got_out.sum(), got), torch.autograd.grad(want_out.sum(), want)
+        torch.testing.assert_close(got_grad, want_grad)
+    assert len(jfn.entries) == 2, compiler.examine.recompilations(jfn)  # the first call's, then one symbolic
