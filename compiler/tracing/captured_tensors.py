@@ -156,6 +156,7 @@ class Capture:
                     self.attributes.setdefault(id(tensor), []).append(Place("attribute", m, name, where, item))
         self.changes: list[tuple[torch.nn.Module, str, Any]] = []
         self.stop: Any = None
+        self.indexed: set[int] = {id(m) for _, m in self.modules}  # modules whose tensors are places
 
     def __enter__(self) -> Capture:
         self.stop = sys._getframe(1)  # the tracer's frame: the program's frames are inside it
@@ -198,7 +199,8 @@ class Capture:
         seen = self.seen.get(id(tensor))
         if seen is not None:
             return seen
-        places = self.attributes.get(id(tensor), []) + self._frame_places(tensor)
+        found = self._frame_places(tensor)  # NOTE: first: it notes the modules the frames reach
+        places = self.attributes.get(id(tensor), []) + found
         if not places:
             raise _NoPlace
         at = len(self.prologue)
@@ -225,12 +227,32 @@ class Capture:
         for frame in frames:
             code, globals_ = frame.f_code, frame.f_globals
             for name in code.co_names:
-                for item, value in _tensor_items(globals_.get(name)):
+                held = globals_.get(name)
+                if _isinstance(held, torch.nn.Module):
+                    self._index(held, name)
+                for item, value in _tensor_items(held):
                     if value is tensor and not any(p.holder is globals_ and p.name == name for p in places):
                         places.append(Place("global", globals_, name, globals_.get("__name__", "?"), item))
             if code.co_freevars and not any(code in f.f_code.co_consts for f in frames):
+                for name in code.co_freevars:
+                    if _isinstance(frame.f_locals.get(name), torch.nn.Module):
+                        self._index(frame.f_locals[name], name)
                 places += _cell_places(frame, tensor)
         return places
+
+    def _index(self, module: torch.nn.Module, where: str) -> None:
+        """Notes the tensors of `module`'s submodules, which a global or closure variable `where`
+        holds (a jitted function calling a model it does not take as an argument), as places of
+        them. NOTE: that the variable still holds this module is a free value's guard
+        (free_values.py)."""
+        if id(module) in self.indexed:
+            return
+        self.indexed.add(id(module))
+        for qualified, m in module.named_modules():
+            for name, value in vars(m).items():
+                for item, tensor in _tensor_items(value):
+                    place = Place("attribute", m, name, f"{where}.{qualified}" if qualified else where, item)
+                    self.attributes.setdefault(id(tensor), []).append(place)
 
     def output(self, value: Any) -> Any:
         """The program's output with the real tensors it returns that have a place replaced by their

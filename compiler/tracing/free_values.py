@@ -11,7 +11,9 @@ prologue then guards (`check_free_values`, a line per value):
 - lists, tuples and dicts of those (up to `MAX_ITEMS` items): equal to a copy taken at tracing;
 - functions and other callables (`act = F.relu`): the same object;
 - configuration-like objects (dataclass instances, namespaces, anything with `to_dict`): the same
-  object, and each of its plain attributes equal.
+  object, and each of its plain attributes equal;
+- an `nn.Module` the program calls (`jit(lambda x: model(x))`): the same object, and its
+  submodules' train/eval modes (its tensors are the trace's inputs: captured_tensors.py).
 A call where one differs misses the entry and compiles its own (returning to an old value finds
 the old entry again); `examine.recompilations` names the variable. Under automatic dynamic, a
 number that changed is symbolic from the next compilation on, as a number argument would be: the
@@ -33,6 +35,7 @@ import dataclasses
 import dis
 import functools
 import gc
+import operator
 import os
 import sys
 import sysconfig
@@ -43,7 +46,7 @@ from typing import Any
 
 import torch
 
-from compiler.core.errors import GuardFailure
+from compiler.core.errors import GuardFailure, short_repr
 from compiler.core.ir import BoundSymbol, NumberProxy, Symbol
 from compiler.prims import Prim
 from compiler.tracing.captured_tensors import is_program_code
@@ -87,6 +90,8 @@ class _Place:
 
     def __repr__(self) -> str:
         kinds = {"global": "global", "cell": "closure variable", "attribute": "attribute"}
+        if self.kind == "modes":
+            return f"train/eval modes of module {self.name} of {self.where}"
         return f"{kinds[self.kind]} {self.name} of {self.where}"
 
     @property
@@ -108,6 +113,16 @@ def dynamic_name(place: _Place) -> str:
     return name
 
 
+class _Shown:
+    """An object a guard compared by identity, shown on one line with its address."""
+
+    def __init__(self, value: Any) -> None:
+        self.text = f"{short_repr(value, 50)} at {id(value):#x}"
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 class _Missing:
     def __repr__(self) -> str:
         return "<not set>"
@@ -125,7 +140,12 @@ def _contents(cell: Any) -> Any:
 
 
 def _read(place: _Place) -> Any:
+    if place.kind == "modes":
+        return tuple(map(_TRAINING, place.holder))
     return _contents(place.holder) if place.kind == "cell" else place.holder.get(place.name, MISSING)
+
+
+_TRAINING = operator.attrgetter("training")
 
 
 def _write(place: _Place, value: Any) -> None:
@@ -248,7 +268,12 @@ class FreeValues:
         dynamic_name(place)
         if _leaves(value, [MAX_ITEMS]):
             self.equal.append(place)
-        elif callable(value) and not isinstance(value, (type, torch.nn.Module)):
+        elif isinstance(value, torch.nn.Module):
+            self.same.append(place)  # NOTE: its tensors are inputs read from it (captured_tensors.py)
+            modes = _Place("modes", list(value.modules()), place.name, place.where)
+            self.places.add(modes.key)
+            self.equal.append(modes)
+        elif callable(value) and not isinstance(value, type):
             self.same.append(place)
             self.add_function(value, file)
         elif _is_settings_object(value):
@@ -278,7 +303,7 @@ class FreeValues:
             except Exception:
                 differs = True
             if differs:
-                found.append((place, old, new))
+                found.append((place, old, new) if i >= len(self.same) else (place, _Shown(old), _Shown(new)))
         return found
 
     def __repr__(self) -> str:
@@ -302,6 +327,8 @@ def _source(bsym: BoundSymbol, g: Any) -> list[str]:
     fail = g.bind(GuardFailure, "GuardFailure")
 
     def read(place: _Place) -> str:
+        if place.kind == "modes":
+            return f"tuple(map({g.bind(_TRAINING, 'training')}, {g.bind(place.holder, 'modules')}))"
         if place.kind == "cell":
             return f"{g.bind(_contents, 'contents')}({g.bind(place.holder, 'cell')})"
         return f"{g.bind(place.holder, 'namespace')}.get({place.name!r}, {g.bind(MISSING, 'missing')})"

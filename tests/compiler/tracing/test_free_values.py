@@ -221,3 +221,42 @@ def test_two_closures_of_one_function_are_made_symbolic_each_on_its_own() -> Non
         torch.testing.assert_close(jitted_first(t), t * value)
         torch.testing.assert_close(jitted_second(t), t * -value)
     assert len(jitted_first.entries) == len(jitted_second.entries) == 2
+
+
+MODEL = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5), nn.Linear(4, 2))
+
+
+def test_a_model_held_by_a_global_is_read_on_every_call_and_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def program(x: torch.Tensor) -> torch.Tensor:
+        return MODEL(x).softmax(-1)
+
+    MODEL.eval()
+    jitted = compiler.jit(program)
+    x = torch.randn(5, 3)
+    torch.testing.assert_close(jitted(x), program(x))
+    with torch.no_grad():
+        MODEL[0].weight.mul_(2.0)  # its parameters are inputs, read every call
+    torch.testing.assert_close(jitted(x), program(x))
+    other = nn.Sequential(nn.Linear(3, 4), nn.Identity(), nn.Linear(4, 2)).eval()
+    monkeypatch.setattr(THIS, "MODEL", other)  # another model: compiles again
+    torch.testing.assert_close(jitted(x), program(x))
+    assert len(jitted.entries) == 2
+    other.train()  # its modes are guarded (dropout would draw)
+    jitted(x)
+    assert len(jitted.entries) == 3
+    assert any("train/eval modes of module MODEL" in c for c in _changes(jitted))
+
+
+def test_a_model_held_by_a_closure_gets_its_gradients() -> None:
+    model = nn.Linear(3, 2)
+
+    def loss(x: torch.Tensor) -> torch.Tensor:
+        return model(x).square().mean()
+
+    x = torch.randn(4, 3)
+    compiler.jit(loss)(x).backward()
+    got = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    loss(x).backward()
+    for actual, expected in zip(got, (p.grad for p in model.parameters())):
+        torch.testing.assert_close(actual, expected)
