@@ -54,6 +54,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     shape_compositions,
     sorting,
     special,
+    stochastic_layers,
     tensor_literal,
     torch_compositions,
     triangular_solve,

@@ -1,4 +1,4 @@
-"""Activation functions (sigmoid, SiLU, GELU, ReLU, softplus, ELU family, GLU, ...) written with prims.
+"""Activation functions (sigmoid, SiLU, GELU, ReLU, PReLU, softplus, ELU family, GLU, ...) written with prims.
 
 Each computes in its float compute dtype (bf16/f16 in float32) and rounds once at the end.
 """
@@ -112,6 +112,29 @@ def leaky_relu(input: TensorProxy, negative_slope: float = 0.01, inplace: bool =
         _float_input("leaky_relu", input),
         lambda x: prims.where(prims.gt(x, 0.0), x, prims.mul(x, negative_slope)),
     )
+
+
+@register("torch.prelu", "torch.Tensor.prelu")
+def prelu(input: TensorProxy, weight: TensorProxy) -> Any:
+    """x where x > 0, else weight * x: one weight, or one per channel (dim 1) broadcast over the rest."""
+    check(
+        isinstance(weight, TensorProxy) and weight.ndim <= 1,
+        lambda: f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}{called_at()}",
+        RuntimeError,
+    )
+    count = weight.numel()
+    channels = input.shape[1] if input.ndim > 1 else 1
+    check(
+        count == 1 or count == channels,
+        lambda: (
+            f"prelu: Mismatch of parameter numbers and input channel size. Found parameter numbers = {count} and "
+            f"channel size = {channels}.{called_at()}"
+        ),
+        RuntimeError,
+    )
+    if input.ndim > 1:
+        weight = weight.reshape(-1, *([1] * (input.ndim - 2)))
+    return elementwise(lambda x, w: prims.where(prims.gt(x, 0), x, prims.mul(w, x)), input, weight)
 
 
 def _hardtanh(name: str, input: TensorProxy, min_val: Any, max_val: Any) -> Any:

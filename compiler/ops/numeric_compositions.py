@@ -1,5 +1,6 @@
 """Elementwise ops written with other prims: round (half to even, with `decimals`), frac, copysign,
-isclose, nansum, signbit, float_power, heaviside, and the tests isinf / isfinite / isposinf / isneginf.
+isclose, nansum, signbit, float_power, heaviside, fmax / fmin, sinc, and the tests isinf / isfinite /
+isposinf / isneginf.
 
 round has no prim: with f = floor(x), x - f is exact in floating point, so comparing it with 0.5
 decides the rounding without the error that floor(x + 0.5) makes just below a half; ties go to
@@ -187,3 +188,44 @@ def heaviside(input: TensorProxy, values: TensorProxy, *, out: Any = None) -> Te
         return prims.where(prims.eq(x, 0), at_zero, to_dtype(prims.gt(x, 0), x.dtype))
 
     return elementwise(step, input, values)
+
+
+def _nan_ignoring(name: str, keeps_input: Callable) -> Callable:
+    """fmax / fmin: `input` where `keeps_input(input, other)` or `other` is NaN, else `other`, so a
+    NaN loses to a number and two NaNs give NaN. A where, as eager's gradient: a tie goes to input."""
+
+    def pick(a: Any, b: Any) -> Any:
+        keep = keeps_input(a, b)
+        if dtypes.is_float(a.dtype):
+            keep = prims.bitwise_or(keep, prims.ne(b, b))
+        return prims.where(keep, a, b)
+
+    def op(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> TensorProxy:
+        check_no_out(f"torch.{name}", out)
+        check(
+            isinstance(input, TensorProxy) and isinstance(other, TensorProxy),
+            lambda: f"torch.{name}: expected two tensors, got {input!r} and {other!r}{called_at()}",
+            TypeError,
+        )
+        return elementwise(pick, input, other)
+
+    op.__name__ = name
+    op.__doc__ = f"torch.{name}: the elementwise {name[1:]}imum, NaN only where both operands are NaN."
+    return op
+
+
+fmax = register("torch.fmax", "torch.Tensor.fmax")(_nan_ignoring("fmax", prims.ge))
+fmin = register("torch.fmin", "torch.Tensor.fmin")(_nan_ignoring("fmin", prims.le))
+
+
+@register("torch.sinc", "torch.special.sinc", "torch.Tensor.sinc")
+def sinc(input: TensorProxy, *, out: Any = None) -> TensorProxy:
+    """sin(pi x) / (pi x), 1 at 0 (with a zero gradient there, as eager)."""
+    check_no_out("torch.sinc", out)
+
+    def body(x: TensorProxy) -> TensorProxy:
+        zero = prims.eq(x, 0)
+        scaled = prims.mul(prims.where(zero, 1.0, x), math.pi)
+        return prims.where(zero, 1.0, prims.div(prims.sin(scaled), scaled))
+
+    return elementwise(body, input, promotion=Promotion.INT_TO_FLOAT)

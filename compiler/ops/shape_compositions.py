@@ -1,5 +1,5 @@
-"""Shape and selection ops written with other ops: unflatten, select, tensor_split, the
-hstack/vstack/dstack/column_stack family, diagonal, unfold, take_along_dim, index_fill and
+"""Shape and selection ops written with other ops: unflatten, select, tensor_split and
+hsplit/vsplit/dsplit, the hstack/vstack/dstack/column_stack family, diagonal, unfold, take_along_dim, index_fill and
 count_nonzero, torch.eye.
 
 `diagonal` and `unfold` are views in eager. A diagonal is made of the IR's view prims (a permute,
@@ -83,6 +83,44 @@ def tensor_split(input: TensorProxy, indices_or_sections: Any, dim: int = 0) -> 
         starts, ends = [0, *cuts], [*cuts, size]
         bounds = [(s, max(s, e)) for s, e in zip(starts, ends)]
     return tuple(narrow(input, d, start, end - start) for start, end in bounds)
+
+
+def _split_along(name: str, dim: int, least: int, input: TensorProxy, indices_or_sections: Any) -> tuple:
+    """torch.hsplit / vsplit / dsplit: tensor_split along `dim`, a number of sections dividing it evenly."""
+    check(
+        input.ndim >= least,
+        lambda: f"torch.{name} requires a tensor with at least {least} dimension, but got {input.ndim}{called_at()}",
+        RuntimeError,
+    )
+    if isinstance(indices_or_sections, (int, NumberProxy)):
+        sections, size = int(indices_or_sections), int(input.shape[dim])
+        check(
+            sections != 0 and size % sections == 0,
+            lambda: (
+                f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension {size} "
+                f"is not divisible by the split_size {sections}!{called_at()}"
+            ),
+            RuntimeError,
+        )
+    return tensor_split(input, indices_or_sections, dim)
+
+
+@register("torch.hsplit", "torch.Tensor.hsplit")
+def hsplit(input: TensorProxy, indices_or_sections: Any) -> tuple:
+    """Pieces along the columns (dim 1; dim 0 of a 1-D tensor)."""
+    return _split_along("hsplit", 0 if input.ndim == 1 else 1, 1, input, indices_or_sections)
+
+
+@register("torch.vsplit", "torch.Tensor.vsplit")
+def vsplit(input: TensorProxy, indices_or_sections: Any) -> tuple:
+    """Pieces along the rows (dim 0) of a tensor of at least 2 dims."""
+    return _split_along("vsplit", 0, 2, input, indices_or_sections)
+
+
+@register("torch.dsplit", "torch.Tensor.dsplit")
+def dsplit(input: TensorProxy, indices_or_sections: Any) -> tuple:
+    """Pieces along the depth (dim 2) of a tensor of at least 3 dims."""
+    return _split_along("dsplit", 2, 3, input, indices_or_sections)
 
 
 def _at_least(t: TensorProxy, ndim: int) -> TensorProxy:
