@@ -22,16 +22,16 @@ def _leaves(value: Any) -> list[Any]:
     return [value]
 
 
-def _copies(args: Sequence[Any], grad: bool, dtype: torch.dtype | None = None) -> list[Any]:
-    """Fresh leaves with the same strides (`clone` keeps a transposed input transposed); floating
-    ones in `dtype` where given."""
+def _copies(args: Sequence[Any], grad: bool, frozen: Sequence[int], dtype: torch.dtype | None = None) -> list[Any]:
+    """Fresh leaves with the same strides (`clone` keeps a transposed input transposed), floating
+    ones in `dtype` where given and requiring grad with `grad` unless their index is `frozen`."""
 
-    def copy(a: torch.Tensor) -> torch.Tensor:
+    def copy(i: int, a: torch.Tensor) -> torch.Tensor:
         a = a.detach().clone()
         a = a.to(dtype) if dtype is not None and a.is_floating_point() else a
-        return a.requires_grad_(grad and a.is_floating_point())
+        return a.requires_grad_(grad and a.is_floating_point() and i not in frozen)
 
-    return [copy(a) if isinstance(a, torch.Tensor) else a for a in args]
+    return [copy(i, a) if isinstance(a, torch.Tensor) else a for i, a in enumerate(args)]
 
 
 def assert_matches_eager(
@@ -41,13 +41,15 @@ def assert_matches_eager(
     equal_nan: bool = False,
     seed: int = 0,
     reference: torch.dtype | None = None,
+    frozen: Sequence[int] = (),
     **tol: float,
 ) -> None:
     """`compiler.jit(fn)(*args)` gives eager's outputs and, with `grad`, eager's gradients.
 
     reference: eager runs on the floating inputs converted to it (float32 for a bf16 program where
-    eager rounds each step of a formula to bf16 and the compiler rounds once), compared converted back."""
-    eager_args, jit_args = _copies(args, grad, reference), _copies(args, grad)
+    eager rounds each step of a formula to bf16 and the compiler rounds once), compared converted back.
+    frozen: the indices of floating inputs that take no gradient (eager refuses one for a loss's target)."""
+    eager_args, jit_args = _copies(args, grad, frozen, reference), _copies(args, grad, frozen)
     want, got = _leaves(fn(*eager_args)), _leaves(compiler.jit(fn)(*jit_args))
     assert len(want) == len(got)
     generator = torch.Generator().manual_seed(seed)
