@@ -86,6 +86,8 @@ for _name, _dunders in (
     ("addmv", ()),
     ("addr", ()),
     ("baddbmm", ()),
+    ("renorm", ()),
+    ("index_reduce", ()),
 ):
     _inplace(_name, getattr(torch.Tensor, _name), dunders=_dunders)
 
@@ -96,7 +98,7 @@ for _name in (
 ):  # fmt: skip
     _inplace(_name, getattr(torch.Tensor, _name), function=True)
 
-for _name in ("atan2", "arctan2", "hypot", "erfinv", "heaviside"):
+for _name in ("atan2", "arctan2", "hypot", "erfinv", "heaviside", "sinc"):
     _inplace(_name, getattr(torch.Tensor, _name))
 
 # The in-place spellings of activations that have no Tensor method (F.relu_ is torch.relu_, above;

@@ -1,5 +1,5 @@
-"""Linear algebra: matmul (and @), bmm, mm, mv, dot, linear, and the scaled sums addmm, addmv,
-addr, baddbmm, addbmm.
+"""Linear algebra: matmul (and @), bmm, mm, mv, dot, linear, bilinear, cross, and the scaled sums
+addmm, addmv, addr, baddbmm, addbmm.
 
 `prims.matmul` takes operands of one rank >= 2 with equal batch dims; `matmul` here does the rest
 of torch's rules: 1-D operands gain (and lose) a dim, batch dims broadcast, and a batched left
@@ -11,6 +11,7 @@ Imported by `compiler/ops/nn.py`, which registers it with the other nn ops.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -245,3 +246,80 @@ def _scaled_sum(
         term = to_dtype(broadcast_to(input, product.shape), compute)
         scaled = prims.add(scaled, term if isinstance(beta, int) and beta == 1 else prims.mul(term, beta))
     return to_dtype(scaled, product.dtype if dtype is None else dtype)
+
+
+def _cross_product(a: TensorProxy, b: TensorProxy, dim: int) -> TensorProxy:
+    """The vector product along `dim` (of size 3) of two broadcast tensors, each component eager's
+    a[i] * b[j] - a[j] * b[i]."""
+    a, b = torch.broadcast_tensors(a, b)
+    a1, a2, a3 = a.unbind(dim)
+    b1, b2, b3 = b.unbind(dim)
+    return torch.stack([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], dim)
+
+
+def _check_cross(op: str, input: Any, other: Any, dim: int) -> None:
+    check(
+        isinstance(input, TensorProxy) and isinstance(other, TensorProxy) and input.ndim == other.ndim,
+        lambda: (
+            f"{op}: inputs dimension {getattr(input, 'ndim', input)} does not match other dimension "
+            f"{getattr(other, 'ndim', other)}{called_at()}"
+        ),
+        RuntimeError,
+    )
+    check(
+        input.shape[dim] == 3 and other.shape[dim] == 3,
+        lambda: f"{op}: dimension {dim} does not have size 3{called_at()}",
+        RuntimeError,
+    )
+
+
+@register("torch.linalg.cross")
+def linalg_cross(input: TensorProxy, other: TensorProxy, *, dim: int = -1, out: Any = None) -> TensorProxy:
+    """torch.linalg.cross: the vector product along `dim` (size 3), batch dims broadcast."""
+    check_no_out("torch.linalg.cross", out)
+    _check_cross("linalg.cross", input, other, dim)
+    return _cross_product(input, other, dim)
+
+
+@register("torch.cross", "torch.Tensor.cross")
+def cross(input: TensorProxy, other: TensorProxy, dim: int | None = None, *, out: Any = None) -> TensorProxy:
+    """torch.cross: linalg.cross, along the first dim of size 3 when `dim` is None (eager warns)."""
+    check_no_out("torch.cross", out)
+    if dim is None:
+        sizes = [d for d, (a, b) in enumerate(zip(input.shape, other.shape)) if a == 3 and b == 3]
+        check(bool(sizes), lambda: f"torch.cross: no dimension of size 3 in input{called_at()}", RuntimeError)
+        warnings.warn(
+            "Using torch.cross without specifying the dim arg is deprecated.\n"
+            "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
+            "The default value of dim will change to agree with that of linalg.cross in a future release.",
+            stacklevel=3,
+        )
+        dim = sizes[0]
+    _check_cross("cross", input, other, dim)
+    return _cross_product(input, other, dim)
+
+
+@register("torch.bilinear")
+def bilinear(input1: TensorProxy, input2: TensorProxy, weight: TensorProxy, bias: Any = None) -> TensorProxy:
+    """y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] (+ bias[o]): one matmul of
+    input1 with the weight's (i, o * j) matrix, then a batched matmul with input2 (sums accumulate in
+    float32 for bf16, as eager's)."""
+    check(
+        all(isinstance(t, TensorProxy) for t in (input1, input2, weight)) and weight.ndim == 3,
+        lambda: f"bilinear: expected input1, input2 and a 3-d weight, got weight {weight!r}{called_at()}",
+        RuntimeError,
+    )
+    check(
+        input1.shape[:-1] == input2.shape[:-1]
+        and input1.shape[-1] == weight.shape[1]
+        and input2.shape[-1] == weight.shape[2],
+        lambda: (
+            f"bilinear: input1 {tuple(input1.shape)} and input2 {tuple(input2.shape)} must share batch dims and "
+            f"match the weight {tuple(weight.shape)} in their last dims{called_at()}"
+        ),
+        RuntimeError,
+    )
+    outputs, left, right = weight.shape
+    mixed = (input1 @ weight.permute(1, 0, 2).reshape(left, outputs * right)).unflatten(-1, (outputs, right))
+    y = (mixed @ input2.unsqueeze(-1)).squeeze(-1)
+    return y if bias is None else y + bias

@@ -1,5 +1,5 @@
 """Matrix-building and contracting ops written with other ops: diag, diag_embed, trace, tensordot,
-kron and cdist.
+kron, block_diag, cdist and pdist.
 
 diag_embed compares a row and a column iota (`column - row == offset`) and selects the values
 broadcast along the dim their index runs over, so its gradient is the select's and no shape
@@ -22,6 +22,7 @@ from compiler.core import dtypes
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy, same_size, size_product
 from compiler.ops.aliasing import fresh_copy
+from compiler.ops.index_combinations import triangle_indices
 from compiler.ops.linalg import matmul
 from compiler.ops.operands import broadcast_shapes, broadcast_to, canonical_dim, check_no_out, elementwise, to_dtype
 from compiler.ops.reductions import amax
@@ -253,3 +254,42 @@ def cdist(x1: TensorProxy, x2: TensorProxy, p: float = 2.0, compute_mode: str | 
         return _safe_root(sum_op(prims.mul(difference, difference), -1), 0.5)
     powered = _safe_root(magnitude, float(p)) if p < 1 else prims.pow(magnitude, float(p))
     return _safe_root(sum_op(powered, -1), 1.0 / p)
+
+
+@register("torch.pdist")
+def pdist(input: TensorProxy, p: float = 2.0) -> TensorProxy:
+    """The p-norm distance between each pair of rows i < j of a [N, M] input, in row-major order of
+    the pairs (the upper triangle of cdist(input, input)); a zero distance has a zero gradient."""
+    _check_tensor("torch.pdist", input, (2,))
+    check(
+        dtypes.is_float(input.dtype),
+        lambda: f"torch.pdist: only supports floating-point dtypes, got {input.dtype}{called_at()}",
+        RuntimeError,
+    )
+    check(
+        isinstance(p, (int, float)) and p >= 0, lambda: f"torch.pdist: only supports non-negative p values{called_at()}"
+    )
+    rows = int(input.shape[0])
+    first, second = triangle_indices(rows, rows, 1, True, input.device)
+    return torch.linalg.vector_norm(input[first] - input[second], p, dim=-1)
+
+
+@register("torch.block_diag")
+def block_diag(*tensors: TensorProxy) -> TensorProxy:
+    """The tensors (0-d as 1 x 1, 1-d as one row, 2-d) laid along the diagonal of a zero matrix, in
+    their promoted dtype."""
+    for t in tensors:
+        _check_tensor("torch.block_diag", t, (0, 1, 2))
+    blocks = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
+    if not blocks:
+        return prims.full([1, 0], 0.0, torch.get_default_dtype(), torch.device("cpu"))
+    dtype = blocks[0].dtype
+    for b in blocks[1:]:
+        dtype = torch.promote_types(dtype, b.dtype)
+    widths = [int(b.shape[1]) for b in blocks]
+    total, placed = sum(widths), 0
+    rows = []
+    for block, width in zip(blocks, widths):
+        rows.append(torch.nn.functional.pad(block.to(dtype), (placed, total - placed - width)))
+        placed += width
+    return torch.cat(rows, 0)

@@ -1,11 +1,12 @@
-"""Vector norms: linalg.vector_norm, torch.norm / Tensor.norm, F.normalize, cosine_similarity; and
+"""Vector norms: linalg.vector_norm, torch.norm / Tensor.norm, F.normalize, renorm, cosine_similarity; and
 group_norm (F.group_norm, torch.group_norm, nn.GroupNorm), a normalisation like layer_norm's; and
 torch._weight_norm (weight normalisation of a parameter, as nn.utils.parametrizations.weight_norm).
 
 bf16/f16 inputs accumulate in float32 and round once to the input dtype (or `dtype=`). Where a norm
 is zero, autodiff must give torch's gradient (0, not the 0 * inf = NaN of differentiating sqrt or
 pow at 0): the root is taken of a safe value (`_safe_root`), and powers of zero elements too.
-Matrix norms ("nuc", "fro" over more than two dims) are refused.
+linalg.matrix_norm takes "fro" and the column / row sum norms (1, -1, inf, -inf); the norms of
+singular values ("nuc", 2, -2) are refused. renorm rescales the slices whose norm is too large.
 """
 
 from __future__ import annotations
@@ -166,6 +167,55 @@ def _matrix_norm(input: TensorProxy, ord: float, dims: Any, keepdim: bool, dtype
         pick = prims.amax if ord > 0 else prims.amin
         out = to_dtype(pick(sums, (reduced,)), input.dtype)
     return keep_dims(out, input.shape, sorted((rows, columns))) if keepdim else out
+
+
+@register("torch.linalg.matrix_norm")
+def matrix_norm(
+    A: TensorProxy, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *, dtype: Any = None, out: Any = None
+) -> Any:
+    """torch.linalg.matrix_norm over the two dims `dim`: "fro", and 1 / -1 / inf / -inf (the largest
+    or smallest column or row sum of |A|). "nuc", 2 and -2 need singular values: refused."""
+    check(out is None, lambda: f"torch.linalg.matrix_norm: out= is not supported{called_at()}", NotImplementedError)
+    check(
+        isinstance(A, TensorProxy) and A.ndim >= 2,
+        lambda: f"torch.linalg.matrix_norm: The input tensor A must have at least 2 dimensions.{called_at()}",
+        RuntimeError,
+    )
+    check(
+        isinstance(dim, (tuple, list)) and len(dim) == 2,
+        lambda: f"torch.linalg.matrix_norm: dim must be a 2-tuple. Got {dim}{called_at()}",
+        RuntimeError,
+    )
+    if ord == "fro":
+        return vector_norm_of("linalg.matrix_norm", A, 2, tuple(dim), keepdim, dtype)
+    check(
+        ord in (1, -1, math.inf, -math.inf) and not isinstance(ord, (bool, str)),
+        lambda: (
+            f"torch.linalg.matrix_norm: ord={ord!r} is not supported ('fro', 1, -1, inf and -inf are; 'nuc', 2 "
+            f"and -2 need singular values){called_at()}"
+        ),
+        NotImplementedError,
+    )
+    return _matrix_norm(A, ord, tuple(dim), keepdim, dtype)
+
+
+@register("torch.renorm", "torch.Tensor.renorm")
+def renorm(input: TensorProxy, p: float, dim: int, maxnorm: float, *, out: Any = None) -> Any:
+    """Each slice of `input` along `dim` whose p-norm exceeds `maxnorm` scaled by maxnorm / (norm + 1e-7)
+    (the norm and the scale in float32 for bf16/f16, as eager)."""
+    check(out is None, lambda: f"torch.renorm: out= is not supported{called_at()}", NotImplementedError)
+    check(p > 0, lambda: f"renorm: non-positive-norm not supported{called_at()}", RuntimeError)
+    check(maxnorm >= 0, lambda: f"renorm: expected maxnorm to be >= 0 but got {maxnorm}{called_at()}", RuntimeError)
+    check(
+        input.ndim > 1,
+        lambda: f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions{called_at()}",
+        RuntimeError,
+    )
+    kept = canonical_dim(dim, input.ndim)
+    dims = tuple(d for d in range(input.ndim) if d != kept)
+    norm = vector_norm_of("renorm", input, p, dims, True, dtypes.compute_dtype(input.dtype))
+    factor = torch.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+    return (input * factor).to(input.dtype)
 
 
 @register("torch.nn.functional.normalize")

@@ -1,6 +1,6 @@
 """Ops written as calls of other torch ops on the proxies (each call goes through `dispatch`, so
 the op records what those ops decompose into): the shrink and sign activations, softmin, dist,
-pixel (un)shuffle, rot90, isin, take, slice/select scatters, channel dropout, instance norm.
+pixel (un)shuffle, channel shuffle, rot90, isin, take, slice/select scatters, channel dropout, instance norm.
 
 Each matches eager's result dtype and raises eager's errors for the argument checks it makes;
 what it does not support (instance norm updating running statistics) is refused with one line.
@@ -85,6 +85,33 @@ def pixel_unshuffle(input: TensorProxy, downscale_factor: int) -> Any:
     n = len(batch)
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
     return x.reshape(*batch, c * r * r, h // r, w // r)
+
+
+@register("torch.channel_shuffle", "torch.native_channel_shuffle")
+def channel_shuffle(input: TensorProxy, groups: int) -> Any:
+    """The channels (dim 1) read as [groups, C / groups] and transposed: channel g * (C / groups) + i
+    moves to i * groups + g."""
+    check(
+        input.ndim >= 3,
+        lambda: (
+            f"channel_shuffle expects input to have at least 3 dimensions, but got input with sizes "
+            f"{list(input.shape)}{called_at()}"
+        ),
+        RuntimeError,
+    )
+    check(
+        groups > 0,
+        lambda: f"Number of groups to divide channels in must be positive. Value of groups:{groups}",
+        RuntimeError,
+    )
+    n, c, *rest = input.shape
+    check(
+        c % groups == 0,
+        lambda: f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.{called_at()}",
+        RuntimeError,
+    )
+    x = input.reshape(n, groups, c // groups, *rest).transpose(1, 2)
+    return x.reshape(input.shape)
 
 
 @register("torch.rot90", "torch.Tensor.rot90")

@@ -76,6 +76,12 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
         ("norm.nuc", variant, "'nuc'"): "the nuclear norm (a matrix norm) is refused (NotImplementedError)"
         for variant in ("torch.norm", "Tensor.norm")
     },
+    **{
+        ("linalg.matrix_norm", "torch._C._linalg.linalg_matrix_norm", part): (
+            "the nuclear and spectral norms need singular values: refused (NotImplementedError; test_norms.py)"
+        )
+        for part in ("'nuc'", ", 2, (", ", -2, (")
+    },
     ("linalg.norm.subgradients_at_zero", "torch._C._linalg.linalg_norm", ", 2, keepdim"): (
         "the spectral norm (ord=2 over two dims) needs singular values: refused (NotImplementedError)"
     ),
@@ -174,12 +180,26 @@ NO_OP_DB_ENTRY = {
     "dropout1d",
     "dropout2d",
     "dropout3d",
+    # NOTE: op_db's entries call these through a wrapper that seeds torch (they draw in training):
+    # test_stochastic_layers.py
+    "rrelu",
+    "alpha_dropout",
+    "feature_alpha_dropout",
+    "gumbel_softmax",
+    "native_channel_shuffle",  # test_torch_compositions.py
     # NOTE: the _with_indices forms, which op_db's entries do not call: opinfo_pooling.py
     *(f"max_pool{n}d_with_indices" for n in (1, 2, 3)),
 }
 # torch's own builtins of ops op_db reaches through torch.nn.functional (same names): opinfo_pooling.py;
-# Tensor.hardshrink, whose function op_db reaches: opinfo/torch_compositions.py
-NO_OP_DB_ENTRY_BUILTINS = {torch.max_pool1d, torch.max_pool2d, torch.max_pool3d, torch.Tensor.hardshrink}
+# Tensor.hardshrink, whose function op_db reaches: opinfo/torch_compositions.py; Tensor.prelu, whose function
+# op_db reaches: test_activations.py
+NO_OP_DB_ENTRY_BUILTINS = {
+    torch.max_pool1d,
+    torch.max_pool2d,
+    torch.max_pool3d,
+    torch.Tensor.hardshrink,
+    torch.Tensor.prelu,
+}
 
 
 def _has_mask(key: Any) -> bool:

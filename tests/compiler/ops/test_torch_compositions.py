@@ -18,6 +18,9 @@ _FLOAT_OPS = {
     "dist": lambda x: torch.dist(x, x.flip(0) * 0.5) + x[0].dist(x[1], 1) + torch.dist(x, x * 2, float("inf")),
     "pixel_shuffle": lambda x: F.pixel_shuffle(x.reshape(2, 12, 2, 2)[:, :, :, :], 2) * 1.5,
     "pixel_unshuffle": lambda x: F.pixel_unshuffle(x.reshape(1, 3, 4, 8), 2),
+    "channel_shuffle": lambda x: (
+        F.channel_shuffle(x.reshape(2, 6, 8), 3) + torch.channel_shuffle(x.reshape(2, 6, 8), 2)
+    ),
     "rot90": lambda x: torch.rot90(x[:, :8]) + x[:, :8].rot90(2).flip(0) + torch.rot90(x[:, 4:], -1, (1, 0)),
     "slice_scatter": lambda x: torch.slice_scatter(x, x[:, 1:5:2] * 3, 1, 1, 5, 2),
     "select_scatter": lambda x: torch.select_scatter(x, x[:, 0] * 2, 1, 3),
@@ -87,7 +90,17 @@ def test_instance_norm_updates_or_reads_running_statistics_as_eager(use_input_st
     torch.testing.assert_close(jit_stats, eager_stats)
 
 
+def test_channel_shuffle_of_integers_and_native_channel_shuffle_match_eager() -> None:
+    x = torch.arange(2 * 6 * 3).reshape(2, 6, 3)
+    for fn in (lambda x: F.channel_shuffle(x, 3), lambda x: torch.native_channel_shuffle(x.mT.mT, 2)):
+        assert torch.equal(compiler.jit(fn)(x), fn(x))
+    module = torch.nn.ChannelShuffle(2)
+    assert torch.equal(compiler.jit(module)(x.float()), module(x.float()))
+
+
 def test_argument_errors_name_the_op() -> None:
+    with pytest.raises(RuntimeError, match="Number of channels must be divisible by groups"):
+        compiler.jit(lambda x: F.channel_shuffle(x, 4))(torch.randn(1, 6, 2))
     with pytest.raises(RuntimeError, match=r"pixel_shuffle: channels \(6\) must be divisible by upscale_factor"):
         compiler.jit(lambda x: F.pixel_shuffle(x, 2))(torch.randn(1, 6, 2, 2))
     with pytest.raises(ValueError, match="instance_norm: expected running_mean and running_var"):
