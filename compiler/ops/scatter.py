@@ -1,4 +1,5 @@
-"""Scatters along a dim: torch.scatter (a tensor or a number), scatter_add and scatter_reduce.
+"""Scatters along a dim: torch.scatter (a tensor or a number), scatter_add and scatter_reduce, and
+index_reduce (a scatter_reduce of whole slices).
 
 Each is one prim that torch runs (`prims.scatter`, `prims.scatter_reduce`). nvFuser leaves both to
 torch. Eager's checks are kept: the index must be int64 or int32 (converted to int64) and have
@@ -158,3 +159,25 @@ def scatter_reduce(
         TypeError,
     )
     return _scatter("scatter_reduce", input, dim, index, src, (reduce, bool(include_self)))
+
+
+@register("torch.index_reduce", "torch.Tensor.index_reduce")
+def index_reduce(
+    input: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy, reduce: str, *, include_self: bool = True
+) -> TensorProxy:
+    """torch.index_reduce: the slices of a copy of `input` at `index` along `dim` reduced ("prod",
+    "mean", "amax", "amin") with the slices of `source`, and with themselves when `include_self`:
+    scatter_reduce with the index broadcast along `source`'s other dims."""
+    check(
+        reduce in ("prod", "mean", "amax", "amin"),
+        lambda: f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.{called_at()}",
+        RuntimeError,
+    )
+    check(
+        isinstance(index, TensorProxy) and index.ndim <= 1 and isinstance(source, TensorProxy),
+        lambda: f"index_reduce(): Index is supposed to be a vector, got {index!r}{called_at()}",
+        RuntimeError,
+    )
+    d = canonical_dim(dim, input.ndim)
+    spread = index.reshape([-1 if i == d else 1 for i in range(source.ndim)]).expand(source.shape)
+    return scatter_reduce(input, d, spread, source, reduce, include_self=include_self)

@@ -11,6 +11,7 @@ import torch
 import compiler
 from compiler.prims import Prim
 from tests.support.autodiff_util import check_gradients
+from tests.support.eager_match import assert_matches_eager
 from tests.support.opinfo.scatter import REDUCTIONS, unique_index
 
 DTYPES = [torch.float32, torch.bfloat16]
@@ -136,3 +137,32 @@ def test_bad_scatters_raise_naming_what_is_wrong(fn, error: type[Exception], par
         compiler.jit(fn)(x, index)
     assert all(part in str(info.value) for part in parts), str(info.value)
     assert f"{__file__}:" in str(info.value)
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_index_reduce_matches_eager(reduce: str, include_self: bool, dtype: torch.dtype) -> None:
+    g = torch.Generator().manual_seed(0)
+    x, source, index = (
+        torch.randn(5, 3, generator=g).to(dtype),
+        torch.randn(4, 3, generator=g).to(dtype),
+        torch.tensor([0, 2, 2, 4]),
+    )
+    fn = lambda x, s: (
+        x.index_reduce(0, index, s, reduce, include_self=include_self),
+        torch.index_reduce(x.mT, 1, index, s.mT, reduce, include_self=include_self),
+    )
+    assert_matches_eager(fn, x, source)
+
+
+def test_index_reduce_of_integers_in_place_and_errors() -> None:
+    x, source, index = torch.arange(10).reshape(5, 2), torch.arange(6).reshape(3, 2) - 2, torch.tensor([4, 0, 4])
+    for reduce in ("prod", "mean", "amax", "amin"):
+        fn = lambda x, s, reduce=reduce: x.index_reduce(0, index, s, reduce)
+        assert torch.equal(compiler.jit(fn)(x, source), fn(x, source))
+    y = x.clone()
+    compiler.jit(lambda y, s: y.index_reduce_(0, index, s, "amax"))(y, source)
+    assert torch.equal(y, x.index_reduce(0, index, source, "amax"))
+    with pytest.raises(RuntimeError, match="Expected reduce to be one of prod, mean, amax or amin"):
+        compiler.jit(lambda x, s: x.index_reduce(0, index, s, "sum"))(x, source)
