@@ -43,9 +43,14 @@ def test_values_and_gradients_match_eager(name: str, seed: int, dtype: torch.dty
     x = _input(seed, dtype).requires_grad_()
     got, want = compiler.jit(fn)(x), fn(x)
     tolerance = {"atol": 2e-2, "rtol": 2e-2} if dtype is torch.bfloat16 else {}
+    if name == "instance_norm" and dtype is torch.bfloat16:
+        # NOTE: eager's CPU bf16 kernel rounds its normalisation otherwise: values near zero differ by up to
+        # two bf16 steps (as test_ops_opdb.py's KNOWN_FAILURES notes), so does a gradient
+        tolerance = {"atol": 4e-2, "rtol": 2e-2}
     assert got.dtype == want.dtype and got.shape == want.shape
     torch.testing.assert_close(got, want, **tolerance)
-    cotangent = torch.randn_like(want)
+    # NOTE: a seeded cotangent, so the check does not depend on which tests ran before
+    cotangent = torch.randn(want.shape, generator=torch.Generator().manual_seed(seed)).to(want.dtype)
     torch.testing.assert_close(
         torch.autograd.grad(got, x, cotangent)[0], torch.autograd.grad(want, x, cotangent)[0], **tolerance
     )
