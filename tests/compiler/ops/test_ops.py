@@ -120,6 +120,56 @@ NOT_EXERCISED: dict[str, str] = {
         f"torch.Tensor.{name}_": "random draws, compared with eager's under one seed in test_random_values.py"
         for name in ("uniform", "normal", "exponential")
     },
+    # NOTE: each checked against eager (values, dtypes, gradients) in the test file of its op module
+    **{
+        name: f"test_{module}.py"
+        for module, names in (
+            (
+                "numeric_compositions",
+                "torch.fmax torch.Tensor.fmax torch.fmin torch.Tensor.fmin torch.sinc "
+                "torch.special.sinc torch.Tensor.sinc",
+            ),
+            (
+                "shape_compositions",
+                "torch.hsplit torch.Tensor.hsplit torch.vsplit torch.Tensor.vsplit torch.dsplit torch.Tensor.dsplit",
+            ),
+            ("activations", "torch.prelu torch.Tensor.prelu"),
+            (
+                "stochastic_layers",
+                "torch.nn.functional.rrelu torch.rrelu torch.rrelu_ torch.nn.functional.alpha_dropout "
+                "torch.alpha_dropout torch.nn.functional.feature_alpha_dropout torch.feature_alpha_dropout "
+                "torch.nn.functional.gumbel_softmax",
+            ),
+            (
+                "margin_losses",
+                " ".join(
+                    f"torch.nn.functional.{n}_loss"
+                    for n in (
+                        "margin_ranking",
+                        "hinge_embedding",
+                        "soft_margin",
+                        "cosine_embedding",
+                        "triplet_margin",
+                        "multi_margin",
+                        "multilabel_margin",
+                        "multilabel_soft_margin",
+                    )
+                ),
+            ),
+            ("likelihood_losses", "torch.nn.functional.poisson_nll_loss torch.nn.functional.gaussian_nll_loss"),
+            ("local_response_norm", "torch.nn.functional.local_response_norm"),
+            ("linalg", "torch.bilinear torch.linalg.cross torch.cross torch.Tensor.cross"),
+            ("norms", "torch.linalg.matrix_norm torch.renorm torch.Tensor.renorm"),
+            ("matrix_compositions", "torch.pdist torch.block_diag"),
+            ("integration", "torch.trapezoid torch.trapz"),
+            ("index_combinations", "torch.tril_indices torch.triu_indices torch.cartesian_prod"),
+            ("torch_compositions", "torch.channel_shuffle torch.native_channel_shuffle"),
+            ("bucketing", "torch.searchsorted torch.bucketize"),
+            ("quantiles", "torch.quantile torch.Tensor.quantile torch.nanquantile torch.Tensor.nanquantile"),
+            ("scatter", "torch.index_reduce torch.Tensor.index_reduce"),
+        )
+        for name in names.split()
+    },
 }
 
 
