@@ -177,6 +177,15 @@ class Trace:
 # Printing
 
 
+def canonical_device(device: Any) -> torch.device:
+    """`device` (a string or device; None: torch's default) as a tensor made there carries it:
+    'cuda' is the current CUDA device ('cuda:0'), as eager's factories and `.to` place it."""
+    device = torch.get_default_device() if device is None else torch.device(device)
+    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
 def value_source(value: Any) -> str:
     """Python source for a constant or proxy tree (proxies print as their names)."""
     if isinstance(value, Proxy):

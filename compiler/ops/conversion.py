@@ -12,7 +12,7 @@ import torch
 
 from compiler import prims
 from compiler.core.errors import called_at, check
-from compiler.core.ir import TensorProxy
+from compiler.core.ir import TensorProxy, canonical_device
 from compiler.ops.aliasing import fresh_copy
 from compiler.ops.operands import to_dtype
 from compiler.ops.registry import register
@@ -31,18 +31,11 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple[torch.dtype | None, torch.devi
     return dtype, torch.device(device) if device is not None else None
 
 
-def _target(device: torch.device) -> torch.device:
-    """`device` with its index: 'cuda' is the current CUDA device, as torch moves a tensor to it."""
-    if device.index is None and device.type == "cuda" and torch.cuda.is_available():
-        return torch.device("cuda", torch.cuda.current_device())
-    return device
-
-
 def to_device(input: TensorProxy, device: Any) -> TensorProxy:
     """`input` on `device`: itself when it is there already, else a copy (`prims.device_put`)."""
     device = torch.device(device)
     same = device.type == input.device.type and (device.index is None or device.index == input.device.index)
-    return input if same else prims.device_put(input, _target(device))
+    return input if same else prims.device_put(input, canonical_device(device))
 
 
 @register("torch.Tensor.to")

@@ -15,7 +15,7 @@ import torch
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
-from compiler.core.ir import NumberProxy, TensorProxy
+from compiler.core.ir import NumberProxy, TensorProxy, canonical_device
 from compiler.ops.aliasing import set_memory_format
 from compiler.ops.elementwise import where
 from compiler.ops.operands import Promotion, elementwise, to_dtype
@@ -24,9 +24,7 @@ from compiler.ops.shape import _sizes
 
 
 def _device(device: Any) -> torch.device:
-    if device is None:
-        return torch.get_default_device()
-    return torch.device(device)
+    return canonical_device(device)
 
 
 def _check_factory_kwargs(name: str, out: Any, layout: Any, pin_memory: Any) -> None:

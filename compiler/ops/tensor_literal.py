@@ -17,7 +17,7 @@ import torch
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
-from compiler.core.ir import NumberProxy, TensorProxy
+from compiler.core.ir import NumberProxy, TensorProxy, canonical_device
 from compiler.ops import aliasing, known_values
 from compiler.ops.operands import to_dtype
 from compiler.ops.registry import register
@@ -80,7 +80,7 @@ def _built(data: Any, dtype: Any, device: Any, name: str) -> TensorProxy:
     shape, leaves = _shape_and_leaves(data, name)
     dtype = dtype or _inferred_dtype(leaves)
     dtype = _PYTHON_DTYPES.get(dtype, dtype)
-    device = torch.device(device) if device is not None else torch.get_default_device()
+    device = canonical_device(device)
     if len(leaves) == 1 and isinstance(leaves[0], TensorProxy) and shape == list(leaves[0].shape):
         # NOTE: a copy, as eager's (it warns to use clone().detach()): writes to it reach no one else
         return aliasing.fresh_copy(to_dtype(prims.stop_gradient(leaves[0]), dtype))

@@ -78,3 +78,24 @@ def test_values_and_gradients_across_devices_match_eager(seed: int) -> None:
     assert got.device.type == "cpu" and got_grad.device.type == "cpu"
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(got_grad, want_grad)
+
+
+def test_a_device_named_without_its_index_is_the_current_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`torch.zeros(n, device="cuda")` makes a tensor on 'cuda:0', which meets the inputs there."""
+    from compiler.core.ir import canonical_device
+
+    assert canonical_device("cpu") == torch.device("cpu") and canonical_device(None) == torch.get_default_device()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert canonical_device("cuda") == torch.device("cuda", 0) and canonical_device("cuda:1").index == 1
+
+
+@pytest.mark.gpu
+def test_constants_made_on_cuda_named_without_an_index_meet_the_inputs() -> None:
+    x = torch.randn(4, 9, device="cuda")
+
+    def program(x: torch.Tensor) -> torch.Tensor:
+        q = torch.tensor([0.25, 0.5], device="cuda")
+        return x * torch.zeros(9, device="cuda").add(2) + torch.quantile(x, q, dim=1).sum()
+
+    torch.testing.assert_close(compiler.jit(program)(x), program(x))
