@@ -23,7 +23,20 @@ from compiler.core.ir import TensorProxy
 from compiler.ops.as_strided import strided_positions
 from compiler.ops.operands import to_dtype
 from compiler.ops.registry import register
-from compiler.ops.unfold import pair
+
+
+def _pair(what: str, value: Any, positive: bool) -> tuple[int, int]:
+    values = tuple(value) if isinstance(value, (tuple, list, torch.Size)) else (value, value)
+    check(
+        len(values) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) and (v > 0 if positive else v >= 0) for v in values),
+        lambda: (
+            f"F.fold: {what} must be a {'positive' if positive else 'non-negative'} int or a pair of them, "
+            f"got {value!r}{called_at()}"
+        ),
+        ValueError,
+    )
+    return values  # type: ignore[return-value]
 
 
 @register("torch.nn.functional.fold")
@@ -36,9 +49,9 @@ def fold(
         lambda: f"F.fold: expected a 2-d or 3-d tensor of columns, got {input!r}{called_at()}",
         ValueError,
     )
-    sizes, kernel = pair("F.fold", "output_size", output_size, True), pair("F.fold", "kernel_size", kernel_size, True)
-    dilations, paddings = pair("F.fold", "dilation", dilation, True), pair("F.fold", "padding", padding, False)
-    strides = pair("F.fold", "stride", stride, True)
+    sizes, kernel = _pair("output_size", output_size, True), _pair("kernel_size", kernel_size, True)
+    dilations, paddings = _pair("dilation", dilation, True), _pair("padding", padding, False)
+    strides = _pair("stride", stride, True)
     x = input if input.ndim == 3 else prims.broadcast_in_dim(input, [1, *input.shape], [1, 2])
     # NOTE: the positions depend on the sizes: symbolic ones are specialised (guarded) to their values
     batch, rows, columns = int(x.shape[0]), int(x.shape[1]), int(x.shape[2])
