@@ -21,9 +21,38 @@ from typing import Any
 from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
-from compiler.ops.convolution import check_operands, per_dim
+from compiler.ops.convolution import per_dim
 from compiler.ops.padding import pad as pad_op
 from compiler.ops.registry import register
+
+
+def _checked(name: str, spatial: int, input: Any, weight: Any, bias: Any, groups: Any) -> None:
+    check(
+        isinstance(input, TensorProxy) and isinstance(weight, TensorProxy),
+        lambda: f"{name}: input and weight must be tensors{called_at()}",
+        TypeError,
+    )
+    check(
+        input.ndim in (spatial + 1, spatial + 2) and weight.ndim == spatial + 2,
+        lambda: (
+            f"{name}: expected a {spatial + 1}-d (unbatched) or {spatial + 2}-d input and a {spatial + 2}-d weight, "
+            f"got {input.name} {input.type_string()} and {weight.name} {weight.type_string()}{called_at()}"
+        ),
+        ValueError,
+    )
+    check(
+        input.dtype == weight.dtype and (bias is None or (isinstance(bias, TensorProxy) and bias.dtype == input.dtype)),
+        lambda: f"{name}: input {input.dtype}, weight {weight.dtype} and bias must share a dtype{called_at()}",
+        TypeError,
+    )
+    check(
+        isinstance(groups, int) and groups >= 1 and input.shape[-spatial - 1] == weight.shape[0],
+        lambda: (
+            f"{name}: input {input.name} {input.type_string()} must have weight.shape[0] = {weight.shape[0]} "
+            f"channels and groups a positive int, got groups={groups!r}{called_at()}"
+        ),
+        ValueError,
+    )
 
 
 def conv_transpose(
@@ -40,15 +69,7 @@ def conv_transpose(
 ) -> TensorProxy:
     """The transposed convolution of `input` [N, C_in, *sizes] (or unbatched) by `weight`
     [C_in, C_out / groups, *kernel] over `spatial` dims, as torch.conv_transpose<spatial>d."""
-    check_operands(name, spatial, input, weight, bias, groups)
-    check(
-        input.shape[-spatial - 1] == weight.shape[0],
-        lambda: (
-            f"{name}: input {input.name} {input.type_string()} must have weight.shape[0] = {weight.shape[0]} "
-            f"channels{called_at()}"
-        ),
-        ValueError,
-    )
+    _checked(name, spatial, input, weight, bias, groups)
     stride, padding = per_dim(name, "stride", stride, spatial), per_dim(name, "padding", padding, spatial)
     output_padding = per_dim(name, "output_padding", output_padding, spatial)
     dilation = per_dim(name, "dilation", dilation, spatial)

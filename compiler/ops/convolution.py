@@ -48,8 +48,9 @@ def _same_padding(
     return input, [total // 2 for total in totals]
 
 
-def check_operands(name: str, spatial: int, input: Any, weight: Any, bias: Any, groups: Any) -> None:
-    """Checks a (transposed) convolution's tensors and groups as eager's argument checks do."""
+def _convolution(
+    name: str, spatial: int, input: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any, groups: Any
+) -> TensorProxy:
     check(
         isinstance(input, TensorProxy) and isinstance(weight, TensorProxy),
         lambda: f"{name}: input and weight must be tensors{called_at()}",
@@ -64,7 +65,7 @@ def check_operands(name: str, spatial: int, input: Any, weight: Any, bias: Any, 
         ValueError,
     )
     check(
-        input.dtype == weight.dtype and (bias is None or (isinstance(bias, TensorProxy) and bias.dtype == input.dtype)),
+        input.dtype == weight.dtype and (bias is None or bias.dtype == input.dtype),
         lambda: f"{name}: input {input.dtype}, weight {weight.dtype} and bias must share a dtype{called_at()}",
         TypeError,
     )
@@ -73,12 +74,6 @@ def check_operands(name: str, spatial: int, input: Any, weight: Any, bias: Any, 
         lambda: f"{name}: groups must be a positive int, got {groups!r}{called_at()}",
         ValueError,
     )
-
-
-def _convolution(
-    name: str, spatial: int, input: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any, groups: Any
-) -> TensorProxy:
-    check_operands(name, spatial, input, weight, bias, groups)
     unbatched = input.ndim == spatial + 1
     if unbatched:
         input = prims.broadcast_in_dim(input, [1, *input.shape], list(range(1, input.ndim + 1)))
