@@ -91,20 +91,3 @@ def test_clip_grad_norm_after_a_jitted_modules_backward_matches_eager() -> None:
     torch.testing.assert_close(norms[1], norms[0], rtol=1e-5, atol=1e-5)
     for compiled, expected in zip(model.parameters(), eager.parameters()):
         torch.testing.assert_close(compiled.grad, expected.grad, rtol=1e-5, atol=1e-6)
-
-
-@pytest.mark.parametrize("norm_type", [2.0, math.inf])
-def test_torchs_get_total_norm_with_foreach_traces(norm_type: float) -> None:
-    """torch groups a foreach call's tensors by device and dtype in C, which refuses traced tensors."""
-
-    def clip(grads: list[torch.Tensor]) -> torch.Tensor:
-        norm = torch.nn.utils.get_total_norm(grads, norm_type, foreach=True)
-        torch._foreach_mul_(grads, (1.0 / (norm + 1e-6)).clamp(max=1.0))
-        return norm
-
-    gen = torch.Generator().manual_seed(0)
-    grads = [torch.randn(3, 4, generator=gen), torch.randn(5, generator=gen), torch.randn(2, 2, generator=gen).double()]
-    expected = [g.clone() for g in grads]
-    torch.testing.assert_close(compiler.jit(clip)(grads), clip(expected))
-    for actual, want in zip(grads, expected):
-        torch.testing.assert_close(actual, want)
