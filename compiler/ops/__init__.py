@@ -24,7 +24,6 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     einsum,
     elementwise,
     embedding,
-    embedding_bag,
     experts,
     factory,
     fold,
