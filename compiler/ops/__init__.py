@@ -26,7 +26,6 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     embedding,
     experts,
     factory,
-    fold,
     foreach,
     fourier,
     index_combinations,
