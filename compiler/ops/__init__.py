@@ -11,7 +11,6 @@ from compiler.core import proxies
 from compiler.ops import (  # noqa: F401  (each module registers its ops)
     activations,
     advanced_indexing,
-    as_strided,
     batch_norm,
     bit_shifts,
     bucketing,
