@@ -17,7 +17,7 @@ from compiler.ops.padding import pad as pad_op
 from compiler.ops.registry import register
 
 
-def per_dim(name: str, what: str, value: Any, spatial: int) -> list[int]:
+def _per_dim(name: str, what: str, value: Any, spatial: int) -> list[int]:
     values = list(value) if isinstance(value, (tuple, list)) else [value] * spatial
     if len(values) == 1:
         values = values * spatial
@@ -77,8 +77,8 @@ def _convolution(
     unbatched = input.ndim == spatial + 1
     if unbatched:
         input = prims.broadcast_in_dim(input, [1, *input.shape], list(range(1, input.ndim + 1)))
-    stride = per_dim(name, "stride", stride, spatial)
-    dilation = per_dim(name, "dilation", dilation, spatial)
+    stride = _per_dim(name, "stride", stride, spatial)
+    dilation = _per_dim(name, "dilation", dilation, spatial)
     if isinstance(padding, str):
         check(
             padding in ("valid", "same"),
@@ -89,7 +89,7 @@ def _convolution(
             input, padding = _same_padding(name, input, weight, stride, dilation)
         else:
             padding = [0] * spatial
-    padding = per_dim(name, "padding", padding, spatial)
+    padding = _per_dim(name, "padding", padding, spatial)
     output = prims.convolution(input, weight, bias, stride, padding, dilation, groups)
     return prims.squeeze(output, (0,)) if unbatched else output
 

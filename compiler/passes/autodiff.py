@@ -38,13 +38,9 @@ from compiler.core.ir import (
     tracing,
 )
 from compiler.passes.vjp_attention import FORWARD_REWRITES, RESIDUALS
-from compiler.passes.vjp_library import TUPLE_OUTPUTS
 from compiler.passes.vjp_rules import NONDIFFERENTIABLE, VJP
 from compiler.passes.vjp_structural import zeros, zeros_shaped
 from compiler.prims import Prim
-
-# Prims of several outputs whose first alone takes a cotangent.
-FIRST_OUTPUT_ONLY = RESIDUALS | TUPLE_OUTPUTS
 
 
 @dataclass(frozen=True)
@@ -94,7 +90,7 @@ def gradient_reach(trace: Trace, seeds: Iterable[str]) -> set[str]:
             lambda bsym=bsym: f"autodiff: no VJP rule for {str(bsym).splitlines()[0]}",
             NotImplementedError,
         )
-        outputs = bsym.outputs[:1] if bsym.sym in FIRST_OUTPUT_ONLY else bsym.outputs
+        outputs = bsym.outputs[:1] if bsym.sym in RESIDUALS else bsym.outputs
         for p in outputs:
             if isinstance(p, TensorProxy):
                 _check_real(p, lambda bsym=bsym: f"`{str(bsym).splitlines()[0].strip()}`")
@@ -288,7 +284,7 @@ class _Backward:
         return prims.cat([value for _, _, _, value in order], dim)
 
     def visit(self, bsym: BoundSymbol) -> None:
-        out = bsym.outputs[0] if bsym.sym in FIRST_OUTPUT_ONLY else bsym.output
+        out = bsym.outputs[0] if bsym.sym in RESIDUALS else bsym.output
         if not isinstance(out, TensorProxy) or bsym.sym not in VJP:
             return
         if out.name not in self.parts and out.name not in self.reached:

@@ -41,6 +41,7 @@ NONDIFFERENTIABLE = frozenset(
     | {Prim.BITWISE_NOT, Prim.BITWISE_AND, Prim.BITWISE_OR, Prim.BITWISE_XOR, Prim.ARGMAX, Prim.FLOOR_DIVIDE}
     | {Prim.ARGSORT, Prim.TOPK}
     | {Prim.COPY_, Prim.COPY_TO, Prim.SDPA_BACKWARD, Prim.STOP_GRADIENT}
+    | {Prim.CONVOLUTION_BACKWARD}
 )
 ZERO_GRADIENT = frozenset({Prim.FLOOR, Prim.CEIL, Prim.TRUNC, Prim.SIGN})
 

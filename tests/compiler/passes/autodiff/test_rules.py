@@ -28,6 +28,7 @@ def test_every_prim_has_a_vjp_rule_or_is_declared_nondifferentiable():
         | {Prim.UNPACK_SEQUENCE, Prim.UNPACK_DICT}
         | {Prim.SIZE}
         | {Prim.COPY_, Prim.COPY_TO, Prim.SDPA_BACKWARD, Prim.STOP_GRADIENT}
+        | {Prim.CONVOLUTION_BACKWARD}
     ) == NONDIFFERENTIABLE
 
 
