@@ -34,7 +34,6 @@ import copy
 import dataclasses
 import dis
 import functools
-import gc
 import operator
 import os
 import sys
@@ -233,7 +232,9 @@ class FreeValues:
         for frame in reversed(running):  # outermost first: it tells which functions the others are
             code = frame.f_code
             known = self._functions.get(code)
-            cells = {} if code in self._made else _cells(known) if known is not None else _closure_cells(frame)
+            # NOTE: the cells of a closure not reached as a function (one passed in an argument) are
+            # not read: finding its function from its frame would scan every object (gc)
+            cells = _cells(known) if known is not None and code not in self._made else {}
             self._code(code, frame.f_globals, cells)
 
     def add_function(self, fn: Any, file: str | None = None) -> None:
@@ -390,24 +391,3 @@ def _global_names(code: types.CodeType) -> set[str]:
 
 def _cells(fn: types.FunctionType) -> dict[str, Any]:
     return dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-
-
-def _closure_cells(frame: types.FrameType) -> dict[str, Any]:
-    """The closure cells of the function running `frame` (when one function has its code)."""
-    code = frame.f_code
-    if not code.co_freevars:
-        return {}
-    functions = [f for f in gc.get_referrers(code) if type(f) is types.FunctionType and f.__code__ is code]
-    if len(functions) == 1:
-        return _cells(functions[0])
-    # NOTE: several closures of one code: the cells whose values the frame sees (either may run it)
-    values = frame.f_locals
-    cells = {}
-    for fn in functions:
-        for name, cell in _cells(fn).items():
-            try:
-                if cell.cell_contents is values.get(name):
-                    cells.setdefault(name, cell)
-            except ValueError:
-                continue
-    return cells
