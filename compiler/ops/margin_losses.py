@@ -22,6 +22,7 @@ from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
 from compiler.ops.nn import _reduction
 from compiler.ops.registry import register
+from compiler.ops.special import tensors_only
 
 _COSINE_EPSILON = 1e-12  # eager's cosine_embedding_loss adds it to both squared magnitudes
 
@@ -29,15 +30,6 @@ _COSINE_EPSILON = 1e-12  # eager's cosine_embedding_loss adds it to both squared
 def reduced(loss: TensorProxy, reduction: str) -> TensorProxy:
     """`loss` as it is, or its mean or sum over every element."""
     return loss if reduction == "none" else loss.mean() if reduction == "mean" else loss.sum()
-
-
-def _tensors(op: str, *tensors: Any) -> None:
-    for t in tensors:
-        check(
-            isinstance(t, TensorProxy),
-            lambda t=t: f"{op}: expected tensors, got {type(t).__name__} {t!r}{called_at()}",
-            TypeError,
-        )
 
 
 @register("torch.nn.functional.margin_ranking_loss")
@@ -52,7 +44,7 @@ def margin_ranking_loss(
 ) -> TensorProxy:
     """max(0, -target * (input1 - input2) + margin), reduced."""
     reduction = _reduction("margin_ranking_loss", size_average, reduce, reduction)
-    _tensors("margin_ranking_loss", input1, input2, target)
+    tensors_only("margin_ranking_loss", input1, input2, target)
     check(
         input1.ndim == input2.ndim == target.ndim,
         lambda: (
@@ -75,7 +67,7 @@ def hinge_embedding_loss(
 ) -> TensorProxy:
     """input where target is 1, max(0, margin - input) where it is -1 (both terms for other values)."""
     reduction = _reduction("hinge_embedding_loss", size_average, reduce, reduction)
-    _tensors("hinge_embedding_loss", input, target)
+    tensors_only("hinge_embedding_loss", input, target)
     zeros = torch.zeros_like(input)
     margin_term = torch.where(target != 1, (margin - input).clamp_min(0), zeros)
     return reduced(margin_term + torch.where(target != -1, input, zeros), reduction)
@@ -87,7 +79,7 @@ def soft_margin_loss(
 ) -> TensorProxy:
     """log(1 + exp(-target * input)), reduced (as eager: exp may overflow to inf)."""
     reduction = _reduction("soft_margin_loss", size_average, reduce, reduction)
-    _tensors("soft_margin_loss", input, target)
+    tensors_only("soft_margin_loss", input, target)
     return reduced(torch.log1p(torch.exp(-input * target)), reduction)
 
 
@@ -103,7 +95,7 @@ def cosine_embedding_loss(
 ) -> TensorProxy:
     """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1, per row."""
     reduction = _reduction("cosine_embedding_loss", size_average, reduce, reduction)
-    _tensors("cosine_embedding_loss", input1, input2, target)
+    tensors_only("cosine_embedding_loss", input1, input2, target)
     check(
         target.ndim <= 1 and input1.ndim == input2.ndim == target.ndim + 1,
         lambda: (
@@ -137,7 +129,7 @@ def triplet_margin_loss(
     """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the p-norm pairwise distance;
     `swap`: d(anchor, negative) replaced by d(positive, negative) where that is smaller."""
     reduction = _reduction("triplet_margin_loss", size_average, reduce, reduction)
-    _tensors("triplet_margin_loss", anchor, positive, negative)
+    tensors_only("triplet_margin_loss", anchor, positive, negative)
     check(
         anchor.ndim == positive.ndim == negative.ndim,
         lambda: (
@@ -158,7 +150,7 @@ def triplet_margin_loss(
 
 def _frames_and_classes(op: str, input: Any, target: Any) -> tuple[int, int]:
     """(rows, classes) of a (), (C,) or (N, C) input, checked non-empty, with an integer target."""
-    _tensors(op, input, target)
+    tensors_only(op, input, target)
     check(
         input.ndim <= 2 and input.numel() > 0,
         lambda: (
@@ -248,7 +240,7 @@ def multilabel_soft_margin_loss(
 ) -> TensorProxy:
     """The mean over classes of -(t log sigmoid(x) + (1 - t) log sigmoid(-x)) (times weight), reduced."""
     reduction = _reduction("multilabel_soft_margin_loss", size_average, reduce, reduction)
-    _tensors("multilabel_soft_margin_loss", input, target)
+    tensors_only("multilabel_soft_margin_loss", input, target)
     loss = -(target * F.logsigmoid(input) + (1 - target) * F.logsigmoid(-input))
     if weight is not None:
         loss = loss * weight

@@ -22,7 +22,7 @@ from compiler.ops.operands import Promotion, check_no_out, elementwise, result_d
 from compiler.ops.registry import register
 
 
-def _tensors_only(name: str, *args: Any) -> None:
+def tensors_only(name: str, *args: Any) -> None:
     """Eager's check for ops whose every operand must be a tensor (a Python number is a TypeError)."""
     for a in args:
         check(
@@ -36,7 +36,7 @@ def _tensors_only(name: str, *args: Any) -> None:
 def atan2(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any:
     """The angle in radians, in [-pi, pi], of the point (other, input): atan(input / other) in its quadrant."""
     check_no_out("torch.atan2", out)
-    _tensors_only("torch.atan2", input, other)
+    tensors_only("torch.atan2", input, other)
     return elementwise(prims.atan2, input, other, promotion=Promotion.INT_TO_FLOAT)
 
 
@@ -44,7 +44,7 @@ def atan2(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any:
 def erfinv(input: TensorProxy, *, out: Any = None) -> Any:
     """The inverse of erf on [-1, 1] (+-inf at +-1, NaN outside)."""
     check_no_out("torch.erfinv", out)
-    _tensors_only("torch.erfinv", input)
+    tensors_only("torch.erfinv", input)
     return elementwise(prims.erfinv, input, promotion=Promotion.INT_TO_FLOAT)
 
 
@@ -68,7 +68,7 @@ def _hypot(a: Any, b: Any) -> Any:
 def hypot(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any:
     """sqrt(input^2 + other^2), without overflow in between; floating tensors only, as eager."""
     check_no_out("torch.hypot", out)
-    _tensors_only("torch.hypot", input, other)
+    tensors_only("torch.hypot", input, other)
     _, result = result_dtypes([input, other], Promotion.DEFAULT)
     check(
         result.is_floating_point,
@@ -94,7 +94,7 @@ def _in_dtype(value: float, dtype: torch.dtype) -> float:
 def logit(input: TensorProxy, eps: float | None = None, *, out: Any = None) -> Any:
     """log(x / (1 - x)); with `eps` >= 0, x is first clamped to [eps, 1 - eps] (NaN stays NaN)."""
     check_no_out("torch.logit", out)
-    _tensors_only("torch.logit", input)
+    tensors_only("torch.logit", input)
     check(
         eps is None or isinstance(eps, (int, float, NumberProxy)),
         lambda: f"torch.logit: eps must be a number or None, got {type(eps).__name__}{called_at()}",
@@ -184,5 +184,5 @@ def _expm1(x: Any) -> Any:
 def expm1(input: TensorProxy, *, out: Any = None) -> Any:
     """exp(input) - 1, accurate for small inputs (XIELU's activation)."""
     check_no_out("torch.expm1", out)
-    _tensors_only("torch.expm1", input)
+    tensors_only("torch.expm1", input)
     return elementwise(_expm1, input, promotion=Promotion.INT_TO_FLOAT)
