@@ -28,9 +28,10 @@ def tolerance(dtype: torch.dtype) -> dict[str, float]:
     return {"atol": 5e-2, "rtol": 5e-2} if dtype in (torch.bfloat16, torch.float16) else {"atol": 2e-5, "rtol": 2e-4}
 
 
-def _leaves(value: Any) -> list[Any]:
+def leaves(value: Any) -> list[Any]:
+    """The tensors (and other values) of a nest of tuples and lists, in order."""
     if isinstance(value, (tuple, list)):
-        return [leaf for v in value for leaf in _leaves(v)]
+        return [leaf for v in value for leaf in leaves(v)]
     return [value]
 
 
@@ -60,7 +61,7 @@ def check_gradients(
         requires_grad = [isinstance(a, torch.Tensor) and a.is_floating_point() for a in args]
     jfn = jfn if jfn is not None else compiler.jit(fn)
     eager_args, jit_args = _copy(args, requires_grad, reference_dtype), _copy(args, requires_grad)
-    want, got = _leaves(fn(*eager_args)), _leaves(jfn(*jit_args))
+    want, got = leaves(fn(*eager_args)), leaves(jfn(*jit_args))
     generator = torch.Generator().manual_seed(seed)
     pairs = []
     for w, g in zip(want, got, strict=True):

@@ -9,17 +9,12 @@ from typing import Any
 import torch
 
 import compiler
+from tests.support.autodiff_util import leaves
 
 
 def tolerance(dtype: torch.dtype) -> dict[str, float]:
     """bf16/f16: a couple of ulps (the compiler rounds once where eager may round per step); f32: tight."""
     return {"atol": 2e-2, "rtol": 2e-2} if dtype in (torch.bfloat16, torch.float16) else {"atol": 1e-5, "rtol": 1e-4}
-
-
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, (tuple, list)):
-        return [leaf for v in value for leaf in _leaves(v)]
-    return [value]
 
 
 def _copies(args: Sequence[Any], grad: bool, frozen: Sequence[int], dtype: torch.dtype | None = None) -> list[Any]:
@@ -50,7 +45,7 @@ def assert_matches_eager(
     eager rounds each step of a formula to bf16 and the compiler rounds once), compared converted back.
     frozen: the indices of floating inputs that take no gradient (eager refuses one for a loss's target)."""
     eager_args, jit_args = _copies(args, grad, frozen, reference), _copies(args, grad, frozen)
-    want, got = _leaves(fn(*eager_args)), _leaves(compiler.jit(fn)(*jit_args))
+    want, got = leaves(fn(*eager_args)), leaves(compiler.jit(fn)(*jit_args))
     assert len(want) == len(got)
     generator = torch.Generator().manual_seed(seed)
     pairs = []
