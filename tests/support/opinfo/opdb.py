@@ -208,24 +208,35 @@ def samples_of(info: Any, dtype: torch.dtype) -> list[Sample]:
     return raw[::step] + (list(edges(dtype, DEVICE)) if edges else [])
 
 
-def run_entry(info: Any, dtype: torch.dtype, skip: Callable[[str, Sample], str | None]) -> list[Outcome]:
-    """Each reached variant on each sample eager accepts (and `skip` does not refuse)."""
-    outcomes = []
-    case = OpCase(entry_id(info), (), lambda make: [], tolerances=ENTRY_TOLERANCES.get(info.name, {}))
+def _accepted(info: Any, dtype: torch.dtype, skip: Callable[[str, Sample], str | None]) -> Iterator[tuple]:
+    """(variant, sample) for each reached variant on each sample eager accepts (and `skip` does not refuse)."""
     for sample in samples_of(info, dtype):
         if skip(info.name, sample):
             continue
         for variant, _ in reached(info):
-            name = label(variant)
             try:
                 manual_seed(0)
                 variant(*sample.args, **sample.kwargs)
             except Exception:
                 continue  # eager rejects it too
-            try:
-                run_sample(case, variant, sample)
-                outcomes.append(Outcome(name, repr(sample), None))
-            except Exception as error:
-                message = " ".join(f"{type(error).__name__}: {error}".split())
-                outcomes.append(Outcome(name, repr(sample), message[:300]))
+            yield variant, sample
+
+
+def run_entry(info: Any, dtype: torch.dtype, skip: Callable[[str, Sample], str | None]) -> list[Outcome]:
+    """Each reached variant on each sample eager accepts (and `skip` does not refuse), compiled and
+    compared with eager."""
+    outcomes = []
+    case = OpCase(entry_id(info), (), lambda make: [], tolerances=ENTRY_TOLERANCES.get(info.name, {}))
+    for variant, sample in _accepted(info, dtype, skip):
+        try:
+            run_sample(case, variant, sample)
+            outcomes.append(Outcome(label(variant), repr(sample), None))
+        except Exception as error:
+            message = " ".join(f"{type(error).__name__}: {error}".split())
+            outcomes.append(Outcome(label(variant), repr(sample), message[:300]))
     return outcomes
+
+
+def count_entry(info: Any, dtype: torch.dtype, skip: Callable[[str, Sample], str | None]) -> int:
+    """How many outcomes `run_entry` gives, counted with eager alone (no compilation)."""
+    return sum(1 for _ in _accepted(info, dtype, skip))
