@@ -71,7 +71,9 @@ def cse(trace: Trace) -> Trace:
                 if any(p.name in returned for p in bsym.outputs):  # NOTE: another returned copy must not merge too
                     returned.update(p.name for p in earlier.outputs)
                 for old, new in zip(bsym.outputs, earlier.outputs):
-                    replacement[id(old)] = new
+                    # NOTE: the earlier prim's output may have been remade with replaced sizes
+                    # (`_with_sizes_replaced`): its readers take the remade proxy, the one kept
+                    replacement[id(old)] = replacement.get(id(new), new)
                 continue
             seen[key] = bsym
         if replacement:

@@ -88,6 +88,26 @@ def test_cse_returns_two_equal_values_apart_when_both_merged_into_an_unreturned_
     torch.testing.assert_close(second, x.sin())
 
 
+def test_cse_readers_of_a_value_merged_under_symbolic_sizes_read_the_kept_proxy() -> None:
+    # found on Mixtral over changing lengths (each layer's router builds an arange of the token
+    # count): a prim merged into an earlier one whose output cse had remade with replaced sizes left
+    # its readers on the old proxy, which no line defines (UnboundLocalError when run)
+    def fn(x):
+        n = x.shape[0]
+        scale, count = n * 2, n * 2
+        return x.sum() + torch.arange(count).sum() + torch.arange(count).max() + scale
+
+    jfn = compiler.jit(fn, dynamic=["x.size(0)"])
+    for size in (3, 5, 8):
+        x = torch.randn(size)
+        torch.testing.assert_close(jfn(x), fn(x))
+    defined: dict[str, object] = {}
+    for bsym in _after(jfn, "cse").bsyms:
+        for p in bsym.inputs:
+            assert defined.get(p.name, p) is p, f"{bsym.sym} reads a {p.name} that is not the one defined"
+        defined.update((p.name, p) for p in bsym.outputs)
+
+
 def test_check_trace_reports_double_assignment_unbound_proxies_and_meta_disagreement() -> None:
     x = TensorProxy((2,), torch.float32, torch.device("cpu"), name="x")
     y = TensorProxy((2,), torch.float32, torch.device("cpu"), name="y")
