@@ -13,7 +13,8 @@ and a copy otherwise. This module keeps the IR true to eager while tracing:
   example tensors (the frontend guards them with `check_strides` when the trace writes into
   anything), view prims transform strides, elementwise prims lay
   their output out as TensorIterator does, other prims give contiguous outputs, and anything
-  else (an attention output, symbolic sizes) is unknown.
+  else (an attention output) is unknown; under symbolic sizes only row-major is known
+  (compiler/ops/eager_strides.py).
 - where the layout is unknown, the reshape is recorded as a view and its input remembered as
   ambiguous; `check_writable` then rejects in-place writes into that tensor's family.
 - `check_writable` also rejects writes through expanded (broadcast) views, which have no inverse.
@@ -36,21 +37,24 @@ from compiler.core import ir
 from compiler.core.errors import called_at, check
 from compiler.core.ir import BoundSymbol, TensorProxy, TraceContext, size_product
 from compiler.ops import row_major
+from compiler.ops.eager_strides import (
+    ROW_MAJOR,
+    Layout,
+    Strides,
+    concrete,
+    contiguous_strides,
+    expands,
+    iterator_strides,
+    layout_of,
+    view_strides,
+)
 from compiler.prims import Prim
-
-Strides = tuple[int, ...]
-# Prims whose output takes its layout from its tensor operands the way TensorIterator does
-# (elementwise ops; clone-like ops follow their first operand); other outputs are contiguous,
-# except attention's, which depends on the device's kernel.
-_ITERATOR_LAYOUT = prims.ELEMENTWISE
-_FIRST_OPERAND_LAYOUT = frozenset({Prim.INDEX_COPY, Prim.INDEX_ADD, Prim.SLICE_UPDATE})
-_UNKNOWN_LAYOUT = frozenset({Prim.SDPA, Prim.SDPA_FORWARD, Prim.SDPA_BACKWARD})
 
 
 @dataclass
 class _State:
     input_strides: dict[int, Strides] = field(default_factory=dict)
-    layouts: dict[int, Strides | None] = field(default_factory=dict)
+    layouts: dict[int, Layout] = field(default_factory=dict)
     relied_on: dict[int, TensorProxy] = field(default_factory=dict)
     ambiguous: list[TensorProxy] = field(default_factory=list)
     unwritable: list[tuple[TensorProxy, str]] = field(default_factory=list)
@@ -72,14 +76,15 @@ def register_input(context: TraceContext, proxy: TensorProxy, tensor: torch.Tens
     _state(context).input_strides[id(proxy)] = tuple(tensor.stride())
 
 
-def read_strides(t: TensorProxy) -> Strides | None:
+def read_strides(t: TensorProxy) -> Layout:
     """eager's strides of `t` for a program that reads them (is_contiguous, stride): the inputs
-    they derive from are then guarded whatever the program writes (`strides_were_read`)."""
+    they derive from are then guarded whatever the program writes (`strides_were_read`).
+    `ROW_MAJOR` for a row-major tensor of symbolic sizes (compiler/ops/eager_strides.py)."""
     context = ir.current()
     if context is None:
         return None
     _state(context).strides_read = True
-    return layout(context, t) if _concrete(t.shape) else None
+    return layout(context, t)
 
 
 def set_memory_format(t: TensorProxy, source: TensorProxy, memory_format: object) -> None:
@@ -89,11 +94,16 @@ def set_memory_format(t: TensorProxy, source: TensorProxy, memory_format: object
     if context is None:
         return
     state = _state(context)
-    layouts: Strides | None = None
-    if _concrete(t.shape):
+    layouts: Layout = None
+    if not concrete(t.shape):  # NOTE: only a row-major layout is known whatever the sizes
+        same = memory_format in (None, torch.preserve_format) and layout(context, source) is ROW_MAJOR
+        if same or memory_format is torch.contiguous_format:
+            layouts = ROW_MAJOR
+            row_major.mark(context, t)
+    else:
         ndim = len(t.shape)
         if memory_format in (None, torch.preserve_format):
-            src = layout(context, source) if _concrete(source.shape) else None
+            src = layout(context, source) if concrete(source.shape) else None
             layouts = None if src is None else iterator_strides(t.shape, [src])
         elif memory_format is torch.contiguous_format:
             layouts = contiguous_strides(t.shape)
@@ -134,144 +144,9 @@ def root(context: TraceContext, t: TensorProxy) -> TensorProxy:
     return t
 
 
-# ---------------------------------------------------------------------------------------------
-# eager's strides
-
-
-def _concrete(shape: tuple | list) -> bool:
-    return all(type(s) is int for s in shape)
-
-
-def contiguous_strides(shape: tuple | list) -> Strides | None:
-    """Row-major strides of `shape` (None when a size is symbolic)."""
-    if not _concrete(shape):
-        return None
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
-
-
-def view_strides(shape: tuple | list, strides: Strides, new_shape: tuple | list) -> Strides | None:
-    """Strides of `new_shape` viewing a tensor of `shape`/`strides`, or None when no view exists
-    (ATen's computeStride; sizes must be concrete)."""
-    if not shape:
-        return tuple(1 for _ in new_shape)
-    if 0 in shape:
-        return contiguous_strides(new_shape)
-    new_strides = [0] * len(new_shape)
-    view_d = len(new_shape) - 1
-    chunk_base_stride = strides[-1]
-    tensor_numel, view_numel = 1, 1
-    for tensor_d in range(len(shape) - 1, -1, -1):
-        tensor_numel *= shape[tensor_d]
-        if tensor_d == 0 or (shape[tensor_d - 1] != 1 and strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
-            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
-                new_strides[view_d] = view_numel * chunk_base_stride
-                view_numel *= new_shape[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if tensor_d > 0:
-                chunk_base_stride = strides[tensor_d - 1]
-                tensor_numel, view_numel = 1, 1
-    return tuple(new_strides) if view_d == -1 else None
-
-
-def iterator_strides(shape: tuple | list, operands: list[Strides]) -> Strides | None:
-    """The strides TensorIterator gives the output of an elementwise op on operands of `shape`
-    with these strides (ATen's `reorder_dimensions`: dims ordered by the operands' strides, the
-    first operand that tells two dims apart decides, broadcast dims never do)."""
-    if not _concrete(shape):
-        return None
-    ndim = len(shape)
-
-    def should_swap(d0: int, d1: int) -> int:
-        for strides in operands:
-            s0, s1 = strides[d0], strides[d1]
-            if s0 == 0 or s1 == 0:
-                continue
-            if s0 != s1:
-                return 1 if s0 > s1 else -1
-            if shape[d0] > shape[d1]:
-                return 1
-        return 0
-
-    perm = list(range(ndim - 1, -1, -1))  # fastest dim first
-    for i in range(1, ndim):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            comparison = should_swap(perm[d0], perm[d1])
-            if comparison > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif comparison < 0:
-                break
-    strides, step = [0] * ndim, 1
-    for d in perm:
-        strides[d] = step
-        step *= max(shape[d], 1)
-    return tuple(strides)
-
-
-def expands(link: BoundSymbol) -> bool:
-    """Whether a broadcast_in_dim link repeats elements (a real expand, not an unsqueeze)."""
-    a, shape, broadcast_dims = link.args
-    kept = dict(zip(broadcast_dims, a.shape))
-    for d, size in enumerate(shape):
-        if type(size) is int and size == 1:
-            continue
-        source = kept.get(d)
-        if source is None or (type(source) is int and source == 1):
-            return True
-    return False
-
-
-def _view_layout(link: BoundSymbol, src: Strides) -> Strides | None:
-    prim, a = link.sym, link.args[0]
-    if prim is Prim.STOP_GRADIENT:
-        return src
-    if prim is Prim.SLICE:
-        return tuple(s * step for s, step in zip(src, link.args[3]))
-    if prim is Prim.PERMUTE:
-        return tuple(src[i] for i in link.args[1])
-    if prim is Prim.SQUEEZE:
-        return tuple(s for i, s in enumerate(src) if i not in link.args[1])
-    if prim is Prim.BROADCAST_IN_DIM:
-        shape, broadcast_dims = link.args[1], link.args[2]
-        strides = [0] * len(shape)
-        for i, d in enumerate(broadcast_dims):
-            repeated = type(a.shape[i]) is int and a.shape[i] == 1 and not (type(shape[d]) is int and shape[d] == 1)
-            strides[d] = 0 if repeated else src[i]
-        return tuple(strides)
-    if not (_concrete(a.shape) and _concrete(link.args[1])):
-        return None
-    return view_strides(a.shape, src, link.args[1]) or contiguous_strides(link.args[1])
-
-
-def _layout_of(
-    bsym: BoundSymbol, out: TensorProxy, operands: list[tuple[TensorProxy, Strides | None]]
-) -> Strides | None:
-    """eager's strides for `out`, one of the outputs of `bsym`, given its operands' strides."""
-    if bsym.sym in prims.VIEWS:
-        src = operands[0][1]
-        return None if src is None else _view_layout(bsym, src)
-    if bsym.sym in _UNKNOWN_LAYOUT:
-        return None
-    if bsym.sym is Prim.CONVOLUTION:  # contiguous from a contiguous input; cuDNN picks for others
-        source, strides = operands[0]
-        return contiguous_strides(out.shape) if strides == contiguous_strides(source.shape) else None
-    if bsym.sym in _ITERATOR_LAYOUT or bsym.sym in _FIRST_OPERAND_LAYOUT:
-        followed = operands[:1] if bsym.sym in _FIRST_OPERAND_LAYOUT else operands
-        if any(s is None for _, s in followed):
-            return None
-        return iterator_strides(out.shape, [s for _, s in followed])
-    return contiguous_strides(out.shape)
-
-
-def layout(context: TraceContext, t: TensorProxy) -> Strides | None:
-    """eager's strides for `t` as far as the model knows them (None: unknown)."""
+def layout(context: TraceContext, t: TensorProxy) -> Layout:
+    """eager's strides for `t` as far as the model knows them (`ROW_MAJOR`: row-major, of symbolic
+    sizes; None: unknown)."""
     state = _state(context)
     stack = [t]
     while stack:
@@ -280,8 +155,10 @@ def layout(context: TraceContext, t: TensorProxy) -> Strides | None:
             stack.pop()
             continue
         if id(p) in state.input_strides:
-            state.relied_on[id(p)] = p
-            state.layouts[id(p)] = state.input_strides[id(p)]
+            # NOTE: an input of symbolic sizes has strides that change with them: unknown, never guarded
+            if concrete(p.shape):
+                state.relied_on[id(p)] = p
+            state.layouts[id(p)] = state.input_strides[id(p)] if concrete(p.shape) else None
             stack.pop()
             continue
         bsym = context.producers.get(id(p))
@@ -292,7 +169,7 @@ def layout(context: TraceContext, t: TensorProxy) -> Strides | None:
             continue
         stack.pop()
         known = [(a, state.layouts[id(a)]) for a in operands]
-        state.layouts[id(p)] = None if bsym is None else _layout_of(bsym, p, known)
+        state.layouts[id(p)] = None if bsym is None else layout_of(bsym, p, known)
     return state.layouts[id(t)]
 
 
@@ -336,7 +213,11 @@ def reshape_operand(a: TensorProxy, shape: list | tuple) -> TensorProxy:
     kind = _RESHAPE_KIND.get()
     if kind == "element_view":
         return a
-    src = layout(context, a) if _concrete(a.shape) and _concrete(shape) else None
+    src = layout(context, a)
+    if src is ROW_MAJOR:  # NOTE: a row-major tensor reshapes as a view, whatever its sizes
+        return a
+    if not (concrete(a.shape) and concrete(shape)):
+        src = None
     if src is None:
         if kind is None:
             state.ambiguous.append(a)
@@ -363,6 +244,8 @@ def contiguous_operand(t: TensorProxy) -> TensorProxy:
     if context is None:
         return t
     src, expected = layout(context, t), contiguous_strides(t.shape)
+    if src is ROW_MAJOR:
+        return t
     if src is None or expected is None:
         _state(context).ambiguous.append(t)
         return t
@@ -451,7 +334,7 @@ def _elements(context: TraceContext, t: TensorProxy) -> torch.Tensor | None:
         chain.append(link)
         link = view_link(context, link.args[0])
     base = chain[-1].args[0] if chain else t
-    if not _concrete(base.shape):
+    if not concrete(base.shape):
         return None
     value = torch.arange(size_product(base.shape)).reshape(base.shape)
     for bsym in reversed(chain):

@@ -4,7 +4,8 @@
 The answer becomes a constant of the trace, so the strides of every input it was derived from
 are guarded in the prologue (`aliasing.read_strides`): a call with other strides traces again.
 Where the model does not know the layout (symbolic sizes, an attention output) the question
-raises, naming the tensor and the line.
+raises, naming the tensor and the line; a row-major tensor of symbolic sizes is known to be
+contiguous, though its strides are not numbers.
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ import torch
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
 from compiler.ops import aliasing
+from compiler.ops.eager_strides import ROW_MAJOR
 from compiler.ops.operands import canonical_dim
 from compiler.ops.registry import register
 
 
-def _strides(input: TensorProxy, what: str) -> tuple[int, ...]:
+def _strides(input: TensorProxy, what: str, row_major: bool = False) -> Any:
+    """eager's strides of `input`, or with `row_major` also `ROW_MAJOR`; raises where unknown."""
     strides = aliasing.read_strides(input)
     check(
-        strides is not None,
+        strides is not None and (row_major or strides is not ROW_MAJOR),
         lambda: (
             f"{what}: the memory layout of {input.name} (shape {tuple(input.shape)}) is not known while tracing "
             f"(symbolic sizes or an op whose output layout depends on the kernel){called_at()}"
@@ -50,7 +53,9 @@ def _dense_in_order(shape: list[int], strides: tuple[int, ...], order: list[int]
 @register("torch.Tensor.is_contiguous")
 def is_contiguous(input: TensorProxy, memory_format: Any = torch.contiguous_format) -> bool:
     """Whether eager's `input` is contiguous in `memory_format` (row-major, or channels-last for 4-D/5-D)."""
-    strides = _strides(input, "Tensor.is_contiguous")
+    strides = _strides(input, "Tensor.is_contiguous", row_major=memory_format is torch.contiguous_format)
+    if strides is ROW_MAJOR:
+        return True
     shape = [int(s) for s in input.shape]
     if memory_format is torch.contiguous_format:
         return _dense_in_order(shape, strides, list(range(input.ndim)))
