@@ -8,6 +8,9 @@ tensor of `scalars` (addcmul/addcdiv) gives one element per tensor. `torch._fore
 exponents)` takes its list second. Tracing records one nested op per tensor, so a fusion sees the
 same elementwise prims as the loop `torch.optim(foreach=False)` runs.
 
+`torch._foreach_norm(tensors, ord, dtype)` is one `torch.linalg.vector_norm` per tensor (the norms
+`clip_grad_norm_` takes of the gradients before their total).
+
 `torch.is_complex`, `is_floating_point`, real `conj` (the tensor itself, as in eager) and
 `detach` (`prims.stop_gradient`: a view no gradient flows through) let torch.optim's step
 functions trace.
@@ -104,6 +107,23 @@ for _name in _BINARY:
     _foreach(_name, 2)
 for _name in _TERNARY:
     _foreach(_name, 3)
+
+
+@register("torch._foreach_norm")
+def foreach_norm(self: Any, ord: Any = 2, dtype: torch.dtype | None = None) -> list[TensorProxy]:
+    """The `ord`-norm of each tensor of `self` over all its elements (0-d tensors), in `dtype` or the
+    tensor's own dtype: each a `torch.linalg.vector_norm`, whose gradients flow back to the tensor."""
+    check(
+        isinstance(self, (list, tuple)) and all(isinstance(t, TensorProxy) for t in self),
+        lambda: f"torch._foreach_norm expects a list of tensors, got {self!r}{called_at()}",
+        TypeError,
+    )
+    check(
+        isinstance(ord, (int, float)) and not isinstance(ord, bool),
+        lambda: f"torch._foreach_norm: ord must be a number, got {ord!r}{called_at()}",
+        NotImplementedError,
+    )
+    return [dispatch(torch.linalg.vector_norm, (t, ord), {"dtype": dtype}) for t in self]
 
 
 @register("torch.is_complex", "torch.Tensor.is_complex")

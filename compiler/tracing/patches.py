@@ -137,11 +137,29 @@ def _checking_symbolic_conditions(original: Callable) -> Callable:
     return check_with
 
 
+def _grouped_by_device_and_dtype(tensorlistlist: list[list[Any]], with_indices: bool = False) -> dict:
+    """torch's grouping of the tensors of foreach calls (`get_total_norm(foreach=True)`), whose C
+    function refuses traced tensors: each list's tensors by the device and dtype of the first
+    list's, with their indices."""
+    groups: dict[tuple, tuple[list[list[Any]], list[int]]] = {}
+    for i, t in enumerate(tensorlistlist[0]):
+        lists, indices = groups.setdefault((t.device, t.dtype), ([[] for _ in tensorlistlist], []))
+        for grouped, tensors in zip(lists, tensorlistlist):
+            grouped.append(tensors[i])
+        indices.append(i)
+    return groups
+
+
 def _install_bypasses() -> Callable[[], None]:
     """Installs the bypasses of `_number_parameters()` on torch's modules, `torch._check_with` taking
-    symbolic conditions, and the traced `associative_scan` (scan.py); returns how to remove them."""
+    symbolic conditions, torch's foreach grouping and support check taking traced tensors, and the
+    traced `associative_scan` (scan.py); returns how to remove them."""
     replacements = {(m, name): _number_parameters_bypass(name, getattr(m, name)) for m, name in _number_parameters()}
     replacements[(torch, "_check_with")] = _checking_symbolic_conditions(torch._check_with)
+    for module in (torch.utils._foreach_utils, torch.nn.utils.clip_grad):
+        replacements[(module, "_group_tensors_by_device_and_dtype")] = _grouped_by_device_and_dtype
+    foreach_types = torch.utils._foreach_utils._foreach_supported_types
+    replacements[(torch.utils._foreach_utils, "_foreach_supported_types")] = [*foreach_types, TensorProxy]
     originals = {(module, name): getattr(module, name) for module, name in replacements}
     for (module, name), replacement in replacements.items():
         setattr(module, name, replacement)
