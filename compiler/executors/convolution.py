@@ -1,8 +1,8 @@
 """Convolutions run by torch's kernels (cuDNN on CUDA), forward and backward.
 
-nvFuser has no convolution; these are the torch executor's implementations of
-`prims.convolution` and `prims.convolution_backward`, through the aten ops eager autograd calls, so
-results match eager's bit for bit where the kernels are deterministic.
+nvFuser has no convolution; these are the torch executor's implementations of `prims.convolution`,
+`prims.convolution_backward` and `prims.convolution_transpose`, through the aten ops eager autograd
+calls, so results match eager's bit for bit where the kernels are deterministic.
 """
 
 from __future__ import annotations
@@ -43,3 +43,18 @@ def convolution_backward(
         grad, a, weight, bias_sizes, stride, padding, dilation, False, no_output_padding, groups, list(output_mask)
     )
     return tuple(g for g, wanted in zip(grads, output_mask) if wanted)
+
+
+def convolution_transpose(
+    a: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+    output_padding: Sequence[int],
+) -> torch.Tensor:
+    """aten.convolution with transposition: what torch.conv_transpose1d/2d/3d run (the bias added
+    inside the kernel, integer dtypes where the device's kernel has them, as eager)."""
+    return torch.ops.aten.convolution(a, weight, bias, stride, padding, dilation, True, output_padding, groups)

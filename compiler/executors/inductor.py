@@ -97,6 +97,7 @@ LEFT_TO_OTHERS: dict[Prim, str] = {
     Prim.COPY_: "in-place writes are removed by functionalization before fusion",
     Prim.CONVOLUTION: "a convolution runs in torch (its library kernel: cuDNN on CUDA)",
     Prim.CONVOLUTION_BACKWARD: "a convolution's backward runs in torch (its library kernel: cuDNN on CUDA)",
+    Prim.CONVOLUTION_TRANSPOSE: "a transposed convolution runs in torch (its library kernel: cuDNN on CUDA)",
     Prim.GROUPED_MM: "a grouped GEMM runs in torch (torch._grouped_mm's kernel)",
     Prim.DEVICE_PUT: "a copy between devices runs in torch (a compiled region runs on one device)",
 }

@@ -19,7 +19,7 @@ from compiler.core.errors import GuardFailure
 from compiler.core.executor import Executor
 from compiler.core.memory import overlapping
 from compiler.executors.attention import attention, attention_backward, attention_forward
-from compiler.executors.convolution import convolution, convolution_backward
+from compiler.executors.convolution import convolution, convolution_backward, convolution_transpose
 from compiler.ops import autocast
 from compiler.prims import NUMBER_IMPLS, Prim
 
@@ -374,6 +374,7 @@ IMPLS: dict[Prim, Callable] = {
     Prim.SDPA_BACKWARD: attention_backward,
     Prim.CONVOLUTION: convolution,
     Prim.CONVOLUTION_BACKWARD: convolution_backward,
+    Prim.CONVOLUTION_TRANSPOSE: convolution_transpose,
     Prim.DEVICE_PUT: torch.Tensor.to,
     Prim.FULL: lambda shape, value, dtype, device: torch.full(shape, value, dtype=dtype, device=device),
     Prim.EMPTY: lambda shape, dtype, device: torch.empty(shape, dtype=dtype, device=device),

@@ -16,6 +16,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     bucketing,
     complex_arithmetic,
     complex_numbers,
+    conv_transpose,
     conversion,
     convolution,
     cumulative,

@@ -17,7 +17,7 @@ from compiler.ops.padding import pad as pad_op
 from compiler.ops.registry import register
 
 
-def _per_dim(name: str, what: str, value: Any, spatial: int) -> list[int]:
+def per_dim(name: str, what: str, value: Any, spatial: int) -> list[int]:
     values = list(value) if isinstance(value, (tuple, list)) else [value] * spatial
     if len(values) == 1:
         values = values * spatial
@@ -48,9 +48,8 @@ def _same_padding(
     return input, [total // 2 for total in totals]
 
 
-def _convolution(
-    name: str, spatial: int, input: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any, groups: Any
-) -> TensorProxy:
+def check_operands(name: str, spatial: int, input: Any, weight: Any, bias: Any, groups: Any) -> None:
+    """Checks a (transposed) convolution's tensors and groups as eager's argument checks do."""
     check(
         isinstance(input, TensorProxy) and isinstance(weight, TensorProxy),
         lambda: f"{name}: input and weight must be tensors{called_at()}",
@@ -65,7 +64,7 @@ def _convolution(
         ValueError,
     )
     check(
-        input.dtype == weight.dtype and (bias is None or bias.dtype == input.dtype),
+        input.dtype == weight.dtype and (bias is None or (isinstance(bias, TensorProxy) and bias.dtype == input.dtype)),
         lambda: f"{name}: input {input.dtype}, weight {weight.dtype} and bias must share a dtype{called_at()}",
         TypeError,
     )
@@ -74,11 +73,17 @@ def _convolution(
         lambda: f"{name}: groups must be a positive int, got {groups!r}{called_at()}",
         ValueError,
     )
+
+
+def _convolution(
+    name: str, spatial: int, input: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any, groups: Any
+) -> TensorProxy:
+    check_operands(name, spatial, input, weight, bias, groups)
     unbatched = input.ndim == spatial + 1
     if unbatched:
         input = prims.broadcast_in_dim(input, [1, *input.shape], list(range(1, input.ndim + 1)))
-    stride = _per_dim(name, "stride", stride, spatial)
-    dilation = _per_dim(name, "dilation", dilation, spatial)
+    stride = per_dim(name, "stride", stride, spatial)
+    dilation = per_dim(name, "dilation", dilation, spatial)
     if isinstance(padding, str):
         check(
             padding in ("valid", "same"),
@@ -89,7 +94,7 @@ def _convolution(
             input, padding = _same_padding(name, input, weight, stride, dilation)
         else:
             padding = [0] * spatial
-    padding = _per_dim(name, "padding", padding, spatial)
+    padding = per_dim(name, "padding", padding, spatial)
     output = prims.convolution(input, weight, bias, stride, padding, dilation, groups)
     return prims.squeeze(output, (0,)) if unbatched else output
 

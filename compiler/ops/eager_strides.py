@@ -198,7 +198,7 @@ def layout_of(bsym: BoundSymbol, out: TensorProxy, operands: list[tuple[TensorPr
         return None if src is None else _view_layout(bsym, src)
     if bsym.sym in _UNKNOWN_LAYOUT:
         return None
-    if bsym.sym is Prim.CONVOLUTION:  # contiguous from a contiguous input; cuDNN picks for others
+    if bsym.sym in (Prim.CONVOLUTION, Prim.CONVOLUTION_TRANSPOSE):  # contiguous from contiguous; cuDNN picks others
         source, strides = operands[0]
         return row_major(out.shape) if strides in (ROW_MAJOR, contiguous_strides(source.shape)) else None
     if bsym.sym in _ITERATOR_LAYOUT or bsym.sym in _FIRST_OPERAND_LAYOUT:

@@ -69,6 +69,7 @@ MATERIALIZING = frozenset(
         Prim.SDPA_BACKWARD,
         Prim.CONVOLUTION,
         Prim.CONVOLUTION_BACKWARD,
+        Prim.CONVOLUTION_TRANSPOSE,
         Prim.GROUPED_MM,
     }
 )

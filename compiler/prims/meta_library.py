@@ -1,5 +1,5 @@
-"""Meta functions of the prims torch runs with library kernels: convolution and its backward
-(cuDNN), grouped_mm (a mixture of experts' GEMMs). `meta.META` includes `LIBRARY_META`."""
+"""Meta functions of the prims torch runs with library kernels: convolution, its backward and the
+transposed convolution (cuDNN), grouped_mm (a mixture of experts' GEMMs). `meta.META` includes `LIBRARY_META`."""
 
 from __future__ import annotations
 
@@ -106,6 +106,58 @@ def _convolution_backward_meta(
     return tuple(TensorProxy(shape, a.dtype, a.device) for shape, wanted in zip(shapes, output_mask) if wanted)
 
 
+def _convolution_transpose_meta(
+    a: TensorProxy,
+    weight: TensorProxy,
+    bias: Any,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    groups: int,
+    output_padding: Any,
+) -> TensorProxy:
+    name = "prims.convolution_transpose"
+    spatial = len(stride)
+    check(
+        len(output_padding) == spatial and all(0 <= o < max(s, d) for o, s, d in zip(output_padding, stride, dilation)),
+        lambda: f"{name}: output_padding {output_padding} needs one entry per dim below max(stride, dilation)",
+        ValueError,
+    )
+    # NOTE: the weight [in, out // groups, *kernel] read as a convolution's [out, in // groups] from the output
+    out_channels = weight.shape[1] * groups
+    check(
+        isinstance(groups, int) and groups >= 1 and same_size(a.shape[1], weight.shape[0]),
+        lambda: f"{name}: {a.name} has {a.shape[1]} channels, weight {weight.name} expects {weight.shape[0]}",
+        ValueError,
+    )
+    check(
+        len(padding) == spatial and len(dilation) == spatial and a.ndim == weight.ndim == spatial + 2,
+        lambda: f"{name}: {a.name} {a.type_string()}, weight {weight.type_string()}: rank {spatial + 2} needed",
+        ValueError,
+    )
+    check(
+        a.dtype == weight.dtype and (bias is None or (bias.dtype == a.dtype and bias.ndim == 1)),
+        lambda: f"{name}: {a.name}, weight and bias must share a dtype (bias a vector)",
+        TypeError,
+    )
+    check(
+        bias is None or same_size(bias.shape[0], out_channels),
+        lambda: f"{name}: bias must have {out_channels} entries",
+        ValueError,
+    )
+    sizes = [
+        (a.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (weight.shape[2 + i] - 1) + 1
+        + output_padding[i]
+        for i in range(spatial)
+    ]  # fmt: skip
+    check(
+        all(not isinstance(s, int) or s >= 1 for s in sizes),
+        lambda: f"{name}: an output of sizes {sizes}: the padding {list(padding)} is too large",
+        ValueError,
+    )
+    return TensorProxy((a.shape[0], out_channels, *sizes), a.dtype, a.device)
+
+
 def _grouped_mm_meta(a: TensorProxy, b: TensorProxy, offs: TensorProxy) -> TensorProxy:
     check(
         a.dtype == b.dtype and a.ndim == 2 and b.ndim in (2, 3),
@@ -133,5 +185,6 @@ def _grouped_mm_meta(a: TensorProxy, b: TensorProxy, offs: TensorProxy) -> Tenso
 LIBRARY_META: dict[Prim, Callable] = {
     Prim.CONVOLUTION: _convolution_meta,
     Prim.CONVOLUTION_BACKWARD: _convolution_backward_meta,
+    Prim.CONVOLUTION_TRANSPOSE: _convolution_transpose_meta,
     Prim.GROUPED_MM: _grouped_mm_meta,
 }

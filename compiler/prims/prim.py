@@ -123,6 +123,11 @@ class Prim(enum.Enum):
     # (grad, a, weight, stride, padding, dilation, groups, output_mask): the cotangents of
     # convolution's (a, weight, bias) where output_mask (three bools) says so, in that order
     CONVOLUTION_BACKWARD = "convolution_backward"
+    # (a, weight, bias, stride, padding, dilation, groups, output_padding): torch's transposed
+    # convolution (aten.convolution with transposed=True, what torch.conv_transpose1d/2d/3d run),
+    # a [batch, in, *spatial], weight [in, out // groups, *kernel], bias [out] or None, added inside
+    # the kernel; output_padding (below max(stride, dilation)) adds positions at each dim's end
+    CONVOLUTION_TRANSPOSE = "convolution_transpose"
     # (a, device): a copy of a on another device (Tensor.to(device); eager's move of a 0-d CPU
     # operand or a CPU index to the device of the tensors it is used with)
     DEVICE_PUT = "device_put"
@@ -199,7 +204,7 @@ UPDATES = frozenset({Prim.INDEX_COPY, Prim.INDEX_ADD, Prim.SLICE_UPDATE, Prim.SC
 LINALG = frozenset({Prim.MATMUL, Prim.LINEAR})
 ATTENTION = frozenset({Prim.SDPA, Prim.SDPA_FORWARD, Prim.SDPA_BACKWARD})
 # Prims torch runs with library kernels of their own (cuDNN's convolutions, grouped GEMMs).
-LIBRARY = frozenset({Prim.CONVOLUTION, Prim.CONVOLUTION_BACKWARD, Prim.GROUPED_MM})
+LIBRARY = frozenset({Prim.CONVOLUTION, Prim.CONVOLUTION_BACKWARD, Prim.CONVOLUTION_TRANSPOSE, Prim.GROUPED_MM})
 FACTORIES = frozenset({Prim.FULL, Prim.EMPTY, Prim.IOTA, Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES})
 # Prims whose every call draws new random numbers: never merged, never recomputed, kept in order.
 RANDOM = frozenset({Prim.DROPOUT_NOISE, Prim.RANDOM_VALUES})

@@ -31,6 +31,7 @@ LEFT_TO_TORCH: dict[Prim, str] = {
     Prim.SDPA_BACKWARD: "attention's backward runs in the sdpa executor (torch's fused attention kernels)",
     Prim.CONVOLUTION: "nvFuser has no convolution; torch runs it (cuDNN on CUDA)",
     Prim.CONVOLUTION_BACKWARD: "nvFuser has no convolution; torch runs its backward (cuDNN on CUDA)",
+    Prim.CONVOLUTION_TRANSPOSE: "nvFuser has no convolution; torch runs the transposed one (cuDNN on CUDA)",
     Prim.GROUPED_MM: "a grouped GEMM: nvFuser has none we rely on; torch runs it (CUTLASS on CUDA)",
     Prim.DEVICE_PUT: "a copy between devices: a fusion runs on one device; torch copies it",
     Prim.UNPACK_SEQUENCE: "prologue-only prim",

@@ -43,6 +43,7 @@ def test_translation_table_covers_every_prim_or_says_why_not():
         Prim.OVERWRITTEN,
         Prim.SIZE, Prim.CUMSUM, Prim.CUMPROD, Prim.ARGSORT, Prim.TOPK, Prim.RANDOM_VALUES,
         Prim.SCATTER, Prim.SCATTER_REDUCE, Prim.CONVOLUTION, Prim.CONVOLUTION_BACKWARD,
+        Prim.CONVOLUTION_TRANSPOSE,
         Prim.GROUPED_MM, Prim.DEVICE_PUT,
     }  # fmt: skip
     assert set(POLICY_TORCH) == {Prim.MATMUL, Prim.LINEAR} and set(POLICY_TORCH) <= set(TRANSLATIONS)
