@@ -11,6 +11,7 @@ from compiler.core import proxies
 from compiler.ops import (  # noqa: F401  (each module registers its ops)
     activations,
     advanced_indexing,
+    as_strided,
     batch_norm,
     bit_shifts,
     bucketing,
