@@ -26,6 +26,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     embedding,
     experts,
     factory,
+    fold,
     foreach,
     fourier,
     index_combinations,

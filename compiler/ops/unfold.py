@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from compiler import prims
 from compiler.core.errors import called_at, check
 from compiler.core.ir import TensorProxy
@@ -21,13 +23,14 @@ from compiler.ops.registry import register
 from compiler.ops.shape import reshape, squeeze, stack, unsqueeze
 
 
-def _pair(what: str, value: Any, positive: bool) -> tuple[int, int]:
-    values = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+def pair(op: str, what: str, value: Any, positive: bool) -> tuple[int, int]:
+    """`value` (an int or two) as two ints, positive or non-negative, else a ValueError naming `op`."""
+    values = tuple(value) if isinstance(value, (tuple, list, torch.Size)) else (value, value)
     check(
         len(values) == 2
         and all(isinstance(v, int) and not isinstance(v, bool) and (v > 0 if positive else v >= 0) for v in values),
         lambda: (
-            f"F.unfold: {what} must be a {'positive' if positive else 'non-negative'} int or a pair of them, "
+            f"{op}: {what} must be a {'positive' if positive else 'non-negative'} int or a pair of them, "
             f"got {value!r}{called_at()}"
         ),
         ValueError,
@@ -42,8 +45,8 @@ def unfold(input: TensorProxy, kernel_size: Any, dilation: Any = 1, padding: Any
         lambda: f"F.unfold: expected a 3-d or 4-d tensor (an image, or a batch of them), got {input!r}{called_at()}",
         ValueError,
     )
-    kernel, dilations = _pair("kernel_size", kernel_size, True), _pair("dilation", dilation, True)
-    paddings, strides = _pair("padding", padding, False), _pair("stride", stride, True)
+    kernel, dilations = pair("F.unfold", "kernel_size", kernel_size, True), pair("F.unfold", "dilation", dilation, True)
+    paddings, strides = pair("F.unfold", "padding", padding, False), pair("F.unfold", "stride", stride, True)
     x = input if input.ndim == 4 else unsqueeze(input, 0)
     batch, channels = x.shape[0], x.shape[1]
     sizes = list(x.shape[2:])

@@ -194,6 +194,7 @@ NO_OP_DB_ENTRY = {
     "feature_alpha_dropout",
     "gumbel_softmax",
     "native_channel_shuffle",  # test_torch_compositions.py
+    "fold",  # NOTE: op_db has no entry for F.fold (nn.Fold's col2im): test_fold.py
     # NOTE: the _with_indices forms, which op_db's entries do not call: opinfo_pooling.py
     *(f"max_pool{n}d_with_indices" for n in (1, 2, 3)),
 }
