@@ -24,6 +24,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     einsum,
     elementwise,
     embedding,
+    embedding_bag,
     experts,
     factory,
     fold,

@@ -168,6 +168,7 @@ NOT_EXERCISED: dict[str, str] = {
             ("conv_transpose", "torch.conv_transpose1d torch.conv_transpose2d torch.conv_transpose3d"),
             ("as_strided", "torch.as_strided torch.Tensor.as_strided"),
             ("fold", "torch.nn.functional.fold"),
+            ("embedding_bag", "torch.nn.functional.embedding_bag"),
             ("foreach_norm", "torch._foreach_norm"),
             ("quantiles", "torch.quantile torch.Tensor.quantile torch.nanquantile torch.Tensor.nanquantile"),
             ("scatter", "torch.index_reduce torch.Tensor.index_reduce"),

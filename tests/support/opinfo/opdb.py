@@ -92,6 +92,9 @@ SAME_SAMPLES: dict[str, tuple[Callable, ...]] = {
     "nn.functional.pad": (torch._C._nn.pad,),
     "nn.functional.multi_head_attention_forward": (F.multi_head_attention_forward,),
     "nn.functional.embedding": (reaching(F.embedding, lambda weight, index, **kw: F.embedding(index, weight, **kw)),),
+    "nn.functional.embedding_bag": (
+        reaching(F.embedding_bag, lambda weight, index, **kw: F.embedding_bag(index, weight, **kw)),
+    ),
 }
 
 
