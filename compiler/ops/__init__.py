@@ -30,6 +30,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     fold,
     foreach,
     fourier,
+    grid_sample,
     index_combinations,
     indexing,
     inplace,

@@ -169,6 +169,7 @@ NOT_EXERCISED: dict[str, str] = {
             ("as_strided", "torch.as_strided torch.Tensor.as_strided"),
             ("fold", "torch.nn.functional.fold"),
             ("embedding_bag", "torch.nn.functional.embedding_bag"),
+            ("grid_sample", "torch.nn.functional.grid_sample torch.nn.functional.affine_grid"),
             ("foreach_norm", "torch._foreach_norm"),
             ("quantiles", "torch.quantile torch.Tensor.quantile torch.nanquantile torch.Tensor.nanquantile"),
             ("scatter", "torch.index_reduce torch.Tensor.index_reduce"),

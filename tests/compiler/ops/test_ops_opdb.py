@@ -208,6 +208,7 @@ NO_OP_DB_ENTRY = {
     "fold",  # NOTE: op_db has no entry for F.fold (nn.Fold's col2im): test_fold.py
     # NOTE: the _with_indices forms, which op_db's entries do not call: opinfo_pooling.py
     *(f"max_pool{n}d_with_indices" for n in (1, 2, 3)),
+    "affine_grid",  # NOTE: op_db has no entry for it: test_grid_sample.py
 }
 # torch's own builtins of ops op_db reaches through torch.nn.functional (same names): opinfo_pooling.py;
 # Tensor.hardshrink, whose function op_db reaches: opinfo/torch_compositions.py; Tensor.prelu, whose function
