@@ -23,6 +23,7 @@ import compiler
 from suites._models.hf_architectures import ZOO, ZOO_BY_NAME, Architecture
 from suites._models.hf_more_architectures import MORE_ZOO
 from suites._models.hf_zoo_inputs import call_inputs, tiny_model, training_loss
+from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401 (a fixture)
 
 transformers = pytest.importorskip("transformers")
 
@@ -151,6 +152,37 @@ def test_matches_eager(zoo: Architecture, entry: str, mode: str) -> None:
             continue
         error = (got.grad - want.grad).norm() / want.grad.norm().clamp_min(GRADIENT_NORM_FLOOR * largest)
         assert error <= GRADIENT_TOLERANCE, f"{zoo.name} {name}: gradient error {error:.2e}"
+
+
+# NOTE: Falcon (its MLP output, a matmul reshaped to 3-d, added to in place) compiled an entry per
+# length; Mixtral's router (an arange of the token count per layer) raised from its computation
+# where regions are formed (nvFuser's, here its torch-evaluated fake: the tests' CPU executor is torch)
+CHANGING_LENGTHS = [("gpt2", "forward"), ("falcon", "forward"), ("mixtral", "forward"), ("llama", "training")]
+
+
+@pytest.mark.parametrize(("name", "mode"), CHANGING_LENGTHS, ids=[f"{n}-{m}" for n, m in CHANGING_LENGTHS])
+def test_changing_sequence_lengths_compile_twice_and_match_eager(name: str, mode: str, fake_nvfuser: Any) -> None:
+    """A model called as its card calls it, at four sequence lengths: automatic dynamic makes the
+    length symbolic at the second, so the third and fourth reuse that entry; every output (and in
+    training every gradient) as eager's."""
+    zoo, training = ZOO_BY_NAME[name], mode == "training"
+    eager = tiny_model(zoo, DEVICE).train(training)
+    model = copy.deepcopy(eager)
+    compiled = compiler.jit(model, executors=["nvfuser", "sdpa", "torch"])
+    full = call_inputs(zoo, training, DEVICE)
+    for length in (8, 6, 4, 7):
+        inputs = {key: value[:, :length] if value.ndim > 1 else value for key, value in full.items()}
+        with torch.set_grad_enabled(training):
+            output, expected = compiled(**copy.deepcopy(inputs)), eager(**inputs)
+        _assert_tree_close(output, expected, f"{name} at length {length}")
+        if training:
+            training_loss(output).backward()
+            training_loss(expected).backward()
+            for (key, got), want in zip(model.named_parameters(), eager.parameters()):
+                torch.testing.assert_close(got.grad, want.grad, **TOLERANCE, msg=lambda m, k=key: f"{k}: {m}")
+            model.zero_grad(set_to_none=True)
+            eager.zero_grad(set_to_none=True)
+    assert len(compiled.entries) == 2, str(compiler.examine.recompilations(compiled))
 
 
 class _Unsupported(torch.nn.Module):
