@@ -161,7 +161,8 @@ CHANGING_LENGTHS = [("gpt2", "forward"), ("falcon", "forward"), ("mixtral", "for
 
 
 @pytest.mark.parametrize(("name", "mode"), CHANGING_LENGTHS, ids=[f"{n}-{m}" for n, m in CHANGING_LENGTHS])
-def test_changing_sequence_lengths_compile_twice_and_match_eager(name: str, mode: str, fake_nvfuser: Any) -> None:
+@pytest.mark.usefixtures("fake_nvfuser")
+def test_changing_sequence_lengths_compile_twice_and_match_eager(name: str, mode: str) -> None:
     """A model called as its card calls it, at four sequence lengths: automatic dynamic makes the
     length symbolic at the second, so the third and fourth reuse that entry; every output (and in
     training every gradient) as eager's."""
