@@ -234,7 +234,13 @@ def arange(
     if dtype is None:
         is_float = any(isinstance(v, float) for v in values)
         dtype = torch.get_default_dtype() if is_float else torch.int64
-    check(values[2] != 0, lambda: f"torch.arange: step must be nonzero{called_at()}", ValueError)
+    if not dtype.is_floating_point:
+        # NOTE: torch truncates the bounds of an integer range to integers before sizing it: a float
+        # given as a number is truncated here, so the others may stay symbolic (XLNet's
+        # arange(beg, end, -1.0, dtype=torch.int64) over a symbolic length)
+        start, end, step = (int(v) if isinstance(v, float) else v for v in (start, end, step))
+        values = [int(v) if isinstance(v, float) else v for v in values]
+    check(values[2] != 0, lambda: f"torch.arange: step must be nonzero{called_at()}", RuntimeError)
     bounds = (start, end, step)
     if not dtype.is_floating_point and any(isinstance(v, NumberProxy) for v in bounds) and all(map(_is_int, bounds)):
         # A range over symbolic ints (a symbolic size, numbers="symbolic") has a symbolic length,

@@ -104,6 +104,26 @@ def test_a_range_over_a_symbolic_size_stays_symbolic() -> None:
     assert "check_value(x_size0" not in str(compiler.examine.recompilations(jfn))
 
 
+def test_an_integer_range_with_float_bounds_given_as_numbers_stays_symbolic() -> None:
+    # XLNet's relative positions: arange(beg, end, -1.0, dtype=torch.int64) over the length; torch
+    # truncates the float bounds of an integer range, so the symbolic ones need not be specialised
+    def relative(x):
+        length = x.shape[0]
+        return (
+            x
+            + torch.arange(length, -length, -1.0, dtype=torch.int64)[:length, None]
+            + torch.arange(0.5, length, 2.0, dtype=torch.int64).sum()
+        )
+
+    jfn = compiler.jit(relative)
+    for n in (3, 4, 7, 10):
+        x = torch.randn(n, 2)
+        torch.testing.assert_close(jfn(x), relative(x))
+    assert len(jfn.entries) == 2
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        compiler.jit(lambda x: torch.arange(0, x.shape[0], 0.5, dtype=torch.int64))(torch.randn(3))
+
+
 def test_a_python_loop_over_a_symbolic_size_stays_guarded() -> None:
     def rows(x):
         return sum(x[i] * i for i in range(x.shape[0]))  # unrolled: the trace depends on the size
