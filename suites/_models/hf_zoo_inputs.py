@@ -1,7 +1,8 @@
 """The inputs of the zoo's models (suites/_models/hf_architectures.py), called as their model
 cards call them, per kind of model: for the forward (logits; a decoder's default call keeps its
 cache on) and for the call whose `loss` is backpropagated (`training`); and that loss
-(`training_loss`). tests/compiler/models/test_hf_zoo.py and scripts/zoo_fallbacks.py call the zoo
+(`training_loss`); eager's outputs against a compiled call's (`assert_outputs_close`).
+tests/compiler/models/test_hf_zoo.py, scripts/zoo_fallbacks.py and scripts/zoo_lengths.py call the zoo
 so: tiny (`TINY`: `QUICK` sizes, float32, 2 sequences of 8 tokens), or at the sizes the hf_zoo
 suite measures on a GPU (`AT_GPU_SIZES`: `GPU` sizes, bfloat16, 8 sequences of 512 tokens), where
 some failures of a fusion compiler first show.
@@ -139,3 +140,38 @@ def training_loss(output: Any) -> torch.Tensor:
     weights = torch.randn(features.shape, generator=torch.Generator().manual_seed(2), dtype=features.dtype)
     weights = weights.to(features.device)
     return (features * weights).sum()
+
+
+def assert_outputs_close(got: Any, want: Any, where: str, **tolerance: Any) -> None:
+    """Raises AssertionError (naming the path from `where`) unless `got` matches eager's `want` leaf
+    by leaf: tensors (`torch.testing.assert_close` with `tolerance`), transformers' caches, model
+    outputs, dicts, tuples and lists of the same structure, other values equal."""
+    import transformers
+
+    def fail(message: str) -> None:
+        raise AssertionError(f"{where}: {message}")
+
+    if type(got) is not type(want):
+        fail(f"{type(got).__name__} where eager gives {type(want).__name__}")
+    if isinstance(want, torch.Tensor):
+        torch.testing.assert_close(got, want, **tolerance, msg=lambda m: f"{where}: {m}")
+    elif isinstance(want, transformers.cache_utils.EncoderDecoderCache):
+        for part in ("self_attention_cache", "cross_attention_cache"):
+            assert_outputs_close(getattr(got, part), getattr(want, part), f"{where}.{part}", **tolerance)
+    elif isinstance(want, transformers.cache_utils.Cache):
+        if len(got.layers) != len(want.layers):
+            fail(f"{len(got.layers)} cache layers where eager has {len(want.layers)}")
+        for index, (layer, expected) in enumerate(zip(got.layers, want.layers)):
+            assert_outputs_close(vars(layer), vars(expected), f"{where}.layers[{index}]", **tolerance)
+    elif isinstance(want, dict):  # NOTE: ModelOutput is a dict too
+        if list(got.keys()) != list(want.keys()):
+            fail(f"keys {list(got.keys())} != {list(want.keys())}")
+        for key in want:
+            assert_outputs_close(got[key], want[key], f"{where}.{key}", **tolerance)
+    elif isinstance(want, (tuple, list)):
+        if len(got) != len(want):
+            fail(f"{len(got)} items where eager has {len(want)}")
+        for index, (item, expected) in enumerate(zip(got, want)):
+            assert_outputs_close(item, expected, f"{where}[{index}]", **tolerance)
+    elif got != want:
+        fail(f"{got!r} != {want!r}")

@@ -22,7 +22,7 @@ import torch
 import compiler
 from suites._models.hf_architectures import ZOO, ZOO_BY_NAME, Architecture
 from suites._models.hf_more_architectures import MORE_ZOO
-from suites._models.hf_zoo_inputs import call_inputs, tiny_model, training_loss
+from suites._models.hf_zoo_inputs import assert_outputs_close, call_inputs, tiny_model, training_loss
 from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401 (a fixture)
 
 transformers = pytest.importorskip("transformers")
@@ -43,30 +43,6 @@ def _compile(model: torch.nn.Module, entry: str) -> Any:
         return compiler.jit(model)
     torch._dynamo.reset()
     return torch.compile(model, backend="fusebench")
-
-
-def _assert_tree_close(got: Any, want: Any, where: str) -> None:
-    """Tensors, caches, model outputs, tuples and dicts compared leaf by leaf."""
-    assert type(got) is type(want), f"{where}: {type(got).__name__} where eager gives {type(want).__name__}"
-    if isinstance(want, torch.Tensor):
-        torch.testing.assert_close(got, want, **TOLERANCE, msg=lambda m: f"{where}: {m}")
-    elif isinstance(want, transformers.cache_utils.EncoderDecoderCache):
-        _assert_tree_close(got.self_attention_cache, want.self_attention_cache, f"{where}.self_attention_cache")
-        _assert_tree_close(got.cross_attention_cache, want.cross_attention_cache, f"{where}.cross_attention_cache")
-    elif isinstance(want, transformers.cache_utils.Cache):
-        assert len(got.layers) == len(want.layers), where
-        for index, (layer, expected) in enumerate(zip(got.layers, want.layers)):
-            _assert_tree_close(vars(layer), vars(expected), f"{where}.layers[{index}]")
-    elif isinstance(want, dict):  # ModelOutput is a dict too
-        assert list(got.keys()) == list(want.keys()), f"{where}: keys {list(got.keys())} != {list(want.keys())}"
-        for key in want:
-            _assert_tree_close(got[key], want[key], f"{where}.{key}")
-    elif isinstance(want, (tuple, list)):
-        assert len(got) == len(want), where
-        for index, (item, expected) in enumerate(zip(got, want)):
-            _assert_tree_close(item, expected, f"{where}[{index}]")
-    else:
-        assert got == want, f"{where}: {got!r} != {want!r}"
 
 
 # NOTE: the whole zoo takes minutes on two CPU cores (each case compiles a model, dynamo's cases
@@ -132,7 +108,7 @@ def test_matches_eager(zoo: Architecture, entry: str, mode: str) -> None:
         output = compiled(**copy.deepcopy(inputs))
         torch.manual_seed(3)
         expected = eager(**inputs)
-    _assert_tree_close(output, expected, zoo.name)
+    assert_outputs_close(output, expected, zoo.name, **TOLERANCE)
     cache_key = next((key for key in ("cache", "past_key_values") if expected.get(key) is not None), None)
     if cache_key is not None and not training:
         # the compiled call's cache serves eager's next step as eager's own does
@@ -140,7 +116,7 @@ def test_matches_eager(zoo: Architecture, entry: str, mode: str) -> None:
         step = {**inputs, tokens: inputs[tokens][:, -1:]}
         following = eager(**step, **{cache_key: output[cache_key]})
         reference = eager(**step, **{cache_key: expected[cache_key]})
-        _assert_tree_close(following.logits, reference.logits, f"{zoo.name} next step")
+        assert_outputs_close(following.logits, reference.logits, f"{zoo.name} next step", **TOLERANCE)
     if not training:
         return
     training_loss(output).backward()
@@ -175,7 +151,7 @@ def test_changing_sequence_lengths_compile_twice_and_match_eager(name: str, mode
         inputs = {key: value[:, :length] if value.ndim > 1 else value for key, value in full.items()}
         with torch.set_grad_enabled(training):
             output, expected = compiled(**copy.deepcopy(inputs)), eager(**inputs)
-        _assert_tree_close(output, expected, f"{name} at length {length}")
+        assert_outputs_close(output, expected, f"{name} at length {length}", **TOLERANCE)
         if training:
             training_loss(output).backward()
             training_loss(expected).backward()
