@@ -13,10 +13,11 @@ from compiler.core.ir import TensorProxy, same_size
 from compiler.prims.prim import Prim
 
 
-def _check_geometry(
-    name: str, a: TensorProxy, weight: TensorProxy, stride: Any, padding: Any, dilation: Any, groups: int
+def _check_ranks(
+    name: str, a: TensorProxy, weight: TensorProxy, stride: Any, padding: Any, dilation: Any, weight_layout: str
 ) -> int:
-    """Checks convolution's operands against each other; returns the number of spatial dims."""
+    """Checks a convolution's geometry lists, ranks and dtypes (`weight_layout` names the weight's
+    dims for the message); returns the number of spatial dims."""
     spatial = len(stride)
     check(
         spatial >= 1 and len(padding) == spatial and len(dilation) == spatial,
@@ -27,7 +28,7 @@ def _check_geometry(
         a.ndim == spatial + 2 and weight.ndim == spatial + 2,
         lambda: (
             f"{name}: {a.name} {a.type_string()} and weight {weight.name} {weight.type_string()} need rank "
-            f"{spatial + 2} ([batch, channels, *spatial] and [out, channels // groups, *kernel])"
+            f"{spatial + 2} ([batch, channels, *spatial] and {weight_layout})"
         ),
         ValueError,
     )
@@ -36,6 +37,14 @@ def _check_geometry(
         lambda: f"{name}: {a.name} is {a.dtype} but weight {weight.name} is {weight.dtype}",
         TypeError,
     )
+    return spatial
+
+
+def _check_geometry(
+    name: str, a: TensorProxy, weight: TensorProxy, stride: Any, padding: Any, dilation: Any, groups: int
+) -> int:
+    """Checks convolution's operands against each other; returns the number of spatial dims."""
+    spatial = _check_ranks(name, a, weight, stride, padding, dilation, "[out, channels // groups, *kernel]")
     check(
         isinstance(groups, int) and groups >= 1 and same_size(a.shape[1], weight.shape[1] * groups),
         lambda: (
@@ -117,7 +126,7 @@ def _convolution_transpose_meta(
     output_padding: Any,
 ) -> TensorProxy:
     name = "prims.convolution_transpose"
-    spatial = len(stride)
+    spatial = _check_ranks(name, a, weight, stride, padding, dilation, "[in, out // groups, *kernel]")
     check(
         len(output_padding) == spatial and all(0 <= o < max(s, d) for o, s, d in zip(output_padding, stride, dilation)),
         lambda: f"{name}: output_padding {output_padding} needs one entry per dim below max(stride, dilation)",
@@ -131,12 +140,7 @@ def _convolution_transpose_meta(
         ValueError,
     )
     check(
-        len(padding) == spatial and len(dilation) == spatial and a.ndim == weight.ndim == spatial + 2,
-        lambda: f"{name}: {a.name} {a.type_string()}, weight {weight.type_string()}: rank {spatial + 2} needed",
-        ValueError,
-    )
-    check(
-        a.dtype == weight.dtype and (bias is None or (bias.dtype == a.dtype and bias.ndim == 1)),
+        bias is None or (bias.dtype == a.dtype and bias.ndim == 1),
         lambda: f"{name}: {a.name}, weight and bias must share a dtype (bias a vector)",
         TypeError,
     )
