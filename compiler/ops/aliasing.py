@@ -156,9 +156,10 @@ def layout(context: TraceContext, t: TensorProxy) -> Layout:
             continue
         if id(p) in state.input_strides:
             # NOTE: an input of symbolic sizes has strides that change with them: unknown, never guarded
-            if concrete(p.shape):
+            known = concrete(p.shape)
+            if known:
                 state.relied_on[id(p)] = p
-            state.layouts[id(p)] = state.input_strides[id(p)] if concrete(p.shape) else None
+            state.layouts[id(p)] = state.input_strides[id(p)] if known else None
             stack.pop()
             continue
         bsym = context.producers.get(id(p))

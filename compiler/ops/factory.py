@@ -23,10 +23,6 @@ from compiler.ops.registry import register
 from compiler.ops.shape import _sizes
 
 
-def _device(device: Any) -> torch.device:
-    return canonical_device(device)
-
-
 def _check_factory_kwargs(name: str, out: Any, layout: Any, pin_memory: Any) -> None:
     check(out is None, lambda: f"{name}: out= is not supported{called_at()}", NotImplementedError)
     check(
@@ -59,7 +55,7 @@ def _full(name: str, size: Any, value: Any, dtype: Any, device: Any) -> TensorPr
         dtype = dtypes.default_dtype(dtypes.category(kind))
     if isinstance(value, (int, float, bool)):
         value = dtypes.python_type(dtype)(value)
-    return prims.full(shape, value, dtype, _device(device))
+    return prims.full(shape, value, dtype, canonical_device(device))
 
 
 def _factory(name: str, value: Any) -> None:
@@ -98,7 +94,7 @@ def empty(
 ) -> Any:
     _check_factory_kwargs("torch.empty", out, layout, pin_memory)
     size = size_arguments("torch.empty", sizes, size)
-    return prims.empty(_sizes(size), dtype or torch.get_default_dtype(), _device(device))
+    return prims.empty(_sizes(size), dtype or torch.get_default_dtype(), canonical_device(device))
 
 
 @register("torch.full")
@@ -171,7 +167,8 @@ def _new(name: str, value: Any) -> None:
         _check_factory_kwargs(f"Tensor.new_{name}", None, layout, pin_memory)
         size = _sizes(size_arguments(f"Tensor.new_{name}", sizes, size))
         if value is None:  # new_empty: uninitialised memory (DeepSeek's attention fills one with slice writes)
-            return prims.empty(size, dtype or self.dtype, _device(device) if device is not None else self.device)
+            where = canonical_device(device) if device is not None else self.device
+            return prims.empty(size, dtype or self.dtype, where)
         return _full(f"Tensor.new_{name}", size, value, dtype or self.dtype, device or self.device)
 
 
@@ -246,7 +243,7 @@ def arange(
         # A range over symbolic ints (a symbolic size, numbers="symbolic") has a symbolic length,
         # start and step; the step's sign and whether the range is empty are guarded.
         length = (end - (start - step + (1 if bool(step > 0) else -1))) // step  # NOTE: arange(n)'s is n itself
-        return prims.iota(length if bool(length > 0) else 0, start, step, dtype, _device(device))
+        return prims.iota(length if bool(length > 0) else 0, start, step, dtype, canonical_device(device))
     if not dtype.is_floating_point:
         # NOTE: torch truncates the bounds of an integer range to integers before sizing it.
         start, end, step = (int(v) for v in (start, end, step))
@@ -258,7 +255,7 @@ def arange(
         values[0] if not isinstance(start, NumberProxy) else int(start),
         values[2],
         dtype,
-        _device(device),
+        canonical_device(device),
     )
 
 
@@ -370,7 +367,7 @@ def linspace(
         lambda: f"torch.linspace: steps must be a non-negative int, got {steps!r}{called_at()}",
         ValueError,
     )
-    device = _device(device)
+    device = canonical_device(device)
     # torch computes the step in the dtype (in float64 for integer dtypes), the values in its compute dtype.
     step_dtype = dtype if dtype.is_floating_point else torch.float64
     compute = dtypes.compute_dtype(step_dtype)

@@ -15,8 +15,8 @@ import torch
 
 from compiler import prims
 from compiler.core.errors import called_at, check
-from compiler.core.ir import TensorProxy
-from compiler.ops.factory import _check_factory_kwargs, _device
+from compiler.core.ir import TensorProxy, canonical_device
+from compiler.ops.factory import _check_factory_kwargs
 from compiler.ops.registry import register
 
 
@@ -71,7 +71,7 @@ def _triangle_op(name: str, upper: bool) -> None:
             lambda: f"torch.{name}: dtype must be torch.int32 or torch.int64, got {dtype}{called_at()}",
             RuntimeError,
         )
-        return triangle_indices(row, col, offset, upper, _device(device)).to(dtype)
+        return triangle_indices(row, col, offset, upper, canonical_device(device)).to(dtype)
 
     op.__name__ = name
     op.__doc__ = f"torch.{name}: the coordinates of the {'upper' if upper else 'lower'} triangle, as [2, count]."

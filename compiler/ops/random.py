@@ -18,9 +18,9 @@ import torch
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
-from compiler.core.ir import NumberProxy, TensorProxy
+from compiler.core.ir import NumberProxy, TensorProxy, canonical_device
 from compiler.ops import aliasing, eager_layouts
-from compiler.ops.factory import _check_factory_kwargs, _device, size_arguments
+from compiler.ops.factory import _check_factory_kwargs, size_arguments
 from compiler.ops.operands import elementwise, to_dtype
 from compiler.ops.registry import register
 from compiler.ops.shape import _sizes
@@ -89,7 +89,7 @@ def _random_values(name: str, distribution: str, shape: list, dtype: Any, device
         lambda: f"{name}: expected a floating point dtype, got {dtype} (as in torch){called_at()}",
         TypeError,
     )
-    return prims.random_values(shape, distribution, dtype, _device(device))
+    return prims.random_values(shape, distribution, dtype, canonical_device(device))
 
 
 def _draw(name: str, distribution: str) -> None:

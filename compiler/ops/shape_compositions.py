@@ -20,9 +20,8 @@ import torch
 from compiler import prims
 from compiler.core import dtypes
 from compiler.core.errors import called_at, check
-from compiler.core.ir import NumberProxy, TensorProxy, same_size, size_product
+from compiler.core.ir import NumberProxy, TensorProxy, canonical_device, same_size, size_product
 from compiler.ops import aliasing
-from compiler.ops.factory import _device
 from compiler.ops.indexing import gather
 from compiler.ops.operands import broadcast_shapes, broadcast_to, canonical_dim, to_dtype
 from compiler.ops.reductions import sum as sum_op
@@ -303,7 +302,7 @@ def eye(
     """The identity matrix of n rows and m (default n) columns."""
     check(out is None, lambda: f"torch.eye: out= is not supported{called_at()}", NotImplementedError)
     columns = n if m is None else m
-    where = _device(device)
+    where = canonical_device(device)
     rows = prims.broadcast_in_dim(prims.iota(n, 0, 1, torch.int64, where), [n, columns], [0])
     cols = prims.broadcast_in_dim(prims.iota(columns, 0, 1, torch.int64, where), [n, columns], [1])
     return to_dtype(prims.eq(rows, cols), dtype or torch.get_default_dtype())
