@@ -27,6 +27,7 @@ import torch
 import compiler
 from suites._models.hf_zoo_inputs import (
     Architecture,
+    assert_gradients_close,
     assert_outputs_close,
     call_inputs,
     every_architecture,
@@ -35,10 +36,6 @@ from suites._models.hf_zoo_inputs import (
 )
 
 TOLERANCE = {"cpu": {"atol": 1e-4, "rtol": 1e-4}, "cuda": {"atol": 1e-3, "rtol": 1e-3}}
-GRADIENT_TOLERANCE = 1e-3  # ||g - g_eager|| / max(||g_eager||, floor), as the zoo's tests
-# NOTE: a gradient that is zero in exact arithmetic (Funnel's key biases) is eager's rounding noise,
-# compared by its size next to the model's largest gradient (this fraction of its norm), as in the tests
-GRADIENT_NORM_FLOOR = 1e-4
 MAX_LENGTH = 8  # the tiny inputs' sequence length
 
 
@@ -68,17 +65,6 @@ def sized(inputs: dict[str, torch.Tensor], over: str, size: int) -> dict[str, to
     return {k: torch.cat([v] * (size // len(v) + 1))[:size] if v.ndim else v for k, v in inputs.items()}
 
 
-def _gradients_close(model: torch.nn.Module, eager: torch.nn.Module, where: str) -> None:
-    floor = GRADIENT_NORM_FLOOR * max((p.grad.norm() for p in eager.parameters() if p.grad is not None), default=1.0)
-    for (name, got), want in zip(model.named_parameters(), eager.parameters()):
-        if (got.grad is None) != (want.grad is None):
-            raise AssertionError(f"{where}: {name}'s gradient present in only one of the runs")
-        if want.grad is not None:
-            error = (got.grad - want.grad).norm() / want.grad.norm().clamp_min(floor)
-            if error > GRADIENT_TOLERANCE:
-                raise AssertionError(f"{where}: {name}'s gradient error {error:.2e}")
-
-
 def check(zoo: Architecture, mode: str, over: str, sizes: Sequence[int], device: torch.device) -> Outcome:
     """Calls `zoo`'s model compiled and eager at each size in turn (see the module)."""
     outcome = Outcome(zoo.name, mode, tuple(sizes))
@@ -100,7 +86,7 @@ def check(zoo: Architecture, mode: str, over: str, sizes: Sequence[int], device:
             if training:
                 training_loss(output).backward()
                 training_loss(expected).backward()
-                _gradients_close(model, eager, where)
+                assert_gradients_close(model, eager, where)
                 model.zero_grad(set_to_none=True)
                 eager.zero_grad(set_to_none=True)
         outcome.entries = len(compiled.entries)

@@ -1,7 +1,8 @@
 """The inputs of the zoo's models (suites/_models/hf_architectures.py), called as their model
 cards call them, per kind of model: for the forward (logits; a decoder's default call keeps its
 cache on) and for the call whose `loss` is backpropagated (`training`); and that loss
-(`training_loss`); eager's outputs against a compiled call's (`assert_outputs_close`).
+(`training_loss`); eager's outputs and gradients against a compiled call's (`assert_outputs_close`,
+`assert_gradients_close`).
 tests/compiler/models/test_hf_zoo.py, scripts/zoo_fallbacks.py and scripts/zoo_lengths.py call the zoo
 so: tiny (`TINY`: `QUICK` sizes, float32, 2 sequences of 8 tokens), or at the sizes the hf_zoo
 suite measures on a GPU (`AT_GPU_SIZES`: `GPU` sizes, bfloat16, 8 sequences of 512 tokens), where
@@ -140,6 +141,30 @@ def training_loss(output: Any) -> torch.Tensor:
     weights = torch.randn(features.shape, generator=torch.Generator().manual_seed(2), dtype=features.dtype)
     weights = weights.to(features.device)
     return (features * weights).sum()
+
+
+GRADIENT_TOLERANCE = 1e-3  # ||g - g_eager|| / max(||g_eager||, floor)
+# NOTE: some gradients are zero in exact arithmetic (attention's key bias: it adds one constant to a
+# query's scores, which softmax ignores), so eager's own are rounding noise that no two summation
+# orders reproduce; the floor, this fraction of the model's largest gradient norm, compares those
+# by their size next to the others instead: with the tolerance, at about float32's epsilon times
+# the largest gradient (Funnel's key biases are such zeros).
+GRADIENT_NORM_FLOOR = 1e-4
+
+
+def assert_gradients_close(model: torch.nn.Module, eager: torch.nn.Module, where: str) -> None:
+    """Raises AssertionError (naming `where` and the parameter) unless each of `model`'s parameters
+    has eager's gradient, or none where eager's has none, within `GRADIENT_TOLERANCE` of its norm
+    (floored by `GRADIENT_NORM_FLOOR` times the largest gradient's)."""
+    largest = max(p.grad.norm() for p in eager.parameters() if p.grad is not None)
+    for (name, got), want in zip(model.named_parameters(), eager.parameters()):
+        if (got.grad is None) != (want.grad is None):
+            raise AssertionError(f"{where} {name}: gradient present in only one of the runs")
+        if want.grad is None:
+            continue
+        error = (got.grad - want.grad).norm() / want.grad.norm().clamp_min(GRADIENT_NORM_FLOOR * largest)
+        if not error <= GRADIENT_TOLERANCE:
+            raise AssertionError(f"{where} {name}: gradient error {error:.2e}")
 
 
 def assert_outputs_close(got: Any, want: Any, where: str, **tolerance: Any) -> None:

@@ -22,20 +22,19 @@ import torch
 import compiler
 from suites._models.hf_architectures import ZOO, ZOO_BY_NAME, Architecture
 from suites._models.hf_more_architectures import MORE_ZOO
-from suites._models.hf_zoo_inputs import assert_outputs_close, call_inputs, tiny_model, training_loss
+from suites._models.hf_zoo_inputs import (
+    assert_gradients_close,
+    assert_outputs_close,
+    call_inputs,
+    tiny_model,
+    training_loss,
+)
 from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401 (a fixture)
 
 transformers = pytest.importorskip("transformers")
 
 DEVICE = torch.device(os.environ.get("FUSEBENCH_ZOO_DEVICE", "cpu"))
 TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
-GRADIENT_TOLERANCE = 1e-3  # ||g - g_eager|| / max(||g_eager||, floor)
-# NOTE: some gradients are zero in exact arithmetic (attention's key bias: it adds one constant to a
-# query's scores, which softmax ignores), so eager's own are rounding noise that no two summation
-# orders reproduce; the floor, this fraction of the model's largest gradient norm, compares those
-# by their size next to the others instead: with the tolerance, at about float32's epsilon times
-# the largest gradient (Funnel's key biases are such zeros).
-GRADIENT_NORM_FLOOR = 1e-4
 
 
 def _compile(model: torch.nn.Module, entry: str) -> Any:
@@ -121,13 +120,7 @@ def test_matches_eager(zoo: Architecture, entry: str, mode: str) -> None:
         return
     training_loss(output).backward()
     training_loss(expected).backward()
-    largest = max(p.grad.norm() for p in eager.parameters() if p.grad is not None)
-    for (name, got), want in zip(model.named_parameters(), eager.parameters()):
-        assert (got.grad is None) == (want.grad is None), f"{name}: gradient present in only one of the runs"
-        if want.grad is None:
-            continue
-        error = (got.grad - want.grad).norm() / want.grad.norm().clamp_min(GRADIENT_NORM_FLOOR * largest)
-        assert error <= GRADIENT_TOLERANCE, f"{zoo.name} {name}: gradient error {error:.2e}"
+    assert_gradients_close(model, eager, zoo.name)
 
 
 # NOTE: Falcon (its MLP output, a matmul reshaped to 3-d, added to in place) compiled an entry per
