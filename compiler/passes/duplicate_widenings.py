@@ -1,12 +1,15 @@
-"""duplicate_widenings: an upcast or a broadcast read by several fusible prims becomes one per reader.
+"""duplicate_widenings: an upcast, a broadcast or a scalar computation read by several fusible
+prims becomes one per reader.
 
 Assumes: a flattened, pure trace, right before `fuse`, its conversion and reshape chains folded
 (`fold_conversions` runs first: `x.float().to(bf16).float()` of a bf16 `x` is `x.float()`), so
 that the upcasts found are those of the values the program reads. Guarantees: every widening
-(`is_widening`: a `convert_element_type` to a wider dtype, or a `broadcast_in_dim`) read by more
-than one elementwise, reduction or shape prim gets a copy per such reader after the first (same
-source, placed just before the reader); values are unchanged, and readers of other kinds (a
-matmul, the trace's output) keep the original.
+(`is_widening`: a `convert_element_type` to a wider dtype, or a `broadcast_in_dim`) and every
+scalar computation (`is_scalar_computation`: an elementwise prim whose result is a 0-d tensor)
+read by more than one elementwise, reduction or shape prim gets a copy per such reader after the
+first (same source, placed just before the reader); values are unchanged, and readers of other
+kinds (a matmul, the trace's output) keep the original. At most `MAX_SCALAR_COPIES` scalar
+computations are copied in all (a chain of them is copied once per reader of its end).
 
 Why: a widening makes a tensor at least as large as it reads, which its reader could make
 itself. cse merges the `x.float()` of an RMSNorm and of the residual add after attention into one
@@ -21,6 +24,11 @@ widening of a value a region computes joins that region, as `fuse` merges produc
 value may then merge (a layer's query and key rotations, which read the same cos and sin). A
 region holding several copies computes the same widening twice, which costs nothing next to a
 pass over memory.
+A scalar computation shared by independent updates (an optimizer's bias corrections from a step
+count and a learning rate read from device scalars, passes/device_scalars.py) would otherwise be
+the one producer every update's region merges into: one fusion of every parameter's update, which
+nvFuser takes minutes to compile. With a copy per reader each update stays its own region, as it
+is when the step count is a number.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from compiler.passes import trace_pass
 from compiler.prims import ELEMENTWISE, REDUCTIONS, SHAPE_OPS, Prim
 
 _FUSIBLE_READERS = ELEMENTWISE | REDUCTIONS | SHAPE_OPS
+MAX_SCALAR_COPIES = 4096  # scalar computations copied in all, at most (a bound, not a tuning knob)
 
 
 def is_upcast(bsym: BoundSymbol) -> bool:
@@ -60,29 +69,44 @@ def is_widening(bsym: BoundSymbol) -> bool:
     return is_upcast(bsym) or is_broadcast(bsym)
 
 
+def is_scalar_computation(bsym: BoundSymbol) -> bool:
+    """Whether `bsym` is an elementwise prim computing a 0-d tensor (from 0-d tensors and numbers:
+    elementwise prims read operands of their result's shape), which any reader can compute itself."""
+    return bsym.sym in ELEMENTWISE and isinstance(bsym.output, TensorProxy) and bsym.output.shape == ()
+
+
 @trace_pass("duplicate_widenings")
 def duplicate_widenings(trace: Trace) -> Trace:
-    """The trace with a copy of each shared widening for every fusible reader after its first.
+    """The trace with a copy of each shared widening and scalar computation for every fusible
+    reader after its first.
 
-    A chain of widenings (the cos of a rotary embedding broadcast to a layer's heads, then upcast:
-    cse shares both across the layers) is copied whole: once the last widening has a copy per
-    reader, the one before it is read by each copy, and gets a copy per copy in turn."""
+    A chain of them (the cos of a rotary embedding broadcast to a layer's heads, then upcast: cse
+    shares both across the layers; a bias correction computed from a step count) is copied whole:
+    once the last has a copy per reader, the one before it is read by each copy, and gets a copy
+    per copy in turn."""
     bsyms = list(trace.bsyms)
     context = TraceContext(reserved=trace.names())
-    while (copied := _copy_shared(bsyms, context)) is not None:
+    budget = [MAX_SCALAR_COPIES]
+    while (copied := _copy_shared(bsyms, context, budget)) is not None:
         bsyms = copied
     return trace.with_bsyms(bsyms)
 
 
-def _copy_shared(bsyms: list[BoundSymbol], context: TraceContext) -> list[BoundSymbol] | None:
-    """`bsyms` with a copy of each widening for every fusible reader after its first, or None when
-    no widening has more than one."""
+def _copy_shared(bsyms: list[BoundSymbol], context: TraceContext, budget: list[int]) -> list[BoundSymbol] | None:
+    """`bsyms` with a copy of each widening (and, while `budget[0]` scalar copies are left, each
+    scalar computation) for every fusible reader after its first, or None when none has more
+    than one."""
     fusible_readers: dict[str, int] = {}
     for bsym in bsyms:
         if bsym.sym in _FUSIBLE_READERS:
             for name in {p.name for p in bsym.inputs}:
                 fusible_readers[name] = fusible_readers.get(name, 0) + 1
-    shared = {b.output.name: b for b in bsyms if is_widening(b) and fusible_readers.get(b.output.name, 0) > 1}
+    copied = lambda b: fusible_readers.get(b.output.name, 0) - 1
+    shared = {b.output.name: b for b in bsyms if is_widening(b) and copied(b) > 0}
+    scalars = [b for b in bsyms if is_scalar_computation(b) and not is_widening(b) and copied(b) > 0]
+    if sum(map(copied, scalars)) <= budget[0]:
+        budget[0] -= sum(map(copied, scalars))
+        shared.update((b.output.name, b) for b in scalars)
     if not shared:
         return None
     first_reader_seen: set[str] = set()

@@ -18,7 +18,8 @@ it and say why an op was left out):
 3. Horizontal merging: independent groups (no path either way) merge when they share an input
    tensor, when one is small, or (`merge_same_shape`, off by default) when both iterate over the
    same shape (the 32 parameter updates of an Adam step in one fusion, which nvFuser segments
-   into 32 kernels anyway). Sharing a scalar (a symbolic step number) is no reason to merge.
+   into 32 kernels anyway). Sharing a scalar (a symbolic step number, or a 0-d tensor such as one
+   read from a device scalar) is no reason to merge.
 4. Groups with fewer compute ops than `min_region_size` go back to torch (compute ops: prims that
    cost torch a kernel, i.e. all but views; a cat copies, so permuted reshapes joined by a cat and
    summed, as a fused QKV projection's backward does, are two), and so do groups of views and

@@ -110,6 +110,7 @@ class Groups:
         self.claimed = {i: claimed[i] for i in range(n)}
         self.refused: dict[int, list[str]] = {i: [] for i in range(n)}
         self.summary = {i: Summary.of(b, self._escapes_node(i, b)) for i, b in enumerate(bsyms)}
+        self.scalars = {id(p) for b in bsyms for p in b.inputs if isinstance(p, TensorProxy) and p.shape == ()}
         # root -> the roots it reaches (bit r set for root r), once `track_descendants` was called
         self.descendants: dict[int, int] | None = None
 
@@ -216,8 +217,9 @@ class Groups:
         return len(_reads(x, y)) + len(self._escaping(a, b))
 
     def shares_input(self, a: int, b: int) -> bool:
-        """Whether the two groups read a common tensor."""
-        return not self.summary[a].inputs.isdisjoint(self.summary[b].inputs)
+        """Whether the two groups read a common tensor of more than one element (a shared 0-d
+        tensor, such as a step count read from a device scalar, saves no memory traffic merged)."""
+        return any(i not in self.scalars for i in self.summary[a].inputs & self.summary[b].inputs)
 
     # -- merging --------------------------------------------------------------------------------
     def merge(self, a: int, b: int) -> int:
