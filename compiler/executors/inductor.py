@@ -63,6 +63,7 @@ from compiler.executors.inductor_compile import (
 from compiler.executors.nvfuser.define.aliasing import shares_memory
 from compiler.executors.nvfuser.executor import ExecutorUnavailableError, InputRecord
 from compiler.executors.one_op_regions import OneOpRegion, one_op_call
+from compiler.executors.region_check import checkable, checked_call
 from compiler.executors.region_fallback import FusionFallbackWarning, RegionFallback, fallback_default
 from compiler.prims import ELEMENTWISE, REDUCTIONS, SHAPE_OPS, Prim, views_of
 
@@ -184,6 +185,10 @@ class InductorFusion:
         # a call that is not looks its compiled function up by strides (read per tensor) and is recorded.
         self._same_layout = TensorChecks(exact_strides=[True] * len(self._tensor_idx))
         self.fallback = RegionFallback(region, "Inductor", InductorFallbackWarning)
+        # NOTE: each compiled function's first call is checked against the region's prims run by
+        # torch (region_check.py): a miscompiled region falls back instead of returning wrong values
+        self._verify = checkable(region)
+        self._verified: set[int] = set()  # ids of the compiled functions whose first call was checked
         self.last_inputs: list[InputRecord] = []
         self.calls = 0
 
@@ -197,9 +202,14 @@ class InductorFusion:
                 if self._scalar_idx:
                     self._record_scalars(args)
                 compiled = self._compiled
+                outputs = compiled(*args)
             else:
                 compiled = self._new_layout(args, tensors)
-            outputs = compiled(*args)
+                if self._verify and id(compiled) not in self._verified:
+                    outputs = checked_call(compiled, self.fallback.function(), args, self._written)
+                    self._verified.add(id(compiled))
+                else:
+                    outputs = compiled(*args)
         except Exception as error:
             if not self.executor.fallback:
                 raise
