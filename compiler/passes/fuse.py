@@ -32,13 +32,17 @@ it and say why an op was left out):
 
 NOTE: number prims (scalar arithmetic such as split bounds `d0 + d1`) are never fused: they run
 in Python on the host and reach a fusion as symbolic scalar inputs, so one fusion definition
-serves every value they take.
+serves every value they take. Their counterpart on 0-d tensors (`scalar_prologue`: values computed
+from the trace's float64, int64 and bool 0-d inputs alone, numbers read from device scalars) runs
+with torch and reaches the regions as 0-d inputs.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
+
+import torch
 
 from compiler.core.errors import check
 from compiler.core.executor import Executor, FusionOptions, Reason, Region, fusion_executor
@@ -48,7 +52,7 @@ from compiler.passes.duplicate_widenings import is_broadcast, is_widening
 from compiler.passes.fusion_groups import Groups
 from compiler.passes.peel_regions import Peeling
 from compiler.passes.regions import Decision, Partition
-from compiler.prims import REDUCTIONS, RESIZES, SHAPE_OPS, VIEW_SHAPE_OPS, VIEWS, Prim
+from compiler.prims import ELEMENTWISE, REDUCTIONS, RESIZES, SHAPE_OPS, VIEW_SHAPE_OPS, VIEWS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
 
 
@@ -68,6 +72,28 @@ def is_copy(bsym: BoundSymbol) -> bool:
 # projection that `torch.cat` onto an empty cache copies): each copy is one kernel in torch as in
 # the fusion, whose execute costs several times a torch op's host time.
 _COPIES_ALONE = "views and copies of them alone: torch copies each with one kernel, at less host cost"
+
+
+_SCALAR_PROLOGUE = "a 64-bit scalar computed from 0-d inputs alone: once by torch, not per element in regions"
+_WIDE_SCALARS = (torch.float64, torch.int64, torch.bool)  # the dtypes of numbers read from device scalars
+
+
+def scalar_prologue(trace: Trace) -> list[int]:
+    """The positions of the elementwise prims computing 0-d tensors from the trace's float64, int64
+    and bool 0-d inputs (numbers read from device scalars, passes/device_scalars.py) and numbers
+    alone, directly or through each other: an Adam step's bias corrections from its step count. In
+    a region they would be computed again for every element of every parameter, in float64 and
+    int64 arithmetic, which GPUs run at a fraction of float32's rate; torch computes them once."""
+    scalars = {id(p) for p in trace.inputs if isinstance(p, TensorProxy) and p.shape == () and p.dtype in _WIDE_SCALARS}
+    found = []
+    for i, bsym in enumerate(trace.bsyms):
+        out = bsym.output
+        tensors = [p for p in bsym.inputs if isinstance(p, TensorProxy)]
+        scalar = bsym.sym in ELEMENTWISE and isinstance(out, TensorProxy) and out.shape == ()
+        if scalar and tensors and all(id(p) in scalars for p in tensors):
+            scalars.add(id(out))
+            found.append(i)
+    return found
 
 
 def _first_line(bsym: BoundSymbol) -> str:
@@ -203,6 +229,9 @@ class _Partitioner(Peeling):
             if refusal is not None:
                 self.reasons[i] = refusal
             claimed.append(refusal is None)
+        for i in scalar_prologue(self.trace):
+            claimed[i] = False
+            self.reasons[i] = (Reason.LEFT_TO_TORCH, _SCALAR_PROLOGUE)
         for i in views_after_writebacks(self.bsyms):
             claimed[i] = False
             self.reasons[i] = (Reason.LEFT_TO_TORCH, f"a view of {self.bsyms[i].args[0].name} after its write-back")

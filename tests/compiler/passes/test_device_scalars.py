@@ -98,17 +98,39 @@ def _adam_over(params, grads, lr, step):
 
 
 def test_updates_reading_device_scalars_stay_one_region_each() -> None:
-    # the bias corrections, computed once from the step read from a device scalar, were the producer
-    # every update merged into: one fusion of every parameter (nvFuser took 30 s to compile gpt-tiny's
-    # Adam so); each update now computes its own copy and is its own region, as with a number step
+    # the bias corrections, computed from the step read from a device scalar, were the producer every
+    # update merged into: one fusion of every parameter (nvFuser took 30 s to compile gpt-tiny's Adam
+    # so), computing them in float64 for every element; torch computes them once now, and each update
+    # is its own region, as with a number step
     shapes = [(4, 3), (5,), (2, 3, 2)]
     params, grads = [torch.randn(s) for s in shapes], [torch.randn(s) for s in shapes]
     pure = _pure(_adam_over, params, grads, 0.1, 3, dynamic=["lr", "step"])
     scalars = check_trace(device_scalars(pure, ["lr", "step"], CPU))
-    fused = check_trace(fuse(duplicate_widenings(scalars), [torch_fuser(), TORCH]))
+    fused = check_trace(fuse(scalars, [torch_fuser(), TORCH]))
     regions = [b for b in fused.bsyms if getattr(b.sym, "executor", None) == "nvfuser"]
     assert sorted(tuple(r.outputs[0].shape) for r in regions) == sorted(shapes)
+    assert all(
+        b.sym in (Prim.POW, Prim.SUB, Prim.DIV, Prim.SQRT, Prim.NEG, Prim.MUL, Prim.CONVERT_ELEMENT_TYPE)
+        for b in fused.bsyms
+        if b not in regions
+    )  # the bias corrections, once each, with torch
+    assert all(p.shape == () or p.shape in shapes for r in regions for p in r.inputs)
     for lr, step in [(0.1, 3), (0.02, 17)]:
         got = eval_trace(fused, *params, *grads, _scalar(lr), _scalar(step))
         for value, expected in zip(got, _adam_over(params, grads, lr, step)):
             torch.testing.assert_close(value, expected)
+
+
+def test_updates_reading_a_float32_0d_learning_rate_get_a_copy_of_its_scalar_math_each() -> None:
+    # a learning rate given as a 0-d float32 tensor (torch.optim's capturable idiom): its scalar math
+    # is cheap per element, so each update computes its own copy instead of merging with the others
+    shapes = [(4, 3), (5,), (2, 3, 2)]
+    params, grads = [torch.randn(s) for s in shapes], [torch.randn(s) for s in shapes]
+    lr = torch.tensor(0.1)
+    pure = _pure(lambda ps, gs, lr: _adam_over(ps, gs, lr * 2, 3), params, grads, lr, dynamic=[])
+    fused = check_trace(fuse(duplicate_widenings(pure), [torch_fuser(), TORCH]))
+    regions = [b for b in fused.bsyms if getattr(b.sym, "executor", None) == "nvfuser"]
+    assert sorted(tuple(r.outputs[0].shape) for r in regions) == sorted(shapes)
+    got = eval_trace(fused, *params, *grads, lr)
+    for value, expected in zip(got, _adam_over(params, grads, lr * 2, 3)):
+        torch.testing.assert_close(value, expected)
