@@ -9,7 +9,8 @@ scalar computation (`is_scalar_computation`: an elementwise prim whose result is
 read by more than one elementwise, reduction or shape prim gets a copy per such reader after the
 first (same source, placed just before the reader); values are unchanged, and readers of other
 kinds (a matmul, the trace's output) keep the original. At most `MAX_SCALAR_COPIES` scalar
-computations are copied in all (a chain of them is copied once per reader of its end).
+computations are copied in all (a chain of them is copied once per reader of its end), and none
+of the `scalar_prologue` (computed once by torch instead).
 
 Why: a widening makes a tensor at least as large as it reads, which its reader could make
 itself. cse merges the `x.float()` of an RMSNorm and of the residual add after attention into one
@@ -33,7 +34,10 @@ is when the step count is a number.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import torch
 
 from compiler.core.context import TraceContext
 from compiler.core.ir import BoundSymbol, Proxy, TensorProxy, Trace, map_proxies
@@ -75,6 +79,26 @@ def is_scalar_computation(bsym: BoundSymbol) -> bool:
     return bsym.sym in ELEMENTWISE and isinstance(bsym.output, TensorProxy) and bsym.output.shape == ()
 
 
+_WIDE_SCALARS = (torch.float64, torch.int64, torch.bool)  # the dtypes of numbers read from device scalars
+
+
+def scalar_prologue(inputs: Sequence[Proxy], bsyms: Sequence[BoundSymbol]) -> list[int]:
+    """The positions in `bsyms` of the scalar computations made from the float64, int64 and bool 0-d
+    tensors among `inputs` (numbers read from device scalars, passes/device_scalars.py) and numbers
+    alone, directly or through each other: an Adam step's bias corrections from its step count. In
+    a region they would be computed again for every element of every parameter, in float64 and
+    int64 arithmetic, which GPUs run at a fraction of float32's rate: `fuse` leaves them to torch,
+    which computes each once, and they are not copied per reader."""
+    scalars = {id(p) for p in inputs if isinstance(p, TensorProxy) and p.shape == () and p.dtype in _WIDE_SCALARS}
+    found = []
+    for i, bsym in enumerate(bsyms):
+        tensors = [p for p in bsym.inputs if isinstance(p, TensorProxy)]
+        if is_scalar_computation(bsym) and tensors and all(id(p) in scalars for p in tensors):
+            scalars.add(id(bsym.output))
+            found.append(i)
+    return found
+
+
 @trace_pass("duplicate_widenings")
 def duplicate_widenings(trace: Trace) -> Trace:
     """The trace with a copy of each shared widening and scalar computation for every fusible
@@ -87,12 +111,14 @@ def duplicate_widenings(trace: Trace) -> Trace:
     bsyms = list(trace.bsyms)
     context = TraceContext(reserved=trace.names())
     budget = [MAX_SCALAR_COPIES]
-    while (copied := _copy_shared(bsyms, context, budget)) is not None:
+    while (copied := _copy_shared(trace.inputs, bsyms, context, budget)) is not None:
         bsyms = copied
     return trace.with_bsyms(bsyms)
 
 
-def _copy_shared(bsyms: list[BoundSymbol], context: TraceContext, budget: list[int]) -> list[BoundSymbol] | None:
+def _copy_shared(
+    inputs: Sequence[Proxy], bsyms: list[BoundSymbol], context: TraceContext, budget: list[int]
+) -> list[BoundSymbol] | None:
     """`bsyms` with a copy of each widening (and, while `budget[0]` scalar copies are left, each
     scalar computation) for every fusible reader after its first, or None when none has more
     than one."""
@@ -103,7 +129,10 @@ def _copy_shared(bsyms: list[BoundSymbol], context: TraceContext, budget: list[i
                 fusible_readers[name] = fusible_readers.get(name, 0) + 1
     copied = lambda b: fusible_readers.get(b.output.name, 0) - 1
     shared = {b.output.name: b for b in bsyms if is_widening(b) and copied(b) > 0}
-    scalars = [b for b in bsyms if is_scalar_computation(b) and not is_widening(b) and copied(b) > 0]
+    prologue = {id(bsyms[i]) for i in scalar_prologue(inputs, bsyms)}  # computed once, by torch (`fuse`)
+    scalars = [
+        b for b in bsyms if is_scalar_computation(b) and not is_widening(b) and id(b) not in prologue and copied(b) > 0
+    ]
     if sum(map(copied, scalars)) <= budget[0]:
         budget[0] -= sum(map(copied, scalars))
         shared.update((b.output.name, b) for b in scalars)

@@ -42,17 +42,15 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 
-import torch
-
 from compiler.core.errors import check
 from compiler.core.executor import Executor, FusionOptions, Reason, Region, fusion_executor
 from compiler.core.ir import BoundSymbol, Proxy, Symbol, TensorProxy, Trace, map_proxies, proxies_in
 from compiler.passes import trace_pass
-from compiler.passes.duplicate_widenings import is_broadcast, is_widening
+from compiler.passes.duplicate_widenings import is_broadcast, is_widening, scalar_prologue
 from compiler.passes.fusion_groups import Groups
 from compiler.passes.peel_regions import Peeling
 from compiler.passes.regions import Decision, Partition
-from compiler.prims import ELEMENTWISE, REDUCTIONS, RESIZES, SHAPE_OPS, VIEW_SHAPE_OPS, VIEWS, Prim
+from compiler.prims import REDUCTIONS, RESIZES, SHAPE_OPS, VIEW_SHAPE_OPS, VIEWS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
 
 
@@ -75,25 +73,6 @@ _COPIES_ALONE = "views and copies of them alone: torch copies each with one kern
 
 
 _SCALAR_PROLOGUE = "a 64-bit scalar computed from 0-d inputs alone: once by torch, not per element in regions"
-_WIDE_SCALARS = (torch.float64, torch.int64, torch.bool)  # the dtypes of numbers read from device scalars
-
-
-def scalar_prologue(trace: Trace) -> list[int]:
-    """The positions of the elementwise prims computing 0-d tensors from the trace's float64, int64
-    and bool 0-d inputs (numbers read from device scalars, passes/device_scalars.py) and numbers
-    alone, directly or through each other: an Adam step's bias corrections from its step count. In
-    a region they would be computed again for every element of every parameter, in float64 and
-    int64 arithmetic, which GPUs run at a fraction of float32's rate; torch computes them once."""
-    scalars = {id(p) for p in trace.inputs if isinstance(p, TensorProxy) and p.shape == () and p.dtype in _WIDE_SCALARS}
-    found = []
-    for i, bsym in enumerate(trace.bsyms):
-        out = bsym.output
-        tensors = [p for p in bsym.inputs if isinstance(p, TensorProxy)]
-        scalar = bsym.sym in ELEMENTWISE and isinstance(out, TensorProxy) and out.shape == ()
-        if scalar and tensors and all(id(p) in scalars for p in tensors):
-            scalars.add(id(out))
-            found.append(i)
-    return found
 
 
 def _first_line(bsym: BoundSymbol) -> str:
@@ -229,7 +208,7 @@ class _Partitioner(Peeling):
             if refusal is not None:
                 self.reasons[i] = refusal
             claimed.append(refusal is None)
-        for i in scalar_prologue(self.trace):
+        for i in scalar_prologue(self.trace.inputs, self.bsyms):
             claimed[i] = False
             self.reasons[i] = (Reason.LEFT_TO_TORCH, _SCALAR_PROLOGUE)
         for i in views_after_writebacks(self.bsyms):

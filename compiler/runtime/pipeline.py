@@ -193,7 +193,10 @@ def _reading_device_scalars(
     (`examine` shows the last)."""
     names = [traces[-1].inputs[p].name for p in positions]
     pure = run_passes(_PURE_PASSES, [traces[0]])[-1]
-    scalars = run_passes(computation_passes(options)[len(_PURE_PASSES) :], [device_scalars(pure, names, device)])
+    # NOTE: cse merges the conversions device_scalars makes for each reader (one per parameter of an
+    # optimizer step): torch then computes each number's float32 copy once (passes/fuse.py's scalar_prologue)
+    read = cse(device_scalars(pure, names, device))
+    scalars = run_passes(computation_passes(options)[len(_PURE_PASSES) :], [read])
     if options.check_writebacks:
         check_writebacks(scalars[-1])
     computation = compile_trace(scalars[-1], options.executors)

@@ -134,3 +134,17 @@ def test_updates_reading_a_float32_0d_learning_rate_get_a_copy_of_its_scalar_mat
     got = eval_trace(fused, *params, *grads, lr)
     for value, expected in zip(got, _adam_over(params, grads, lr * 2, 3)):
         torch.testing.assert_close(value, expected)
+
+
+@pytest.mark.parametrize("count", [3, 6])
+def test_the_scalar_prologue_runs_once_with_torch_whatever_the_parameter_count(count) -> None:
+    # copied per update and left to torch, the bias corrections cost torch kernels per parameter
+    # (296 tiny kernels in a GPT-2 small step); computed once, their number does not grow
+    shapes = [(4, 3), (5,), (2, 3, 2)] * (count // 3)
+    params, grads = [torch.randn(s) for s in shapes], [torch.randn(s) for s in shapes]
+    pure = _pure(_adam_over, params, grads, 0.1, 3, dynamic=["lr", "step"])
+    scalars = cse(device_scalars(pure, ["lr", "step"], CPU))  # as runtime/pipeline.py runs it
+    fused = check_trace(fuse(duplicate_widenings(scalars), [torch_fuser(), TORCH]))
+    outside = [b for b in fused.bsyms if getattr(b.sym, "executor", None) != "nvfuser"]
+    assert 0 < len(outside) <= 10 and all(b.output.shape == () for b in outside)
+    assert len([b for b in fused.bsyms if b not in outside]) == count
