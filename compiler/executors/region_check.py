@@ -4,16 +4,17 @@ A compiler can generate code that computes something else than the region it was
 on CPU, torch 2.13: a layer norm's backward in ConvNeXt, its input permuted twice, came out with
 40% of its norm wrong). Such a region is caught on its first call: the region's prims run through
 torch on copies of the inputs, the compiled function on the inputs themselves, and every floating
-output in float32 or float64 (and every written input) must be within `RELATIVE_ERROR` of torch's
+output (and every written input) must be within `RELATIVE_ERROR` of torch's
 norm-wise (or `ABSOLUTE_RMS` in root mean square), integer and bool ones equal, infinities and
 NaNs in the same places. Where they are not, the written inputs get their values from before the
 call back and `WrongValues` is raised: the caller falls back (its region runs with torch from
 then on, with a warning) or, with `fallback=False`, raises it.
 
 Not checked: regions that draw random numbers (a compiled dropout draws other numbers than
-torch's), outputs in bfloat16 or float16 (a compiled region computes in float32 between ops where
-torch rounds after each prim, which moves them legitimately), and calls whose tensor inputs hold
-more than `MAX_COPIED_BYTES` (the check copies them all).
+torch's), regions reading or computing bfloat16 or float16 values (a compiled region computes in
+float32 between ops where torch rounds after each prim, which moves even its float32 results
+legitimately: a bf16 MLP's float32 loss by 0.1%), and calls whose tensor inputs hold more than
+`MAX_COPIED_BYTES` (the check copies them all).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import torch
 
 from compiler.core.executor import Region
+from compiler.core.ir import TensorProxy
 from compiler.prims import RANDOM
 
 RELATIVE_ERROR = 1e-3  # ||compiled - torch|| / ||torch||, for float32 and float64 values
@@ -37,8 +39,13 @@ class WrongValues(RuntimeError):
 
 
 def checkable(region: Region) -> bool:
-    """Whether first calls of `region` are checked: it draws no random numbers."""
-    return not any(b.sym in RANDOM for b in region.bsyms)
+    """Whether first calls of `region` are checked: it draws no random numbers, and every floating
+    tensor it reads or computes is float32 or float64."""
+    if any(b.sym in RANDOM for b in region.bsyms):
+        return False
+    tensors = [p for p in region.inputs if isinstance(p, TensorProxy)]
+    tensors += [p for b in region.bsyms for p in b.outputs if isinstance(p, TensorProxy)]
+    return all(p.dtype in _CHECKED_DTYPES for p in tensors if p.dtype.is_floating_point or p.dtype.is_complex)
 
 
 def checked_call(

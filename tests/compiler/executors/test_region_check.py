@@ -4,13 +4,16 @@ returning wrong values."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
 import compiler
 from compiler.executors import inductor_compile
-from compiler.executors.inductor import InductorFallbackWarning, unavailable_reason
-from compiler.executors.region_check import WrongValues, checked_call
+from compiler.executors.inductor import InductorFallbackWarning, inductor_fusions, unavailable_reason
+from compiler.executors.region_check import WrongValues, checkable, checked_call
+from compiler.prims import Prim
 
 needs_inductor = pytest.mark.skipif(unavailable_reason() is not None, reason=f"{unavailable_reason()}")
 INDUCTOR = ["inductor", "torch"]
@@ -106,3 +109,17 @@ def test_convnexts_norm_backward_matches_eager_through_inductor(seed) -> None:
     args = (draw(8), draw(2, 8, 8, 8), draw(2, 8, 8, 8), draw(2, 8, 8), draw(2, 8, 8), draw(8), draw(2, 8, 8, 8))
     jfn = compiler.jit(_norm_backward_permuted_twice, executors=INDUCTOR)
     torch.testing.assert_close(jfn(*args), _norm_backward_permuted_twice(*args), rtol=1e-4, atol=1e-4)
+
+
+@needs_inductor
+@pytest.mark.parametrize(("dtype", "checked"), [(torch.float32, True), (torch.bfloat16, False), (torch.float64, True)])
+def test_only_regions_computing_in_float32_or_float64_without_random_numbers_are_checked(dtype, checked) -> None:
+    # a bf16 region's float32 results move legitimately (torch rounds after every prim), and a
+    # compiled dropout draws other numbers than torch's
+    x = torch.randn(4, 8, dtype=dtype)
+    jfn = compiler.jit(lambda x: (x.float() * 2).exp().sum(-1), executors=INDUCTOR)
+    jfn(x)
+    (fusion,) = inductor_fusions(compiler.last_traces(jfn)[-1])
+    assert checkable(fusion.region) == checked
+    drawing = SimpleNamespace(bsyms=[SimpleNamespace(sym=Prim.RANDOM_VALUES, outputs=[])], inputs=())
+    assert not checkable(drawing)
