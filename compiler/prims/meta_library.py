@@ -82,7 +82,7 @@ def _convolution_meta(
             f"prims.convolution: {a.name} {a.type_string()} is smaller than the (dilated) kernel "
             f"{list(weight.shape[2:])}"
         ),
-        ValueError,
+        RuntimeError,  # NOTE: eager's error type: a program that tries sizes catches it
     )
     return TensorProxy((a.shape[0], weight.shape[0], *sizes), a.dtype, a.device)
 

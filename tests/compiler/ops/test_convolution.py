@@ -64,3 +64,13 @@ def test_mismatched_channels_name_the_operands() -> None:
     jfn = compiler.jit(lambda x, w: torch.conv2d(x, w))
     with pytest.raises(ValueError, match=r"prims.convolution: .* has 3 channels, weight .* expects 2 x 1 groups"):
         jfn(torch.randn(1, 3, 4, 4), torch.randn(2, 2, 3, 3))
+
+
+def test_an_input_smaller_than_the_kernel_raises_eagers_runtime_error() -> None:
+    # a speech model's feature extractor called on 8 samples: a program catching eager's error works
+    conv = lambda x, w: torch.conv1d(x, w, stride=5)
+    x, w = torch.randn(2, 1, 8), torch.randn(4, 1, 10)
+    with pytest.raises(RuntimeError, match="Kernel size can't be greater than actual input size"):
+        conv(x, w)
+    with pytest.raises(RuntimeError, match=r"prims.convolution: .* is smaller than the \(dilated\) kernel \[10\]"):
+        compiler.jit(conv)(x, w)
