@@ -10,7 +10,9 @@ inputs' sequences to each size (at most the tiny inputs' 8 tokens); `--over batc
 batch and cuts it to each size. Two entries is the goal: the first call's, and the one automatic
 dynamic compiles with the size symbolic when it changes. Per (architecture, mode) it prints
 `ok`, the entries and, for more than two, each recompilation (which guard failed: a branch on the
-size, a size kept constant); or the error where a call raised or disagreed with eager. A model
+size, a size kept constant); or the error where a call raised or disagreed with eager. A size the
+model refuses eagerly (audio cut shorter than a convolution's kernel) must be refused by the
+compiled model with an exception of the same type; `ok` then names it. A model
 that loops in Python over its length (RWKV) is expected to take an entry per length.
 """
 
@@ -19,8 +21,8 @@ from __future__ import annotations
 import argparse
 import copy
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import torch
 
@@ -49,13 +51,15 @@ class Outcome:
     entries: int = 0
     recompilations: str = ""
     error: str | None = None
+    refused: list[str] = field(default_factory=list)  # sizes eager raises at (as compiled does), with the type
 
     def __str__(self) -> str:
         head = f"{self.name} {self.mode} over {list(self.sizes)}: "
         if self.error is not None:
             return head + f"FAILED {self.error}"
         more = "" if self.entries <= 2 else "\n  " + self.recompilations.replace("\n", "\n  ")
-        return head + f"ok, {self.entries} entries" + more
+        refused = f" (eager and compiled raise alike at {'; '.join(self.refused)})" if self.refused else ""
+        return head + f"ok, {self.entries} entries" + refused + more
 
 
 def sized(inputs: dict[str, torch.Tensor], over: str, size: int) -> dict[str, torch.Tensor]:
@@ -79,9 +83,14 @@ def check(zoo: Architecture, mode: str, over: str, sizes: Sequence[int], device:
             where = f"{zoo.name} at {over} {size}"
             with torch.set_grad_enabled(training):
                 torch.manual_seed(3)  # NOTE: a model that draws (a router's jitter) draws alike in both
-                output = compiled(**copy.deepcopy(inputs))
+                try:
+                    expected = eager(**inputs)
+                except Exception as refused:  # NOTE: a size the model refuses (audio shorter than a kernel)
+                    _raises_as_eager(compiled, copy.deepcopy(inputs), refused, where)
+                    outcome.refused.append(f"{over} {size}: {type(refused).__name__}")
+                    continue
                 torch.manual_seed(3)
-                expected = eager(**inputs)
+                output = compiled(**copy.deepcopy(inputs))
             assert_outputs_close(output, expected, where, **TOLERANCE[device.type])
             if training:
                 training_loss(output).backward()
@@ -90,10 +99,22 @@ def check(zoo: Architecture, mode: str, over: str, sizes: Sequence[int], device:
                 model.zero_grad(set_to_none=True)
                 eager.zero_grad(set_to_none=True)
         outcome.entries = len(compiled.entries)
-        outcome.recompilations = str(compiler.examine.recompilations(compiled))
+        outcome.recompilations = str(compiler.examine.recompilations(compiled)) if compiled.entries else ""
     except Exception as error:
         outcome.error = " ".join(f"{type(error).__name__}: {error}".split())[:500]
     return outcome
+
+
+def _raises_as_eager(compiled: Callable[..., object], inputs: dict, refused: Exception, where: str) -> None:
+    """Raises AssertionError unless `compiled(**inputs)` raises an exception of `refused`'s type."""
+    eager = type(refused).__name__
+    try:
+        compiled(**inputs)
+    except type(refused):
+        return
+    except Exception as error:
+        raise AssertionError(f"{where}: eager raises {eager}, compiled {type(error).__name__}") from error
+    raise AssertionError(f"{where}: eager raises {eager}: {refused}; compiled returns")
 
 
 def main(argv: list[str] | None = None) -> int:

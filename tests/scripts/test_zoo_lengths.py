@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import compiler
 from scripts import zoo_lengths
 from scripts.zoo_lengths import check, sized
 from suites._models.hf_zoo_inputs import every_architecture
@@ -56,3 +57,16 @@ def test_bad_arguments_are_refused_naming_what_is_expected(argv, said, capsys):
     with pytest.raises(SystemExit) as raised:
         zoo_lengths.main(argv)
     assert raised.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_a_size_eager_refuses_must_be_refused_alike_by_the_compiled_model(monkeypatch):
+    # eight samples of audio are shorter than hubert's first convolution's kernel: both raise RuntimeError
+    outcome = check(every_architecture()["hubert"], "forward", "length", (8,), CPU)
+    assert (
+        str(outcome)
+        == "hubert forward over [8]: ok, 0 entries (eager and compiled raise alike at length 8: RuntimeError)"
+    )
+    monkeypatch.setattr(compiler, "jit", lambda model: lambda **inputs: None)
+    outcome = check(every_architecture()["hubert"], "forward", "length", (8,), CPU)
+    assert outcome.error.startswith("AssertionError: hubert at length 8: eager raises RuntimeError: ")
+    assert outcome.error.endswith("; compiled returns")
