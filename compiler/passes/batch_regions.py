@@ -6,8 +6,9 @@ callable (`batch_impl`; without it nothing is batched).
 Guarantees: regions that
 - only write back into their inputs (no returned values),
 - are made of elementwise prims over tensors that all have one static shape of at most
-  `FusionOptions.batch_numel` elements,
-- and have the same structure (prims, constants, dtypes, device, the same scalar inputs),
+  `FusionOptions.batch_numel` elements (and of broadcasts of 0-d inputs to it: numbers read from
+  device scalars, which the members share as they share number inputs),
+- and have the same structure (prims, constants, dtypes, device, the same scalar and 0-d inputs),
 become ONE batch bound symbol (`nvBatchN`, `inductorBatchN`: `FusionExecutor.batch_prefix`: their
 common region over their inputs laid end to end, executors/nvfuser/run/batch.py; or, where the
 executor's `batch_flat` is off, one region of all their prims) at the place of the first of
@@ -33,14 +34,26 @@ def _region(bsym: BoundSymbol) -> Region | None:
     return region if isinstance(bsym.sym, Symbol) and isinstance(region, Region) else None
 
 
+def shared_scalars(region: Region) -> set[str]:
+    """The names of the region's 0-d tensor inputs (a learning rate or a bias correction read from a
+    device scalar), which the members of a batch share as they share number inputs."""
+    return {p.name for p in region.inputs if isinstance(p, TensorProxy) and p.shape == ()}
+
+
+def _spreads(bsym: BoundSymbol, shared: set[str]) -> bool:
+    """Whether `bsym` broadcasts one of the `shared` 0-d inputs to the region's shape."""
+    return bsym.sym is Prim.BROADCAST_IN_DIM and isinstance(bsym.args[0], TensorProxy) and bsym.args[0].name in shared
+
+
 def batch_key(region: Region, limit: int) -> str | None:
     """The structure shared by the regions that can batch with `region` (prims with positional
     names, constants, dtypes, device, written inputs, scalar input names), or None when it cannot."""
     if region.outputs or not region.written:
         return None
-    if not all(b.sym in ELEMENTWISE or b.sym is Prim.COPY_TO for b in region.bsyms):
+    shared = shared_scalars(region)
+    if not all(b.sym in ELEMENTWISE or b.sym is Prim.COPY_TO or _spreads(b, shared) for b in region.bsyms):
         return None
-    tensors = [p for p in region.inputs if isinstance(p, TensorProxy)]
+    tensors = [p for p in region.inputs if isinstance(p, TensorProxy) and p.name not in shared]
     tensors += [p for b in region.bsyms for p in b.outputs if isinstance(p, TensorProxy)]
     if not tensors or any(not isinstance(p, TensorProxy | NumberProxy) for p in region.inputs):
         return None
@@ -51,12 +64,12 @@ def batch_key(region: Region, limit: int) -> str | None:
         return None
     names: dict[str, str] = {}
     for k, p in enumerate(region.inputs):
-        names[p.name] = f"in{k}:{p.dtype}" if isinstance(p, TensorProxy) else p.name
+        names[p.name] = f"in{k}:{p.dtype}" if isinstance(p, TensorProxy) and p.name not in shared else p.name
     lines = [f"{device.type} written={sorted(names[n] for n in region.written)}"]
     for b in region.bsyms:
         for p in b.outputs:
             names.setdefault(p.name, f"v{len(names)}:{p.dtype}")
-        args = map_proxies(b.args, lambda p: names[p.name])
+        args = map_proxies(b.args if not _spreads(b, shared) else (b.args[0], "shape", []), lambda p: names[p.name])
         lines.append(f"{[names[p.name] for p in b.outputs]} = {b.sym.value}{args!r}")
     return "\n".join(lines)
 
@@ -118,14 +131,15 @@ def _batch(members: Sequence[BoundSymbol], name: str, fuser: Any) -> BoundSymbol
     if not fuser.batch_flat:
         return _union(members, regions, name, fuser)
     first = regions[0]
-    shapes = [next(p for p in r.inputs if isinstance(p, TensorProxy)).shape for r in regions]
+    shared = shared_scalars(first)
+    shapes = [next(p for p in r.inputs if isinstance(p, TensorProxy) and p.name not in shared).shape for r in regions]
     numels = [size_product(shape) for shape in shapes]
     numel = sum(numels)
 
     flat: dict[str, TensorProxy] = {}
 
     def to_flat(p: Any) -> Any:
-        if not isinstance(p, TensorProxy):
+        if not isinstance(p, TensorProxy) or p.name in shared:
             return p
         if p.name not in flat:
             flat[p.name] = TensorProxy((numel,), p.dtype, p.device, name=p.name)
@@ -133,7 +147,7 @@ def _batch(members: Sequence[BoundSymbol], name: str, fuser: Any) -> BoundSymbol
 
     bsyms = tuple(
         b.replace(
-            args=map_proxies(b.args, to_flat),
+            args=(b.args[0], [numel], []) if _spreads(b, shared) else map_proxies(b.args, to_flat),
             kwargs=map_proxies(b.kwargs, to_flat),
             output=map_proxies(b.output, to_flat),
         )

@@ -11,6 +11,7 @@ import torch
 import compiler
 from compiler import prims
 from compiler.executors.nvfuser.executor import region_fusions
+from compiler.runtime import pipeline
 from compiler.tracing.check_trace import check_trace
 from suites.adam_step import PARAMETER_SETS, adam_step
 from tests.support.nvfuser_helpers import fake_nvfuser  # noqa: F401 - a fixture
@@ -250,3 +251,29 @@ def test_inductor_runs_a_batch_as_one_region_of_every_member(seed):
     inputs = fusions[1].region.inputs
     assert sum(isinstance(p, torch.Tensor) or hasattr(p, "shape") for p in inputs) == 4 * (len(shapes) - 1)
     assert len({p.name for p in inputs}) == len(inputs) == len(batch.args)
+
+
+@pytest.mark.parametrize("runner", ["torch", "nvfuser"])
+def test_updates_reading_device_scalars_batch_as_they_do_reading_numbers(runner, fake_nvfuser):  # noqa: F811
+    # under CUDA graphs a changing step count and learning rate are read from 0-d tensors, which
+    # every update broadcasts: the small updates still batch, sharing those tensors
+    shapes = PARAMETER_SETS["gpt-tiny"]
+    jfn = compiler.jit(adam_step, executors=["nvfuser", "torch"], fusion={"runner": runner}, numbers="symbolic")
+    state = adam_state(shapes, 0)
+    expected = copy.deepcopy(state)
+    jfn(*copy.deepcopy(state), 3, *HYPER)
+    traces = compiler.last_traces(jfn)
+    names = [p.name for p in traces[-1].inputs]
+    positions = tuple(names.index(n) for n in ("step", "lr"))
+    computation = pipeline._reading_device_scalars(jfn.options, traces, positions, torch.device("cpu"), False)
+    assert [b.sym.name for b in traces[-1].bsyms if getattr(b.sym, "executor", None) == "nvfuser"] == [
+        "nvFusion0",
+        "nvBatch0",
+    ]
+    inputs = list(jfn.last_entry.prologue((*state, 4, *HYPER), {}))
+    inputs[positions[0]], inputs[positions[1]] = torch.tensor(4), torch.tensor(HYPER[0], dtype=torch.float64)
+    computation(*inputs)
+    adam_step(*expected, 4, *HYPER)
+    for got, want in zip(state, expected):
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-7)

@@ -68,7 +68,7 @@ class BatchedFusion:
         """`flat`, the callable running `region` (the members' common region over 1-D inputs), run
         over members of `numels` elements each (1-D ones when `one_dim`)."""
         inputs = region.inputs
-        tensors = [k for k, p in enumerate(inputs) if isinstance(p, TensorProxy)]
+        tensors = [k for k, p in enumerate(inputs) if isinstance(p, TensorProxy) and p.shape != ()]  # 0-d: shared
         written = [k for k, p in enumerate(inputs) if p.name in region.written]
         return cls(flat, numels, one_dim, len(inputs), tensors, written)
 
