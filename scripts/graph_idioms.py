@@ -11,8 +11,8 @@ Each idiom is a training loop as written outside the suites, run as one step per
 For each it prints one line per variant, eager and the jitted function with `cuda_graphs` False
 (ungraphed), None (automatic) and True: the median and fastest step in microseconds (CUDA events
 around each step on CUDA, the wall clock on CPU; after warm-up steps, which compile and capture),
-the first step's seconds, and what the graphs did (`compiler.examine.cuda_graphs`). The goal of
-issue 47's item 4: the automatic variant no slower than the ungraphed one on every idiom.
+the first step's seconds, and what the graphs did (`compiler.examine.cuda_graphs`). The goal: the
+automatic variant no slower than the ungraphed one on every idiom.
 `--small` shrinks every size (a quick check that the loops run).
 """
 

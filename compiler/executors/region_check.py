@@ -1,8 +1,8 @@
 """The first call of a region's compiled function, checked against the region's prims run by torch.
 
 A compiler can generate code that computes something else than the region it was given (Inductor
-on CPU, torch 2.13: a layer norm's backward in ConvNeXt, its input permuted twice, came out with
-40% of its norm wrong). Such a region is caught on its first call: the region's prims run through
+on CPU has done so for the backward of ConvNeXt's channels-last layer norm, its input permuted
+twice). Such a region is caught on its first call: the region's prims run through
 torch on copies of the inputs, the compiled function on the inputs themselves, and every floating
 output (and every written input) must be within `RELATIVE_ERROR` of torch's
 norm-wise (or `ABSOLUTE_RMS` in root mean square), integer and bool ones equal, infinities and
@@ -13,8 +13,8 @@ then on, with a warning) or, with `fallback=False`, raises it.
 Not checked: regions that draw random numbers (a compiled dropout draws other numbers than
 torch's), regions reading or computing bfloat16 or float16 values (a compiled region computes in
 float32 between ops where torch rounds after each prim, which moves even its float32 results
-legitimately: a bf16 MLP's float32 loss by 0.1%), and calls whose tensor inputs hold more than
-`MAX_COPIED_BYTES` (the check copies them all).
+legitimately), and calls whose tensor inputs hold more than `MAX_COPIED_BYTES` (the check copies
+them all).
 """
 
 from __future__ import annotations

@@ -27,10 +27,11 @@ region holding several copies computes the same widening twice, which costs noth
 pass over memory.
 A scalar computation shared by independent updates (an optimizer step's `-lr * 2` of a learning
 rate given as a 0-d float32 tensor, torch.optim's capturable idiom) would otherwise be the one
-producer every update's region merges into: one fusion of every parameter's update, which nvFuser
-takes minutes to compile. With a copy per reader each update stays its own region, as it is when
-the learning rate is a number, and computes the scalar for itself (float32 arithmetic per
-element, next to a pass over memory); 64-bit ones (`scalar_prologue`) are computed once instead.
+producer every update's region merges into: one fusion of every parameter's update, whose nvFuser
+compilation grows with the parameter count. With a copy per reader each update stays its own
+region, as it is when the learning rate is a number, and computes the scalar for itself (float32
+arithmetic per element, next to a pass over memory); 64-bit ones (`scalar_prologue`) are
+computed once instead.
 """
 
 from __future__ import annotations

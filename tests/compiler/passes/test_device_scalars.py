@@ -99,9 +99,9 @@ def _adam_over(params, grads, lr, step):
 
 def test_updates_reading_device_scalars_stay_one_region_each() -> None:
     # the bias corrections, computed from the step read from a device scalar, were the producer every
-    # update merged into: one fusion of every parameter (nvFuser took 30 s to compile gpt-tiny's Adam
-    # so), computing them in float64 for every element; torch computes them once now, and each update
-    # is its own region, as with a number step
+    # update merged into: one fusion of every parameter (slow to compile for nvFuser), computing them
+    # in float64 for every element; torch computes them once now, and each update is its own region,
+    # as with a number step
     shapes = [(4, 3), (5,), (2, 3, 2)]
     params, grads = [torch.randn(s) for s in shapes], [torch.randn(s) for s in shapes]
     pure = _pure(_adam_over, params, grads, 0.1, 3, dynamic=["lr", "step"])
@@ -139,7 +139,7 @@ def test_updates_reading_a_float32_0d_learning_rate_get_a_copy_of_its_scalar_mat
 @pytest.mark.parametrize("count", [3, 6])
 def test_the_scalar_prologue_runs_once_with_torch_whatever_the_parameter_count(count) -> None:
     # copied per update and left to torch, the bias corrections cost torch kernels per parameter
-    # (296 tiny kernels in a GPT-2 small step); computed once, their number does not grow
+    # (two per parameter per step); computed once, their number does not grow
     shapes = [(4, 3), (5,), (2, 3, 2)] * (count // 3)
     params, grads = [torch.randn(s) for s in shapes], [torch.randn(s) for s in shapes]
     pure = _pure(_adam_over, params, grads, 0.1, 3, dynamic=["lr", "step"])
