@@ -113,30 +113,34 @@ def duplicate_widenings(trace: Trace) -> Trace:
     bsyms = list(trace.bsyms)
     context = TraceContext(reserved=trace.names())
     budget = [MAX_SCALAR_COPIES]
-    while (copied := _copy_shared(trace.inputs, bsyms, context, budget)) is not None:
+    # NOTE: found once: a prologue prim reads only prologue values, which are never copied, so it is
+    # never replaced by a later round
+    prologue = frozenset(id(bsyms[i]) for i in scalar_prologue(trace.inputs, bsyms))
+    while (copied := _copy_shared(bsyms, context, budget, prologue)) is not None:
         bsyms = copied
     return trace.with_bsyms(bsyms)
 
 
 def _copy_shared(
-    inputs: Sequence[Proxy], bsyms: list[BoundSymbol], context: TraceContext, budget: list[int]
+    bsyms: list[BoundSymbol], context: TraceContext, budget: list[int], prologue: frozenset[int]
 ) -> list[BoundSymbol] | None:
     """`bsyms` with a copy of each widening (and, while `budget[0]` scalar copies are left, each
-    scalar computation) for every fusible reader after its first, or None when none has more
-    than one."""
+    scalar computation) for every fusible reader after its first, the `prologue` (ids of bound
+    symbols computed once by torch, `fuse`) left alone, or None when none has more than one."""
     fusible_readers: dict[str, int] = {}
     for bsym in bsyms:
         if bsym.sym in _FUSIBLE_READERS:
             for name in {p.name for p in bsym.inputs}:
                 fusible_readers[name] = fusible_readers.get(name, 0) + 1
     copied = lambda b: fusible_readers.get(b.output.name, 0) - 1
-    shared = {b.output.name: b for b in bsyms if is_widening(b) and copied(b) > 0}
-    prologue = {id(bsyms[i]) for i in scalar_prologue(inputs, bsyms)}  # computed once, by torch (`fuse`)
-    scalars = [
-        b for b in bsyms if is_scalar_computation(b) and not is_widening(b) and id(b) not in prologue and copied(b) > 0
+    candidates = [
+        b for b in bsyms if (is_widening(b) or is_scalar_computation(b)) and id(b) not in prologue and copied(b) > 0
     ]
-    if sum(map(copied, scalars)) <= budget[0]:
-        budget[0] -= sum(map(copied, scalars))
+    shared = {b.output.name: b for b in candidates if is_widening(b)}
+    scalars = [b for b in candidates if not is_widening(b)]
+    count = sum(map(copied, scalars))
+    if count <= budget[0]:
+        budget[0] -= count
         shared.update((b.output.name, b) for b in scalars)
     if not shared:
         return None

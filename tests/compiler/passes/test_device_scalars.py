@@ -148,3 +148,20 @@ def test_the_scalar_prologue_runs_once_with_torch_whatever_the_parameter_count(c
     outside = [b for b in fused.bsyms if getattr(b.sym, "executor", None) != "nvfuser"]
     assert 0 < len(outside) <= 10 and all(b.output.shape == () for b in outside)
     assert len([b for b in fused.bsyms if b not in outside]) == count
+
+
+def test_a_prologue_conversion_read_twice_is_not_copied() -> None:
+    # a bool flag read from a device scalar, widened to float64 once and read by two prologue prims:
+    # the widening is the prologue's too, computed once by torch, not copied per reader
+    def flagged(p, g, flag):
+        return p * (flag * 2.0) + g * (flag * 3.0)
+
+    p, g = torch.randn(4, 3), torch.randn(4, 3)
+    pure = _pure(flagged, p, g, True, dynamic=["flag"])
+    scalars = cse(device_scalars(pure, ["flag"], CPU))
+    widened = lambda t: [b for b in t.bsyms if b.sym is Prim.CONVERT_ELEMENT_TYPE and b.args[0].name == "flag"]
+    assert len(widened(scalars)) == 1
+    fused = check_trace(fuse(duplicate_widenings(scalars), [torch_fuser(), TORCH]))
+    assert len(widened(fused)) == 1
+    for flag in (True, False):
+        torch.testing.assert_close(eval_trace(fused, p, g, _scalar(flag)), flagged(p, g, flag))
