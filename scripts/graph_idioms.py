@@ -29,6 +29,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import compiler
+from fusebench.measure.timing import DeviceTimer
 
 VARIANTS: dict[str, bool | str | None] = {"eager": "eager", "ungraphed": False, "automatic": None, "graphs": True}
 
@@ -118,23 +119,12 @@ IDIOMS: dict[str, Callable[..., tuple[Callable[[], None], Any]]] = {"rmsnorm": r
 
 
 def step_times(step: Callable[[], None], device: torch.device, steps: int, warmup: int) -> list[float]:
-    """Microseconds of each of `steps` calls of `step` after `warmup` calls."""
+    """Microseconds of each of `steps` calls of `step` after `warmup` calls (the harness's device
+    timer: CUDA events on CUDA, the wall clock on CPU)."""
     for _ in range(warmup):
         step()
-    times = []
-    for _ in range(steps):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            step()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) * 1e3)
-        else:
-            began = time.perf_counter()
-            step()
-            times.append((time.perf_counter() - began) * 1e6)
-    return times
+    timer = DeviceTimer(device)
+    return [timer.time(step) * 1e6 for _ in range(steps)]
 
 
 def measure(idiom: str, variant: str, device: torch.device, steps: int, small: bool) -> str:
