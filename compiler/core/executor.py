@@ -194,6 +194,10 @@ class FusionExecutor(Executor):
     #: whether one resize (cat, slice) anywhere in a region changes how the executor schedules all of
     #: it (nvFuser's resize scheduler): the fusion pass then leaves small resizes to torch (`fuse.py`)
     resize_splits: bool = False
+    #: whether a region writing back into its inputs should read broadcasts of its other inputs
+    #: already expanded, made outside it (`passes/expanded_inputs.py`: nvFuser copies a written value
+    #: computed from a broadcast made inside the fusion through a second kernel)
+    expands_inputs: bool = False
 
     @abc.abstractmethod
     def claim(self, bsym: BoundSymbol) -> tuple[Reason, str] | None:

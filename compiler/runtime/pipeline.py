@@ -23,6 +23,7 @@ from compiler.passes.cse import cse
 from compiler.passes.dce import dce
 from compiler.passes.device_scalars import device_scalars
 from compiler.passes.duplicate_widenings import duplicate_widenings
+from compiler.passes.expanded_inputs import expanded_inputs
 from compiler.passes.flatten import flatten
 from compiler.passes.fold_conversions import fold_conversions
 from compiler.passes.functionalize import functionalize
@@ -86,7 +87,8 @@ def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     """The passes run on the computation trace, in order: functionalize first (the others assume
     a pure trace), the stop_gradients autodiff alone reads dropped, small sort keys narrowed, then
     fusion when an executor fuses (exact conversion chains folded and shared upcasts and broadcasts
-    duplicated first, small same-structure regions batched after), and last the in-place partial
+    duplicated first, small same-structure regions batched after, writing regions reading the
+    broadcasts of their inputs expanded), and last the in-place partial
     updates (of written-back inputs, then of dead temporaries)."""
     passes: list[Callable[[Trace], Trace]] = [*_PURE_PASSES, drop_stop_gradients, narrow_sort_keys]
     if fusion_executor(options.executors) is not None:
@@ -95,6 +97,7 @@ def computation_passes(options: Options) -> list[Callable[[Trace], Trace]]:
             duplicate_widenings,
             lambda trace: fuse(trace, options.executors),
             lambda trace: batch_regions(trace, options.executors),
+            lambda trace: expanded_inputs(trace, options.executors),
         ]
     passes += [update_in_place, update_fresh]
     return passes
@@ -108,6 +111,7 @@ def backward_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     if fusing is not None:
         passes += [one_hot_scatters] if fusing.name == "nvfuser" else []
         passes += [fold_conversions, duplicate_widenings, lambda trace: fuse(trace, options.executors)]
+        passes.append(lambda trace: expanded_inputs(trace, options.executors))
     passes.append(update_fresh)
     return passes
 

@@ -64,6 +64,7 @@ from compiler.executors.region_fallback import (
     fallback_default,
 )
 from compiler.executors.region_split import torch_function
+from compiler.passes.expanded_inputs import hoistable, without
 
 _MAX_SEEN_COMPILE_KEYS = 4096
 
@@ -450,6 +451,7 @@ class NvFuserExecutor(FusionExecutor):
     batch_prefix = "nvBatch"
     resize_splits = True
     batches = True
+    expands_inputs = True
 
     def __init__(self, options: FusionOptions | None = None, fallback: bool | None = None) -> None:
         self.options = options or FusionOptions()
@@ -482,8 +484,13 @@ class NvFuserExecutor(FusionExecutor):
     def batch_impl(self, flat: Region, numels: Sequence[int], one_dim: bool) -> BatchedFusion:
         """The callable running same-structure regions of `numels` elements each (1-D ones when
         `one_dim`) as `flat`, their common region over 1-D inputs of all their elements
-        (passes/batch_regions.py)."""
-        return BatchedFusion.of(self.region_impl(flat), flat, numels, one_dim)
+        (passes/batch_regions.py). The members' 0-d inputs it broadcasts (numbers read from device
+        scalars) it reads expanded, as `expanded_inputs` has the other writing regions do."""
+        hoisted = hoistable(flat)
+        if not hoisted:
+            return BatchedFusion.of(self.region_impl(flat), flat, numels, one_dim)
+        runs = without(flat, hoisted)
+        return BatchedFusion.of(self.region_impl(runs), flat, numels, one_dim, runs)
 
 
 def region_fusions(trace: Trace) -> Sequence[NvFusion]:

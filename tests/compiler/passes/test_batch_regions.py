@@ -270,6 +270,10 @@ def test_updates_reading_device_scalars_batch_as_they_do_reading_numbers(runner,
         "nvFusion0",
         "nvBatch0",
     ]
+    # both read the 0-d inputs expanded, not broadcast inside (expanded_inputs.py)
+    fusions = region_fusions(traces[-1])
+    assert [b for f in fusions for b in f.region.bsyms if b.sym is prims.Prim.BROADCAST_IN_DIM] == []
+    assert len(fusions) == 2
     inputs = list(jfn.last_entry.prologue((*state, 4, *HYPER), {}))
     inputs[positions[0]], inputs[positions[1]] = torch.tensor(4), torch.tensor(HYPER[0], dtype=torch.float64)
     computation(*inputs)

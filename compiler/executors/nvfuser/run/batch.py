@@ -51,26 +51,45 @@ class BatchedFusion:
         width: int,
         tensors: Sequence[int],
         written: Sequence[int],
+        expanded: Sequence[tuple[int, tuple[int, ...]]] = (),
+        order: Sequence[int] | None = None,
     ) -> None:
         """`flat`: the fusion over 1-D inputs; `numels`: each member's elements; `one_dim`: every
         member's tensors are 1-D; `width`: inputs per member, of which `tensors` are tensors (the
-        others scalars) and `written` are written back."""
+        others scalars) and `written` are written back; `expanded`: (input, shape) of the 0-d inputs
+        `flat` reads expanded to that shape, appended after the inputs; `order`: the indices, among
+        the inputs and those, of the arguments `flat` takes (None: the inputs as they are)."""
         self.flat = flat
         self.numels = list(numels)
         self.one_dim = one_dim
         self.width = width
         self.tensors = list(tensors)
         self.written = list(written)
+        self.expanded = list(expanded)
+        self.order = None if order is None else list(order)
         self._gather = torch.cat if one_dim else _flatten
 
     @classmethod
-    def of(cls, flat: Callable[..., Any], region: Region, numels: Sequence[int], one_dim: bool) -> BatchedFusion:
+    def of(
+        cls, flat: Callable[..., Any], region: Region, numels: Sequence[int], one_dim: bool, runs: Region | None = None
+    ) -> BatchedFusion:
         """`flat`, the callable running `region` (the members' common region over 1-D inputs), run
-        over members of `numels` elements each (1-D ones when `one_dim`)."""
+        over members of `numels` elements each (1-D ones when `one_dim`). Where `flat` runs `runs`,
+        `region` with broadcasts of its 0-d inputs read as inputs (passes/expanded_inputs.py), those
+        are expanded from the 0-d inputs on each call (views: no kernel)."""
         inputs = region.inputs
         tensors = [k for k, p in enumerate(inputs) if isinstance(p, TensorProxy) and p.shape != ()]  # 0-d: shared
         written = [k for k, p in enumerate(inputs) if p.name in region.written]
-        return cls(flat, numels, one_dim, len(inputs), tensors, written)
+        if runs is None:
+            return cls(flat, numels, one_dim, len(inputs), tensors, written)
+        position = {p.name: k for k, p in enumerate(inputs)}
+        read = {p.name for p in runs.inputs} - set(position)
+        broadcasts = [b for b in region.bsyms if any(p.name in read for p in b.outputs)]
+        for k, b in enumerate(broadcasts):
+            position[b.output.name] = len(inputs) + k
+        expanded = [(position[b.args[0].name], tuple(b.output.shape)) for b in broadcasts]
+        order = [position[p.name] for p in runs.inputs]
+        return cls(flat, numels, one_dim, len(inputs), tensors, written, expanded, order)
 
     def __call__(self, *args: Any) -> None:
         width = self.width
@@ -78,7 +97,11 @@ class BatchedFusion:
         columns = {j: args[j::width] for j in self.tensors}
         for j, column in columns.items():
             flat_args[j] = self._gather(column)
-        self.flat(*flat_args)
+        if self.order is None:
+            self.flat(*flat_args)
+        else:
+            flat_args += [flat_args[j].expand(shape) for j, shape in self.expanded]
+            self.flat(*[flat_args[k] for k in self.order])
         for j in self.written:
             column = columns[j]
             if self.one_dim:
