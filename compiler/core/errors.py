@@ -19,6 +19,31 @@ class TracingError(RuntimeError):
     """The function cannot be traced as written (for example, control flow on tensor values)."""
 
 
+class OpValueError(ValueError, RuntimeError):
+    """A traced op's argument check failed (shapes that do not match, a bad size): a ValueError, and
+    a RuntimeError as eager raises for the same call, so a program catching eager's error still does."""
+
+
+class OpTypeError(TypeError, RuntimeError):
+    """A traced op's dtype or argument-kind check failed: a TypeError, and a RuntimeError as eager
+    raises for the same call (`expected scalar type Float but found Double`)."""
+
+
+_AS_OP_ERROR: dict[type, type[Exception]] = {ValueError: OpValueError, TypeError: OpTypeError}
+
+
+def as_op_error(error: Exception) -> Exception:
+    """`error` (a plain ValueError or TypeError an op's decomposition raised while tracing) as the
+    matching `OpValueError` / `OpTypeError`, with its message, cause and traceback; any other
+    error as it is."""
+    kind = _AS_OP_ERROR.get(type(error))
+    if kind is None:
+        return error
+    converted = kind(*error.args).with_traceback(error.__traceback__)
+    converted.__cause__ = error.__cause__
+    return converted
+
+
 def check(cond: bool, message: Callable[[], str], error: type[Exception] = RuntimeError) -> None:
     """Raises `error(message())` when `cond` is false; the message is built only on failure."""
     if not cond:

@@ -24,7 +24,7 @@ import torch
 
 from compiler import prims
 from compiler.core import ir
-from compiler.core.errors import TracingError, called_at, check
+from compiler.core.errors import TracingError, as_op_error, called_at, check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy
 from compiler.ops import autocast, complex_proxy, eager_layouts, known_values
 from compiler.ops.program_grad import grad_off_by_program
@@ -199,7 +199,10 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
     if kwargs.get("out") is not None and _accepts_out(op.impl):
         return _dispatch_out(op, fn, args, kwargs)
     with context.scope() as recorded:
-        output = op.impl(*args, **kwargs)
+        try:
+            output = op.impl(*args, **kwargs)
+        except (ValueError, TypeError) as error:
+            raise as_op_error(error) from error.__cause__
     recorded = _hoist_scalar_work(context, recorded)
     known_values.after_op(fn, args, kwargs, output, recorded)
     if recorded:

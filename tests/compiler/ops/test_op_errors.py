@@ -212,3 +212,42 @@ def test_interpolate_in_a_mode_it_does_not_resize_with_names_the_mode(mode: str)
     x = torch.randn(1, 1, 4, 4, 4) if mode == "trilinear" else torch.randn(1, 1, 4, 4)
     message = _raises(NotImplementedError, lambda x: F.interpolate(x, scale_factor=2, mode=mode), x)
     assert f"mode={mode!r}" in message and "nearest" in message, message
+
+
+# ---------------------------------------------------------------------------------------------
+# Error types a program catches
+
+
+def _first_that_fits(x: torch.Tensor, w: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
+    # a program trying layouts until one fits, catching the error eager raises (RuntimeError)
+    for candidate in weights:
+        try:
+            return x @ candidate + F.conv1d(x.unsqueeze(0), w).sum()
+        except RuntimeError:
+            w = w[:, : x.shape[0]]
+    raise AssertionError("nothing fitted")
+
+
+def test_a_program_catching_eagers_runtime_error_catches_the_traced_ops_errors() -> None:
+    x, w = torch.randn(3, 4), torch.randn(2, 5, 1)
+    weights = [torch.randn(5, 2), torch.randn(4, 2)]  # the first does not fit: matmul, then conv
+    torch.testing.assert_close(compiler.jit(_first_that_fits)(x, w, weights), _first_that_fits(x, w, weights))
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "kind"),
+    [
+        (lambda a, b: a @ b, (torch.randn(2, 3), torch.randn(4, 5)), ValueError),
+        (lambda a, b: torch.cat([a, b]), (torch.randn(2, 3), torch.randn(2, 4)), ValueError),
+        (lambda a, b: a + b, (torch.randn(2, 3), torch.randn(4)), ValueError),
+        (lambda a, b: a.view(5), (torch.randn(2, 3), None), ValueError),
+        (lambda a, b: F.conv2d(a, b), (torch.randn(1, 3, 8, 8), torch.randn(4, 2, 3, 3)), ValueError),
+        (lambda a, b: F.embedding(a, b), (torch.randn(2, 3), torch.randn(4, 5)), TypeError),
+    ],
+)
+def test_argument_errors_eager_raises_as_runtime_errors_are_runtime_errors_too(fn, args, kind) -> None:
+    with pytest.raises(RuntimeError):
+        fn(*args)
+    with pytest.raises(RuntimeError) as info:
+        compiler.jit(fn)(*args)
+    assert isinstance(info.value, kind), type(info.value)  # and still what the compiler documents
