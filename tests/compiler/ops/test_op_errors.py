@@ -251,3 +251,18 @@ def test_argument_errors_eager_raises_as_runtime_errors_are_runtime_errors_too(f
     with pytest.raises(RuntimeError) as info:
         compiler.jit(fn)(*args)
     assert isinstance(info.value, kind), type(info.value)  # and still what the compiler documents
+
+
+def _sum_of_grads(params: list[torch.Tensor]) -> torch.Tensor:
+    return sum(p.grad.sum() for p in params)
+
+
+def test_reading_a_traced_tensors_grad_says_to_pass_gradients_as_arguments() -> None:
+    p = torch.randn(3, requires_grad=True)
+    p.grad = torch.ones(3)
+    message = _raises(AttributeError, _sum_of_grads, [p])
+    assert "tensor.grad of the traced tensor" in message and "pass them to the function as arguments" in message
+    assert _line_of(_sum_of_grads, "p.grad.sum()") in message
+    # still an AttributeError: a default for a missing attribute works as it did
+    jfn = compiler.jit(lambda x: x * 2 if getattr(x, "grad_fn", None) is None else x)
+    torch.testing.assert_close(jfn(torch.ones(2)), torch.full((2,), 2.0))
