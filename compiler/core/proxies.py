@@ -221,7 +221,7 @@ class TensorProxy(Proxy):
                 f"not while tracing){called_at()}"
             )
         if method is not None and not callable(method):  # a tensor attribute the trace does not model
-            hint = _ATTRIBUTE_HINTS.get(name, "")
+            hint = ATTRIBUTE_HINTS.get(name, "")
             raise AttributeError(
                 f"reading tensor.{name} of the traced tensor {self.name} is not supported{called_at()}{hint}"
             )
@@ -231,7 +231,7 @@ class TensorProxy(Proxy):
 
 
 # NOTE: still AttributeErrors: `hasattr(x, "grad")` and `getattr(x, "grad", None)` behave as before
-_ATTRIBUTE_HINTS = {
+ATTRIBUTE_HINTS = {
     "grad": ": gradients are not traced values; pass them to the function as arguments (an optimizer "
     "step over `params` and `grads` lists)",
     "grad_fn": ": the trace records no autograd graph; compiled functions are differentiated as a whole",

@@ -26,6 +26,7 @@ from compiler import prims
 from compiler.core import ir
 from compiler.core.errors import TracingError, as_op_error, called_at, check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy
+from compiler.core.proxies import ATTRIBUTE_HINTS
 from compiler.ops import autocast, complex_proxy, eager_layouts, known_values
 from compiler.ops.program_grad import grad_off_by_program
 from compiler.ops.writes import write_out
@@ -129,6 +130,9 @@ def torch_name(fn: Any) -> str:
         return "torch.ops." + fn._qualified_op_name.replace("::", ".")
     if isinstance(fn, torch._ops.OpOverload):
         return f"torch.ops.{fn._schema.name.replace('::', '.')}.{fn._overloadname}"
+    owner = getattr(fn, "__self__", None)
+    if type(owner).__name__ == "getset_descriptor" and getattr(fn, "__name__", "") == "__get__":
+        return f"reading tensor.{owner.__name__}"  # an attribute read on a tensor the program captured
     module = getattr(fn, "__module__", None) or ""
     qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     if module.startswith("torch._C") or module == "torch.functional" or qualname.startswith("_Variable"):
@@ -188,7 +192,9 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
             result = fn(*args, **kwargs)
             if not _contains(result, torch.Tensor):
                 return result
-        raise NotImplementedError(f"{torch_name(fn)} is not supported by the fusebench compiler{called_at()}")
+        name = torch_name(fn)
+        hint = ATTRIBUTE_HINTS.get(name.removeprefix("reading tensor."), "") if name.startswith("reading") else ""
+        raise NotImplementedError(f"{name} is not supported by the fusebench compiler{called_at()}{hint}")
     _check_no_tensors(op, args, kwargs)
     check(context is not None, lambda: f"{op.name} was called on proxies outside of tracing", TracingError)
     if kwargs and not _NUMPY_NAMES.keys().isdisjoint(kwargs):

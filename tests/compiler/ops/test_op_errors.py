@@ -266,3 +266,12 @@ def test_reading_a_traced_tensors_grad_says_to_pass_gradients_as_arguments() -> 
     # still an AttributeError: a default for a missing attribute works as it did
     jfn = compiler.jit(lambda x: x * 2 if getattr(x, "grad_fn", None) is None else x)
     torch.testing.assert_close(jfn(torch.ones(2)), torch.full((2,), 2.0))
+
+
+def test_compiling_an_optimizers_step_names_the_gradient_read() -> None:
+    # torch.optim's step reads .grad of the parameters it holds (tensors the program captured)
+    model = torch.nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(2, 4)).sum().backward()
+    with pytest.raises(NotImplementedError, match=r"reading tensor\.grad is not supported .*pass them to the function"):
+        compiler.jit(optimizer.step)()
