@@ -88,6 +88,20 @@ def _broadcast_in_dim(a: torch.Tensor, shape: Sequence[int], broadcast_dims: Seq
     return a.reshape(view_shape).expand(list(shape))
 
 
+def _broadcast_in_dim_source(bsym: Any, g: Any) -> list[str] | None:
+    """`_broadcast_in_dim` as one `expand` where the operand's dims are the result's last ones (a
+    0-d value, a vector over rows: torch's own broadcasting), as `expanded_inputs` makes them before
+    a region; None, keeping the call, otherwise."""
+    a, shape, dims = bsym.args
+    if list(dims) != list(range(len(shape) - len(a.shape), len(shape))):
+        return None
+    sizes = "".join(f"{g.source(s)}, " for s in shape)
+    return [f"{bsym.output.name} = {a.name}.expand(({sizes}))"]
+
+
+_broadcast_in_dim.inline_source = _broadcast_in_dim_source  # type: ignore[attr-defined]
+
+
 def _slice(a: torch.Tensor, starts: Sequence, ends: Sequence, steps: Sequence) -> torch.Tensor:
     return a[tuple(slice(s, e, st) for s, e, st in zip(starts, ends, steps))]
 

@@ -113,3 +113,22 @@ def test_a_cache_write_of_a_megabyte_or_more_keeps_its_call_for_the_wide_rows():
     torch.testing.assert_close(jfn(cache, torch.arange(1024), new), new)
     source = computation_source(jfn)
     assert ".index_copy_(" not in source and "index_copy_" in source, source
+
+
+@pytest.mark.parametrize(
+    ("fn", "shapes", "inlined"),
+    [
+        (lambda x, w: x.expand(3, 4, 5) * w, [(4, 5), (5,)], True),  # a vector over rows, one over planes
+        (lambda x, w: x.expand(2, 1, 5) + w, [(1, 5), ()], True),  # a size-1 dim expanded, a 0-d value
+        (lambda x, w: x * w.unsqueeze(1), [(4, 5), (4,)], False),  # over columns: not torch's broadcasting
+    ],
+)
+def test_broadcasts_torch_would_make_run_as_one_expand(fn, shapes, inlined):
+    for seed in range(2):
+        torch.manual_seed(seed)
+        args = [torch.randn(s) for s in shapes]
+        jfn = compiler.jit(fn, executors=["torch"])
+        torch.testing.assert_close(jfn(*args), fn(*args))
+        source = computation_source(jfn)
+        assert ("_broadcast_in_dim" in source) is not inlined, source  # the unsqueeze keeps its call
+        assert ".expand((" in source, source

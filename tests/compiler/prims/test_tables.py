@@ -147,12 +147,13 @@ def test_parts_lie_inside_their_tables_and_vjp_parts_do_not_overlap() -> None:
     assert sum(len(p) for p in vjp_parts) == len(vjp_rules.VJP), "the VJP parts overlap, or VJP has rules of its own"
 
 
-def test_only_slice_and_attention_have_an_inline_source_form() -> None:
+def test_only_slice_broadcast_and_attention_have_an_inline_source_form() -> None:
     """codegen writes an implementation's `inline_source` in place of its call; in the torch
-    executor only the slice (a chain of `narrow`s, sparing a call per slice) and attention (torch's
-    own call where no key/value head serves several query heads) have one."""
+    executor only the slice (a chain of `narrow`s, sparing a call per slice), the broadcast (one
+    `expand` where torch's broadcasting does it) and attention (torch's own call where no key/value
+    head serves several query heads) have one."""
     inline = {p for p, impl in torch_executor.IMPLS.items() if hasattr(impl, "inline_source")}
-    assert inline == {Prim.SLICE, Prim.SDPA}
+    assert inline == {Prim.SLICE, Prim.BROADCAST_IN_DIM, Prim.SDPA}
 
 
 def _annotation_keyed_by_prim(annotation: ast.expr | None) -> bool:
