@@ -44,6 +44,24 @@ def as_op_error(error: Exception) -> Exception:
     return converted
 
 
+# NOTE: still AttributeErrors: `hasattr(x, "grad")` and `getattr(x, "grad", None)` behave as before
+ATTRIBUTE_HINTS = {
+    "grad": ": gradients are not traced values; pass them to the function as arguments (an optimizer "
+    "step over `params` and `grads` lists)",
+    "grad_fn": ": the trace records no autograd graph; compiled functions are differentiated as a whole",
+}
+
+
+def missing_attribute(name: str, tensor: str, tensor_attribute: bool) -> str:
+    """The message for reading attribute `name` of the traced tensor `tensor`: for a torch.Tensor
+    attribute the trace does not model (`tensor_attribute`), that, the program's line and what to do
+    instead where there is something; otherwise Python's own message."""
+    if not tensor_attribute:
+        return f"'TensorProxy' object has no attribute '{name}'"
+    hint = ATTRIBUTE_HINTS.get(name, "")
+    return f"reading tensor.{name} of the traced tensor {tensor} is not supported{called_at()}{hint}"
+
+
 def check(cond: bool, message: Callable[[], str], error: type[Exception] = RuntimeError) -> None:
     """Raises `error(message())` when `cond` is false; the message is built only on failure."""
     if not cond:

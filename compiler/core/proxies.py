@@ -19,7 +19,7 @@ import torch
 
 from compiler.core import dtypes
 from compiler.core.context import current, fresh_name
-from compiler.core.errors import TracingError, called_at
+from compiler.core.errors import TracingError, called_at, missing_attribute
 
 
 class Proxy:
@@ -220,22 +220,9 @@ class TensorProxy(Proxy):
                 f"reading requires_grad of the traced tensor {self.name} is not supported (it is known per call, "
                 f"not while tracing){called_at()}"
             )
-        if method is not None and not callable(method):  # a tensor attribute the trace does not model
-            hint = ATTRIBUTE_HINTS.get(name, "")
-            raise AttributeError(
-                f"reading tensor.{name} of the traced tensor {self.name} is not supported{called_at()}{hint}"
-            )
-        if method is None:
-            raise AttributeError(f"'TensorProxy' object has no attribute '{name}'")
+        if method is None or not callable(method):
+            raise AttributeError(missing_attribute(name, self.name, method is not None))
         return functools.partial(_dispatch, method, self)
-
-
-# NOTE: still AttributeErrors: `hasattr(x, "grad")` and `getattr(x, "grad", None)` behave as before
-ATTRIBUTE_HINTS = {
-    "grad": ": gradients are not traced values; pass them to the function as arguments (an optimizer "
-    "step over `params` and `grads` lists)",
-    "grad_fn": ": the trace records no autograd graph; compiled functions are differentiated as a whole",
-}
 
 
 def _tensor_method(name: str) -> Callable:

@@ -24,9 +24,8 @@ import torch
 
 from compiler import prims
 from compiler.core import ir
-from compiler.core.errors import TracingError, as_op_error, called_at, check
+from compiler.core.errors import ATTRIBUTE_HINTS, TracingError, as_op_error, called_at, check
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, Symbol, TensorProxy
-from compiler.core.proxies import ATTRIBUTE_HINTS
 from compiler.ops import autocast, complex_proxy, eager_layouts, known_values
 from compiler.ops.program_grad import grad_off_by_program
 from compiler.ops.writes import write_out
