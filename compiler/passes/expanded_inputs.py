@@ -8,7 +8,10 @@ into an input, each `q = broadcast_in_dim(p, ...)` of a region input `p` the tra
 whose `q` only elementwise prims of the region read (not returned, not written back), is made
 outside the region, just before it (torch's broadcast is a view: no kernel, no copy), and the
 region reads `q` instead, as an expanded tensor (stride-0 dims). `p` stays an input only where
-another prim of the region reads it. Values are unchanged.
+another prim of the region reads it. Before that, a broadcast of a value the region computes by
+elementwise prims from such inputs alone (`w.exp()`, a 0-d learning rate's `-lr * 2`) is made of
+those inputs' broadcasts instead, the prims then computing at the broadcast's shape (`lifted`).
+Values are unchanged.
 
 Why: nvfuser_direct 0.2.36 splits a fusion that writes into an input (`alias_input`) a value
 computed from a broadcast made inside the fusion: the value goes to a temporary and a second
@@ -20,7 +23,7 @@ is already a broadcast (size-1 or stride-0 dims) is one kernel.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from compiler.core.executor import Executor, Region, fusion_executor
 from compiler.core.ir import BoundSymbol, Symbol, TensorProxy, Trace
@@ -51,6 +54,91 @@ def hoistable(region: Region) -> list[BoundSymbol]:
     ]
 
 
+def lifted(region: Region) -> Region:
+    """`region` with each broadcast of a value it computes from unwritten inputs by elementwise prims
+    alone replaced by those prims over the inputs' broadcasts (whose readers are then elementwise,
+    as `hoistable` asks); the computation it replaced is dropped where nothing else reads it."""
+    if not region.written:
+        return region
+    inputs = {p.name for p in region.inputs if isinstance(p, TensorProxy)} - set(region.written)
+    returned = {id(p) for p in region.outputs}
+    bsyms = list(region.bsyms)
+    for _ in range(len(bsyms)):  # one broadcast per round; each round's prims are the next's
+        step = _lift_one(bsyms, inputs)
+        if step is None:
+            break
+        bsyms = _live(step, returned)
+    return Region(region.name, tuple(bsyms), region.inputs, region.outputs, region.written)
+
+
+def _lift_one(bsyms: list[BoundSymbol], inputs: set[str]) -> list[BoundSymbol] | None:
+    """`bsyms` with the first broadcast of a computed value `lifted` can rewrite rewritten, or None."""
+    producer = {id(p): b for b in bsyms for p in b.outputs}
+
+    def spread(p: TensorProxy) -> BoundSymbol | None:
+        """The broadcast of an unwritten input that makes `p`, if one does."""
+        b = producer.get(id(p))
+        is_spread = b is not None and b.sym is Prim.BROADCAST_IN_DIM and isinstance(b.args[0], TensorProxy)
+        return b if is_spread and b.args[0].name in inputs else None
+
+    def chain(p: TensorProxy, found: list[BoundSymbol]) -> bool:
+        if p.name in inputs or spread(p) is not None:
+            return True
+        b = producer.get(id(p))
+        if b is None or b.sym not in ELEMENTWISE:
+            return False
+        if not all(chain(a, found) for a in b.args if isinstance(a, TensorProxy)):
+            return False
+        if b not in found:
+            found.append(b)
+        return True
+
+    for i, b in enumerate(bsyms):
+        source = b.args[0] if b.sym is Prim.BROADCAST_IN_DIM else None
+        found: list[BoundSymbol] = []
+        if not isinstance(source, TensorProxy) or source.name in inputs or spread(source) is not None:
+            continue
+        if chain(source, found):
+            return [*bsyms[:i], *_over_broadcasts(b, found, spread), *bsyms[i + 1 :]]
+    return None
+
+
+def _over_broadcasts(
+    broadcast: BoundSymbol, found: Sequence[BoundSymbol], spread: Callable[[TensorProxy], BoundSymbol | None]
+) -> list[BoundSymbol]:
+    """The elementwise prims `found` (computing `broadcast`'s operand from inputs and broadcasts of
+    inputs) over broadcasts of those to `broadcast`'s shape, the last giving its output."""
+    source, shape, dims = broadcast.args
+    made: dict[int, TensorProxy] = {}
+    lines: list[BoundSymbol] = []
+    computed = {id(op.output) for op in found}
+
+    def wide(p: TensorProxy) -> TensorProxy:
+        if id(p) not in made:
+            made[id(p)] = TensorProxy(tuple(shape), p.dtype, p.device, name=f"{p.name}_{broadcast.output.name}")
+            if id(p) not in computed:  # an input, or a broadcast of one: broadcast (again) from the input
+                inner = spread(p)
+                operand, spread_dims = (p, dims) if inner is None else (inner.args[0], [dims[d] for d in inner.args[2]])
+                lines.append(broadcast.replace(args=(operand, shape, spread_dims), output=made[id(p)]))
+        return made[id(p)]
+
+    for op in found:
+        args = tuple(wide(a) if isinstance(a, TensorProxy) else a for a in op.args)
+        lines.append(op.replace(args=args, output=broadcast.output if op.output is source else wide(op.output)))
+    return lines
+
+
+def _live(bsyms: Sequence[BoundSymbol], returned: set[int]) -> list[BoundSymbol]:
+    """`bsyms` without those whose outputs nothing reads (a write-back is always kept)."""
+    kept: list[BoundSymbol] = []
+    read = set(returned)
+    for b in reversed(bsyms):
+        if b.sym is Prim.COPY_TO or any(id(p) in read for p in b.outputs):
+            kept.append(b)
+            read.update(id(p) for p in b.inputs)
+    return kept[::-1]
+
+
 def without(region: Region, hoisted: Sequence[BoundSymbol]) -> Region:
     """`region` without the `hoisted` broadcasts, reading their outputs as inputs instead."""
     gone = {id(b) for b in hoisted}
@@ -70,6 +158,8 @@ def expanded_inputs(trace: Trace, executors: Sequence[Executor]) -> Trace:
     bsyms: list[BoundSymbol] = []
     for b in trace.bsyms:
         region = getattr(getattr(b.sym, "impl", None), "region", None)
+        if isinstance(region, Region) and b.sym.executor == fuser.name:
+            region = lifted(region)
         hoisted = hoistable(region) if isinstance(region, Region) and b.sym.executor == fuser.name else []
         if not hoisted:
             bsyms.append(b)

@@ -332,3 +332,18 @@ def test_segments_runs_the_repro_scripts_in_one_long_lived_profiler_child(monkey
         ):
             examine.segments(jfn)
         assert profiler.pid == child
+
+
+def test_segmentation_hint_names_a_write_computed_from_a_broadcast_made_inside():
+    # a broadcast of an input is made outside (expanded_inputs); one of a sum the fusion computes is not
+    def shifted(x, y):
+        x.add_(y.sum(-1, keepdim=True))
+
+    jfn = jit_torch_regions(shifted)
+    jfn(torch.randn(4, 6), torch.randn(4, 6))
+    [region] = [f.region for f in region_fusions(compiler.last_traces(jfn)[-1])]
+    assert "writes into x a value computed from a broadcast" in segmentation_hint(region)
+    jfn = jit_torch_regions(lambda x, w: x.mul_(w))
+    jfn(torch.randn(4, 6), torch.randn(6))
+    [region] = [f.region for f in region_fusions(compiler.last_traces(jfn)[-1])]
+    assert segmentation_hint(region) is None

@@ -81,3 +81,43 @@ def test_a_broadcast_of_a_written_input_or_read_by_a_reduction_stays_inside(fake
             fn(*expected)
             torch.testing.assert_close(got, expected)
             assert kept in _broadcasts_inside(jfn)
+
+
+def _lifted_programs():
+    def exp_scale(x, w, lr):
+        x.mul_(w.exp())  # w.exp() is computed, then broadcast
+
+    def lr_math(x, w, lr):
+        x.add_(w * (lr * -2 + 1))  # a 0-d learning rate's math, then broadcast
+
+    def shared(x, w, lr):
+        x.mul_(w.sigmoid())
+        return w.sigmoid() * 3  # the computed value is read at its own shape too
+
+    return [exp_scale, lr_math, shared]
+
+
+@pytest.mark.parametrize("runner", ["torch", "nvfuser"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_broadcast_of_a_computed_value_is_made_of_the_inputs_broadcasts(runner, dtype, fake_nvfuser):  # noqa: F811
+    for fn in _lifted_programs():
+        for seed, (x_shape, w_shape) in enumerate([((4, 6), (6,)), ((3, 1, 6), (1, 6)), ((5, 6), (1,))]):
+            torch.manual_seed(seed)
+            x, w, lr = (
+                torch.randn(x_shape, dtype=dtype),
+                torch.randn(w_shape, dtype=dtype),
+                torch.randn((), dtype=dtype),
+            )
+            jfn = _jit(fn, runner)
+            got, expected = x.clone(), x.clone()
+            out = jfn(got, w, lr)
+            want = fn(expected, w, lr)
+            # a fusion keeps bf16 intermediates in float32: within a bf16 rounding of eager's
+            close = {"atol": 4e-3, "rtol": 1.6e-2} if dtype == torch.bfloat16 else {}
+            torch.testing.assert_close(got, expected, **close)
+            torch.testing.assert_close(out, want, **close)
+            regions = region_fusions(compiler.last_traces(jfn)[-1])
+            writing = [f for f in regions if f.region.written]
+            assert writing and all(b.sym is not Prim.BROADCAST_IN_DIM for f in writing for b in f.region.bsyms), [
+                str(f.region.bsyms) for f in writing
+            ]

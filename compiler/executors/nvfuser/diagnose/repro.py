@@ -361,7 +361,24 @@ def segmentation_hint(region: Region) -> str | None:
         reasons.append(f"outputs of {len(shapes)} different shapes {sorted(map(str, shapes))}")
     if any(b.sym in (Prim.MATMUL, Prim.LINEAR) for b in region.bsyms):
         reasons.append("a matmul gets its own kernel")
+    broadcast = _written_from_a_broadcast(region)
+    if broadcast is not None:
+        reasons.append(
+            f"it writes into {broadcast} a value computed from a broadcast made inside the fusion: nvFuser "
+            "writes it to a temporary and a second kernel copies it in"
+        )
     return "; ".join(reasons) or None
+
+
+def _written_from_a_broadcast(region: Region) -> str | None:
+    """The name of an input `region` writes back a value computed from one of its broadcasts, or None."""
+    tainted: set[int] = set()
+    for b in region.bsyms:
+        if b.sym is Prim.COPY_TO and id(b.args[0]) in tainted:
+            return b.args[1].name
+        if b.sym is Prim.BROADCAST_IN_DIM or any(id(p) in tainted for p in b.inputs):
+            tainted.update(id(p) for p in b.outputs)
+    return None
 
 
 def ops_by_scheduler(region: Region, schedulers: Sequence[str]) -> dict[int, list[str]]:
