@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from compiler.core.context import TraceContext
 from compiler.core.executor import Executor, Region, fusion_executor
 from compiler.core.ir import BoundSymbol, Symbol, TensorProxy, Trace
 from compiler.passes import trace_pass
@@ -54,24 +55,25 @@ def hoistable(region: Region) -> list[BoundSymbol]:
     ]
 
 
-def lifted(region: Region) -> Region:
+def lifted(region: Region, fresh: Callable[[str], str]) -> Region:
     """`region` with each broadcast of a value it computes from unwritten inputs by elementwise prims
     alone replaced by those prims over the inputs' broadcasts (whose readers are then elementwise,
-    as `hoistable` asks); the computation it replaced is dropped where nothing else reads it."""
+    as `hoistable` asks); the computation it replaced is dropped where nothing else reads it. `fresh`
+    names the values it makes (a prefix in, a name no value of the trace has out)."""
     if not region.written:
         return region
     inputs = {p.name for p in region.inputs if isinstance(p, TensorProxy)} - set(region.written)
     returned = {id(p) for p in region.outputs}
     bsyms = list(region.bsyms)
     for _ in range(len(bsyms)):  # one broadcast per round; each round's prims are the next's
-        step = _lift_one(bsyms, inputs)
+        step = _lift_one(bsyms, inputs, fresh)
         if step is None:
             break
         bsyms = _live(step, returned)
     return Region(region.name, tuple(bsyms), region.inputs, region.outputs, region.written)
 
 
-def _lift_one(bsyms: list[BoundSymbol], inputs: set[str]) -> list[BoundSymbol] | None:
+def _lift_one(bsyms: list[BoundSymbol], inputs: set[str], fresh: Callable[[str], str]) -> list[BoundSymbol] | None:
     """`bsyms` with the first broadcast of a computed value `lifted` can rewrite rewritten, or None."""
     producer = {id(p): b for b in bsyms for p in b.outputs}
 
@@ -99,12 +101,15 @@ def _lift_one(bsyms: list[BoundSymbol], inputs: set[str]) -> list[BoundSymbol] |
         if not isinstance(source, TensorProxy) or source.name in inputs or spread(source) is not None:
             continue
         if chain(source, found):
-            return [*bsyms[:i], *_over_broadcasts(b, found, spread), *bsyms[i + 1 :]]
+            return [*bsyms[:i], *_over_broadcasts(b, found, spread, fresh), *bsyms[i + 1 :]]
     return None
 
 
 def _over_broadcasts(
-    broadcast: BoundSymbol, found: Sequence[BoundSymbol], spread: Callable[[TensorProxy], BoundSymbol | None]
+    broadcast: BoundSymbol,
+    found: Sequence[BoundSymbol],
+    spread: Callable[[TensorProxy], BoundSymbol | None],
+    fresh: Callable[[str], str],
 ) -> list[BoundSymbol]:
     """The elementwise prims `found` (computing `broadcast`'s operand from inputs and broadcasts of
     inputs) over broadcasts of those to `broadcast`'s shape, the last giving its output."""
@@ -115,7 +120,7 @@ def _over_broadcasts(
 
     def wide(p: TensorProxy) -> TensorProxy:
         if id(p) not in made:
-            made[id(p)] = TensorProxy(tuple(shape), p.dtype, p.device, name=f"{p.name}_{broadcast.output.name}")
+            made[id(p)] = TensorProxy(tuple(shape), p.dtype, p.device, name=fresh(f"{p.name}_"))
             if id(p) not in computed:  # an input, or a broadcast of one: broadcast (again) from the input
                 inner = spread(p)
                 operand, spread_dims = (p, dims) if inner is None else (inner.args[0], [dims[d] for d in inner.args[2]])
@@ -155,11 +160,12 @@ def expanded_inputs(trace: Trace, executors: Sequence[Executor]) -> Trace:
     fuser = fusion_executor(executors)
     if fuser is None or not fuser.expands_inputs:
         return trace.with_bsyms(list(trace.bsyms))
+    context = TraceContext(reserved=trace.names())
     bsyms: list[BoundSymbol] = []
     for b in trace.bsyms:
         region = getattr(getattr(b.sym, "impl", None), "region", None)
         if isinstance(region, Region) and b.sym.executor == fuser.name:
-            region = lifted(region)
+            region = lifted(region, context.fresh)
         hoisted = hoistable(region) if isinstance(region, Region) and b.sym.executor == fuser.name else []
         if not hoisted:
             bsyms.append(b)
