@@ -27,8 +27,9 @@ from collections.abc import Callable, Sequence
 
 from compiler.core.context import TraceContext
 from compiler.core.executor import Executor, Region, fusion_executor
-from compiler.core.ir import BoundSymbol, Symbol, TensorProxy, Trace
+from compiler.core.ir import BoundSymbol, TensorProxy, Trace
 from compiler.passes import trace_pass
+from compiler.passes.fuse import region_bsym
 from compiler.prims import ELEMENTWISE, Prim
 
 
@@ -171,7 +172,5 @@ def expanded_inputs(trace: Trace, executors: Sequence[Executor]) -> Trace:
             bsyms.append(b)
             continue
         smaller = without(region, hoisted)
-        bsyms += hoisted
-        impl = fuser.region_impl(smaller)
-        bsyms.append(BoundSymbol(Symbol(smaller.name, impl, fuser.name), smaller.inputs, {}, b.output, smaller.bsyms))
+        bsyms += [*hoisted, region_bsym(smaller, fuser.region_impl(smaller), fuser.name)]
     return trace.with_bsyms(bsyms)
