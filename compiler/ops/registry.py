@@ -123,15 +123,24 @@ def _custom_op(fn: Any) -> Op | None:
     return None
 
 
+def _tensor_attribute(fn: Any) -> str | None:
+    """The attribute `fn` reads where it is a tensor attribute's getter (`.grad` of a tensor the
+    program captured), else None."""
+    owner = getattr(fn, "__self__", None)
+    if type(owner).__name__ == "getset_descriptor" and getattr(fn, "__name__", "") == "__get__":
+        return owner.__name__
+    return None
+
+
 def torch_name(fn: Any) -> str:
     """A readable dotted name for a torch callable (for error messages)."""
     if isinstance(fn, torch._ops.OpOverloadPacket):
         return "torch.ops." + fn._qualified_op_name.replace("::", ".")
     if isinstance(fn, torch._ops.OpOverload):
         return f"torch.ops.{fn._schema.name.replace('::', '.')}.{fn._overloadname}"
-    owner = getattr(fn, "__self__", None)
-    if type(owner).__name__ == "getset_descriptor" and getattr(fn, "__name__", "") == "__get__":
-        return f"reading tensor.{owner.__name__}"  # an attribute read on a tensor the program captured
+    attribute = _tensor_attribute(fn)
+    if attribute is not None:
+        return f"reading tensor.{attribute}"
     module = getattr(fn, "__module__", None) or ""
     qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     if module.startswith("torch._C") or module == "torch.functional" or qualname.startswith("_Variable"):
@@ -191,9 +200,8 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
             result = fn(*args, **kwargs)
             if not _contains(result, torch.Tensor):
                 return result
-        name = torch_name(fn)
-        hint = ATTRIBUTE_HINTS.get(name.removeprefix("reading tensor."), "") if name.startswith("reading") else ""
-        raise NotImplementedError(f"{name} is not supported by the fusebench compiler{called_at()}{hint}")
+        hint = ATTRIBUTE_HINTS.get(_tensor_attribute(fn) or "", "")
+        raise NotImplementedError(f"{torch_name(fn)} is not supported by the fusebench compiler{called_at()}{hint}")
     _check_no_tensors(op, args, kwargs)
     check(context is not None, lambda: f"{op.name} was called on proxies outside of tracing", TracingError)
     if kwargs and not _NUMPY_NAMES.keys().isdisjoint(kwargs):

@@ -12,6 +12,9 @@ eager takes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace, proxies_in
 from compiler.passes import trace_pass
 from compiler.prims import RANDOM, SIDE_EFFECTS
@@ -31,9 +34,15 @@ def has_side_effects(bsym: BoundSymbol) -> bool:
 @trace_pass("dce")
 def dce(trace: Trace) -> Trace:
     """The trace without bound symbols whose outputs nobody reads."""
-    live = {id(p) for p in proxies_in(trace.output)}
+    return trace.with_bsyms(live_bsyms(trace.bsyms, trace.output))
+
+
+def live_bsyms(bsyms: Sequence[BoundSymbol], output: Any) -> list[BoundSymbol]:
+    """`bsyms` without those whose outputs neither `output` nor a kept one reads, as `dce` keeps
+    them (a region's prims, with its outputs: `passes/expanded_inputs.py`)."""
+    live = {id(p) for p in proxies_in(output)}
     kept: list[BoundSymbol] = []
-    for bsym in reversed(trace.bsyms):
+    for bsym in reversed(bsyms):
         if has_side_effects(bsym) or any(id(p) in live for p in bsym.outputs):
             kept.append(bsym)
             live.update(id(p) for p in bsym.inputs)
@@ -41,4 +50,4 @@ def dce(trace: Trace) -> Trace:
                 if isinstance(p, TensorProxy):
                     live.update(id(s) for s in p.shape if isinstance(s, NumberProxy))
     kept.reverse()
-    return trace.with_bsyms(kept)
+    return kept

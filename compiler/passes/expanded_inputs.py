@@ -29,8 +29,14 @@ from compiler.core.context import TraceContext
 from compiler.core.executor import Executor, Region, fusion_executor
 from compiler.core.ir import BoundSymbol, TensorProxy, Trace
 from compiler.passes import trace_pass
+from compiler.passes.dce import live_bsyms
 from compiler.passes.fuse import region_bsym
 from compiler.prims import ELEMENTWISE, Prim
+
+
+def _unwritten(region: Region) -> set[str]:
+    """The names of `region`'s tensor inputs the trace does not write."""
+    return {p.name for p in region.inputs if isinstance(p, TensorProxy)} - set(region.written)
 
 
 def hoistable(region: Region) -> list[BoundSymbol]:
@@ -38,7 +44,7 @@ def hoistable(region: Region) -> list[BoundSymbol]:
     unless the region writes back into an input."""
     if not region.written:
         return []
-    inputs = {p.name for p in region.inputs if isinstance(p, TensorProxy)} - set(region.written)
+    inputs = _unwritten(region)
     returned = {p.name for p in region.outputs}
     readers: dict[str, list[BoundSymbol]] = {}
     for b in region.bsyms:
@@ -63,14 +69,13 @@ def lifted(region: Region, fresh: Callable[[str], str]) -> Region:
     names the values it makes (a prefix in, a name no value of the trace has out)."""
     if not region.written:
         return region
-    inputs = {p.name for p in region.inputs if isinstance(p, TensorProxy)} - set(region.written)
-    returned = {id(p) for p in region.outputs}
+    inputs = _unwritten(region)
     bsyms = list(region.bsyms)
     for _ in range(len(bsyms)):  # one broadcast per round; each round's prims are the next's
         step = _lift_one(bsyms, inputs, fresh)
         if step is None:
             break
-        bsyms = _live(step, returned)
+        bsyms = live_bsyms(step, region.outputs)
     return Region(region.name, tuple(bsyms), region.inputs, region.outputs, region.written)
 
 
@@ -132,17 +137,6 @@ def _over_broadcasts(
         args = tuple(wide(a) if isinstance(a, TensorProxy) else a for a in op.args)
         lines.append(op.replace(args=args, output=broadcast.output if op.output is source else wide(op.output)))
     return lines
-
-
-def _live(bsyms: Sequence[BoundSymbol], returned: set[int]) -> list[BoundSymbol]:
-    """`bsyms` without those whose outputs nothing reads (a write-back is always kept)."""
-    kept: list[BoundSymbol] = []
-    read = set(returned)
-    for b in reversed(bsyms):
-        if b.sym is Prim.COPY_TO or any(id(p) in read for p in b.outputs):
-            kept.append(b)
-            read.update(id(p) for p in b.inputs)
-    return kept[::-1]
 
 
 def without(region: Region, hoisted: Sequence[BoundSymbol]) -> Region:

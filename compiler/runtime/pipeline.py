@@ -110,8 +110,12 @@ def backward_passes(options: Options) -> list[Callable[[Trace], Trace]]:
     fusing = fusion_executor(options.executors)
     if fusing is not None:
         passes += [one_hot_scatters] if fusing.name == "nvfuser" else []
-        passes += [fold_conversions, duplicate_widenings, lambda trace: fuse(trace, options.executors)]
-        passes.append(lambda trace: expanded_inputs(trace, options.executors))
+        passes += [
+            fold_conversions,
+            duplicate_widenings,
+            lambda trace: fuse(trace, options.executors),
+            lambda trace: expanded_inputs(trace, options.executors),
+        ]
     passes.append(update_fresh)
     return passes
 

@@ -19,6 +19,7 @@ from compiler.core.executor import Region
 from compiler.core.ir import NumberProxy, Proxy, TensorProxy, value_source
 from compiler.executors import region_fallback
 from compiler.executors.nvfuser.define.aliasing import copied_write_backs, written_inputs
+from compiler.executors.nvfuser.define.dependencies import computed_from
 from compiler.executors.nvfuser.define.translations import LOW_PRECISION, ScalarDesc, TensorDesc, fusion_source
 from compiler.prims import REDUCTIONS, UNARY, Prim
 
@@ -372,13 +373,14 @@ def segmentation_hint(region: Region) -> str | None:
 
 def _written_from_a_broadcast(region: Region) -> str | None:
     """The name of an input `region` writes back a value computed from one of its broadcasts, or None."""
-    tainted: set[int] = set()
-    for b in region.bsyms:
-        if b.sym is Prim.COPY_TO and id(b.args[0]) in tainted:
-            return b.args[1].name
-        if b.sym is Prim.BROADCAST_IN_DIM or any(id(p) in tainted for p in b.inputs):
-            tainted.update(id(p) for p in b.outputs)
-    return None
+    written = (
+        b.args[1].name
+        for b in region.bsyms
+        if b.sym is Prim.COPY_TO
+        and isinstance(b.args[0], TensorProxy)
+        and computed_from(region, b.args[0], {Prim.BROADCAST_IN_DIM})
+    )
+    return next(written, None)
 
 
 def ops_by_scheduler(region: Region, schedulers: Sequence[str]) -> dict[int, list[str]]:
