@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from compiler.core.ir import BoundSymbol, TensorProxy, TraceContext
-from compiler.core.output_paths import Path, ReplacedAtPaths
+from compiler.core.output_paths import Path, replaced_at_paths
 from compiler.prims import views_of
 
 _MARKED: weakref.WeakKeyDictionary[TraceContext, set[int]] = weakref.WeakKeyDictionary()
@@ -43,7 +43,7 @@ class RowMajorOutputs:
 
     def around(self, computation: Callable) -> Callable:
         """`computation` as a callable whose marked outputs are contiguous."""
-        return ReplacedAtPaths(computation, self.paths, _contiguous) if self.paths else computation
+        return replaced_at_paths(computation, self.paths, _contiguous)
 
 
 def row_major_outputs(context: TraceContext, output: Any, inputs: tuple, bsyms: list[BoundSymbol]) -> RowMajorOutputs:
@@ -84,3 +84,6 @@ def _walk(value: Any, path: Path, found: list[tuple[Path, TensorProxy]]) -> None
 
 def _contiguous(value: Any) -> Any:
     return value.contiguous() if isinstance(value, torch.Tensor) else value
+
+
+_contiguous.method = "contiguous"  # type: ignore[attr-defined]  # the values at the paths are tensors

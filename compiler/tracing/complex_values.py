@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import torch
 
 from compiler.core.ir import BoundSymbol, Symbol, TensorProxy, TraceContext, tracing
-from compiler.core.output_paths import Path, ReplacedAtPaths
+from compiler.core.output_paths import Path, replaced_at_paths
 from compiler.core.proxies import rebuild_tuple
 from compiler.ops.complex_proxy import ComplexProxy
 
@@ -61,7 +61,7 @@ class ComplexOutputs:
 
     def around(self, computation: Callable) -> Callable:
         """`computation` as a callable whose output holds the complex values themselves."""
-        return ReplacedAtPaths(computation, self.paths, _complex) if self.paths else computation
+        return replaced_at_paths(computation, self.paths, _complex)
 
 
 def packed(output: Any) -> tuple[Any, ComplexOutputs]:
