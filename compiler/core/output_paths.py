@@ -90,8 +90,10 @@ def _wrapped(node: ast.expr | None, path: Path, wrap: Callable[[ast.expr], ast.e
     if not path:
         return wrap(node)
     key, rest = path[0], path[1:]
-    if isinstance(node, (ast.Tuple, ast.List)) and type(key) is int and not any(
-        isinstance(e, ast.Starred) for e in node.elts
+    if (
+        isinstance(node, (ast.Tuple, ast.List))
+        and type(key) is int
+        and not any(isinstance(e, ast.Starred) for e in node.elts)
     ):
         if not 0 <= key < len(node.elts) or (inner := _wrapped(node.elts[key], rest, wrap)) is None:
             return None

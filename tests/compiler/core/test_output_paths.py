@@ -32,9 +32,7 @@ SOURCE = """def computation(x):
 """
 
 
-@pytest.mark.parametrize(
-    "paths", [((0,),), ((1, "b", 0), (1, "c")), ((0,), (2,)), ((1, "b", 0), (1, "b", 0))], ids=str
-)
+@pytest.mark.parametrize("paths", [((0,),), ((1, "b", 0), (1, "c")), ((0,), (2,)), ((1, "b", 0), (1, "b", 0))], ids=str)
 def test_paths_through_the_returned_literals_are_written_into_the_generated_code(paths) -> None:
     computation = _generated(SOURCE)
     x = torch.randn(3)
