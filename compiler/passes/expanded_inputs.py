@@ -10,7 +10,9 @@ outside the region, just before it (torch's broadcast is a view: no kernel, no c
 region reads `q` instead, as an expanded tensor (stride-0 dims). `p` stays an input only where
 another prim of the region reads it. Before that, a broadcast of a value the region computes by
 elementwise prims from such inputs alone (`w.exp()`, a 0-d learning rate's `-lr * 2`) is made of
-those inputs' broadcasts instead, the prims then computing at the broadcast's shape (`lifted`).
+those inputs' broadcasts instead, the prims then computing at the broadcast's shape (`lifted`), and
+what two such rewrites made alike is made once (`cse`): two copies of one broadcast would be two
+inputs of the fusion, and parts of a fusion joined by no input are nvFuser kernels of their own.
 Values are unchanged.
 
 Why: nvfuser_direct 0.2.36 splits a fusion that writes into an input (`alias_input`) a value
@@ -29,6 +31,7 @@ from compiler.core.context import TraceContext
 from compiler.core.executor import Executor, Region, fusion_executor
 from compiler.core.ir import BoundSymbol, TensorProxy, Trace
 from compiler.passes import trace_pass
+from compiler.passes.cse import cse
 from compiler.passes.dce import live_bsyms
 from compiler.passes.fuse import region_bsym
 from compiler.prims import ELEMENTWISE, Prim
@@ -76,6 +79,10 @@ def lifted(region: Region, fresh: Callable[[str], str]) -> Region:
         if step is None:
             break
         bsyms = live_bsyms(step, region.outputs)
+    if len(bsyms) != len(region.bsyms) or any(a is not b for a, b in zip(bsyms, region.bsyms)):
+        merged = cse.__wrapped__(Trace(region.inputs, bsyms, region.outputs))  # type: ignore[attr-defined]
+        if all(a is b for a, b in zip(merged.output, region.outputs)):  # NOTE: the trace reads them by name
+            bsyms = merged.bsyms
     return Region(region.name, tuple(bsyms), region.inputs, region.outputs, region.written)
 
 

@@ -347,3 +347,21 @@ def test_segmentation_hint_names_a_write_computed_from_a_broadcast_made_inside()
     jfn(torch.randn(4, 6), torch.randn(6))
     [region] = [f.region for f in region_fusions(compiler.last_traces(jfn)[-1])]
     assert segmentation_hint(region) is None
+
+
+def test_segmentation_hint_names_the_parts_of_a_fusion_no_value_joins():
+    def apart(x, y):
+        x.mul_(2)
+        return y + 1, y.exp()
+
+    jfn = jit_torch_regions(apart)
+    jfn(torch.randn(4, 6), torch.randn(4, 6))
+    [region] = [f.region for f in region_fusions(compiler.last_traces(jfn)[-1])]
+    hint = segmentation_hint(region)
+    assert hint is not None and "2 parts that share no input" in hint, hint
+    out, exp = (p.name for p in region.outputs)
+    assert f"x | {out}, {exp}" in hint or f"{out}, {exp} | x" in hint, hint
+    jfn = jit_torch_regions(lambda x, y: (x.mul_(y), y * 2))
+    jfn(torch.randn(4, 6), torch.randn(4, 6))
+    [region] = [f.region for f in region_fusions(compiler.last_traces(jfn)[-1])]
+    assert segmentation_hint(region) is None

@@ -121,3 +121,26 @@ def test_a_broadcast_of_a_computed_value_is_made_of_the_inputs_broadcasts(runner
             assert writing and all(b.sym is not Prim.BROADCAST_IN_DIM for f in writing for b in f.region.bsyms), [
                 str(f.region.bsyms) for f in writing
             ]
+
+
+@pytest.mark.parametrize("runner", ["torch", "nvfuser"])
+def test_a_computed_value_read_twice_is_one_broadcast_and_one_input(runner, fake_nvfuser):  # noqa: F811
+    # two copies of one broadcast would be two fusion inputs, splitting it into unjoined parts
+    def shared(x, y, w):
+        s = w.exp() * 2
+        x.mul_(s)
+        return s + y
+
+    for seed in range(2):
+        torch.manual_seed(seed)
+        x, y, w = torch.randn(4, 6), torch.randn(4, 6), torch.randn(6)
+        jfn = _jit(shared, runner)
+        got, expected = x.clone(), x.clone()
+        out = jfn(got, y, w)
+        torch.testing.assert_close(out, shared(expected, y, w))
+        torch.testing.assert_close(got, expected)
+        trace = compiler.last_traces(jfn)[-1]
+        made = [b for b in trace.bsyms if b.sym is Prim.BROADCAST_IN_DIM]
+        (fusion,) = region_fusions(trace)
+        assert len(made) == 1 and sum(p.name == made[0].output.name for p in fusion.region.inputs) == 1, str(trace)
+        assert len([b for b in fusion.region.bsyms if b.sym is Prim.EXP]) == 1, str(trace)

@@ -368,7 +368,37 @@ def segmentation_hint(region: Region) -> str | None:
             f"it writes into {broadcast} a value computed from a broadcast made inside the fusion: nvFuser "
             "writes it to a temporary and a second kernel copies it in"
         )
+    parts = _unjoined_parts(region)
+    if len(parts) > 1:
+        shown = " | ".join(", ".join(part) for part in parts)
+        reasons.append(
+            f"its results fall into {len(parts)} parts that share no input or value ({shown}): nvFuser runs each "
+            "part as a kernel of its own (one fusion still saves a launch from the host)"
+        )
     return "; ".join(reasons) or None
+
+
+def _unjoined_parts(region: Region) -> list[list[str]]:
+    """The names of `region`'s results (outputs and written inputs), grouped by the parts of its
+    dataflow that no tensor joins (numbers shared by two parts do not join them)."""
+    parent: dict[str, str] = {}
+
+    def root(name: str) -> str:
+        while parent.setdefault(name, name) != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    for b in region.bsyms:
+        names = [p.name for p in (*b.inputs, *b.outputs) if isinstance(p, TensorProxy)]
+        for name in names[1:]:
+            parent[root(name)] = root(names[0])
+    results = [p.name for p in region.outputs if isinstance(p, TensorProxy)]
+    results += [b.args[1].name for b in region.bsyms if b.sym is Prim.COPY_TO and b.args[1].name not in results]
+    parts: dict[str, list[str]] = {}
+    for name in results:
+        parts.setdefault(root(name), []).append(name)
+    return list(parts.values())
 
 
 def _written_from_a_broadcast(region: Region) -> str | None:
