@@ -16,6 +16,7 @@ from compiler.core.executor import FusionOptions, fusion_executor
 from compiler.core.ir import TensorProxy, Trace, proxies_in
 from compiler.executors.codegen import compile_trace
 from compiler.executors.inductor_compile import compiling_backward
+from compiler.executors.one_op_regions import MAX_PRIMS, OneOpRegion
 from compiler.ops import autocast
 from compiler.passes.autodiff import Joint, differentiable_values, joint
 from compiler.passes.batch_regions import batch_regions
@@ -240,6 +241,8 @@ def _compile_autograd(
         # backward to build, and eager's writes into inputs requiring grad allowed.
         run_passes(computation_passes(options)[len(_PURE_PASSES) :], traces)
         return _compile_plain(options, prologue, traces, without_grad=True)
+    if not writes and (ops := _one_op_calls(options, traces)) is not None:
+        return _compile_plain(options, prologue, ops)
     output_tree = pure.output
     if writes:  # the written values are outputs too, which the runner writes again under autograd
         pure = returning_written_values(pure, writes)
@@ -275,6 +278,22 @@ def _compile_autograd(
         backward_ran=lambda: runner.last_present is not None,
         saved=split.saved,
     )
+
+
+def _one_op_calls(options: Options, traces: list[Trace]) -> list[Trace] | None:
+    """`traces` with the computation passes run, where they leave only regions run as one torch op
+    each (executors/one_op_regions.py: on CPU, a softmax, a layer norm, a GELU with nothing to fuse
+    it with); else None. Such a program gains nothing from a compiled backward: run under grad
+    mode, each op records its own ATen backward, as in eager, where a backward of its prims would
+    run in a Python autograd function and compile a kernel slower than ATen's."""
+    pure = traces[-1]
+    on_cpu = all(p.device.type == "cpu" for p in pure.inputs if isinstance(p, TensorProxy))
+    fuser = fusion_executor(options.executors)
+    if not on_cpu or fuser is None or fuser.name != "inductor" or len(pure.bsyms) > MAX_PRIMS:
+        return None
+    ops = run_passes(computation_passes(options)[len(_PURE_PASSES) :], list(traces))
+    impls = [getattr(b.sym, "impl", None) for b in ops[-1].bsyms]
+    return ops if impls and all(isinstance(impl, OneOpRegion) for impl in impls) else None
 
 
 def _inputs_returned(outputs: tuple, inputs: tuple) -> list[tuple[int, int]]:
