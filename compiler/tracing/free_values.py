@@ -11,7 +11,8 @@ prologue then guards (`check_free_values`, a line per value):
 - lists, tuples and dicts of those (up to `MAX_ITEMS` items): equal to a copy taken at tracing;
 - functions and other callables (`act = F.relu`): the same object;
 - configuration-like objects (dataclass instances, namespaces, anything with `to_dict`): the same
-  object, and each of its plain attributes equal;
+  object, and each of its plain attributes equal (a frozen dataclass's attributes cannot be set
+  again: the same object is enough);
 - an `nn.Module` the program calls (`jit(lambda x: model(x))`): the same object, and its
   submodules' train/eval modes (its tensors are the trace's inputs: captured_tensors.py).
 A call where one differs misses the entry and compiles its own (returning to an old value finds
@@ -75,6 +76,12 @@ def _is_settings_object(value: Any) -> bool:
         or isinstance(value, _NAMESPACES)
         or (is_config(value) and not callable(value))
     )
+
+
+def _frozen_dataclass(value: Any) -> bool:
+    """Whether `value` is an instance of a frozen dataclass (whose attributes raise when set)."""
+    params = getattr(type(value), "__dataclass_params__", None)
+    return params is not None and params.frozen and dataclasses.is_dataclass(value)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -279,6 +286,8 @@ class FreeValues:
             self.add_function(value, file)
         elif _is_settings_object(value):
             self.same.append(place)
+            if _frozen_dataclass(value):
+                return
             where = f"{place.name} ({type(value).__name__})"
             for name, item in vars(value).items():
                 if type(item) in _EQUAL:

@@ -129,6 +129,33 @@ def test_a_global_settings_object_is_followed_attribute_by_attribute() -> None:
     assert len(jitted.entries) == 3
 
 
+@dataclasses.dataclass(frozen=True)
+class FrozenConfig:
+    gain: float = 1.5
+    name: str = "scaled"
+
+
+def test_a_frozen_settings_object_is_guarded_by_identity_alone() -> None:
+    # its attributes cannot be set again: another value is another object, which the guard sees
+    config = FrozenConfig()
+
+    def program(t: torch.Tensor) -> torch.Tensor:
+        return t * config.gain if config.name == "scaled" else t
+
+    t = torch.randn(3)
+    jitted = compiler.jit(program)
+    torch.testing.assert_close(jitted(t), program(t))
+    source = jitted.func.__fusebench_source__
+    assert "'gain'" not in source and "'name'" not in source, source
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.gain = 3.0  # type: ignore[misc]
+    config = FrozenConfig(gain=-2.0)
+    torch.testing.assert_close(jitted(t), program(t))
+    config = dataclasses.replace(config, name="plain")
+    torch.testing.assert_close(jitted(t), program(t))
+    assert len(jitted.entries) == 3
+
+
 def test_a_module_forward_follows_the_globals_of_its_file(monkeypatch: pytest.MonkeyPatch) -> None:
     class Scaled(nn.Module):
         def __init__(self) -> None:
