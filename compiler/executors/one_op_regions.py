@@ -32,6 +32,7 @@ from compiler.prims import GUARDS, Prim
 # NOTE: a region above this many prims is never one op's decomposition (cross-entropy's is the
 # longest candidate); such regions are not traced against the candidates at all
 MAX_PRIMS = 64
+LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,12 @@ class Call:
 @dataclass(frozen=True)
 class OneOpCall:
     """The torch call a region's prims decompose (its one output); `description` says what it
-    runs, as a reader writes it."""
+    runs, as a reader writes it; `eager_backward`: whether ATen's backward of the call is as fast
+    as a compiled one (runtime/pipeline.py then lets a program of such calls record it)."""
 
     call: Call
     description: str
+    eager_backward: bool = True
 
     def fn(self, *inputs: Any) -> tuple:
         """The region's outputs (a 1-tuple) for its `inputs`."""
@@ -148,7 +151,8 @@ def _layer_norm(region: Region, inputs: list[TensorProxy]) -> Iterator[OneOpCall
                 weight_bias = tuple(Input(i) for i in order) + (None,) * (2 - len(order))
                 for eps in _epsilons(region):
                     call = Call(torch.layer_norm, (Input(x_at), shape, *weight_bias, eps))
-                    yield OneOpCall(call, f"layer_norm(x, {list(shape)}, eps={eps})")
+                    # NOTE: ATen's CPU layer-norm backward in bf16/fp16 is slower than a compiled one
+                    yield OneOpCall(call, f"layer_norm(x, {list(shape)}, eps={eps})", x.dtype not in LOW_PRECISION)
 
 
 def _gelu(region: Region, inputs: list[TensorProxy]) -> Iterator[OneOpCall]:
@@ -309,10 +313,10 @@ def _variants(region: Region, inputs: list[TensorProxy], propose: Proposer) -> I
     upcast = region.outputs[0].dtype == torch.float32 and len(region.outputs) == 1
     for viewed, views, how in _viewed_inputs(region, inputs):
         for call in propose(region, viewed):
-            made = OneOpCall(call.call.substituted(views), call.description + how)
+            made = OneOpCall(call.call.substituted(views), call.description + how, call.eager_backward)
             yield made
             if upcast:
-                yield OneOpCall(Call(_float, (made.call,)), f"{made.description}.float()")
+                yield OneOpCall(Call(_float, (made.call,)), f"{made.description}.float()", made.eager_backward)
 
 
 def one_op_call(region: Region) -> OneOpCall | None:

@@ -283,7 +283,8 @@ def _compile_autograd(
 def _one_op_calls(options: Options, traces: list[Trace]) -> list[Trace] | None:
     """`traces` with the computation passes run, where they leave only regions run as one torch op
     each (executors/one_op_regions.py: on CPU, a softmax, a layer norm, a GELU with nothing to fuse
-    it with); else None. Such a program gains nothing from a compiled backward: run under grad
+    it with) whose ATen backward is as fast as a compiled one (`OneOpCall.eager_backward`); else
+    None. Such a program gains nothing from a compiled backward: run under grad
     mode, each op records its own ATen backward, as in eager, where a backward of its prims would
     run in a Python autograd function and compile a kernel slower than ATen's."""
     pure = traces[-1]
@@ -293,7 +294,8 @@ def _one_op_calls(options: Options, traces: list[Trace]) -> list[Trace] | None:
         return None
     ops = run_passes(computation_passes(options)[len(_PURE_PASSES) :], list(traces))
     impls = [getattr(b.sym, "impl", None) for b in ops[-1].bsyms]
-    return ops if impls and all(isinstance(impl, OneOpRegion) for impl in impls) else None
+    eager = impls and all(isinstance(impl, OneOpRegion) and impl.call.eager_backward for impl in impls)
+    return ops if eager else None
 
 
 def _inputs_returned(outputs: tuple, inputs: tuple) -> list[tuple[int, int]]:

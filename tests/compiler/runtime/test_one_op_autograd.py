@@ -48,13 +48,17 @@ def test_a_one_op_program_gets_eagers_backward_and_its_gradients(name, shape, dt
     for seed in range(3):
         ours, theirs = _inputs(seed, shape, dtype, count, strided), _inputs(seed, shape, dtype, count, strided)
         got, want = jfn(*ours), fn(*theirs)
-        assert type(got.grad_fn).__name__ == type(want.grad_fn).__name__, got.grad_fn  # ATen's own node
-        torch.testing.assert_close(got, want, atol=0, rtol=0)
+        # NOTE: ATen's bf16 layer-norm backward on CPU is slower than a compiled one: that stays compiled
+        compiled = name == "layer_norm" and dtype == torch.bfloat16
+        assert (type(got.grad_fn).__name__ == type(want.grad_fn).__name__) != compiled, got.grad_fn
+        # ATen's own node: the very same numbers; compiled, within bf16's rounding (fp32 inside)
+        exact = {"atol": 2e-2, "rtol": 2e-2} if compiled else {"atol": 0, "rtol": 0}
+        torch.testing.assert_close(got, want, **exact)
         cotangent = torch.randn(want.shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
         torch.testing.assert_close(
-            torch.autograd.grad(got, ours, cotangent), torch.autograd.grad(want, theirs, cotangent), atol=0, rtol=0
+            torch.autograd.grad(got, ours, cotangent), torch.autograd.grad(want, theirs, cotangent), **exact
         )
-    assert compiler.cache_stats(jfn).misses == 1 and compiler.examine.stats(jfn).compiled == 0
+    assert compiler.cache_stats(jfn).misses == 1 and (compiled or compiler.examine.stats(jfn).compiled == 0)
 
 
 def test_the_same_program_without_grad_and_under_no_grad_still_matches() -> None:
