@@ -22,10 +22,10 @@ from typing import Any
 
 import torch
 
-from compiler.core.ir import BoundSymbol, Proxy, Symbol, Trace, proxies_in
+from compiler.core.ir import BoundSymbol, Proxy, Symbol, TensorProxy, Trace, proxies_in
 from compiler.passes import trace_pass
 from compiler.passes.returned import returned_memory
-from compiler.prims import VIEWS, Prim
+from compiler.prims import BINARY, REDUCTIONS, UNARY, VIEWS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
 
 
@@ -108,6 +108,8 @@ IN_PLACE: dict[Prim, tuple[str, Callable]] = {
     Prim.SCATTER_REDUCE: ("scatter_reduce_", _scatter_reduce_),
 }
 _SYMBOLS = {prim: Symbol(name, impl) for prim, (name, impl) in IN_PLACE.items()}
+# prims whose result is new memory whatever runs them (no executor returns an operand for them)
+_FRESH = UNARY | BINARY | REDUCTIONS | {Prim.WHERE}
 
 
 def _views_returned_beside(region: BoundSymbol, buf: Proxy) -> set[int]:
@@ -120,6 +122,15 @@ def _views_returned_beside(region: BoundSymbol, buf: Proxy) -> set[int]:
     return {id(p) for p in region.outputs if id(p) in inner}
 
 
+def _makes_new_memory(bsym: BoundSymbol) -> bool:
+    """Whether every executor writes `bsym`'s result into new memory: math, and a conversion to
+    another dtype (`.to` of the same dtype returns its operand)."""
+    if bsym.sym is Prim.CONVERT_ELEMENT_TYPE:
+        operand = bsym.args[0]
+        return isinstance(operand, TensorProxy) and operand.dtype != bsym.output.dtype
+    return bsym.sym in _FRESH
+
+
 def _aliases(bsyms: list[BoundSymbol], buf: Proxy) -> set[int]:
     """ids of `buf` and every value that may share its memory (views, and region outputs fed by it)."""
     aliases = {id(buf)}
@@ -127,11 +138,15 @@ def _aliases(bsyms: list[BoundSymbol], buf: Proxy) -> set[int]:
         if isinstance(bsym.sym, Symbol) and any(p is buf for p in bsym.outputs):
             aliases |= _views_returned_beside(bsym, buf)
         # NOTE: a view prim aliases its first argument; a region's outputs are assumed to alias
-        # its inputs (conservative: a region run by torch may return views).
+        # its inputs (conservative: a region run by torch may return views), but those its math
+        # computes, which every executor writes into memory of their own.
         view_of_alias = bsym.sym in VIEWS and id(bsym.args[0]) in aliases
         region_of_alias = isinstance(bsym.sym, Symbol) and any(id(p) in aliases for p in bsym.inputs)
-        if view_of_alias or region_of_alias:
+        if view_of_alias:
             aliases.update(id(p) for p in bsym.outputs)
+        elif region_of_alias:
+            fresh = {id(p) for sub in bsym.subsymbols if _makes_new_memory(sub) for p in sub.outputs}
+            aliases.update(id(p) for p in bsym.outputs if id(p) not in fresh)
     return aliases
 
 

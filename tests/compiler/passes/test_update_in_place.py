@@ -14,7 +14,7 @@ from compiler.passes.update_in_place import _index_copy_, update_in_place, wide_
 from compiler.prims import Prim
 from compiler.tracing.check_trace import check_trace
 from compiler.tracing.interpreter import eval_trace
-from tests.support.nvfuser_helpers import printed_ops
+from tests.support.nvfuser_helpers import fake_nvfuser, printed_ops  # noqa: F401 - a fixture
 
 
 def kv_step(q, k_cache, v_cache, idx, k_new, v_new):
@@ -236,3 +236,52 @@ def test_a_scatter_into_a_written_back_buffer_runs_in_place_and_matches_eager(fn
         assert buf.data_ptr() == address
     ops = _final_ops(jfn)
     assert op in ops and "prims.copy_to" not in ops, ops
+
+
+def _scaled_into_cache(cache, k_new, pos):
+    cache[:, pos : pos + k_new.shape[1]] = k_new * 0.5  # the new rows are computed by a region
+
+
+def _into_an_expanded_argument(a0, a1):
+    a1[1:].add_(1.5)  # a1 expanded: its two elements are one memory location
+    return a0.neg()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # bf16: computed in fp32, converted back
+@pytest.mark.parametrize("runner", ["torch", "nvfuser"])
+def test_a_value_a_fusion_computes_is_written_into_the_slice_in_place(runner, dtype, fake_nvfuser) -> None:  # noqa: F811
+    # a region's computed outputs are memory of their own: the write needs no copy of the whole buffer
+    jfn = compiler.jit(_scaled_into_cache, executors=["nvfuser", "torch"], fusion={"runner": runner})
+    for seed, pos in enumerate([0, 3, 5]):
+        gen = torch.Generator().manual_seed(seed)
+        cache, k_new = torch.randn(2, 8, 4, generator=gen).to(dtype), torch.randn(2, 3, 4, generator=gen).to(dtype)
+        expected = cache.clone()
+        _scaled_into_cache(expected, k_new, pos)
+        jfn(cache, k_new, pos)
+        torch.testing.assert_close(cache, expected)
+    ops = _final_ops(jfn)
+    assert "slice_update_" in ops and "prims.copy_to" not in ops, ops
+    # written through a slice of an expanded argument, as eager allows (a whole copy-back would not be)
+    jfn = compiler.jit(_into_an_expanded_argument, executors=["nvfuser", "torch"], fusion={"runner": runner})
+    base, a0 = torch.randn(1).to(dtype), torch.randn(2).to(dtype)
+    expected = base.clone()
+    want = _into_an_expanded_argument(a0, expected.expand(2))
+    torch.testing.assert_close(jfn(a0, base.expand(2)), want)
+    torch.testing.assert_close(base, expected)
+
+
+@pytest.mark.parametrize("runner", ["torch", "nvfuser"])
+def test_a_region_output_that_views_the_buffer_keeps_the_write_out_of_place(runner, fake_nvfuser) -> None:  # noqa: F811
+    def shift(cache, k):
+        head = cache[:1]  # a view a region may return as it is
+        cache[1:2] = head.squeeze(0).unsqueeze(0) + k * 0
+        return head
+
+    jfn = compiler.jit(shift, executors=["nvfuser", "torch"], fusion={"runner": runner})
+    for seed in range(2):
+        gen = torch.Generator().manual_seed(seed)
+        cache, k = torch.randn(4, 3, generator=gen), torch.randn(1, 3, generator=gen)
+        expected = cache.clone()
+        want = shift(expected, k)
+        torch.testing.assert_close(jfn(cache, k), want)
+        torch.testing.assert_close(cache, expected)
