@@ -10,7 +10,10 @@ arguments are not views of `buf` and nothing reads `buf` or a view of it after `
 read the new values), and provided the trace does not return `t` itself, nor a view of it (`t`
 is a tensor of its own in eager: `y.copy_(x)` after `x[1:] = v` returns `y`, not `x`). For a KV
 cache this replaces a copy of the whole cache plus a write-back of the whole cache by a scatter
-of the new rows, which is what eager PyTorch does.
+of the new rows, which is what eager PyTorch does. A chain of such updates whose last one is
+written back (`x[:, 0] = a; x[:, 1] = b`: the second updates the first's result) is done in place
+as a whole, under the same conditions for each update (nothing reads a buffer of the chain after
+the update that overwrites it): two writes of a column, not two copies of the whole buffer.
 Anything else is left as it was.
 """
 
@@ -172,15 +175,34 @@ def update_in_place(trace: Trace) -> Trace:
     dropped: set[int] = set()
     returned_views = views_after_writebacks(bsyms)  # NOTE: they read the new value, done in place
     returned = returned_memory(trace)
+    made_by = {id(b.output): i for i, b in enumerate(bsyms) if b.sym in IN_PLACE}
     for i, bsym in enumerate(bsyms):
-        if bsym.sym not in IN_PLACE or id(bsym.output) not in writeback_of or bsym.output.name in returned:
+        if bsym.sym not in IN_PLACE or id(bsym.output) not in writeback_of:
             continue
         c = writeback_of[id(bsym.output)]
-        buf = bsym.args[0]
-        if bsyms[c].args[1] is not buf or id(buf) not in inputs:
+        chain = _chain(bsyms, i, bsyms[c].args[1], made_by)
+        if chain is None or id(bsyms[c].args[1]) not in inputs:
             continue
-        if overwritable(bsyms, i, buf, {c} | returned_views) is None:
+        if any(bsyms[k].output.name in returned for k in chain):
             continue
-        bsyms[i] = BoundSymbol(_SYMBOLS[bsym.sym], bsym.args, {}, bsym.output, (bsym,))
+        if any(overwritable(bsyms, k, bsyms[k].args[0], {c} | returned_views) is None for k in chain):
+            continue
+        for k in chain:
+            bsyms[k] = BoundSymbol(_SYMBOLS[bsyms[k].sym], bsyms[k].args, {}, bsyms[k].output, (bsyms[k],))
         dropped.add(c)
     return trace.with_bsyms([b for k, b in enumerate(bsyms) if k not in dropped])
+
+
+def _chain(bsyms: list[BoundSymbol], i: int, root: Proxy, made_by: dict[int, int]) -> list[int] | None:
+    """The indices of the updates that make `bsyms[i]`'s buffer from `root` and then `bsyms[i]`
+    itself (`x[:, 0] = a; x[:, 1] = b`: the second updates the first's result), in order; None
+    where a buffer on the way is neither `root` nor an update's result."""
+    chain = [i]
+    buf = bsyms[i].args[0]
+    while buf is not root:
+        k = made_by.get(id(buf))
+        if k is None or k >= chain[0]:
+            return None
+        chain.insert(0, k)
+        buf = bsyms[k].args[0]
+    return chain

@@ -285,3 +285,63 @@ def test_a_region_output_that_views_the_buffer_keeps_the_write_out_of_place(runn
         want = shift(expected, k)
         torch.testing.assert_close(jfn(cache, k), want)
         torch.testing.assert_close(cache, expected)
+
+
+def _two_columns(x, a, b):
+    x[:, 0] = a
+    x[:, 1] = x[:, 0] * 2 + b  # reads the first write
+    return x.sum(0)
+
+
+def _two_rows(cache, i, j, k, v):
+    cache.index_copy_(0, i, k)
+    before = cache * 2  # read between the two writes: the first's result
+    cache.index_copy_(0, j, v)
+    return before
+
+
+def _twice_through_an_expanded_argument(a0):
+    a0[1:].add_(1.5)
+    a0[1:].add_(1.5)
+    return a0 * 1
+
+
+@pytest.mark.parametrize("runner", [None, "torch", "nvfuser"])
+def test_a_chain_of_partial_writes_into_one_input_runs_in_place(runner, fake_nvfuser) -> None:  # noqa: F811
+    options = {} if runner is None else {"executors": ["nvfuser", "torch"], "fusion": {"runner": runner}}
+    cases = [
+        (_two_columns, lambda g: (torch.randn(4, 3, generator=g), *torch.randn(2, 4, generator=g))),
+        (_two_rows, lambda g: (torch.randn(6, 2, generator=g), torch.tensor([1]), torch.tensor([4]),
+                               torch.randn(1, 2, generator=g), torch.randn(1, 2, generator=g))),
+    ]  # fmt: skip
+    for fn, make in cases:
+        jfn = compiler.jit(fn, **options)
+        for seed in range(3):
+            args = make(torch.Generator().manual_seed(seed))
+            expected = [a.clone() for a in args]
+            want = fn(*expected)
+            torch.testing.assert_close(jfn(*args), want)
+            torch.testing.assert_close(args, expected)
+        ops = _final_ops(jfn)
+        assert "prims.copy_to" not in ops and sum(op.endswith("_") for op in ops) == 2, ops
+    jfn = compiler.jit(_twice_through_an_expanded_argument, **options)
+    base = torch.randn(1)
+    expected = base.clone()
+    want = _twice_through_an_expanded_argument(expected.expand(2))
+    torch.testing.assert_close(jfn(base.expand(2)), want)
+    torch.testing.assert_close(base, expected)
+
+
+def test_a_second_write_of_a_view_of_the_first_stays_out_of_place() -> None:
+    def copy_column(x, a):
+        x[:, 0] = a
+        x[:, 1] = x[:, 0]  # the written value views the buffer the write overwrites
+
+    jfn = compiler.jit(copy_column)
+    for seed in range(2):
+        gen = torch.Generator().manual_seed(seed)
+        x, a = torch.randn(4, 3, generator=gen), torch.randn(4, generator=gen)
+        expected = x.clone()
+        copy_column(expected, a)
+        jfn(x, a)
+        torch.testing.assert_close(x, expected)
