@@ -59,13 +59,14 @@ def _rewritten(computation: Callable, paths: tuple[Path, ...], replace: Callable
     if not isinstance(function, ast.FunctionDef) or not isinstance(function.body[-1], ast.Return):
         return None
     scope = dict(computation.__globals__)
-    name = f"_replaced_{len(scope)}"
-    while name in scope:
-        name += "_"
     method = getattr(replace, "method", None)
     if method is not None:
         wrap = lambda node: ast.Call(ast.Attribute(node, method, ast.Load()), [], [])
     else:
+        name = f"_replaced_{len(scope)}"
+        while name in scope:
+            name += "_"
+        scope[name] = replace
         wrap = lambda node: ast.Call(ast.Name(name, ast.Load()), [node], [])
     returned = function.body[-1]
     for path in paths:
@@ -73,7 +74,6 @@ def _rewritten(computation: Callable, paths: tuple[Path, ...], replace: Callable
         if value is None:
             return None
         returned.value = value
-    scope[name] = replace
     text = ast.unparse(module) + "\n"
     exec(code_for(text, computation.__code__.co_filename), scope)
     made = scope[function.name]

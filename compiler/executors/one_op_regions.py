@@ -24,6 +24,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from compiler.core.dtypes import compute_dtype
 from compiler.core.executor import Region
 from compiler.core.ir import BoundSymbol, NumberProxy, Proxy, TensorProxy
 from compiler.executors.codegen import Globals
@@ -32,7 +33,6 @@ from compiler.prims import GUARDS, Prim
 # NOTE: a region above this many prims is never one op's decomposition (cross-entropy's is the
 # longest candidate); such regions are not traced against the candidates at all
 MAX_PRIMS = 64
-LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
 @dataclass(frozen=True)
@@ -151,8 +151,10 @@ def _layer_norm(region: Region, inputs: list[TensorProxy]) -> Iterator[OneOpCall
                 weight_bias = tuple(Input(i) for i in order) + (None,) * (2 - len(order))
                 for eps in _epsilons(region):
                     call = Call(torch.layer_norm, (Input(x_at), shape, *weight_bias, eps))
-                    # NOTE: ATen's CPU layer-norm backward in bf16/fp16 is slower than a compiled one
-                    yield OneOpCall(call, f"layer_norm(x, {list(shape)}, eps={eps})", x.dtype not in LOW_PRECISION)
+                    # NOTE: ATen's CPU layer-norm backward in bf16/fp16 (computed in float32) is slower
+                    # than a compiled one
+                    fast = compute_dtype(x.dtype) == x.dtype
+                    yield OneOpCall(call, f"layer_norm(x, {list(shape)}, eps={eps})", fast)
 
 
 def _gelu(region: Region, inputs: list[TensorProxy]) -> Iterator[OneOpCall]:
