@@ -28,7 +28,7 @@ import torch
 from compiler.core.ir import BoundSymbol, Proxy, Symbol, TensorProxy, Trace, proxies_in
 from compiler.passes import trace_pass
 from compiler.passes.returned import returned_memory
-from compiler.prims import BINARY, REDUCTIONS, UNARY, VIEWS, Prim
+from compiler.prims import BINARY, FACTORIES, GATHERS, REDUCTIONS, SCANS, UNARY, VIEWS, Prim
 from compiler.tracing.check_writebacks import views_after_writebacks
 
 
@@ -111,8 +111,9 @@ IN_PLACE: dict[Prim, tuple[str, Callable]] = {
     Prim.SCATTER_REDUCE: ("scatter_reduce_", _scatter_reduce_),
 }
 _SYMBOLS = {prim: Symbol(name, impl) for prim, (name, impl) in IN_PLACE.items()}
-# prims whose result is new memory whatever runs them (no executor returns an operand for them)
-_FRESH = UNARY | BINARY | REDUCTIONS | {Prim.WHERE}
+# prims whose result is new memory whatever runs them (no executor returns an operand for them):
+# math, made tensors (a constant, an arange, random numbers), gathers and a concatenation
+_FRESH = UNARY | BINARY | REDUCTIONS | SCANS | FACTORIES | GATHERS | {Prim.WHERE, Prim.CAT}
 
 
 def _views_returned_beside(region: BoundSymbol, buf: Proxy) -> set[int]:

@@ -247,6 +247,12 @@ def _into_an_expanded_argument(a0, a1):
     return a0.neg()
 
 
+def _beside_a_constant_write(a0, a1):
+    a0[1:].copy_(1.5)  # the constant is made by the same region as a1's new value, and read after it
+    a1[1:].add_(1.5)
+    return a0 * 1
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # bf16: computed in fp32, converted back
 @pytest.mark.parametrize("runner", ["torch", "nvfuser"])
 def test_a_value_a_fusion_computes_is_written_into_the_slice_in_place(runner, dtype, fake_nvfuser) -> None:  # noqa: F811
@@ -262,12 +268,13 @@ def test_a_value_a_fusion_computes_is_written_into_the_slice_in_place(runner, dt
     ops = _final_ops(jfn)
     assert "slice_update_" in ops and "prims.copy_to" not in ops, ops
     # written through a slice of an expanded argument, as eager allows (a whole copy-back would not be)
-    jfn = compiler.jit(_into_an_expanded_argument, executors=["nvfuser", "torch"], fusion={"runner": runner})
-    base, a0 = torch.randn(1).to(dtype), torch.randn(2).to(dtype)
-    expected = base.clone()
-    want = _into_an_expanded_argument(a0, expected.expand(2))
-    torch.testing.assert_close(jfn(a0, base.expand(2)), want)
-    torch.testing.assert_close(base, expected)
+    for fn in (_into_an_expanded_argument, _beside_a_constant_write):
+        jfn = compiler.jit(fn, executors=["nvfuser", "torch"], fusion={"runner": runner})
+        base, a0 = torch.randn(1).to(dtype), torch.randn(2).to(dtype)
+        expected, expected_a0 = base.clone(), a0.clone()
+        want = fn(expected_a0, expected.expand(2))
+        torch.testing.assert_close(jfn(a0, base.expand(2)), want)
+        torch.testing.assert_close((a0, base), (expected_a0, expected))
 
 
 @pytest.mark.parametrize("runner", ["torch", "nvfuser"])
