@@ -15,6 +15,11 @@ Python computes it (an int true division in float64, a floor of a float converte
 tensor op reading one reads it converted to the op's dtype and broadcast to its shape, as the
 number would have been cast. Values are Python's up to float64 rounding.
 
+A slice, or a slice update, whose start along one dim is such a number (a KV cache written at
+the decoding position, `cache[:, :, pos : pos + 1] = k`; a rotary table read there, `cos[pos]`),
+and which takes a fixed extent there and every other dim whole, becomes an `index_select` (an
+`index_copy`) at `iota(extent) + start`: the position is read on the device as well.
+
 Raises `NumberStaysNumber` where a number computed from them is read by anything else (a
 shape, a factory's fill value, the trace's output): the caller keeps the numbers as they are.
 """
@@ -29,6 +34,7 @@ import torch
 from compiler.core import dtypes
 from compiler.core.context import TraceContext
 from compiler.core.ir import BoundSymbol, NumberProxy, TensorProxy, Trace, proxies_in
+from compiler.core.proxies import map_proxies, same_extent
 from compiler.passes import trace_pass
 from compiler.prims import COMPARISONS, ELEMENTWISE, Prim
 
@@ -53,10 +59,17 @@ def device_scalars(trace: Trace, names: Collection[str], device: torch.device) -
             proxy = tensors[proxy.name] = TensorProxy((), DTYPES[proxy.python_type], device, name=proxy.name)
         inputs.append(proxy)
     bsyms: list[BoundSymbol] = []
+    numbers = {b.output.name: b for b in trace.bsyms if isinstance(b.output, NumberProxy)}
+    renamed: dict[int, TensorProxy] = {}  # a slice's output -> its index_select's (see `_at_position`)
+    swap = lambda p: renamed.get(id(p), p)
     for bsym in trace.bsyms:
+        if renamed and any(id(p) in renamed for p in bsym.inputs):
+            bsym = bsym.replace(args=map_proxies(bsym.args, swap))
         read = [p.name for p in bsym.inputs if p.name in tensors]
         if not read:
             bsyms.append(bsym)
+        elif bsym.sym in (Prim.SLICE, Prim.SLICE_UPDATE):
+            bsyms += _at_position(bsym, tensors, numbers, renamed, device, context)
         elif bsym.sym not in ELEMENTWISE:
             name = bsym.sym.value if isinstance(bsym.sym, Prim) else bsym.sym.name
             raise NumberStaysNumber(f"{read[0]!r} is read by {name}, which takes it as a number")
@@ -67,7 +80,7 @@ def device_scalars(trace: Trace, names: Collection[str], device: torch.device) -
     returned = [p.name for p in proxies_in(trace.output) if p.name in tensors]
     if returned:
         raise NumberStaysNumber(f"{returned[0]!r} is returned as a number")
-    return trace.with_bsyms(bsyms, inputs=tuple(inputs))
+    return trace.with_bsyms(bsyms, inputs=tuple(inputs), output=map_proxies(trace.output, swap))
 
 
 def _kind(value: Any, tensors: dict[str, TensorProxy]) -> type:
@@ -157,3 +170,64 @@ def _tensor_op(
         return out
 
     return bsym.replace(args=tuple(operand(i, v) for i, v in enumerate(operands)))
+
+
+def _at_position(
+    bsym: BoundSymbol,
+    tensors: dict[str, TensorProxy],
+    numbers: dict[str, BoundSymbol],
+    renamed: dict[int, TensorProxy],
+    device: torch.device,
+    context: TraceContext,
+) -> list[BoundSymbol]:
+    """A slice (a slice update) starting at a tensorized number along one dim, with a fixed extent
+    there and every other dim whole, as an index_select (an index_copy) at `iota(extent) + start`;
+    raises `NumberStaysNumber` otherwise. `numbers`: the number ops of the trace by output name; a
+    slice's output whose shape holds its extent as a number is replaced by one of the fixed extent,
+    under its name, recorded in `renamed` for the lines after it."""
+    buf, (starts, ends, steps) = bsym.args[0], bsym.args[-3:]
+    moved = [d for d in range(buf.ndim) if any(_tensorized(v, tensors) for v in (starts[d], ends[d]))]
+    region = bsym.output if bsym.sym is Prim.SLICE else bsym.args[1]
+    d = moved[0]
+    extent = _fixed_extent(region.shape[d], starts[d], ends[d], numbers)
+    whole = all(
+        same_extent(starts[k], 0) and same_extent(ends[k], buf.shape[k]) and steps[k] == 1
+        for k in range(buf.ndim)
+        if k != d
+    )
+    if not (len(moved) == 1 and whole and steps[d] == 1 and type(extent) is int and extent >= 1):
+        name = next(v.name for v in (*starts, *ends) if _tensorized(v, tensors))
+        raise NumberStaysNumber(
+            f"{name!r} bounds a slice of {buf.name} that is not one fixed extent along one dim, the others whole"
+        )
+    if buf.device != device:
+        raise NumberStaysNumber(f"{bsym.output.name!r} slices {buf.name} on {buf.device} at a number input")
+    lines: list[BoundSymbol] = []
+    start = _converted(starts[d], torch.int64, tensors, context, lines)  # NOTE: a fixed extent moves both ends
+    fresh = lambda: TensorProxy((extent,), torch.int64, device, name=context.fresh("t"))
+    offsets, spread, index = fresh(), fresh(), fresh()
+    lines.append(BoundSymbol(Prim.IOTA, (extent, 0, 1, torch.int64, device), {}, offsets))
+    lines.append(BoundSymbol(Prim.BROADCAST_IN_DIM, (start, [extent], []), {}, spread))
+    lines.append(BoundSymbol(Prim.ADD, (offsets, spread), {}, index))
+    if bsym.sym is Prim.SLICE:
+        shape = [extent if k == d else n for k, n in enumerate(bsym.output.shape)]
+        out = renamed[id(bsym.output)] = TensorProxy(shape, buf.dtype, buf.device, name=bsym.output.name)
+        lines.append(BoundSymbol(Prim.INDEX_SELECT, (buf, d, index), {}, out))
+    else:
+        lines.append(BoundSymbol(Prim.INDEX_COPY, (buf, d, index, bsym.args[1]), {}, bsym.output))
+    return lines
+
+
+def _fixed_extent(extent: Any, start: Any, end: Any, numbers: dict[str, BoundSymbol]) -> Any:
+    """`extent` where it is an int; else n where `end` is computed as `start + n` (`x[pos]` slices
+    `pos : pos + 1`), n an int; else `extent` as it is."""
+    made = numbers.get(end.name) if isinstance(end, NumberProxy) else None
+    if type(extent) is int or made is None or made.sym is not Prim.ADD:
+        return extent
+    a, b = made.args
+    step = b if a is start else a if b is start else None
+    return step if type(step) is int else extent
+
+
+def _tensorized(value: Any, tensors: dict[str, TensorProxy]) -> bool:
+    return isinstance(value, NumberProxy) and value.name in tensors

@@ -165,3 +165,44 @@ def test_a_prologue_conversion_read_twice_is_not_copied() -> None:
     assert len(widened(fused)) == 1
     for flag in (True, False):
         torch.testing.assert_close(eval_trace(fused, p, g, _scalar(flag)), flagged(p, g, flag))
+
+
+def _decode_step(cache, k, cos, pos):
+    cache[:, :, pos : pos + 1] = k * cos[pos]  # a KV cache written at the position, a table read there
+    return cache.sum(-1)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_a_slice_write_and_read_at_a_position_number_become_an_index_copy_and_select(layout):
+    def inputs(seed):
+        gen = torch.Generator().manual_seed(seed)
+        cache = torch.randn(2, 3, 7, 4, generator=gen)
+        if layout == "transposed":
+            cache = torch.randn(2, 3, 4, 7, generator=gen).transpose(-1, -2)
+        return cache, torch.randn(2, 3, 1, 4, generator=gen), torch.randn(7, 4, generator=gen)
+
+    pure = _pure(_decode_step, *inputs(0), 2, dynamic=["pos"])
+    scalars = check_trace(dce(device_scalars(pure, ["pos"], CPU)))
+    ops = {b.sym for b in scalars.bsyms}
+    assert {Prim.INDEX_COPY, Prim.INDEX_SELECT} <= ops and not ops & {Prim.SLICE, Prim.SLICE_UPDATE}, scalars
+    assert scalars.inputs[-1].type_string() == "cpu i64[]"
+    for seed, pos in enumerate([0, 3, 6, 1]):  # the first, a middle and the last position
+        cache, k, cos = inputs(seed)
+        expected_cache = cache.clone()
+        want = _decode_step(expected_cache, k, cos, pos)
+        got = eval_trace(scalars, cache, k, cos, _scalar(pos))
+        torch.testing.assert_close(got[0] if isinstance(got, (tuple, list)) else got, want)
+
+
+@pytest.mark.parametrize(
+    ("fn", "says"),
+    [
+        (lambda x, n: x[0:1, n : n + 1] * 2, "'n' bounds a slice of x that is not one fixed extent along one dim"),
+        (lambda x, n: x[:, n:] * 2, "'n' bounds a slice of x that is not one fixed extent along one dim"),
+    ],
+    ids=["another dim cut", "no fixed extent"],
+)
+def test_a_slice_at_a_position_number_that_index_select_cannot_take_stays_a_number(fn, says):
+    pure = _pure(fn, torch.ones(3, 5), 2, dynamic=["n"])
+    with pytest.raises(NumberStaysNumber, match=says):
+        device_scalars(pure, ["n"], CPU)

@@ -146,3 +146,25 @@ def test_a_python_float_learning_rate_changing_every_step_replays_from_a_device_
     stats = jfn.entries[-1].computation.stats
     assert stats.device_scalars == "'lr'" and stats.replays >= 2, str(stats)
     assert compiler.cache_stats(jfn).misses == 2  # the value, then a symbolic lr (automatic dynamic)
+
+
+def _decode(cache, k, cos, pos):
+    cache[:, :, pos : pos + 1] = (k * cos[pos]).to(cache.dtype)  # written, and a table read, at the position
+    return cache.float().sum(-1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("graphs", [True, None], ids=["explicit", "automatic"])
+def test_a_decode_loop_writing_a_cache_at_a_python_int_position_replays_one_graph(graphs) -> None:
+    cache = torch.zeros(2, 4, 32, 16, device="cuda", dtype=torch.bfloat16)
+    cos = torch.randn(32, 16, device="cuda")
+    want = cache.clone()
+    jfn = compiler.jit(_decode, cuda_graphs=graphs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CudaGraphWarning)
+        for pos in range(STEPS):
+            k = torch.randn(2, 4, 1, 16, device="cuda")
+            torch.testing.assert_close(jfn(cache, k, cos, pos), _decode(want, k, cos, pos))
+            torch.testing.assert_close(cache, want)
+    stats = jfn.entries[-1].computation.stats
+    assert stats.device_scalars == "'pos'" and stats.replays >= 4, str(stats)
