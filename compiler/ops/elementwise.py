@@ -34,8 +34,10 @@ from compiler.ops.registry import register
 # Unary
 
 
-def _unary(name: str, prim_fn: Callable, promotion: Promotion, *, methods: bool = True) -> None:
-    names = [f"torch.{name}"] + ([f"torch.Tensor.{name}"] if methods else [])
+def _unary(
+    name: str, prim_fn: Callable, promotion: Promotion, *, methods: bool = True, aliases: tuple[str, ...] = ()
+) -> None:
+    names = [f"torch.{name}"] + ([f"torch.Tensor.{name}"] if methods else []) + list(aliases)
 
     @register(*names)
     def op(input: TensorProxy, *, out: Any = None) -> Any:
@@ -45,21 +47,22 @@ def _unary(name: str, prim_fn: Callable, promotion: Promotion, *, methods: bool 
     op.__name__ = name
 
 
-for _name, _promotion in (
-    ("exp", Promotion.INT_TO_FLOAT),
-    ("exp2", Promotion.INT_TO_FLOAT),
-    ("log", Promotion.INT_TO_FLOAT),
-    ("log1p", Promotion.INT_TO_FLOAT),
-    ("sqrt", Promotion.INT_TO_FLOAT),
-    ("rsqrt", Promotion.INT_TO_FLOAT),
-    ("sin", Promotion.INT_TO_FLOAT),
-    ("cos", Promotion.INT_TO_FLOAT),
-    ("tanh", Promotion.INT_TO_FLOAT),
-    ("erf", Promotion.INT_TO_FLOAT),
-    ("reciprocal", Promotion.INT_TO_FLOAT),
-    ("sign", Promotion.DEFAULT),
-):
-    _unary(_name, getattr(prims, _name), _promotion)
+# Other spellings torch has for these ops (the in-place forms are in inplace.py).
+_ALIASES = {
+    "exp2": ("torch.special.exp2",),
+    "log1p": ("torch.special.log1p",),
+    "asinh": ("torch.arcsinh", "torch.Tensor.arcsinh"),
+    "acosh": ("torch.arccosh", "torch.Tensor.arccosh"),
+    "atanh": ("torch.arctanh", "torch.Tensor.arctanh"),
+    "erf": ("torch.special.erf",),
+    "erfc": ("torch.special.erfc",),
+}
+for _name in (
+    "exp", "exp2", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh",
+    "asinh", "acosh", "atanh", "erf", "erfc", "reciprocal",
+):  # fmt: skip
+    _unary(_name, getattr(prims, _name), Promotion.INT_TO_FLOAT, aliases=_ALIASES.get(_name, ()))
+_unary("sign", prims.sign, Promotion.DEFAULT, aliases=("torch.sgn", "torch.Tensor.sgn"))  # sgn of real tensors
 _unary("square", lambda x: prims.mul(x, x), Promotion.BOOL_TO_LONG)
 
 

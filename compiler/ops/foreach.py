@@ -31,7 +31,7 @@ from compiler.ops.registry import dispatch, register
 from compiler.ops.writes import write
 
 _UNARY = ("abs", "ceil", "cos", "erf", "exp", "floor", "log", "log1p", "neg", "reciprocal", "sigmoid", "sin")
-_UNARY += ("sqrt", "tanh", "trunc", "sign", "zero")
+_UNARY += ("sqrt", "tanh", "trunc", "sign", "zero", "log2", "log10", "tan", "sinh", "cosh", "erfc")
 _BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "clamp_min", "clamp_max", "copy")
 _TERNARY = ("addcmul", "addcdiv", "lerp")
 

@@ -94,11 +94,12 @@ for _name, _dunders in (
 for _name in (
     "clamp", "clamp_min", "clamp_max", "sqrt", "rsqrt", "neg", "exp", "exp2", "expm1", "log", "log1p", "abs",
     "relu", "sigmoid", "tanh", "sin", "cos", "erf", "reciprocal", "floor", "ceil", "trunc", "logit", "xlogy",
-    "acos", "asin", "atan", "arccos", "arcsin", "arctan", "square",
+    "acos", "asin", "atan", "arccos", "arcsin", "arctan", "square", "log2", "log10", "tan", "sinh", "cosh", "asinh",
+    "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "erfc",
 ):  # fmt: skip
     _inplace(_name, getattr(torch.Tensor, _name), function=True)
 
-for _name in ("atan2", "arctan2", "hypot", "erfinv", "heaviside", "sinc"):
+for _name in ("atan2", "arctan2", "hypot", "erfinv", "heaviside", "sinc", "sign", "sgn"):
     _inplace(_name, getattr(torch.Tensor, _name))
 
 # The in-place spellings of activations that have no Tensor method (F.relu_ is torch.relu_, above;

@@ -1,9 +1,10 @@
-"""Special elementwise functions: atan2, erfinv, hypot, logit, xlogy, logaddexp and expm1.
+"""Special elementwise functions: atan2, erfinv, hypot, logit, xlogy, logaddexp, logaddexp2 and expm1.
 
-atan2 and erfinv are prims (nvFuser has both ops); hypot, logit, xlogy, logaddexp and expm1 are written with prims
-so that their values at the special points (0, +-inf, NaN) and their gradients are eager's. Integer
-and bool inputs give the default float dtype as in eager; each computes in its float compute dtype
-(bf16/f16 in float32) and rounds once. The in-place forms (`atan2_`, `logit_`, ...) are in inplace.py.
+atan2 and erfinv are prims (nvFuser has both ops); hypot, logit, xlogy, logaddexp, logaddexp2 and expm1 are
+written with prims so that their values at the special points (0, +-inf, NaN) and their gradients are
+eager's. Integer and bool inputs give the default float dtype as in eager; each computes in its float
+compute dtype (bf16/f16 in float32) and rounds once. The in-place forms (`atan2_`, `logit_`, ...) are
+in inplace.py.
 """
 
 from __future__ import annotations
@@ -167,6 +168,28 @@ def logaddexp(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any
         TypeError,
     )
     return elementwise(_logaddexp, input, other)
+
+
+def _logaddexp2(a: Any, b: Any) -> Any:
+    # NOTE: eager's formula, max + log1p(exp2(-|a - b|)) / ln 2 (log1p keeps the digits of a small
+    # exp2 that log2(1 + ...) would round away), and equal infinities give themselves as in logaddexp.
+    both_inf = prims.bitwise_and(prims.eq(a, b), prims.eq(prims.abs(a), math.inf))
+    tail = prims.log1p(prims.exp2(prims.neg(prims.abs(prims.sub(a, b)))))
+    stable = prims.add(prims.maximum(a, b), prims.mul(tail, 1.0 / math.log(2.0)))
+    return prims.where(both_inf, a, stable)
+
+
+@register("torch.logaddexp2", "torch.Tensor.logaddexp2")
+def logaddexp2(input: TensorProxy, other: TensorProxy, *, out: Any = None) -> Any:
+    """log2(2**input + 2**other), computed without overflow."""
+    check_no_out("torch.logaddexp2", out)
+    tensors_only("torch.logaddexp2", input, other)
+    check(
+        dtypes.is_float(result_dtypes([input, other], Promotion.DEFAULT)[1]),
+        lambda: f"torch.logaddexp2 needs a floating operand{called_at()}",
+        TypeError,
+    )
+    return elementwise(_logaddexp2, input, other)
 
 
 def _expm1(x: Any) -> Any:

@@ -27,12 +27,21 @@ class Prim(enum.Enum):
     EXP2 = "exp2"
     LOG = "log"
     LOG1P = "log1p"
+    LOG2 = "log2"
+    LOG10 = "log10"
     SQRT = "sqrt"
     RSQRT = "rsqrt"
     SIN = "sin"
     COS = "cos"
+    TAN = "tan"
+    SINH = "sinh"
+    COSH = "cosh"
     TANH = "tanh"
+    ASINH = "asinh"
+    ACOSH = "acosh"
+    ATANH = "atanh"
     ERF = "erf"
+    ERFC = "erfc"
     ERFINV = "erfinv"
     RECIPROCAL = "reciprocal"
     FLOOR = "floor"
@@ -171,9 +180,9 @@ class Prim(enum.Enum):
 
 
 UNARY = frozenset(
-    {Prim.NEG, Prim.ABS, Prim.EXP, Prim.EXP2, Prim.LOG, Prim.LOG1P, Prim.SQRT, Prim.RSQRT, Prim.SIN,
-     Prim.COS, Prim.TANH, Prim.ERF, Prim.ERFINV, Prim.RECIPROCAL, Prim.FLOOR, Prim.CEIL, Prim.TRUNC,
-     Prim.SIGN, Prim.BITWISE_NOT}
+    {Prim.NEG, Prim.ABS, Prim.EXP, Prim.EXP2, Prim.LOG, Prim.LOG1P, Prim.LOG2, Prim.LOG10, Prim.SQRT, Prim.RSQRT,
+     Prim.SIN, Prim.COS, Prim.TAN, Prim.SINH, Prim.COSH, Prim.TANH, Prim.ASINH, Prim.ACOSH, Prim.ATANH, Prim.ERF,
+     Prim.ERFC, Prim.ERFINV, Prim.RECIPROCAL, Prim.FLOOR, Prim.CEIL, Prim.TRUNC, Prim.SIGN, Prim.BITWISE_NOT}
 )  # fmt: skip
 COMPARISONS = frozenset({Prim.EQ, Prim.NE, Prim.LT, Prim.LE, Prim.GT, Prim.GE})
 BINARY = frozenset(
@@ -275,12 +284,21 @@ NUMBER_IMPLS: dict[Prim, Callable] = {
     Prim.EXP2: lambda x: 2.0**x,
     Prim.LOG: math.log,
     Prim.LOG1P: math.log1p,
+    Prim.LOG2: math.log2,
+    Prim.LOG10: math.log10,
     Prim.SQRT: math.sqrt,
     Prim.RSQRT: lambda x: 1 / math.sqrt(x),
     Prim.SIN: math.sin,
     Prim.COS: math.cos,
+    Prim.TAN: math.tan,
+    Prim.SINH: math.sinh,
+    Prim.COSH: math.cosh,
     Prim.TANH: math.tanh,
+    Prim.ASINH: math.asinh,
+    Prim.ACOSH: math.acosh,
+    Prim.ATANH: math.atanh,
     Prim.ERF: math.erf,
+    Prim.ERFC: math.erfc,
     Prim.ERFINV: _erfinv,
     Prim.RECIPROCAL: lambda x: 1 / x,
     Prim.FLOOR: math.floor,

@@ -51,13 +51,17 @@ def _args(*makers: Callable) -> Callable[[str], tuple]:
 X = _f(4, 33)
 Y = _f(4, 33)
 POS = _f(4, 33, low=0.25)
+ABOVE_ONE = _f(4, 33, low=1.0)  # acosh's domain
+UNIT = lambda device: torch.rand(4, 33, device=device) * 1.98 - 0.99  # inside (-1, 1): atanh's domain
 
 _UNARY = {
     "neg": (torch.neg, X), "abs": (torch.abs, X), "exp": (torch.exp, X), "exp2": (torch.exp2, X),
     "log": (torch.log, POS), "log1p": (torch.log1p, POS), "sqrt": (torch.sqrt, POS), "rsqrt": (torch.rsqrt, POS),
     "sin": (torch.sin, X), "cos": (torch.cos, X), "tanh": (torch.tanh, X), "erf": (torch.erf, X),
     "reciprocal": (torch.reciprocal, POS), "floor": (prims.floor, X), "ceil": (prims.ceil, X),
-    "trunc": (prims.trunc, X), "sign": (prims.sign, X),
+    "trunc": (prims.trunc, X), "sign": (prims.sign, X), "log2": (torch.log2, POS), "log10": (torch.log10, POS),
+    "tan": (torch.tan, UNIT), "sinh": (torch.sinh, X), "cosh": (torch.cosh, X), "asinh": (torch.asinh, X),
+    "acosh": (torch.acosh, ABOVE_ONE), "atanh": (torch.atanh, UNIT), "erfc": (torch.erfc, X),
 }  # fmt: skip
 
 CASES: list[Case] = [

@@ -74,6 +74,9 @@ from tests.support.opinfo import (
     torch_compositions as opinfo_torch_compositions,
 )
 from tests.support.opinfo import (
+    transcendental as opinfo_transcendental,
+)
+from tests.support.opinfo import (
     triangular_solve as opinfo_triangular_solve,
 )
 from tests.support.opinfo import (
@@ -105,6 +108,7 @@ CASES = (
     + opinfo_matrix_compositions.CASES
     + opinfo_cumulative.CASES
     + opinfo_torch_compositions.CASES
+    + opinfo_transcendental.CASES
 )
 
 # Registered torch callables that no sample reaches, each with the reason. Keep it short.

@@ -178,8 +178,9 @@ def _iota(length: Any, start: Any, step: Any, dtype: torch.dtype) -> Val:
 ops = types.SimpleNamespace(
     **{
         name: _elementwise(getattr(torch, name))
-        for name in ("abs", "exp", "exp2", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf")
-        + ("erfinv", "reciprocal", "floor", "ceil", "trunc", "sign", "bitwise_not")
+        for name in ("abs", "exp", "exp2", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan")
+        + ("sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv", "reciprocal", "floor", "ceil")
+        + ("trunc", "sign", "bitwise_not")
     },
     neg=_elementwise(torch.neg),
     logical_not=_elementwise(torch.logical_not, arithmetic=False, out_dtype=torch.bool),

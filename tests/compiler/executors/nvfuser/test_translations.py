@@ -293,6 +293,31 @@ def test_cats_with_fills_run_as_eager_on_the_cpu_double(fake_nvfuser, dtype):  #
         assert region_fusions(compiler.last_traces(jfn)[-1])
 
 
+def _transcendental(x, y, u):
+    return (
+        torch.log2(x), torch.log10(y), torch.tan(u), torch.sinh(u), torch.cosh(u), torch.asinh(u),
+        torch.acosh(y), torch.atanh(u), torch.erfc(u),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_log2_log10_and_the_hyperbolics_are_nvfusers_ops_of_their_names(fake_nvfuser, dtype):  # noqa: F811
+    """Each is one fd.ops call (log2, not log / ln 2), so powers of two and of ten stay exact, as in eager."""
+    x = torch.exp2(torch.arange(-10, 10).to(dtype))
+    y = torch.tensor([10.0**k for k in range(0, 20)]).to(dtype)
+    u = torch.linspace(-0.9, 0.9, 20).to(dtype)
+    jfn = compiler.jit(_transcendental, executors=["nvfuser", "torch"], fallback=False)
+    got, want = jfn(x, y, u), _transcendental(x, y, u)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w)
+    assert torch.equal(got[0], torch.log2(x)) and torch.equal(got[1], torch.log10(y))
+    [fusion] = region_fusions(compiler.last_traces(jfn)[-1])
+    source = fusion_source(fusion.region, fusion.descriptors())[0]
+    for op in ("log2", "log10", "tan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc"):
+        assert source.count(f"fd.ops.{op}(") == 1, source
+    assert "fd.ops.log(" not in source, source
+
+
 def rotary(q, cos, sin):
     half = q.shape[-1] // 2
     return q * cos + torch.cat((-q[..., half:], q[..., :half]), dim=-1) * sin
