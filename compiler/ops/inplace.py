@@ -11,6 +11,7 @@ never resize) and a dtype that casts to the target's (`torch.can_cast`); `copy_`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -19,11 +20,11 @@ import torch.nn.functional as F
 
 from compiler import prims
 from compiler.core.errors import called_at, check
-from compiler.core.ir import NumberProxy, TensorProxy
+from compiler.core.ir import NumberProxy, Symbol, TensorProxy
 from compiler.ops import advanced_indexing, aliasing
 from compiler.ops.indexing import _as_1d, _check_index
 from compiler.ops.operands import canonical_dim, insert_dim, to_dtype
-from compiler.ops.registry import dispatch, register
+from compiler.ops.registry import OPS, RESOLVERS, Op, dispatch, register
 from compiler.ops.shape import getitem
 from compiler.ops.writes import same_shape, write
 
@@ -101,6 +102,50 @@ for _name in (
 
 for _name in ("atan2", "arctan2", "hypot", "erfinv", "heaviside", "sinc", "sign", "sgn"):
     _inplace(_name, getattr(torch.Tensor, _name))
+
+# ---------------------------------------------------------------------------------------------
+# x.name_(...) of any registered x.name(...)
+
+# NOTE: in-place methods that change what a tensor is (shape, strides, storage, names, autograd
+# state) or fill it with what is not its functional twin's result (`bernoulli_(p)` draws with
+# probability p, `x.bernoulli()` with probabilities x): never the functional twin written back.
+_NOT_TWINS = frozenset(
+    {"t_", "transpose_", "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_", "resize_", "resize_as_",
+     "resize_as_sparse_", "sparse_resize_", "sparse_resize_and_clear_", "as_strided_", "set_", "detach_",
+     "requires_grad_", "share_memory_", "retain_grad", "rename_", "names_", "bernoulli_", "random_", "uniform_",
+     "normal_", "cauchy_", "exponential_", "geometric_", "log_normal_", "apply_", "map_", "map2_",
+     "fill_diagonal_", "record_stream"}
+)  # fmt: skip
+
+
+def in_place_twin(fn: Any) -> Op | None:
+    """The Op for an unregistered in-place Tensor method `torch.Tensor.name_` whose out-of-place
+    `torch.Tensor.name` is registered (`gt_`, `logical_not_`, `nan_to_num_`, ...): that op written
+    into the tensor with eager's checks (`apply_in_place`). None for any other callable, and for
+    the methods that change metadata rather than values (`_NOT_TWINS`: `unsqueeze_`, `t_`, ...)."""
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str) or not name.endswith("_") or name.startswith("_") or name in _NOT_TWINS:
+        return None
+    if getattr(torch.Tensor, name, None) is not fn:
+        return None
+    functional = getattr(torch.Tensor, name[:-1], None)
+    if functional is None or functional not in OPS:
+        return None
+    return _twin_op(name, functional)
+
+
+@functools.cache
+def _twin_op(name: str, functional: Callable) -> Op:
+    what = f"torch.Tensor.{name}"
+
+    def op(self: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
+        return apply_in_place(functional, self, args, kwargs, what)
+
+    op.__name__ = name
+    return Op(what, op, Symbol(what))
+
+
+RESOLVERS.append(in_place_twin)
 
 # The in-place spellings of activations that have no Tensor method (F.relu_ is torch.relu_, above;
 # F.selu_ is torch.selu_, F.celu_ torch.celu_, F.threshold_ torch.threshold_).

@@ -53,6 +53,9 @@ CUSTOM_OPS: dict[str, Op] = {}
 # values of real ones (`COMPLEX_MAKERS`: torch.view_as_complex, torch.polar, torch.complex).
 COMPLEX_OPS: dict[Any, Op] = {}
 COMPLEX_MAKERS: set[Any] = set()
+# Lookups for calls that are in no table: each returns the Op for a callable or None (ops/inplace.py
+# adds the one that runs `x.name_(...)` as the registered `x.name(...)` written into `x`).
+RESOLVERS: list[Callable[[Any], Op | None]] = []
 
 
 def resolve(name: str) -> Any:
@@ -121,6 +124,18 @@ def _custom_op(fn: Any) -> Op | None:
     if isinstance(fn, torch._ops.OpOverload) and fn._overloadname == "default":
         return CUSTOM_OPS.get(fn._schema.name)
     return None
+
+
+def lookup(fn: Any) -> Op | None:
+    """The Op that runs calls of `fn` on real values: its entry in `OPS` or `CUSTOM_OPS`, else the
+    first `RESOLVERS` answer; None where `fn` has no decomposition."""
+    op = OPS.get(fn) or _custom_op(fn)
+    if op is None:
+        for resolver in RESOLVERS:
+            op = resolver(fn)
+            if op is not None:
+                break
+    return op
 
 
 def _tensor_attribute(fn: Any) -> str | None:
@@ -192,7 +207,7 @@ def dispatch(fn: Any, args: tuple, kwargs: dict) -> Any:
         args, kwargs = _captured(fn, args, kwargs)
     if fn in COMPLEX_MAKERS or _on_complex_values(fn, args, kwargs):
         return _dispatch_complex(fn, args, kwargs)
-    op = OPS.get(fn) or _custom_op(fn)
+    op = lookup(fn)
     traced = _contains(args, Proxy) or _contains(kwargs, Proxy)
     if op is None:
         if not traced:
@@ -274,7 +289,7 @@ def _captured(fn: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     context = ir.current()
     if context is None or context.captured is None:
         return args, kwargs
-    if not (fn in OPS or fn in COMPLEX_OPS or fn in COMPLEX_MAKERS or _custom_op(fn) is not None):
+    if not (fn in COMPLEX_OPS or fn in COMPLEX_MAKERS or lookup(fn) is not None):
         return args, kwargs
     replaced = context.captured(args, kwargs)
     return replaced if replaced is not None else (args, kwargs)
