@@ -61,6 +61,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     shape_compositions,
     sorting,
     special,
+    spellings,
     stochastic_layers,
     tensor_literal,
     torch_compositions,

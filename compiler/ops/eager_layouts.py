@@ -31,6 +31,8 @@ ROW_MAJOR = frozenset(
         "torch.log_softmax",
         "torch.Tensor.log_softmax",
         "torch.nn.functional.log_softmax",
+        "torch.special.softmax",
+        "torch.special.log_softmax",
         "torch.nn.functional.logsigmoid",
         "torch.masked_fill",
         "torch.Tensor.masked_fill",

@@ -71,6 +71,9 @@ from tests.support.opinfo import (
     special as opinfo_special,
 )
 from tests.support.opinfo import (
+    spellings as opinfo_spellings,
+)
+from tests.support.opinfo import (
     torch_compositions as opinfo_torch_compositions,
 )
 from tests.support.opinfo import (
@@ -109,6 +112,7 @@ CASES = (
     + opinfo_cumulative.CASES
     + opinfo_torch_compositions.CASES
     + opinfo_transcendental.CASES
+    + opinfo_spellings.CASES
 )
 
 # Registered torch callables that no sample reaches, each with the reason. Keep it short.
@@ -177,6 +181,7 @@ NOT_EXERCISED: dict[str, str] = {
             ("foreach_norm", "torch._foreach_norm"),
             ("quantiles", "torch.quantile torch.Tensor.quantile torch.nanquantile torch.Tensor.nanquantile"),
             ("scatter", "torch.index_reduce torch.Tensor.index_reduce"),
+            ("spellings", "torch.negative_ torch.fix_"),
         )
         for name in names.split()
     },

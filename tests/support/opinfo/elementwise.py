@@ -55,9 +55,9 @@ def _activation_samples(make: Maker) -> Iterator[Sample]:
 
 
 UNARY = [
-    _unary("neg", extra=(operator.neg, torch.negative)),
+    _unary("neg", extra=(operator.neg, torch.negative, method("negative"))),
     _unary("positive", extra=(operator.pos,)),
-    _unary("abs", extra=(operator.abs, torch.absolute)),
+    _unary("abs", extra=(operator.abs, torch.absolute, method("absolute"))),
     _unary("exp", domain=(-5, 5)),
     _unary("exp2", domain=(-5, 5), extra=(torch.special.exp2,)),
     _unary("log", domain=(0.05, 10)),
@@ -72,7 +72,7 @@ UNARY = [
     _unary("square"),
     _unary("floor"),
     _unary("ceil"),
-    _unary("trunc"),
+    _unary("trunc", extra=(torch.fix, method("fix"))),
     _unary("sign"),
     _unary("isnan", dtypes=FLOATS),
     _unary("logical_not"),
@@ -333,13 +333,13 @@ def _shift_samples(make: Maker) -> Iterator[Sample]:
 
 BINARY = [
     _binary("add", (operator.add, _reflected(operator.add, "radd"))),
-    _binary("sub", (operator.sub,), aliases=(torch.subtract,)),
+    _binary("sub", (operator.sub,), aliases=(torch.subtract, method("subtract"))),
     OpCase("add_alpha", (torch.add, method("add")), _alpha_samples),
-    OpCase("sub_alpha", (torch.sub, method("sub"), torch.subtract), _alpha_samples),
+    OpCase("sub_alpha", (torch.sub, method("sub"), torch.subtract, method("subtract")), _alpha_samples),
     OpCase("rsub", (_reflected(operator.sub, "rsub"), torch.rsub), _scalar_left_samples, ALL),
-    _binary("mul", (operator.mul, _reflected(operator.mul, "rmul")), aliases=(torch.multiply,)),
-    _binary("div", (operator.truediv,), sampler=_divisor_samples, aliases=(torch.divide,)),
-    OpCase("div_rounding", (torch.div, method("div"), torch.divide), _div_rounding_samples),
+    _binary("mul", (operator.mul, _reflected(operator.mul, "rmul")), aliases=(torch.multiply, method("multiply"))),
+    _binary("div", (operator.truediv,), sampler=_divisor_samples, aliases=(torch.divide, method("divide"))),
+    OpCase("div_rounding", (torch.div, method("div"), torch.divide, method("divide")), _div_rounding_samples),
     OpCase("true_divide", (torch.true_divide, method("true_divide")), _divisor_samples, ALL),
     OpCase(
         "rtruediv",

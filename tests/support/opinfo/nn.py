@@ -205,7 +205,13 @@ REDUCTIONS = [
     _reduction("std", _var_samples, FLOATS, f32=(1e-4, 1e-5), bf16=(2e-2, 2e-2)),
     OpCase("var_mean", (torch.var_mean,), _var_samples, FLOATS, _tolerances(f32=(1e-4, 1e-5), bf16=(2e-2, 2e-2))),
     OpCase("std_mean", (torch.std_mean,), _var_samples, FLOATS, _tolerances(f32=(1e-4, 1e-5), bf16=(2e-2, 2e-2))),
-    _reduction("logsumexp", _logsumexp_samples, f32=(1e-5, 1e-5), bf16=(2e-2, 2e-2)),
+    OpCase(
+        "logsumexp",
+        (torch.logsumexp, method("logsumexp"), torch.special.logsumexp),
+        _logsumexp_samples,
+        ALL,
+        _tolerances(f32=(1e-5, 1e-5), bf16=(2e-2, 2e-2)),
+    ),
     _reduction("amax", _extremum_samples),
     _reduction("amin", _extremum_samples),
     OpCase(
@@ -252,8 +258,14 @@ def _functional_softmax_samples(make: Maker) -> Iterator[Sample]:
 
 SOFTMAX_TOL = _tolerances(bf16=(1.6e-2, 2e-2))
 NN = [
-    OpCase("softmax", (torch.softmax, method("softmax")), _softmax_samples, FLOATS, SOFTMAX_TOL),
-    OpCase("log_softmax", (torch.log_softmax, method("log_softmax")), _softmax_samples, FLOATS, SOFTMAX_TOL),
+    OpCase("softmax", (torch.softmax, method("softmax"), torch.special.softmax), _softmax_samples, FLOATS, SOFTMAX_TOL),
+    OpCase(
+        "log_softmax",
+        (torch.log_softmax, method("log_softmax"), torch.special.log_softmax),
+        _softmax_samples,
+        FLOATS,
+        SOFTMAX_TOL,
+    ),
     OpCase(
         "softmax_int",
         (torch.softmax, method("softmax"), torch.log_softmax, method("log_softmax")),
@@ -396,7 +408,7 @@ MATMUL_TOL = _tolerances(f32=(1e-5, 1e-5), bf16=(1.6e-2, 2e-2))
 NN += [
     OpCase(
         "matmul",
-        (torch.matmul, method("matmul"), named("@", _matmul_method), named("rmatmul", _rmatmul)),
+        (torch.matmul, method("matmul"), named("@", _matmul_method), named("rmatmul", _rmatmul), torch.linalg.matmul),
         _matmul_samples,
         ALL,
         MATMUL_TOL,

@@ -97,6 +97,7 @@ def _casts(x: torch.Tensor) -> tuple:
 
 CASES = [
     OpCase("round", (torch.round, method("round")), _round_samples, ALL),
+    OpCase("special.round", (torch.special.round,), _round_samples, FLOATS),
     OpCase("frac", (torch.frac, method("frac")), lambda make: [Sample((make(4, 5, low=-9, high=9),))], FLOATS),
     OpCase("copysign", (torch.copysign, method("copysign")), _copysign_samples, FLOATS),
     OpCase("isclose", (torch.isclose, method("isclose")), _isclose_samples, (torch.float32,)),
