@@ -13,6 +13,7 @@ from compiler.ops import (  # noqa: F401  (each module registers its ops)
     advanced_indexing,
     as_strided,
     batch_norm,
+    bernoulli,
     bit_shifts,
     bucketing,
     complex_arithmetic,

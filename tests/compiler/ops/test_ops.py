@@ -142,6 +142,7 @@ NOT_EXERCISED: dict[str, str] = {
                 "torch.hsplit torch.Tensor.hsplit torch.vsplit torch.Tensor.vsplit torch.dsplit torch.Tensor.dsplit",
             ),
             ("activations", "torch.prelu torch.Tensor.prelu"),
+            ("bernoulli", "torch.bernoulli torch.Tensor.bernoulli torch.Tensor.bernoulli_"),
             (
                 "stochastic_layers",
                 "torch.nn.functional.rrelu torch.rrelu torch.rrelu_ torch.nn.functional.alpha_dropout "
