@@ -144,7 +144,7 @@ def test_a_python_float_learning_rate_changing_every_step_replays_from_a_device_
             want.sub_(g * lr)
             torch.testing.assert_close(p, want)
     stats = jfn.entries[-1].computation.stats
-    assert stats.device_scalars == "'lr'" and stats.replays >= 2, str(stats)
+    assert stats.device_scalars == "'lr'" and stats.replays >= 8, str(stats)
     assert compiler.cache_stats(jfn).misses == 2  # the value, then a symbolic lr (automatic dynamic)
 
 
@@ -163,9 +163,9 @@ def test_a_decode_loop_writing_a_cache_at_a_python_int_position_replays_one_grap
     k = torch.empty(2, 4, 1, 16, device="cuda")
     with warnings.catch_warnings():
         warnings.simplefilter("error", CudaGraphWarning)
-        for pos in range(STEPS):
+        for pos in range(2 * STEPS):  # 24 positions of the 32: six calls before the graphs, then replays
             k.copy_(torch.randn(2, 4, 1, 16, device="cuda"))  # the new keys in a static buffer
             torch.testing.assert_close(jfn(cache, k, cos, pos), _decode(want, k, cos, pos))
             torch.testing.assert_close(cache, want)
     stats = jfn.entries[-1].computation.stats
-    assert stats.device_scalars == "'pos'" and stats.replays >= 2, str(stats)
+    assert stats.device_scalars == "'pos'" and stats.replays >= 8, str(stats)
