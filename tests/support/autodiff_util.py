@@ -94,3 +94,24 @@ def check_gradients(
         assert g.dtype == w.dtype and g.shape == w.shape
         torch.testing.assert_close(g, w, **tolerance(w.dtype), msg=lambda m, i=i: f"gradient of input {i}: {m}")
     return jfn
+
+
+def float64(*values: float) -> torch.Tensor:
+    """A float64 vector of `values` (special points: zeros, domain ends, infinities, NaN)."""
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def values_and_grads(fn: Callable, args: Sequence[torch.Tensor], compiled: bool) -> tuple[torch.Tensor, list]:
+    """`fn(*args)` (jitted where `compiled`) and the gradients of its sum with respect to each argument."""
+    args = [a.clone().requires_grad_() for a in args]
+    out = (compiler.jit(fn) if compiled else fn)(*args)
+    return out, list(torch.autograd.grad(out, args, torch.ones_like(out)))
+
+
+def check_special_points(fn: Callable, args: Sequence[torch.Tensor]) -> None:
+    """Values and gradients of `fn` jitted at `args` are eager's, NaN included."""
+    want, want_grads = values_and_grads(fn, args, compiled=False)
+    got, got_grads = values_and_grads(fn, args, compiled=True)
+    torch.testing.assert_close(got, want, equal_nan=True)
+    for i, (g, w) in enumerate(zip(got_grads, want_grads, strict=True)):
+        torch.testing.assert_close(g, w, equal_nan=True, msg=lambda m, i=i: f"gradient of argument {i}: {m}")

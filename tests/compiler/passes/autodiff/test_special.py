@@ -11,9 +11,9 @@ from collections.abc import Callable
 import pytest
 import torch
 
-import compiler
 from tests.compiler.passes.autodiff.test_joint import DTYPES, randn
-from tests.support.autodiff_util import check_gradients
+from tests.support.autodiff_util import check_gradients, check_special_points, values_and_grads
+from tests.support.autodiff_util import float64 as _t
 
 SEEDS = range(3)
 _INF, _NAN = math.inf, math.nan
@@ -63,16 +63,6 @@ def test_gradients_match_eager(name: str, dtype: torch.dtype) -> None:
         check_gradients(fn, make(seed, dtype), seed=seed)
 
 
-def _grads(fn: Callable, args: list[torch.Tensor], compiled: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    args = [a.clone().requires_grad_() for a in args]
-    out = (compiler.jit(fn) if compiled else fn)(*args)
-    return out, list(torch.autograd.grad(out, args, torch.ones_like(out)))
-
-
-def _t(*values: float) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.float64)
-
-
 # name -> (function, arguments at its special points): values and gradients must be eager's, NaN included.
 EDGES: dict[str, tuple[Callable, list[torch.Tensor]]] = {
     "atan2": (torch.atan2, [_t(0, 0, -0.0, 1, 0, 3, -2, 1e-300), _t(0, -0.0, 0, 0, 1, 4, -2, 1e-300)]),
@@ -92,20 +82,15 @@ EDGES: dict[str, tuple[Callable, list[torch.Tensor]]] = {
 
 @pytest.mark.parametrize("name", sorted(EDGES))
 def test_values_and_gradients_at_special_points_match_eager(name: str) -> None:
-    fn, args = EDGES[name]
-    want, want_grads = _grads(fn, args, compiled=False)
-    got, got_grads = _grads(fn, args, compiled=True)
-    torch.testing.assert_close(got, want, equal_nan=True)
-    for i, (g, w) in enumerate(zip(got_grads, want_grads, strict=True)):
-        torch.testing.assert_close(g, w, equal_nan=True, msg=lambda m, i=i: f"gradient of argument {i}: {m}")
+    check_special_points(*EDGES[name])
 
 
 def test_xlogy_gradients_where_eager_differs() -> None:
     """At (0, 0) y's gradient is eager's g * x / y = NaN, the compiler's 0; at (0, inf) x's is eager's
     xlogy(g, inf) = inf, the compiler's NaN (0 * log(inf) is differentiated). Both documented in ops/special.py."""
     x, y = _t(0, 0, 0), _t(0, 2, _INF)
-    (_, (gx, gy)) = _grads(torch.xlogy, [x, y], compiled=True)
-    (_, (wx, wy)) = _grads(torch.xlogy, [x, y], compiled=False)
+    (_, (gx, gy)) = values_and_grads(torch.xlogy, [x, y], compiled=True)
+    (_, (wx, wy)) = values_and_grads(torch.xlogy, [x, y], compiled=False)
     torch.testing.assert_close(gx, _t(0, math.log(2), _NAN), equal_nan=True)
     torch.testing.assert_close(wx, _t(0, math.log(2), _INF))
     torch.testing.assert_close(gy, _t(0, 0, 0))
@@ -117,8 +102,8 @@ def test_logit_eps_is_held_in_the_input_dtype_as_eager() -> None:
     its gradient is 1 / (x (1 - x)) and not 0 (eager's kernel holds eps as a bfloat16)."""
     x = torch.tensor([0.298828125, 0.5, 0.296875], dtype=torch.bfloat16)
     fn = lambda t: torch.logit(t, eps=0.2995)
-    want, want_grads = _grads(fn, [x], compiled=False)
-    got, got_grads = _grads(fn, [x], compiled=True)
+    want, want_grads = values_and_grads(fn, [x], compiled=False)
+    got, got_grads = values_and_grads(fn, [x], compiled=True)
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(got_grads[0], want_grads[0])
     assert got_grads[0][0] != 0 and got_grads[0][2] == 0

@@ -14,7 +14,8 @@ import torch
 
 import compiler
 from tests.compiler.passes.autodiff.test_joint import DTYPES, randn
-from tests.support.autodiff_util import check_gradients
+from tests.support.autodiff_util import check_gradients, check_special_points
+from tests.support.autodiff_util import float64 as _t
 
 SEEDS = range(3)
 _INF, _NAN = math.inf, math.nan
@@ -62,16 +63,6 @@ def test_logaddexp2_gradient_of_equal_operands() -> None:
     check_gradients(torch.logaddexp2, [a, a.clone()])
 
 
-def _grads(fn: Callable, args: list[torch.Tensor], compiled: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    args = [a.clone().requires_grad_() for a in args]
-    out = (compiler.jit(fn) if compiled else fn)(*args)
-    return out, list(torch.autograd.grad(out, args, torch.ones_like(out)))
-
-
-def _t(*values: float) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.float64)
-
-
 _EVERYWHERE = _t(0, -0.0, 1, -1, 0.5, -3, 1e-300, 700, -800, 1e200, _INF, -_INF, _NAN)
 # name -> (function, arguments at its special points): values and gradients must be eager's, NaN included.
 EDGES: dict[str, tuple[Callable, list[torch.Tensor]]] = {
@@ -93,12 +84,7 @@ EDGES: dict[str, tuple[Callable, list[torch.Tensor]]] = {
 
 @pytest.mark.parametrize("name", sorted(EDGES))
 def test_values_and_gradients_at_special_points_match_eager(name: str) -> None:
-    fn, args = EDGES[name]
-    want, want_grads = _grads(fn, args, compiled=False)
-    got, got_grads = _grads(fn, args, compiled=True)
-    torch.testing.assert_close(got, want, equal_nan=True)
-    for i, (g, w) in enumerate(zip(got_grads, want_grads, strict=True)):
-        torch.testing.assert_close(g, w, equal_nan=True, msg=lambda m, i=i: f"gradient of argument {i}: {m}")
+    check_special_points(*EDGES[name])
 
 
 def test_logaddexp2_of_equal_infinities_is_that_infinity() -> None:
